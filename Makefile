@@ -1,0 +1,35 @@
+# audee — common tasks.  `make install` builds .venv from pinned versions (requirements.txt).
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+RUN ?= runs/default
+PYTEST_ARGS ?=
+
+.PHONY: install fuzz test bench clean help
+
+help:
+	@echo "make install   build $(VENV) with the pinned stack and audee (editable)"
+	@echo "make fuzz      LeNet-5 across tensorflow, torch, jax, onnxruntime -> $(RUN)/"
+	@echo "make test      run the test suite on the real frameworks"
+	@echo "make bench     overhead benchmark (experiments/bench_overhead.py)"
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements.txt
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/audee backends
+
+fuzz:
+	$(BIN)/audee fuzz --seed lenet5 --backends tensorflow,torch,jax,onnxruntime --variants 50 --out $(RUN) --rng 0
+
+test:
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench:
+	$(BIN)/python experiments/bench_overhead.py
+
+clean:
+	rm -rf $(RUN) .pytest_cache

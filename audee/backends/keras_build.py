@@ -1,0 +1,104 @@
+"""Build a Keras functional model from a ModelSpec (runs inside a worker, after keras import).
+
+The built model returns *every* layer's output, in the spec's topological order, so one
+compiled call serves both the logits oracle and the per-layer NaN / distance oracles.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from audee.spec import LayerSpec, ModelSpec, Weights
+
+MERGE_APIS = frozenset({"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"})
+
+LayerFactory = Callable[[LayerSpec], Any]
+
+
+def default_layer(keras: Any, layer: LayerSpec) -> Any:
+    """Instantiate ``keras.layers.<api>(**params, name=...)``; nested ``layer`` params
+    (Bidirectional, TimeDistributed) are built recursively."""
+    params = dict(layer.params)
+    for key, value in list(params.items()):
+        if isinstance(value, dict) and "api" in value:
+            inner = LayerSpec(f"{layer.name}_{key}", value["api"], dict(value.get("params", {})), [])
+            params[key] = default_layer(keras, inner)
+    try:
+        cls = getattr(keras.layers, layer.api)
+    except AttributeError:
+        raise ValueError(f"keras.layers has no API {layer.api!r}") from None
+    return cls(**params, name=layer.name)
+
+
+class BuiltModel:
+    """A Keras model over all layer outputs, plus the bookkeeping to move weights in and out."""
+
+    def __init__(self, spec: ModelSpec, keras: Any, make_layer: LayerFactory | None = None):
+        make_layer = make_layer or (lambda ls: default_layer(keras, ls))
+        self.spec = spec
+        self.order = spec.topological_order()
+        tensors: dict[str, Any] = {}
+        self.inputs = []
+        for inp in spec.inputs:
+            t = keras.Input(shape=inp.shape, dtype=inp.dtype, name=inp.name)
+            tensors[inp.name] = t
+            self.inputs.append(t)
+        self.layers: dict[str, Any] = {}
+        for name in self.order:
+            ls = spec.layer(name)
+            layer = make_layer(ls)
+            args = [tensors[i] for i in ls.inputs]
+            out = layer(args if (len(args) > 1 or ls.api in MERGE_APIS) else args[0])
+            if isinstance(out, (list, tuple)):
+                raise ValueError(f"layer {name!r} returns {len(out)} tensors; audee needs one output per layer")
+            tensors[name] = out
+            self.layers[name] = layer
+        self.model = keras.Model(self.inputs, [tensors[n] for n in self.order], name="audee_model")
+        self.logits_index = self.order.index(spec.logits_layer)
+        self.output_index = self.order.index(spec.output)
+        # Map every layer weight to its slot among the model's (non-)trainable variables, so
+        # stateless calls (JAX, ONNX export) can take weights as plain arguments.
+        tv = {id(v): i for i, v in enumerate(self.model.trainable_variables)}
+        ntv = {id(v): i for i, v in enumerate(self.model.non_trainable_variables)}
+        self.slots: dict[str, list[tuple[bool, int]]] = {}
+        for name in self.order:
+            self.slots[name] = [(id(v) in tv, tv[id(v)] if id(v) in tv else ntv[id(v)])
+                                for v in self.layers[name].weights]
+
+    # ---- weights ---------------------------------------------------------------------------
+    def weight_shapes(self) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
+        """Layer -> [(variable role such as 'kernel' or 'moving_mean', shape)]."""
+        return {n: [(v.name, tuple(int(d) for d in v.shape)) for v in self.layers[n].weights]
+                for n in self.order if self.layers[n].weights}
+
+    def get_weights(self) -> Weights:
+        return {n: [np.asarray(w) for w in self.layers[n].get_weights()]
+                for n in self.order if self.layers[n].weights}
+
+    def check_weights(self, weights: Weights) -> None:
+        """Refuse a weight set that does not fit the built model (names, counts, shapes)."""
+        shapes = {n: [s for _, s in vs] for n, vs in self.weight_shapes().items()}
+        missing = sorted(set(shapes) - set(weights))
+        if missing:
+            raise ValueError(f"weights missing for layers {missing}")
+        extra = sorted(set(weights) - set(shapes))
+        if extra:
+            raise ValueError(f"weights given for unknown or weightless layers {extra}")
+        for name, want in shapes.items():
+            got = [tuple(a.shape) for a in weights[name]]
+            if got != want:
+                raise ValueError(f"layer {name!r}: weight shapes {got} do not fit {want}")
+
+    def flat_variables(self, weights: Weights) -> tuple[list[Any], list[Any]]:
+        """Trainable and non-trainable variable values with ``weights`` put in their slots."""
+        tv = [v.value for v in self.model.trainable_variables]
+        ntv = [v.value for v in self.model.non_trainable_variables]
+        for name, slots in self.slots.items():
+            for (trainable, idx), arr in zip(slots, weights.get(name, [])):
+                (tv if trainable else ntv)[idx] = arr
+        return tv, ntv
+
+    def set_weights(self, weights: Weights) -> None:
+        for name, arrs in weights.items():
+            self.layers[name].set_weights(arrs)

@@ -1,0 +1,143 @@
+"""ONNX-bridged backend: Keras (TF backend) -> tf2onnx -> onnxruntime CPU provider.
+
+Export happens once per spec.  The exported graph takes every weight as a *graph input*
+(a stateless Keras call traced by tf2onnx), so a new weight set never needs a re-export:
+
+* ``onnxruntime`` bakes the weights back into initializers (a protobuf edit plus a new
+  session, no re-export), so ORT's constant folding and fusions run as they would on a
+  deployed model;
+* ``onnxruntime-fed`` feeds the weights as inputs on every call: the fastest for
+  weight-level search, but it skips ORT's constant-weight optimizations.
+
+Finding on this stack: Keras' JAX-backend ONNX export emits a 4-D MaxPool that
+onnxruntime rejects, so the TF-backend path (tf2onnx, opset 15) is used.
+"""
+from __future__ import annotations
+
+import traceback
+from typing import Any, ClassVar
+
+import numpy as np
+
+from audee.backends.base import Backend, BackendError, Phase
+from audee.backends.keras_backends import TensorflowBackend
+from audee.backends.keras_build import BuiltModel
+from audee.spec import ModelSpec, Weights
+
+
+class OnnxModel:
+    def __init__(self, built: BuiltModel, proto: Any, weight_inputs: list[str]):
+        self.built = built
+        self.proto = proto  # ModelProto with weights as graph inputs
+        self.weight_inputs = weight_inputs
+        self.feed: dict[str, np.ndarray] = {}
+        self.session: Any = None
+
+
+class OnnxRuntimeBackend(Backend):
+    name = "onnxruntime"
+    opset: ClassVar[int] = 15
+    bake_weights: ClassVar[bool] = True
+
+    def __init__(self, device: str = "cpu"):
+        super().__init__(device)
+        self.keras_side = TensorflowBackend("cpu")  # conversion always traces on CPU
+
+    @classmethod
+    def prepare_process(cls, device: str) -> None:
+        TensorflowBackend.prepare_process("cpu")
+
+    @property
+    def providers(self) -> list[str]:
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"] if self.device.startswith("cuda") \
+            else ["CPUExecutionProvider"]
+
+    def versions(self) -> dict[str, str]:
+        import onnx
+        import onnxruntime
+        import tf2onnx
+
+        return {**self.keras_side.versions(), "tf2onnx": tf2onnx.__version__, "onnx": onnx.__version__,
+                "onnxruntime": onnxruntime.__version__}
+
+    def make_layer(self, layer: Any) -> Any:
+        return self.keras_side.make_layer(layer)
+
+    def build(self, spec: ModelSpec) -> OnnxModel:
+        import tensorflow as tf
+        import tf2onnx
+
+        keras = self.keras_side.keras
+        built = BuiltModel(spec, keras, self.make_layer)
+        model = built.model
+        tvars, ntvars = model.trainable_variables, model.non_trainable_variables
+        n_tv = len(tvars)
+        x_sig = [tf.TensorSpec((None, *i.shape), i.dtype, name=i.name) for i in spec.inputs]
+        w_sig = [tf.TensorSpec(v.shape, v.dtype, name=f"audee_w{k}") for k, v in enumerate(tvars + ntvars)]
+        n_x = len(x_sig)
+        order = built.order
+
+        def forward(*args: Any) -> dict:
+            xs, ws = list(args[:n_x]), list(args[n_x:])
+            outs, _ = model.stateless_call(ws[:n_tv], ws[n_tv:], xs, training=False)
+            return {name: tf.identity(o) for name, o in zip(order, outs)}
+
+        fn = tf.function(forward, input_signature=x_sig + w_sig, autograph=False)
+        try:
+            proto, _ = tf2onnx.convert.from_function(fn, input_signature=x_sig + w_sig, opset=self.opset)
+            graph_outputs = [o.name for o in proto.graph.output]
+            if sorted(graph_outputs) != sorted(order):
+                raise RuntimeError(f"tf2onnx produced outputs {graph_outputs}, expected {order}")
+            om = OnnxModel(built, proto, [s.name for s in w_sig])
+            # Seed-generator states and other non-layer variables keep their built values.
+            om.feed = {s.name: np.asarray(v.value) for s, v in zip(w_sig, tvars + ntvars)}
+            self._session(om)
+        except Exception as exc:
+            raise BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
+        return om
+
+    def _session(self, om: OnnxModel) -> None:
+        import onnx
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        if self.bake_weights:
+            proto = onnx.ModelProto()
+            proto.CopyFrom(om.proto)
+            g = proto.graph
+            baked = set(om.weight_inputs)
+            kept = [i for i in g.input if i.name not in baked]
+            del g.input[:]
+            g.input.extend(kept)
+            for name in om.weight_inputs:
+                g.initializer.append(onnx.numpy_helper.from_array(om.feed[name], name))
+            om.session = ort.InferenceSession(proto.SerializeToString(), opts, providers=self.providers)
+        else:
+            om.session = ort.InferenceSession(om.proto.SerializeToString(), opts, providers=self.providers)
+
+    def weight_shapes(self, model: OnnxModel) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
+        return model.built.weight_shapes()
+
+    def set_weights(self, model: OnnxModel, weights: Weights) -> None:
+        model.built.check_weights(weights)
+        for lname, slots in model.built.slots.items():
+            n_tv = len(model.built.model.trainable_variables)
+            for (trainable, idx), arr in zip(slots, weights.get(lname, [])):
+                k = idx if trainable else n_tv + idx
+                model.feed[f"audee_w{k}"] = np.ascontiguousarray(arr)
+        if self.bake_weights:
+            self._session(model)
+
+    def run(self, model: OnnxModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        feed = {i.name: inputs[i.name] for i in model.built.spec.inputs}
+        if not self.bake_weights:
+            feed.update(model.feed)
+        return model.session.run(model.built.order, feed)
+
+
+class OnnxRuntimeFedBackend(OnnxRuntimeBackend):
+    """Weights fed as graph inputs on every call (no session rebuild on a weight swap)."""
+
+    name = "onnxruntime-fed"
+    bake_weights = False

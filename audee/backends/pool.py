@@ -1,0 +1,297 @@
+"""Parent side of the workers: start, talk to, time out and restart backend processes.
+
+A worker that dies (signal, abort, OOM kill) or does not answer within the request
+timeout is recorded as a :class:`WorkerFailure` and restarted on its next request: a
+crashing framework never takes the run down.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from audee.backends.registry import BackendRef
+from audee.spec import ModelSpec, Weights
+
+
+@dataclass
+class WorkerFailure:
+    """A backend request that produced no normal answer.
+
+    kind: ``error`` (a clean exception in the framework), ``signal`` (killed by a signal,
+    e.g. SIGABRT or SIGSEGV), ``exit`` (the process exited), ``timeout`` (no answer in time).
+    """
+
+    kind: str
+    phase: str
+    message: str
+    traceback: str = ""
+    log_tail: str = ""
+
+    @property
+    def hard(self) -> bool:
+        return self.kind != "error"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "phase": self.phase, "message": self.message,
+                "traceback": self.traceback, "log_tail": self.log_tail}
+
+
+@dataclass
+class Worker:
+    ref: BackendRef
+    log_dir: Path
+    timeout: float = 120.0
+    start_timeout: float = 180.0
+    proc: subprocess.Popen | None = None
+    conn: Connection | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    restarts: int = 0
+    _sent_weights: dict[str, str] = field(default_factory=dict)
+    _pending: dict | None = None
+    _deadline: float = 0.0
+    _started: float = 0.0
+
+    @property
+    def label(self) -> str:
+        return self.ref.label
+
+    @property
+    def log_path(self) -> Path:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.label)
+        return self.log_dir / f"worker-{safe}.log"
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Spawn the process; the framework import continues in the background."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        parent_sock, child_sock = socket.socketpair()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), env.get("PYTHONPATH", "")] if p)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        log = open(self.log_path, "ab")
+        log.write(f"\n=== start {time.strftime('%Y-%m-%d %H:%M:%S')} {self.ref.target} on {self.ref.device}\n".encode())
+        log.flush()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "audee.backends.worker", "--fd", str(child_sock.fileno()),
+             "--backend", self.ref.target, "--device", self.ref.device],
+            pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            env=env, start_new_session=True)
+        log.close()
+        child_sock.close()
+        self.conn = Connection(parent_sock.detach())
+        self._sent_weights.clear()
+        self._started = time.monotonic()
+
+    def wait_ready(self) -> WorkerFailure | None:
+        """Block until the worker imported its framework and answered ``hello``."""
+        left = self.start_timeout - (time.monotonic() - self._started)
+        got = self._recv(max(left, 0.1), phase="start")
+        if isinstance(got, WorkerFailure):
+            return got
+        if "fatal" in got:
+            self.kill()
+            return WorkerFailure("error", "start", got["fatal"], got.get("traceback", ""), self.log_tail())
+        self.submit({"op": "hello"}, phase="start", timeout=self.start_timeout)
+        hello = self.result()
+        if isinstance(hello, WorkerFailure):
+            return hello
+        if "error" in hello:
+            return WorkerFailure("error", "start", hello["error"]["message"], hello["error"]["traceback"])
+        self.versions = hello["versions"]
+        return None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def ensure(self) -> WorkerFailure | None:
+        if self.alive():
+            return None
+        if self.proc is not None:
+            self.restarts += 1
+        self.start()
+        return self.wait_ready()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            self.proc.wait()
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def stop(self) -> None:
+        if self.alive() and self.conn is not None:
+            try:
+                self.conn.send({"op": "exit"})
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - n))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    # ---- requests ----------------------------------------------------------------------------
+    def submit(self, msg: dict, *, phase: str = "run", timeout: float | None = None) -> WorkerFailure | None:
+        """Send a request without waiting (so several workers compute at once)."""
+        failure = self.ensure()
+        if failure is not None:
+            self._pending = {"failure": failure}
+            return failure
+        try:
+            self.conn.send(msg)
+        except OSError:
+            pass  # the death shows up in result()
+        self._pending = {"phase": phase}
+        self._deadline = time.monotonic() + (timeout or self.timeout)
+        return None
+
+    def result(self) -> dict | WorkerFailure:
+        pending, self._pending = self._pending, None
+        if pending is None:
+            raise RuntimeError("result() without submit()")
+        if "failure" in pending:
+            return pending["failure"]
+        return self._recv(max(self._deadline - time.monotonic(), 0.0), phase=pending["phase"])
+
+    def request(self, msg: dict, *, phase: str = "run", timeout: float | None = None) -> dict | WorkerFailure:
+        self.submit(msg, phase=phase, timeout=timeout)
+        return self.result()
+
+    def _recv(self, timeout: float, *, phase: str) -> dict | WorkerFailure:
+        try:
+            ready = self.conn.poll(timeout)
+        except OSError:
+            ready = True
+        if not ready:
+            self.kill()
+            return WorkerFailure("timeout", phase, f"no answer within {timeout:.0f}s; worker killed",
+                                 log_tail=self.log_tail())
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            return self._death(phase)
+
+    def _death(self, phase: str) -> WorkerFailure:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.returncode
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        tail = self.log_tail()
+        if code is not None and code < 0:
+            try:
+                sig = signal.Signals(-code).name
+            except ValueError:
+                sig = f"signal {-code}"
+            return WorkerFailure("signal", phase, f"worker killed by {sig}", log_tail=tail)
+        return WorkerFailure("exit", phase, f"worker exited with code {code}", log_tail=tail)
+
+    # ---- test-case helpers -------------------------------------------------------------------
+    def submit_run(self, spec: ModelSpec, key: str, weights: Weights, wkey: str,
+                   inputs: dict[str, Any], layers: bool | list[str] = False) -> None:
+        send = self._sent_weights.get(key) != wkey or not self.alive()
+        self._last_run = (spec, key, weights, wkey, inputs, layers)
+        self.submit({"op": "run", "spec": spec.to_json(), "key": key, "weights_key": wkey,
+                     "weights": weights if send else None, "inputs": inputs, "layers": layers})
+
+    def result_run(self) -> dict | WorkerFailure:
+        got = self.result()
+        spec, key, weights, wkey, inputs, layers = self._last_run
+        if isinstance(got, dict) and got.get("need_weights"):
+            self._sent_weights.pop(key, None)
+            self.submit({"op": "run", "spec": spec.to_json(), "key": key, "weights_key": wkey,
+                         "weights": weights, "inputs": inputs, "layers": layers})
+            got = self.result()
+        if isinstance(got, dict) and "error" not in got:
+            self._sent_weights[key] = wkey
+        elif isinstance(got, WorkerFailure) or "error" in got:
+            self._sent_weights.pop(key, None)
+        return got
+
+
+class Pool:
+    """All backends of a run, each in its own worker; requests go out to all at once."""
+
+    def __init__(self, refs: list[BackendRef], log_dir: Path, *, timeout: float = 120.0,
+                 start_timeout: float = 180.0):
+        self.workers = {r.label: Worker(r, Path(log_dir), timeout, start_timeout) for r in refs}
+
+    def __enter__(self) -> "Pool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.workers)
+
+    def start(self) -> dict[str, WorkerFailure]:
+        """Start every worker in parallel; return the ones that could not start."""
+        for w in self.workers.values():
+            w.start()
+        failed = {}
+        for label, w in self.workers.items():
+            f = w.wait_ready()
+            if f is not None:
+                failed[label] = f
+        return failed
+
+    def close(self) -> None:
+        for w in self.workers.values():
+            w.stop()
+
+    def versions(self) -> dict[str, dict[str, str]]:
+        return {label: w.versions for label, w in self.workers.items()}
+
+    def build(self, spec: ModelSpec, labels: list[str] | None = None) -> dict[str, dict | WorkerFailure]:
+        key = spec.key()
+        labels = labels or self.labels
+        for label in labels:
+            self.workers[label].submit({"op": "build", "spec": spec.to_json(), "key": key}, phase="build")
+        return {label: _as_failure(self.workers[label].result(), "build") for label in labels}
+
+    def run(self, spec: ModelSpec, weights: Weights, wkey: str, inputs: dict[str, Any],
+            labels: list[str] | None = None, layers: bool | list[str] = False) -> dict[str, dict | WorkerFailure]:
+        key = spec.key()
+        labels = labels or self.labels
+        for label in labels:
+            self.workers[label].submit_run(spec, key, weights, wkey, inputs, layers)
+        return {label: _as_failure(self.workers[label].result_run(), "run") for label in labels}
+
+    def call(self, label: str, name: str, **kwargs: Any) -> Any:
+        got = self.workers[label].request({"op": "call", "name": name, "kwargs": kwargs})
+        got = _as_failure(got, "run")
+        if isinstance(got, WorkerFailure):
+            raise RuntimeError(f"{label}: {got.message}\n{got.traceback}")
+        return got["value"]
+
+
+def _as_failure(reply: dict | WorkerFailure, phase: str) -> dict | WorkerFailure:
+    if isinstance(reply, dict) and "error" in reply:
+        e = reply["error"]
+        return WorkerFailure("error", e.get("phase", phase), e["message"], e.get("traceback", ""))
+    return reply

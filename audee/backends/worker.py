@@ -1,0 +1,164 @@
+"""The worker process: one backend, one framework, alive across test cases.
+
+Started by :class:`audee.backends.pool.Worker` as ``python -m audee.backends.worker``; it
+talks over an inherited socket with pickled dicts.  Built models are cached per spec key
+(LRU), and weights are swapped in place when the weights key changes.  Clean Python
+exceptions are answered as errors; anything harder (a signal, an abort, a hang) kills the
+process and the parent records it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from audee.backends.base import Backend, BackendError, Phase
+from audee.backends.registry import load_class
+from audee.spec import ModelSpec
+
+CACHE_SIZE = 6
+
+
+class _Entry:
+    def __init__(self, spec: ModelSpec, model: Any):
+        self.spec = spec
+        self.model = model
+        self.weights_key: str | None = None
+        self.order = spec.topological_order()
+
+
+class WorkerState:
+    def __init__(self, backend: Backend):
+        self.backend = backend
+        self.cache: OrderedDict[str, _Entry] = OrderedDict()
+
+    def entry(self, spec_json: dict, key: str) -> _Entry:
+        if key in self.cache:
+            self.cache.move_to_end(key)
+            return self.cache[key]
+        spec = ModelSpec.from_json(spec_json)
+        try:
+            model = self.backend.build(spec)
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise BackendError(Phase.BUILD, _msg(exc), traceback.format_exc()) from exc
+        entry = _Entry(spec, model)
+        self.cache[key] = entry
+        while len(self.cache) > CACHE_SIZE:
+            self.cache.popitem(last=False)
+        return entry
+
+    def handle(self, msg: dict) -> dict:
+        op = msg["op"]
+        if op == "hello":
+            return {"versions": self.backend.versions(), "pid": os.getpid(), "name": type(self.backend).name}
+        if op == "build":
+            t = time.perf_counter()
+            e = self.entry(msg["spec"], msg["key"])
+            return {"shapes": self.backend.weight_shapes(e.model), "build_s": time.perf_counter() - t}
+        if op == "run":
+            return self.run(msg)
+        if op == "call":  # plugin-specific or maintenance operations
+            return {"value": getattr(self, "op_" + msg["name"])(**msg.get("kwargs", {}))}
+        raise ValueError(f"unknown op {op!r}")
+
+    def run(self, msg: dict) -> dict:
+        e = self.entry(msg["spec"], msg["key"])
+        if e.weights_key != msg["weights_key"]:
+            if msg.get("weights") is None:
+                return {"need_weights": True}
+            try:
+                self.backend.set_weights(e.model, msg["weights"])
+            except Exception as exc:
+                raise BackendError(Phase.WEIGHTS, _msg(exc), traceback.format_exc()) from exc
+            e.weights_key = msg["weights_key"]
+        t = time.perf_counter()
+        try:
+            outs = self.backend.run(e.model, msg["inputs"])
+        except Exception as exc:
+            raise BackendError(Phase.RUN, _msg(exc), traceback.format_exc()) from exc
+        run_s = time.perf_counter() - t
+        if len(outs) != len(e.order):
+            raise BackendError(Phase.RUN, f"backend returned {len(outs)} outputs for {len(e.order)} layers")
+        spec = e.spec
+        nonfinite = [name for name, o in zip(e.order, outs)
+                     if np.issubdtype(o.dtype, np.floating) and not np.isfinite(o).all()]
+        reply: dict[str, Any] = {
+            "logits": outs[e.order.index(spec.logits_layer)],
+            "output": outs[e.order.index(spec.output)],
+            "nonfinite": nonfinite,
+            "run_s": run_s,
+        }
+        want = msg.get("layers")
+        if want:
+            names = e.order if want is True else [n for n in e.order if n in set(want)]
+            reply["layers"] = {n: outs[e.order.index(n)] for n in names}
+        return reply
+
+    def op_import_keras(self, path: str) -> dict:
+        from audee.keras_import import import_keras_model
+
+        spec, weights = import_keras_model(path)
+        return {"spec": spec.to_json(), "weights": weights}
+
+    def op_default_weights(self, spec: dict) -> dict:
+        """The framework's own initial weights for a spec (Keras initializers)."""
+        e = self.entry(spec, ModelSpec.from_json(spec).key())
+        return e.model.built.get_weights() if hasattr(e.model, "built") else e.model.get_weights()
+
+
+def _msg(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) < 4000 else text[:4000] + "..."
+
+
+def serve(conn: Connection, target: str, device: str) -> None:
+    cls = load_class(target)
+    cls.prepare_process(device)
+    backend = cls(device)
+    state = WorkerState(backend)
+    conn.send({"ready": True})
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg.get("op") == "exit":
+            return
+        try:
+            reply = state.handle(msg)
+        except BackendError as exc:
+            reply = {"error": {"phase": exc.phase, "message": str(exc), "traceback": exc.tb or traceback.format_exc()}}
+        except Exception as exc:  # a bug in the request or the backend wrapper
+            reply = {"error": {"phase": Phase.BUILD if msg.get("op") == "build" else Phase.RUN,
+                               "message": _msg(exc), "traceback": traceback.format_exc()}}
+        conn.send(reply)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="audee backend worker (started by audee, not by hand)")
+    ap.add_argument("--fd", type=int, required=True)
+    ap.add_argument("--backend", required=True)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args(argv)
+    conn = Connection(args.fd)
+    try:
+        serve(conn, args.backend, args.device)
+    except Exception as exc:
+        try:
+            conn.send({"fatal": _msg(exc), "traceback": traceback.format_exc()})
+        except OSError:
+            pass
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

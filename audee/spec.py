@@ -1,0 +1,338 @@
+"""The backend-neutral model spec: named inputs and a DAG of Keras layers.
+
+A spec is plain JSON data, so it can be hashed, diffed, pickled into case files and
+rebuilt on any backend.  Weights travel beside it as ``{layer name: [arrays]}`` in the
+order Keras' ``layer.get_weights()`` uses.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from audee.errors import SpecError
+
+SPEC_FORMAT = "audee.spec/1"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_JSON_SCALARS = (str, int, float, bool, type(None))
+DTYPES = ("float32", "float64", "float16", "int32", "int64")
+
+Weights = dict[str, list[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A named model input; ``shape`` excludes the batch axis.
+
+    ``range`` bounds the values: for integer inputs (token ids) it is ``[low, high)``
+    and search keeps them inside it; for float inputs it is the seed data's range.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    range: tuple[float, float] | None = None
+
+    @property
+    def is_integer(self) -> bool:
+        return self.dtype.startswith("int")
+
+
+@dataclass
+class LayerSpec:
+    """One layer: its Keras API name, parameters, and the names of the layers feeding it.
+
+    ``fixed`` lists parameters that network mutation must leave alone (for example the
+    classifier's ``units``, or an Embedding's ``input_dim`` that must match the vocabulary).
+    """
+
+    name: str
+    api: str
+    params: dict[str, Any]
+    inputs: list[str]
+    fixed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "api": self.api, "params": self.params, "inputs": self.inputs}
+        if self.fixed:
+            d["fixed"] = self.fixed
+        return d
+
+
+@dataclass
+class ModelSpec:
+    """A DNN as data.  ``output`` is the model's output layer; ``logits`` the layer whose
+    output fitness functions and distances read (the pre-softmax layer where there is one)."""
+
+    name: str
+    inputs: list[InputSpec]
+    layers: list[LayerSpec]
+    output: str
+    logits: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    # ---- access -------------------------------------------------------------------------
+    @property
+    def logits_layer(self) -> str:
+        return self.logits or self.output
+
+    @property
+    def input_names(self) -> list[str]:
+        return [i.name for i in self.inputs]
+
+    def layer(self, name: str) -> LayerSpec:
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise KeyError(name)
+
+    def layer_names(self) -> list[str]:
+        return [layer.name for layer in self.layers]
+
+    def predecessors(self, name: str) -> list[str]:
+        """Names of the layers (not model inputs) whose outputs feed ``name``."""
+        inputs = set(self.input_names)
+        return [n for n in self.layer(name).inputs if n not in inputs]
+
+    def topological_order(self) -> list[str]:
+        """Layer names in an order where every layer follows its inputs (stable to spec order)."""
+        return _toposort(self)
+
+    # ---- serialization -------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "format": SPEC_FORMAT,
+            "name": self.name,
+            "inputs": [
+                {"name": i.name, "shape": list(i.shape), "dtype": i.dtype}
+                | ({"range": list(i.range)} if i.range is not None else {})
+                for i in self.inputs
+            ],
+            "layers": [layer.to_json() for layer in self.layers],
+            "output": self.output,
+        }
+        if self.logits:
+            d["logits"] = self.logits
+        if self.meta:
+            d["meta"] = self.meta
+        return d
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+    def key(self) -> str:
+        """A content hash: equal specs share built models in the backend workers."""
+        body = self.to_json()
+        body.pop("meta", None)
+        body.pop("name", None)
+        return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+    def copy(self) -> "ModelSpec":
+        return copy.deepcopy(self)
+
+    @classmethod
+    def from_json(cls, data: Any, *, source: str = "<spec>") -> "ModelSpec":
+        spec = _parse(data, source)
+        validate(spec, source=source)
+        return spec
+
+    @classmethod
+    def loads(cls, text: str, *, source: str = "<spec>") -> "ModelSpec":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"not valid JSON ({exc.msg} at line {exc.lineno})", source=source) from None
+        return cls.from_json(data, source=source)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ModelSpec":
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise SpecError(f"cannot read: {exc.strerror}", source=str(path)) from None
+        return cls.loads(text, source=str(path))
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n")
+
+
+# ---- parsing and validation --------------------------------------------------------------
+def _req(d: Mapping[str, Any], key: str, typ: type | tuple[type, ...], source: str, where: str) -> Any:
+    if not isinstance(d, Mapping):
+        raise SpecError(f"expected an object, got {type(d).__name__}", source=source, field=where)
+    if key not in d:
+        raise SpecError("missing", source=source, field=f"{where}.{key}" if where else key)
+    value = d[key]
+    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+        name = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+        raise SpecError(f"expected {name}, got {type(value).__name__}", source=source,
+                        field=f"{where}.{key}" if where else key)
+    return value
+
+
+def _parse(data: Any, source: str) -> ModelSpec:
+    if not isinstance(data, Mapping):
+        raise SpecError("a model spec must be a JSON object", source=source)
+    fmt = data.get("format", SPEC_FORMAT)
+    if fmt != SPEC_FORMAT:
+        raise SpecError(f"unsupported format {fmt!r} (expected {SPEC_FORMAT!r})", source=source, field="format")
+    name = _req(data, "name", str, source, "")
+    inputs = []
+    for k, raw in enumerate(_req(data, "inputs", list, source, "")):
+        where = f"inputs[{k}]"
+        shape = _req(raw, "shape", list, source, where)
+        if not shape or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
+            raise SpecError(f"shape must be a non-empty list of positive ints, got {shape!r}",
+                            source=source, field=f"{where}.shape")
+        dtype = raw.get("dtype", "float32")
+        if dtype not in DTYPES:
+            raise SpecError(f"unknown dtype {dtype!r} (one of {', '.join(DTYPES)})", source=source,
+                            field=f"{where}.dtype")
+        rng = raw.get("range")
+        if rng is not None and (not isinstance(rng, list) or len(rng) != 2
+                                or not all(isinstance(v, (int, float)) for v in rng) or rng[0] >= rng[1]):
+            raise SpecError(f"range must be [low, high] with low < high, got {rng!r}", source=source,
+                            field=f"{where}.range")
+        inputs.append(InputSpec(_req(raw, "name", str, source, where), tuple(shape), dtype,
+                                tuple(rng) if rng is not None else None))
+    layers = []
+    for k, raw in enumerate(_req(data, "layers", list, source, "")):
+        where = f"layers[{k}]"
+        lname = _req(raw, "name", str, source, where)
+        where = f"layers[{lname}]" if isinstance(lname, str) else where
+        params = _req(raw, "params", dict, source, where) if "params" in raw else {}
+        fixed = raw.get("fixed", [])
+        if not isinstance(fixed, list) or not all(isinstance(f, str) for f in fixed):
+            raise SpecError("must be a list of parameter names", source=source, field=f"{where}.fixed")
+        layer_inputs = _req(raw, "inputs", list, source, where)
+        if not all(isinstance(i, str) for i in layer_inputs):
+            raise SpecError("must be a list of layer or input names", source=source, field=f"{where}.inputs")
+        layers.append(LayerSpec(lname, _req(raw, "api", str, source, where), dict(params),
+                                list(layer_inputs), list(fixed)))
+    output = _req(data, "output", str, source, "")
+    logits = data.get("logits")
+    if logits is not None and not isinstance(logits, str):
+        raise SpecError("expected a layer name", source=source, field="logits")
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise SpecError("expected an object", source=source, field="meta")
+    return ModelSpec(name, inputs, layers, output, logits, meta)
+
+
+def _check_json_value(value: Any, source: str, where: str) -> None:
+    if isinstance(value, _JSON_SCALARS):
+        if isinstance(value, float) and not np.isfinite(value):
+            return  # NaN/inf are legitimate crafty values; json.dumps writes them as NaN/Infinity
+        return
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_json_value(v, source, f"{where}[{i}]")
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise SpecError("object keys must be strings", source=source, field=where)
+            _check_json_value(v, source, f"{where}.{k}")
+        return
+    raise SpecError(f"parameter values must be JSON data, got {type(value).__name__}", source=source, field=where)
+
+
+def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any] | None = None) -> None:
+    """Check names, references, acyclicity and (given API configs) APIs and parameter types.
+
+    Raises :class:`SpecError` naming the field.  Values an API config lists as *invalid* are
+    accepted: a mutated spec carries them on purpose.
+    """
+    seen: set[str] = set()
+    for inp in spec.inputs:
+        if not _NAME.match(inp.name):
+            raise SpecError(f"bad name {inp.name!r}", source=source, field="inputs")
+        if inp.name in seen:
+            raise SpecError(f"duplicate name {inp.name!r}", source=source, field="inputs")
+        seen.add(inp.name)
+    if not spec.inputs:
+        raise SpecError("a model needs at least one input", source=source, field="inputs")
+    for layer in spec.layers:
+        where = f"layers[{layer.name}]"
+        if not _NAME.match(layer.name):
+            raise SpecError(f"bad layer name {layer.name!r} (letters, digits, _)", source=source, field=where)
+        if layer.name in seen:
+            raise SpecError(f"duplicate name {layer.name!r}", source=source, field=where)
+        seen.add(layer.name)
+        if not layer.inputs:
+            raise SpecError("a layer needs at least one input", source=source, field=f"{where}.inputs")
+        _check_json_value(layer.params, source, f"{where}.params")
+        if apis is not None:
+            if layer.api not in apis:
+                raise SpecError(f"unknown API {layer.api!r}", source=source, field=f"{where}.api")
+            apis[layer.api].check_params(layer.params, source=source, where=f"{where}.params")
+    names = {layer.name for layer in spec.layers} | set(spec.input_names)
+    for layer in spec.layers:
+        for ref in layer.inputs:
+            if ref not in names:
+                raise SpecError(f"unknown input name {ref!r}", source=source, field=f"layers[{layer.name}].inputs")
+    for key, ref in (("output", spec.output), ("logits", spec.logits)):
+        if ref is not None and ref not in {layer.name for layer in spec.layers}:
+            raise SpecError(f"unknown layer {ref!r}", source=source, field=key)
+    _toposort(spec, source=source)
+
+
+def _toposort(spec: ModelSpec, *, source: str = "<spec>") -> list[str]:
+    known = set(spec.input_names)
+    pending = list(spec.layers)
+    order: list[str] = []
+    while pending:
+        progress = [layer for layer in pending if all(i in known for i in layer.inputs)]
+        if not progress:
+            cyc = ", ".join(sorted(layer.name for layer in pending))
+            raise SpecError(f"the layer graph has a cycle through {cyc}", source=source, field="layers")
+        for layer in progress:
+            known.add(layer.name)
+            order.append(layer.name)
+        pending = [layer for layer in pending if layer.name not in known]
+    return order
+
+
+# ---- weights -----------------------------------------------------------------------------
+def weights_key(weights: Weights) -> str:
+    """A content hash of a weight set (cheap enough per test case: it hashes bytes once)."""
+    h = hashlib.sha1()
+    for name in sorted(weights):
+        h.update(name.encode())
+        for arr in weights[name]:
+            a = np.ascontiguousarray(arr)
+            h.update(str(a.shape).encode() + a.dtype.str.encode())
+            h.update(a.data)
+    return h.hexdigest()[:16]
+
+
+def save_weights(weights: Weights, path: str | Path) -> None:
+    arrays = {f"{name}/{i}": np.asarray(a) for name, arrs in weights.items() for i, a in enumerate(arrs)}
+    np.savez_compressed(path, **arrays)
+
+
+def load_weights(path: str | Path) -> Weights:
+    out: Weights = {}
+    with np.load(path, allow_pickle=False) as data:
+        items = sorted(((k.rsplit("/", 1)[0], int(k.rsplit("/", 1)[1]), k) for k in data.files),
+                       key=lambda t: (t[0], t[1]))
+        for name, _, key in items:
+            out.setdefault(name, []).append(data[key])
+    return out
+
+
+def weight_shapes(weights: Weights) -> dict[str, list[tuple[int, ...]]]:
+    return {name: [tuple(a.shape) for a in arrs] for name, arrs in weights.items()}
+
+
+def iter_params(spec: ModelSpec) -> Iterable[tuple[LayerSpec, str, Any]]:
+    for layer in spec.layers:
+        for pname, value in layer.params.items():
+            yield layer, pname, value
