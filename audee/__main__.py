@@ -1,0 +1,5 @@
+import sys
+
+from audee.cli import main
+
+sys.exit(main())

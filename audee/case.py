@@ -1,0 +1,112 @@
+"""The shared vocabulary of a run: test case, backend outcome, finding, verdict.
+
+A *test case* is (DNN spec, weights, inputs) — the paper's (f, x) with a batch of inputs.
+Running it yields one *outcome* per backend; oracles turn outcomes into *findings*; the
+findings make the case's *verdict*.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from audee.spec import ModelSpec, Weights
+
+
+class Kind:
+    """Finding kinds.  Only ``CONSISTENT_REJECTION`` is expected behaviour, not a failure."""
+
+    HARD_CRASH = "hard_crash"                      # signal, abort, timeout, exit
+    DIVERGENT_ACCEPTANCE = "divergent_acceptance"  # one backend accepts what another rejects
+    CONSISTENT_REJECTION = "consistent_rejection"  # every backend raises a clean error
+    NAN = "nan"                                    # NaN/Inf in some layer's output
+    INCONSISTENCY = "inconsistency"                # predicted labels differ between two backends
+
+    FAILURES = (HARD_CRASH, DIVERGENT_ACCEPTANCE, NAN, INCONSISTENCY)
+    CRASHES = (HARD_CRASH, DIVERGENT_ACCEPTANCE, CONSISTENT_REJECTION)
+
+
+@dataclass
+class TestCase:
+    """What is run: a spec, its weights and a batch of inputs, plus where it came from."""
+
+    __test__ = False  # not a pytest class
+
+    id: str
+    spec: ModelSpec
+    weights: Weights
+    inputs: dict[str, np.ndarray]
+    meta: dict[str, Any] = field(default_factory=dict)  # seed, variant, mutations, rng, ...
+
+    @property
+    def batch(self) -> int:
+        return int(next(iter(self.inputs.values())).shape[0])
+
+
+@dataclass
+class Outcome:
+    """What one backend did with a test case."""
+
+    backend: str
+    failure: Any = None                 # audee.backends.pool.WorkerFailure, or None
+    logits: np.ndarray | None = None
+    output: np.ndarray | None = None
+    nonfinite: list[str] = field(default_factory=list)  # layers with NaN/Inf, topological order
+    run_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+@dataclass
+class Finding:
+    kind: str
+    backends: list[str]
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_failure(self) -> bool:
+        return self.kind in Kind.FAILURES
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "backends": list(self.backends), "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Finding":
+        return cls(d["kind"], list(d["backends"]), dict(d.get("detail", {})))
+
+    def signature(self) -> tuple:
+        """What makes two findings 'the same' for reproduction checks: kind and backends."""
+        return (self.kind, tuple(sorted(self.backends)))
+
+
+@dataclass
+class Verdict:
+    findings: list[Finding]
+
+    @property
+    def failed(self) -> bool:
+        return any(f.is_failure for f in self.findings)
+
+    @property
+    def status(self) -> str:
+        if self.failed:
+            return "fail"
+        if any(f.kind == Kind.CONSISTENT_REJECTION for f in self.findings):
+            return "rejected"
+        return "pass"
+
+    def kinds(self) -> list[str]:
+        return sorted({f.kind for f in self.findings})
+
+    def signatures(self) -> set[tuple]:
+        return {f.signature() for f in self.findings if f.is_failure}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "findings": [f.to_json() for f in self.findings]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Verdict":
+        return cls([Finding.from_json(f) for f in d.get("findings", [])])

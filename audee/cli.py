@@ -1,0 +1,255 @@
+"""The ``audee`` command line (``python -m audee`` is the same).
+
+Every subcommand is a thin layer over a library function; bad input ends with one line
+naming the file and the field, and exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+from audee.errors import AudeeError
+
+EXIT_OK, EXIT_NOT_REPRODUCED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _backends_arg(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument("--backends", default=default,
+                   help="comma-separated backends: tensorflow, torch, jax, onnxruntime, onnxruntime-fed, "
+                        "or a plugin class as package.module:ClassName; append @cuda for a GPU device "
+                        f"(default: {default})")
+    p.add_argument("--device", default="cpu", help="default device for backends without @device (cpu, cuda)")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds a backend may take on one request before it counts as hung (default 120)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from audee.backends.registry import DEFAULT_BACKENDS
+
+    ap = argparse.ArgumentParser(prog="audee", description="Differential fuzzing of deep-learning frameworks "
+                                 "(Audee, ASE 2020): mutate a seed DNN, run it on several backends, record "
+                                 "crashes, NaNs and inconsistencies.")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("fuzz", help="network-level mutation of a seed across backends",
+                       description="Generate N variants of a seed DNN by redrawing layer parameters from the API "
+                                   "configs, run each on every backend with a batch of seed inputs, and record "
+                                   "every test case in OUT/results.jsonl and every failing one in OUT/cases/.")
+    p.add_argument("--seed", default="lenet5",
+                   help="a seed name (see `audee seeds`), a seed directory, a spec .json, or a .keras model")
+    p.add_argument("--inputs", help="your own inputs: an .npz with one array per model input (batch first)")
+    _backends_arg(p, ",".join(DEFAULT_BACKENDS))
+    p.add_argument("--variants", type=int, default=50, help="number of mutated variants (default 50)")
+    p.add_argument("--out", required=True, help="output directory (rerun to resume)")
+    p.add_argument("--rng", type=int, default=0, help="random seed: the same value gives the same variants")
+    p.add_argument("--batch", type=int, default=32, help="seed inputs per test case (default 32)")
+    p.add_argument("--layer-rate", type=float, default=0.5, help="probability a layer's parameters are redrawn")
+    p.add_argument("--invalid-prob", type=float, default=0.1,
+                   help="probability a redrawn parameter takes a crafty invalid value (default 0.1)")
+    p.add_argument("--tie-margin", type=float, default=1e-5,
+                   help="label flips where a backend's top-two outputs are closer than this count as "
+                        "floating-point ties, not inconsistencies (0: the paper's plain definition)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("reproduce", help="re-run a case file and say whether its verdict holds",
+                       description="Exit 0 if every recorded failure shows again, 1 if not, 2 on bad input.")
+    p.add_argument("case", help="a case file written by audee (OUT/cases/ID.pkl)")
+    p.add_argument("--backends", help="override the case's backends")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--json", action="store_true", help="print the new verdict as JSON")
+
+    p = sub.add_parser("backends", help="list backends, their framework versions and whether they work here",
+                       description="Start each backend's worker and report its versions (takes ~15 s: "
+                                   "each framework is imported).")
+    _backends_arg(p, ",".join(DEFAULT_BACKENDS) + ",onnxruntime-fed")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("seeds", help="list the seed DNNs and their inputs")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("apis", help="list the layer APIs that have a parameter config")
+    p.add_argument("--json", action="store_true")
+    return ap
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from audee.backends.registry import parse_backends
+    from audee.fuzz import FuzzConfig, fuzz, summarize
+    from audee.seeds import check_inputs, load_inputs
+
+    refs = parse_backends(args.backends, args.device)
+    seed = _load_seed(args.seed, refs, Path(args.out))
+    inputs = seed.inputs
+    if args.inputs:
+        inputs, _ = load_inputs(args.inputs)
+        inputs = check_inputs(seed.spec, inputs, args.inputs)
+    if args.variants < 0 or args.batch < 1:
+        raise AudeeError("must be >= 0 (variants) and >= 1 (batch)", field="--variants/--batch")
+    cfg = FuzzConfig(refs, Path(args.out), args.variants, args.rng, args.batch, args.layer_rate,
+                     args.invalid_prob, timeout=args.timeout, tie_margin=args.tie_margin)
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=args.variants + 1, desc=f"fuzz {seed.name}", unit="case", file=sys.stderr)
+    try:
+        stats = fuzz(seed, inputs, cfg, progress=bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    summary = summarize(Path(args.out))
+    Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"audee fuzz {seed.name} on {', '.join(r.label for r in refs)}: "
+          f"{stats.run} test cases run now, {stats.skipped} resumed from {args.out}")
+    _print_summary(summary)
+    print(f"results: {Path(args.out) / 'results.jsonl'}   cases: {Path(args.out) / 'cases'}")
+    return EXIT_OK
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    print(f"  test cases           {s['test_cases']}  (failing: {s['failing']})")
+    print(f"  crashes   hard       {s['hard_crash']}" +
+          (f"  ({', '.join(f'{k}: {v}' for k, v in s['hard_crash_detail'].items())})" if s['hard_crash_detail'] else ""))
+    print(f"            divergent  {s['divergent_acceptance']}  (one backend accepts what another rejects)")
+    print(f"            rejected   {s['consistent_rejection']}  (every backend refuses: expected)")
+    print(f"  NaN/Inf              {s['nan']}  (strong, one backend finite: {s['nan_strong']})")
+    print(f"  inconsistencies      {s['inconsistency']}")
+    for pair, n in sorted(s["inconsistency_by_pair"].items()):
+        print(f"    {pair.replace('|', ' vs '):<30} {n}")
+    print(f"  mean time per case   {s['mean_seconds_per_case']:.3f} s")
+
+
+def _load_seed(name: str, refs: list, out: Path):
+    from audee.seeds import load_seed
+
+    if name.endswith(".keras"):
+        return _import_keras_seed(name, refs, out)
+    return load_seed(name)
+
+
+def _import_keras_seed(path: str, refs: list, out: Path):
+    """A user's .keras model: converted to a spec inside a TensorFlow worker."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.seeds import Seed
+    from audee.spec import ModelSpec
+
+    if not Path(path).is_file():
+        raise AudeeError("no such file", source=path)
+    with Pool(parse_backends("tensorflow"), out / "logs") as pool:
+        failed = pool.start()
+        if failed:
+            raise AudeeError(f"cannot start a tensorflow worker to read it: {failed['tensorflow'].message}", source=path)
+        try:
+            got = pool.call("tensorflow", "import_keras", path=str(Path(path).resolve()))
+        except RuntimeError as exc:
+            raise AudeeError(str(exc).splitlines()[0], source=path) from None
+    spec = ModelSpec.from_json(got["spec"], source=path)
+    return Seed(name=spec.name, spec=spec, inputs={}, labels=None, weights=got["weights"], weight_seed=0,
+                description=f"imported from {path}", data="user", source=path)
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from audee.backends.registry import parse_backends
+    from audee.reproduce import reproduce
+
+    refs = parse_backends(args.backends, args.device) if args.backends else None
+    with tempfile.TemporaryDirectory(prefix="audee-repro-") as tmp:
+        rep = reproduce(args.case, backends=refs, log_dir=Path(tmp), timeout=args.timeout)
+    if args.json:
+        print(json.dumps({"id": rep.record["id"], "holds": rep.holds, "original": rep.original.to_json(),
+                          "now": rep.result.verdict.to_json()}, default=str, indent=1))
+    else:
+        print(f"case {rep.record['id']} ({args.case})")
+        print(f"  recorded: {_describe(rep.original)}")
+        print(f"  now:      {_describe(rep.result.verdict)}")
+        print("  verdict holds" if rep.holds else "  verdict does NOT hold: the case no longer reproduces")
+    return EXIT_OK if rep.holds else EXIT_NOT_REPRODUCED
+
+
+def _describe(v: Any) -> str:
+    if not v.findings:
+        return "pass (all backends agree)"
+    return "; ".join(f"{f.kind} [{', '.join(f.backends)}]" for f in v.findings)
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+
+    refs = parse_backends(args.backends, args.device)
+    with tempfile.TemporaryDirectory(prefix="audee-backends-") as tmp, Pool(refs, Path(tmp)) as pool:
+        failed = pool.start()
+        rows = []
+        for label, w in pool.workers.items():
+            f = failed.get(label)
+            rows.append({"backend": label, "class": w.ref.target, "device": w.ref.device, "usable": f is None,
+                         "versions": w.versions, "error": (f.message.strip().splitlines() or [""])[-1] if f else ""})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            state = "usable" if r["usable"] else f"NOT usable: {r['error']}"
+            vers = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
+            print(f"{r['backend']:<16} {r['device']:<5} {state:<8}  {vers}")
+    return EXIT_OK if all(r["usable"] for r in rows) else EXIT_NOT_REPRODUCED
+
+
+def cmd_seeds(args: argparse.Namespace) -> int:
+    from audee.seeds import list_seeds, load_seed
+
+    rows = []
+    for name in list_seeds():
+        s = load_seed(name)
+        n = int(next(iter(s.inputs.values())).shape[0]) if s.inputs else 0
+        rows.append({"seed": name, "layers": len(s.spec.layers),
+                     "inputs": ", ".join(f"{i.name} {list(i.shape)} {i.dtype}" for i in s.spec.inputs),
+                     "seed_inputs": n, "data": s.data, "weights": "trained" if s.weights else "init",
+                     "description": s.description})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            print(f"{r['seed']:<12} {r['layers']:>3} layers  {r['seed_inputs']:>4} inputs  {r['weights']:<7}  "
+                  f"{r['inputs']:<28} {r['description']}")
+    return EXIT_OK
+
+
+def cmd_apis(args: argparse.Namespace) -> int:
+    from audee.apis import load_api_configs
+
+    apis = load_api_configs()
+    rows = [{"api": name, "category": c.category, "params": list(c.params)} for name, c in sorted(apis.items())]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            print(f"{r['api']:<24} {r['category']:<14} {', '.join(r['params'])}")
+        print(f"{len(rows)} APIs")
+    return EXIT_OK
+
+
+COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "backends": cmd_backends, "seeds": cmd_seeds,
+            "apis": cmd_apis}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except AudeeError as exc:
+        print(f"audee: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("audee: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""``audee fuzz``: network-level mutation of one seed, every variant run on every backend.
+
+Variant ``i`` is drawn from its own random stream ``(rng, i)``, so a run is reproducible,
+resumable (ids already in ``results.jsonl`` are skipped) and shardable.  Every test case
+adds a row to the results table; every failing one is also written as a case file.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from audee.backends.pool import Pool
+from audee.backends.registry import BackendRef
+from audee.case import Kind, TestCase
+from audee.errors import AudeeError
+from audee.execute import Executor, Result, seed_batch
+from audee.seeds import Seed
+from audee.store import ResultsTable, save_case
+from audee.store.atomic import write_atomic
+
+
+@dataclass
+class FuzzConfig:
+    backends: list[BackendRef]
+    out: Path
+    variants: int = 50
+    rng: int = 0
+    batch: int = 32
+    layer_rate: float = 0.5
+    invalid_prob: float = 0.1
+    max_redraws: int = 5
+    timeout: float = 120.0
+    tie_margin: float = 1e-5
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["backends"] = [asdict(b) for b in self.backends]
+        d["out"] = str(self.out)
+        return d
+
+
+@dataclass
+class FuzzStats:
+    run: int = 0
+    skipped: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    strong_nan: int = 0
+    pairs: dict[str, int] = field(default_factory=dict)
+    failing_cases: int = 0
+    seconds: float = 0.0
+
+    def add(self, result: Result) -> None:
+        self.run += 1
+        kinds = result.verdict.kinds()
+        for k in kinds:
+            self.by_kind[k] = self.by_kind.get(k, 0) + 1
+        for f in result.verdict.findings:
+            if f.kind == Kind.NAN and f.detail.get("strong"):
+                self.strong_nan += 1
+            if f.kind == Kind.INCONSISTENCY:
+                self.pairs[f.detail["pair"]] = self.pairs.get(f.detail["pair"], 0) + 1
+        self.failing_cases += int(result.verdict.failed)
+
+
+def case_record(result: Result, pool: Pool, extra: dict[str, Any]) -> dict[str, Any]:
+    """Everything needed to re-run and to localize a case, as plain data and arrays."""
+    case = result.case
+    return {
+        "id": case.id,
+        "spec": case.spec.to_json(),
+        "weights": case.weights,
+        "inputs": case.inputs,
+        "backends": [{"label": w.ref.label, "target": w.ref.target, "device": w.ref.device}
+                     for w in pool.workers.values()],
+        "verdict": result.verdict.to_json(),
+        "distances": {"pairs": result.pairs, "layers": result.layer_distances},
+        "outputs": {b: {"logits": o.logits, "output": o.output} for b, o in result.outcomes.items() if o.ok},
+        "versions": pool.versions(),
+        **extra,
+    }
+
+
+def result_row(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
+    v = result.verdict
+    backend_status = {}
+    for label, o in result.outcomes.items():
+        backend_status[label] = "ok" if o.ok else f"{o.failure.kind}:{o.failure.phase}"
+    return {
+        "id": result.case.id,
+        "status": v.status,
+        "kinds": v.kinds(),
+        "backends": backend_status,
+        "pairs": result.pairs,
+        "nan": {f.detail["first_layer"][b]: b for f in v.findings if f.kind == Kind.NAN for b in f.backends},
+        "nan_strong": any(f.detail.get("strong") for f in v.findings if f.kind == Kind.NAN),
+        "inconsistent_pairs": sorted(f.detail["pair"] for f in v.findings if f.kind == Kind.INCONSISTENCY),
+        "seconds": round(result.seconds, 4),
+        **extra,
+    }
+
+
+def fuzz(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
+         progress: Callable[[int], Any] | None = None) -> FuzzStats:
+    from audee.apis import load_api_configs
+    from audee.mutation.network import mutate_spec
+
+    apis = load_api_configs()
+    out = Path(cfg.out)
+    (out / "cases").mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "config.json", json.dumps({"seed": seed.name, **cfg.to_json()}, indent=1).encode())
+    table = ResultsTable(out / "results.jsonl")
+    done = table.done_ids()
+    stats = FuzzStats()
+    t0 = time.perf_counter()
+    ids = [f"{seed.name}-seed"] + [f"{seed.name}-v{i:05d}" for i in range(cfg.variants)]
+    todo = [i for i in ids if i not in done]
+    stats.skipped = len(ids) - len(todo)
+    if not todo:
+        return stats
+    with Pool(cfg.backends, out / "logs", timeout=cfg.timeout) as pool:
+        failed = pool.start()
+        if failed:
+            lines = "; ".join(f"{k}: {v.message.splitlines()[-1] if v.message else v.kind}" for k, v in failed.items())
+            raise AudeeError(f"backend worker failed to start ({lines}); see {out / 'logs'}", field="--backends")
+        ex = Executor(pool, tie_margin=cfg.tie_margin)
+
+        def unbuildable(spec: Any) -> str | None:
+            """A spec no backend can build is redrawn (only for valid draws; see mutation)."""
+            built = ex.build(spec)
+            errors = [g for g in built.values() if not isinstance(g, dict)]
+            if len(errors) == len(built) and all(not e.hard for e in errors):
+                return errors[0].message
+            return None
+
+        for case_id in todo:
+            index = -1 if case_id.endswith("-seed") else int(case_id.rsplit("-v", 1)[1])
+            batch, rows = seed_batch(inputs, max(index, 0), cfg.batch)
+            if index < 0:
+                spec, mutations, meta = seed.spec, [], {}
+            else:
+                variant = mutate_spec(seed.spec, apis, np.random.default_rng([cfg.rng, index]),
+                                      layer_rate=cfg.layer_rate, invalid_prob=cfg.invalid_prob,
+                                      validate=unbuildable, max_redraws=cfg.max_redraws)
+                spec = variant.spec
+                spec.name = f"{seed.name}-v{index}"
+                mutations = [asdict(m) for m in variant.mutations]
+                meta = {"invalid": variant.invalid}
+            case = TestCase(case_id, spec, dict(seed.weights or {}), batch)
+            ex.complete_weights(case, seed.weight_seed + 7919 * (index + 1))
+            result = ex.run(case)
+            extra = {"seed": seed.name, "variant": index, "rng": cfg.rng, "mutations": mutations,
+                     "input_rows": rows, **meta}
+            row = result_row(result, {**extra, "mutations": [f"{m['layer']}.{m['param']}={m['new']!r}"
+                                                             for m in mutations]})
+            if result.verdict.failed:
+                path = save_case(out / "cases" / f"{case_id}.pkl", case_record(result, pool, extra))
+                row["case_file"] = str(path.relative_to(out))
+            table.append(row)
+            stats.add(result)
+            if progress is not None:
+                progress(1)
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def summarize(out: Path) -> dict[str, Any]:
+    """Counts over the whole results table of a run directory (all sessions, resumed too)."""
+    rows = list(ResultsTable(Path(out) / "results.jsonl").rows())
+    by_kind: dict[str, int] = {}
+    pairs: dict[str, int] = {}
+    for r in rows:
+        for k in r["kinds"]:
+            by_kind[k] = by_kind.get(k, 0) + 1
+        for p in r.get("inconsistent_pairs", []):
+            pairs[p] = pairs.get(p, 0) + 1
+    hard_how: dict[str, int] = {}
+    for r in rows:
+        for b, s in r["backends"].items():
+            if s != "ok" and not s.startswith("error:"):
+                hard_how[f"{b} {s}"] = hard_how.get(f"{b} {s}", 0) + 1
+    return {
+        "test_cases": len(rows),
+        "failing": sum(r["status"] == "fail" for r in rows),
+        "hard_crash": by_kind.get(Kind.HARD_CRASH, 0),
+        "hard_crash_detail": hard_how,
+        "divergent_acceptance": by_kind.get(Kind.DIVERGENT_ACCEPTANCE, 0),
+        "consistent_rejection": by_kind.get(Kind.CONSISTENT_REJECTION, 0),
+        "nan": by_kind.get(Kind.NAN, 0),
+        "nan_strong": sum(bool(r.get("nan_strong")) for r in rows),
+        "inconsistency": by_kind.get(Kind.INCONSISTENCY, 0),
+        "inconsistency_by_pair": pairs,
+        "mean_seconds_per_case": round(float(np.mean([r["seconds"] for r in rows])), 4) if rows else 0.0,
+    }

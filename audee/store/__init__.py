@@ -1,0 +1,5 @@
+"""The database of what was found: case files and the append-only results table."""
+from audee.store.casefile import CASE_FORMAT, load_case, save_case
+from audee.store.results import ResultsTable
+
+__all__ = ["CASE_FORMAT", "load_case", "save_case", "ResultsTable"]

@@ -1,0 +1,52 @@
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from audee.errors import CaseFileError
+from audee.store import load_case, save_case
+
+GOOD = {"id": "x-v00001", "spec": {"name": "x"}, "weights": {"d": [np.ones((2, 2), np.float32)]},
+        "inputs": {"image": np.zeros((1, 2), np.float32)}, "backends": [], "verdict": {"findings": []},
+        "versions": {}, "scalar": np.float32(1.5), "mixed": [1, "a", None, (2, 3.0)]}
+
+
+def test_round_trip(tmp_path):
+    p = save_case(tmp_path / "c.pkl", GOOD)
+    back = load_case(p)
+    assert back["id"] == "x-v00001"
+    np.testing.assert_array_equal(back["weights"]["d"][0], GOOD["weights"]["d"][0])
+    assert back["scalar"] == np.float32(1.5)
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, ("touch " + os.environ["AUDEE_EVIL_MARK"],))
+
+
+def test_malicious_pickle_refused_and_not_executed(tmp_path, monkeypatch):
+    mark = tmp_path / "pwned"
+    monkeypatch.setenv("AUDEE_EVIL_MARK", str(mark))
+    evil = dict(GOOD, format="audee.case/1", payload=_Evil())
+    path = tmp_path / "evil.pkl"
+    path.write_bytes(pickle.dumps(evil))
+    with pytest.raises(CaseFileError, match="refusing to load (posix|os).system"):
+        load_case(path)
+    assert not mark.exists()
+
+
+@pytest.mark.parametrize("payload, words", [
+    (b"not a pickle at all", "not an audee case file"),
+    (pickle.dumps([1, 2, 3]), "top level is list"),
+    (pickle.dumps({"format": "other"}), "format"),
+    (pickle.dumps({k: v for k, v in dict(GOOD, format="audee.case/1").items() if k != "spec"}), "spec: missing"),
+    (pickle.dumps(dict(GOOD, format="audee.case/1", inputs={"image": [1, 2]})), "inputs.image"),
+])
+def test_malformed_case_files_get_one_line_errors(tmp_path, payload, words):
+    path = tmp_path / "bad.pkl"
+    path.write_bytes(payload)
+    with pytest.raises(CaseFileError) as err:
+        load_case(path)
+    assert str(path) in str(err.value) and words in str(err.value)
+    assert "\n" not in str(err.value)

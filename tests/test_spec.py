@@ -1,0 +1,82 @@
+import json
+
+import numpy as np
+import pytest
+
+from audee.errors import SpecError
+from audee.spec import ModelSpec, load_weights, save_weights, weights_key
+from tests.helpers import tiny_cnn
+
+RESNET_LIKE = {
+    "name": "skip",
+    "inputs": [{"name": "x", "shape": [8, 8, 3]}],
+    "layers": [
+        {"name": "a", "api": "Conv2D", "params": {"filters": 3, "kernel_size": 3, "padding": "same"}, "inputs": ["x"]},
+        {"name": "add", "api": "Add", "params": {}, "inputs": ["a", "x"]},
+        {"name": "gap", "api": "GlobalAveragePooling2D", "params": {}, "inputs": ["add"]},
+        {"name": "out", "api": "Dense", "params": {"units": 2}, "inputs": ["gap"]},
+    ],
+    "output": "out",
+}
+
+
+def test_json_round_trip_keeps_everything():
+    spec = tiny_cnn()
+    again = ModelSpec.loads(json.dumps(spec.to_json()))
+    assert again.to_json() == spec.to_json()
+    assert again.key() == spec.key()
+    assert again.logits_layer == "logits"
+
+
+def test_dag_with_skip_connection_orders_inputs_first():
+    spec = ModelSpec.from_json(RESNET_LIKE)
+    order = spec.topological_order()
+    assert order.index("a") < order.index("add") < order.index("gap")
+    assert spec.predecessors("add") == ["a"]
+
+
+@pytest.mark.parametrize("mutate, field, words", [
+    (lambda d: d["layers"][1].update(inputs=["a", "nope"]), "layers[add].inputs", "unknown input name 'nope'"),
+    (lambda d: d["layers"][0].update(inputs=["add"]), "layers", "cycle"),
+    (lambda d: d.update(output="missing"), "output", "unknown layer"),
+    (lambda d: d["layers"][0].update(params={"filters": object()}), "layers[a].params.filters", "JSON data"),
+    (lambda d: d["inputs"][0].update(shape=[8, 0, 3]), "inputs[0].shape", "positive ints"),
+    (lambda d: d["layers"][2].update(name="a"), "layers[a]", "duplicate"),
+])
+def test_validation_names_the_field(mutate, field, words):
+    data = json.loads(json.dumps(RESNET_LIKE))
+    mutate(data)
+    with pytest.raises(SpecError) as err:
+        ModelSpec.from_json(data, source="m.json")
+    assert f"m.json: {field}" in str(err.value)
+    assert words in str(err.value)
+
+
+def test_unknown_api_and_wrong_type_with_api_configs():
+    from audee.apis import load_api_configs
+
+    apis = load_api_configs()
+    from audee.spec import validate
+
+    spec = ModelSpec.from_json(RESNET_LIKE)
+    spec.layers[0].api = "Conv9D"
+    with pytest.raises(SpecError, match=r"layers\[a\]\.api: unknown API 'Conv9D'"):
+        validate(spec, apis=apis)
+    spec.layers[0].api = "Conv2D"
+    spec.layers[0].params["filters"] = "many"
+    with pytest.raises(SpecError, match=r"layers\[a\]\.params"):
+        validate(spec, apis=apis)
+
+
+def test_not_json_is_one_line_error():
+    with pytest.raises(SpecError, match="bad.json: not valid JSON"):
+        ModelSpec.loads("{", source="bad.json")
+
+
+def test_weights_npz_round_trip(tmp_path):
+    w = {"conv": [np.ones((3, 3, 1, 4), np.float32), np.zeros(4, np.float32)], "logits": [np.eye(3, dtype=np.float32)]}
+    save_weights(w, tmp_path / "w.npz")
+    back = load_weights(tmp_path / "w.npz")
+    assert weights_key(back) == weights_key(w)
+    w["conv"][1][0] = 1.0
+    assert weights_key(back) != weights_key(w)

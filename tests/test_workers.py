@@ -1,0 +1,71 @@
+"""Workers on the real frameworks: crashes and hangs are recorded, the run goes on."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audee.backends.pool import Pool
+from audee.backends.registry import parse_backends
+from audee.case import Kind, TestCase
+from audee.execute import Executor
+from tests.helpers import tiny_cnn, tiny_inputs
+
+ABORT = "tests.plugins:AbortingBackend"
+SLEEP = "tests.plugins:SleepingBackend"
+RAISE = "tests.plugins:RaisingBackend"
+
+
+def _case(ex: Executor, i: int) -> TestCase:
+    case = TestCase(f"t{i}", tiny_cnn(), {}, tiny_inputs(4, seed=i))
+    ex.complete_weights(case, weight_seed=i)
+    return case
+
+
+def _by_kind(result, kind):
+    return [f for f in result.verdict.findings if f.kind == kind]
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    with Pool(parse_backends(f"jax,{ABORT},{SLEEP},{RAISE}"), tmp_path_factory.mktemp("logs"), timeout=8) as p:
+        assert p.start() == {}
+        yield p
+
+
+def test_abort_and_hang_are_hard_crashes_and_the_run_continues(pool):
+    ex = Executor(pool)
+    for i in range(2):  # the second case runs on restarted workers
+        result = ex.run(_case(ex, i))
+        hard = {f.backends[0]: f.detail for f in _by_kind(result, Kind.HARD_CRASH)}
+        assert hard[ABORT]["how"] == "signal" and "SIGABRT" in hard[ABORT]["message"]
+        assert hard[ABORT]["phase"] == "run"
+        assert hard[SLEEP]["how"] == "timeout"
+        assert result.outcomes["jax"].ok and result.outcomes["jax"].logits.shape == (4, 5)
+        assert result.verdict.failed
+        # a clean error while others ran is divergent acceptance, not a hard crash
+        (div,) = _by_kind(result, Kind.DIVERGENT_ACCEPTANCE)
+        assert div.backends == [RAISE] and "refusing this batch" in div.detail["errors"][RAISE]["message"]
+    assert pool.workers[ABORT].restarts >= 1 and pool.workers[SLEEP].restarts >= 1
+
+
+def test_every_backend_rejecting_is_consistent_rejection(tmp_path):
+    spec = tiny_cnn()
+    spec.layers[0].params["kernel_size"] = 0  # invalid: every framework must refuse it
+    with Pool(parse_backends("jax,tensorflow"), tmp_path, timeout=60) as p:
+        assert p.start() == {}
+        ex = Executor(p)
+        result = ex.run(TestCase("bad", spec, {}, tiny_inputs(2)))
+    kinds = result.verdict.kinds()
+    assert kinds == [Kind.CONSISTENT_REJECTION], result.verdict.to_json()
+    assert result.verdict.status == "rejected" and not result.verdict.failed
+
+
+def test_weights_swap_without_rebuild_changes_outputs(pool):
+    ex = Executor(pool)
+    case = _case(ex, 0)
+    first = pool.run(case.spec, case.weights, "w0", case.inputs, labels=["jax"])["jax"]
+    doubled = {k: [a * 2 for a in v] for k, v in case.weights.items()}
+    second = pool.run(case.spec, doubled, "w1", case.inputs, labels=["jax"])["jax"]
+    again = pool.run(case.spec, case.weights, "w0", case.inputs, labels=["jax"])["jax"]
+    assert not np.allclose(first["logits"], second["logits"])
+    np.testing.assert_array_equal(first["logits"], again["logits"])
