@@ -103,6 +103,17 @@ class WorkerState:
             reply["layers"] = {n: outs[e.order.index(n)] for n in names}
         return reply
 
+    def op_time_forward(self, spec: dict, key: str, inputs: dict, repeats: int) -> list[float]:
+        """Seconds per bare compiled forward call of an already-built, weighted model,
+        timed inside this process: no IPC, no oracle (the benchmarks' reference)."""
+        e = self.entry(spec, key)
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            self.backend.run(e.model, inputs)
+            times.append(time.perf_counter() - t)
+        return times
+
     def op_import_keras(self, path: str) -> dict:
         from audee.keras_import import import_keras_model
 
