@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a seed name (see `audee seeds`), a seed directory, a spec .json, or a .keras model")
     p.add_argument("--inputs", help="your own inputs: an .npz with one array per model input (batch first)")
     _backends_arg(p, ",".join(DEFAULT_BACKENDS))
-    p.add_argument("--variants", type=int, default=50, help="number of mutated variants (default 50)")
+    p.add_argument("--variants", type=int, default=None,
+                   help="number of network-level variants (default 50; 0 when --level is given)")
     p.add_argument("--out", required=True, help="output directory (rerun to resume)")
     p.add_argument("--rng", type=int, default=0, help="random seed: the same value gives the same variants")
     p.add_argument("--batch", type=int, default=32, help="seed inputs per test case (default 32)")
@@ -55,6 +56,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="label flips where a backend's top-two outputs are closer than this count as "
                         "floating-point ties, not inconsistencies (0: the paper's plain definition)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g = p.add_argument_group("search (input / weight level, the paper's Algorithm 1)",
+                             "Given --level, a GA (or random search) evolves the seed input and/or weights of the "
+                             "seed, or of the first K variants without failures (--ga-on-consistent K).")
+    g.add_argument("--level", choices=["input", "weight", "input-weight"], help="what the search mutates")
+    g.add_argument("--fitness", choices=["inconsistency", "nan"], default=None,
+                   help="inconsistency: logits distance between backends (largest pair); nan: max-min spread "
+                        "of the logits on --nan-backend (default inconsistency)")
+    g.add_argument("--search", default=None, help="ga, random, or ga,random to compare both on equal budgets")
+    g.add_argument("--budget", default=None, help="wall-clock budget per search run, e.g. 300s, 5m (default 60s)")
+    g.add_argument("--ga-on-consistent", type=int, default=None, metavar="K",
+                   help="search the first K variants that showed no failure (default 1)")
+    g.add_argument("--stop-at-first", action="store_true", default=None, help="stop a search at its first failure")
+    g.add_argument("--search-config", help="YAML file with search settings (any of the options below)")
+    g.add_argument("--population", type=int, help="population size n (default 20)")
+    g.add_argument("--parents", type=int, help="top m kept each generation (default 6)")
+    g.add_argument("--crossover-rate", type=float, help="r1: share of genes from the first parent (default 0.5)")
+    g.add_argument("--mutation-rate", type=float, help="r2: probability a child gets Cauchy noise (default 0.8)")
+    g.add_argument("--input-scale", type=float, help="Cauchy scale as a share of the input range (default 0.1)")
+    g.add_argument("--weight-scale", type=float, help="Cauchy scale as a share of each weight's std (default 0.1)")
+    g.add_argument("--max-iter", type=int, help="maximum generations (default 50)")
+    g.add_argument("--layer", help="layer the fitness reads (default: the logits layer)")
+    g.add_argument("--nan-backend", help="backend the NaN fitness reads (default: the first)")
+    g.add_argument("--input-index", type=int, help="seed input to start from (default: one per target)")
 
     p = sub.add_parser("reproduce", help="re-run a case file and say whether its verdict holds",
                        description="Exit 0 if every recorded failure shows again, 1 if not, 2 on bad input.")
@@ -89,6 +113,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if args.inputs:
         inputs, _ = load_inputs(args.inputs)
         inputs = check_inputs(seed.spec, inputs, args.inputs)
+    plan = _search_plan(args, refs)
+    if args.variants is None:
+        args.variants = 0 if plan is not None else 50
     if args.variants < 0 or args.batch < 1:
         raise AudeeError("must be >= 0 (variants) and >= 1 (batch)", field="--variants/--batch")
     cfg = FuzzConfig(refs, Path(args.out), args.variants, args.rng, args.batch, args.layer_rate,
@@ -97,9 +124,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if not args.no_progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=args.variants + 1, desc=f"fuzz {seed.name}", unit="case", file=sys.stderr)
+        total = args.variants + 1 + (plan.on_consistent * len(plan.searches) if plan else 0)
+        bar = tqdm(total=total, desc=f"fuzz {seed.name}", unit="step", file=sys.stderr)
     try:
-        stats = fuzz(seed, inputs, cfg, progress=bar.update if bar is not None else None)
+        stats = fuzz(seed, inputs, cfg, progress=bar.update if bar is not None else None, plan=plan)
     finally:
         if bar is not None:
             bar.close()
@@ -108,8 +136,43 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     print(f"audee fuzz {seed.name} on {', '.join(r.label for r in refs)}: "
           f"{stats.run} test cases run now, {stats.skipped} resumed from {args.out}")
     _print_summary(summary)
+    for r in stats.searches:
+        first = f"{r['first_failure_s']:.1f} s" if r["first_failure_s"] is not None else "none"
+        print(f"  search {r['search']:<6} {r['target']:<18} {r['level']}/{r['fitness']}: {r['generations']} "
+              f"generations, {r['evaluations']} evaluations ({r['evals_per_s']:.1f}/s), failures "
+              f"{len(r['failures'])}, first after {first}, best fitness {r['best_fitness']:.4g}")
     print(f"results: {Path(args.out) / 'results.jsonl'}   cases: {Path(args.out) / 'cases'}")
     return EXIT_OK
+
+
+def _search_plan(args: argparse.Namespace, refs: list) -> Any:
+    """A SearchPlan when --level (or a search config) asks for a search, else None."""
+    from audee.search.config import load_search_config, make_config, parse_duration
+    from audee.search.runner import SearchPlan
+
+    file_values = load_search_config(args.search_config) if args.search_config else {}
+    if args.level is None and "level" not in file_values:
+        for flag in ("fitness", "search", "budget", "ga_on_consistent", "population", "max_iter"):
+            if getattr(args, flag) is not None:
+                raise AudeeError(f"--{flag.replace('_', '-')} needs --level (input, weight or input-weight)",
+                                 field="--level")
+        return None
+    cli = {"level": args.level, "fitness": args.fitness, "population": args.population, "parents": args.parents,
+           "crossover_rate": args.crossover_rate, "mutation_rate": args.mutation_rate,
+           "input_scale": args.input_scale, "weight_scale": args.weight_scale, "max_iter": args.max_iter,
+           "layer": args.layer, "nan_backend": args.nan_backend, "stop_at_first": args.stop_at_first,
+           "rng": args.rng, "budget_s": parse_duration(args.budget) if args.budget is not None else None}
+    cfg = make_config(file_values, cli, args.search_config or "command line")
+    labels = [r.label for r in refs]
+    if cfg.fitness == "inconsistency" and len(labels) < 2:
+        raise AudeeError("the inconsistency fitness needs two or more backends (or use --fitness nan)",
+                         field="--backends")
+    if cfg.nan_backend is not None and cfg.nan_backend not in labels:
+        raise AudeeError(f"{cfg.nan_backend!r} is not among --backends", field="--nan-backend")
+    searches = [s.strip() for s in (args.search or "ga").split(",") if s.strip()]
+    if not searches or any(s not in ("ga", "random") for s in searches):
+        raise AudeeError(f"expected ga, random or ga,random, got {args.search!r}", field="--search")
+    return SearchPlan(cfg, searches, args.ga_on_consistent or 1, args.input_index)
 
 
 def _print_summary(s: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from audee.backends.registry import BackendRef
 from audee.case import Kind, TestCase
 from audee.errors import AudeeError
 from audee.execute import Executor, Result, seed_batch
+from audee.search.runner import SearchPlan
 from audee.seeds import Seed
 from audee.store import ResultsTable, save_case
 from audee.store.atomic import write_atomic
@@ -53,6 +54,7 @@ class FuzzStats:
     pairs: dict[str, int] = field(default_factory=dict)
     failing_cases: int = 0
     seconds: float = 0.0
+    searches: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, result: Result) -> None:
         self.run += 1
@@ -105,67 +107,123 @@ def result_row(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def fuzz(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
-         progress: Callable[[int], Any] | None = None) -> FuzzStats:
+         progress: Callable[[int], Any] | None = None, plan: SearchPlan | None = None) -> FuzzStats:
+    """Network-level stage over ``cfg.variants`` variants, then (with a plan) the search
+    stage on the first ``plan.on_consistent`` failure-free targets."""
+    out = Path(cfg.out)
+    (out / "cases").mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "config.json", json.dumps(
+        {"seed": seed.name, **cfg.to_json(), "search": asdict(plan) if plan else None}, indent=1, default=str).encode())
+    table = ResultsTable(out / "results.jsonl")
+    stats = FuzzStats()
+    t0 = time.perf_counter()
+    with Pool(cfg.backends, out / "logs", timeout=cfg.timeout) as pool:
+        failed = pool.start()
+        if failed:
+            lines = "; ".join(f"{k}: {(v.message.strip().splitlines() or [v.kind])[-1]}" for k, v in failed.items())
+            raise AudeeError(f"backend worker failed to start ({lines}); see {out / 'logs'}", field="--backends")
+        ex = Executor(pool, tie_margin=cfg.tie_margin)
+        _network_stage(ex, seed, inputs, cfg, table, stats, progress)
+        if plan is not None:
+            from audee.search.runner import run_searches
+
+            targets = _search_targets(seed, cfg, table, plan.on_consistent, out)
+            for t in targets:
+                view = TestCase(t.id, t.spec, t.weights, {})
+                ex.complete_weights(view, t.meta["weight_seed"])
+                t.weights = view.weights
+            stats.searches = run_searches(
+                ex, targets, inputs, plan, out, table,
+                lambda result, extra: _save_failure(result, pool, out, table, stats,
+                                                   {"seed": seed.name, "rng": cfg.rng, **result.case.meta, **extra}),
+                progress)
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def _variant_ids(seed: Seed, cfg: FuzzConfig) -> list[str]:
+    return [f"{seed.name}-seed"] + [f"{seed.name}-v{i:05d}" for i in range(cfg.variants)]
+
+
+def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
+                   table: ResultsTable, stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
     from audee.apis import load_api_configs
     from audee.mutation.network import mutate_spec
 
     apis = load_api_configs()
     out = Path(cfg.out)
-    (out / "cases").mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "config.json", json.dumps({"seed": seed.name, **cfg.to_json()}, indent=1).encode())
-    table = ResultsTable(out / "results.jsonl")
     done = table.done_ids()
-    stats = FuzzStats()
-    t0 = time.perf_counter()
-    ids = [f"{seed.name}-seed"] + [f"{seed.name}-v{i:05d}" for i in range(cfg.variants)]
+    ids = _variant_ids(seed, cfg)
     todo = [i for i in ids if i not in done]
     stats.skipped = len(ids) - len(todo)
-    if not todo:
-        return stats
-    with Pool(cfg.backends, out / "logs", timeout=cfg.timeout) as pool:
-        failed = pool.start()
-        if failed:
-            lines = "; ".join(f"{k}: {v.message.splitlines()[-1] if v.message else v.kind}" for k, v in failed.items())
-            raise AudeeError(f"backend worker failed to start ({lines}); see {out / 'logs'}", field="--backends")
-        ex = Executor(pool, tie_margin=cfg.tie_margin)
 
-        def unbuildable(spec: Any) -> str | None:
-            """A spec no backend can build is redrawn (only for valid draws; see mutation)."""
-            built = ex.build(spec)
-            errors = [g for g in built.values() if not isinstance(g, dict)]
-            if len(errors) == len(built) and all(not e.hard for e in errors):
-                return errors[0].message
-            return None
+    def unbuildable(spec: Any) -> str | None:
+        """A spec no backend can build is redrawn (only for valid draws; see mutation)."""
+        built = ex.build(spec)
+        errors = [g for g in built.values() if not isinstance(g, dict)]
+        if len(errors) == len(built) and all(not e.hard for e in errors):
+            return errors[0].message
+        return None
 
-        for case_id in todo:
-            index = -1 if case_id.endswith("-seed") else int(case_id.rsplit("-v", 1)[1])
-            batch, rows = seed_batch(inputs, max(index, 0), cfg.batch)
-            if index < 0:
-                spec, mutations, meta = seed.spec, [], {}
-            else:
-                variant = mutate_spec(seed.spec, apis, np.random.default_rng([cfg.rng, index]),
-                                      layer_rate=cfg.layer_rate, invalid_prob=cfg.invalid_prob,
-                                      validate=unbuildable, max_redraws=cfg.max_redraws)
-                spec = variant.spec
-                spec.name = f"{seed.name}-v{index}"
-                mutations = [asdict(m) for m in variant.mutations]
-                meta = {"invalid": variant.invalid}
-            case = TestCase(case_id, spec, dict(seed.weights or {}), batch)
-            ex.complete_weights(case, seed.weight_seed + 7919 * (index + 1))
-            result = ex.run(case)
-            extra = {"seed": seed.name, "variant": index, "rng": cfg.rng, "mutations": mutations,
-                     "input_rows": rows, **meta}
-            row = result_row(result, {**extra, "mutations": [f"{m['layer']}.{m['param']}={m['new']!r}"
-                                                             for m in mutations]})
-            if result.verdict.failed:
-                path = save_case(out / "cases" / f"{case_id}.pkl", case_record(result, pool, extra))
-                row["case_file"] = str(path.relative_to(out))
-            table.append(row)
-            stats.add(result)
-            if progress is not None:
-                progress(1)
-    stats.seconds = time.perf_counter() - t0
-    return stats
+    for case_id in todo:
+        index = -1 if case_id.endswith("-seed") else int(case_id.rsplit("-v", 1)[1])
+        batch, rows = seed_batch(inputs, max(index, 0), cfg.batch)
+        if index < 0:
+            spec, mutations, meta = seed.spec, [], {}
+        else:
+            variant = mutate_spec(seed.spec, apis, np.random.default_rng([cfg.rng, index]),
+                                  layer_rate=cfg.layer_rate, invalid_prob=cfg.invalid_prob,
+                                  validate=unbuildable, max_redraws=cfg.max_redraws)
+            spec = variant.spec
+            spec.name = f"{seed.name}-v{index}"
+            mutations = [asdict(m) for m in variant.mutations]
+            meta = {"invalid": variant.invalid}
+        write_atomic(out / "variants" / f"{case_id}.json", json.dumps(spec.to_json(), indent=1).encode())
+        case = TestCase(case_id, spec, dict(seed.weights or {}), batch)
+        weight_seed = seed.weight_seed + 7919 * (index + 1)
+        ex.complete_weights(case, weight_seed)
+        result = ex.run(case)
+        extra = {"seed": seed.name, "variant": index, "rng": cfg.rng, "mutations": mutations,
+                 "input_rows": rows, "weight_seed": weight_seed, **meta}
+        _save_failure(result, ex.pool, out, table, stats, extra) if result.verdict.failed else \
+            _append_row(result, table, stats, extra)
+        if progress is not None:
+            progress(1)
+
+
+def _append_row(result: Result, table: ResultsTable, stats: FuzzStats, extra: dict[str, Any],
+                case_file: str | None = None) -> None:
+    muts = [f"{m['layer']}.{m['param']}={m['new']!r}" for m in extra.get("mutations", [])]
+    row = result_row(result, {k: v for k, v in extra.items() if k not in ("search",)} | {"mutations": muts})
+    if case_file:
+        row["case_file"] = case_file
+    table.append(row)
+    stats.add(result)
+
+
+def _save_failure(result: Result, pool: Pool, out: Path, table: ResultsTable, stats: FuzzStats,
+                  extra: dict[str, Any]) -> str:
+    path = save_case(out / "cases" / f"{result.case.id}.pkl", case_record(result, pool, extra))
+    _append_row(result, table, stats, extra, str(path.relative_to(out)))
+    return result.case.id
+
+
+def _search_targets(seed: Seed, cfg: FuzzConfig, table: ResultsTable, k: int, out: Path) -> list[Any]:
+    """The seed when no variants were asked for; else the first K variants that passed."""
+    from audee.search.runner import Target
+    from audee.spec import ModelSpec
+
+    if cfg.variants == 0:
+        return [Target(f"{seed.name}-seed", seed.spec, dict(seed.weights or {}),
+                       {"seed": seed.name, "variant": -1, "weight_seed": seed.weight_seed})]
+    passed = sorted((r for r in table.rows() if r.get("status") == "pass" and r.get("variant", -1) >= 0
+                     and r["id"] in set(_variant_ids(seed, cfg))), key=lambda r: r["variant"])
+    targets = []
+    for r in passed[:k]:
+        spec = ModelSpec.load(out / "variants" / f"{r['id']}.json")
+        targets.append(Target(r["id"], spec, dict(seed.weights or {}),
+                              {"seed": seed.name, "variant": r["variant"], "weight_seed": r["weight_seed"]}))
+    return targets
 
 
 def summarize(out: Path) -> dict[str, Any]:

@@ -89,12 +89,12 @@ class WorkerState:
         if len(outs) != len(e.order):
             raise BackendError(Phase.RUN, f"backend returned {len(outs)} outputs for {len(e.order)} layers")
         spec = e.spec
-        nonfinite = [name for name, o in zip(e.order, outs)
-                     if np.issubdtype(o.dtype, np.floating) and not np.isfinite(o).all()]
+        nonfinite, rows = _nonfinite(e.order, outs)
         reply: dict[str, Any] = {
             "logits": outs[e.order.index(spec.logits_layer)],
             "output": outs[e.order.index(spec.output)],
             "nonfinite": nonfinite,
+            "nonfinite_rows": rows,
             "run_s": run_s,
         }
         want = msg.get("layers")
@@ -124,6 +124,18 @@ class WorkerState:
         """The framework's own initial weights for a spec (Keras initializers)."""
         e = self.entry(spec, ModelSpec.from_json(spec).key())
         return e.model.built.get_weights() if hasattr(e.model, "built") else e.model.get_weights()
+
+
+def _nonfinite(order: list[str], outs: list[np.ndarray]) -> tuple[list[str], dict[str, list[int]]]:
+    """Layers with NaN/Inf (topological order) and, per such layer, the batch rows hit:
+    a batched population needs to know which individual went non-finite."""
+    names, rows = [], {}
+    for name, o in zip(order, outs):
+        if np.issubdtype(o.dtype, np.floating) and not np.isfinite(o).all():
+            names.append(name)
+            bad = ~np.isfinite(o.reshape(o.shape[0], -1)).all(axis=1) if o.ndim else np.array([True])
+            rows[name] = np.flatnonzero(bad).tolist()
+    return names, rows
 
 
 def _msg(exc: BaseException) -> str:

@@ -1,0 +1,1 @@
+"""Search: the engine that evolves inputs and/or weights (DEAP GA, random baseline)."""

@@ -1,0 +1,125 @@
+"""Chromosomes at three levels (the paper's section 2.4.2) and the Cauchy noise model.
+
+A chromosome is one flat float64 vector: the flattened input (``input``), all weights
+concatenated (``weight``), or both (``input-weight``).  Decoding rounds and clips integer
+inputs (token ids) into their range, so every individual is a valid input.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from audee.spec import InputSpec, Weights
+
+LEVELS = ("input", "weight", "input-weight")
+
+
+@dataclass
+class Segment:
+    kind: str          # "input" or "weight"
+    name: str          # input name, or layer name
+    index: int         # weight index within the layer (0 for inputs)
+    shape: tuple[int, ...]
+    dtype: str
+    start: int
+    stop: int
+
+
+class Encoding:
+    """Maps gene vectors to (inputs, weights) and back, for one seed input and weight set."""
+
+    def __init__(self, level: str, inputs: dict[str, np.ndarray], weights: Weights, input_specs: list[InputSpec]):
+        if level not in LEVELS:
+            raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
+        self.level = level
+        self.input_specs = {i.name: i for i in input_specs}
+        self.base_inputs = {k: np.asarray(v) for k, v in inputs.items()}
+        self.base_weights = weights
+        self.segments: list[Segment] = []
+        pos = 0
+        if level in ("input", "input-weight"):
+            for name, arr in self.base_inputs.items():
+                self.segments.append(Segment("input", name, 0, arr.shape, str(arr.dtype), pos, pos + arr.size))
+                pos += arr.size
+        if level in ("weight", "input-weight"):
+            for lname in sorted(weights):
+                for k, arr in enumerate(weights[lname]):
+                    self.segments.append(Segment("weight", lname, k, arr.shape, str(arr.dtype), pos, pos + arr.size))
+                    pos += arr.size
+        self.size = pos
+
+    @property
+    def mutates_inputs(self) -> bool:
+        return self.level != "weight"
+
+    @property
+    def mutates_weights(self) -> bool:
+        return self.level != "input"
+
+    def encode(self) -> np.ndarray:
+        genes = np.empty(self.size, np.float64)
+        for s in self.segments:
+            src = self.base_inputs[s.name] if s.kind == "input" else self.base_weights[s.name][s.index]
+            genes[s.start:s.stop] = np.asarray(src, np.float64).ravel()
+        return genes
+
+    def scales(self, input_scale: float, weight_scale: float) -> np.ndarray:
+        """Per-gene Cauchy scale: a fraction of the input's range, or of each weight
+        array's spread, so one noise setting suits images, token ids and weights."""
+        out = np.empty(self.size, np.float64)
+        for s in self.segments:
+            if s.kind == "input":
+                spec = self.input_specs.get(s.name)
+                width = (spec.range[1] - spec.range[0]) if spec is not None and spec.range else 1.0
+                out[s.start:s.stop] = input_scale * width
+            else:
+                arr = self.base_weights[s.name][s.index]
+                spread = float(np.std(arr)) if arr.size > 1 else float(abs(arr).mean()) if arr.size else 0.0
+                out[s.start:s.stop] = weight_scale * (spread if spread > 0 else 0.05)
+        return out
+
+    def repair(self, genes: np.ndarray) -> np.ndarray:
+        """Integer inputs become integers inside [low, high); done in the genes so that
+        crossover and selection see what is actually run."""
+        for s in self.segments:
+            if s.kind != "input":
+                continue
+            spec = self.input_specs.get(s.name)
+            if spec is not None and spec.is_integer:
+                lo, hi = spec.range if spec.range else (0, np.iinfo(np.int32).max)
+                seg = genes[s.start:s.stop]
+                np.clip(np.rint(seg), lo, hi - 1, out=seg)
+        return genes
+
+    def inputs_of(self, genes: np.ndarray) -> dict[str, np.ndarray]:
+        out = dict(self.base_inputs)
+        for s in self.segments:
+            if s.kind == "input":
+                out[s.name] = genes[s.start:s.stop].reshape(s.shape).astype(s.dtype)
+        return out
+
+    def weights_of(self, genes: np.ndarray) -> Weights:
+        if not self.mutates_weights:
+            return self.base_weights
+        out = {k: list(v) for k, v in self.base_weights.items()}
+        for s in self.segments:
+            if s.kind == "weight":
+                out[s.name][s.index] = genes[s.start:s.stop].reshape(s.shape).astype(s.dtype)
+        return out
+
+
+def cauchy_noise(rng: np.random.Generator, scales: np.ndarray, gene_rate: float = 1.0,
+                 genes: np.ndarray | None = None, relative: float = 0.0) -> np.ndarray:
+    """Standard Cauchy noise on a ``gene_rate`` share of genes.
+
+    The scale is the per-gene absolute scale plus ``relative * |gene|``: with a relative
+    term, values can grow geometrically over generations, which is how a search climbs
+    to the overflow that produces Inf and NaN (additive noise alone grows linearly).
+    """
+    if relative and genes is not None:
+        scales = scales + relative * np.abs(genes)
+    noise = rng.standard_cauchy(scales.shape[0]) * scales
+    if gene_rate < 1.0:
+        noise *= rng.random(scales.shape[0]) < gene_rate
+    return noise

@@ -1,0 +1,226 @@
+"""Algorithm 1 of the paper on DEAP, and the random-search baseline with the same noise.
+
+GA, per generation: evaluate the individuals whose fitness is unknown; confirm and
+record every suspected failure at once (a full oracle run, then a case file); keep the
+best ``m`` (``tools.selBest``); fill up to ``n`` with gene-wise crossover of two random
+parents (rate r1: the share of genes taken from the first parent) followed, with rate
+r2, by Cauchy-noise mutation.  Random search draws a fresh population around the seed
+every generation.  Both stop at ``max_iter``, at the wall-clock budget, or after the
+first recorded failure when asked.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from deap import base, creator, tools
+
+from audee.case import TestCase
+from audee.execute import Executor, Result
+from audee.search.encoding import Encoding, cauchy_noise
+from audee.search.evaluate import PopulationEvaluator
+
+if not hasattr(creator, "AudeeFitness"):
+    creator.create("AudeeFitness", base.Fitness, weights=(1.0,))
+    creator.create("AudeeIndividual", np.ndarray, fitness=creator.AudeeFitness)
+
+
+@dataclass
+class SearchConfig:
+    """Every knob of the search; defaults documented in docs/search.md."""
+
+    level: str = "input"              # input | weight | input-weight
+    fitness: str = "inconsistency"    # inconsistency | nan
+    search: str = "ga"                # ga | random
+    population: int = 20              # n
+    parents: int = 6                  # m, the top individuals kept each generation
+    crossover_rate: float = 0.5       # r1
+    mutation_rate: float = 0.8        # r2
+    input_scale: float = 0.1          # Cauchy scale, as a share of the input range
+    weight_scale: float = 0.1         # Cauchy scale, as a share of each weight array's std
+    relative_scale: float = 0.0       # extra Cauchy scale proportional to |gene| (geometric growth)
+    gene_rate: float = 1.0            # share of genes a mutation perturbs
+    max_iter: int = 50
+    budget_s: float = 60.0
+    stop_at_first: bool = False
+    layer: str | None = None          # fitness layer (default: the spec's logits layer)
+    nan_backend: str | None = None    # backend the NaN fitness reads (default: the first)
+    max_cases_per_generation: int = 5
+    rng: int = 0
+
+    def check(self) -> None:
+        if self.level not in ("input", "weight", "input-weight"):
+            raise ValueError(f"level: unknown {self.level!r}")
+        if self.fitness not in ("inconsistency", "nan"):
+            raise ValueError(f"fitness: unknown {self.fitness!r}")
+        if self.search not in ("ga", "random"):
+            raise ValueError(f"search: unknown {self.search!r}")
+        if not 1 <= self.parents <= self.population:
+            raise ValueError("parents: must be between 1 and population")
+        if self.relative_scale < 0 or self.input_scale < 0 or self.weight_scale < 0:
+            raise ValueError("scales: must be >= 0")
+        for k in ("crossover_rate", "mutation_rate", "gene_rate"):
+            if not 0.0 <= getattr(self, k) <= 1.0:
+                raise ValueError(f"{k}: must be within [0, 1]")
+
+
+@dataclass
+class SearchOutcome:
+    generations: int = 0
+    evaluations: int = 0
+    seconds: float = 0.0
+    first_failure_s: float | None = None
+    failures: list[str] = field(default_factory=list)   # case ids written
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    best_fitness: float = 0.0
+
+    @property
+    def evals_per_s(self) -> float:
+        return self.evaluations / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["evals_per_s"] = round(self.evals_per_s, 2)
+        return d
+
+
+_best_counter = itertools.count()
+
+OnFailure = Callable[[Result], str]
+
+
+class Search:
+    """One search run over one (spec, seed input, weights)."""
+
+    def __init__(self, executor: Executor, case: TestCase, cfg: SearchConfig, labels: list[str],
+                 on_failure: OnFailure, case_prefix: str):
+        cfg.check()
+        self.ex = executor
+        self.case = case
+        self.cfg = cfg
+        self.rng = np.random.default_rng(cfg.rng)
+        self.encoding = Encoding(cfg.level, case.inputs, case.weights, case.spec.inputs)
+        self.evaluator = PopulationEvaluator(executor.pool, case.spec, self.encoding, fitness=cfg.fitness,
+                                             labels=labels, nan_backend=cfg.nan_backend, layer=cfg.layer,
+                                             tie_margin=executor.tie_margin)
+        self.scales = self.encoding.scales(cfg.input_scale, cfg.weight_scale)
+        self.seed_genes = self.encoding.encode()
+        self.on_failure = on_failure
+        self.prefix = case_prefix
+        self._seen: set[str] = set()
+        tb = base.Toolbox()
+        tb.register("individual", self._individual)
+        tb.register("mate", self._crossover)
+        tb.register("mutate", self._mutate)
+        tb.register("select", tools.selBest)
+        self.toolbox = tb
+
+    # ---- operators ---------------------------------------------------------------------------
+    def _individual(self, genes: np.ndarray) -> Any:
+        # a view, not DEAP's list-based constructor: chromosomes can hold millions of genes
+        ind = self.encoding.repair(np.array(genes, np.float64)).view(creator.AudeeIndividual)
+        ind.fitness = creator.AudeeFitness()
+        return ind
+
+    def _fresh(self) -> Any:
+        return self.toolbox.individual(self.seed_genes + cauchy_noise(self.rng, self.scales, self.cfg.gene_rate))
+
+    def _crossover(self, a: np.ndarray, b: np.ndarray) -> Any:
+        take_a = self.rng.random(a.shape[0]) < self.cfg.crossover_rate
+        return self.toolbox.individual(np.where(take_a, a, b))
+
+    def _mutate(self, ind: np.ndarray) -> Any:
+        genes = np.asarray(ind)
+        return self.toolbox.individual(genes + cauchy_noise(self.rng, self.scales, self.cfg.gene_rate,
+                                                            genes, self.cfg.relative_scale))
+
+    def _next_generation(self, pop: list) -> list:
+        if self.cfg.search == "random":
+            return [self._fresh() for _ in range(self.cfg.population)]
+        parents = self.toolbox.select(pop, self.cfg.parents)
+        nxt = list(parents)
+        while len(nxt) < self.cfg.population:
+            i, j = self.rng.choice(len(parents), 2, replace=len(parents) < 2)
+            child = self.toolbox.mate(parents[i], parents[j])
+            if self.rng.random() < self.cfg.mutation_rate:
+                child = self.toolbox.mutate(child)
+            nxt.append(child)
+        return nxt
+
+    # ---- the loop ----------------------------------------------------------------------------
+    def run(self) -> SearchOutcome:
+        cfg, out = self.cfg, SearchOutcome()
+        t0 = time.perf_counter()
+        pop = [self._fresh() for _ in range(cfg.population)]
+        for gen in range(cfg.max_iter):
+            todo = [ind for ind in pop if not ind.fitness.valid]
+            t_eval = time.perf_counter()
+            evals = self.evaluator.evaluate(todo)
+            eval_s = time.perf_counter() - t_eval
+            for ind, ev in zip(todo, evals):
+                ind.fitness.values = (ev.fitness if np.isfinite(ev.fitness) else 1e300,)
+                ind.pair, ind.suspect = ev.pair, ev.suspect
+            found = self._record_failures(pop, gen)
+            out.evaluations += len(todo)
+            if found and out.first_failure_s is None:
+                out.first_failure_s = time.perf_counter() - t0
+            out.failures += found
+            best = max(pop, key=lambda ind: ind.fitness.values[0])
+            fits = np.array([ind.fitness.values[0] for ind in pop])
+            out.trace.append({"generation": gen, "best": float(best.fitness.values[0]),
+                              "mean": float(np.mean(fits[np.isfinite(fits)])) if np.isfinite(fits).any() else None,
+                              "pair": getattr(best, "pair", ""), "evaluated": len(todo),
+                              "eval_s": round(eval_s, 4), "failures": len(found),
+                              "elapsed_s": round(time.perf_counter() - t0, 3),
+                              "layers": self._layer_profile(best)})
+            out.generations = gen + 1
+            out.best_fitness = float(best.fitness.values[0])
+            if (cfg.stop_at_first and out.failures) or time.perf_counter() - t0 >= cfg.budget_s:
+                break
+            pop = self._next_generation(pop)
+        out.seconds = time.perf_counter() - t0
+        return out
+
+    def _record_failures(self, pop: list, gen: int) -> list[str]:
+        """Confirm suspects with a full oracle run and write each as a case file now."""
+        written = []
+        suspects = [ind for ind in pop if getattr(ind, "suspect", None)]
+        suspects.sort(key=lambda ind: -ind.fitness.values[0])
+        for ind in suspects:
+            if len(written) >= self.cfg.max_cases_per_generation:
+                break
+            digest = hashlib.sha1(np.ascontiguousarray(ind).tobytes()).hexdigest()[:12]
+            if digest in self._seen:
+                continue
+            self._seen.add(digest)
+            case = TestCase(f"{self.prefix}-g{gen:03d}-{digest}", self.case.spec,
+                            self.encoding.weights_of(ind), self.encoding.inputs_of(ind),
+                            {**self.case.meta, "generation": gen, "level": self.cfg.level,
+                             "fitness": self.cfg.fitness, "search": self.cfg.search})
+            result = self.ex.run(case)
+            if result.verdict.failed:
+                written.append(self.on_failure(result))
+        return written
+
+    def _layer_profile(self, best: Any) -> dict[str, float]:
+        """Per-layer view of the best individual (the data behind the paper's Figure 3):
+        layer distances for the inconsistency fitness, max-min spreads for NaN."""
+        labels = [best.pair.split("|")[0], best.pair.split("|")[1]] if getattr(best, "pair", "") \
+            else [self.evaluator.nan_backend]
+        wkey = self.evaluator.base_wkey if not self.encoding.mutates_weights else f"best-{next(_best_counter)}"
+        got = self.ex.pool.run(self.case.spec, self.encoding.weights_of(best), wkey,
+                               self.encoding.inputs_of(best), labels=labels, layers=True)
+        replies = [got[b] for b in labels if isinstance(got.get(b), dict)]
+        if len(replies) != len(labels):
+            return {}
+        if len(labels) == 2:
+            from audee.oracle.distance import layer_distances
+
+            return {k: float(v) for k, v in layer_distances(replies[0]["layers"], replies[1]["layers"]).items()}
+        with np.errstate(invalid="ignore"):
+            return {k: float(np.nanmax(v) - np.nanmin(v)) if v.size and np.issubdtype(v.dtype, np.floating) else 0.0
+                    for k, v in replies[0]["layers"].items()}

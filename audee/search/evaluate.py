@@ -1,0 +1,99 @@
+"""Evaluate a population on the backends, as cheaply as the level allows.
+
+Input level: the whole population is one batch, so a generation costs one compiled call
+per backend.  Weight levels: each individual's weights are swapped into the already
+built model (no rebuild, no ONNX re-export) and its input run, one call per backend.
+Besides the fitness, each individual gets the failure kinds that can be seen without a
+second run (NaN/Inf rows, label flips, backend failures); the engine confirms those with
+a full oracle run before writing a case file.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from audee.backends.pool import Pool, WorkerFailure
+from audee.fitness import inconsistency_fitness, nan_fitness
+from audee.oracle.inconsistency import _margin
+from audee.search.encoding import Encoding
+from audee.spec import ModelSpec, weights_key
+
+_counter = itertools.count()
+
+
+@dataclass
+class Evaluation:
+    fitness: float
+    pair: str = ""
+    suspect: list[str] = field(default_factory=list)  # "crash", "nan", "inconsistency"
+
+
+class PopulationEvaluator:
+    def __init__(self, pool: Pool, spec: ModelSpec, encoding: Encoding, *, fitness: str, labels: list[str],
+                 nan_backend: str | None = None, layer: str | None = None, tie_margin: float = 1e-5):
+        if fitness == "inconsistency" and len(labels) < 2:
+            raise ValueError("the inconsistency fitness needs two or more backends")
+        self.pool = pool
+        self.spec = spec
+        self.encoding = encoding
+        self.fitness = fitness
+        self.labels = labels
+        self.nan_backend = nan_backend or labels[0]
+        self.layer = layer or spec.logits_layer
+        self.tie_margin = tie_margin
+        self.base_wkey = weights_key(encoding.base_weights)
+        self.evaluations = 0
+
+    def evaluate(self, population: list[np.ndarray]) -> list[Evaluation]:
+        if not population:
+            return []
+        self.evaluations += len(population)
+        if not self.encoding.mutates_weights:
+            batch = [self.encoding.inputs_of(g) for g in population]
+            inputs = {k: np.concatenate([b[k] for b in batch]) for k in batch[0]}
+            return self._judge(self._run(inputs, self.encoding.base_weights, self.base_wkey), len(population))
+        out = []
+        for genes in population:
+            weights = self.encoding.weights_of(genes)
+            wkey = f"ga-{next(_counter)}"
+            out += self._judge(self._run(self.encoding.inputs_of(genes), weights, wkey), 1)
+        return out
+
+    def _run(self, inputs: dict[str, np.ndarray], weights: Any, wkey: str) -> dict[str, Any]:
+        layers = [self.layer] if self.layer not in (self.spec.logits_layer,) else False
+        return self.pool.run(self.spec, weights, wkey, inputs, labels=self.labels, layers=layers)
+
+    def _value(self, reply: dict) -> np.ndarray:
+        return reply["layers"][self.layer] if "layers" in reply else reply["logits"]
+
+    def _judge(self, replies: dict[str, Any], n: int) -> list[Evaluation]:
+        evals = [Evaluation(0.0) for _ in range(n)]
+        ok = {b: r for b, r in replies.items() if not isinstance(r, WorkerFailure)}
+        if len(ok) < len(replies):
+            for e in evals:
+                e.suspect.append("crash")
+        for r in ok.values():
+            for rows in r["nonfinite_rows"].values():
+                for i in rows:
+                    if "nan" not in evals[i].suspect:
+                        evals[i].suspect.append("nan")
+        if len(ok) >= 2:
+            labels = {b: r["output"].reshape(n, -1).argmax(1) for b, r in ok.items()}
+            margins = {b: _margin(r["output"]) for b, r in ok.items()}
+            for a, b in itertools.combinations(ok, 2):
+                flip = (labels[a] != labels[b]) & (np.minimum(margins[a], margins[b]) >= self.tie_margin)
+                for i in np.flatnonzero(flip):
+                    if "inconsistency" not in evals[i].suspect:
+                        evals[i].suspect.append("inconsistency")
+        if self.fitness == "nan":
+            if self.nan_backend in ok:
+                for e, v in zip(evals, nan_fitness(self._value(ok[self.nan_backend]))):
+                    e.fitness = float(v)
+        elif len(ok) >= 2:
+            values, pairs = inconsistency_fitness({b: self._value(r) for b, r in ok.items()})
+            for e, v, p in zip(evals, values, pairs):
+                e.fitness, e.pair = float(v), p
+        return evals
