@@ -211,19 +211,20 @@ class Worker:
 
     # ---- test-case helpers -------------------------------------------------------------------
     def submit_run(self, spec: ModelSpec, key: str, weights: Weights, wkey: str,
-                   inputs: dict[str, Any], layers: bool | list[str] = False) -> None:
+                   inputs: dict[str, Any], layers: bool | list[str] = False, keep: str | None = None) -> None:
         send = self._sent_weights.get(key) != wkey or not self.alive()
-        self._last_run = (spec, key, weights, wkey, inputs, layers)
-        self.submit({"op": "run", "spec": spec.to_json(), "key": key, "weights_key": wkey,
-                     "weights": weights if send else None, "inputs": inputs, "layers": layers})
+        msg = {"op": "run", "spec": spec.to_json(), "key": key, "weights_key": wkey,
+               "weights": weights if send else None, "inputs": inputs, "layers": layers, "keep": keep}
+        self._last_run = (msg, weights)
+        self.submit(msg)
 
     def result_run(self) -> dict | WorkerFailure:
         got = self.result()
-        spec, key, weights, wkey, inputs, layers = self._last_run
+        msg, weights = self._last_run
+        key, wkey = msg["key"], msg["weights_key"]
         if isinstance(got, dict) and got.get("need_weights"):
             self._sent_weights.pop(key, None)
-            self.submit({"op": "run", "spec": spec.to_json(), "key": key, "weights_key": wkey,
-                         "weights": weights, "inputs": inputs, "layers": layers})
+            self.submit({**msg, "weights": weights})
             got = self.result()
         if isinstance(got, dict) and "error" not in got:
             self._sent_weights[key] = wkey
@@ -275,11 +276,14 @@ class Pool:
         return {label: _as_failure(self.workers[label].result(), "build") for label in labels}
 
     def run(self, spec: ModelSpec, weights: Weights, wkey: str, inputs: dict[str, Any],
-            labels: list[str] | None = None, layers: bool | list[str] = False) -> dict[str, dict | WorkerFailure]:
+            labels: list[str] | None = None, layers: bool | list[str] = False,
+            keep: str | None = None) -> dict[str, dict | WorkerFailure]:
+        """Run one batch on several backends at once.  ``keep`` tags the run so its layer
+        outputs can be fetched later with ``call(label, 'kept_layers', tag=..., rows=...)``."""
         key = spec.key()
         labels = labels or self.labels
         for label in labels:
-            self.workers[label].submit_run(spec, key, weights, wkey, inputs, layers)
+            self.workers[label].submit_run(spec, key, weights, wkey, inputs, layers, keep)
         return {label: _as_failure(self.workers[label].result_run(), "run") for label in labels}
 
     def call(self, label: str, name: str, **kwargs: Any) -> Any:

@@ -24,6 +24,7 @@ from audee.backends.registry import load_class
 from audee.spec import ModelSpec
 
 CACHE_SIZE = 6
+KEEP_SIZE = 64  # outputs kept for a later per-layer look (search profiles the best individual)
 
 
 class _Entry:
@@ -38,6 +39,7 @@ class WorkerState:
     def __init__(self, backend: Backend):
         self.backend = backend
         self.cache: OrderedDict[str, _Entry] = OrderedDict()
+        self.kept: OrderedDict[str, dict[str, np.ndarray]] = OrderedDict()
 
     def entry(self, spec_json: dict, key: str) -> _Entry:
         if key in self.cache:
@@ -89,6 +91,10 @@ class WorkerState:
         if len(outs) != len(e.order):
             raise BackendError(Phase.RUN, f"backend returned {len(outs)} outputs for {len(e.order)} layers")
         spec = e.spec
+        if msg.get("keep"):
+            self.kept[msg["keep"]] = dict(zip(e.order, outs))
+            while len(self.kept) > KEEP_SIZE:
+                self.kept.popitem(last=False)
         nonfinite, rows = _nonfinite(e.order, outs)
         reply: dict[str, Any] = {
             "logits": outs[e.order.index(spec.logits_layer)],
@@ -102,6 +108,11 @@ class WorkerState:
             names = e.order if want is True else [n for n in e.order if n in set(want)]
             reply["layers"] = {n: outs[e.order.index(n)] for n in names}
         return reply
+
+    def op_kept_layers(self, tag: str, rows: list[int]) -> dict[str, np.ndarray] | None:
+        """Every layer's output for some rows of a kept run (None if it was evicted)."""
+        kept = self.kept.get(tag)
+        return None if kept is None else {k: v[rows] for k, v in kept.items()}
 
     def op_time_forward(self, spec: dict, key: str, inputs: dict, repeats: int) -> list[float]:
         """Seconds per bare compiled forward call of an already-built, weighted model,

@@ -11,7 +11,6 @@ first recorded failure when asked.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
@@ -88,8 +87,6 @@ class SearchOutcome:
         return d
 
 
-_best_counter = itertools.count()
-
 OnFailure = Callable[[Result], str]
 
 
@@ -163,7 +160,7 @@ class Search:
             eval_s = time.perf_counter() - t_eval
             for ind, ev in zip(todo, evals):
                 ind.fitness.values = (ev.fitness if np.isfinite(ev.fitness) else 1e300,)
-                ind.pair, ind.suspect = ev.pair, ev.suspect
+                ind.pair, ind.suspect, ind.ref = ev.pair, ev.suspect, ev.ref
             found = self._record_failures(pop, gen)
             out.evaluations += len(todo)
             if found and out.first_failure_s is None:
@@ -208,19 +205,30 @@ class Search:
 
     def _layer_profile(self, best: Any) -> dict[str, float]:
         """Per-layer view of the best individual (the data behind the paper's Figure 3):
-        layer distances for the inconsistency fitness, max-min spreads for NaN."""
-        labels = [best.pair.split("|")[0], best.pair.split("|")[1]] if getattr(best, "pair", "") \
-            else [self.evaluator.nan_backend]
-        wkey = self.evaluator.base_wkey if not self.encoding.mutates_weights else f"best-{next(_best_counter)}"
-        got = self.ex.pool.run(self.case.spec, self.encoding.weights_of(best), wkey,
-                               self.encoding.inputs_of(best), labels=labels, layers=True)
-        replies = [got[b] for b in labels if isinstance(got.get(b), dict)]
-        if len(replies) != len(labels):
-            return {}
-        if len(labels) == 2:
+        layer distances for the inconsistency fitness, max-min spreads for NaN.  The
+        outputs come from the workers' kept runs: no forward pass is repeated, and an
+        individual that stays best keeps its profile."""
+        if getattr(best, "profile", None) is not None:
+            return best.profile
+        pair = getattr(best, "pair", "")
+        labels = pair.split("|") if pair else [self.evaluator.nan_backend]
+        tag, row = best.ref
+        layers = []
+        for label in labels:
+            try:
+                got = self.ex.pool.call(label, "kept_layers", tag=tag, rows=[row])
+            except RuntimeError:
+                got = None
+            if got is None:
+                return {}
+            layers.append(got)
+        if len(layers) == 2:
             from audee.oracle.distance import layer_distances
 
-            return {k: float(v) for k, v in layer_distances(replies[0]["layers"], replies[1]["layers"]).items()}
-        with np.errstate(invalid="ignore"):
-            return {k: float(np.nanmax(v) - np.nanmin(v)) if v.size and np.issubdtype(v.dtype, np.floating) else 0.0
-                    for k, v in replies[0]["layers"].items()}
+            profile = {k: float(v) for k, v in layer_distances(layers[0], layers[1]).items()}
+        else:
+            with np.errstate(invalid="ignore"):
+                profile = {k: float(np.nanmax(v) - np.nanmin(v)) if v.size and np.issubdtype(v.dtype, np.floating)
+                           else 0.0 for k, v in layers[0].items()}
+        best.profile = profile
+        return profile

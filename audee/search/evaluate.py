@@ -29,6 +29,7 @@ class Evaluation:
     fitness: float
     pair: str = ""
     suspect: list[str] = field(default_factory=list)  # "crash", "nan", "inconsistency"
+    ref: tuple[str, int] = ("", 0)                      # (kept-run tag, row) in the workers
 
 
 class PopulationEvaluator:
@@ -54,17 +55,23 @@ class PopulationEvaluator:
         if not self.encoding.mutates_weights:
             batch = [self.encoding.inputs_of(g) for g in population]
             inputs = {k: np.concatenate([b[k] for b in batch]) for k in batch[0]}
-            return self._judge(self._run(inputs, self.encoding.base_weights, self.base_wkey), len(population))
+            tag = f"pop-{next(_counter)}"
+            evals = self._judge(self._run(inputs, self.encoding.base_weights, self.base_wkey, tag), len(population))
+            for i, e in enumerate(evals):
+                e.ref = (tag, i)
+            return evals
         out = []
         for genes in population:
             weights = self.encoding.weights_of(genes)
-            wkey = f"ga-{next(_counter)}"
-            out += self._judge(self._run(self.encoding.inputs_of(genes), weights, wkey), 1)
+            tag = f"ind-{next(_counter)}"
+            (e,) = self._judge(self._run(self.encoding.inputs_of(genes), weights, tag, tag), 1)
+            e.ref = (tag, 0)
+            out.append(e)
         return out
 
-    def _run(self, inputs: dict[str, np.ndarray], weights: Any, wkey: str) -> dict[str, Any]:
+    def _run(self, inputs: dict[str, np.ndarray], weights: Any, wkey: str, tag: str) -> dict[str, Any]:
         layers = [self.layer] if self.layer not in (self.spec.logits_layer,) else False
-        return self.pool.run(self.spec, weights, wkey, inputs, labels=self.labels, layers=layers)
+        return self.pool.run(self.spec, weights, wkey, inputs, labels=self.labels, layers=layers, keep=tag)
 
     def _value(self, reply: dict) -> np.ndarray:
         return reply["layers"][self.layer] if "layers" in reply else reply["logits"]
