@@ -88,6 +88,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=120.0)
     p.add_argument("--json", action="store_true", help="print the new verdict as JSON")
 
+    p = sub.add_parser("localize", help="pinpoint the layer and parameter behind a failing case",
+                       description="Algorithm 2 of the paper: per-layer distances and change rates, then the "
+                                   "localize-fix loop naming (layer, parameter) pairs. Exit 0 when the case "
+                                   "reproduces and was localized, 1 when it no longer reproduces, 2 on bad input, "
+                                   "3 when it reproduces but nothing was localized.")
+    p.add_argument("case", help="a case file written by audee")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.add_argument("--t1", type=float, default=1000.0, help="inconsistency threshold on change rates (default 1000)")
+    p.add_argument("--t2", type=float, default=2.0, help="consistency threshold for a replaced parameter (default 2)")
+    p.add_argument("--pair", help="backend pair to localize, e.g. tensorflow,torch (default: the first inconsistent)")
+    p.add_argument("--backends", help="override the case's backends")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--timeout", type=float, default=120.0)
+
     p = sub.add_parser("backends", help="list backends, their framework versions and whether they work here",
                        description="Start each backend's worker and report its versions (takes ~15 s: "
                                    "each framework is imported).")
@@ -242,6 +256,24 @@ def _describe(v: Any) -> str:
     return "; ".join(f"{f.kind} [{', '.join(f.backends)}]" for f in v.findings)
 
 
+EXIT_NOT_LOCALIZED = 3
+
+
+def cmd_localize(args: argparse.Namespace) -> int:
+    from audee.backends.registry import parse_backends
+    from audee.localize import LocalizeConfig
+    from audee.localize.run import localize_case, render
+
+    refs = parse_backends(args.backends, args.device) if args.backends else None
+    pair = [p.strip() for p in args.pair.split(",")] if args.pair else None
+    report = localize_case(args.case, LocalizeConfig(t1=args.t1, t2=args.t2), backends=refs, pair=pair,
+                           timeout=args.timeout)
+    print(json.dumps(report.to_json(), indent=1) if args.json else render(report))
+    if not report.reproduced:
+        return EXIT_NOT_REPRODUCED
+    return EXIT_OK if report.sources else EXIT_NOT_LOCALIZED
+
+
 def cmd_backends(args: argparse.Namespace) -> int:
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
@@ -298,7 +330,7 @@ def cmd_apis(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "backends": cmd_backends, "seeds": cmd_seeds,
+COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "backends": cmd_backends, "seeds": cmd_seeds,
             "apis": cmd_apis}
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from audee.oracle.distance import per_input_distance
 
-FITNESSES = ("inconsistency", "nan")
+FITNESSES = ("inconsistency", "nan", "relative-inconsistency")
 
 
 def inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str]]:
@@ -32,6 +32,15 @@ def inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, l
             pair[i] = f"{a}|{b}"
         best = np.maximum(best, d)
     return best, pair
+
+
+def relative_inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str]]:
+    """Like :func:`inconsistency_fitness`, divided by each row's mean output magnitude:
+    a difference that survives scaling, so a search cannot win by inflating values."""
+    dist, pair = inconsistency_fitness(outputs)
+    n = dist.shape[0]
+    scale = np.mean([np.abs(o.reshape(n, -1).astype(np.float64)).mean(axis=1) for o in outputs.values()], axis=0)
+    return dist / (scale + 1e-12), pair
 
 
 def nan_fitness(output: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from deap import base, creator, tools
 
 from audee.case import TestCase
 from audee.execute import Executor, Result
+from audee.fitness import FITNESSES
 from audee.search.encoding import Encoding, cauchy_noise
 from audee.search.evaluate import PopulationEvaluator
 
@@ -54,7 +55,7 @@ class SearchConfig:
     def check(self) -> None:
         if self.level not in ("input", "weight", "input-weight"):
             raise ValueError(f"level: unknown {self.level!r}")
-        if self.fitness not in ("inconsistency", "nan"):
+        if self.fitness not in FITNESSES:
             raise ValueError(f"fitness: unknown {self.fitness!r}")
         if self.search not in ("ga", "random"):
             raise ValueError(f"search: unknown {self.search!r}")

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure
-from audee.fitness import inconsistency_fitness, nan_fitness
+from audee.fitness import inconsistency_fitness, nan_fitness, relative_inconsistency_fitness
 from audee.oracle.inconsistency import _margin
 from audee.search.encoding import Encoding
 from audee.spec import ModelSpec, weights_key
@@ -35,7 +35,7 @@ class Evaluation:
 class PopulationEvaluator:
     def __init__(self, pool: Pool, spec: ModelSpec, encoding: Encoding, *, fitness: str, labels: list[str],
                  nan_backend: str | None = None, layer: str | None = None, tie_margin: float = 1e-5):
-        if fitness == "inconsistency" and len(labels) < 2:
+        if fitness != "nan" and len(labels) < 2:
             raise ValueError("the inconsistency fitness needs two or more backends")
         self.pool = pool
         self.spec = spec
@@ -100,7 +100,8 @@ class PopulationEvaluator:
                 for e, v in zip(evals, nan_fitness(self._value(ok[self.nan_backend]))):
                     e.fitness = float(v)
         elif len(ok) >= 2:
-            values, pairs = inconsistency_fitness({b: self._value(r) for b, r in ok.items()})
+            fn = relative_inconsistency_fitness if self.fitness == "relative-inconsistency" else inconsistency_fitness
+            values, pairs = fn({b: self._value(r) for b, r in ok.items()})
             for e, v, p in zip(evals, values, pairs):
                 e.fitness, e.pair = float(v), p
         return evals

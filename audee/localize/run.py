@@ -1,0 +1,116 @@
+"""Localize a case file: load, re-run, pick the failure, run Algorithm 2, report."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audee.backends.pool import Pool
+from audee.backends.registry import BackendRef
+from audee.case import Kind, Verdict
+from audee.errors import CaseFileError
+from audee.execute import Executor
+from audee.localize.localizer import LocalizeConfig, Localizer, Report
+from audee.reproduce import backends_of, case_from_record
+from audee.store import load_case
+
+PRIORITY = (Kind.INCONSISTENCY, Kind.NAN, Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE)
+
+
+def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backends: list[BackendRef] | None = None,
+                  pair: list[str] | None = None, timeout: float = 120.0, log_dir: Path | None = None,
+                  apis: dict[str, Any] | None = None, pool: Pool | None = None) -> Report:
+    """Localize the case's main failure.  ``pool`` may be shared across cases (the
+    localization benchmark does so); otherwise one is started for the case's backends."""
+    from audee.apis import load_api_configs
+
+    record = load_case(path)
+    case = case_from_record(record, str(path))
+    refs = backends or backends_of(record, str(path))
+    apis = apis or load_api_configs()
+    if pool is not None:
+        return _localize(pool, record, case, apis, cfg or LocalizeConfig(), pair)
+    with tempfile.TemporaryDirectory(prefix="audee-localize-") as tmp:
+        with Pool(refs, log_dir or Path(tmp), timeout=timeout) as own:
+            failed = own.start()
+            if failed:
+                raise CaseFileError(f"backend {next(iter(failed))} cannot start: "
+                                    f"{next(iter(failed.values())).message}", source=str(path), field="backends")
+            return _localize(own, record, case, apis, cfg or LocalizeConfig(), pair)
+
+
+def _localize(pool: Pool, record: dict, case: Any, apis: dict[str, Any], cfg: LocalizeConfig,
+              pair: list[str] | None) -> Report:
+    now = Executor(pool).run(case)           # does the case still fail, and how?
+    recorded = Verdict.from_json(record["verdict"])
+    findings = [f for f in now.verdict.findings if f.is_failure]
+    main = None
+    for kind in PRIORITY:
+        main = next((f for f in findings if f.kind == kind and (pair is None or sorted(f.backends) == sorted(pair))),
+                    None)
+        if main is not None:
+            break
+    report = Report(case.id, main.kind if main else "none", main.backends if main else [])
+    report.reproduced = recorded.signatures() <= now.verdict.signatures() and main is not None
+    if main is None:
+        report.note = "the case no longer fails on these backends"
+        return report
+    loc = Localizer(pool, apis, cfg)
+    if main.kind == Kind.INCONSISTENCY:
+        rows = main.detail["inputs"][: cfg.max_inputs]
+        inputs = {k: v[rows] for k, v in case.inputs.items()}
+        loc.localize_inconsistency(case, list(main.backends), inputs, report)
+    elif main.kind == Kind.NAN:
+        bad = main.backends[0]
+        ok = main.detail.get("finite_backends") or []
+        rows = _nan_rows(now.outcomes[bad], case.batch)
+        inputs = {k: v[rows] for k, v in case.inputs.items()}
+        loc.localize_by_replacement(case, Kind.NAN, bad, ok[0] if ok else None, inputs, report,
+                                    main.detail["first_layer"][bad])
+    else:
+        bad = main.backends[0]
+        ok = [b for b, o in now.outcomes.items() if o.ok]
+        inputs = {k: v[:cfg.max_inputs] for k, v in case.inputs.items()}
+        loc.localize_by_replacement(case, main.kind, bad, ok[0] if ok else None, inputs, report, None)
+    return report
+
+
+def _nan_rows(outcome: Any, batch: int) -> list[int]:
+    """Rows whose output went non-finite (fall back to the first rows)."""
+    if outcome.output is not None:
+        bad = ~np.isfinite(outcome.output.reshape(outcome.output.shape[0], -1)).all(axis=1)
+        rows = np.flatnonzero(bad).tolist()
+        if rows:
+            return rows[:4]
+    return list(range(min(batch, 4)))
+
+
+def render(report: Report) -> str:
+    """The human-readable report: distance/rate table, localized sources, every trial."""
+    lines = [f"case {report.case_id}: {report.kind} on {', '.join(report.backends) or '-'}"
+             + ("" if report.reproduced else "  (does NOT reproduce as recorded)")]
+    if report.note:
+        lines.append(f"note: {report.note}")
+    for i, rnd in enumerate(report.rounds):
+        lines.append(f"\nround {i + 1}: first layer over t1 -> {rnd.layer or 'none'}")
+        if rnd.table:
+            lines.append(f"  {'layer':<22} {'api':<22} {'distance':>12} {'change rate':>14}")
+            for row in rnd.table:
+                mark = "  <-" if row["layer"] == rnd.layer else ""
+                lines.append(f"  {row['layer']:<22} {row['api']:<22} {row['distance']:>12.4g} {row['rate']:>14.4g}{mark}")
+        if rnd.layer and np.isfinite(rnd.baseline_rate):
+            lines.append(f"  {rnd.layer} alone, original parameters: one-layer change rate {rnd.baseline_rate:.4g}")
+        for t in rnd.trials:
+            rate = f" rate {t.rate:.4g}" if np.isfinite(t.rate) else ""
+            lines.append(f"    try {t.layer}.{t.param}: {t.old!r} -> {t.new!r}: {t.verdict}{rate}"
+                         + (f" ({t.detail})" if t.detail else ""))
+    lines.append("\nlocalized (layer, parameter): value -> replacement that removes it")
+    if not report.sources:
+        lines.append("  nothing")
+    for k, s in enumerate(report.sources):
+        lines.append(f"  {'*' if k == 0 else ' '} {s.layer} ({s.api}) {s.param}: {s.old!r} -> {s.new!r}  [{s.kind}]")
+    if report.cradle:
+        lines.append(f"\nCRADLE's rule (top quartile of change rates) would flag: {', '.join(report.cradle)}")
+    return "\n".join(lines)

@@ -1,0 +1,134 @@
+"""Search benchmarks, each measured side by side in one run (issue: search).
+
+(a) overhead: wall time of a GA generation against the bare compiled forward time of the
+    same batches on the same backends (input level: one batch of n; weight level: n
+    batches of one), LeNet-5 on tensorflow, torch, jax, onnxruntime(-fed);
+(b) GA against random search on equal budgets: failures found and time to first failure,
+    on LeNet-5 and an RNN seed, over several rng seeds;
+(c) NaN search on ResNet-20 and MobileNet-V2 variants: share of variants with a NaN and
+    time to the first one (the paper's Table 3 setting at CPU budgets).
+
+    python experiments/bench_search.py --part a b c [--budget 20] [--rngs 0 1 2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from audee.backends.pool import Pool
+from audee.backends.registry import parse_backends
+from audee.case import TestCase
+from audee.execute import Executor
+from audee.fuzz import FuzzConfig, fuzz
+from audee.search.engine import Search, SearchConfig
+from audee.search.runner import SearchPlan
+from audee.seeds import load_seed
+
+
+def part_a(generations: int) -> None:
+    print("\n(a) GA generation wall time vs bare compiled forward of the same batches (LeNet-5)")
+    seed = load_seed("lenet5")
+    for level, backends in (("input", "tensorflow,torch,jax,onnxruntime"),
+                            ("weight", "tensorflow,torch,jax,onnxruntime-fed")):
+        refs = parse_backends(backends)
+        with tempfile.TemporaryDirectory() as tmp, Pool(refs, Path(tmp)) as pool:
+            assert not pool.start()
+            ex = Executor(pool)
+            case = TestCase("bench", seed.spec, dict(seed.weights or {}), {k: v[:1] for k, v in seed.inputs.items()})
+            ex.complete_weights(case, seed.weight_seed)
+            cfg = SearchConfig(level=level, fitness="inconsistency", population=20, parents=6, max_iter=generations,
+                               budget_s=1e9, input_scale=0.01, weight_scale=0.01, rng=0)
+            Search(ex, case, SearchConfig(**{**cfg.__dict__, "max_iter": 3}), pool.labels,
+                   lambda r: r.case.id, "warm").run()  # compile for these batch sizes
+            out = Search(ex, case, cfg, pool.labels, lambda r: r.case.id, "bench").run()
+            gen_s = statistics.median(np.diff([0.0] + [t["elapsed_s"] for t in out.trace])[1:])
+            n = cfg.population
+            if level == "input":
+                x = {k: np.repeat(v, n, axis=0) for k, v in case.inputs.items()}
+                bare = {b: statistics.median(pool.call(b, "time_forward", spec=case.spec.to_json(),
+                                                       key=case.spec.key(), inputs=x, repeats=20))
+                        for b in pool.labels}
+            else:
+                bare = {b: n * statistics.median(pool.call(b, "time_forward", spec=case.spec.to_json(),
+                                                           key=case.spec.key(), inputs=case.inputs, repeats=50))
+                        for b in pool.labels}
+            bsum = sum(bare.values())
+            print(f"  {level:<6} level, n={n}, {backends}: generation {gen_s * 1e3:.1f} ms, bare sum "
+                  f"{bsum * 1e3:.1f} ms, ratio {gen_s / bsum:.2f} (vs slowest backend alone "
+                  f"{gen_s / max(bare.values()):.2f}); {out.evals_per_s:.0f} evaluations/s; failures "
+                  f"{len(out.failures)}; bare per backend: " +
+                  ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in bare.items()))
+
+
+def _searches(seed_name: str, backends: str, plan: SearchPlan, variants: int, rng: int, batch: int = 8) -> list[dict]:
+    seed = load_seed(seed_name)
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = FuzzConfig(parse_backends(backends), Path(tmp), variants=variants, rng=rng, batch=batch)
+        stats = fuzz(seed, seed.inputs, cfg, plan=plan)
+        return stats.searches
+
+
+def part_b(budget: float, rngs: list[int], seeds: list[str], level: str) -> None:
+    print(f"\n(b) GA vs random search, {level} level, inconsistency fitness, tensorflow vs torch, "
+          f"budget {budget:.0f} s each")
+    print(f"  {'seed':<10} {'rng':>3} {'search':<7} {'failures':>8} {'first failure s':>16} {'evals':>7} {'best':>10}")
+    for seed_name in seeds:
+        agg: dict[str, list] = {"ga": [], "random": []}
+        for rng in rngs:
+            cfg = SearchConfig(level=level, fitness="inconsistency", budget_s=budget, max_iter=10**6, rng=rng,
+                               relative_scale=0.2)
+            for r in _searches(seed_name, "tensorflow,torch", SearchPlan(cfg, ["ga", "random"], 1, rng), 0, rng):
+                first = r["first_failure_s"]
+                agg[r["search"]].append(r)
+                print(f"  {seed_name:<10} {rng:>3} {r['search']:<7} {len(r['failures']):>8} "
+                      f"{first if first is None else round(first, 2)!s:>16} {r['evaluations']:>7} "
+                      f"{r['best_fitness']:>10.3g}")
+        for kind, rows in agg.items():
+            firsts = [r["first_failure_s"] for r in rows if r["first_failure_s"] is not None]
+            print(f"  {seed_name:<10} all {kind:<7} failures {sum(len(r['failures']) for r in rows)}, runs with a "
+                  f"failure {len(firsts)}/{len(rows)}, median first {statistics.median(firsts) if firsts else None}")
+
+
+def part_c(budget: float, variants: int) -> None:
+    print(f"\n(c) NaN search (GA, input level, max-min fitness on tensorflow) on {variants} network variants, "
+          f"budget {budget:.0f} s each")
+    for seed_name in ("resnet20", "mobilenetv2"):
+        cfg = SearchConfig(level="input", fitness="nan", budget_s=budget, max_iter=10**6, stop_at_first=True,
+                           relative_scale=0.5, population=10, parents=3, rng=0)
+        t = time.perf_counter()
+        rows = _searches(seed_name, "tensorflow", SearchPlan(cfg, ["ga"], variants), variants, 0, batch=4)
+        firsts = [r["first_failure_s"] for r in rows if r["first_failure_s"] is not None]
+        print(f"  {seed_name:<12} variants searched {len(rows)}, with NaN {len(firsts)} "
+              f"({100 * len(firsts) / max(len(rows), 1):.0f}%), time to first NaN: median "
+              f"{statistics.median(firsts) if firsts else float('nan'):.2f} s, min "
+              f"{min(firsts) if firsts else float('nan'):.2f} s; wall {time.perf_counter() - t:.0f} s")
+        print("   " + json.dumps([{k: r[k] for k in ("target", "generations", "evaluations", "first_failure_s")}
+                                   for r in rows]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", nargs="+", default=["a", "b", "c"], choices=["a", "b", "c"])
+    ap.add_argument("--generations", type=int, default=20)
+    ap.add_argument("--budget", type=float, default=20.0)
+    ap.add_argument("--rngs", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--seeds", nargs="+", default=["lenet5", "lstm"])
+    ap.add_argument("--level", default="input")
+    ap.add_argument("--nan-variants", type=int, default=5)
+    args = ap.parse_args()
+    if "a" in args.part:
+        part_a(args.generations)
+    if "b" in args.part:
+        part_b(args.budget, args.rngs, args.seeds, args.level)
+    if "c" in args.part:
+        part_c(args.budget, args.nan_variants)
+
+
+if __name__ == "__main__":
+    main()
