@@ -21,10 +21,10 @@ def change_rates(spec: ModelSpec, distances: dict[str, float]) -> dict[str, floa
         pre = [distances.get(p, 0.0) for p in spec.predecessors(name)]
         d_pre = max(pre) if pre else 0.0
         d = distances[name]
-        if not np.isfinite(d):
-            rates[name] = float("inf")
-        elif not np.isfinite(d_pre):
+        if not np.isfinite(d_pre):
             rates[name] = 0.0  # an inf already upstream explains this layer
+        elif not np.isfinite(d):
+            rates[name] = float("inf")
         else:
             rates[name] = (d - d_pre) / (d_pre + EPS)
     return rates
