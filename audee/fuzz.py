@@ -173,9 +173,8 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
         else:
             variant = mutate_spec(seed.spec, apis, np.random.default_rng([cfg.rng, index]),
                                   layer_rate=cfg.layer_rate, invalid_prob=cfg.invalid_prob,
-                                  validate=unbuildable, max_redraws=cfg.max_redraws)
+                                  validate=unbuildable, max_redraws=cfg.max_redraws, index=index)
             spec = variant.spec
-            spec.name = f"{seed.name}-v{index}"
             mutations = [asdict(m) for m in variant.mutations]
             meta = {"invalid": variant.invalid}
         write_atomic(out / "variants" / f"{case_id}.json", json.dumps(spec.to_json(), indent=1).encode())

@@ -1,0 +1,199 @@
+"""API configs: one YAML file per Keras layer API (the paper's section 2.3, Figure 2).
+
+Each parameter has a type, the valid values or range that network mutation draws from,
+and crafty invalid values (0 or negative sizes, None for strings, out-of-range rates).
+Every file is schema-checked when loaded; a malformed one is refused with a one-line
+error naming the file and the field path.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from audee.errors import ConfigError, SpecError
+from audee.paths import api_configs_dir
+
+CATEGORIES = ("conv", "pool", "norm", "activation", "reshape", "merge", "recurrent", "core", "embedding",
+              "wrapper", "regularization")
+TYPES = ("int", "float", "bool", "str", "layer")
+TOP_KEYS = {"api", "category", "inputs", "rank", "params", "note", "keras_min_version"}
+PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis"}
+
+
+@dataclass
+class ParamConfig:
+    name: str
+    type: str
+    range: list[float] | None = None
+    values: list[Any] = field(default_factory=list)
+    invalid: list[Any] = field(default_factory=list)
+    dims: int | None = None
+    nullable: bool = False
+    mutable: bool = True
+    apis: list[str] = field(default_factory=list)
+    note: str = ""
+
+    def is_invalid_value(self, value: Any) -> bool:
+        return any(_same(value, v) for v in self.invalid)
+
+    def type_ok(self, value: Any) -> bool:
+        """Whether ``value`` has the parameter's type (range is not checked: a mutated spec
+        may carry any value the config lists)."""
+        if value is None:
+            return self.nullable
+        if self.type == "int":
+            if _is_int(value):
+                return True
+            return (self.dims is not None and isinstance(value, (list, tuple)) and len(value) == self.dims
+                    and all(_is_int(v) for v in value))
+        if self.type == "float":
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
+        if self.type == "bool":
+            return isinstance(value, bool)
+        if self.type == "str":
+            return isinstance(value, str)
+        return isinstance(value, dict) and isinstance(value.get("api"), str)
+
+
+@dataclass
+class ApiConfig:
+    api: str
+    category: str
+    inputs: int | str
+    params: dict[str, ParamConfig]
+    rank: int | None = None
+    note: str = ""
+    source: str = ""
+
+    def check_params(self, params: dict[str, Any], *, source: str, where: str) -> None:
+        """Refuse a known parameter whose value has the wrong type and is not one of the
+        config's invalid values; unknown parameters pass (Keras has many we do not mutate)."""
+        for name, value in params.items():
+            pcfg = self.params.get(name)
+            if pcfg is None or pcfg.type_ok(value) or pcfg.is_invalid_value(value):
+                continue
+            raise SpecError(f"{value!r} is not a valid {pcfg.type}" + (f" (or list of {pcfg.dims})" if pcfg.dims else ""),
+                            source=source, field=f"{where}.{name}")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+def _err(source: str, fld: str, msg: str) -> ConfigError:
+    return ConfigError(msg, source=source, field=fld)
+
+
+def _check_param(name: str, raw: Any, source: str) -> ParamConfig:
+    where = f"params.{name}"
+    if not isinstance(raw, dict):
+        raise _err(source, where, f"expected a mapping, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - PARAM_KEYS)
+    if unknown:
+        raise _err(source, f"{where}.{unknown[0]}", f"unknown key (known: {', '.join(sorted(PARAM_KEYS))})")
+    t = raw.get("type")
+    if t not in TYPES:
+        raise _err(source, f"{where}.type", f"expected one of {', '.join(TYPES)}, got {t!r}")
+    p = ParamConfig(name, t)
+    if "dims" in raw:
+        if not _is_int(raw["dims"]) or raw["dims"] < 1 or t != "int":
+            raise _err(source, f"{where}.dims", "expected a positive int (int parameters only)")
+        p.dims = raw["dims"]
+    for key in ("nullable", "mutable"):
+        if key in raw:
+            if not isinstance(raw[key], bool):
+                raise _err(source, f"{where}.{key}", f"expected true or false, got {raw[key]!r}")
+            setattr(p, key, raw[key])
+    if "range" in raw:
+        r = raw["range"]
+        if t not in ("int", "float"):
+            raise _err(source, f"{where}.range", "only int and float parameters have a range")
+        num = (lambda v: _is_int(v)) if t == "int" else (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
+        if not (isinstance(r, list) and len(r) == 2 and all(num(v) for v in r) and r[0] <= r[1]):
+            raise _err(source, f"{where}.range", f"expected [low, high] with low <= high, got {r!r}")
+        p.range = list(r)
+    if "values" in raw:
+        vals = raw["values"]
+        if not isinstance(vals, list) or not vals:
+            raise _err(source, f"{where}.values", "expected a non-empty list")
+        for i, v in enumerate(vals):
+            if not p.type_ok(v) or v is None:
+                raise _err(source, f"{where}.values[{i}]", f"{v!r} is not a {t}")
+        p.values = list(vals)
+    if t == "str" and not p.values:
+        raise _err(source, f"{where}.values", "a str parameter needs its valid values")
+    if t in ("int", "float") and p.mutable and p.range is None and not p.values:
+        raise _err(source, f"{where}.range", "a mutable number needs a range or values (or mutable: false)")
+    if "invalid" in raw:
+        if not isinstance(raw["invalid"], list):
+            raise _err(source, f"{where}.invalid", "expected a list")
+        p.invalid = list(raw["invalid"])
+        for i, v in enumerate(p.invalid):
+            if isinstance(v, (dict, list)) and t != "int":
+                raise _err(source, f"{where}.invalid[{i}]", f"expected a scalar, got {v!r}")
+    if t == "layer":
+        apis = raw.get("apis")
+        if not isinstance(apis, list) or not apis or not all(isinstance(a, str) for a in apis):
+            raise _err(source, f"{where}.apis", "a layer parameter lists the APIs it may wrap")
+        p.apis = list(apis)
+    if "note" in raw:
+        p.note = str(raw["note"])
+    return p
+
+
+def load_api_config(path: str | Path) -> ApiConfig:
+    path = Path(path)
+    source = str(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", source=source) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}", source=source) from None
+    if not isinstance(data, dict):
+        raise ConfigError("expected a mapping at the top level", source=source)
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise _err(source, unknown[0], f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
+    api = data.get("api")
+    if api != path.stem:
+        raise _err(source, "api", f"must equal the file name {path.stem!r}, got {api!r}")
+    if data.get("category") not in CATEGORIES:
+        raise _err(source, "category", f"expected one of {', '.join(CATEGORIES)}, got {data.get('category')!r}")
+    inputs = data.get("inputs", 1)
+    if inputs != "many" and not (_is_int(inputs) and inputs >= 1):
+        raise _err(source, "inputs", f"expected a positive int or 'many', got {inputs!r}")
+    rank = data.get("rank")
+    if rank is not None and not (_is_int(rank) and rank >= 2):
+        raise _err(source, "rank", f"expected an int >= 2, got {rank!r}")
+    params = data.get("params", {})
+    if not isinstance(params, dict):
+        raise _err(source, "params", "expected a mapping of parameter name to settings")
+    return ApiConfig(api, data["category"], inputs, {n: _check_param(n, p, source) for n, p in params.items()},
+                     rank, str(data.get("note", "")), source)
+
+
+def load_api_configs(directory: str | Path | None = None) -> dict[str, ApiConfig]:
+    """All configs in ``directory`` (default: the shipped ``api_configs/``), keyed by API."""
+    return dict(_load_dir(str(Path(directory) if directory else api_configs_dir())))
+
+
+@lru_cache(maxsize=4)
+def _load_dir(directory: str) -> tuple[tuple[str, ApiConfig], ...]:
+    d = Path(directory)
+    if not d.is_dir():
+        raise ConfigError("API config directory not found", source=directory)
+    return tuple((c.api, c) for c in (load_api_config(p) for p in sorted(d.glob("*.yaml"))))

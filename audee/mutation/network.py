@@ -1,0 +1,153 @@
+"""Network-level mutation (the paper's section 2.3): redraw layer parameters from the
+API configs, sometimes with crafty invalid values.
+
+Variant ``i`` of a run draws from ``np.random.default_rng([rng_seed, i])`` alone, so it
+is the same whatever else is generated, skipped or sharded.  A variant whose draws were
+all *valid* but that no backend can build is redrawn (``validate``); a variant that
+carries an *invalid* draw is never touched: that value was drawn to be tested.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from audee.apis import ApiConfig, ParamConfig
+from audee.spec import LayerSpec, ModelSpec
+
+Validate = Callable[[ModelSpec], "str | None"]
+
+
+@dataclass
+class Mutation:
+    layer: str
+    param: str
+    old: Any
+    new: Any
+    invalid: bool
+
+
+@dataclass
+class Variant:
+    index: int
+    spec: ModelSpec
+    mutations: list[Mutation]
+
+    @property
+    def invalid(self) -> bool:
+        return any(m.invalid for m in self.mutations)
+
+
+def _py(v: Any) -> Any:
+    """JSON-safe Python values (never numpy scalars)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (list, tuple)):
+        return [_py(x) for x in v]
+    return v
+
+
+def draw_value(param: ParamConfig, rng: np.random.Generator, *, invalid: bool) -> Any:
+    """One value for ``param``: from its invalid list, or valid (values, range, None)."""
+    if invalid and param.invalid:
+        v = param.invalid[int(rng.integers(len(param.invalid)))]
+        if param.dims and isinstance(v, int) and not isinstance(v, bool) and rng.random() < 0.5:
+            v = [v] * param.dims
+        return _py(v)
+    if param.nullable and rng.random() < 0.1:
+        return None
+    if param.type == "bool":
+        return bool(rng.random() < 0.5)
+    if param.type == "str":
+        return str(param.values[int(rng.integers(len(param.values)))])
+    if param.values and (param.range is None or rng.random() < 0.3):
+        return _py(param.values[int(rng.integers(len(param.values)))])
+    lo, hi = param.range
+    if param.type == "float":
+        return float(f"{rng.uniform(lo, hi):.4g}")
+    if param.dims and rng.random() < 0.5:
+        if rng.random() < 0.7:
+            return [int(rng.integers(lo, hi + 1))] * param.dims
+        return [int(rng.integers(lo, hi + 1)) for _ in range(param.dims)]
+    return int(rng.integers(lo, hi + 1))
+
+
+def _differs(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return False
+    return a != b
+
+
+def _mutate_layer(layer: LayerSpec, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.random.Generator,
+                  invalid_prob: float, param_rate: float) -> list[Mutation]:
+    muts = []
+    for name, pcfg in cfg.params.items():
+        if not pcfg.mutable or name in layer.fixed:
+            continue
+        if pcfg.type == "layer":  # a wrapper: mutate the wrapped layer's own parameters
+            inner = layer.params.get(name)
+            if isinstance(inner, dict) and inner.get("api") in apis:
+                sub = LayerSpec(f"{layer.name}.{name}", inner["api"], dict(inner.get("params", {})), [])
+                for m in _mutate_layer(sub, apis[inner["api"]], apis, rng, invalid_prob, param_rate):
+                    muts.append(m)
+                inner["params"] = sub.params
+            continue
+        if rng.random() >= param_rate:
+            continue
+        old = layer.params.get(name)
+        bad = bool(pcfg.invalid) and rng.random() < invalid_prob
+        new = draw_value(pcfg, rng, invalid=bad)
+        for _ in range(5):
+            if _differs(new, old):
+                break
+            new = draw_value(pcfg, rng, invalid=bad)
+        if not _differs(new, old):
+            continue
+        layer.params[name] = new
+        muts.append(Mutation(layer.name, name, old, new, bad))
+    return muts
+
+
+def _draw(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Generator, layer_rate: float,
+          invalid_prob: float, param_rate: float) -> tuple[ModelSpec, list[Mutation]]:
+    new = spec.copy()
+    mutable = [ls for ls in new.layers if ls.api in apis]
+    muts: list[Mutation] = []
+    for layer in mutable:
+        if rng.random() < layer_rate:
+            muts += _mutate_layer(layer, apis[layer.api], apis, rng, invalid_prob, param_rate)
+    tries = 0
+    while not muts and mutable and tries < 20:  # every variant changes something
+        layer = mutable[int(rng.integers(len(mutable)))]
+        muts += _mutate_layer(layer, apis[layer.api], apis, rng, invalid_prob, 1.0)
+        tries += 1
+    return new, muts
+
+
+def mutate_spec(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Generator, *,
+                layer_rate: float = 0.5, invalid_prob: float = 0.1, param_rate: float = 0.5,
+                validate: Validate | None = None, max_redraws: int = 5, index: int = 0) -> Variant:
+    """One variant of ``spec``.  With ``validate``, valid-only variants that cannot be
+    built are redrawn up to ``max_redraws`` times; the last error is kept in
+    ``spec.meta['build_error']`` if none builds."""
+    for attempt in range(max_redraws + 1):
+        new, muts = _draw(spec, apis, rng, layer_rate, invalid_prob, param_rate)
+        error = None
+        if validate is not None and not any(m.invalid for m in muts):
+            error = validate(new)
+        if error is None or attempt == max_redraws:
+            break
+    new.name = f"{spec.name}-v{index}"
+    new.meta = {**spec.meta, "mutations": [asdict(m) for m in muts], "redraws": attempt}
+    if error is not None:
+        new.meta["build_error"] = error
+    return Variant(index, new, muts)
+
+
+def generate_variants(spec: ModelSpec, apis: dict[str, ApiConfig], *, n: int, rng_seed: int,
+                      start: int = 0, **kwargs: Any) -> Iterator[Variant]:
+    """Variants ``start .. start+n-1``; variant i depends only on (rng_seed, i)."""
+    for i in range(start, start + n):
+        yield mutate_spec(spec, apis, np.random.default_rng([rng_seed, i]), index=i, **kwargs)

@@ -1,0 +1,72 @@
+"""Every seed on every backend (real frameworks): builds, and the unmutated seed agrees."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audee.backends.pool import Pool, WorkerFailure
+from audee.backends.registry import DEFAULT_BACKENDS, parse_backends
+from audee.errors import AudeeError
+from audee.seeds import check_inputs, list_seeds, load_seed
+from audee.weights import adapt_weights
+
+SEEDS = ["lenet5", "resnet20", "vgg16", "mobilenetv2", "simplernn", "lstm", "gru"]
+
+
+def test_all_seven_seeds_ship_with_enough_inputs():
+    assert set(SEEDS) <= set(list_seeds())
+    for name in SEEDS:
+        s = load_seed(name)
+        n = next(iter(s.inputs.values())).shape[0]
+        assert n >= 100, name
+        for inp in s.spec.inputs:
+            x = s.inputs[inp.name]
+            assert x.dtype == np.dtype(inp.dtype)
+            if inp.is_integer:
+                assert x.min() >= inp.range[0] and x.max() < inp.range[1]
+            else:
+                assert 0.0 <= x.min() and x.max() <= 1.0
+        assert s.spec.logits == "logits" and s.spec.output == "softmax"
+
+
+def test_bad_inputs_name_file_and_input():
+    s = load_seed("lstm")
+    with pytest.raises(AudeeError, match=r"mine.npz: tokens: values outside \[0, 200\)"):
+        check_inputs(s.spec, {"tokens": np.full((3, 40), 500)}, "mine.npz")
+    with pytest.raises(AudeeError, match=r"mine.npz: tokens: shape \[3, 7\] does not fit"):
+        check_inputs(s.spec, {"tokens": np.zeros((3, 7), int)}, "mine.npz")
+    with pytest.raises(AudeeError, match="no seed named 'nope'"):
+        load_seed("nope")
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    with Pool(parse_backends(",".join(DEFAULT_BACKENDS)), tmp_path_factory.mktemp("logs"), timeout=300) as p:
+        assert p.start() == {}
+        yield p
+
+
+@pytest.mark.parametrize("name", SEEDS)
+def test_seed_builds_and_agrees_on_every_backend(pool, name):
+    seed = load_seed(name)
+    built = pool.build(seed.spec)
+    failures = {b: r.message for b, r in built.items() if isinstance(r, WorkerFailure)}
+    assert not failures
+    shapes = {b: r["shapes"] for b, r in built.items()}
+    assert all(s == shapes["tensorflow"] for s in shapes.values())
+    shapes = {k: [(r, tuple(s)) for r, s in v] for k, v in shapes["tensorflow"].items()}
+    weights = adapt_weights(seed.weights or {}, shapes, seed.weight_seed)
+    x = {k: v[:16] for k, v in seed.inputs.items()}
+    got = pool.run(seed.spec, weights, f"{name}-w", x)
+    ref = got["tensorflow"]
+    scale = float(np.abs(ref["logits"]).mean()) + 1e-6
+    for backend, r in got.items():
+        assert not isinstance(r, WorkerFailure), (backend, r)
+        assert r["nonfinite"] == []
+        diff = float(np.abs(r["logits"] - ref["logits"]).max())
+        assert diff / scale < 1e-4, (backend, diff, scale)
+        agree = (r["output"].argmax(1) == ref["output"].argmax(1)).mean()
+        assert agree >= 15 / 16, (backend, agree)
+    if seed.weights is not None and seed.labels is not None:
+        acc = (ref["output"].argmax(1) == seed.labels[:16]).mean()
+        assert acc > 0.7, (name, acc)
