@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=32, help="seed inputs per test case (default 32)")
     p.add_argument("--layer-rate", type=float, default=0.5, help="probability a layer's parameters are redrawn")
     p.add_argument("--invalid-prob", type=float, default=0.1,
-                   help="probability a redrawn parameter takes a crafty invalid value (default 0.1)")
+                   help="probability a variant tests one crafty invalid value (default 0.1)")
     p.add_argument("--tie-margin", type=float, default=1e-5,
                    help="label flips where a backend's top-two outputs are closer than this count as "
                         "floating-point ties, not inconsistencies (0: the paper's plain definition)")
@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--mutation-rate", type=float, help="r2: probability a child gets Cauchy noise (default 0.8)")
     g.add_argument("--input-scale", type=float, help="Cauchy scale as a share of the input range (default 0.1)")
     g.add_argument("--weight-scale", type=float, help="Cauchy scale as a share of each weight's std (default 0.1)")
+    g.add_argument("--relative-scale", type=float,
+                   help="extra Cauchy scale proportional to |gene|, letting values grow geometrically (default 0)")
     g.add_argument("--max-iter", type=int, help="maximum generations (default 50)")
     g.add_argument("--layer", help="layer the fitness reads (default: the logits layer)")
     g.add_argument("--nan-backend", help="backend the NaN fitness reads (default: the first)")
@@ -174,6 +176,7 @@ def _search_plan(args: argparse.Namespace, refs: list) -> Any:
     cli = {"level": args.level, "fitness": args.fitness, "population": args.population, "parents": args.parents,
            "crossover_rate": args.crossover_rate, "mutation_rate": args.mutation_rate,
            "input_scale": args.input_scale, "weight_scale": args.weight_scale, "max_iter": args.max_iter,
+           "relative_scale": args.relative_scale,
            "layer": args.layer, "nan_backend": args.nan_backend, "stop_at_first": args.stop_at_first,
            "rng": args.rng, "budget_s": parse_duration(args.budget) if args.budget is not None else None}
     cfg = make_config(file_values, cli, args.search_config or "command line")

@@ -50,3 +50,13 @@ def test_malformed_case_files_get_one_line_errors(tmp_path, payload, words):
         load_case(path)
     assert str(path) in str(err.value) and words in str(err.value)
     assert "\n" not in str(err.value)
+
+
+class Foreign(str):
+    """A str subclass from outside numpy/builtins, like torch's TorchVersion."""
+
+
+def test_a_record_that_could_not_be_read_back_is_never_written(tmp_path):
+    with pytest.raises(ValueError, match="holds a type case files may not"):
+        save_case(tmp_path / "c.pkl", dict(GOOD, versions={"torch": Foreign("2.13")}))
+    assert not (tmp_path / "c.pkl").exists()

@@ -67,6 +67,7 @@ def test_seed_builds_and_agrees_on_every_backend(pool, name):
         assert diff / scale < 1e-4, (backend, diff, scale)
         agree = (r["output"].argmax(1) == ref["output"].argmax(1)).mean()
         assert agree >= 15 / 16, (backend, agree)
-    if seed.weights is not None and seed.labels is not None:
-        acc = (ref["output"].argmax(1) == seed.labels[:16]).mean()
-        assert acc > 0.7, (name, acc)
+    if seed.weights is not None and seed.labels is not None:  # trained seeds classify their shipped inputs
+        full = pool.run(seed.spec, weights, f"{name}-w", seed.inputs, labels=["tensorflow"])["tensorflow"]
+        acc = (full["output"].argmax(1) == seed.labels).mean()
+        assert acc > (0.95 if name == "lenet5" else 0.7), (name, acc)

@@ -61,7 +61,8 @@ class WorkerState:
     def handle(self, msg: dict) -> dict:
         op = msg["op"]
         if op == "hello":
-            return {"versions": self.backend.versions(), "pid": os.getpid(), "name": type(self.backend).name}
+            versions = {str(k): str(v) for k, v in self.backend.versions().items()}  # TorchVersion -> str
+            return {"versions": versions, "pid": os.getpid(), "name": type(self.backend).name}
         if op == "build":
             t = time.perf_counter()
             e = self.entry(msg["spec"], msg["key"])

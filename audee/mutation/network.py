@@ -1,6 +1,10 @@
 """Network-level mutation (the paper's section 2.3): redraw layer parameters from the
 API configs, sometimes with crafty invalid values.
 
+A variant redraws some parameters with valid values and, with probability
+``invalid_prob``, gives exactly one parameter a crafty invalid value, so that a rejection
+or crash is attributable to that one value.
+
 Variant ``i`` of a run draws from ``np.random.default_rng([rng_seed, i])`` alone, so it
 is the same whatever else is generated, skipped or sharded.  A variant whose draws were
 all *valid* but that no backend can build is redrawn (``validate``); a variant that
@@ -81,7 +85,8 @@ def _differs(a: Any, b: Any) -> bool:
 
 
 def _mutate_layer(layer: LayerSpec, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.random.Generator,
-                  invalid_prob: float, param_rate: float) -> list[Mutation]:
+                  param_rate: float) -> list[Mutation]:
+    """Redraw (valid values) each mutable parameter of one layer with ``param_rate``."""
     muts = []
     for name, pcfg in cfg.params.items():
         if not pcfg.mutable or name in layer.fixed:
@@ -90,24 +95,45 @@ def _mutate_layer(layer: LayerSpec, cfg: ApiConfig, apis: dict[str, ApiConfig], 
             inner = layer.params.get(name)
             if isinstance(inner, dict) and inner.get("api") in apis:
                 sub = LayerSpec(f"{layer.name}.{name}", inner["api"], dict(inner.get("params", {})), [])
-                for m in _mutate_layer(sub, apis[inner["api"]], apis, rng, invalid_prob, param_rate):
+                for m in _mutate_layer(sub, apis[inner["api"]], apis, rng, param_rate):
                     muts.append(m)
                 inner["params"] = sub.params
             continue
         if rng.random() >= param_rate:
             continue
         old = layer.params.get(name)
-        bad = bool(pcfg.invalid) and rng.random() < invalid_prob
-        new = draw_value(pcfg, rng, invalid=bad)
+        new = draw_value(pcfg, rng, invalid=False)
         for _ in range(5):
             if _differs(new, old):
                 break
-            new = draw_value(pcfg, rng, invalid=bad)
+            new = draw_value(pcfg, rng, invalid=False)
         if not _differs(new, old):
             continue
         layer.params[name] = new
-        muts.append(Mutation(layer.name, name, old, new, bad))
+        muts.append(Mutation(layer.name, name, old, new, False))
     return muts
+
+
+def _inject_invalid(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Generator,
+                    muts: list[Mutation]) -> None:
+    """Give exactly one parameter a crafty invalid value: preferably one already redrawn,
+    else any mutable parameter that has invalid values."""
+    def has_invalid(layer: LayerSpec, name: str) -> bool:
+        p = apis[layer.api].params.get(name)
+        return p is not None and p.mutable and bool(p.invalid) and name not in layer.fixed
+
+    pool = [(spec.layer(m.layer), m.param) for m in muts
+            if "." not in m.layer and has_invalid(spec.layer(m.layer), m.param)]
+    if not pool:
+        pool = [(ls, n) for ls in spec.layers if ls.api in apis for n in apis[ls.api].params if has_invalid(ls, n)]
+    if not pool:
+        return
+    layer, name = pool[int(rng.integers(len(pool)))]
+    old = next((m.old for m in muts if m.layer == layer.name and m.param == name), layer.params.get(name))
+    new = draw_value(apis[layer.api].params[name], rng, invalid=True)
+    layer.params[name] = new
+    muts[:] = [m for m in muts if not (m.layer == layer.name and m.param == name)]
+    muts.append(Mutation(layer.name, name, old, new, True))
 
 
 def _draw(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Generator, layer_rate: float,
@@ -117,12 +143,14 @@ def _draw(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Generator,
     muts: list[Mutation] = []
     for layer in mutable:
         if rng.random() < layer_rate:
-            muts += _mutate_layer(layer, apis[layer.api], apis, rng, invalid_prob, param_rate)
+            muts += _mutate_layer(layer, apis[layer.api], apis, rng, param_rate)
     tries = 0
     while not muts and mutable and tries < 20:  # every variant changes something
         layer = mutable[int(rng.integers(len(mutable)))]
-        muts += _mutate_layer(layer, apis[layer.api], apis, rng, invalid_prob, 1.0)
+        muts += _mutate_layer(layer, apis[layer.api], apis, rng, 1.0)
         tries += 1
+    if rng.random() < invalid_prob:
+        _inject_invalid(new, apis, rng, muts)
     return new, muts
 
 

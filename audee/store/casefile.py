@@ -54,7 +54,12 @@ def save_case(path: str | Path, record: dict[str, Any]) -> Path:
     """Write a case record atomically; fills ``format`` and ``created``."""
     record = {"format": CASE_FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), **record}
     _check(record, str(path))
-    write_atomic(path, pickle.dumps(record, protocol=4))
+    data = pickle.dumps(record, protocol=4)
+    try:  # never write a file that audee itself would refuse to read
+        restricted_loads(data)
+    except pickle.UnpicklingError as exc:
+        raise ValueError(f"case record {record.get('id')!r} holds a type case files may not: {exc}") from None
+    write_atomic(path, data)
     return Path(path)
 
 
