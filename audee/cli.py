@@ -25,6 +25,9 @@ def _backends_arg(p: argparse.ArgumentParser, default: str) -> None:
     p.add_argument("--device", default="cpu", help="default device for backends without @device (cpu, cuda)")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds a backend may take on one request before it counts as hung (default 120)")
+    p.add_argument("--threads-per-backend", type=int, default=None,
+                   help="CPU threads each backend may use (default: the cores shared out among the backends, "
+                        "since all of them compute at once; 0: each framework's own default)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,7 +138,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if args.variants < 0 or args.batch < 1:
         raise AudeeError("must be >= 0 (variants) and >= 1 (batch)", field="--variants/--batch")
     cfg = FuzzConfig(refs, Path(args.out), args.variants, args.rng, args.batch, args.layer_rate,
-                     args.invalid_prob, timeout=args.timeout, tie_margin=args.tie_margin)
+                     args.invalid_prob, timeout=args.timeout, tie_margin=args.tie_margin,
+                     threads=args.threads_per_backend)
     bar = None
     if not args.no_progress:
         from tqdm import tqdm

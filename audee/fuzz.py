@@ -37,6 +37,7 @@ class FuzzConfig:
     max_redraws: int = 5
     timeout: float = 120.0
     tie_margin: float = 1e-5
+    threads: int | None = None   # CPU threads per backend worker (None: cores shared out)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -117,7 +118,7 @@ def fuzz(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
     table = ResultsTable(out / "results.jsonl")
     stats = FuzzStats()
     t0 = time.perf_counter()
-    with Pool(cfg.backends, out / "logs", timeout=cfg.timeout) as pool:
+    with Pool(cfg.backends, out / "logs", timeout=cfg.timeout, threads=cfg.threads) as pool:
         failed = pool.start()
         if failed:
             lines = "; ".join(f"{k}: {(v.message.strip().splitlines() or [v.kind])[-1]}" for k, v in failed.items())

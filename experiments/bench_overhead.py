@@ -8,8 +8,11 @@ For one spec and one input batch on every backend, it measures in the same run:
   jax.jit, a direct torch call, an onnxruntime session), median over repeats.
 
 ratio = audee wall / sum of bare times (the backends run one after the other in the
-bare reference; audee runs them in parallel processes).  Build/export time per new spec
-is reported separately: it is paid once per spec, not per test case.
+bare reference; audee runs them in parallel processes).  audee's workers share the CPU
+cores out among themselves (one thread each on 2 cores with 4 backends), so the bare
+reference is given twice: in the same workers, and in workers left at each framework's
+default threading ("bare sum, default threads").  Build/export time per new spec is
+reported separately: it is paid once per spec, not per test case.
 
     python experiments/bench_overhead.py [--seed lenet5] [--batch 32] [--repeats 50]
 """
@@ -38,6 +41,7 @@ def main() -> None:
 
     seed = load_seed(args.seed)
     refs = parse_backends(args.backends)
+    default_bare = _bare_default_threads(seed, refs, args.batch, args.repeats)
     with tempfile.TemporaryDirectory() as tmp, Pool(refs, Path(tmp)) as pool:
         t = time.perf_counter()
         failed = pool.start()
@@ -49,7 +53,8 @@ def main() -> None:
         print(f"first build of {args.seed}: {time.perf_counter() - t:.2f} s wall; per backend: " +
               ", ".join(f"{k} {v['build_s']:.2f} s" for k, v in builds.items()))
         print(f"\n{'batch':>5} {'audee wall ms':>14} {'bare sum ms':>12} {'bare max ms':>12} "
-              f"{'ratio/sum':>10} {'ratio/max':>10}   bare per backend (ms)")
+              f"{'ratio/sum':>10} {'ratio/max':>10} {'bare sum, default threads':>26} {'ratio':>6}"
+              f"   bare per backend (ms)")
         for batch in args.batch:
             inputs, _ = seed_batch(seed.inputs, 0, batch)
             case = TestCase("bench", seed.spec, dict(seed.weights or {}), inputs)
@@ -67,9 +72,27 @@ def main() -> None:
                     for label in pool.labels}
             wall = statistics.median(walls)
             bsum, bmax = sum(bare.values()), max(bare.values())
+            dsum = default_bare[batch]
             print(f"{batch:>5} {wall * 1e3:>14.2f} {bsum * 1e3:>12.2f} {bmax * 1e3:>12.2f} "
-                  f"{wall / bsum:>10.2f} {wall / bmax:>10.2f}   " +
+                  f"{wall / bsum:>10.2f} {wall / bmax:>10.2f} {dsum * 1e3:>26.2f} {wall / dsum:>6.2f}   " +
                   ", ".join(f"{k} {v * 1e3:.2f}" for k, v in bare.items()))
+
+
+def _bare_default_threads(seed, refs, batches, repeats) -> dict[int, float]:
+    """Sum over backends of the bare forward time, each framework at its default threading."""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp, Pool(refs, Path(tmp), threads=0) as pool:
+        assert not pool.start()
+        ex = Executor(pool)
+        for batch in batches:
+            inputs, _ = seed_batch(seed.inputs, 0, batch)
+            case = TestCase("bench", seed.spec, dict(seed.weights or {}), inputs)
+            ex.complete_weights(case, seed.weight_seed)
+            ex.run(case)
+            out[batch] = sum(statistics.median(pool.call(label, "time_forward", spec=seed.spec.to_json(),
+                                                         key=seed.spec.key(), inputs=inputs, repeats=repeats))
+                             for label in pool.labels)
+    return out
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ onnxruntime rejects, so the TF-backend path (tf2onnx, opset 15) is used.
 """
 from __future__ import annotations
 
+import os
 import traceback
 from typing import Any, ClassVar
 
@@ -102,6 +103,9 @@ class OnnxRuntimeBackend(Backend):
 
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
+        if os.environ.get("AUDEE_THREADS"):
+            opts.intra_op_num_threads = int(os.environ["AUDEE_THREADS"])
+            opts.inter_op_num_threads = 1
         if self.bake_weights:
             proto = onnx.ModelProto()
             proto.CopyFrom(om.proto)

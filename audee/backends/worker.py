@@ -155,7 +155,19 @@ def _msg(exc: BaseException) -> str:
     return text if len(text) < 4000 else text[:4000] + "..."
 
 
+def limit_threads(n: int) -> None:
+    """Cap every framework's CPU thread pools before it is imported."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
+        os.environ[var] = str(n)
+    os.environ["TF_NUM_INTEROP_THREADS"] = "1"
+    flags = os.environ.get("XLA_FLAGS", "")
+    os.environ["XLA_FLAGS"] = (flags + f" --xla_cpu_multi_thread_eigen={'true' if n > 1 else 'false'}"
+                               f" intra_op_parallelism_threads={n}").strip()
+
+
 def serve(conn: Connection, target: str, device: str) -> None:
+    if os.environ.get("AUDEE_THREADS"):
+        limit_threads(int(os.environ["AUDEE_THREADS"]))
     cls = load_class(target)
     cls.prepare_process(device)
     backend = cls(device)
