@@ -45,6 +45,7 @@ def test_operators_preserve_shapes_dtypes_and_token_range(level):
         assert x["tokens"].min() >= 0 and x["tokens"].max() < 20
         assert x["image"].dtype == np.float32 and x["image"].shape == (1, 2, 2, 1)
         assert [a.shape for a in w["d"]] == [(3, 2), (2,)] and w["d"][0].dtype == np.float32
+        assert type(x["image"]) is np.ndarray and type(w["d"][0]) is np.ndarray  # picklable into case files
         if level == "input":
             assert w is enc.base_weights
         if level == "weight":

@@ -80,19 +80,23 @@ class Encoding:
         return out
 
     def repair(self, genes: np.ndarray) -> np.ndarray:
-        """Integer inputs become integers inside [low, high); done in the genes so that
-        crossover and selection see what is actually run."""
+        """Keep every individual a valid test case: integer inputs become integers inside
+        [low, high); float genes stay finite in their dtype (an input or weight that is
+        itself Inf would make any NaN trivial).  Done in the genes, so that crossover and
+        selection see what is actually run."""
         for s in self.segments:
-            if s.kind != "input":
-                continue
-            spec = self.input_specs.get(s.name)
+            seg = genes[s.start:s.stop]
+            spec = self.input_specs.get(s.name) if s.kind == "input" else None
             if spec is not None and spec.is_integer:
                 lo, hi = spec.range if spec.range else (0, np.iinfo(np.int32).max)
-                seg = genes[s.start:s.stop]
                 np.clip(np.rint(seg), lo, hi - 1, out=seg)
+            elif np.issubdtype(np.dtype(s.dtype), np.floating):
+                big = float(np.finfo(np.dtype(s.dtype)).max)
+                np.clip(np.nan_to_num(seg, nan=0.0, posinf=big, neginf=-big), -big, big, out=seg)
         return genes
 
     def inputs_of(self, genes: np.ndarray) -> dict[str, np.ndarray]:
+        genes = np.asarray(genes)  # plain arrays out, whatever container the search uses
         out = dict(self.base_inputs)
         for s in self.segments:
             if s.kind == "input":
@@ -102,6 +106,7 @@ class Encoding:
     def weights_of(self, genes: np.ndarray) -> Weights:
         if not self.mutates_weights:
             return self.base_weights
+        genes = np.asarray(genes)
         out = {k: list(v) for k, v in self.base_weights.items()}
         for s in self.segments:
             if s.kind == "weight":

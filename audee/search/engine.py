@@ -228,8 +228,8 @@ class Search:
 
             profile = {k: float(v) for k, v in layer_distances(layers[0], layers[1]).items()}
         else:
-            with np.errstate(invalid="ignore"):
-                profile = {k: float(np.nanmax(v) - np.nanmin(v)) if v.size and np.issubdtype(v.dtype, np.floating)
+            with np.errstate(invalid="ignore", over="ignore"):
+                profile = {k: float(np.nanmax(v).astype(np.float64) - np.nanmin(v).astype(np.float64)) if v.size and np.issubdtype(v.dtype, np.floating)
                            else 0.0 for k, v in layers[0].items()}
         best.profile = profile
         return profile
