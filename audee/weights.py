@@ -59,18 +59,20 @@ def init_weights(shapes: Shapes, seed: int, layers: Iterable[str] | None = None)
 
 
 def adapt_weights(base: Weights, shapes: Shapes, seed: int) -> Weights:
-    """Keep ``base`` where a layer's shapes are unchanged; initialise the rest.
+    """Keep ``base`` wherever an array's position and shape still fit; initialise the rest.
 
-    Used for network-level variants: a redrawn parameter that changes a layer's weight
-    shapes gets fresh weights there, while every other layer keeps the seed's (trained) ones.
+    Used for network-level variants: a redrawn parameter that changes a layer's weights
+    gets fresh ones there (per array: a layer that loses or gains its bias keeps its
+    kernel), while every other layer keeps the seed's (trained) weights.
     """
-    fresh = []
     out: Weights = {}
     for name, roles in shapes.items():
-        old = base.get(name)
-        if old is not None and [tuple(a.shape) for a in old] == [tuple(s) for _, s in roles]:
-            out[name] = old
-        else:
-            fresh.append(name)
-    out.update(init_weights(shapes, seed, fresh))
+        old = base.get(name, [])
+        rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+        arrays = []
+        for k, (role, shape) in enumerate(roles):
+            fresh = init_array(role, tuple(shape), rng)  # drawn always: streams stay aligned
+            keep = k < len(old) and tuple(old[k].shape) == tuple(shape)
+            arrays.append(old[k] if keep else fresh)
+        out[name] = arrays
     return out

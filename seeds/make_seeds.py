@@ -14,6 +14,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ class Builder:
     def add(self, api: str, inputs: str | list[str], name: str | None = None, fixed: list[str] | None = None,
             **params: Any) -> str:
         if name is None:
-            base = "".join(("_" + c.lower()) if c.isupper() else c for c in api).lstrip("_")
+            base = re.sub(r"(?<=[a-z0-9])(?=[A-Z][a-z])", "_", api).lower()  # ReLU -> relu, Conv2D -> conv2d
             self.count[base] = self.count.get(base, 0) + 1
             name = f"{base}_{self.count[base]}"
         self.spec.layers.append(LayerSpec(name, api, params, [inputs] if isinstance(inputs, str) else list(inputs),
@@ -226,6 +227,40 @@ def train(spec: ModelSpec, x: np.ndarray, y: np.ndarray, epochs: int, lr: float,
     return built.get_weights(), model
 
 
+def calibrate_and_probe(spec: ModelSpec, weight_seed: int, x: np.ndarray, y: np.ndarray, seed: int) -> tuple[dict, Any]:
+    """Make an untrained deep seed classify something without shipping its big weights.
+
+    Weights start from audee.weights.init_weights (what audee uses at run time); then
+    (1) every BatchNormalization gets the mean/variance its input actually has on the data
+    (one training-mode pass with momentum 0), so signal flows instead of dying in ReLUs;
+    (2) the logits layer is fitted on the frozen features (a linear probe).  Only the BN
+    and logits arrays are returned: they are small, and the rest is re-created at run time.
+    """
+    import keras
+
+    from audee.backends.keras_build import BuiltModel
+    from audee.weights import init_weights
+
+    keras.utils.set_random_seed(seed)
+    built = BuiltModel(spec, keras)
+    built.set_weights(init_weights(built.weight_shapes(), weight_seed))
+    bns = [built.layers[n] for n in built.order if spec.layer(n).api == "BatchNormalization"]
+    for bn in bns:
+        bn.momentum = 0.0
+    built.model(x[:512], training=True)  # momentum 0: moving statistics = this batch's statistics
+    for bn, n in zip(bns, [n for n in built.order if spec.layer(n).api == "BatchNormalization"]):
+        bn.momentum = spec.layer(n).params.get("momentum", 0.99)
+    feats_at = built.order[built.order.index("logits") - 1]
+    features = keras.Model(built.inputs, built.model.outputs[built.order.index(feats_at)])
+    f = np.concatenate([np.asarray(features(x[i:i + 256], training=False)) for i in range(0, len(x), 256)])
+    head_in = keras.Input(f.shape[1:])
+    probe = keras.Model(head_in, keras.layers.Softmax()(built.layers["logits"](head_in)))
+    probe.compile(optimizer=keras.optimizers.Adam(3e-3), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    probe.fit(f, y, epochs=60, batch_size=64, verbose=0)
+    keep = {n for n in built.order if spec.layer(n).api == "BatchNormalization"} | {"logits"}
+    return {n: w for n, w in built.get_weights().items() if n in keep}, probe
+
+
 def write(name: str, spec: ModelSpec, inputs: dict[str, np.ndarray], labels: np.ndarray, meta: dict) -> Path:
     d = HERE / name
     d.mkdir(exist_ok=True)
@@ -233,6 +268,19 @@ def write(name: str, spec: ModelSpec, inputs: dict[str, np.ndarray], labels: np.
     np.savez_compressed(d / "inputs.npz", **inputs, labels=labels)
     (d / "seed.json").write_text(json.dumps(meta, indent=1) + "\n")
     return d
+
+
+def _accuracy(spec: ModelSpec, wseed: int, partial: dict, x: np.ndarray, y: np.ndarray) -> float:
+    """Accuracy of the seed as audee will run it: shipped arrays plus run-time init."""
+    import keras
+
+    from audee.backends.keras_build import BuiltModel
+    from audee.weights import adapt_weights
+
+    built = BuiltModel(spec, keras)
+    built.set_weights(adapt_weights(partial, built.weight_shapes(), wseed))
+    out = np.asarray(built.model(x, training=False)[built.output_index])
+    return float((out.argmax(1) == y).mean())
 
 
 def main() -> None:
@@ -260,14 +308,24 @@ def main() -> None:
         report["lenet5"] = float(model.evaluate(x28[seed_idx], digit_labels[seed_idx], verbose=0)[1])
 
     imgs, img_labels = synthetic_images(120, seed=7)
+    imgs8 = np.round(imgs * 255).astype(np.uint8)
+    train_imgs, train_labels = synthetic_images(1500, seed=8)
+    train_imgs = np.round(train_imgs * 255).astype(np.float32) / 255
     for name, fn, desc in (("resnet20", resnet20, "CIFAR ResNet-20: 3 stages x 3 basic blocks, 16/32/64 filters"),
                            ("vgg16", vgg16, "VGG-16, CIFAR variant: 13 conv 3x3 + BN + ReLU, 512-wide head"),
                            ("mobilenetv2", mobilenetv2, "MobileNet-V2 for 32x32 inputs, width multiplier 0.5")):
-        write(name, fn(), {"image": np.round(imgs * 255).astype(np.uint8)}, img_labels,
-              {"description": desc,
-               "data": "synthetic: 120 smooth random colour fields with one shape (numpy seed 7)",
-               "weights": f"init: audee.weights.init_weights, seed {len(name)}", "weight_seed": len(name),
-               "classes": 10, "input_scale": {"image": 1 / 255}})
+        spec, wseed = fn(), len(name)
+        d = write(name, spec, {"image": imgs8}, img_labels,
+                  {"description": desc,
+                   "data": "synthetic: 120 smooth random colour fields with one shape (numpy seed 7)",
+                   "weights": f"init: audee.weights.init_weights seed {wseed}; BatchNorm statistics calibrated "
+                              "on 1500 other synthetic images and the logits layer fitted on the frozen features "
+                              "(linear probe); only those arrays ship in weights.npz",
+                   "weight_seed": wseed, "classes": 10, "input_scale": {"image": 1 / 255}})
+        if args.train:
+            w, probe = calibrate_and_probe(spec, wseed, train_imgs, train_labels, 5)
+            save_weights(w, d / "weights.npz")
+            report[name] = _accuracy(spec, wseed, w, imgs8.astype(np.float32) / 255, img_labels)
 
     tok_train, lab_train = synthetic_tokens(3000, seed=11)
     tok_seed, lab_seed = synthetic_tokens(200, seed=12)

@@ -39,8 +39,10 @@ def relative_inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.n
     a difference that survives scaling, so a search cannot win by inflating values."""
     dist, pair = inconsistency_fitness(outputs)
     n = dist.shape[0]
-    scale = np.mean([np.abs(o.reshape(n, -1).astype(np.float64)).mean(axis=1) for o in outputs.values()], axis=0)
-    return dist / (scale + 1e-12), pair
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = np.mean([np.abs(o.reshape(n, -1).astype(np.float64)).mean(axis=1) for o in outputs.values()], axis=0)
+        rel = dist / (scale + 1e-12)
+    return np.where(np.isnan(rel), np.inf, rel), pair
 
 
 def nan_fitness(output: np.ndarray) -> np.ndarray:

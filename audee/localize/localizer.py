@@ -143,28 +143,36 @@ class Localizer:
         return case
 
     # ---- inconsistency ---------------------------------------------------------------------------
-    def one_layer_rate(self, case: TestCase, pair: list[str]) -> float:
-        """Largest one-layer change rate found by amplifying with the GA from the case input."""
-        best = 0.0
-        for row in range(min(2, case.batch)):
+    def one_layer_rate(self, case: TestCase, pair: list[str], enough: float | None = None) -> float:
+        """Largest one-layer change rate on the case's layer inputs, amplified by the GA.
+
+        With ``enough``, stop as soon as a rate reaches it: amplification can only raise
+        the rate, so a replacement already inconsistent on the case input needs no search."""
+        got = self.pool.run(case.spec, case.weights, weights_key(case.weights), case.inputs, labels=pair)
+        if not all(isinstance(got[b], dict) for b in pair):
+            return float("inf")
+        a, b = (got[p]["logits"].astype(np.float64) for p in pair)
+        n = a.shape[0]
+        scale = (np.abs(a).reshape(n, -1).mean(1) + np.abs(b).reshape(n, -1).mean(1)) / 2 + 1e-12
+        rel = np.abs(a - b).reshape(n, -1).mean(1) / scale
+        best = float(rel.max()) / self.cfg.precision
+        if enough is not None and best >= enough:
+            return best
+        for row in np.argsort(-rel)[:2]:
             x = {k: v[row:row + 1] for k, v in case.inputs.items()}
-            seed_case = TestCase(case.id, case.spec, case.weights, x)
             cfg = SearchConfig(level="input", fitness="relative-inconsistency", population=self.cfg.ga_population,
                                parents=max(2, self.cfg.ga_population // 3), max_iter=self.cfg.ga_iter,
-                               budget_s=60.0, input_scale=0.05, rng=self.cfg.rng + row)
-            search = Search(self.ex, seed_case, cfg, pair, lambda r: r.case.id, "amplify")
+                               budget_s=60.0, input_scale=0.05, rng=self.cfg.rng + int(row))
+            search = Search(self.ex, TestCase(case.id, case.spec, case.weights, x), cfg, pair,
+                            lambda r: r.case.id, "amplify")
             search._record_failures = lambda pop, gen: []  # amplification only: nothing is saved
             search._layer_profile = lambda best: {}
             out = search.run()
-            # the seed input itself (generation 0 is noised): measure it too
-            got = self.pool.run(case.spec, case.weights, weights_key(case.weights), x, labels=pair)
-            if all(isinstance(got[b], dict) for b in pair):
-                a, b = (got[p]["logits"].astype(np.float64) for p in pair)
-                rel0 = float(np.abs(a - b).mean() / ((np.abs(a).mean() + np.abs(b).mean()) / 2 + 1e-12))
-            else:
-                rel0 = 0.0
-            best = max(best, rel0, out.best_fitness if np.isfinite(out.best_fitness) else 0.0)
-        return best / self.cfg.precision
+            if np.isfinite(out.best_fitness):
+                best = max(best, out.best_fitness / self.cfg.precision)
+            if enough is not None and best >= enough:
+                break
+        return best
 
     def localize_inconsistency(self, case: TestCase, pair: list[str], inputs: dict[str, np.ndarray],
                                report: Report) -> None:
@@ -213,7 +221,7 @@ class Localizer:
                     elif Kind.NAN in kinds:
                         trial.verdict = "nan"
                     else:
-                        trial.rate = self.one_layer_rate(c1, pair)
+                        trial.rate = self.one_layer_rate(c1, pair, enough=self.cfg.t2)
                         if trial.rate < self.cfg.t2:
                             trial.verdict = "consistent"
                             found.append((trial, value))
