@@ -5,13 +5,15 @@ BIN := $(VENV)/bin
 RUN ?= runs/default
 PYTEST_ARGS ?=
 
-.PHONY: install fuzz test bench clean help
+.PHONY: install fuzz test bench bench-search localize-bench clean help
 
 help:
 	@echo "make install   build $(VENV) with the pinned stack and audee (editable)"
 	@echo "make fuzz      LeNet-5 across tensorflow, torch, jax, onnxruntime -> $(RUN)/"
 	@echo "make test      run the test suite on the real frameworks"
 	@echo "make bench     overhead benchmark (experiments/bench_overhead.py)"
+	@echo "make bench-search  GA overhead, GA vs random, NaN search (experiments/bench_search.py)"
+	@echo "make localize-bench  search + localization on the injected-fault corpus (localize/corpus.yaml)"
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -30,6 +32,12 @@ test:
 
 bench:
 	$(BIN)/python experiments/bench_overhead.py
+
+bench-search:
+	$(BIN)/python experiments/bench_search.py
+
+localize-bench:
+	$(BIN)/python -m localize.scorer
 
 clean:
 	rm -rf $(RUN) .pytest_cache

@@ -77,3 +77,21 @@ def test_seed_builds_and_agrees_on_every_backend(pool, name):
         full = pool.run(seed.spec, weights, f"{name}-w", seed.inputs, labels=["tensorflow"])["tensorflow"]
         acc = (full["output"].argmax(1) == seed.labels).mean()
         assert acc >= MIN_ACCURACY[name], (name, acc)
+
+
+def test_make_seeds_regenerates_the_shipped_files(tmp_path):
+    """Offline and deterministic: specs, inputs and metadata come out byte-identical
+    (the digits ship as seeds/data/digits.csv.gz; no framework is needed without --train)."""
+    import subprocess
+    import sys
+
+    from audee.paths import seeds_dir
+
+    script = seeds_dir() / "make_seeds.py"
+    proc = subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for name in SEEDS:
+        for fname in ("spec.json", "inputs.npz", "seed.json"):
+            made, shipped = tmp_path / name / fname, seeds_dir() / name / fname
+            assert made.read_bytes() == shipped.read_bytes(), f"{name}/{fname} differs from make_seeds.py's output"

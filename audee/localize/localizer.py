@@ -162,7 +162,7 @@ class Localizer:
             x = {k: v[row:row + 1] for k, v in case.inputs.items()}
             cfg = SearchConfig(level="input", fitness="relative-inconsistency", population=self.cfg.ga_population,
                                parents=max(2, self.cfg.ga_population // 3), max_iter=self.cfg.ga_iter,
-                               budget_s=60.0, input_scale=0.05, rng=self.cfg.rng + int(row))
+                               budget_s=60.0, input_scale=0.05, relative_scale=0.2, rng=self.cfg.rng + int(row))
             search = Search(self.ex, TestCase(case.id, case.spec, case.weights, x), cfg, pair,
                             lambda r: r.case.id, "amplify")
             search._record_failures = lambda pop, gen: []  # amplification only: nothing is saved

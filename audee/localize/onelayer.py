@@ -25,6 +25,8 @@ def one_layer_spec(spec: ModelSpec, layer: str, layer_inputs: dict[str, np.ndarr
         if np.issubdtype(arr.dtype, np.integer):
             src = next((i for i in spec.inputs if i.name == ref), None)
             rng = src.range if src is not None else None
+        elif arr.size and np.isfinite(arr).all() and float(arr.max()) > float(arr.min()):
+            rng = (float(arr.min()), float(arr.max()))  # the search perturbs at the data's scale
         inputs.append(InputSpec(ref, tuple(int(d) for d in arr.shape[1:]), str(arr.dtype), rng))
     params = {**ls.params, **(override or {})}
     return ModelSpec(f"{spec.name}-{layer}", inputs, [LayerSpec(layer, ls.api, params, list(ls.inputs))],
@@ -37,7 +39,7 @@ def alternatives(pcfg: Any, current: Any, max_values: int = 4) -> list[Any]:
     out: list[Any] = []
     t = pcfg.type
     if t == "bool":
-        out = [not bool(current)]
+        out = [True, False] if current is None else [not current]  # unset: Keras' default is unknown here
     elif t == "str":
         out = [v for v in (pcfg.values or []) if v != current]
     elif t in ("int", "float"):

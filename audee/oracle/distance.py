@@ -9,7 +9,8 @@ def layer_distance(a: np.ndarray, b: np.ndarray, axis: tuple[int, ...] | None = 
     """Mean |a - b|; ``inf`` when shapes differ or either side is not finite."""
     if a.shape != b.shape:
         return float("inf")
-    d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: the distance is inf, said below
+        d = np.abs(a.astype(np.float64) - b.astype(np.float64))
     if axis is None:
         v = float(d.mean()) if d.size else 0.0
         return v if np.isfinite(v) else float("inf")

@@ -1,0 +1,99 @@
+"""Localization on the real frameworks: a fast subset of the ground-truth corpus, and the
+`python -m audee.localize` command on case files."""
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audee.errors import ConfigError
+from localize.scorer import load_corpus, run_entry, summarize
+from audee.localize import LocalizeConfig
+
+FAST = ["lenet5-conv2-relu", "lstm-recurrent-activation", "lenet5-bias-fault-not-triggered"]
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    entries = {e.id: e for e in load_corpus()}
+    out = []
+    for name in FAST:
+        out.append(run_entry(entries[name], tmp_path_factory.mktemp(name), LocalizeConfig()))
+    return out
+
+
+def test_fast_corpus_subset_is_localized_exactly(rows):
+    s = summarize(rows)
+    assert s["top1_precision"] == 1.0 and s["top1_recall"] == 1.0, rows
+    assert s["candidates_per_case"] <= 1.5
+    assert s["control_false_positives"] == 0
+
+
+def test_corpus_file_is_schema_checked(tmp_path):
+    bad = tmp_path / "c.yaml"
+    bad.write_text("cases:\n  - id: x\n    seed: lenet5\n    fault: a:B\n    truth: {layer: conv1}\n")
+    with pytest.raises(ConfigError, match=r"c.yaml: cases\[0\]: a case needs a fault and truth"):
+        load_corpus(bad)
+    bad.write_text("cases:\n  - id: x\n    seed: lenet5\n    colour: red\n")
+    with pytest.raises(ConfigError, match=r"cases\[0\].colour: unknown key"):
+        load_corpus(bad)
+
+
+def _localize(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "audee.localize", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def lstm_case(tmp_path_factory) -> Path:
+    """A real inconsistency case file: the LSTM gate fault against TensorFlow."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.case import TestCase
+    from audee.execute import Executor
+    from audee.fuzz import case_record
+    from audee.seeds import load_seed
+    from audee.store import save_case
+
+    tmp = tmp_path_factory.mktemp("lstm")
+    seed = load_seed("lstm")
+    with Pool(parse_backends("tensorflow,localize.faults:LstmHardSigmoid"), tmp) as pool:
+        assert pool.start() == {}
+        ex = Executor(pool)
+        case = TestCase("lstm-gates", seed.spec, dict(seed.weights), {k: v[:64] for k, v in seed.inputs.items()})
+        result = ex.run(case)
+        assert result.verdict.failed
+        return save_case(tmp / "case.pkl", case_record(result, pool, {"seed": "lstm"}))
+
+
+def test_python_m_audee_localize_names_layer_and_parameter(lstm_case):
+    r = _localize(str(lstm_case))
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    assert "change rate" in r.stdout and "* lstm (LSTM) recurrent_activation" in r.stdout
+    assert "CRADLE" in r.stdout
+    j = _localize(str(lstm_case), "--json")
+    report = json.loads(j.stdout)
+    assert report["sources"][0]["layer"] == "lstm" and report["sources"][0]["param"] == "recurrent_activation"
+    assert all(t["verdict"] in ("consistent", "inconsistent", "crash", "nan", "unbuildable")
+               for rnd in report["rounds"] for t in rnd["trials"])
+
+
+def test_a_case_that_no_longer_reproduces_has_its_own_exit_code(lstm_case):
+    r = _localize(str(lstm_case), "--backends", "tensorflow,jax")  # no fault: the pair agrees
+    assert r.returncode == 1, r.stdout + r.stderr[-2000:]
+    assert "does NOT reproduce" in r.stdout
+
+
+def test_foreign_or_malformed_case_files_are_refused(tmp_path):
+    evil = tmp_path / "evil.pkl"
+    evil.write_bytes(pickle.dumps({"format": "audee.case/1", "x": Path("/")}))
+    r = _localize(str(evil))
+    assert r.returncode == 2 and "refusing to load pathlib" in r.stderr and r.stderr.count("\n") == 1
+    junk = tmp_path / "junk.pkl"
+    junk.write_text("hello")
+    r = _localize(str(junk))
+    assert r.returncode == 2 and "not an audee case file" in r.stderr
