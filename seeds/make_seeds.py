@@ -3,25 +3,30 @@
 
     python seeds/make_seeds.py                 # specs, inputs, metadata
     python seeds/make_seeds.py --train         # also retrain lenet5, simplernn, lstm, gru
-    python seeds/make_seeds.py --digits F.gz   # where scikit-learn's digits.csv.gz is
+    python seeds/make_seeds.py --out DIR       # write the seed directories under DIR instead
+    python seeds/make_seeds.py --digits F      # another copy of digits.csv.gz, or a scikit-learn wheel
 
-The digits come from scikit-learn's bundled copy of the UCI handwritten digits (read out
-of the scikit-learn wheel, which need not be installed): see seeds/README.md.
+The digits are scikit-learn's bundled copy of the UCI handwritten digits, shipped as
+seeds/data/digits.csv.gz (checked by SHA-256; the same file can be read straight out of
+a scikit-learn wheel, which need not be installed): see seeds/README.md.
 """
 from __future__ import annotations
 
 import argparse
 import gzip
 import json
+import hashlib
 import os
 import re
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+OUT = HERE  # where the seed directories are written (--out)
 sys.path.insert(0, str(HERE.parent))
 
 from audee.spec import InputSpec, LayerSpec, ModelSpec, save_weights  # noqa: E402
@@ -154,9 +159,25 @@ def rnn(kind: str) -> ModelSpec:
 
 
 # ---- data ------------------------------------------------------------------------------------
+DIGITS = HERE / "data" / "digits.csv.gz"
+DIGITS_SHA256 = "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22"  # scikit-learn 1.x
+
+
 def load_digits(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    with gzip.open(path, "rt") as f:
-        data = np.loadtxt(f, delimiter=",")
+    """The 1797 8x8 digits (values 0..16 -> [0, 1]) and labels, from digits.csv.gz or
+    from a scikit-learn wheel (``pip download --no-deps scikit-learn``)."""
+    try:
+        if path.suffix == ".whl":
+            with zipfile.ZipFile(path) as whl:
+                raw = whl.read("sklearn/datasets/data/digits.csv.gz")
+        else:
+            raw = path.read_bytes()
+    except (OSError, KeyError, zipfile.BadZipFile) as exc:
+        sys.exit(f"{path}: cannot read the digits: {exc}")
+    if hashlib.sha256(raw).hexdigest() != DIGITS_SHA256:
+        sys.exit(f"{path}: not the expected digits.csv.gz (SHA-256 differs)")
+    text = gzip.decompress(raw).decode()
+    data = np.loadtxt(text.splitlines(), delimiter=",")
     return data[:, :-1].reshape(-1, 8, 8) / 16.0, data[:, -1].astype(np.int64)
 
 
@@ -262,8 +283,8 @@ def calibrate_and_probe(spec: ModelSpec, weight_seed: int, x: np.ndarray, y: np.
 
 
 def write(name: str, spec: ModelSpec, inputs: dict[str, np.ndarray], labels: np.ndarray, meta: dict) -> Path:
-    d = HERE / name
-    d.mkdir(exist_ok=True)
+    d = OUT / name
+    d.mkdir(parents=True, exist_ok=True)
     spec.save(d / "spec.json")
     np.savez_compressed(d / "inputs.npz", **inputs, labels=labels)
     (d / "seed.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -286,8 +307,11 @@ def _accuracy(spec: ModelSpec, wseed: int, partial: dict, x: np.ndarray, y: np.n
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--train", action="store_true")
-    ap.add_argument("--digits", default="/tmp/digits.csv.gz")
+    ap.add_argument("--digits", default=str(DIGITS), help="digits.csv.gz or a scikit-learn wheel")
+    ap.add_argument("--out", default=str(HERE), help="directory for the seed directories (default: seeds/)")
     args = ap.parse_args()
+    global OUT
+    OUT = Path(args.out)
     if args.train:
         os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     report = {}
