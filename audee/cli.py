@@ -132,6 +132,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if args.inputs:
         inputs, _ = load_inputs(args.inputs)
         inputs = check_inputs(seed.spec, inputs, args.inputs)
+    if not inputs:
+        raise AudeeError(f"seed {args.seed} ships no inputs: give them with --inputs file.npz "
+                         f"(arrays named {', '.join(seed.spec.input_names)}, batch first)", field="--inputs")
     plan = _search_plan(args, refs)
     if args.variants is None:
         args.variants = 0 if plan is not None else 50
@@ -234,6 +237,8 @@ def _import_keras_seed(path: str, refs: list, out: Path):
             got = pool.call("tensorflow", "import_keras", path=str(Path(path).resolve()))
         except RuntimeError as exc:
             raise AudeeError(str(exc).splitlines()[0], source=path) from None
+    if "refused" in got:
+        raise AudeeError(got["refused"])
     spec = ModelSpec.from_json(got["spec"], source=path)
     return Seed(name=spec.name, spec=spec, inputs={}, labels=None, weights=got["weights"], weight_seed=0,
                 description=f"imported from {path}", data="user", source=path)

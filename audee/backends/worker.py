@@ -127,9 +127,13 @@ class WorkerState:
         return times
 
     def op_import_keras(self, path: str) -> dict:
+        from audee.errors import AudeeError
         from audee.keras_import import import_keras_model
 
-        spec, weights = import_keras_model(path)
+        try:
+            spec, weights = import_keras_model(path)
+        except AudeeError as exc:  # bad user input: its one-line message goes back as is
+            return {"refused": str(exc)}
         return {"spec": spec.to_json(), "weights": weights}
 
     def op_default_weights(self, spec: dict) -> dict:
