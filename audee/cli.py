@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rng", type=int, default=0, help="random seed: the same value gives the same variants")
     p.add_argument("--batch", type=int, default=32, help="seed inputs per test case (default 32)")
     p.add_argument("--layer-rate", type=float, default=0.5, help="probability a layer's parameters are redrawn")
+    p.add_argument("--max-layers", type=int, default=3,
+                   help="at most this many layers change per variant (0: no cap; default 3)")
     p.add_argument("--invalid-prob", type=float, default=0.1,
                    help="probability a variant tests one crafty invalid value (default 0.1)")
     p.add_argument("--tie-margin", type=float, default=1e-5,
@@ -140,7 +142,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         args.variants = 0 if plan is not None else 50
     if args.variants < 0 or args.batch < 1:
         raise AudeeError("must be >= 0 (variants) and >= 1 (batch)", field="--variants/--batch")
-    cfg = FuzzConfig(refs, Path(args.out), args.variants, args.rng, args.batch, args.layer_rate,
+    cfg = FuzzConfig(refs, Path(args.out), args.variants, args.rng, args.batch, args.layer_rate, args.max_layers,
                      args.invalid_prob, timeout=args.timeout, tie_margin=args.tie_margin,
                      threads=args.threads_per_backend)
     bar = None

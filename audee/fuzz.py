@@ -33,6 +33,7 @@ class FuzzConfig:
     rng: int = 0
     batch: int = 32
     layer_rate: float = 0.5
+    max_layers: int = 3
     invalid_prob: float = 0.1
     max_redraws: int = 5
     timeout: float = 120.0
@@ -174,6 +175,7 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
         else:
             variant = mutate_spec(seed.spec, apis, np.random.default_rng([cfg.rng, index]),
                                   layer_rate=cfg.layer_rate, invalid_prob=cfg.invalid_prob,
+                                  max_layers=cfg.max_layers,
                                   validate=unbuildable, max_redraws=cfg.max_redraws, index=index)
             spec = variant.spec
             mutations = [asdict(m) for m in variant.mutations]

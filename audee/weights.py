@@ -62,8 +62,11 @@ def adapt_weights(base: Weights, shapes: Shapes, seed: int) -> Weights:
     """Keep ``base`` wherever an array's position and shape still fit; initialise the rest.
 
     Used for network-level variants: a redrawn parameter that changes a layer's weights
-    gets fresh ones there (per array: a layer that loses or gains its bias keeps its
-    kernel), while every other layer keeps the seed's (trained) weights.
+    gets fresh ones there, while every other layer keeps the seed's (trained) weights.
+    Arrays are matched by position only when the layer still has as many arrays: weights
+    carry no role names, and when a BatchNormalization drops gamma (scale=False) the
+    others shift, so reusing by position would turn a moving mean into a variance.  With
+    the count unchanged the roles line up (a new kernel size keeps the bias).
     """
     out: Weights = {}
     for name, roles in shapes.items():
@@ -72,7 +75,7 @@ def adapt_weights(base: Weights, shapes: Shapes, seed: int) -> Weights:
         arrays = []
         for k, (role, shape) in enumerate(roles):
             fresh = init_array(role, tuple(shape), rng)  # drawn always: streams stay aligned
-            keep = k < len(old) and tuple(old[k].shape) == tuple(shape)
+            keep = len(old) == len(roles) and tuple(old[k].shape) == tuple(shape)
             arrays.append(old[k] if keep else fresh)
         out[name] = arrays
     return out

@@ -80,3 +80,16 @@ def test_weights_npz_round_trip(tmp_path):
     assert weights_key(back) == weights_key(w)
     w["conv"][1][0] = 1.0
     assert weights_key(back) != weights_key(w)
+
+
+def test_adapt_weights_keeps_what_still_fits_and_never_shifts_roles():
+    from audee.weights import adapt_weights
+
+    gamma, beta = np.full(4, 2.0, np.float32), np.full(4, 0.5, np.float32)
+    mean, var = np.full(4, -1.0, np.float32), np.full(4, 3.0, np.float32)
+    base = {"bn": [gamma, beta, mean, var], "conv": [np.ones((3, 3, 1, 4), np.float32), np.ones(4, np.float32)]}
+    # scale=False: 3 arrays left; reusing by position would make the variance -1 (NaN in sqrt)
+    out = adapt_weights(base, {"bn": [("beta", (4,)), ("moving_mean", (4,)), ("moving_variance", (4,))],
+                               "conv": [("kernel", (2, 2, 1, 4)), ("bias", (4,))]}, seed=0)
+    assert (out["bn"][2] > 0).all() and out["bn"][2] is not mean
+    assert out["conv"][1] is base["conv"][1] and out["conv"][0].shape == (2, 2, 1, 4)  # bias kept, kernel new

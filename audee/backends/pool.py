@@ -294,6 +294,18 @@ class Pool:
             self.workers[label].submit_run(spec, key, weights, wkey, inputs, layers, keep)
         return {label: _as_failure(self.workers[label].result_run(), "run") for label in labels}
 
+    def call_many(self, labels: list[str], name: str, **kwargs: Any) -> dict[str, Any]:
+        """The same worker operation on several backends at once."""
+        for label in labels:
+            self.workers[label].submit({"op": "call", "name": name, "kwargs": kwargs})
+        out = {}
+        for label in labels:
+            got = _as_failure(self.workers[label].result(), "run")
+            if isinstance(got, WorkerFailure):
+                raise RuntimeError(f"{label}: {got.message}\n{got.traceback}")
+            out[label] = got["value"]
+        return out
+
     def call(self, label: str, name: str, **kwargs: Any) -> Any:
         got = self.workers[label].request({"op": "call", "name": name, "kwargs": kwargs})
         got = _as_failure(got, "run")

@@ -137,13 +137,15 @@ def _inject_invalid(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.
 
 
 def _draw(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Generator, layer_rate: float,
-          invalid_prob: float, param_rate: float) -> tuple[ModelSpec, list[Mutation]]:
+          invalid_prob: float, param_rate: float, max_layers: int) -> tuple[ModelSpec, list[Mutation]]:
     new = spec.copy()
     mutable = [ls for ls in new.layers if ls.api in apis]
     muts: list[Mutation] = []
-    for layer in mutable:
-        if rng.random() < layer_rate:
-            muts += _mutate_layer(layer, apis[layer.api], apis, rng, param_rate)
+    chosen = [ls for ls in mutable if rng.random() < layer_rate]
+    if max_layers and len(chosen) > max_layers:  # deep nets: a few layers, so merges still fit
+        chosen = [chosen[i] for i in sorted(rng.choice(len(chosen), max_layers, replace=False))]
+    for layer in chosen:
+        muts += _mutate_layer(layer, apis[layer.api], apis, rng, param_rate)
     tries = 0
     while not muts and mutable and tries < 20:  # every variant changes something
         layer = mutable[int(rng.integers(len(mutable)))]
@@ -156,12 +158,15 @@ def _draw(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Generator,
 
 def mutate_spec(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Generator, *,
                 layer_rate: float = 0.5, invalid_prob: float = 0.1, param_rate: float = 0.5,
-                validate: Validate | None = None, max_redraws: int = 5, index: int = 0) -> Variant:
-    """One variant of ``spec``.  With ``validate``, valid-only variants that cannot be
+                validate: Validate | None = None, max_redraws: int = 5, index: int = 0,
+                max_layers: int = 3) -> Variant:
+    """One variant of ``spec``: each layer is chosen with ``layer_rate``, at most
+    ``max_layers`` of them (0: no cap), and each chosen layer redraws each parameter with
+    ``param_rate``.  With ``validate``, valid-only variants that cannot be
     built are redrawn up to ``max_redraws`` times; the last error is kept in
     ``spec.meta['build_error']`` if none builds."""
     for attempt in range(max_redraws + 1):
-        new, muts = _draw(spec, apis, rng, layer_rate, invalid_prob, param_rate)
+        new, muts = _draw(spec, apis, rng, layer_rate, invalid_prob, param_rate, max_layers)
         error = None
         if validate is not None and not any(m.invalid for m in muts):
             error = validate(new)

@@ -214,15 +214,13 @@ class Search:
         pair = getattr(best, "pair", "")
         labels = pair.split("|") if pair else [self.evaluator.nan_backend]
         tag, row = best.ref
-        layers = []
-        for label in labels:
-            try:
-                got = self.ex.pool.call(label, "kept_layers", tag=tag, rows=[row])
-            except RuntimeError:
-                got = None
-            if got is None:
-                return {}
-            layers.append(got)
+        try:
+            got = self.ex.pool.call_many(labels, "kept_layers", tag=tag, rows=[row])
+        except RuntimeError:
+            return {}
+        layers = [got[label] for label in labels]
+        if any(v is None for v in layers):
+            return {}
         if len(layers) == 2:
             from audee.oracle.distance import layer_distances
 
