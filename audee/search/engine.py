@@ -50,6 +50,7 @@ class SearchConfig:
     layer: str | None = None          # fitness layer (default: the spec's logits layer)
     nan_backend: str | None = None    # backend the NaN fitness reads (default: the first)
     max_cases_per_generation: int = 5
+    max_cases_per_kind: int = 3       # per search run and failure kind: no flood of near-duplicates
     rng: int = 0
 
     def check(self) -> None:
@@ -88,6 +89,14 @@ class SearchOutcome:
         return d
 
 
+def _spread(v: np.ndarray) -> float:
+    """max - min over the finite values (nan when there are none)."""
+    if not v.size or not np.issubdtype(v.dtype, np.floating):
+        return 0.0
+    finite = v[np.isfinite(v)].astype(np.float64)
+    return float(finite.max() - finite.min()) if finite.size else float("nan")
+
+
 OnFailure = Callable[[Result], str]
 
 
@@ -110,6 +119,7 @@ class Search:
         self.on_failure = on_failure
         self.prefix = case_prefix
         self._seen: set[str] = set()
+        self._per_kind: dict[tuple, int] = {}
         tb = base.Toolbox()
         tb.register("individual", self._individual)
         tb.register("mate", self._crossover)
@@ -191,6 +201,9 @@ class Search:
         for ind in suspects:
             if len(written) >= self.cfg.max_cases_per_generation:
                 break
+            kind = tuple(sorted(ind.suspect))
+            if self._per_kind.get(kind, 0) >= self.cfg.max_cases_per_kind:
+                continue  # this kind of failure is already recorded enough times in this run
             digest = hashlib.sha1(np.ascontiguousarray(ind).tobytes()).hexdigest()[:12]
             if digest in self._seen:
                 continue
@@ -201,6 +214,7 @@ class Search:
                              "fitness": self.cfg.fitness, "search": self.cfg.search})
             result = self.ex.run(case)
             if result.verdict.failed:
+                self._per_kind[kind] = self._per_kind.get(kind, 0) + 1
                 written.append(self.on_failure(result))
         return written
 
