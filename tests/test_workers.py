@@ -69,3 +69,19 @@ def test_weights_swap_without_rebuild_changes_outputs(pool):
     again = pool.run(case.spec, case.weights, "w0", case.inputs, labels=["jax"])["jax"]
     assert not np.allclose(first["logits"], second["logits"])
     np.testing.assert_array_equal(first["logits"], again["logits"])
+
+
+def test_a_worker_that_evicted_a_model_gets_its_spec_again(pool):
+    from audee.backends.worker import CACHE_SIZE
+
+    ex = Executor(pool)
+    first = _case(ex, 0)
+    before = pool.run(first.spec, first.weights, "e0", first.inputs, labels=["jax"])["jax"]
+    for units in range(6, 7 + CACHE_SIZE):  # fill the worker's model cache with other specs
+        spec = tiny_cnn()
+        spec.layer("logits").params["units"] = units
+        case = TestCase(f"u{units}", spec, {}, tiny_inputs(2))
+        ex.complete_weights(case, 0)
+        pool.run(spec, case.weights, f"u{units}", case.inputs, labels=["jax"])
+    after = pool.run(first.spec, first.weights, "e0", first.inputs, labels=["jax"])["jax"]
+    np.testing.assert_array_equal(before["logits"], after["logits"])

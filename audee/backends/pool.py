@@ -56,6 +56,7 @@ class Worker:
     versions: dict[str, str] = field(default_factory=dict)
     restarts: int = 0
     _sent_weights: dict[str, str] = field(default_factory=dict)
+    _sent_specs: set[str] = field(default_factory=set)
     _pending: dict | None = None
     _deadline: float = 0.0
     _started: float = 0.0
@@ -91,6 +92,7 @@ class Worker:
         child_sock.close()
         self.conn = Connection(parent_sock.detach())
         self._sent_weights.clear()
+        self._sent_specs.clear()
         self._started = time.monotonic()
 
     def wait_ready(self) -> WorkerFailure | None:
@@ -215,24 +217,30 @@ class Worker:
     # ---- test-case helpers -------------------------------------------------------------------
     def submit_run(self, spec: ModelSpec, key: str, weights: Weights, wkey: str,
                    inputs: dict[str, Any], layers: bool | list[str] = False, keep: str | None = None) -> None:
-        send = self._sent_weights.get(key) != wkey or not self.alive()
-        msg = {"op": "run", "spec": spec.to_json(), "key": key, "weights_key": wkey,
-               "weights": weights if send else None, "inputs": inputs, "layers": layers, "keep": keep}
-        self._last_run = (msg, weights)
+        alive = self.alive()
+        send = self._sent_weights.get(key) != wkey or not alive
+        msg = {"op": "run", "spec": None if (alive and key in self._sent_specs) else spec.to_json(), "key": key,
+               "weights_key": wkey, "weights": weights if send else None, "inputs": inputs, "layers": layers,
+               "keep": keep}
+        self._last_run = (msg, spec, weights)
         self.submit(msg)
 
     def result_run(self) -> dict | WorkerFailure:
         got = self.result()
-        msg, weights = self._last_run
+        msg, spec, weights = self._last_run
         key, wkey = msg["key"], msg["weights_key"]
-        if isinstance(got, dict) and got.get("need_weights"):
+        if isinstance(got, dict) and (got.get("need_weights") or got.get("need_spec")):
+            # the worker evicted the model (or restarted): send everything again
             self._sent_weights.pop(key, None)
-            self.submit({**msg, "weights": weights})
+            self._sent_specs.discard(key)
+            self.submit({**msg, "spec": spec.to_json(), "weights": weights})
             got = self.result()
         if isinstance(got, dict) and "error" not in got:
             self._sent_weights[key] = wkey
+            self._sent_specs.add(key)
         elif isinstance(got, WorkerFailure) or "error" in got:
             self._sent_weights.pop(key, None)
+            self._sent_specs.discard(key)
         return got
 
 
@@ -281,7 +289,11 @@ class Pool:
         labels = labels or self.labels
         for label in labels:
             self.workers[label].submit({"op": "build", "spec": spec.to_json(), "key": key}, phase="build")
-        return {label: _as_failure(self.workers[label].result(), "build") for label in labels}
+        out = {label: _as_failure(self.workers[label].result(), "build") for label in labels}
+        for label, got in out.items():
+            if isinstance(got, dict):
+                self.workers[label]._sent_specs.add(key)
+        return out
 
     def run(self, spec: ModelSpec, weights: Weights, wkey: str, inputs: dict[str, Any],
             labels: list[str] | None = None, layers: bool | list[str] = False,

@@ -41,10 +41,12 @@ class WorkerState:
         self.cache: OrderedDict[str, _Entry] = OrderedDict()
         self.kept: OrderedDict[str, dict[str, np.ndarray]] = OrderedDict()
 
-    def entry(self, spec_json: dict, key: str) -> _Entry:
+    def entry(self, spec_json: dict | None, key: str) -> _Entry:
         if key in self.cache:
             self.cache.move_to_end(key)
             return self.cache[key]
+        if spec_json is None:
+            raise _NeedSpec(key)
         spec = ModelSpec.from_json(spec_json)
         try:
             model = self.backend.build(spec)
@@ -74,7 +76,10 @@ class WorkerState:
         raise ValueError(f"unknown op {op!r}")
 
     def run(self, msg: dict) -> dict:
-        e = self.entry(msg["spec"], msg["key"])
+        try:
+            e = self.entry(msg.get("spec"), msg["key"])
+        except _NeedSpec:
+            return {"need_spec": True}  # evicted: the parent sends the spec again
         if e.weights_key != msg["weights_key"]:
             if msg.get("weights") is None:
                 return {"need_weights": True}
@@ -140,6 +145,10 @@ class WorkerState:
         """The framework's own initial weights for a spec (Keras initializers)."""
         e = self.entry(spec, ModelSpec.from_json(spec).key())
         return e.model.built.get_weights() if hasattr(e.model, "built") else e.model.get_weights()
+
+
+class _NeedSpec(Exception):
+    """A run named a spec this worker no longer holds and did not send it."""
 
 
 def _nonfinite(order: list[str], outs: list[np.ndarray]) -> tuple[list[str], dict[str, list[int]]]:

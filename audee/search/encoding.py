@@ -92,7 +92,7 @@ class Encoding:
                 np.clip(np.rint(seg), lo, hi - 1, out=seg)
             elif np.issubdtype(np.dtype(s.dtype), np.floating):
                 big = float(np.finfo(np.dtype(s.dtype)).max)
-                np.clip(np.nan_to_num(seg, nan=0.0, posinf=big, neginf=-big), -big, big, out=seg)
+                np.clip(seg, -big, big, out=seg)  # float64 genes + finite noise: never NaN
         return genes
 
     def inputs_of(self, genes: np.ndarray) -> dict[str, np.ndarray]:
