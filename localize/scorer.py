@@ -195,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
             verdict = ("control: " + ("FALSE POSITIVE " + str(row["sources"]) if row["sources"] else "nothing, ok")) \
                 if e.control else (f"top-1 {row.get('top1')} {'correct' if row.get('correct') else 'WRONG'}; "
                                    f"{len(row['sources'])} candidate(s)" if row["found"] else "no failure provoked")
-            print(f"{e.id:<36} {row['layers']:>4} layers  {row['seconds']:>7.1f} s  {verdict}", flush=True)
+            loc = f"localize {row['localize_s']:>5.1f} s" if "localize_s" in row else " " * 16
+            print(f"{e.id:<36} {row['layers']:>4} layers  {row['seconds']:>6.1f} s  {loc}  {verdict}", flush=True)
     s = summarize(rows)
     print(f"\ncases {s['cases']}  layers/case {s['layers_mean']}  candidates/case {s['candidates_per_case']}  "
           f"top-1 precision {s['top1_precision']:.0%}  recall {s['top1_recall']:.0%}  "

@@ -85,3 +85,20 @@ def test_a_worker_that_evicted_a_model_gets_its_spec_again(pool):
         pool.run(spec, case.weights, f"u{units}", case.inputs, labels=["jax"])
     after = pool.run(first.spec, first.weights, "e0", first.inputs, labels=["jax"])["jax"]
     np.testing.assert_array_equal(before["logits"], after["logits"])
+
+
+def test_a_single_layer_model_runs_on_every_backend(tmp_path):
+    """Localization builds one-layer models: the outputs list has one entry."""
+    from audee.spec import ModelSpec
+
+    spec = ModelSpec.from_json({"name": "one", "inputs": [{"name": "x", "shape": [6, 6, 2]}],
+                                "layers": [{"name": "c", "api": "Conv2D", "params": {"filters": 3, "kernel_size": 3},
+                                            "inputs": ["x"]}], "output": "c"})
+    with Pool(parse_backends("tensorflow,torch,jax,onnxruntime,onnxruntime-fed"), tmp_path) as p:
+        assert p.start() == {}
+        ex = Executor(p)
+        case = TestCase("one", spec, {}, {"x": np.random.default_rng(0).random((2, 6, 6, 2), dtype=np.float32)})
+        ex.complete_weights(case, 0)
+        result = ex.run(case)
+    assert all(o.ok for o in result.outcomes.values()), {b: o.failure for b, o in result.outcomes.items()}
+    assert not result.verdict.failed

@@ -81,6 +81,7 @@ class OnnxRuntimeBackend(Backend):
         def forward(*args: Any) -> dict:
             xs, ws = list(args[:n_x]), list(args[n_x:])
             outs, _ = model.stateless_call(ws[:n_tv], ws[n_tv:], xs, training=False)
+            outs = outs if isinstance(outs, (list, tuple)) else [outs]  # a one-layer model
             return {name: tf.identity(o) for name, o in zip(order, outs)}
 
         fn = tf.function(forward, input_signature=x_sig + w_sig, autograph=False)

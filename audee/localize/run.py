@@ -106,11 +106,15 @@ def render(report: Report) -> str:
             rate = f" rate {t.rate:.4g}" if np.isfinite(t.rate) else ""
             lines.append(f"    try {t.layer}.{t.param}: {t.old!r} -> {t.new!r}: {t.verdict}{rate}"
                          + (f" ({t.detail})" if t.detail else ""))
-    lines.append("\nlocalized (layer, parameter): value -> replacement that removes it")
+    lines.append("\nlocalized (layer, parameter): value -> replacements that remove it (* = top-1)")
     if not report.sources:
         lines.append("  nothing")
-    for k, s in enumerate(report.sources):
-        lines.append(f"  {'*' if k == 0 else ' '} {s.layer} ({s.api}) {s.param}: {s.old!r} -> {s.new!r}  [{s.kind}]")
+    groups: dict[tuple, list] = {}
+    for s in report.sources:  # one line per (layer, parameter), best replacement first
+        groups.setdefault((s.layer, s.api, s.param, repr(s.old), s.kind), []).append(s.new)
+    for k, ((layer, api, param, old, kind), news) in enumerate(groups.items()):
+        shown = ", ".join(repr(v) for v in news[:6]) + (f", ... ({len(news)} values)" if len(news) > 6 else "")
+        lines.append(f"  {'*' if k == 0 else ' '} {layer} ({api}) {param}: {old} -> {shown}  [{kind}]")
     if report.cradle:
         lines.append(f"\nCRADLE's rule (top quartile of change rates) would flag: {', '.join(report.cradle)}")
     return "\n".join(lines)
