@@ -21,7 +21,8 @@ def _margin(out: np.ndarray) -> np.ndarray:
     if flat.shape[1] < 2:
         return np.full(flat.shape[0], np.inf)
     top2 = np.partition(flat, -2, axis=1)[:, -2:]
-    return top2[:, 1] - top2[:, 0]
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf is no tie: NaN compares False
+        return top2[:, 1] - top2[:, 0]
 
 
 def pair_report(a: Outcome, b: Outcome, tie_margin: float) -> dict:
