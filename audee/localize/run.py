@@ -93,8 +93,10 @@ def render(report: Report) -> str:
              + ("" if report.reproduced else "  (does NOT reproduce as recorded)")]
     if report.note:
         lines.append(f"note: {report.note}")
+    what = {"inconsistency": "first layer with change rate over t1", "nan": "first layer with NaN/Inf"}.get(
+        report.kind, "first layer that fails alone")
     for i, rnd in enumerate(report.rounds):
-        lines.append(f"\nround {i + 1}: first layer over t1 -> {rnd.layer or 'none'}")
+        lines.append(f"\nround {i + 1}: {what} -> {rnd.layer or 'none'}")
         if rnd.table:
             lines.append(f"  {'layer':<22} {'api':<22} {'distance':>12} {'change rate':>14}")
             for row in rnd.table:
