@@ -30,3 +30,13 @@ def test_infinite_distance_is_blamed_on_the_first_layer_only():
 def test_cradle_flags_the_top_quartile():
     flags = cradle_flags({"a": 1.0, "b": 5000.0, "c": 2.0, "m": 0.5})
     assert flags == ["b"]
+
+
+def test_the_same_infinity_on_both_backends_is_no_distance():
+    import numpy as np
+
+    from audee.oracle.distance import layer_distance, per_input_distance
+
+    a = np.array([[np.inf, 1.0], [2.0, -np.inf]])
+    assert layer_distance(a, a.copy()) == 0.0
+    assert per_input_distance(a, np.array([[np.inf, 1.0], [2.0, np.inf]])).tolist() == [0.0, float("inf")]

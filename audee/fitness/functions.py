@@ -41,7 +41,7 @@ def relative_inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.n
     n = dist.shape[0]
     with np.errstate(over="ignore", invalid="ignore"):
         scale = np.mean([np.abs(o.reshape(n, -1).astype(np.float64)).mean(axis=1) for o in outputs.values()], axis=0)
-        rel = dist / (scale + 1e-12)
+        rel = np.where(dist == 0.0, 0.0, dist / (scale + 1e-12))  # agreement is agreement at any scale
     return np.where(np.isnan(rel), np.inf, rel), pair
 
 

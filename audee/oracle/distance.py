@@ -6,15 +6,18 @@ import numpy as np
 
 
 def layer_distance(a: np.ndarray, b: np.ndarray, axis: tuple[int, ...] | None = None) -> np.ndarray | float:
-    """Mean |a - b|; ``inf`` when shapes differ or either side is not finite."""
+    """Mean |a - b|; ``inf`` when shapes differ or only one side is not finite."""
     if a.shape != b.shape:
         return float("inf")
-    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: the distance is inf, said below
+    with np.errstate(invalid="ignore", over="ignore"):
         d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    # equal values agree: the same infinity, or NaN, on both sides is no difference (the NaN
+    # oracle reports non-finite outputs on its own)
+    d[(a == b) | (np.isnan(a) & np.isnan(b))] = 0.0
     if axis is None:
         v = float(d.mean()) if d.size else 0.0
         return v if np.isfinite(v) else float("inf")
-    return np.nan_to_num(d.mean(axis=axis), nan=np.inf)
+    return np.nan_to_num(d.mean(axis=axis), nan=np.inf, posinf=np.inf)
 
 
 def per_input_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
