@@ -109,6 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu")
     p.add_argument("--timeout", type=float, default=120.0)
 
+    p = sub.add_parser("campaign", help="run a campaign config (or one shard of it), resumably",
+                       description="Expand CONFIG into units (seed x backend set x rng), run the shard's units "
+                                   "into OUT/units/<unit>/ and keep OUT/status/ current. Rerun to resume. Inside "
+                                   "a SLURM job array the shard comes from SLURM_ARRAY_TASK_ID/COUNT.")
+    p.add_argument("config", help="a campaign YAML file (see experiments/)")
+    p.add_argument("--out", required=True, help="campaign directory, shared by all shards")
+    p.add_argument("--shard", help="I/N: run shard I of N (default: from SLURM, else the whole campaign)")
+    p.add_argument("--no-progress", action="store_true")
+
     p = sub.add_parser("backends", help="list backends, their framework versions and whether they work here",
                        description="Start each backend's worker and report its versions (takes ~15 s: "
                                    "each framework is imported).")
@@ -273,6 +282,27 @@ def _describe(v: Any) -> str:
 EXIT_NOT_LOCALIZED = 3
 
 
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from audee.campaign import load_campaign, run_shard, shard_of
+
+    campaign = load_campaign(args.config)
+    index, count = shard_of(args.shard)
+    units = campaign.shard(index, count)
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(units), desc=f"{campaign.name} shard {index}/{count}", unit="unit", file=sys.stderr)
+    try:
+        status = run_shard(campaign, Path(args.out), index, count, bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(f"campaign {campaign.name} shard {index}/{count}: {status['done']}/{status['units']} units done "
+          f"in {args.out}")
+    return EXIT_OK
+
+
 def cmd_localize(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
     from audee.localize import LocalizeConfig
@@ -344,7 +374,7 @@ def cmd_apis(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "backends": cmd_backends, "seeds": cmd_seeds,
+COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "campaign": cmd_campaign, "backends": cmd_backends, "seeds": cmd_seeds,
             "apis": cmd_apis}
 
 

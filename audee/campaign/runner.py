@@ -1,0 +1,100 @@
+"""Run a campaign shard: each unit is one `audee fuzz` run in ``OUT/units/<unit id>/``.
+
+Resumable at two depths: a finished unit has ``DONE.json`` (written atomically, last) and
+is skipped; an interrupted unit is rerun in place, where the fuzz run itself skips every
+test case and search already in its tables.  So a preempted or killed task loses nothing
+that was committed.  Each shard keeps ``OUT/status/shard-I-of-N.json`` up to date.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from audee.backends.registry import parse_backends
+from audee.campaign.config import Campaign, Unit
+from audee.errors import AudeeError
+from audee.fuzz import FuzzConfig, fuzz, summarize
+from audee.seeds import load_seed
+from audee.store.atomic import write_atomic
+
+
+def shard_of(arg: str | None, env: dict[str, str] | None = None) -> tuple[int, int]:
+    """``I/N`` from the command line, else from a SLURM job array, else the whole campaign."""
+    env = dict(os.environ) if env is None else env
+    if arg:
+        try:
+            i, n = (int(x) for x in arg.split("/"))
+        except ValueError:
+            raise AudeeError(f"expected I/N such as 0/4, got {arg!r}", field="--shard") from None
+        if not 0 <= i < n:
+            raise AudeeError(f"need 0 <= I < N, got {arg!r}", field="--shard")
+        return i, n
+    if "SLURM_ARRAY_TASK_ID" in env:
+        task = int(env["SLURM_ARRAY_TASK_ID"])
+        lo = int(env.get("SLURM_ARRAY_TASK_MIN", 0))
+        if "SLURM_ARRAY_TASK_COUNT" in env:
+            count = int(env["SLURM_ARRAY_TASK_COUNT"])
+        else:
+            count = int(env.get("SLURM_ARRAY_TASK_MAX", task)) - lo + 1
+        return task - lo, count
+    return 0, 1
+
+
+def unit_config(unit: Unit, out: Path) -> tuple[FuzzConfig, Any]:
+    s = unit.settings
+    cfg = FuzzConfig(parse_backends(list(unit.backends)), out, variants=s.get("variants", 20), rng=s.get("rng", 0),
+                     batch=s.get("batch", 16), layer_rate=s.get("layer_rate", 0.5), max_layers=s.get("max_layers", 3),
+                     invalid_prob=s.get("invalid_prob", 0.1), timeout=s.get("timeout", 120.0),
+                     tie_margin=s.get("tie_margin", 1e-5))
+    plan = None
+    if unit.search:
+        from audee.search.config import make_config
+        from audee.search.runner import SearchPlan
+
+        raw = {k: v for k, v in unit.search.items() if k not in ("searches", "on_consistent", "input_index")}
+        plan = SearchPlan(make_config(raw, {"rng": cfg.rng}, unit.id), list(unit.search["searches"]),
+                          unit.search["on_consistent"], unit.search.get("input_index"))
+    return cfg, plan
+
+
+def run_shard(campaign: Campaign, out: Path, index: int, count: int,
+              progress: Callable[[int], Any] | None = None) -> dict[str, Any]:
+    out = Path(out)
+    units = campaign.shard(index, count)
+    for seed in sorted({u.seed for u in units}):
+        load_seed(seed)  # a bad seed name fails now, not hours into the shard
+    status_path = out / "status" / f"shard-{index}-of-{count}.json"
+    status: dict[str, Any] = {"campaign": campaign.name, "shard": index, "shards": count,
+                              "host": socket.gethostname(), "units": len(units), "done": 0, "current": None,
+                              "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+    def save_status() -> None:
+        status["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+        write_atomic(status_path, json.dumps(status, indent=1).encode())
+
+    for unit in units:
+        udir = out / "units" / unit.id
+        if (udir / "DONE.json").is_file():
+            status["done"] += 1
+            if progress is not None:
+                progress(1)
+            continue
+        status["current"] = unit.id
+        save_status()
+        t0 = time.perf_counter()
+        cfg, plan = unit_config(unit, udir)
+        seed = load_seed(unit.seed)
+        fuzz(seed, seed.inputs, cfg, plan=plan)
+        summary = {"unit": unit.id, "seed": unit.seed, "backends": list(unit.backends), "settings": unit.settings,
+                   "search": unit.search, "seconds": round(time.perf_counter() - t0, 2), **summarize(udir)}
+        write_atomic(udir / "DONE.json", json.dumps(summary, indent=1, default=str).encode())  # the commit point
+        status["done"] += 1
+        if progress is not None:
+            progress(1)
+    status["current"] = None
+    save_status()
+    return status
