@@ -118,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", help="I/N: run shard I of N (default: from SLURM, else the whole campaign)")
     p.add_argument("--no-progress", action="store_true")
 
+    p = sub.add_parser("report", help="merge a campaign (or fuzz) directory into tables and plots",
+                       description="Read every unit under DIR/units (all shards), deduplicate inconsistencies by "
+                                   "the paper's criteria, and write Markdown/CSV tables, PNG plots and index.md.")
+    p.add_argument("dir", help="a campaign directory (or one `audee fuzz` output directory)")
+    p.add_argument("--out", help="where to write the report (default: DIR/report)")
+
     p = sub.add_parser("backends", help="list backends, their framework versions and whether they work here",
                        description="Start each backend's worker and report its versions (takes ~15 s: "
                                    "each framework is imported).")
@@ -318,6 +324,15 @@ def cmd_localize(args: argparse.Namespace) -> int:
     return EXIT_OK if report.sources else EXIT_NOT_LOCALIZED
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from audee.report import load_campaign_dir, write_report
+
+    data = load_campaign_dir(args.dir)
+    written = write_report(data, Path(args.out or Path(args.dir) / "report"))
+    print(f"report: {written[-1]} ({len(written)} files)")
+    return EXIT_OK
+
+
 def cmd_backends(args: argparse.Namespace) -> int:
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
@@ -374,7 +389,7 @@ def cmd_apis(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "campaign": cmd_campaign, "backends": cmd_backends, "seeds": cmd_seeds,
+COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "campaign": cmd_campaign, "report": cmd_report, "backends": cmd_backends, "seeds": cmd_seeds,
             "apis": cmd_apis}
 
 

@@ -93,3 +93,34 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path):
         assert json.loads((d / "DONE.json").read_text())["test_cases"] == 6
     status = json.loads((out / "status" / "shard-0-of-1.json").read_text())
     assert status["done"] == status["units"] == 2 and status["current"] is None
+
+
+def test_report_merges_units_and_deduplicates_by_the_papers_criteria(tmp_path):
+    from audee.report import load_campaign_dir, write_report
+    from audee.report.write import table1
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("name: r\ndefaults: {variants: 8, batch: 8}\nruns:\n  - seeds: [lenet5]\n"
+                   "    backends: [[tensorflow, onnxruntime]]\n    rngs: [6]\n"
+                   "    invalid_prob: 0.3\n")
+    for shard in ("0/2", "1/2"):  # shards write into one directory; the report merges them
+        r = subprocess.run([sys.executable, "-m", "audee", "campaign", str(cfg), "--out", str(tmp_path / "o"),
+                            "--shard", shard, "--no-progress"], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+    r = subprocess.run([sys.executable, "-m", "audee", "report", str(tmp_path / "o")], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    index = (tmp_path / "o" / "report" / "index.md").read_text()
+    assert "Table 1" in index and "Test cases by outcome" in index
+    data = load_campaign_dir(tmp_path / "o")
+    assert len(data.cases) == 9
+    outcomes = (tmp_path / "o" / "report" / "outcomes.csv").read_text()
+    assert "divergent_acceptance" in outcomes.splitlines()[0]
+    # two inputs flipping on one DNN, same weights, same pair: one inconsistency
+    import pandas as pd
+
+    dup = pd.DataFrame([{"id": "s-v1", "seed": "s", "unit": "u", "level": "NET", "inconsistent_pairs": ["a|b"]},
+                        {"id": "s-v1", "seed": "s", "unit": "u", "level": "NET", "inconsistent_pairs": ["a|b"]},
+                        {"id": "s-v2", "seed": "s", "unit": "u", "level": "NET", "inconsistent_pairs": ["a|b"]}])
+    assert table1(dup)["NET"].tolist() == [2]
+    assert write_report(data, tmp_path / "again")[-1].name == "index.md"
