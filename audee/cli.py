@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", help="a campaign YAML file (see experiments/)")
     p.add_argument("--out", required=True, help="campaign directory, shared by all shards")
     p.add_argument("--shard", help="I/N: run shard I of N (default: from SLURM, else the whole campaign)")
+    p.add_argument("--device", default="cpu", help="device for backends without @device (cpu, cuda)")
     p.add_argument("--no-progress", action="store_true")
 
     p = sub.add_parser("report", help="merge a campaign (or fuzz) directory into tables and plots",
@@ -300,7 +301,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
         bar = tqdm(total=len(units), desc=f"{campaign.name} shard {index}/{count}", unit="unit", file=sys.stderr)
     try:
-        status = run_shard(campaign, Path(args.out), index, count, bar.update if bar is not None else None)
+        status = run_shard(campaign, Path(args.out), index, count, bar.update if bar is not None else None,
+                           device=args.device)
     finally:
         if bar is not None:
             bar.close()

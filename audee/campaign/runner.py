@@ -44,9 +44,9 @@ def shard_of(arg: str | None, env: dict[str, str] | None = None) -> tuple[int, i
     return 0, 1
 
 
-def unit_config(unit: Unit, out: Path) -> tuple[FuzzConfig, Any]:
+def unit_config(unit: Unit, out: Path, device: str = "cpu") -> tuple[FuzzConfig, Any]:
     s = unit.settings
-    cfg = FuzzConfig(parse_backends(list(unit.backends)), out, variants=s.get("variants", 20), rng=s.get("rng", 0),
+    cfg = FuzzConfig(parse_backends(list(unit.backends), device), out, variants=s.get("variants", 20), rng=s.get("rng", 0),
                      batch=s.get("batch", 16), layer_rate=s.get("layer_rate", 0.5), max_layers=s.get("max_layers", 3),
                      invalid_prob=s.get("invalid_prob", 0.1), timeout=s.get("timeout", 120.0),
                      tie_margin=s.get("tie_margin", 1e-5))
@@ -62,7 +62,7 @@ def unit_config(unit: Unit, out: Path) -> tuple[FuzzConfig, Any]:
 
 
 def run_shard(campaign: Campaign, out: Path, index: int, count: int,
-              progress: Callable[[int], Any] | None = None) -> dict[str, Any]:
+              progress: Callable[[int], Any] | None = None, device: str = "cpu") -> dict[str, Any]:
     out = Path(out)
     units = campaign.shard(index, count)
     for seed in sorted({u.seed for u in units}):
@@ -86,7 +86,7 @@ def run_shard(campaign: Campaign, out: Path, index: int, count: int,
         status["current"] = unit.id
         save_status()
         t0 = time.perf_counter()
-        cfg, plan = unit_config(unit, udir)
+        cfg, plan = unit_config(unit, udir, device)
         seed = load_seed(unit.seed)
         fuzz(seed, seed.inputs, cfg, plan=plan)
         summary = {"unit": unit.id, "seed": unit.seed, "backends": list(unit.backends), "settings": unit.settings,
