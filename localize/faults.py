@@ -101,28 +101,27 @@ class DenseDropsBias(_Fault):
         return Layer(**layer.params, name=layer.name)
 
 
-class LstmHardSigmoid(_Fault):
+class _GatesHardSigmoid(_Fault):
+    """A recurrent layer with recurrent_activation='sigmoid' (the default): its gates use
+    hard_sigmoid instead."""
+
+    def faulty(self, keras, layer):
+        params = dict(layer.params)
+        if params.get("recurrent_activation", "sigmoid") == "sigmoid":
+            params["recurrent_activation"] = "hard_sigmoid"
+        return getattr(keras.layers, self.api)(**params, name=layer.name)
+
+
+class LstmHardSigmoid(_GatesHardSigmoid):
     """LSTM, recurrent_activation='sigmoid': the gates use hard_sigmoid instead."""
 
     name, api = "fault-lstm-gates", "LSTM"
 
-    def faulty(self, keras, layer):
-        params = dict(layer.params)
-        if params.get("recurrent_activation", "sigmoid") == "sigmoid":
-            params["recurrent_activation"] = "hard_sigmoid"
-        return keras.layers.LSTM(**params, name=layer.name)
 
-
-class GruHardSigmoid(_Fault):
+class GruHardSigmoid(_GatesHardSigmoid):
     """GRU, recurrent_activation='sigmoid': the gates use hard_sigmoid instead."""
 
     name, api = "fault-gru-gates", "GRU"
-
-    def faulty(self, keras, layer):
-        params = dict(layer.params)
-        if params.get("recurrent_activation", "sigmoid") == "sigmoid":
-            params["recurrent_activation"] = "hard_sigmoid"
-        return keras.layers.GRU(**params, name=layer.name)
 
 
 class ReluMaxValueOff(_Fault):

@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.case import Kind, TestCase
@@ -32,6 +30,7 @@ from audee.search.engine import Search, SearchConfig
 from audee.seeds import load_seed
 from audee.spec import ModelSpec
 from audee.store import save_case
+from audee.yamlio import read_yaml_mapping
 
 CORPUS = Path(__file__).resolve().parent / "corpus.yaml"
 ENTRY_KEYS = {"id", "seed", "fault", "edit", "edit_api", "truth", "also", "backends"}
@@ -56,11 +55,8 @@ class Entry:
 
 def load_corpus(path: str | Path = CORPUS) -> list[Entry]:
     source = str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read the corpus: {exc}", source=source) from None
-    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+    data = read_yaml_mapping(path, "a corpus mapping")
+    if not isinstance(data.get("cases"), list):
         raise ConfigError("expected a mapping with a 'cases' list", source=source, field="cases")
     entries = []
     for group in ("cases", "controls"):

@@ -13,10 +13,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from audee.errors import ConfigError, SpecError
 from audee.paths import api_configs_dir
+from audee.yamlio import read_yaml_mapping
 
 CATEGORIES = ("conv", "pool", "norm", "activation", "reshape", "merge", "recurrent", "core", "embedding",
               "wrapper", "regularization")
@@ -155,16 +154,7 @@ def _check_param(name: str, raw: Any, source: str) -> ParamConfig:
 def load_api_config(path: str | Path) -> ApiConfig:
     path = Path(path)
     source = str(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", source=source) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}", source=source) from None
-    if not isinstance(data, dict):
-        raise ConfigError("expected a mapping at the top level", source=source)
+    data = read_yaml_mapping(path)
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise _err(source, unknown[0], f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")

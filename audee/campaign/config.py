@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from audee.errors import ConfigError
 from audee.search.config import check_fields, parse_duration
+from audee.yamlio import read_yaml_mapping
 
 UNIT_KEYS = {"variants", "batch", "rng", "timeout", "invalid_prob", "layer_rate", "max_layers", "tie_margin"}
 RUN_KEYS = {"seeds", "backends", "rngs", "search"} | UNIT_KEYS
@@ -49,15 +48,7 @@ class Campaign:
 
 def load_campaign(path: str | Path) -> Campaign:
     source = str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", source=source) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"not valid YAML{f' at line {mark.line + 1}' if mark else ''}", source=source) from None
-    if not isinstance(data, dict):
-        raise ConfigError("expected a mapping", source=source)
+    data = read_yaml_mapping(path, "a campaign mapping")
     unknown = sorted(set(data) - {"name", "defaults", "runs"})
     if unknown:
         raise ConfigError("unknown key (known: defaults, name, runs)", source=source, field=unknown[0])

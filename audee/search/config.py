@@ -18,10 +18,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from audee.errors import ConfigError
 from audee.search.engine import SearchConfig
+from audee.yamlio import read_yaml_mapping
 
 _TYPES = {f.name: f.type for f in fields(SearchConfig)}
 
@@ -37,17 +36,7 @@ def parse_duration(text: str | float | int, *, field: str = "--budget") -> float
 
 
 def load_search_config(path: str | Path) -> dict[str, Any]:
-    source = str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", source=source) from None
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise ConfigError(f"not valid YAML{f' (line {line + 1})' if line is not None else ''}", source=source) from None
-    if not isinstance(data, dict):
-        raise ConfigError("expected a mapping of search settings", source=source)
-    return check_fields(data, source)
+    return check_fields(read_yaml_mapping(path, "a mapping of search settings"), str(path))
 
 
 def check_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
