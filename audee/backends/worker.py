@@ -141,11 +141,6 @@ class WorkerState:
             return {"refused": str(exc)}
         return {"spec": spec.to_json(), "weights": weights}
 
-    def op_default_weights(self, spec: dict) -> dict:
-        """The framework's own initial weights for a spec (Keras initializers)."""
-        e = self.entry(spec, ModelSpec.from_json(spec).key())
-        return e.model.built.get_weights() if hasattr(e.model, "built") else e.model.get_weights()
-
 
 class _NeedSpec(Exception):
     """A run named a spec this worker no longer holds and did not send it."""
