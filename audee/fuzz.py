@@ -108,10 +108,23 @@ def result_row(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def start_pool(cfg: FuzzConfig, log_dir: Path) -> Pool:
+    """Start the workers for ``cfg.backends``; a backend that cannot start is an error."""
+    pool = Pool(cfg.backends, log_dir, timeout=cfg.timeout, threads=cfg.threads)
+    failed = pool.start()
+    if failed:
+        pool.close()
+        lines = "; ".join(f"{k}: {(v.message.strip().splitlines() or [v.kind])[-1]}" for k, v in failed.items())
+        raise AudeeError(f"backend worker failed to start ({lines}); see {log_dir}", field="--backends")
+    return pool
+
+
 def fuzz(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
-         progress: Callable[[int], Any] | None = None, plan: SearchPlan | None = None) -> FuzzStats:
+         progress: Callable[[int], Any] | None = None, plan: SearchPlan | None = None,
+         pool: Pool | None = None) -> FuzzStats:
     """Network-level stage over ``cfg.variants`` variants, then (with a plan) the search
-    stage on the first ``plan.on_consistent`` failure-free targets."""
+    stage on the first ``plan.on_consistent`` failure-free targets.  ``pool`` (workers for
+    exactly ``cfg.backends``) lets a campaign keep its workers across runs."""
     out = Path(cfg.out)
     (out / "cases").mkdir(parents=True, exist_ok=True)
     write_atomic(out / "config.json", json.dumps(
@@ -119,28 +132,34 @@ def fuzz(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
     table = ResultsTable(out / "results.jsonl")
     stats = FuzzStats()
     t0 = time.perf_counter()
-    with Pool(cfg.backends, out / "logs", timeout=cfg.timeout, threads=cfg.threads) as pool:
-        failed = pool.start()
-        if failed:
-            lines = "; ".join(f"{k}: {(v.message.strip().splitlines() or [v.kind])[-1]}" for k, v in failed.items())
-            raise AudeeError(f"backend worker failed to start ({lines}); see {out / 'logs'}", field="--backends")
-        ex = Executor(pool, tie_margin=cfg.tie_margin)
-        _network_stage(ex, seed, inputs, cfg, table, stats, progress)
-        if plan is not None:
-            from audee.search.runner import run_searches
-
-            targets = _search_targets(seed, cfg, table, plan.on_consistent, out)
-            for t in targets:
-                view = TestCase(t.id, t.spec, t.weights, {})
-                ex.complete_weights(view, t.meta["weight_seed"])
-                t.weights = view.weights
-            stats.searches = run_searches(
-                ex, targets, inputs, plan, out, table,
-                lambda result, extra: _save_failure(result, pool, out, table, stats,
-                                                   {"seed": seed.name, "rng": cfg.rng, **result.case.meta, **extra}),
-                progress)
+    if pool is None:
+        with start_pool(cfg, out / "logs") as own:
+            _stages(seed, inputs, cfg, own, table, stats, progress, plan)
+    else:
+        pool.set_timeout(cfg.timeout)
+        _stages(seed, inputs, cfg, pool, table, stats, progress, plan)
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def _stages(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Pool, table: ResultsTable,
+            stats: FuzzStats, progress: Callable[[int], Any] | None, plan: SearchPlan | None) -> None:
+    out = Path(cfg.out)
+    ex = Executor(pool, tie_margin=cfg.tie_margin)
+    _network_stage(ex, seed, inputs, cfg, table, stats, progress)
+    if plan is not None:
+        from audee.search.runner import run_searches
+
+        targets = _search_targets(seed, cfg, table, plan.on_consistent, out)
+        for t in targets:
+            view = TestCase(t.id, t.spec, t.weights, {})
+            ex.complete_weights(view, t.meta["weight_seed"])
+            t.weights = view.weights
+        stats.searches = run_searches(
+            ex, targets, inputs, plan, out, table,
+            lambda result, extra: _save_failure(result, pool, out, table, stats,
+                                               {"seed": seed.name, "rng": cfg.rng, **result.case.meta, **extra}),
+            progress)
 
 
 def _variant_ids(seed: Seed, cfg: FuzzConfig) -> list[str]:

@@ -48,6 +48,10 @@ def test_units_and_shards_are_deterministic(tmp_path):
     ("name: x\ndefaults: {batch: big}\nruns: []\n", "defaults.batch"),
     ("name: x\nruns:\n  - seeds: [lenet5]\n    backends: [[tensorflow]]\n    search: {fitness: nan}\n",
      "runs[0].search.level"),
+    ("name: x\nruns:\n  - seeds: [lenet5]\n    backends: [[tensorflow]]\n    localize: {consistant: 3}\n",
+     "runs[0].localize.consistant"),
+    ("name: x\nruns:\n  - seeds: [lenet5]\n    backends: [[tensorflow]]\n    localize: {t1: -1}\n",
+     "runs[0].localize.t1"),
 ])
 def test_bad_campaign_fields_are_named(tmp_path, body, field):
     p = tmp_path / "bad.yaml"
@@ -124,3 +128,82 @@ def test_report_merges_units_and_deduplicates_by_the_papers_criteria(tmp_path):
                         {"id": "s-v2", "seed": "s", "unit": "u", "level": "NET", "inconsistent_pairs": ["a|b"]}])
     assert table1(dup)["NET"].tolist() == [2]
     assert write_report(data, tmp_path / "again")[-1].name == "index.md"
+
+
+def test_dedup_counts_inputs_once_and_weights_apart():
+    from audee.report.dedup import unique_inconsistencies
+
+    searches = {"s-ga": {"target": "lenet5-v1", "level": "input"}, "s-wt": {"target": "lenet5-v1", "level": "weight"},
+                "s-rnd": {"target": "lenet5-v1", "level": "input"}}
+    rows = [{"id": "a", "search_id": "s-ga", "inconsistent_pairs": ["x|y"]},
+            {"id": "b", "search_id": "s-rnd", "inconsistent_pairs": ["x|y"]},   # same DNN, other input: same
+            {"id": "c", "search_id": "s-wt", "inconsistent_pairs": ["x|y"]},    # other weights: new
+            {"id": "d", "search_id": "s-wt", "inconsistent_pairs": ["x|y", "x|z"]},
+            {"id": "lenet5-v2", "inconsistent_pairs": ["x|y"]}]                # network level: the DNN itself
+    got = unique_inconsistencies("u", rows, searches)
+    assert sorted((u["level"], u["case_id"], u["pair"]) for u in got) == [
+        ("IN", "a", "x|y"), ("NET", "lenet5-v2", "x|y"), ("WT", "c", "x|y"), ("WT", "d", "x|y"), ("WT", "d", "x|z")]
+
+
+RQ2 = """name: rq2-tiny
+defaults: {variants: 2, batch: 8}
+runs:
+  - seeds: [lenet5]
+    backends: [[tensorflow, "localize.faults:ConvReluAsElu"]]
+"""
+
+
+def test_rq2_stage_localizes_every_unique_inconsistency_and_resumes(tmp_path):
+    """An injected fault (conv ReLU computed as ELU on one backend) makes both variants
+    inconsistent; the stage localizes each to (Conv2D, activation), samples consistent
+    cases for Figure 4, and can be added to a finished campaign or resumed file by file."""
+    from audee.report import load_campaign_dir
+    from audee.report.write import signatures, table2
+
+    out = tmp_path / "o"
+    plain, rq2 = tmp_path / "plain.yaml", tmp_path / "rq2.yaml"
+    plain.write_text(RQ2)
+    rq2.write_text(RQ2 + "    localize: {consistent: 2}\n")
+
+    def run(cfg: Path) -> None:
+        r = subprocess.run([sys.executable, "-m", "audee", "campaign", str(cfg), "--out", str(out), "--no-progress"],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+
+    run(plain)  # RQ1 only; then the same units with the RQ2 stage added: the fuzz run is not redone
+    unit = next((out / "units").iterdir())
+    before = (unit / "results.jsonl").read_bytes()
+    assert not (unit / "localize").exists()
+    run(rq2)
+    assert (unit / "results.jsonl").read_bytes() == before
+    ldir = unit / "localize"
+    files = sorted(ldir.glob("*--*.json"))
+    inconsistent = [r for r in ResultsTable(unit / "results.jsonl").rows() if r["inconsistent_pairs"]]
+    assert len(files) == len(inconsistent) >= 1
+    for f in files:
+        doc = json.loads(f.read_text())
+        assert doc["reproduced"] and doc["report"]["rounds"], doc
+        top = doc["localized"][0]
+        assert (top["api"], top["param"]) == ("Conv2D", "activation")
+        assert doc["top1_rate"] > 1000
+        assert top["layer"] in doc["cradle"]
+
+    # resume file by file: a lost localization (and the stage's commit point) is redone, the rest kept
+    kept = {f.name: f.stat().st_mtime_ns for f in files[1:]}
+    files[0].unlink()
+    (ldir / "DONE.json").unlink()
+    run(rq2)
+    assert files[0].is_file() and (ldir / "DONE.json").is_file()
+    assert {f.name: f.stat().st_mtime_ns for f in files[1:]} == kept
+
+    data = load_campaign_dir(out)
+    t2 = table2(data.localized)
+    assert t2[["seed", "#M", "#Layer", "located"]].values.tolist() == [["lenet5", len(files), 9, len(files)]]
+    sig = signatures(data.localized)
+    assert sig[["api", "param", "cases"]].values.tolist() == [["Conv2D", "activation", len(files)]]
+    assert set(data.consistent["case_id"]) <= {"lenet5-seed", "lenet5-v00000", "lenet5-v00001"}
+    r = subprocess.run([sys.executable, "-m", "audee", "report", str(out)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    index = (out / "report" / "index.md").read_text()
+    assert "Table 2" in index and "figure4.png" in index and (out / "report" / "figure4.png").stat().st_size > 1000

@@ -281,6 +281,11 @@ class Pool:
         for w in self.workers.values():
             w.stop()
 
+    def set_timeout(self, seconds: float) -> None:
+        """Per-request limit for every worker (a shared pool serves units with their own)."""
+        for w in self.workers.values():
+            w.timeout = seconds
+
     def versions(self) -> dict[str, dict[str, str]]:
         return {label: w.versions for label, w in self.workers.items()}
 

@@ -7,6 +7,8 @@
         backends: [[tensorflow, torch], [tensorflow, onnxruntime]]
         rngs: [0, 1]
         search: {level: input, fitness: inconsistency, search: [ga, random], budget: 30s, ga_on_consistent: 2}
+        localize: {consistent: 10}      # RQ2: localize every unique inconsistency of the unit
+
 
 Every combination of seed x backend set x rng in a run is one unit, with a stable id;
 units are sorted by id, so shard i of N is the same on every machine and every rerun.
@@ -23,7 +25,9 @@ from audee.search.config import check_fields, parse_duration
 from audee.yamlio import read_yaml_mapping
 
 UNIT_KEYS = {"variants", "batch", "rng", "timeout", "invalid_prob", "layer_rate", "max_layers", "tie_margin"}
-RUN_KEYS = {"seeds", "backends", "rngs", "search"} | UNIT_KEYS
+RUN_KEYS = {"seeds", "backends", "rngs", "search", "localize"} | UNIT_KEYS
+LOCALIZE_KEYS = {"max_cases": int, "consistent": int, "t1": (int, float), "t2": (int, float), "ga_iter": int,
+                 "max_inputs": int, "max_rounds": int, "max_values": int}
 SEARCH_KEYS = {"search", "ga_on_consistent", "budget", "input_index"}
 
 
@@ -34,6 +38,7 @@ class Unit:
     backends: tuple[str, ...]
     settings: dict[str, Any] = field(hash=False)
     search: dict[str, Any] | None = field(default=None, hash=False)
+    localize: dict[str, Any] | None = field(default=None, hash=False)
 
 
 @dataclass
@@ -78,10 +83,11 @@ def load_campaign(path: str | Path) -> Campaign:
         if not isinstance(rngs, list) or not all(isinstance(r, int) and not isinstance(r, bool) for r in rngs):
             raise ConfigError("expected a list of integers", source=source, field=f"{where}.rngs")
         search = _search(run.get("search"), source, f"{where}.search")
+        localize = _localize(run.get("localize"), source, f"{where}.localize")
         for seed, backends, rng in itertools.product(seeds, backend_sets, rngs):
             tag = f"-{search['level']}-{search['fitness']}" if search else ""
             uid = f"{seed}--{'+'.join(b.replace(':', '.') for b in backends)}--r{rng}{tag}"
-            units[uid] = Unit(uid, seed, backends, {**settings, "rng": rng}, search)
+            units[uid] = Unit(uid, seed, backends, {**settings, "rng": rng}, search, localize)
     return Campaign(name, [units[k] for k in sorted(units)], source)
 
 
@@ -127,3 +133,22 @@ def _search(raw: Any, source: str, where: str) -> dict[str, Any] | None:
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ConfigError("expected a positive integer", source=source, field=f"{where}.ga_on_consistent")
     return {**cfg, "searches": kinds, "budget_s": budget, "on_consistent": k, "input_index": plan.get("input_index")}
+
+
+def _localize(raw: Any, source: str, where: str) -> dict[str, Any] | None:
+    """``localize: true`` or a mapping of the stage's settings (see audee.campaign.localize_stage)."""
+    if raw is None or raw is False:
+        return None
+    if raw is True:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError("expected true or a mapping of localization settings", source=source, field=where)
+    out = {}
+    for key, value in raw.items():
+        if key not in LOCALIZE_KEYS:
+            raise ConfigError(f"unknown setting (known: {', '.join(sorted(LOCALIZE_KEYS))})", source=source,
+                              field=f"{where}.{key}")
+        if not isinstance(value, LOCALIZE_KEYS[key]) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"expected a non-negative number, got {value!r}", source=source, field=f"{where}.{key}")
+        out[key] = value
+    return out

@@ -3,7 +3,10 @@
 Resumable at two depths: a finished unit has ``DONE.json`` (written atomically, last) and
 is skipped; an interrupted unit is rerun in place, where the fuzz run itself skips every
 test case and search already in its tables.  So a preempted or killed task loses nothing
-that was committed.  Each shard keeps ``OUT/status/shard-I-of-N.json`` up to date.
+that was committed.  A unit with ``localize`` settings then runs the RQ2 stage
+(``localize/``, its own commit point ``localize/DONE.json``; see localize_stage).  Each
+shard keeps ``OUT/status/shard-I-of-N.json`` up to date, and keeps its backend workers
+alive across units (``OUT/logs/shard-I-of-N/``).
 """
 from __future__ import annotations
 
@@ -17,7 +20,9 @@ from typing import Any, Callable
 from audee.backends.registry import parse_backends
 from audee.campaign.config import Campaign, Unit
 from audee.errors import AudeeError
-from audee.fuzz import FuzzConfig, fuzz, summarize
+from audee.backends.pool import Pool
+from audee.campaign.localize_stage import localize_unit, pending
+from audee.fuzz import FuzzConfig, fuzz, start_pool, summarize
 from audee.seeds import load_seed
 from audee.store.atomic import write_atomic
 
@@ -61,6 +66,30 @@ def unit_config(unit: Unit, out: Path, device: str = "cpu") -> tuple[FuzzConfig,
     return cfg, plan
 
 
+class _Pools:
+    """The shard's workers, kept across units with the same backends: framework start-up
+    (3-10 s per backend) is paid once per backend set, not once per unit.  One set is
+    alive at a time, and units run grouped by backend set."""
+
+    def __init__(self, log_dir: Path):
+        self.log_dir = log_dir
+        self.key: tuple | None = None
+        self.pool: Pool | None = None
+
+    def get(self, cfg: FuzzConfig) -> Pool:
+        key = tuple((b.label, b.target, b.device) for b in cfg.backends)
+        if key != self.key or self.pool is None:
+            self.close()
+            self.pool = start_pool(cfg, self.log_dir)
+            self.key = key
+        return self.pool
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+        self.pool, self.key = None, None
+
+
 def run_shard(campaign: Campaign, out: Path, index: int, count: int,
               progress: Callable[[int], Any] | None = None, device: str = "cpu") -> dict[str, Any]:
     out = Path(out)
@@ -76,25 +105,36 @@ def run_shard(campaign: Campaign, out: Path, index: int, count: int,
         status["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
         write_atomic(status_path, json.dumps(status, indent=1).encode())
 
-    for unit in units:
-        udir = out / "units" / unit.id
-        if (udir / "DONE.json").is_file():
+    pools = _Pools(out / "logs" / f"shard-{index}-of-{count}")
+    try:
+        for unit in sorted(units, key=lambda u: (u.backends, u.id)):  # same workers for a run of units
+            udir = out / "units" / unit.id
+            done = (udir / "DONE.json").is_file()
+            if done and not pending(unit, udir):
+                status["done"] += 1
+                if progress is not None:
+                    progress(1)
+                continue
+            status["current"] = unit.id
+            save_status()
+            cfg, plan = unit_config(unit, udir, device)
+            pool = pools.get(cfg)
+            if not done:
+                t0 = time.perf_counter()
+                seed = load_seed(unit.seed)
+                fuzz(seed, seed.inputs, cfg, plan=plan, pool=pool)
+                summary = {"unit": unit.id, "seed": unit.seed, "backends": list(unit.backends),
+                           "settings": unit.settings, "search": unit.search, "localize": unit.localize,
+                           "seconds": round(time.perf_counter() - t0, 2), **summarize(udir)}
+                write_atomic(udir / "DONE.json", json.dumps(summary, indent=1, default=str).encode())  # commit
+            if pending(unit, udir):
+                pool.set_timeout(cfg.timeout)
+                localize_unit(unit, udir, pool)  # RQ2 stage: its own commit point, localize/DONE.json
             status["done"] += 1
             if progress is not None:
                 progress(1)
-            continue
-        status["current"] = unit.id
-        save_status()
-        t0 = time.perf_counter()
-        cfg, plan = unit_config(unit, udir, device)
-        seed = load_seed(unit.seed)
-        fuzz(seed, seed.inputs, cfg, plan=plan)
-        summary = {"unit": unit.id, "seed": unit.seed, "backends": list(unit.backends), "settings": unit.settings,
-                   "search": unit.search, "seconds": round(time.perf_counter() - t0, 2), **summarize(udir)}
-        write_atomic(udir / "DONE.json", json.dumps(summary, indent=1, default=str).encode())  # the commit point
-        status["done"] += 1
-        if progress is not None:
-            progress(1)
+    finally:
+        pools.close()
     status["current"] = None
     save_status()
     return status

@@ -143,6 +143,21 @@ class Localizer:
         return case
 
     # ---- inconsistency ---------------------------------------------------------------------------
+    def rate_table(self, spec: ModelSpec, weights: Weights, inputs: dict[str, np.ndarray],
+                   pair: list[str]) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]] | str:
+        """Per layer (topological order): distance and change rate between the pair, and
+        the first backend's layer outputs; or why the model does not run."""
+        got = self._layers(spec, weights, inputs, pair)
+        failed = [f"{b}: {got[b].message}" for b in pair if isinstance(got[b], WorkerFailure)]
+        if failed:
+            return "; ".join(failed)
+        la, lb = got[pair[0]]["layers"], got[pair[1]]["layers"]
+        dists = layer_distances(la, lb)
+        rates = change_rates(spec, dists)
+        table = [{"layer": n, "api": spec.layer(n).api, "distance": dists[n], "rate": rates[n]}
+                 for n in spec.topological_order() if n in rates]
+        return table, la
+
     def one_layer_rate(self, case: TestCase, pair: list[str], enough: float | None = None) -> float:
         """Largest one-layer change rate on the case's layer inputs, amplified by the GA.
 
@@ -179,16 +194,12 @@ class Localizer:
         spec, weights = case.spec, case.weights
         handled: set[str] = set()
         for _ in range(self.cfg.max_rounds):
-            got = self._layers(spec, weights, inputs, pair)
-            if any(isinstance(got[b], WorkerFailure) for b in pair):
-                report.note = "the (fixed) model fails to run: " + "; ".join(
-                    f"{b}: {got[b].message}" for b in pair if isinstance(got[b], WorkerFailure))
+            got = self.rate_table(spec, weights, inputs, pair)
+            if isinstance(got, str):
+                report.note = "the (fixed) model fails to run: " + got
                 return
-            la, lb = got[pair[0]]["layers"], got[pair[1]]["layers"]
-            dists = layer_distances(la, lb)
-            rates = change_rates(spec, dists)
-            table = [{"layer": n, "api": spec.layer(n).api, "distance": dists[n], "rate": rates[n]}
-                     for n in spec.topological_order() if n in rates]
+            table, la = got
+            rates = {row["layer"]: row["rate"] for row in table}
             if not report.rounds:
                 report.cradle = cradle_flags(rates)
             target = next((n for n in spec.topological_order()

@@ -37,3 +37,9 @@ def cradle_flags(rates: dict[str, float]) -> list[str]:
     values = np.array([v if np.isfinite(v) else np.finfo(np.float64).max for v in rates.values()])
     cut = np.percentile(values, 75)
     return [k for k, v in zip(rates, values) if v >= cut and v > 0]
+
+
+def top1_rate(table: list[dict]) -> float | None:
+    """The paper's Top1-CR: the largest change rate over a rate table's layers."""
+    rates = [float(row["rate"]) for row in table if row.get("rate") is not None and not np.isnan(row["rate"])]
+    return max(rates) if rates else None

@@ -1,0 +1,138 @@
+"""The campaign's RQ2 stage: localize every unique inconsistency a unit found, and
+measure the top-1 change rate of a sample of consistent test cases (the paper's Figure 4).
+
+Runs after the unit's fuzz run, on the same workers, and writes into
+``units/<id>/localize/``:
+
+- ``<case id>--<pair>.json``: one per unique inconsistency (paper criteria, see
+  :mod:`audee.report.dedup`): the localization report, its top-1 change rate, the
+  localized (layer, parameter) pairs and CRADLE's flags.  Each file is written atomically
+  and skipped on a rerun, so an interrupted stage resumes case by case.
+- ``consistent.jsonl``: the top-1 change rate of up to ``consistent`` passing
+  network-level test cases per backend pair (rebuilt from ``variants/`` and the recorded
+  weight seed and input rows).
+- ``DONE.json``: the stage's commit point, with its counts.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audee.backends.pool import Pool
+from audee.campaign.config import Unit
+from audee.case import TestCase
+from audee.errors import AudeeError
+from audee.execute import Executor
+from audee.localize.localizer import LocalizeConfig, Localizer, Report
+from audee.localize.rates import top1_rate
+from audee.report.dedup import unique_inconsistencies
+from audee.seeds import load_seed
+from audee.spec import ModelSpec
+from audee.store import ResultsTable
+from audee.store.atomic import write_atomic
+
+DEFAULTS = {"max_cases": 50, "consistent": 10}
+
+
+def localize_config(settings: dict[str, Any], rng: int) -> LocalizeConfig:
+    known = {k: v for k, v in settings.items() if k in LocalizeConfig.__dataclass_fields__}
+    return LocalizeConfig(**{**known, "rng": rng})
+
+
+def report_file(ldir: Path, case_id: str, pair: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in pair.replace("|", "."))
+    return ldir / f"{case_id}--{safe}.json"
+
+
+def pending(unit: Unit, udir: Path) -> bool:
+    return unit.localize is not None and not (udir / "localize" / "DONE.json").is_file()
+
+
+def localize_unit(unit: Unit, udir: Path, pool: Pool) -> dict[str, Any]:
+    """Run the stage for one unit on ``pool`` (workers for the unit's backends)."""
+    from audee.apis import load_api_configs
+    from audee.localize.run import localize_case
+
+    settings = {**DEFAULTS, **(unit.localize or {})}
+    cfg = localize_config(settings, int(unit.settings.get("rng", 0)))
+    ldir = udir / "localize"
+    ldir.mkdir(parents=True, exist_ok=True)
+    searches = {r["id"]: r for r in ResultsTable(udir / "searches.jsonl").rows()}
+    rows = list(ResultsTable(udir / "results.jsonl").rows())
+    picks = [p for p in unique_inconsistencies(unit.id, rows, searches) if p["case_file"]]
+    picks = picks[: settings["max_cases"]]
+    apis = load_api_configs()
+    t0 = time.perf_counter()
+    errors = 0
+    for pick in picks:
+        path = report_file(ldir, pick["case_id"], pick["pair"])
+        if path.is_file():
+            continue
+        t = time.perf_counter()
+        doc: dict[str, Any] = {k: v for k, v in pick.items() if k != "key"}
+        doc["key"] = list(pick["key"])
+        try:
+            report = localize_case(udir / pick["case_file"], cfg, pool=pool, pair=pick["pair"].split("|"), apis=apis)
+            doc.update(summarize_report(report))
+        except AudeeError as exc:  # a case file that no longer loads: record it, go on
+            errors += 1
+            doc.update({"error": str(exc), "report": None})
+        doc["seconds"] = round(time.perf_counter() - t, 3)
+        write_atomic(path, json.dumps(doc, indent=1, default=str).encode())
+    sampled = _consistent_rates(unit, udir, rows, pool, cfg, settings["consistent"])
+    summary = {"unit": unit.id, "settings": settings, "unique_inconsistencies": len(picks),
+               "consistent_sampled": sampled, "errors": errors, "seconds": round(time.perf_counter() - t0, 2)}
+    write_atomic(ldir / "DONE.json", json.dumps(summary, indent=1).encode())
+    return summary
+
+
+def summarize_report(report: Report) -> dict[str, Any]:
+    """What the campaign report needs from a localization, next to the full report."""
+    table = report.rounds[0].table if report.rounds else []
+    pairs: list[dict[str, Any]] = []
+    seen = set()
+    for s in report.sources:  # best replacement first within a layer
+        if (s.layer, s.param) not in seen:
+            seen.add((s.layer, s.param))
+            pairs.append({"layer": s.layer, "api": s.api, "param": s.param, "old": s.old, "new": s.new})
+    return {"reproduced": report.reproduced, "note": report.note, "layers": len(table),
+            "top1_rate": top1_rate(table), "localized": pairs, "cradle": report.cradle,
+            "report": report.to_json()}
+
+
+def _consistent_rates(unit: Unit, udir: Path, rows: list[dict[str, Any]], pool: Pool, cfg: LocalizeConfig,
+                      limit: int) -> int:
+    """Top-1 change rates of up to ``limit`` passing network-level cases (chosen with the
+    unit's rng), per backend pair; appended case by case, so a rerun continues."""
+    table = ResultsTable(udir / "localize" / "consistent.jsonl")
+    done = table.done_ids()
+    passing = sorted((r for r in rows if r.get("status") == "pass" and "search_id" not in r
+                      and (udir / "variants" / f"{r['id']}.json").is_file()), key=lambda r: r["id"])
+    if not passing or limit <= 0:
+        return len(done)
+    chosen = np.random.default_rng([int(unit.settings.get("rng", 0)), 4]).permutation(len(passing))[:limit]
+    seed = load_seed(unit.seed)
+    loc = Localizer(pool, {}, cfg)
+    ex = Executor(pool, diagnose=False)
+    for k in sorted(int(i) for i in chosen):
+        r = passing[k]
+        for pair in sorted(r.get("pairs") or {}):
+            rid = f"{r['id']}@{pair}"
+            if rid in done:
+                continue
+            spec = ModelSpec.load(udir / "variants" / f"{r['id']}.json")
+            rows_in = list(r["input_rows"])[: cfg.max_inputs]
+            case = TestCase(r["id"], spec, dict(seed.weights or {}), {n: v[rows_in] for n, v in seed.inputs.items()})
+            ex.complete_weights(case, int(r["weight_seed"]))
+            got = loc.rate_table(spec, case.weights, case.inputs, pair.split("|"))
+            row = {"id": rid, "case_id": r["id"], "pair": pair, "seed": unit.seed, "unit": unit.id}
+            if isinstance(got, str):
+                row.update({"top1_rate": None, "error": got[:300]})
+            else:
+                row.update({"top1_rate": top1_rate(got[0]), "layers": len(got[0])})
+            table.append(row)
+    return len(table.done_ids())
