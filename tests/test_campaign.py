@@ -207,3 +207,17 @@ def test_rq2_stage_localizes_every_unique_inconsistency_and_resumes(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     index = (out / "report" / "index.md").read_text()
     assert "Table 2" in index and "figure4.png" in index and (out / "report" / "figure4.png").stat().st_size > 1000
+
+
+def test_shipped_campaigns_load_and_rq2_adds_localization_to_the_rq1_units():
+    root = Path(__file__).resolve().parents[1] / "experiments" / "campaigns"
+    loaded = {p.stem: load_campaign(p) for p in sorted(root.glob("*.yaml"))}
+    assert {"rq1-cpu", "rq2-cpu", "rq3-nan-cpu", "rq1-full", "rq2-full", "rq3-full"} <= set(loaded)
+
+    def plain(c):
+        return [(u.id, u.seed, u.backends, u.settings, u.search) for u in c.units]
+
+    for size in ("cpu", "full"):
+        rq1, rq2 = loaded[f"rq1-{size}"], loaded[f"rq2-{size}"]
+        assert plain(rq1) == plain(rq2)  # same units: rq2 run into rq1's --out only adds localize/
+        assert all(u.localize is None for u in rq1.units) and all(u.localize is not None for u in rq2.units)
