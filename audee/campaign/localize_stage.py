@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +79,12 @@ def localize_unit(unit: Unit, udir: Path, pool: Pool) -> dict[str, Any]:
         try:
             report = localize_case(udir / pick["case_file"], cfg, pool=pool, pair=pick["pair"].split("|"), apis=apis)
             doc.update(summarize_report(report))
-        except AudeeError as exc:  # a case file that no longer loads: record it, go on
+        except Exception as exc:  # noqa: BLE001 -- one case must not stop an hours-long stage
+            # a case file that no longer loads, or a localizer error: recorded (the report
+            # counts them), never retried in a loop; delete the file to retry the case
             errors += 1
-            doc.update({"error": str(exc), "report": None})
+            detail = str(exc) if isinstance(exc, AudeeError) else traceback.format_exc(limit=8)
+            doc.update({"error": f"{type(exc).__name__}: {detail}"[:4000], "report": None})
         doc["seconds"] = round(time.perf_counter() - t, 3)
         write_atomic(path, json.dumps(doc, indent=1, default=str).encode())
     sampled = _consistent_rates(unit, udir, rows, pool, cfg, settings["consistent"])

@@ -116,6 +116,7 @@ def run_shard(campaign: Campaign, out: Path, index: int, count: int,
                     progress(1)
                 continue
             status["current"] = unit.id
+            status["stage"] = "localize" if done else "fuzz"
             save_status()
             cfg, plan = unit_config(unit, udir, device)
             pool = pools.get(cfg)
@@ -128,6 +129,9 @@ def run_shard(campaign: Campaign, out: Path, index: int, count: int,
                            "seconds": round(time.perf_counter() - t0, 2), **summarize(udir)}
                 write_atomic(udir / "DONE.json", json.dumps(summary, indent=1, default=str).encode())  # commit
             if pending(unit, udir):
+                if not done:
+                    status["stage"] = "localize"
+                    save_status()
                 pool.set_timeout(cfg.timeout)
                 localize_unit(unit, udir, pool)  # RQ2 stage: its own commit point, localize/DONE.json
             status["done"] += 1
@@ -135,6 +139,6 @@ def run_shard(campaign: Campaign, out: Path, index: int, count: int,
                 progress(1)
     finally:
         pools.close()
-    status["current"] = None
+    status["current"] = status["stage"] = None
     save_status()
     return status

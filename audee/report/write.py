@@ -16,6 +16,7 @@ from audee.report.dedup import unique_inconsistencies as unique_inconsistencies_
 from audee.report.merge import CampaignData
 
 LEVEL_ORDER = ["NET", "IN", "WT", "IN-WT"]
+TABLE2 = ["seed", "#M", "#Layer", "located", "L_Audee", "#L(75%)", "FP(75%)", "reproduced", "median_s", "errors"]
 
 
 def unique_inconsistencies(cases: pd.DataFrame) -> pd.DataFrame:
@@ -79,11 +80,14 @@ def table2(localized: pd.DataFrame) -> pd.DataFrame:
     flags outside the layers audee localized, over the cases audee localized (the paper's
     comparison: no ground truth, audee's answer is the reference)."""
     if localized.empty:
-        return pd.DataFrame(columns=["seed", "#M", "#Layer", "located", "L_Audee", "#L(75%)", "FP(75%)",
-                                     "reproduced", "median_s"])
-    ok = localized[localized.get("error", pd.Series(index=localized.index, dtype=object)).isna()]
+        return pd.DataFrame(columns=TABLE2)
+    failed = localized.get("error", pd.Series(index=localized.index, dtype=object)).notna()
     rows = []
-    for seed, g in ok.groupby("seed"):
+    for seed, everything in localized.groupby("seed"):
+        g = everything[~failed[everything.index]]
+        if g.empty:
+            rows.append({"seed": seed, "#M": 0, "errors": len(everything)})
+            continue
         pairs = g["localized"].apply(lambda v: len(v) if isinstance(v, list) else 0)
         flags = g["cradle"].apply(lambda v: len(v) if isinstance(v, list) else 0)
         flagged = fp = 0
@@ -95,8 +99,9 @@ def table2(localized: pd.DataFrame) -> pd.DataFrame:
                      "L_Audee": round(float(pairs[pairs > 0].mean()), 2) if (pairs > 0).any() else 0.0,
                      "#L(75%)": round(float(flags.mean()), 2),
                      "FP(75%)": f"{100 * fp / flagged:.1f}%" if flagged else "-",
-                     "reproduced": int(g["reproduced"].sum()), "median_s": round(float(g["seconds"].median()), 1)})
-    return pd.DataFrame(rows)
+                     "reproduced": int(g["reproduced"].sum()), "median_s": round(float(g["seconds"].median()), 1),
+                     "errors": len(everything) - len(g)})
+    return pd.DataFrame(rows, columns=TABLE2)
 
 
 def signatures(localized: pd.DataFrame) -> pd.DataFrame:
