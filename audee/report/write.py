@@ -177,7 +177,7 @@ def figure4(rates: pd.DataFrame, path: Path, t1: float = 1000.0) -> bool:
                 continue
             v = np.clip(np.nan_to_num(v, posinf=big), floor, big)
             pos = i + (j - 0.5) * 0.35
-            bp = ax.boxplot([v], positions=[pos], widths=0.3, patch_artist=True, showfliers=True)
+            bp = ax.boxplot([v], positions=[pos], widths=0.3, patch_artist=True, showfliers=False)
             for box in bp["boxes"]:
                 box.set_facecolor(colors[cat])
                 box.set_alpha(0.6)
@@ -200,26 +200,33 @@ def figure4(rates: pd.DataFrame, path: Path, t1: float = 1000.0) -> bool:
 
 
 def figure3(data: CampaignData, path: Path) -> bool:
-    """Best fitness per generation of every inconsistency search (log scale)."""
+    """Best-so-far logits distance per generation of every inconsistency search (GA
+    solid, random dashed), log scales: how the search amplifies the distance."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
-    traces = [t for t in data.traces.values() if t.get("config", {}).get("fitness") == "inconsistency"]
+    traces = [t for t in data.traces.values() if t.get("config", {}).get("fitness") == "inconsistency" and t["trace"]]
     if not traces:
         return False
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for t in traces:
-        gens = [g["generation"] for g in t["trace"]]
-        best = [max(g["best"], 1e-12) for g in t["trace"]]
-        ax.plot(gens, best, label=t["id"] if len(traces) <= 8 else None, lw=1)
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    labelled = len(traces) <= 12
+    for t in sorted(traces, key=lambda t: t["id"]):
+        gens = np.array([g["generation"] for g in t["trace"]], dtype=float) + 1
+        best = np.array([g["best"] if g["best"] is not None else np.nan for g in t["trace"]], dtype=float)
+        best = np.fmax.accumulate(np.nan_to_num(best, nan=0.0, posinf=1e30))
+        ga = t.get("config", {}).get("search", "ga") == "ga"
+        ax.plot(gens, np.clip(best, 1e-12, 1e30), ls="-" if ga else "--", lw=1.2 if ga else 0.9,
+                label=t["id"] if labelled else None)
+    ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("generation")
-    ax.set_ylabel("best logits distance")
-    ax.set_title("Layer-distance amplification over generations")
-    if len(traces) <= 8:
-        ax.legend(fontsize=6)
+    ax.set_xlabel("generation + 1")
+    ax.set_ylabel("best logits distance so far")
+    ax.set_title("Distance amplification over generations (GA solid, random dashed)")
+    if labelled:
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
