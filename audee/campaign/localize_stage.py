@@ -27,7 +27,6 @@ from audee.backends.pool import Pool
 from audee.campaign.config import Unit
 from audee.case import TestCase
 from audee.errors import AudeeError
-from audee.execute import Executor
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
 from audee.localize.rates import top1_rate
 from audee.report.dedup import unique_inconsistencies
@@ -121,7 +120,6 @@ def _consistent_rates(unit: Unit, udir: Path, rows: list[dict[str, Any]], pool: 
     chosen = np.random.default_rng([int(unit.settings.get("rng", 0)), 4]).permutation(len(passing))[:limit]
     seed = load_seed(unit.seed)
     loc = Localizer(pool, {}, cfg)
-    ex = Executor(pool, diagnose=False)
     for k in sorted(int(i) for i in chosen):
         r = passing[k]
         for pair in sorted(r.get("pairs") or {}):
@@ -131,7 +129,7 @@ def _consistent_rates(unit: Unit, udir: Path, rows: list[dict[str, Any]], pool: 
             spec = ModelSpec.load(udir / "variants" / f"{r['id']}.json")
             rows_in = list(r["input_rows"])[: cfg.max_inputs]
             case = TestCase(r["id"], spec, dict(seed.weights or {}), {n: v[rows_in] for n, v in seed.inputs.items()})
-            ex.complete_weights(case, int(r["weight_seed"]))
+            loc.ex.complete_weights(case, int(r["weight_seed"]))
             got = loc.rate_table(spec, case.weights, case.inputs, pair.split("|"))
             row = {"id": rid, "case_id": r["id"], "pair": pair, "seed": unit.seed, "unit": unit.id}
             if isinstance(got, str):

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.campaign.config import Campaign, Unit
-from audee.errors import AudeeError
-from audee.backends.pool import Pool
 from audee.campaign.localize_stage import localize_unit, pending
+from audee.errors import AudeeError
 from audee.fuzz import FuzzConfig, fuzz, start_pool, summarize
 from audee.seeds import load_seed
 from audee.store.atomic import write_atomic
@@ -120,6 +120,7 @@ def run_shard(campaign: Campaign, out: Path, index: int, count: int,
             save_status()
             cfg, plan = unit_config(unit, udir, device)
             pool = pools.get(cfg)
+            pool.set_timeout(cfg.timeout)  # the pool outlives units; each has its own limit
             if not done:
                 t0 = time.perf_counter()
                 seed = load_seed(unit.seed)
@@ -132,7 +133,6 @@ def run_shard(campaign: Campaign, out: Path, index: int, count: int,
                 if not done:
                     status["stage"] = "localize"
                     save_status()
-                pool.set_timeout(cfg.timeout)
                 localize_unit(unit, udir, pool)  # RQ2 stage: its own commit point, localize/DONE.json
             status["done"] += 1
             if progress is not None:

@@ -18,7 +18,6 @@ from audee.report.dedup import level_of
 from audee.store import ResultsTable
 
 
-
 @dataclass
 class CampaignData:
     cases: pd.DataFrame      # one row per test case run
@@ -37,13 +36,22 @@ def _unit_dirs(root: Path) -> list[Path]:
     raise AudeeError("no units/ and no results.jsonl: not a campaign or fuzz directory", source=str(root))
 
 
+def _seed_of(unit_dir: Path) -> str | None:
+    """The seed a fuzz run was for, from the config.json it wrote first."""
+    try:
+        return json.loads((unit_dir / "config.json").read_text()).get("seed")
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
 def load_campaign_dir(root: str | Path) -> CampaignData:
     root = Path(root)
     case_rows, search_rows, traces, localized, consistent = [], [], {}, [], []
     for d in _unit_dirs(root):
         searches = {r["id"]: r for r in ResultsTable(d / "searches.jsonl").rows()}
+        seed = _seed_of(d)
         for r in searches.values():
-            search_rows.append({**r, "unit": d.name})
+            search_rows.append({**r, "unit": d.name, "seed": seed})
         for r in ResultsTable(d / "results.jsonl").rows():
             sid = r.get("search_id")
             case_rows.append({**r, "unit": d.name, "level": level_of(r, searches),

@@ -1,10 +1,8 @@
 """Write the merged report: Markdown and CSV tables shaped like the paper's, PNG plots,
 and an index.md that links them.
 
-Deduplication follows the paper (section 3.2): inconsistencies found with different
-inputs on the same DNN and weights count once; different weights (weight-level search)
-are different inconsistencies.  Keys: network level and input level, (seed, DNN, backend
-pair); weight levels, (seed, DNN, test case).
+Inconsistencies are counted after the paper's reduction (section 3.2), defined once in
+:mod:`audee.report.dedup`.
 """
 from __future__ import annotations
 
@@ -64,7 +62,7 @@ def table3(searches: pd.DataFrame) -> pd.DataFrame:
     s = searches[searches["fitness"] == "nan"]
     if s.empty:
         return pd.DataFrame()
-    s = s.assign(found=s["first_failure_s"].notna(), seed=s["target"].str.split("-").str[0])
+    s = s.assign(found=s["first_failure_s"].notna())
     t = s.groupby(["seed", "search", "level"]).agg(runs=("id", "count"), with_nan=("found", "sum"),
                                                    median_first_s=("first_failure_s", "median"),
                                                    evaluations=("evaluations", "sum"))
