@@ -10,7 +10,7 @@ from audee.errors import AudeeError
 from audee.seeds import check_inputs, list_seeds, load_seed
 from audee.weights import adapt_weights
 
-# measured by seeds/make_seeds.py --train (seeds/README.md); chance is 0.1 (10 classes) or 0.5
+# measured by audee/data/seeds/make_seeds.py --train (audee/data/seeds/README.md); chance is 0.1 (10 classes) or 0.5
 MIN_ACCURACY = {"lenet5": 0.95, "simplernn": 0.7, "lstm": 0.8, "gru": 0.8,
                 "resnet20": 0.4, "vgg16": 0.4, "mobilenetv2": 0.15}
 SEEDS = ["lenet5", "resnet20", "vgg16", "mobilenetv2", "simplernn", "lstm", "gru"]
@@ -81,7 +81,7 @@ def test_seed_builds_and_agrees_on_every_backend(pool, name):
 
 def test_make_seeds_regenerates_the_shipped_files(tmp_path):
     """Offline and deterministic: specs, inputs and metadata come out byte-identical
-    (the digits ship as seeds/data/digits.csv.gz; no framework is needed without --train)."""
+    (the digits ship as audee/data/seeds/data/digits.csv.gz; no framework is needed without --train)."""
     import subprocess
     import sys
 
