@@ -26,3 +26,9 @@ class ConfigError(AudeeError):
 
 class CaseFileError(AudeeError):
     """A case file is unreadable, malformed, or was not written by audee."""
+
+
+class BackendUnavailable(AudeeError):
+    """A backend worker could not start (import failed, unknown plugin class, ...).
+
+    Not bad input and not a verdict: the CLI exits with ``ExitCode.BACKEND_UNAVAILABLE`` (4)."""

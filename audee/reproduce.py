@@ -3,19 +3,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
-from audee.backends.pool import Pool
+from audee.backends.pool import Pool, WorkerFailure
 from audee.backends.registry import BackendRef
-from audee.case import TestCase, Verdict
-from audee.errors import CaseFileError
+from audee.case import Verdict
+from audee.errors import BackendUnavailable
 from audee.execute import Executor, Result
-from audee.spec import ModelSpec
-from audee.store import load_case
+from audee.settings import TIMEOUT_S
+from audee.store.caserecord import CaseRecord
 
 
 @dataclass
 class Reproduction:
-    record: dict
+    record: CaseRecord
     original: Verdict
     result: Result
 
@@ -25,29 +26,34 @@ class Reproduction:
         return self.original.signatures() <= self.result.verdict.signatures()
 
 
-def case_from_record(record: dict, source: str) -> TestCase:
-    try:
-        spec = ModelSpec.from_json(record["spec"], source=f"{source}: spec")
-    except Exception as exc:
-        raise CaseFileError(str(exc), source=source, field="spec") from None
-    return TestCase(record["id"], spec, record["weights"], record["inputs"],
-                    {k: record.get(k) for k in ("seed", "variant", "rng", "mutations")})
+def start_or_raise(pool: Pool, log_dir: Path | None = None, source: str | None = None) -> None:
+    """Start ``pool``'s workers; one that cannot start is :class:`BackendUnavailable`
+    (exit 4), not a finding: a case is never judged on backends that are not there."""
+    failed = pool.start()
+    if failed:
+        raise BackendUnavailable(_failed_line(failed) + (f"; see {log_dir}" if log_dir else ""), source=source)
 
 
-def backends_of(record: dict, source: str) -> list[BackendRef]:
-    try:
-        return [BackendRef(b["label"], b["target"], b["device"]) for b in record["backends"]]
-    except (KeyError, TypeError):
-        raise CaseFileError("expected a list of {label, target, device}", source=source, field="backends") from None
+def _failed_line(failed: dict[str, WorkerFailure]) -> str:
+    parts = []
+    for label, f in failed.items():
+        last = (f.message.strip().splitlines() or [f.kind])[-1]
+        parts.append(f"{label}: {last}")
+    return "backend worker failed to start (" + "; ".join(parts) + ")"
 
 
 def reproduce(path: str | Path, *, backends: list[BackendRef] | None = None, log_dir: Path,
-              timeout: float = 120.0, tie_margin: float | None = None) -> Reproduction:
-    record = load_case(path)
-    case = case_from_record(record, str(path))
-    refs = backends or backends_of(record, str(path))
+              timeout: float = TIMEOUT_S, tie_margin: float | None = None,
+              allowed_plugins: Iterable[str] = ()) -> Reproduction:
+    """Re-run the case in ``path`` on its recorded backends (or ``backends``), judged with
+    the tie margin it was recorded with (or ``tie_margin``).  Plugins the case names run
+    only when ``allowed_plugins`` names them."""
+    record = CaseRecord.from_file(path)
+    case = record.test_case()
+    original = record.verdict_obj()
+    refs = backends or record.backend_refs(allowed_plugins=allowed_plugins)
     with Pool(refs, log_dir, timeout=timeout) as pool:
-        pool.start()
-        ex = Executor(pool, tie_margin=tie_margin if tie_margin is not None else record.get("tie_margin", 1e-5))
+        start_or_raise(pool, None, str(path))
+        ex = Executor(pool, tie_margin=tie_margin if tie_margin is not None else record.tie_margin)
         result = ex.run(case)
-    return Reproduction(record, Verdict.from_json(record["verdict"]), result)
+    return Reproduction(record, original, result)

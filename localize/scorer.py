@@ -133,7 +133,8 @@ def run_entry(entry: Entry, workdir: Path, cfg: LocalizeConfig) -> dict[str, Any
             if result is None:
                 row.update(found=False, sources=[], seconds=time.perf_counter() - t0)
                 return row
-            path = save_case(workdir / f"{entry.id}.pkl", case_record(result, pool, {"seed": entry.seed}))
+            path = save_case(workdir / f"{entry.id}.pkl",
+                             case_record(result, pool, {"seed": entry.seed}, tie_margin=ex.tie_margin))
             t_loc = time.perf_counter()
             report = localize_case(path, cfg, pool=pool)
             row["localize_s"] = round(time.perf_counter() - t_loc, 2)

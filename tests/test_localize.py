@@ -48,6 +48,9 @@ def _localize(*args: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
+FAULT = "localize.faults:LstmHardSigmoid"
+
+
 @pytest.fixture(scope="module")
 def lstm_case(tmp_path_factory) -> Path:
     """A real inconsistency case file: the LSTM gate fault against TensorFlow."""
@@ -71,11 +74,11 @@ def lstm_case(tmp_path_factory) -> Path:
 
 
 def test_python_m_audee_localize_names_layer_and_parameter(lstm_case):
-    r = _localize(str(lstm_case))
+    r = _localize(str(lstm_case), "--allow-plugin", FAULT)  # a case file cannot choose a plugin by itself
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
     assert "change rate" in r.stdout and "* lstm (LSTM) recurrent_activation" in r.stdout
     assert "CRADLE" in r.stdout
-    j = _localize(str(lstm_case), "--json")
+    j = _localize(str(lstm_case), "--json", "--allow-plugin", FAULT)
     report = json.loads(j.stdout)
     assert report["sources"][0]["layer"] == "lstm" and report["sources"][0]["param"] == "recurrent_activation"
     assert all(t["verdict"] in ("consistent", "inconsistent", "crash", "nan", "unbuildable")

@@ -3,48 +3,47 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
 from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
-from audee.case import Kind, Verdict
-from audee.errors import CaseFileError
+from audee.case import Kind
 from audee.execute import Executor
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
-from audee.reproduce import backends_of, case_from_record
-from audee.store import load_case
+from audee.reproduce import start_or_raise
+from audee.settings import TIMEOUT_S
+from audee.store.caserecord import CaseRecord
 
 PRIORITY = (Kind.INCONSISTENCY, Kind.NAN, Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE)
 
 
 def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backends: list[BackendRef] | None = None,
-                  pair: list[str] | None = None, timeout: float = 120.0, log_dir: Path | None = None,
-                  apis: dict[str, Any] | None = None, pool: Pool | None = None) -> Report:
+                  pair: list[str] | None = None, timeout: float = TIMEOUT_S, log_dir: Path | None = None,
+                  apis: dict[str, Any] | None = None, pool: Pool | None = None,
+                  allowed_plugins: Iterable[str] = ()) -> Report:
     """Localize the case's main failure.  ``pool`` may be shared across cases (the
-    localization benchmark does so); otherwise one is started for the case's backends."""
+    localization benchmark does so); otherwise one is started for the case's backends
+    (or ``backends``): plugins the case names run only when ``allowed_plugins`` names them."""
     from audee.apis import load_api_configs
 
-    record = load_case(path)
-    case = case_from_record(record, str(path))
-    refs = backends or backends_of(record, str(path))
+    record = CaseRecord.from_file(path)
+    case = record.test_case()
     apis = apis or load_api_configs()
     if pool is not None:
         return _localize(pool, record, case, apis, cfg or LocalizeConfig(), pair)
+    refs = backends or record.backend_refs(allowed_plugins=allowed_plugins)
     with tempfile.TemporaryDirectory(prefix="audee-localize-") as tmp:
         with Pool(refs, log_dir or Path(tmp), timeout=timeout) as own:
-            failed = own.start()
-            if failed:
-                raise CaseFileError(f"backend {next(iter(failed))} cannot start: "
-                                    f"{next(iter(failed.values())).message}", source=str(path), field="backends")
+            start_or_raise(own, log_dir, str(path))
             return _localize(own, record, case, apis, cfg or LocalizeConfig(), pair)
 
 
-def _localize(pool: Pool, record: dict, case: Any, apis: dict[str, Any], cfg: LocalizeConfig,
+def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], cfg: LocalizeConfig,
               pair: list[str] | None) -> Report:
-    now = Executor(pool).run(case)           # does the case still fail, and how?
-    recorded = Verdict.from_json(record["verdict"])
+    now = Executor(pool, tie_margin=record.tie_margin).run(case)   # does the case still fail, and how?
+    recorded = record.verdict_obj()
     findings = [f for f in now.verdict.findings if f.is_failure]
     main = None
     for kind in PRIORITY:

@@ -1,25 +1,44 @@
-"""Case files: one pickle per failing test case, read back only through a restricted
-unpickler.
+"""Case files: one pickle per failing test case, read back only through a restricted,
+bounded unpickler.
 
 Pickle is kept (users and older tools expect ``case.pkl``), but loading never executes
-anything: the unpickler resolves only the few numpy callables that rebuild arrays and
-dtypes, and plain Python containers need no lookup at all.  Anything else — ``os.system``,
-``builtins.eval``, any class — is refused with a :class:`CaseFileError`.
+anything and never runs away:
+
+1. the file size is capped (:data:`MAX_FILE_BYTES`);
+2. before loading, the opcodes are scanned (:mod:`pickletools`) and the object graph
+   they would build is measured: only plain opcodes are accepted, and the graph must be
+   acyclic, at most :data:`MAX_DEPTH` containers deep and at most :data:`MAX_NODES`
+   elements counting a shared object each time it is reached — so a few-KB "billion
+   laughs" pickle (one list referenced many times, nested) or a tuple-hash bomb is
+   refused in milliseconds instead of hanging the loader or the first walk over it;
+3. the unpickler resolves only the few numpy callables that rebuild arrays and dtypes;
+   anything else — ``os.system``, ``builtins.eval``, any class — is refused;
+4. after loading, one bounded walk admits only plain Python data (dict, list, tuple,
+   str, bytes, int, float, bool, None) and numpy arrays/scalars of plain numeric dtypes
+   (kinds b, i, u, f: no structured, object, void, string or datetime dtypes), before
+   anything casts or uses an array.
+
+Every problem is one :class:`CaseFileError` line.  What the record must contain is
+:class:`audee.store.caserecord.CaseRecord`'s business.
 """
 from __future__ import annotations
 
 import io
 import pickle
-import time
+import pickletools
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from audee.errors import CaseFileError
-from audee.store.atomic import write_atomic
 
-CASE_FORMAT = "audee.case/1"
+CASE_FORMAT = "audee.case/2"                          # what audee writes
+READ_FORMATS = ("audee.case/1", "audee.case/2")      # what audee reads
+
+MAX_FILE_BYTES = 2 * 1024 ** 3   # a case file larger than this is refused unread
+MAX_DEPTH = 64                   # nested containers
+MAX_NODES = 2_000_000            # elements, a shared one counted each time it is reached
 
 # (module, name) pairs a case file may reference: exactly what numpy arrays, dtypes and
 # numpy scalars need to be rebuilt.  Both numpy 2 (_core) and numpy 1 (core) spellings.
@@ -34,8 +53,7 @@ _ALLOWED = {
     ("numpy.core.numeric", "_frombuffer"),
 }
 
-REQUIRED = {"format": str, "id": str, "spec": dict, "weights": dict, "inputs": dict,
-            "backends": list, "verdict": dict, "versions": dict}
+NUMERIC_KINDS = "biuf"  # bool, signed and unsigned integers, floats
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
@@ -46,54 +64,297 @@ class _RestrictedUnpickler(pickle.Unpickler):
                                      "and plain Python data")
 
 
-def restricted_loads(data: bytes) -> Any:
-    return _RestrictedUnpickler(io.BytesIO(data)).load()
+# ---- 2. the opcode scan ----------------------------------------------------------------------
+class _Node:
+    """A container (or reduced object) the pickle would build; ``kids`` what it holds."""
+
+    __slots__ = ("kids",)
+
+    def __init__(self, kids: list | None = None):
+        self.kids = kids if kids is not None else []
 
 
-def save_case(path: str | Path, record: dict[str, Any]) -> Path:
-    """Write a case record atomically; fills ``format`` and ``created``."""
-    record = {"format": CASE_FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), **record}
-    _check(record, str(path))
-    data = pickle.dumps(record, protocol=4)
-    try:  # never write a file that audee itself would refuse to read
-        restricted_loads(data)
-    except pickle.UnpicklingError as exc:
-        raise ValueError(f"case record {record.get('id')!r} holds a type case files may not: {exc}") from None
-    write_atomic(path, data)
-    return Path(path)
+_LEAF = object()   # an atom: int, float, str, bytes, None, bool, a global's name
+_MARK = object()
+
+_ATOMS = {"INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "STRING", "BINSTRING",
+          "SHORT_BINSTRING", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8", "NONE", "NEWTRUE",
+          "NEWFALSE", "FLOAT", "BINFLOAT"}
+_STRINGS = {"UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8"}
 
 
-def load_case(path: str | Path) -> dict[str, Any]:
-    """Load and check a case file; any problem is one :class:`CaseFileError` line."""
-    path = Path(path)
+class _Refused(Exception):
+    pass
+
+
+def scan_opcodes(data: bytes, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> None:
+    """Measure the object graph ``data`` would build, without building it; raise
+    :class:`_Refused` for opcodes case files never need, cycles, or graphs over the bounds."""
+    stack: list[Any] = []
+    memo: dict[Any, Any] = {}
+
+    def pop() -> Any:
+        if not stack or stack[-1] is _MARK:
+            raise _Refused("malformed pickle (stack underflow)")
+        return stack.pop()
+
+    def pop_mark() -> list:
+        items = []
+        while stack and stack[-1] is not _MARK:
+            items.append(stack.pop())
+        if not stack:
+            raise _Refused("malformed pickle (no mark)")
+        stack.pop()
+        items.reverse()
+        return items
+
+    def top_node() -> _Node:
+        if not stack or not isinstance(stack[-1], _Node):
+            raise _Refused("malformed pickle (no container to fill)")
+        return stack[-1]
+
+    root = None
     try:
+        for op, arg, _pos in pickletools.genops(data):
+            name = op.name
+            if name in _ATOMS:
+                stack.append(_LEAF)
+            elif name in _STRINGS:
+                stack.append(arg)  # kept: STACK_GLOBAL names its callable with two of them
+            elif name == "GLOBAL":
+                _check_global(*str(arg).split(" ", 1))
+                stack.append(_LEAF)
+            elif name in ("PROTO", "FRAME"):
+                pass
+            elif name == "STOP":
+                root = pop()
+                break
+            elif name == "MARK":
+                stack.append(_MARK)
+            elif name == "POP":
+                if not stack:
+                    raise _Refused("malformed pickle (stack underflow)")
+                stack.pop()
+            elif name == "POP_MARK":
+                pop_mark()
+            elif name == "DUP":
+                stack.append(pop())
+                stack.append(stack[-1])
+            elif name == "STACK_GLOBAL":
+                qual, module = pop(), pop()
+                if not isinstance(qual, str) or not isinstance(module, str):
+                    raise _Refused("malformed pickle (STACK_GLOBAL without names)")
+                _check_global(module, qual)
+                stack.append(_LEAF)
+            elif name in ("EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET", "EMPTY_TUPLE"):
+                stack.append(_Node())
+            elif name in ("LIST", "TUPLE", "DICT", "FROZENSET"):
+                stack.append(_Node(pop_mark()))
+            elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
+                n = int(name[-1])
+                items = [pop() for _ in range(n)]
+                items.reverse()
+                stack.append(_Node(items))
+            elif name == "APPEND":
+                x = pop()
+                top_node().kids.append(x)
+            elif name == "SETITEM":
+                v, k = pop(), pop()
+                top_node().kids.extend((k, v))
+            elif name in ("APPENDS", "SETITEMS", "ADDITEMS"):
+                items = pop_mark()
+                top_node().kids.extend(items)
+            elif name == "REDUCE":
+                args = pop()
+                pop()  # the callable: a global, checked by find_class at load
+                stack.append(_Node([args]))
+            elif name == "BUILD":
+                state = pop()
+                top_node().kids.append(state)
+            elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                if not stack or stack[-1] is _MARK:
+                    raise _Refused("malformed pickle (nothing to memoize)")
+                memo[arg] = stack[-1]
+            elif name == "MEMOIZE":
+                if not stack or stack[-1] is _MARK:
+                    raise _Refused("malformed pickle (nothing to memoize)")
+                memo[len(memo)] = stack[-1]
+            elif name in ("GET", "BINGET", "LONG_BINGET"):
+                if arg not in memo:
+                    raise _Refused(f"malformed pickle (memo {arg!r} unset)")
+                stack.append(memo[arg])
+            else:  # INST, OBJ, NEWOBJ(_EX), EXT*, PERSID, out-of-band buffers: never in a case file
+                raise _Refused(f"refusing pickle opcode {name}: case files hold only numpy arrays and plain "
+                               "Python data")
+    except _Refused:
+        raise
+    except Exception as exc:  # truncated or garbage bytes
+        raise _Refused(f"{type(exc).__name__}: {exc}") from None
+    if root is None:
+        raise _Refused("malformed pickle (no STOP)")
+    _measure(root, max_depth, max_nodes)
+
+
+def _check_global(module: str, name: str = "") -> None:
+    if (module, name) not in _ALLOWED:
+        raise _Refused(f"refusing to load {module}.{name}: case files hold only numpy arrays and plain Python data")
+
+
+def _measure(root: Any, max_depth: int, max_nodes: int) -> None:
+    """Tree size (shared nodes counted per path) and depth of the DAG under ``root``."""
+    if not isinstance(root, _Node):
+        return
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    on_path: set[int] = set()
+    work: list[tuple[_Node, bool]] = [(root, False)]
+    while work:
+        node, done = work.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            s, d = 1, 1
+            for k in node.kids:
+                if isinstance(k, _Node):
+                    s += size[id(k)]
+                    d = max(d, depth[id(k)] + 1)
+                else:
+                    s += 1
+            if s > max_nodes:
+                raise _Refused(f"too many elements (over {max_nodes:,}, counting shared ones each time they "
+                               "are reached)")
+            if d > max_depth:
+                raise _Refused(f"containers nested deeper than {max_depth}")
+            size[key], depth[key] = s, d
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise _Refused("a container holds itself (cycle)")
+        on_path.add(key)
+        work.append((node, True))
+        for k in node.kids:
+            if isinstance(k, _Node):
+                if id(k) in on_path:
+                    raise _Refused("a container holds itself (cycle)")
+                if id(k) not in size:
+                    work.append((k, False))
+
+
+# ---- 4. the walk after loading ---------------------------------------------------------------
+_PLAIN = (str, bytes, int, float, bool, type(None))
+
+
+def numeric_dtype_problem(dtype: Any) -> str | None:
+    """Why ``dtype`` is not a plain numeric dtype (None when it is)."""
+    if not isinstance(dtype, np.dtype):
+        return f"not a dtype ({type(dtype).__name__})"
+    if dtype.kind not in NUMERIC_KINDS or dtype.fields is not None or dtype.subdtype is not None \
+            or dtype.hasobject or dtype.names is not None:
+        return f"dtype {dtype.str!r} (kind {dtype.kind!r}) is not a plain bool/int/uint/float dtype"
+    if np.dtype(dtype.str) != dtype:
+        return f"dtype {dtype.str!r} is not a plain numeric dtype"
+    return None
+
+
+def check_plain(obj: Any, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> None:
+    """Admit only plain data and numeric arrays; bounded (depth, elements), no cycles.
+    Raises :class:`_Refused` naming the path of the first offending element."""
+    count = 0
+    on_path: set[int] = set()
+    work: list[tuple[Any, str, int, bool]] = [(obj, "", 0, False)]
+    while work:
+        item, where, level, leave = work.pop()
+        if leave:
+            on_path.discard(id(item))
+            continue
+        count += 1
+        if count > max_nodes:
+            raise _Refused(f"too many elements (over {max_nodes:,})")
+        if type(item) in _PLAIN:
+            continue
+        if isinstance(item, (np.ndarray, np.generic)):
+            if type(item) is not np.ndarray and not isinstance(item, np.generic):
+                raise _Refused(f"{where or 'record'}: array subclass {type(item).__name__}")
+            problem = numeric_dtype_problem(item.dtype)
+            if problem:
+                raise _Refused(f"{where or 'record'}: {problem}")
+            continue
+        if type(item) not in (dict, list, tuple):
+            raise _Refused(f"{where or 'record'}: holds a {type(item).__name__}")
+        if level >= max_depth:
+            raise _Refused(f"{where or 'record'}: containers nested deeper than {max_depth}")
+        if id(item) in on_path:
+            raise _Refused(f"{where or 'record'}: a container holds itself (cycle)")
+        on_path.add(id(item))
+        work.append((item, where, level, True))
+        if type(item) is dict:
+            for k, v in item.items():
+                if type(k) not in _PLAIN:  # numpy scalar or tuple keys: checked like values
+                    work.append((k, f"{where}<key>", level + 1, False))
+                work.append((v, f"{where}.{k}" if where else str(k), level + 1, False))
+        else:
+            for i, v in enumerate(item):
+                work.append((v, f"{where}[{i}]", level + 1, False))
+
+
+# ---- the entry points ------------------------------------------------------------------------
+def restricted_loads(data: bytes) -> Any:
+    """Scan, load (restricted) and check ``data``; raises :class:`pickle.UnpicklingError`."""
+    try:
+        scan_opcodes(data)
+    except _Refused as exc:
+        raise pickle.UnpicklingError(str(exc)) from None
+    obj = _RestrictedUnpickler(io.BytesIO(data)).load()
+    try:
+        check_plain(obj)
+    except _Refused as exc:
+        raise pickle.UnpicklingError(str(exc)) from None
+    return obj
+
+
+def read_case_bytes(path: str | Path, *, max_bytes: int | None = None) -> Any:
+    """The plain data in a case file (not yet checked as a record); one-line errors."""
+    path = Path(path)
+    max_bytes = MAX_FILE_BYTES if max_bytes is None else max_bytes
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise CaseFileError(f"file of {size:,} bytes is larger than the {max_bytes:,} a case file may have",
+                                source=str(path))
         data = path.read_bytes()
     except OSError as exc:
         raise CaseFileError(f"cannot read: {exc.strerror}", source=str(path)) from None
     try:
-        record = restricted_loads(data)
+        return restricted_loads(data)
     except pickle.UnpicklingError as exc:
         raise CaseFileError(f"not an audee case file ({exc})", source=str(path)) from None
     except Exception as exc:  # truncated or garbage bytes raise many kinds of errors
         raise CaseFileError(f"not an audee case file ({type(exc).__name__}: {exc})", source=str(path)) from None
-    _check(record, str(path))
-    return record
 
 
-def _check(record: Any, source: str) -> None:
-    if not isinstance(record, dict):
-        raise CaseFileError(f"not an audee case file (top level is {type(record).__name__})", source=source)
-    if record.get("format") != CASE_FORMAT:
-        raise CaseFileError(f"not an audee case file (format {record.get('format')!r}, expected {CASE_FORMAT!r})",
-                            source=source, field="format")
-    for key, typ in REQUIRED.items():
-        if key not in record:
-            raise CaseFileError("missing", source=source, field=key)
-        if not isinstance(record[key], typ):
-            raise CaseFileError(f"expected {typ.__name__}, got {type(record[key]).__name__}", source=source, field=key)
-    for name, arrs in record["weights"].items():
-        if not isinstance(arrs, list) or not all(isinstance(a, np.ndarray) for a in arrs):
-            raise CaseFileError("expected a list of arrays", source=source, field=f"weights.{name}")
-    for name, arr in record["inputs"].items():
-        if not isinstance(arr, np.ndarray):
-            raise CaseFileError("expected an array", source=source, field=f"inputs.{name}")
+def encode(obj: Any) -> bytes:
+    """Pickle ``obj``, refusing (ValueError) anything audee itself would not read back."""
+    data = pickle.dumps(obj, protocol=4)
+    try:
+        restricted_loads(data)
+    except pickle.UnpicklingError as exc:
+        raise ValueError(f"case record {obj.get('id') if isinstance(obj, dict) else None!r} holds a type case "
+                         f"files may not: {exc}") from None
+    return data
+
+
+def save_case(path: str | Path, record: Any) -> Path:
+    """Write a case record (a :class:`~audee.store.caserecord.CaseRecord` or its dict form)."""
+    from audee.store.caserecord import CaseRecord
+
+    if not isinstance(record, CaseRecord):
+        record = CaseRecord.from_dict(record, source=str(path), new=True)
+    return record.to_file(path)
+
+
+def load_case(path: str | Path) -> dict[str, Any]:
+    """Load and check a case file; its dict form (see :meth:`CaseRecord.from_file` for the record)."""
+    from audee.store.caserecord import CaseRecord
+
+    return CaseRecord.from_file(path).to_dict()

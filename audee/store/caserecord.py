@@ -1,0 +1,280 @@
+"""The case record: the one type that writes, checks and reads case files.
+
+``audee fuzz`` (and the search stage, and the localization benchmark) write a
+:class:`CaseRecord` for every failing test case; ``audee reproduce`` and ``audee
+localize`` read one back.  Reading goes through the restricted, bounded unpickler of
+:mod:`audee.store.casefile` and then through :meth:`CaseRecord.from_dict`, which checks
+every field and names the first wrong one in a one-line :class:`CaseFileError`.
+
+A case file may not choose code: its backends must be built-ins (a built-in label with
+its built-in target) unless the user names the plugin (``--allow-plugin MODULE:CLASS``,
+or ``--backends`` instead of the recorded ones); see :meth:`CaseRecord.backend_refs`.
+
+On disk a record is a flat dict (``audee.case/2``; ``audee.case/1`` files still load,
+with the default tie margin): the fields below, plus the provenance keys (seed, variant,
+rng, mutations, input_rows, weight_seed, search, ...) kept in :attr:`CaseRecord.meta`.
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from audee.backends.registry import BUILTIN, BackendRef
+from audee.case import Kind, TestCase, Verdict
+from audee.errors import CaseFileError
+from audee.settings import TIE_MARGIN
+from audee.store.atomic import write_atomic
+from audee.store.casefile import CASE_FORMAT, READ_FORMATS, encode, read_case_bytes
+
+FIELDS = ("format", "created", "id", "spec", "weights", "inputs", "backends", "verdict", "distances", "outputs",
+          "versions", "tie_margin", "tolerances")
+BUILTIN_TARGETS = frozenset(BUILTIN.values())
+FINDING_KINDS = (*Kind.FAILURES, Kind.CONSISTENT_REJECTION)
+_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
+
+
+@dataclass
+class CaseRecord:
+    """Everything needed to re-run and to localize one test case."""
+
+    id: str
+    spec: dict[str, Any]                      # ModelSpec JSON
+    weights: dict[str, list[np.ndarray]]
+    inputs: dict[str, np.ndarray]             # one array per model input, batch first
+    backends: list[BackendRef]                # as the case was run
+    verdict: dict[str, Any]                   # Verdict JSON
+    versions: dict[str, Any] = field(default_factory=dict)
+    distances: dict[str, Any] = field(default_factory=dict)   # {"pairs": ..., "layers": ...}
+    outputs: dict[str, Any] = field(default_factory=dict)     # per backend: logits, output
+    tie_margin: float = TIE_MARGIN            # the margin the verdict was judged with
+    tolerances: dict[str, Any] = field(default_factory=dict)  # deviation-oracle tolerances (none yet)
+    meta: dict[str, Any] = field(default_factory=dict)        # provenance: seed, variant, rng, mutations, ...
+    created: str = ""
+    format: str = CASE_FORMAT
+    source: str = field(default="", compare=False, repr=False)  # the file it was read from
+
+    def __post_init__(self) -> None:
+        clash = sorted(set(self.meta) & set(FIELDS))
+        if clash:
+            raise ValueError(f"case record {self.id!r}: provenance keys {clash} clash with record fields")
+        self._spec_obj = None
+
+    # ---- making one ----------------------------------------------------------------------------
+    @classmethod
+    def from_result(cls, result: Any, backends: Iterable[BackendRef], versions: dict[str, Any], *,
+                    tie_margin: float | None = None, tolerances: dict[str, Any] | None = None,
+                    meta: dict[str, Any] | None = None) -> "CaseRecord":
+        """The record of an :class:`audee.execute.Result`."""
+        case = result.case
+        return cls(
+            id=case.id, spec=case.spec.to_json(), weights=case.weights, inputs=case.inputs,
+            backends=list(backends), verdict=result.verdict.to_json(), versions=versions,
+            distances={"pairs": result.pairs, "layers": result.layer_distances},
+            outputs={b: {"logits": o.logits, "output": o.output} for b, o in result.outcomes.items() if o.ok},
+            tie_margin=float(TIE_MARGIN if tie_margin is None else tie_margin),
+            tolerances=dict(tolerances or {}), meta=dict(meta or {}),
+            created=time.strftime("%Y-%m-%dT%H:%M:%S"))
+
+    # ---- the file ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format, "created": self.created, "id": self.id, "spec": self.spec,
+            "weights": self.weights, "inputs": self.inputs,
+            "backends": [{"label": b.label, "target": b.target, "device": b.device} for b in self.backends],
+            "verdict": self.verdict, "distances": self.distances, "outputs": self.outputs,
+            "versions": self.versions, "tie_margin": self.tie_margin, "tolerances": self.tolerances,
+            **self.meta,
+        }
+
+    def to_file(self, path: str | Path) -> Path:
+        """Write atomically (as ``audee.case/2``); never a file audee itself would refuse."""
+        d = self.to_dict()
+        d["format"] = CASE_FORMAT
+        d["created"] = self.created or time.strftime("%Y-%m-%dT%H:%M:%S")
+        data = encode(d)
+        try:
+            CaseRecord.from_dict(d, source=str(path))
+        except CaseFileError as exc:
+            raise ValueError(f"refusing to write an invalid case record: {exc}") from None
+        write_atomic(path, data)
+        return Path(path)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "CaseRecord":
+        """Read and check a case file; any problem is one :class:`CaseFileError` line."""
+        return cls.from_dict(read_case_bytes(path), source=str(path))
+
+    @classmethod
+    def from_dict(cls, d: Any, *, source: str = "<case>", new: bool = False) -> "CaseRecord":
+        """Check every field of a record's dict form.  ``new``: a record being written
+        (``format`` and ``created`` may be absent)."""
+        if not isinstance(d, dict):
+            raise CaseFileError(f"not an audee case file (top level is {type(d).__name__})", source=source)
+        if new:
+            d = {"format": CASE_FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), **d}
+        fmt = d.get("format")
+        if fmt not in READ_FORMATS:
+            raise CaseFileError(f"not an audee case file (format {fmt!r}, expected one of "
+                                f"{', '.join(map(repr, READ_FORMATS))})", source=source, field="format")
+
+        def bad(what: str, where: str) -> CaseFileError:
+            return CaseFileError(what, source=source, field=where)
+
+        def need(key: str, typ: type | tuple, default: Any = ...) -> Any:
+            if key not in d:
+                if default is ...:
+                    raise bad("missing", key)
+                return default
+            if not isinstance(d[key], typ) or isinstance(d[key], bool) and typ is not bool:
+                name = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+                raise bad(f"expected {name}, got {type(d[key]).__name__}", key)
+            return d[key]
+
+        ident = need("id", str)
+        if not ident:
+            raise bad("empty", "id")
+        spec = need("spec", dict)
+        weights = need("weights", dict)
+        inputs = need("inputs", dict)
+        raw_backends = need("backends", list)
+        verdict = need("verdict", dict)
+        versions = need("versions", dict)
+        distances = need("distances", dict, {})
+        outputs = need("outputs", dict, {})
+        tolerances = need("tolerances", dict, {})
+        created = d.get("created", "")
+        if not isinstance(created, str):
+            raise bad(f"expected str, got {type(created).__name__}", "created")
+        tie = need("tie_margin", (int, float, np.floating, np.integer), TIE_MARGIN)
+        if not math.isfinite(float(tie)) or float(tie) < 0:
+            raise bad(f"expected a finite number >= 0, got {tie!r}", "tie_margin")
+
+        for name, arrs in weights.items():
+            if not isinstance(arrs, list) or not all(isinstance(a, np.ndarray) for a in arrs):
+                raise bad("expected a list of arrays", f"weights.{name}")
+        _check_verdict(verdict, bad)
+        refs = _check_backends(raw_backends, bad)
+
+        rec = cls(id=ident, spec=spec, weights=weights, inputs=inputs, backends=refs, verdict=verdict,
+                  versions=versions, distances=distances, outputs=outputs, tie_margin=float(tie),
+                  tolerances=tolerances, meta={k: v for k, v in d.items() if k not in FIELDS},
+                  created=created, format=fmt, source=source)
+        _check_inputs(rec.model_spec, inputs, bad)
+        return rec
+
+    # ---- using one -----------------------------------------------------------------------------
+    @property
+    def model_spec(self) -> Any:
+        """The spec as an :class:`audee.spec.ModelSpec` (checked; a bad one is a CaseFileError)."""
+        if self._spec_obj is None:
+            from audee.spec import ModelSpec
+
+            try:
+                self._spec_obj = ModelSpec.from_json(self.spec, source="spec")
+            except CaseFileError:
+                raise
+            except Exception as exc:  # SpecError names the spec field; anything else is malformed too
+                text = " ".join(str(exc).split()) or type(exc).__name__
+                if not text.startswith("spec"):
+                    text = f"spec: invalid ({type(exc).__name__}: {text})"
+                raise CaseFileError(text, source=self.source or None) from None
+        return self._spec_obj
+
+    def test_case(self) -> TestCase:
+        return TestCase(self.id, self.model_spec, self.weights, self.inputs, dict(self.meta))
+
+    def verdict_obj(self) -> Verdict:
+        return Verdict.from_json(self.verdict)
+
+    def backend_refs(self, allowed_plugins: Iterable[str] = ()) -> list[BackendRef]:
+        """The recorded backends, to start workers for.  A plugin (a target that is not a
+        built-in backend) is refused unless ``allowed_plugins`` names its target: a case
+        file may not choose code to run."""
+        allowed = set(allowed_plugins)
+        if not self.backends:
+            raise CaseFileError("no backends recorded; name them with --backends", source=self.source or None,
+                                field="backends")
+        for i, ref in enumerate(self.backends):
+            if ref.target not in BUILTIN_TARGETS and ref.target not in allowed:
+                raise CaseFileError(
+                    f"names the plugin {ref.target!r}, and a case file may not choose code to run; if you trust "
+                    f"it, rerun with --allow-plugin {ref.target} (or pick backends with --backends)",
+                    source=self.source or None, field=f"backends[{i}].target")
+        return list(self.backends)
+
+
+# ---- field checks --------------------------------------------------------------------------------
+def _check_verdict(verdict: dict, bad: Any) -> None:
+    findings = verdict.get("findings")
+    if not isinstance(findings, list):
+        raise bad(f"expected a list, got {type(findings).__name__}", "verdict.findings")
+    status = verdict.get("status", "")
+    if not isinstance(status, str):
+        raise bad(f"expected str, got {type(status).__name__}", "verdict.status")
+    for i, f in enumerate(findings):
+        where = f"verdict.findings[{i}]"
+        if not isinstance(f, dict):
+            raise bad(f"expected a mapping, got {type(f).__name__}", where)
+        if f.get("kind") not in FINDING_KINDS:
+            raise bad(f"unknown finding kind {f.get('kind')!r} (expected one of {', '.join(FINDING_KINDS)})",
+                      f"{where}.kind")
+        backends = f.get("backends")
+        if not isinstance(backends, list) or not all(isinstance(b, str) for b in backends):
+            raise bad("expected a list of backend labels", f"{where}.backends")
+        if not isinstance(f.get("detail", {}), dict):
+            raise bad(f"expected a mapping, got {type(f.get('detail')).__name__}", f"{where}.detail")
+
+
+def _check_backends(raw: list, bad: Any) -> list[BackendRef]:
+    refs: list[BackendRef] = []
+    for i, b in enumerate(raw):
+        where = f"backends[{i}]"
+        if not isinstance(b, dict):
+            raise bad(f"expected a mapping {{label, target, device}}, got {type(b).__name__}", where)
+        for key in ("label", "target", "device"):
+            if not isinstance(b.get(key), str) or not b.get(key):
+                raise bad("missing or not a string", f"{where}.{key}")
+        label, target, device = b["label"], b["target"], b["device"]
+        if not _TARGET.match(target):
+            raise bad(f"expected package.module:ClassName, got {target!r}", f"{where}.target")
+        if not _DEVICE.match(device):
+            raise bad(f"expected cpu, cuda or cuda:N, got {device!r}", f"{where}.device")
+        name = label.partition("@")[0]
+        if name in BUILTIN and target != BUILTIN[name]:
+            raise bad(f"built-in backend {name!r} must have target {BUILTIN[name]!r}, not {target!r}",
+                      f"{where}.target")
+        if label in {r.label for r in refs}:
+            raise bad(f"backend {label!r} listed twice", f"{where}.label")
+        refs.append(BackendRef(label, target, device))
+    return refs
+
+
+def _check_inputs(spec: Any, inputs: dict, bad: Any) -> None:
+    if not inputs:
+        raise bad("empty: a case needs one array per model input", "inputs")
+    names = list(spec.input_names)
+    extra = sorted(set(map(str, inputs)) - set(names))
+    if extra:
+        raise bad(f"not a model input (the spec's inputs: {', '.join(names)})", f"inputs.{extra[0]}")
+    n = None
+    for inp in spec.inputs:
+        where = f"inputs.{inp.name}"
+        if inp.name not in inputs:
+            raise bad("missing (the spec has this input)", where)
+        arr = inputs[inp.name]
+        if not isinstance(arr, np.ndarray):
+            raise bad(f"expected an array, got {type(arr).__name__}", where)
+        if arr.ndim != len(inp.shape) + 1 or tuple(arr.shape[1:]) != tuple(inp.shape):
+            raise bad(f"shape {list(arr.shape)} does not fit [batch, {', '.join(map(str, inp.shape))}]", where)
+        if arr.shape[0] == 0:
+            raise bad("no rows", where)
+        if n is not None and arr.shape[0] != n:
+            raise bad(f"{arr.shape[0]} rows where other inputs have {n}", where)
+        n = arr.shape[0]
