@@ -37,3 +37,14 @@ class RaisingBackend(JaxBackend):
 
     def run(self, model, inputs):
         raise ValueError("refusing this batch on purpose")
+
+
+class HangingBackend(JaxBackend):
+    """Says so in its worker log, then hangs when a batch is run (for the cleanup tests)."""
+
+    name = "hanging"
+
+    def run(self, model, inputs):
+        print("hanging: run started", flush=True)
+        time.sleep(3600)
+        return []

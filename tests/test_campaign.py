@@ -221,3 +221,152 @@ def test_shipped_campaigns_load_and_rq2_adds_localization_to_the_rq1_units():
         rq1, rq2 = loaded[f"rq1-{size}"], loaded[f"rq2-{size}"]
         assert plain(rq1) == plain(rq2)  # same units: rq2 run into rq1's --out only adds localize/
         assert all(u.localize is None for u in rq1.units) and all(u.localize is not None for u in rq2.units)
+
+
+def _env(**kw) -> dict[str, str]:
+    return {f"SLURM_ARRAY_TASK_{k.upper()}": str(v) for k, v in kw.items()}
+
+
+def test_job_array_layouts_step_sparse_resubmitted_and_garbage(tmp_path):
+    """Shards from SLURM array variables: a step array is a full layout, recorded in
+    OUT/shards.json on first use; a task resubmitted alone (--array=4) runs exactly its own
+    shard from that record; sparse ids, garbage values and conflicts are one-line errors."""
+    out = tmp_path / "o"
+    tasks = [shard_of(None, _env(id=t, min=0, max=6, step=2, count=4), out=out) for t in (0, 2, 4, 6)]
+    assert tasks == [(0, 4), (1, 4), (2, 4), (3, 4)]  # --array=0-6:2 covers every unit
+    assert json.loads((out / "shards.json").read_text())["ids"] == [0, 2, 4, 6]
+    alone = _env(id=4, min=4, max=4, step=1, count=1)  # sbatch --array=4: the recorded layout decides
+    assert shard_of(None, alone, out=out) == (2, 4)
+    assert shard_of(None, alone, out=tmp_path / "fresh") == (0, 1)  # no record: that array is the layout
+    with pytest.raises(AudeeError, match="SLURM_ARRAY_TASK_ID=5 is not one of the task ids 0-6:2"):
+        shard_of(None, _env(id=5, min=5, max=5, count=1), out=out)
+    with pytest.raises(AudeeError, match="--shard 1/3 conflicts with the recorded layout of 4 shards"):
+        shard_of("1/3", {}, out=out)
+    assert shard_of("1/4", {}, out=out) == (1, 4)
+    with pytest.raises(AudeeError, match="--shards 8 conflicts"):
+        shard_of(None, _env(id=3, min=0, max=7, count=8), shards=8, out=out)
+    # sparse ids (--array=1,3,7): refused, --shards N named
+    with pytest.raises(AudeeError, match="SLURM_ARRAY_TASK_COUNT: .*sparse.*--shards N"):
+        shard_of(None, _env(id=3, min=1, max=7, step=1, count=3), out=tmp_path / "sparse")
+    assert not (tmp_path / "sparse" / "shards.json").exists()
+    # --shards N: the task id is the shard; a resubmitted single task needs nothing else
+    assert shard_of(None, _env(id=3, min=3, max=3, count=1), shards=8, out=tmp_path / "s") == (3, 8)
+    assert shard_of(None, _env(id=5, min=5, max=5, count=1), out=tmp_path / "s") == (5, 8)
+    with pytest.raises(AudeeError, match="--shards: SLURM_ARRAY_TASK_ID=8 is not a shard of --shards 8"):
+        shard_of(None, _env(id=8, min=8, max=8, count=1), shards=8)
+    with pytest.raises(AudeeError, match="--shards: needs SLURM_ARRAY_TASK_ID"):
+        shard_of(None, {}, shards=2)
+    for var, env in [("SLURM_ARRAY_TASK_ID", _env(id="3x", max=7)), ("SLURM_ARRAY_TASK_ID", _env(id="")),
+                     ("SLURM_ARRAY_TASK_MAX", _env(id=1, max="n/a")),
+                     ("SLURM_ARRAY_TASK_STEP", _env(id=1, max=3, step="two"))]:
+        with pytest.raises(AudeeError, match=f"^{var}: expected an integer"):
+            shard_of(None, env)
+    with pytest.raises(AudeeError, match="SLURM_ARRAY_TASK_ID=9 is not in the array 0-3"):
+        shard_of(None, _env(id=9, min=0, max=3))
+
+
+def _audee(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    return subprocess.run([sys.executable, "-m", "audee", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**clean, **(env or {})})
+
+
+def test_list_units_and_one_line_errors_from_the_command_line(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(CONFIG.replace("rngs: [0, 6]", "rngs: [0, 1, 2, 3, 4]"))
+    ids = [u.id for u in load_campaign(cfg).units]
+    out = tmp_path / "o"
+    got = [_audee("campaign", str(cfg), "--out", str(out), "--list-units", "--shard", f"{i}/2").stdout.split()
+           for i in range(2)]
+    assert got == [ids[0::2], ids[1::2]]
+    r = _audee("campaign", str(cfg), "--out", str(out), "--list-units",
+               env=_env(id=4, min=0, max=6, step=2, count=4))
+    assert r.returncode == 0 and r.stdout.split() == ids[2::4] and "shard 2/4" in r.stderr
+    assert not (out / "shards.json").exists()  # listing records nothing
+    for env, words in [(_env(id="seven"), "SLURM_ARRAY_TASK_ID: expected an integer, got 'seven'"),
+                       (_env(id=3, min=1, max=7, count=3), "pass --shards N")]:
+        r = _audee("campaign", str(cfg), "--out", str(out), "--list-units", env=env)
+        assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = _audee("campaign", str(cfg), "--out", str(out), "--shards", "4", "--list-units", env=_env(id=4, max=4))
+    assert r.returncode == 2 and "not a shard of --shards 4" in r.stderr
+
+
+def test_unit_ids_are_single_safe_path_components(tmp_path):
+    from audee.campaign import Unit
+    from audee.campaign.runner import unit_dir
+
+    seed = tmp_path / "x" / "myseed"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"name: p\nruns:\n  - seeds: [lenet5, {seed}, '../up', '.']\n"
+                   "    backends: [[tensorflow, 'tests.plugins:SleepingBackend']]\n")
+    units = {u.seed: u.id for u in load_campaign(cfg).units}
+    assert units["lenet5"] == "lenet5--tensorflow+tests.plugins.SleepingBackend--r0"  # shipped names: unchanged
+    assert units[str(seed)].startswith("myseed-") and units[str(seed)] != units["lenet5"]
+    for uid in units.values():
+        assert all(c.isalnum() or c in "._+-" for c in uid) and uid not in (".", ".."), uid
+        assert unit_dir(tmp_path / "o", Unit(uid, "s", ("tensorflow",), {})).parent == tmp_path / "o" / "units"
+    other = tmp_path / "y" / "myseed"  # same basename, other path: another unit
+    cfg.write_text(f"name: p\nruns:\n  - seeds: [{seed}, {other}]\n    backends: [[tensorflow]]\n")
+    assert len({u.id for u in load_campaign(cfg).units}) == 2
+    with pytest.raises(AudeeError, match="outside"):
+        unit_dir(tmp_path / "o", Unit("../../escape", "s", ("tensorflow",), {}))
+
+
+def _holder(path: Path) -> subprocess.Popen:
+    """A process holding an output directory's lock until killed."""
+    p = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom audee.store.lock import dir_lock\n"
+                          "with dir_lock(sys.argv[1]):\n    print('locked', flush=True)\n    time.sleep(600)\n",
+                          str(path)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "locked"
+    return p
+
+
+def test_a_second_fuzz_on_the_same_out_fails_at_once_naming_the_holder(tmp_path):
+    out = tmp_path / "o"
+    holder = _holder(out)
+    try:
+        t0 = time.monotonic()
+        r = _audee("fuzz", "--seed", "lenet5", "--backends", "jax", "--variants", "1", "--out", str(out),
+                   "--no-progress")
+        assert time.monotonic() - t0 < 30
+        assert r.returncode == 2 and f"in use by pid {holder.pid}" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert sorted(p.name for p in out.iterdir()) == [".audee.lock"]  # it wrote nothing
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_one_writer_per_shard_and_per_unit(tmp_path):
+    """Two tasks on one shard, or two shard layouts on one unit: the second fails at once
+    naming the first one's pid, and nothing is recorded twice."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("name: lock\ndefaults: {variants: 4, batch: 4}\nruns:\n  - seeds: [lenet5]\n"
+                   "    backends: [[jax]]\n")
+    out = tmp_path / "o"
+    first = subprocess.Popen([sys.executable, "-m", "audee", "campaign", str(cfg), "--out", str(out),
+                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        (unit,) = [u.id for u in load_campaign(cfg).units]
+        deadline = time.monotonic() + 120
+        while not (out / "units" / unit / ".audee.lock").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert first.poll() is None, first.stderr.read()
+        same = _audee("campaign", str(cfg), "--out", str(out), "--no-progress", timeout=60)
+        assert same.returncode == 2 and f"shard 0/1 of {out} is in use by pid {first.pid}" in same.stderr, \
+            same.stderr
+        other = _audee("campaign", str(cfg), "--out", str(out), "--shard", "0/2", "--no-progress", timeout=120)
+        assert other.returncode == 2 and f"units/{unit} is in use by pid {first.pid}" in other.stderr, other.stderr
+        direct = _audee("fuzz", "--seed", "lenet5", "--backends", "jax", "--out", str(out / "units" / unit),
+                        "--no-progress", timeout=60)
+        assert direct.returncode == 2 and f"in use by pid {first.pid}" in direct.stderr, direct.stderr
+        assert first.wait(timeout=600) == 0, first.stderr.read()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    rows = list(ResultsTable(out / "units" / unit / "results.jsonl").rows())
+    assert len(rows) == len({r["id"] for r in rows}) == 5
+    assert json.loads((out / "units" / unit / "DONE.json").read_text())["test_cases"] == 5
+    assert not (out / "status" / "shard-0-of-2.json").exists()

@@ -2,6 +2,7 @@
 the merged result equals a single-process run of the same campaign."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -57,9 +58,15 @@ def test_job_array_with_a_cancelled_task_matches_a_single_process_run(cluster, t
     assert 3 <= len(list(ResultsTable(results).rows())) < 13
     assert not (out / "units" / "lenet5--tensorflow--r1" / "DONE.json").exists()  # it really was cut short
 
-    again = cluster.sbatch("--array=0-3", env_audee, f"--output={tmp_path}/again-%a.out", str(script), str(cfg),
+    assert json.loads((out / "shards.json").read_text())["ids"] == [0, 1, 2, 3]  # the layout, fixed on first use
+    done = {d.name: (d / "results.jsonl").read_bytes() for d in (out / "units").iterdir() if not d.name.endswith("r1")}
+    # resubmit the cancelled task alone: it reads the layout from OUT/shards.json and runs shard 1 of 4 only
+    again = cluster.sbatch("--array=1", env_audee, f"--output={tmp_path}/again-%a.out", str(script), str(cfg),
                            str(out), cwd=ROOT)
     cluster.wait(again)
+    log = (tmp_path / "again-1.out").read_text()
+    assert "shard 1/4: 1 of 4 units: lenet5--tensorflow--r1" in log, log[-2000:]
+    assert {n: (out / "units" / n / "results.jsonl").read_bytes() for n in done} == done
     assert _units(out) == _units(tmp_path / "one")
     for run in (out, tmp_path / "one"):
         r = subprocess.run([sys.executable, "-m", "audee", "report", str(run)], capture_output=True, text=True,
@@ -67,3 +74,34 @@ def test_job_array_with_a_cancelled_task_matches_a_single_process_run(cluster, t
         assert r.returncode == 0, r.stderr[-2000:]
     for name in ("table1.csv", "outcomes.csv", "table3.csv"):
         assert (out / "report" / name).read_text() == (tmp_path / "one" / "report" / name).read_text()
+
+
+def test_step_sparse_and_explicit_arrays_list_the_right_units(cluster, tmp_path):
+    """The shard arithmetic against the variables a real SLURM sets (units listed, not run)."""
+    from audee.campaign import load_campaign
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(CONFIG)
+    ids = [u.id for u in load_campaign(cfg).units]
+    lister = tmp_path / "audee-list"  # AUDEE for the script: the same command line, plus --list-units
+    lister.write_text(f"#!/bin/sh\nexec {sys.executable} -m audee \"$@\" --list-units\n")
+    lister.chmod(0o755)
+    script = str(ROOT / "experiments" / "slurm" / "audee-array-cpu.sbatch")
+
+    def run(array: str, name: str, *extra: str) -> dict[int, str]:
+        job = cluster.sbatch(f"--array={array}", f"--export=ALL,AUDEE={lister}", f"--output={tmp_path}/{name}-%a.out",
+                             script, str(cfg), str(tmp_path / name), *extra, cwd=ROOT)
+        cluster.wait(job)
+        return {int(f.stem.rsplit("-", 1)[1]): f.read_text() for f in tmp_path.glob(f"{name}-*.out")}
+
+    step = run("0-6:2", "step")  # 4 tasks, 4 shards: every unit once
+    assert sorted(step) == [0, 2, 4, 6]
+    assert {t: [line for line in text.split() if line in ids] for t, text in step.items()} == \
+        {0: ids[0:1], 2: ids[1:2], 4: ids[2:3], 6: ids[3:4]}, step
+    sparse = run("1,3,7", "sparse")  # no layout from sparse ids: each task stops and asks for N
+    assert sorted(sparse) == [1, 3, 7]
+    for text in sparse.values():
+        assert "pass --shards N" in text and "Traceback" not in text and not set(text.split()) & set(ids), text
+    explicit = run("3", "explicit", "4")  # one task of --shards 4, submitted alone: exactly shard 3
+    assert [line for line in explicit[3].split() if line in ids] == [ids[3]], explicit
+    assert not any((tmp_path / name / "shards.json").exists() for name in ("step", "sparse", "explicit"))

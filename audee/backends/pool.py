@@ -6,6 +6,7 @@ crashing framework never takes the run down.
 """
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -18,7 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from audee.backends.registry import BackendRef
+from audee.settings import TIMEOUT_S
 from audee.spec import ModelSpec, Weights
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -48,7 +52,7 @@ class WorkerFailure:
 class Worker:
     ref: BackendRef
     log_dir: Path
-    timeout: float = 120.0
+    timeout: float = TIMEOUT_S
     start_timeout: float = 180.0
     threads: int = 0   # CPU threads the framework may use (0: its own default)
     proc: subprocess.Popen | None = None
@@ -60,6 +64,11 @@ class Worker:
     _pending: dict | None = None
     _deadline: float = 0.0
     _started: float = 0.0
+    _busy: bool = False   # computing (or importing its framework): stop() kills instead of waiting
+
+    def __post_init__(self) -> None:
+        _check_timeout(self.timeout, "timeout")
+        _check_timeout(self.start_timeout, "start_timeout")
 
     @property
     def label(self) -> str:
@@ -76,24 +85,27 @@ class Worker:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         parent_sock, child_sock = socket.socketpair()
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), env.get("PYTHONPATH", "")] if p)
+        env["PYTHONPATH"] = worker_pythonpath(self.ref.target, env.get("PYTHONPATH", ""))
         env.setdefault("PYTHONUNBUFFERED", "1")
         if self.threads > 0:
             env["AUDEE_THREADS"] = str(self.threads)
-        log = open(self.log_path, "ab")
-        log.write(f"\n=== start {time.strftime('%Y-%m-%d %H:%M:%S')} {self.ref.target} on {self.ref.device}\n".encode())
-        log.flush()
+        logf = open(self.log_path, "ab")
+        logf.write(f"\n=== start {time.strftime('%Y-%m-%d %H:%M:%S')} {self.ref.target} on {self.ref.device}\n".encode())
+        logf.flush()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "audee.backends.worker", "--fd", str(child_sock.fileno()),
-             "--backend", self.ref.target, "--device", self.ref.device],
-            pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            [sys.executable, "-P", "-m", "audee.backends.worker", "--fd", str(child_sock.fileno()),
+             "--backend", self.ref.target, "--device", self.ref.device, "--parent-pid", str(os.getpid())],
+            pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
             env=env, start_new_session=True)
-        log.close()
+        logf.close()
+        log.info("worker %s: started %s on %s, pid %d (log %s)", self.label, self.ref.target, self.ref.device,
+                 self.proc.pid, self.log_path)
         child_sock.close()
         self.conn = Connection(parent_sock.detach())
         self._sent_weights.clear()
         self._sent_specs.clear()
         self._started = time.monotonic()
+        self._busy = True
 
     def wait_ready(self) -> WorkerFailure | None:
         """Block until the worker imported its framework and answered ``hello``."""
@@ -111,6 +123,8 @@ class Worker:
         if "error" in hello:
             return WorkerFailure("error", "start", hello["error"]["message"], hello["error"]["traceback"])
         self.versions = hello["versions"]
+        log.info("worker %s: ready after %.1f s (%s)", self.label, time.monotonic() - self._started,
+                 ", ".join(f"{k} {v}" for k, v in self.versions.items()))
         return None
 
     def alive(self) -> bool:
@@ -121,11 +135,13 @@ class Worker:
             return None
         if self.proc is not None:
             self.restarts += 1
+            log.info("worker %s: restarting (restart %d)", self.label, self.restarts)
         self.start()
         return self.wait_ready()
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
+            log.info("worker %s: killing pid %d", self.label, self.proc.pid)
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -136,7 +152,11 @@ class Worker:
             self.conn = None
 
     def stop(self) -> None:
-        if self.alive() and self.conn is not None:
+        """Ask an idle worker to exit (10 s grace), else kill it: a busy one, or any when
+        audee is being terminated, is killed at once."""
+        from audee.signals import terminating
+
+        if self.alive() and self.conn is not None and not self._busy and not terminating():
             try:
                 self.conn.send({"op": "exit"})
                 self.proc.wait(timeout=10)
@@ -162,6 +182,7 @@ class Worker:
             self._pending = {"failure": failure}
             return failure
         try:
+            self._busy = True
             self.conn.send(msg)
         except OSError:
             pass  # the death shows up in result()
@@ -187,13 +208,16 @@ class Worker:
         except OSError:
             ready = True
         if not ready:
+            log.info("worker %s: no answer within %.0f s (%s); killing it", self.label, timeout, phase)
             self.kill()
             return WorkerFailure("timeout", phase, f"no answer within {timeout:.0f}s; worker killed",
                                  log_tail=self.log_tail())
         try:
-            return self.conn.recv()
+            got = self.conn.recv()
         except (EOFError, OSError):
             return self._death(phase)
+        self._busy = False
+        return got
 
     def _death(self, phase: str) -> WorkerFailure:
         assert self.proc is not None
@@ -211,7 +235,9 @@ class Worker:
                 sig = signal.Signals(-code).name
             except ValueError:
                 sig = f"signal {-code}"
+            log.info("worker %s: killed by %s (%s)", self.label, sig, phase)
             return WorkerFailure("signal", phase, f"worker killed by {sig}", log_tail=tail)
+        log.info("worker %s: exited with code %s (%s)", self.label, code, phase)
         return WorkerFailure("exit", phase, f"worker exited with code {code}", log_tail=tail)
 
     # ---- test-case helpers -------------------------------------------------------------------
@@ -247,11 +273,13 @@ class Worker:
 class Pool:
     """All backends of a run, each in its own worker; requests go out to all at once."""
 
-    def __init__(self, refs: list[BackendRef], log_dir: Path, *, timeout: float = 120.0,
+    def __init__(self, refs: list[BackendRef], log_dir: Path, *, timeout: float = TIMEOUT_S,
                  start_timeout: float = 180.0, threads: int | None = None):
         """``threads`` per worker defaults to the CPU count shared out among the workers:
         all backends compute at once, and frameworks that each spin a thread per core on
         a small machine slow each other down (measured: 2x at batch 32 on 2 cores)."""
+        _check_timeout(timeout, "timeout")
+        _check_timeout(start_timeout, "start_timeout")
         if threads is None:
             threads = max(1, (os.cpu_count() or 1) // max(1, len(refs)))
         self.workers = {r.label: Worker(r, Path(log_dir), timeout, start_timeout, threads) for r in refs}
@@ -274,6 +302,8 @@ class Pool:
         for label, w in self.workers.items():
             f = w.wait_ready()
             if f is not None:
+                log.warning("worker %s could not start: %s", label,
+                            (f.message.strip().splitlines() or [f.kind])[-1])
                 failed[label] = f
         return failed
 
@@ -283,6 +313,7 @@ class Pool:
 
     def set_timeout(self, seconds: float) -> None:
         """Per-request limit for every worker (a shared pool serves units with their own)."""
+        _check_timeout(seconds, "timeout")
         for w in self.workers.values():
             w.timeout = seconds
 
@@ -331,8 +362,34 @@ class Pool:
         return got["value"]
 
 
+def _check_timeout(seconds: float, name: str) -> None:
+    """A limit of 0 (or less) would count every request as hung: refuse it."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ValueError(f"{name} must be a positive number of seconds, got {seconds!r}")
+
+
 def _as_failure(reply: dict | WorkerFailure, phase: str) -> dict | WorkerFailure:
     if isinstance(reply, dict) and "error" in reply:
         e = reply["error"]
         return WorkerFailure("error", e.get("phase", phase), e["message"], e.get("traceback", ""))
     return reply
+
+
+def worker_pythonpath(target: str, current: str) -> str:
+    """PYTHONPATH for a worker (started with ``python -P``: no script or current directory
+    in front of ``sys.path``, so a module in the current directory cannot shadow anything).
+    The current directory is added, after the existing entries, only for a plugin target
+    the user named (built-ins never need it); the directory audee itself was imported
+    from is added when it is on this process's path (a source checkout run in place)."""
+    from audee.backends.registry import BUILTIN
+
+    parts = [p for p in current.split(os.pathsep) if p]
+    import audee
+
+    root = str(Path(audee.__file__).resolve().parent.parent)
+    here = {str(Path(p or os.getcwd()).resolve()) for p in sys.path}
+    if root in here and root not in parts:
+        parts.append(root)
+    if target not in BUILTIN.values() and os.getcwd() not in parts:
+        parts.append(os.getcwd())
+    return os.pathsep.join(parts)

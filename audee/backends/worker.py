@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections import OrderedDict
@@ -198,12 +200,43 @@ def serve(conn: Connection, target: str, device: str) -> None:
         conn.send(reply)
 
 
+PR_SET_PDEATHSIG = 1
+WATCH_INTERVAL = 0.5  # seconds between the watchdog's looks at the parent
+
+
+def die_with_parent(parent: int) -> None:
+    """A worker never outlives the audee process that started it (killed by SIGKILL, OOM,
+    a SLURM cancel): the kernel sends SIGKILL when the parent dies (Linux prctl
+    PR_SET_PDEATHSIG), and a watchdog thread exits the process when the parent is gone,
+    for systems without prctl.  The main thread may be stuck in a long framework call."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the watchdog alone
+    if os.getppid() != parent:  # it died before the prctl took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCH_INTERVAL)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="audee-parent-watchdog", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="audee backend worker (started by audee, not by hand)")
     ap.add_argument("--fd", type=int, required=True)
     ap.add_argument("--backend", required=True)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--parent-pid", type=int, default=None, help="exit when this process is gone")
     args = ap.parse_args(argv)
+    if args.parent_pid is not None:
+        die_with_parent(args.parent_pid)
     conn = Connection(args.fd)
     try:
         serve(conn, args.backend, args.device)

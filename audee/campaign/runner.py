@@ -6,11 +6,14 @@ test case and search already in its tables.  So a preempted or killed task loses
 that was committed.  A unit with ``localize`` settings then runs the RQ2 stage
 (``localize/``, its own commit point ``localize/DONE.json``; see localize_stage).  Each
 shard keeps ``OUT/status/shard-I-of-N.json`` up to date, and keeps its backend workers
-alive across units (``OUT/logs/shard-I-of-N/``).
+alive across units (``OUT/logs/shard-I-of-N/``).  One process per shard and per unit at a
+time (``OUT/locks/shard-I-of-N.lock``, ``OUT/units/<id>/.audee.lock``); a job array's shard
+layout is fixed on first use in ``OUT/shards.json`` (see :func:`shard_of`).
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import time
@@ -23,13 +26,85 @@ from audee.campaign.config import Campaign, Unit
 from audee.campaign.localize_stage import localize_unit, pending
 from audee.errors import AudeeError
 from audee.fuzz import FuzzConfig, fuzz, start_pool, summarize
+from audee.logs import setup_logging
 from audee.seeds import load_seed
 from audee.store.atomic import write_atomic
+from audee.store.lock import dir_lock, locked
 
 
-def shard_of(arg: str | None, env: dict[str, str] | None = None) -> tuple[int, int]:
-    """``I/N`` from the command line, else from a SLURM job array, else the whole campaign."""
+log = logging.getLogger(__name__)
+
+LAYOUT = "shards.json"   # OUT/shards.json: how job-array task ids map to shards, fixed on first use
+
+
+def _int(value: str, name: str) -> int:
+    try:
+        return int(value.strip())
+    except (ValueError, AttributeError):
+        raise AudeeError(f"expected an integer, got {value!r}", field=name) from None
+
+
+def read_layout(out: Path | None) -> dict[str, Any] | None:
+    """The recorded shard layout ``{count, ids}`` of a campaign directory, if any."""
+    if out is None or not (Path(out) / LAYOUT).is_file():
+        return None
+    path = Path(out) / LAYOUT
+    try:
+        doc = json.loads(path.read_text())
+        count, ids = doc["count"], doc["ids"]
+        ok = isinstance(count, int) and count >= 1 and isinstance(ids, list) and len(ids) == count \
+            and all(isinstance(i, int) for i in ids) and len(set(ids)) == count
+    except (OSError, ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise AudeeError("expected {\"count\": N, \"ids\": [N distinct task ids]}; fix or remove it",
+                         source=str(path))
+    return {"count": count, "ids": ids}
+
+
+def _record_layout(out: Path, layout: dict[str, Any], how: str) -> None:
+    """Write OUT/shards.json unless it exists (atomic create: concurrent first tasks agree)."""
+    recorded = read_layout(out)
+    if recorded is None:
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / f".{LAYOUT}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({**layout, "from": how}, indent=1) + "\n")
+        try:
+            os.link(tmp, out / LAYOUT)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+        recorded = read_layout(out)
+    if recorded != layout:
+        raise AudeeError(f"this task's layout ({how}: {layout['count']} shards, task ids {_ids(layout['ids'])}) "
+                         f"conflicts with the recorded one ({recorded['count']} shards, task ids "
+                         f"{_ids(recorded['ids'])}); use a new --out or the recorded layout",
+                         source=str(out / LAYOUT))
+
+
+def _ids(ids: list[int]) -> str:
+    if len(ids) > 1 and all(b - a == ids[1] - ids[0] for a, b in zip(ids, ids[1:])):
+        step = ids[1] - ids[0]
+        return f"{ids[0]}-{ids[-1]}" + (f":{step}" if step != 1 else "")
+    return ",".join(map(str, ids))
+
+
+def shard_of(arg: str | None, env: dict[str, str] | None = None, *, shards: int | None = None,
+             out: Path | None = None, record: bool = True) -> tuple[int, int]:
+    """The shard ``(I, N)`` this process runs.
+
+    ``--shard I/N`` wins.  Inside a SLURM job array: with ``--shards N`` the shard is the
+    task id itself (``0 <= id < N``); without it, the layout is derived from the array on
+    first use (ids ``MIN..MAX:STEP``, shard = position of the task id) and recorded in
+    ``OUT/shards.json``, which later tasks (a single-task resubmission such as ``--array=3``)
+    read instead of their own array variables.  Outside SLURM: the whole campaign, ``(0, 1)``.
+    A layout that conflicts with ``OUT/shards.json`` is an error (``record=False``: read it
+    but never write it).
+    """
     env = dict(os.environ) if env is None else env
+    out = Path(out) if out is not None else None
+    recorded = read_layout(out)
     if arg:
         try:
             i, n = (int(x) for x in arg.split("/"))
@@ -37,24 +112,98 @@ def shard_of(arg: str | None, env: dict[str, str] | None = None) -> tuple[int, i
             raise AudeeError(f"expected I/N such as 0/4, got {arg!r}", field="--shard") from None
         if not 0 <= i < n:
             raise AudeeError(f"need 0 <= I < N, got {arg!r}", field="--shard")
+        if recorded is not None and recorded["count"] != n:
+            raise AudeeError(f"--shard {arg} conflicts with the recorded layout of {recorded['count']} shards "
+                             f"({out / LAYOUT}); use --shard I/{recorded['count']} or a new --out", field="--shard")
         return i, n
-    if "SLURM_ARRAY_TASK_ID" in env:
-        task = int(env["SLURM_ARRAY_TASK_ID"])
-        lo = int(env.get("SLURM_ARRAY_TASK_MIN", 0))
-        if "SLURM_ARRAY_TASK_COUNT" in env:
-            count = int(env["SLURM_ARRAY_TASK_COUNT"])
-        else:
-            count = int(env.get("SLURM_ARRAY_TASK_MAX", task)) - lo + 1
-        return task - lo, count
-    return 0, 1
+    task = _int(env["SLURM_ARRAY_TASK_ID"], "SLURM_ARRAY_TASK_ID") if "SLURM_ARRAY_TASK_ID" in env else None
+    if shards is not None:
+        if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+            raise AudeeError(f"expected a positive number of shards, got {shards!r}", field="--shards")
+        if task is None:
+            raise AudeeError("needs SLURM_ARRAY_TASK_ID (one task of a job array); outside SLURM use --shard I/N",
+                             field="--shards")
+        if not 0 <= task < shards:
+            raise AudeeError(f"SLURM_ARRAY_TASK_ID={task} is not a shard of --shards {shards} (need 0 <= id < "
+                             f"{shards}: submit with --array=0-{shards - 1}, or a subset of those ids)",
+                             field="--shards")
+        layout = {"count": shards, "ids": list(range(shards))}
+        if out is not None and (record or recorded is not None):
+            if recorded is not None and recorded != layout:
+                raise AudeeError(f"--shards {shards} conflicts with the recorded layout of {recorded['count']} "
+                                 f"shards, task ids {_ids(recorded['ids'])} ({out / LAYOUT}); use a new --out",
+                                 field="--shards")
+            if record:
+                _record_layout(out, layout, "--shards")
+        return task, shards
+    if task is None:
+        return 0, 1
+    if recorded is not None:  # a later task, e.g. one resubmitted alone: the recorded layout decides
+        if task not in recorded["ids"]:
+            raise AudeeError(f"SLURM_ARRAY_TASK_ID={task} is not one of the task ids {_ids(recorded['ids'])} "
+                             f"recorded in {out / LAYOUT} (to change the layout, remove that file once no task "
+                             f"of the old one runs)", field="SLURM_ARRAY_TASK_ID")
+        return recorded["ids"].index(task), recorded["count"]
+    lo = _int(env.get("SLURM_ARRAY_TASK_MIN", "0"), "SLURM_ARRAY_TASK_MIN")
+    step = _int(env.get("SLURM_ARRAY_TASK_STEP", "1"), "SLURM_ARRAY_TASK_STEP")
+    count = _int(env["SLURM_ARRAY_TASK_COUNT"], "SLURM_ARRAY_TASK_COUNT") if "SLURM_ARRAY_TASK_COUNT" in env \
+        else None
+    if step < 1:
+        raise AudeeError(f"expected a positive step, got {step}", field="SLURM_ARRAY_TASK_STEP")
+    if "SLURM_ARRAY_TASK_MAX" in env:
+        hi = _int(env["SLURM_ARRAY_TASK_MAX"], "SLURM_ARRAY_TASK_MAX")
+    elif count is not None:
+        hi = lo + (count - 1) * step
+    else:
+        raise AudeeError("neither SLURM_ARRAY_TASK_MAX nor SLURM_ARRAY_TASK_COUNT is set; pass --shards N "
+                         "(or --shard I/N)", field="SLURM_ARRAY_TASK_ID")
+    ids = list(range(lo, hi + 1, step))
+    if count is not None and count != len(ids):
+        raise AudeeError(f"the job array's {count} task ids are not the range {_ids(ids) if ids else '(empty)'} "
+                         f"(sparse ids such as --array=1,3,7?): pass --shards N and submit --array=0-(N-1) "
+                         f"or a subset of it", field="SLURM_ARRAY_TASK_COUNT")
+    if task not in ids:
+        raise AudeeError(f"SLURM_ARRAY_TASK_ID={task} is not in the array {_ids(ids) if ids else '(empty)'} "
+                         f"(SLURM_ARRAY_TASK_MIN/MAX/STEP; sparse ids such as --array=1,3,7?): pass --shards N "
+                         f"and submit --array=0-(N-1) or a subset of it", field="SLURM_ARRAY_TASK_ID")
+    if out is not None and record:
+        _record_layout(out, {"count": len(ids), "ids": ids}, f"job array {_ids(ids)}")
+    return ids.index(task), len(ids)
+
+
+def unit_dir(out: Path, unit: Unit) -> Path:
+    """``OUT/units/<id>``, checked to lie inside OUT (a unit id is one safe path component)."""
+    udir = Path(out) / "units" / unit.id
+    root = (Path(out) / "units").resolve()
+    if udir.resolve().parent != root:
+        raise AudeeError(f"unit id {unit.id!r} would write outside {root}", field="units")
+    return udir
+
+
+def check_seeds(units: list[Unit], source: str) -> None:
+    """Every seed of ``units`` loads and its spec passes the API configs (an unknown API or
+    a wrongly typed parameter would only make every case fail); a search ``layer`` names a
+    layer of it."""
+    from audee.apis import load_api_configs
+    from audee.errors import ConfigError
+    from audee.spec import validate
+
+    apis = load_api_configs()
+    specs = {}
+    for seed in sorted({u.seed for u in units}):
+        s = load_seed(seed)
+        validate(s.spec, source=s.source or seed, apis=apis)
+        specs[seed] = s.spec
+    for u in units:
+        layer = (u.search or {}).get("layer")
+        if layer is not None and layer not in {x.name for x in specs[u.seed].layers}:
+            raise ConfigError(f"no layer {layer!r} in seed {u.seed} (unit {u.id})", source=source, field="search.layer")
 
 
 def unit_config(unit: Unit, out: Path, device: str = "cpu") -> tuple[FuzzConfig, Any]:
-    s = unit.settings
-    cfg = FuzzConfig(parse_backends(list(unit.backends), device), out, variants=s.get("variants", 20), rng=s.get("rng", 0),
-                     batch=s.get("batch", 16), layer_rate=s.get("layer_rate", 0.5), max_layers=s.get("max_layers", 3),
-                     invalid_prob=s.get("invalid_prob", 0.1), timeout=s.get("timeout", 120.0),
-                     tie_margin=s.get("tie_margin", 1e-5))
+    """The unit's FuzzConfig (settings it does not give take FuzzSettings' defaults, the
+    same as `audee fuzz` flags) and its search plan."""
+    cfg = FuzzConfig(parse_backends(list(unit.backends), device), out, **unit.settings)
     plan = None
     if unit.search:
         from audee.search.config import make_config
@@ -93,12 +242,20 @@ class _Pools:
 def run_shard(campaign: Campaign, out: Path, index: int, count: int,
               progress: Callable[[int], Any] | None = None, device: str = "cpu") -> dict[str, Any]:
     out = Path(out)
+    with locked(out / "locks" / f"shard-{index}-of-{count}.lock", f"shard {index}/{count} of {out}"):
+        return _run_shard(campaign, out, index, count, progress, device)
+
+
+def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
+               progress: Callable[[int], Any] | None, device: str) -> dict[str, Any]:
     units = campaign.shard(index, count)
-    for seed in sorted({u.seed for u in units}):
-        load_seed(seed)  # a bad seed name fails now, not hours into the shard
+    for unit in units:
+        unit_dir(out, unit)  # every unit directory inside OUT, checked before anything runs
+    check_seeds(units, campaign.source)  # a bad seed, spec or search layer fails now, not hours into the shard
     status_path = out / "status" / f"shard-{index}-of-{count}.json"
     status: dict[str, Any] = {"campaign": campaign.name, "shard": index, "shards": count,
-                              "host": socket.gethostname(), "units": len(units), "done": 0, "current": None,
+                              "host": socket.gethostname(), "pid": os.getpid(), "units": len(units),
+                              "unit_ids": [u.id for u in units], "done": 0, "current": None,
                               "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
     def save_status() -> None:
@@ -106,39 +263,58 @@ def run_shard(campaign: Campaign, out: Path, index: int, count: int,
         write_atomic(status_path, json.dumps(status, indent=1).encode())
 
     pools = _Pools(out / "logs" / f"shard-{index}-of-{count}")
+    setup_logging(None, pools.log_dir / "audee.log")  # the shard's own log, beside its workers' logs
+    log.info("campaign %s shard %d/%d: %d units -> %s", campaign.name, index, count, len(units), out)
+    log.info("shard %d/%d unit ids: %s", index, count, ", ".join(u.id for u in units) or "(none)")
     try:
         for unit in sorted(units, key=lambda u: (u.backends, u.id)):  # same workers for a run of units
-            udir = out / "units" / unit.id
-            done = (udir / "DONE.json").is_file()
-            if done and not pending(unit, udir):
+            udir = unit_dir(out, unit)
+            if (udir / "DONE.json").is_file() and not pending(unit, udir):
                 status["done"] += 1
+                log.info("unit %s: done before, skipped", unit.id)
                 if progress is not None:
                     progress(1)
                 continue
-            status["current"] = unit.id
-            status["stage"] = "localize" if done else "fuzz"
-            save_status()
-            cfg, plan = unit_config(unit, udir, device)
-            pool = pools.get(cfg)
-            pool.set_timeout(cfg.timeout)  # the pool outlives units; each has its own limit
-            if not done:
-                t0 = time.perf_counter()
-                seed = load_seed(unit.seed)
-                fuzz(seed, seed.inputs, cfg, plan=plan, pool=pool)
-                summary = {"unit": unit.id, "seed": unit.seed, "backends": list(unit.backends),
-                           "settings": unit.settings, "search": unit.search, "localize": unit.localize,
-                           "seconds": round(time.perf_counter() - t0, 2), **summarize(udir)}
-                write_atomic(udir / "DONE.json", json.dumps(summary, indent=1, default=str).encode())  # commit
-            if pending(unit, udir):
-                if not done:
-                    status["stage"] = "localize"
-                    save_status()
-                localize_unit(unit, udir, pool)  # RQ2 stage: its own commit point, localize/DONE.json
+            log.info("unit %s: started (%s on %s)", unit.id, unit.seed, ", ".join(unit.backends))
+            t_unit = time.perf_counter()
+            with dir_lock(udir):  # another shard layout working on this unit fails here, writing nothing
+                _run_unit(unit, udir, status, save_status, pools, device)
             status["done"] += 1
+            log.info("unit %s: done in %.1f s (%d/%d units of the shard)", unit.id, time.perf_counter() - t_unit,
+                     status["done"], len(units))
             if progress is not None:
                 progress(1)
     finally:
         pools.close()
     status["current"] = status["stage"] = None
     save_status()
+    log.info("campaign %s shard %d/%d finished: %d/%d units done", campaign.name, index, count, status["done"],
+             len(units))
     return status
+
+
+def _run_unit(unit: Unit, udir: Path, status: dict[str, Any], save_status: Callable[[], None], pools: "_Pools",
+              device: str) -> None:
+    """One unit, under its directory lock: the fuzz run (DONE.json commits it), then the RQ2 stage."""
+    done = (udir / "DONE.json").is_file()  # read again under the lock: another task may have finished it
+    if done and not pending(unit, udir):
+        return
+    status["current"] = unit.id
+    status["stage"] = "localize" if done else "fuzz"
+    save_status()
+    cfg, plan = unit_config(unit, udir, device)
+    pool = pools.get(cfg)
+    pool.set_timeout(cfg.timeout)  # the pool outlives units; each has its own limit
+    if not done:
+        t0 = time.perf_counter()
+        seed = load_seed(unit.seed)
+        fuzz(seed, seed.inputs, cfg, plan=plan, pool=pool)
+        summary = {"unit": unit.id, "seed": unit.seed, "backends": list(unit.backends),
+                   "settings": unit.settings, "search": unit.search, "localize": unit.localize,
+                   "seconds": round(time.perf_counter() - t0, 2), **summarize(udir)}
+        write_atomic(udir / "DONE.json", json.dumps(summary, indent=1, default=str).encode())  # commit
+    if pending(unit, udir):
+        if not done:
+            status["stage"] = "localize"
+            save_status()
+        localize_unit(unit, udir, pool)  # RQ2 stage: its own commit point, localize/DONE.json

@@ -1,0 +1,51 @@
+"""SIGTERM (a SLURM cancel or time limit, ``kill``, a container stop) ends audee the way
+Ctrl-C does: as an exception, so every ``with`` block unwinds -- temporary directories are
+removed, output locks released, backend workers killed.  Without this, Python's default
+SIGTERM action ends the process on the spot and skips all cleanup.
+
+:func:`install` is called once by ``audee.cli.main``; the process then exits with 143
+(128 + SIGTERM).  While unwinding, :func:`terminating` is true: ``Worker.stop`` kills a
+worker at once instead of waiting for a busy one to finish its request.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Any
+
+from audee.exitcodes import ExitCode
+
+EXIT_TERMINATED = int(ExitCode.TERMINATED)  # 128 + SIGTERM
+
+_terminating = False
+
+
+class Terminated(SystemExit):
+    """Raised in the main thread by SIGTERM; exits with 143 once the cleanup has run."""
+
+    def __init__(self) -> None:
+        super().__init__(EXIT_TERMINATED)
+
+
+def terminating() -> bool:
+    """True once SIGTERM arrived: cleanup should be quick (kill, do not wait)."""
+    return _terminating
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    global _terminating
+    if _terminating:
+        return  # a second SIGTERM while unwinding: let the cleanup finish (SIGKILL still works)
+    _terminating = True
+    try:
+        os.write(2, b"audee: terminated (SIGTERM); cleaning up. Rerun the same command to resume\n")
+    except OSError:
+        pass
+    raise Terminated()
+
+
+def install() -> None:
+    """Make SIGTERM raise :class:`Terminated` in the main thread (no-op elsewhere)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
