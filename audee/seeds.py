@@ -1,4 +1,4 @@
-"""Seeds: the shipped seed DNNs (``seeds/<name>/``) and user-supplied inputs.
+"""Seeds: the shipped seed DNNs (``audee/data/seeds/<name>/``) and user-supplied inputs.
 
 A seed directory holds ``spec.json`` (a ModelSpec), ``inputs.npz`` (one array per model
 input, plus ``labels``), ``seed.json`` (provenance, weight seed, input scaling) and, for
@@ -79,6 +79,10 @@ def load_inputs(path: str | Path, scale: dict[str, float] | None = None) -> tupl
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError) as exc:
         raise AudeeError(f"cannot read inputs: {exc}", source=str(path)) from None
+    except Exception as exc:  # a corrupt archive: BadZipFile, zlib.error, EOFError, a mangled .npy header...
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise AudeeError(f"cannot read inputs: not a valid .npz ({type(exc).__name__}"
+                         + (f": {detail}" if detail else "") + ")", source=str(path)) from None
     labels = arrays.pop("labels", None)
     for name, factor in (scale or {}).items():
         if name in arrays:

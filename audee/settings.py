@@ -2,8 +2,407 @@
 
 Shared defaults are module constants so oracles, search, localization, the CLI and
 campaign configs all read the same value.
+
+Every user-facing setting lives in one pydantic model here (``FuzzSettings``,
+``SearchSettings``, ``LocalizeSettings``, ``CampaignSettings``): its type, its range
+(``ge``/``gt``/``le``), its default (defined once) and its description, which is also the
+``--help`` text of the command-line flag derived from it (:func:`add_model_options`).
+Unknown keys are refused (``extra='forbid'``).  :func:`validate_settings` validates a
+mapping against a model and turns a pydantic error into audee's one error format,
+``file: field.path: message`` (a :class:`ConfigError`; exit code 2 on the command line).
 """
 from __future__ import annotations
 
+import argparse
+import re
+import types
+import typing
+from typing import Annotated, Any, Literal, TypeVar, Union
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from audee.errors import ConfigError
+
 TIE_MARGIN = 1e-5       # label flips whose top-two outputs are closer than this are ties
 TIMEOUT_S = 120.0       # seconds a backend may take on one request before it counts as hung
+MAX_VARIANTS = 1_000_000    # network-level variants per run (ids are listed up front)
+MAX_UNITS = 100_000         # units per campaign (all are expanded when it loads)
+
+Level = Literal["input", "weight", "input-weight"]
+Fitness = Literal["inconsistency", "nan", "relative-inconsistency"]
+SearchKind = Literal["ga", "random"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class FieldError(ValueError):
+    """A cross-field check that blames one field (reported under that field's name)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def parse_duration(text: Any) -> float:
+    """'300', '300s', '5m', '1.5h' (or a number of seconds) -> seconds; ValueError otherwise."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", str(text)) if isinstance(text, str) else None
+    if not m:
+        raise ValueError(f"expected a duration like 300s, 5m or 1h, got {text!r}")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def check_backend_name(name: str) -> str:
+    """A backend as named in a campaign or on the command line: a built-in name or a plugin
+    ``package.module:ClassName``, optionally ``@cpu``/``@cuda``/``@cuda:N``."""
+    from audee.backends.registry import BUILTIN
+
+    base, at, device = name.strip().partition("@")
+    if at and not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise ValueError(f"unknown device {device!r} in {name!r} (cpu, cuda, cuda:N)")
+    if base not in BUILTIN and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", base):
+        raise ValueError(f"unknown backend {base!r}: use one of {', '.join(BUILTIN)} "
+                         "or a plugin as package.module:ClassName")
+    return name.strip()
+
+
+BackendName = Annotated[str, AfterValidator(check_backend_name)]
+Name = Annotated[str, Field(min_length=1)]
+Duration = Annotated[float, Field(gt=0)]
+
+
+def _flag(name: str, flag: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"flag": flag or "--" + name.replace("_", "-"), **extra}
+
+
+class _Settings(BaseModel):
+    # strict: no silent "3" -> 3 or true -> 1; an int is still a valid float
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    def given(self) -> dict[str, Any]:
+        """The settings set explicitly (not filled in from defaults)."""
+        return {k: getattr(self, k) for k in self.model_fields_set}
+
+
+# ---- fuzz (a run of `audee fuzz`, a campaign unit) ------------------------------------------------
+class FuzzSettings(_Settings):
+    """Network-level fuzzing of one seed: `audee fuzz` flags and a campaign's unit settings."""
+
+    variants: int = Field(50, ge=0, le=MAX_VARIANTS,
+                          description="number of network-level variants (on the command line: 0 when --level "
+                                      "is given and --variants is not)")
+    rng: int = Field(0, ge=0, description="random seed: the same value gives the same variants")
+    batch: int = Field(32, ge=1, le=1_000_000, description="seed inputs per test case")
+    layer_rate: float = Field(0.5, ge=0, le=1, description="probability a layer's parameters are redrawn")
+    max_layers: int = Field(3, ge=0, description="at most this many layers change per variant (0: no cap)")
+    invalid_prob: float = Field(0.1, ge=0, le=1, description="probability a variant tests one crafty invalid value")
+    max_redraws: int = Field(5, ge=0, description="redraws of a variant no backend can build")
+    timeout: float = Field(TIMEOUT_S, gt=0,
+                           description="seconds a backend may take on one request before it counts as hung")
+    tie_margin: float = Field(TIE_MARGIN, ge=0,
+                              description="label flips where a backend's top-two outputs are closer than this "
+                                          "count as floating-point ties, not inconsistencies (0: the paper's plain "
+                                          "definition)")
+    threads: int | None = Field(None, ge=0, json_schema_extra=_flag("threads", "--threads-per-backend"),
+                                description="CPU threads each backend may use (default: the cores shared out among "
+                                            "the backends, since all of them compute at once; 0: each framework's "
+                                            "own default)")
+
+
+# ---- search (the paper's Algorithm 1) -------------------------------------------------------------
+class _SearchFields(_Settings):
+    """The settings of one search run shared by `audee fuzz --level`, --search-config files
+    and a campaign's ``search:`` mapping."""
+
+    level: Level = Field("input", description="what the search mutates: input, weight or input-weight")
+    fitness: Fitness = Field("inconsistency", json_schema_extra={"choices": ["inconsistency", "nan"]},
+                             description="inconsistency: logits distance between backends (largest pair); nan: "
+                                         "max-min spread of the logits on --nan-backend")
+    population: int = Field(20, ge=1, le=100_000, description="population size n")
+    parents: int = Field(6, ge=1, description="top m kept each generation (at most the population)")
+    crossover_rate: float = Field(0.5, ge=0, le=1, description="r1: share of genes from the first parent")
+    mutation_rate: float = Field(0.8, ge=0, le=1, description="r2: probability a child gets Cauchy noise")
+    input_scale: float = Field(0.1, ge=0, description="Cauchy scale as a share of the input range")
+    weight_scale: float = Field(0.1, ge=0, description="Cauchy scale as a share of each weight's std")
+    relative_scale: float = Field(0.0, ge=0, description="extra Cauchy scale proportional to |gene|, letting "
+                                                         "values grow geometrically")
+    gene_rate: float = Field(1.0, ge=0, le=1, description="share of genes a mutation perturbs")
+    max_iter: int | None = Field(None, ge=1, description="maximum generations (default: no cap, the budget ends "
+                                                         "the search)")
+    budget_s: Duration = Field(60.0, json_schema_extra=_flag("budget_s", "--budget", metavar="DURATION",
+                                                              duration=True),
+                               description="wall-clock budget per search run, e.g. 300s, 5m, 1h")
+    stop_at_first: bool = Field(False, description="stop a search run at its first recorded failure")
+    layer: str | None = Field(None, description="layer the fitness reads (default: the logits layer)")
+    nan_backend: str | None = Field(None, description="backend the NaN fitness reads (default: the first)")
+    max_cases_per_generation: int = Field(5, ge=1, description="failures confirmed and written per generation")
+    max_cases_per_kind: int = Field(3, ge=1, description="failures written per search run and failure kind")
+
+    @field_validator("budget_s", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> Any:
+        return parse_duration(v) if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _parents_fit(self) -> Any:
+        if self.parents > self.population:
+            raise FieldError("parents", f"must be between 1 and population ({self.population}), got {self.parents}")
+        return self
+
+
+class SearchSettings(_SearchFields):
+    """One search run (the engine's SearchConfig)."""
+
+    search: SearchKind = Field("ga", description="ga or random")
+    rng: int = Field(0, ge=0, description="random seed of the search")
+
+    def check(self) -> None:
+        """Validate again (a ``model_copy(update=...)`` is not validated)."""
+        type(self).model_validate(self.model_dump())
+
+
+# ---- localization (the paper's Algorithm 2) -------------------------------------------------------
+class _LocalizeFields(_Settings):
+    t1: float = Field(1000.0, ge=0, description="inconsistency threshold on change rates")
+    t2: float = Field(2.0, ge=0, description="consistency threshold for a replaced parameter")
+    precision: float = Field(1e-5, gt=0, description="relative float floor used as eps in one-layer change rates")
+    ga_iter: int = Field(6, ge=1, description="GA generations amplifying a one-layer distance")
+    ga_population: int = Field(8, ge=2, description="GA population amplifying a one-layer distance")
+    max_rounds: int = Field(8, ge=1, description="localize-fix rounds")
+    max_inputs: int = Field(4, ge=1, description="failing inputs used")
+    max_values: int = Field(4, ge=1, description="alternative values tried per numeric parameter")
+    max_cases: int = Field(50, ge=0, description="campaign RQ2 stage: unique inconsistencies localized per unit")
+    consistent: int = Field(10, ge=0, description="campaign RQ2 stage: consistent cases whose top-1 change rate "
+                                                  "is measured per backend pair")
+
+
+class LocalizeSettings(_LocalizeFields):
+    """The localize-fix loop (the Localizer's LocalizeConfig)."""
+
+    rng: int = Field(0, ge=0, description="random seed of the amplifying GA")
+
+
+# ---- campaigns ----------------------------------------------------------------------------------
+class CampaignSearch(_SearchFields):
+    """A run's ``search:`` mapping: search settings (the rng is the unit's) and the plan."""
+
+    level: Level = Field(description="what the search mutates: input, weight or input-weight")
+    search: list[SearchKind] = Field(["ga"], min_length=1, description="ga, random or [ga, random]")
+    budget: Duration | None = Field(None, description="wall-clock budget per search run (same as budget_s)")
+    ga_on_consistent: int = Field(1, ge=1, description="search the first K variants that showed no failure")
+    input_index: int | None = Field(None, ge=0, description="seed input to start from (default: one per target)")
+
+    @field_validator("search", mode="before")
+    @classmethod
+    def _one_kind(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _duration2(cls, v: Any) -> Any:
+        return parse_duration(v) if isinstance(v, str) else v
+
+
+class CampaignLocalize(_LocalizeFields):
+    """A run's ``localize:`` mapping (``true``: every default); the rng is the unit's."""
+
+
+class CampaignRun(FuzzSettings):
+    """One entry of ``runs``: seeds x backend sets x rngs, each a unit; unit settings inline."""
+
+    seeds: list[Name] = Field(min_length=1, description="seed names or paths")
+    backends: list[Annotated[list[BackendName], Field(min_length=1)]] = Field(
+        min_length=1, description="backend sets, each a list of backend names")
+    rngs: list[Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1,
+                                                           description="one unit per rng (default: [rng])")
+    search: CampaignSearch | None = Field(None, description="a search stage for every unit")
+    localize: CampaignLocalize | None = Field(None, description="the RQ2 localization stage for every unit")
+
+    @field_validator("localize", mode="before")
+    @classmethod
+    def _localize_flag(cls, v: Any) -> Any:
+        if v is True:
+            return {}
+        return None if v is False else v
+
+    @field_validator("backends")
+    @classmethod
+    def _no_twice(cls, sets: list[list[str]]) -> list[list[str]]:
+        for s in sets:
+            if len(set(s)) != len(s):
+                raise ValueError(f"a backend is named twice in {s}")
+        return sets
+
+    def unit_settings(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.model_fields_set if k in FuzzSettings.model_fields}
+
+
+class CampaignSettings(_Settings):
+    """A campaign YAML file."""
+
+    name: Name = Field(description="campaign name")
+    defaults: FuzzSettings = Field(default_factory=FuzzSettings, description="unit settings every run starts from")
+    runs: list[CampaignRun] = Field(min_length=1, description="the runs, each expanded into units")
+
+    @field_validator("defaults", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+
+# ---- one error format ---------------------------------------------------------------------------
+def _path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _unwrap(tp: Any) -> Any:
+    """The model (or None) a field annotation holds, through Optional/list/Annotated."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (Union, types.UnionType, list, dict):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            tp = args[-1] if args else None
+        else:
+            return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
+
+
+def _model_at(model: type[BaseModel] | None, loc: tuple) -> type[BaseModel] | None:
+    for part in loc:
+        if model is None:
+            return None
+        if isinstance(part, int):
+            continue
+        f = model.model_fields.get(part)
+        model = _unwrap(f.annotation) if f is not None else None
+    return model
+
+
+def _message(err: dict[str, Any], model: type[BaseModel] | None, loc: tuple) -> str:
+    t, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
+    bounds = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"), "less_than_equal": ("<=", "le"),
+              "less_than": ("<", "lt")}
+    if t in bounds:
+        op, key = bounds[t]
+        return f"must be {op} {ctx[key]}, got {got!r}"
+    if t == "extra_forbidden":
+        parent = _model_at(model, loc[:-1])
+        known = f" (known: {', '.join(sorted(parent.model_fields))})" if parent is not None else ""
+        return "unknown setting" + known
+    if t == "missing":
+        return "required"
+    if t in ("int_type", "int_parsing", "int_from_float"):
+        return f"expected an integer, got {got!r}"
+    if t in ("float_type", "float_parsing"):
+        return f"expected a number, got {got!r}"
+    if t in ("bool_type", "bool_parsing"):
+        return f"expected true or false, got {got!r}"
+    if t == "string_type":
+        return f"expected a string, got {got!r}"
+    if t == "list_type":
+        return f"expected a list, got {got!r}"
+    if t in ("model_type", "dict_type", "model_attributes_type"):
+        return f"expected a mapping, got {got!r}"
+    if t == "literal_error":
+        return f"expected {ctx.get('expected')}, got {got!r}"
+    if t == "too_short":
+        return "must not be empty" if ctx.get("min_length") == 1 else f"needs at least {ctx.get('min_length')} items"
+    if t in ("string_too_short",):
+        return "must not be empty"
+    if t == "value_error" and "error" in ctx:
+        return str(ctx["error"])
+    return err["msg"]
+
+
+def settings_error(exc: ValidationError, model: type[BaseModel], source: str | None = None, *,
+                   prefix: str = "", flags: bool = False) -> ConfigError:
+    """The first error of ``exc`` as audee's one-line error: ``source: field.path: message``.
+
+    ``prefix`` is where the model sits in the file (``runs[0].search``); ``flags`` names a
+    top-level field by its command-line flag (``--max-layers``) instead of its key."""
+    err = exc.errors(include_url=False)[0]
+    loc = tuple(err["loc"])
+    ctx = err.get("ctx") or {}
+    if isinstance(ctx.get("error"), FieldError):
+        loc = loc + (ctx["error"].field,)
+    message = _message(err, model, loc)
+    if flags and loc and isinstance(loc[0], str):
+        f = model.model_fields.get(loc[0])
+        extra = f.json_schema_extra if f is not None and isinstance(f.json_schema_extra, dict) else {}
+        head = extra.get("flag") or "--" + loc[0].replace("_", "-")
+        field = head + _path(loc[1:]) if len(loc) > 1 else head
+    else:
+        field = _path(loc)
+    if prefix:
+        field = f"{prefix}.{field}" if field and not field.startswith("[") else prefix + field
+    return ConfigError(message, source=source, field=field or None)
+
+
+def validate_settings(model: type[M], data: Any, source: str | None = None, *, prefix: str = "",
+                      flags: bool = False) -> M:
+    """``model`` validated from ``data``, or a :class:`ConfigError` in the one format."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise settings_error(exc, model, source, prefix=prefix, flags=flags) from None
+
+
+# ---- command-line flags derived from the models -------------------------------------------------
+def _cli_type(annotation: Any) -> tuple[Any, tuple | None]:
+    tp = annotation
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (Union, types.UnionType):
+            tp = [a for a in typing.get_args(tp) if a is not type(None)][0]
+        elif origin is Literal:
+            return str, typing.get_args(tp)
+        else:
+            return tp, None
+
+
+def flag_of(model: type[BaseModel], name: str) -> str:
+    extra = model.model_fields[name].json_schema_extra
+    return (extra or {}).get("flag") if isinstance(extra, dict) and extra.get("flag") else "--" + name.replace("_", "-")
+
+
+def add_model_options(parser: Any, model: type[BaseModel], *, only: list[str] | None = None,
+                      exclude: tuple[str, ...] = (), help_suffix: dict[str, str] | None = None) -> list[str]:
+    """Add one option per field of ``model`` to an argparse parser (or group): the field
+    ``max_layers`` becomes ``--max-layers`` (dest ``max_layers``), its help the field's
+    description and default, its type the field's.  Every default is None, so a flag not
+    given is told apart from one given with the default value; validate what was given
+    with the model.  Returns the field names added."""
+    names = only if only is not None else [n for n in model.model_fields if n not in exclude]
+    for name in names:
+        f = model.model_fields[name]
+        extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
+        tp, choices = _cli_type(f.annotation)
+        default = f.get_default(call_default_factory=True)
+        shown = "off" if default is False else ("none" if default is None else f"{default:g}"
+                                                if isinstance(default, float) else str(default))
+        text = (f.description or "") + (help_suffix or {}).get(name, "")
+        if default is not None and "(default" not in text:
+            text += f" (default: {shown})"
+        kwargs: dict[str, Any] = {"dest": name, "default": None, "help": text.replace("%", "%%")}
+        if tp is bool:
+            kwargs.update(action="store_true")
+        else:
+            kwargs["type"] = str if extra.get("duration") else tp
+            if extra.get("choices") or choices:
+                kwargs["choices"] = extra.get("choices") or choices
+            if extra.get("metavar"):
+                kwargs["metavar"] = extra["metavar"]
+        parser.add_argument(flag_of(model, name), **kwargs)
+    return names
+
+
+def given_options(args: argparse.Namespace, names: list[str]) -> dict[str, Any]:
+    """The options of ``names`` the user gave (not None)."""
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}

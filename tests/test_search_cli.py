@@ -59,3 +59,14 @@ def test_search_flags_need_a_level_and_two_backends_for_inconsistency(tmp_path):
     assert r.returncode == 2 and "--fitness needs --level" in r.stderr
     r = _run(["fuzz", "--level", "input", "--backends", "tensorflow", "--out", str(tmp_path)])
     assert r.returncode == 2 and "needs two or more backends" in r.stderr
+
+
+def test_the_budget_ends_a_search_without_a_generation_cap(tmp_path):
+    """No --max-iter: the search runs until --budget is spent (it used to stop after 50
+    generations, a few seconds into a 120 s budget)."""
+    out = tmp_path / "budget"
+    r = _run(["fuzz", "--seed", "lenet5", "--backends", "tensorflow", "--level", "input", "--fitness", "nan",
+              "--population", "4", "--parents", "2", "--budget", "3s", "--out", str(out), "--no-progress"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    (search,) = list(ResultsTable(out / "searches.jsonl").rows())
+    assert search["generations"] > 50 or search["seconds"] >= 2.5, search

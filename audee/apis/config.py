@@ -177,7 +177,7 @@ def load_api_config(path: str | Path) -> ApiConfig:
 
 
 def load_api_configs(directory: str | Path | None = None) -> dict[str, ApiConfig]:
-    """All configs in ``directory`` (default: the shipped ``api_configs/``), keyed by API."""
+    """All configs in ``directory`` (default: the shipped ``audee/data/api_configs/``), keyed by API."""
     return dict(_load_dir(str(Path(directory) if directory else api_configs_dir())))
 
 
@@ -186,4 +186,7 @@ def _load_dir(directory: str) -> tuple[tuple[str, ApiConfig], ...]:
     d = Path(directory)
     if not d.is_dir():
         raise ConfigError("API config directory not found", source=directory)
-    return tuple((c.api, c) for c in (load_api_config(p) for p in sorted(d.glob("*.yaml"))))
+    paths = sorted(d.glob("*.yaml"))
+    if not paths:  # no config, no mutation: every variant would be the seed itself
+        raise ConfigError("no API configs (*.yaml) in this directory (AUDEE_API_CONFIGS)", source=directory)
+    return tuple((c.api, c) for c in (load_api_config(p) for p in paths))

@@ -16,6 +16,7 @@ Runs after the unit's fuzz run, on the same workers, and writes into
 from __future__ import annotations
 
 import json
+import logging
 import time
 import traceback
 from pathlib import Path
@@ -35,11 +36,13 @@ from audee.spec import ModelSpec
 from audee.store import ResultsTable
 from audee.store.atomic import write_atomic
 
-DEFAULTS = {"max_cases": 50, "consistent": 10}
+log = logging.getLogger(__name__)
+
+DEFAULTS = {k: LocalizeConfig.model_fields[k].default for k in ("max_cases", "consistent")}
 
 
 def localize_config(settings: dict[str, Any], rng: int) -> LocalizeConfig:
-    known = {k: v for k, v in settings.items() if k in LocalizeConfig.__dataclass_fields__}
+    known = {k: v for k, v in settings.items() if k in LocalizeConfig.model_fields}
     return LocalizeConfig(**{**known, "rng": rng})
 
 
@@ -68,6 +71,7 @@ def localize_unit(unit: Unit, udir: Path, pool: Pool) -> dict[str, Any]:
     apis = load_api_configs()
     t0 = time.perf_counter()
     errors = 0
+    log.info("unit %s: localizing %d unique inconsistencies", unit.id, len(picks))
     for pick in picks:
         path = report_file(ldir, pick["case_id"], pick["pair"])
         if path.is_file():
@@ -84,12 +88,16 @@ def localize_unit(unit: Unit, udir: Path, pool: Pool) -> dict[str, Any]:
             errors += 1
             detail = str(exc) if isinstance(exc, AudeeError) else traceback.format_exc(limit=8)
             doc.update({"error": f"{type(exc).__name__}: {detail}"[:4000], "report": None})
+            log.warning("unit %s: localizing %s failed: %s", unit.id, pick["case_id"], f"{type(exc).__name__}: {exc}")
         doc["seconds"] = round(time.perf_counter() - t, 3)
         write_atomic(path, json.dumps(doc, indent=1, default=str).encode())
+        log.debug("unit %s: localized %s (%s) in %.1f s", unit.id, pick["case_id"], pick["pair"], doc["seconds"])
     sampled = _consistent_rates(unit, udir, rows, pool, cfg, settings["consistent"])
     summary = {"unit": unit.id, "settings": settings, "unique_inconsistencies": len(picks),
                "consistent_sampled": sampled, "errors": errors, "seconds": round(time.perf_counter() - t0, 2)}
     write_atomic(ldir / "DONE.json", json.dumps(summary, indent=1).encode())
+    log.info("unit %s: localization stage done in %.1f s (%d cases, %d errors)", unit.id, summary["seconds"],
+             len(picks), errors)
     return summary
 
 

@@ -29,23 +29,16 @@ from audee.backends.pool import Pool, WorkerFailure
 from audee.case import Kind, TestCase
 from audee.execute import Executor
 from audee.localize.onelayer import alternatives, one_layer_spec
-from audee.localize.rates import EPS, change_rates, cradle_flags
-from audee.oracle.distance import layer_distances
+from audee.localize.rates import change_rates, cradle_flags
+from audee.oracle.distance import layer_distances, relative_distance
 from audee.search.engine import Search, SearchConfig
+from audee.settings import LocalizeSettings
 from audee.spec import ModelSpec, Weights, weights_key
 
 
-@dataclass
-class LocalizeConfig:
-    t1: float = 1000.0          # inconsistency threshold on change rates (the paper's)
-    t2: float = 2.0             # consistency threshold for a replaced parameter (the paper's)
-    precision: float = 1e-5     # relative float floor used as eps in one-layer change rates
-    ga_iter: int = 6            # GA generations amplifying a one-layer distance
-    ga_population: int = 8
-    max_rounds: int = 8         # localize-fix rounds
-    max_inputs: int = 4         # failing inputs used
-    max_values: int = 4         # alternative values tried per numeric parameter
-    rng: int = 0
+# t1, t2 (the paper's thresholds), precision, GA size, rounds...: one pydantic model in
+# audee.settings (types, ranges, defaults), shared with `audee localize` flags and campaigns.
+LocalizeConfig = LocalizeSettings
 
 
 @dataclass
@@ -166,10 +159,7 @@ class Localizer:
         got = self.pool.run(case.spec, case.weights, weights_key(case.weights), case.inputs, labels=pair)
         if not all(isinstance(got[b], dict) for b in pair):
             return float("inf")
-        a, b = (got[p]["logits"].astype(np.float64) for p in pair)
-        n = a.shape[0]
-        scale = (np.abs(a).reshape(n, -1).mean(1) + np.abs(b).reshape(n, -1).mean(1)) / 2 + 1e-12
-        rel = np.abs(a - b).reshape(n, -1).mean(1) / scale
+        rel = relative_distance(got[pair[0]]["logits"], got[pair[1]]["logits"])
         best = float(rel.max()) / self.cfg.precision
         if enough is not None and best >= enough:
             return best
@@ -178,11 +168,9 @@ class Localizer:
             cfg = SearchConfig(level="input", fitness="relative-inconsistency", population=self.cfg.ga_population,
                                parents=max(2, self.cfg.ga_population // 3), max_iter=self.cfg.ga_iter,
                                budget_s=60.0, input_scale=0.05, relative_scale=0.2, rng=self.cfg.rng + int(row))
-            search = Search(self.ex, TestCase(case.id, case.spec, case.weights, x), cfg, pair,
-                            lambda r: r.case.id, "amplify")
-            search._record_failures = lambda pop, gen: []  # amplification only: nothing is saved
-            search._layer_profile = lambda best: {}
-            out = search.run()
+            # amplification only: no failure is recorded, no layer profile traced
+            out = Search(self.ex, TestCase(case.id, case.spec, case.weights, x), cfg, pair,
+                         case_prefix="amplify", profile_layers=False).run()
             if np.isfinite(out.best_fitness):
                 best = max(best, out.best_fitness / self.cfg.precision)
             if enough is not None and best >= enough:

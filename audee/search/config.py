@@ -1,6 +1,6 @@
 """Search settings from a YAML file and the command line (command line wins).
 
-The YAML file holds any SearchConfig field, e.g.::
+The YAML file holds any SearchSettings field (see audee.settings, docs/search.md), e.g.::
 
     level: input-weight
     fitness: inconsistency
@@ -13,26 +13,24 @@ The YAML file holds any SearchConfig field, e.g.::
 """
 from __future__ import annotations
 
-import re
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from audee.errors import ConfigError
-from audee.search.engine import SearchConfig
+from audee.settings import SearchSettings, parse_duration as _parse_duration, settings_error, validate_settings
 from audee.yamlio import read_yaml_mapping
 
-_TYPES = {f.name: f.type for f in fields(SearchConfig)}
+SearchConfig = SearchSettings
 
 
 def parse_duration(text: str | float | int, *, field: str = "--budget") -> float:
     """'300', '300s', '5m', '1.5h' -> seconds."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", str(text))
-    if not m:
-        raise ConfigError(f"expected a duration like 300s, 5m or 1h, got {text!r}", field=field)
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    try:
+        return _parse_duration(text)
+    except ValueError as exc:
+        raise ConfigError(str(exc), field=field) from None
 
 
 def load_search_config(path: str | Path) -> dict[str, Any]:
@@ -40,31 +38,22 @@ def load_search_config(path: str | Path) -> dict[str, Any]:
 
 
 def check_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in _TYPES:
-            raise ConfigError(f"unknown setting (known: {', '.join(sorted(_TYPES))})", source=source, field=key)
-        typ = str(_TYPES[key])
-        if key == "budget_s":
-            value = parse_duration(value, field=key)
-        elif typ.startswith("int") and (not isinstance(value, int) or isinstance(value, bool)):
-            raise ConfigError(f"expected an integer, got {value!r}", source=source, field=key)
-        elif typ.startswith("float") and (not isinstance(value, (int, float)) or isinstance(value, bool)):
-            raise ConfigError(f"expected a number, got {value!r}", source=source, field=key)
-        elif typ.startswith("bool") and not isinstance(value, bool):
-            raise ConfigError(f"expected true or false, got {value!r}", source=source, field=key)
-        elif typ.startswith("str") and not (isinstance(value, str) or (value is None and "None" in typ)):
-            raise ConfigError(f"expected a string, got {value!r}", source=source, field=key)
-        out[key] = float(value) if typ.startswith("float") else value
-    return out
-
-
-def make_config(file_values: dict[str, Any], cli_values: dict[str, Any], source: str = "command line") -> SearchConfig:
-    merged = {**file_values, **{k: v for k, v in cli_values.items() if v is not None}}
-    cfg = SearchConfig(**merged)
+    """The settings of ``data``, each checked (unknown keys, types, ranges); checks across
+    fields (parents <= population) wait for :func:`make_config`, after the merge."""
     try:
-        cfg.check()
-    except ValueError as exc:
-        name, _, msg = str(exc).partition(": ")
-        raise ConfigError(msg, source=source, field=name) from None
-    return cfg
+        SearchSettings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        if first["loc"] or first["type"] != "value_error":   # not the cross-field check
+            raise settings_error(exc, SearchSettings, source) from None
+    return dict(data) | ({"budget_s": _parse_duration(data["budget_s"])} if "budget_s" in data else {})
+
+
+def make_config(file_values: dict[str, Any], cli_values: dict[str, Any], source: str = "command line",
+                *, flags: bool = False) -> SearchSettings:
+    """One SearchSettings from a file's values and the given flags; errors name the file,
+    or the flag when ``source`` is the command line."""
+    merged = {**file_values, **{k: v for k, v in cli_values.items() if v is not None}}
+    if source == "command line":
+        source, flags = None, True
+    return validate_settings(SearchSettings, merged, source, flags=flags)

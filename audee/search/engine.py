@@ -5,12 +5,13 @@ record every suspected failure at once (a full oracle run, then a case file); ke
 best ``m`` (``tools.selBest``); fill up to ``n`` with gene-wise crossover of two random
 parents (rate r1: the share of genes taken from the first parent) followed, with rate
 r2, by Cauchy-noise mutation.  Random search draws a fresh population around the seed
-every generation.  Both stop at ``max_iter``, at the wall-clock budget, or after the
-first recorded failure when asked.
+every generation.  Both stop at the wall-clock budget, at ``max_iter`` generations when
+one is set (no cap by default), or after the first recorded failure when asked.
 """
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
@@ -20,53 +21,19 @@ from deap import base, creator, tools
 
 from audee.case import TestCase
 from audee.execute import Executor, Result
-from audee.fitness import FITNESSES
+from audee.oracle.distance import layer_distances
 from audee.search.encoding import Encoding, cauchy_noise
 from audee.search.evaluate import PopulationEvaluator
+from audee.settings import SearchSettings
 
 if not hasattr(creator, "AudeeFitness"):
     creator.create("AudeeFitness", base.Fitness, weights=(1.0,))
     creator.create("AudeeIndividual", np.ndarray, fitness=creator.AudeeFitness)
 
 
-@dataclass
-class SearchConfig:
-    """Every knob of the search; defaults documented in docs/search.md."""
-
-    level: str = "input"              # input | weight | input-weight
-    fitness: str = "inconsistency"    # inconsistency | nan
-    search: str = "ga"                # ga | random
-    population: int = 20              # n
-    parents: int = 6                  # m, the top individuals kept each generation
-    crossover_rate: float = 0.5       # r1
-    mutation_rate: float = 0.8        # r2
-    input_scale: float = 0.1          # Cauchy scale, as a share of the input range
-    weight_scale: float = 0.1         # Cauchy scale, as a share of each weight array's std
-    relative_scale: float = 0.0       # extra Cauchy scale proportional to |gene| (geometric growth)
-    gene_rate: float = 1.0            # share of genes a mutation perturbs
-    max_iter: int = 50
-    budget_s: float = 60.0
-    stop_at_first: bool = False
-    layer: str | None = None          # fitness layer (default: the spec's logits layer)
-    nan_backend: str | None = None    # backend the NaN fitness reads (default: the first)
-    max_cases_per_generation: int = 5
-    max_cases_per_kind: int = 3       # per search run and failure kind: no flood of near-duplicates
-    rng: int = 0
-
-    def check(self) -> None:
-        if self.level not in ("input", "weight", "input-weight"):
-            raise ValueError(f"level: unknown {self.level!r}")
-        if self.fitness not in FITNESSES:
-            raise ValueError(f"fitness: unknown {self.fitness!r}")
-        if self.search not in ("ga", "random"):
-            raise ValueError(f"search: unknown {self.search!r}")
-        if not 1 <= self.parents <= self.population:
-            raise ValueError("parents: must be between 1 and population")
-        if self.relative_scale < 0 or self.input_scale < 0 or self.weight_scale < 0:
-            raise ValueError("scales: must be >= 0")
-        for k in ("crossover_rate", "mutation_rate", "gene_rate"):
-            if not 0.0 <= getattr(self, k) <= 1.0:
-                raise ValueError(f"{k}: must be within [0, 1]")
+# Every knob of the search: one pydantic model (types, ranges, defaults, descriptions) in
+# audee.settings, shared with the CLI flags, --search-config files and campaign configs.
+SearchConfig = SearchSettings
 
 
 @dataclass
@@ -89,22 +56,19 @@ class SearchOutcome:
         return d
 
 
-def _spread(v: np.ndarray) -> float:
-    """max - min over the finite values (nan when there are none)."""
-    if not v.size or not np.issubdtype(v.dtype, np.floating):
-        return 0.0
-    finite = v[np.isfinite(v)].astype(np.float64)
-    return float(finite.max() - finite.min()) if finite.size else float("nan")
-
-
 OnFailure = Callable[[Result], str]
 
 
 class Search:
-    """One search run over one (spec, seed input, weights)."""
+    """One search run over one (spec, seed input, weights).
+
+    ``on_failure`` gets every confirmed failure (a full oracle run) and returns the id it
+    was recorded under; without it the search only maximizes its fitness: suspects are
+    neither confirmed nor recorded (localization's amplification).  ``profile_layers``
+    adds the best individual's per-layer profile to each generation of the trace."""
 
     def __init__(self, executor: Executor, case: TestCase, cfg: SearchConfig, labels: list[str],
-                 on_failure: OnFailure, case_prefix: str):
+                 on_failure: OnFailure | None = None, case_prefix: str = "search", *, profile_layers: bool = True):
         cfg.check()
         self.ex = executor
         self.case = case
@@ -118,6 +82,7 @@ class Search:
         self.seed_genes = self.encoding.encode()
         self.on_failure = on_failure
         self.prefix = case_prefix
+        self.profile_layers = profile_layers
         self._seen: set[str] = set()
         self._per_kind: dict[tuple, int] = {}
         tb = base.Toolbox()
@@ -164,7 +129,7 @@ class Search:
         cfg, out = self.cfg, SearchOutcome()
         t0 = time.perf_counter()
         pop = [self._fresh() for _ in range(cfg.population)]
-        for gen in range(cfg.max_iter):
+        for gen in (range(cfg.max_iter) if cfg.max_iter is not None else itertools.count()):
             todo = [ind for ind in pop if not ind.fitness.valid]
             t_eval = time.perf_counter()
             evals = self.evaluator.evaluate(todo)
@@ -184,7 +149,7 @@ class Search:
                               "pair": getattr(best, "pair", ""), "evaluated": len(todo),
                               "eval_s": round(eval_s, 4), "failures": len(found),
                               "elapsed_s": round(time.perf_counter() - t0, 3),
-                              "layers": self._layer_profile(best)})
+                              "layers": self._layer_profile(best) if self.profile_layers else {}})
             out.generations = gen + 1
             out.best_fitness = float(best.fitness.values[0])
             if (cfg.stop_at_first and out.failures) or time.perf_counter() - t0 >= cfg.budget_s:
@@ -195,7 +160,9 @@ class Search:
 
     def _record_failures(self, pop: list, gen: int) -> list[str]:
         """Confirm suspects with a full oracle run and write each as a case file now."""
-        written = []
+        written: list[str] = []
+        if self.on_failure is None:
+            return written
         suspects = [ind for ind in pop if getattr(ind, "suspect", None)]
         suspects.sort(key=lambda ind: -ind.fitness.values[0])
         for ind in suspects:
@@ -236,8 +203,6 @@ class Search:
         if any(v is None for v in layers):
             return {}
         if len(layers) == 2:
-            from audee.oracle.distance import layer_distances
-
             profile = {k: float(v) for k, v in layer_distances(layers[0], layers[1]).items()}
         else:
             with np.errstate(invalid="ignore", over="ignore"):

@@ -8,7 +8,8 @@ failure is a case file and a row in ``results.jsonl`` the moment it is found.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,6 +22,8 @@ from audee.spec import ModelSpec, Weights
 from audee.store import ResultsTable
 from audee.store.atomic import write_atomic
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class SearchPlan:
@@ -28,6 +31,10 @@ class SearchPlan:
     searches: list[str] = field(default_factory=lambda: ["ga"])   # "ga", "random", or both
     on_consistent: int = 1          # K: how many failure-free targets get a search
     input_index: int | None = None  # seed input to start from (default: rotate per target)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"config": self.config.model_dump(), "searches": list(self.searches),
+                "on_consistent": self.on_consistent, "input_index": self.input_index}
 
 
 @dataclass
@@ -42,8 +49,8 @@ def run_searches(ex: Executor, targets: list[Target], inputs: dict[str, np.ndarr
                  out: Path, table: ResultsTable, save: Callable[[Result, dict[str, Any]], str],
                  progress: Callable[[int], Any] | None = None) -> list[dict[str, Any]]:
     """Run every (target, search kind) not yet in ``searches.jsonl``; return their rows."""
-    log = ResultsTable(out / "searches.jsonl")
-    done = log.done_ids()
+    searches = ResultsTable(out / "searches.jsonl")
+    done = searches.done_ids()
     rows = []
     n_inputs = int(next(iter(inputs.values())).shape[0])
     cfg = plan.config
@@ -54,20 +61,25 @@ def run_searches(ex: Executor, targets: list[Target], inputs: dict[str, np.ndarr
             sid = f"{target.id}-{kind}-{cfg.level}-{cfg.fitness}-r{cfg.rng}"
             if sid in done:
                 continue
-            scfg = replace(cfg, search=kind)
+            scfg = cfg.model_copy(update={"search": kind})
             case = TestCase(target.id, target.spec, target.weights, x, {**target.meta, "search_id": sid})
 
             def on_failure(result: Result, sid: str = sid, scfg: SearchConfig = scfg) -> str:
-                return save(result, {"search_id": sid, "search": asdict(scfg), "input_row": row_index})
+                return save(result, {"search_id": sid, "search": scfg.model_dump(), "input_row": row_index})
 
             search = Search(ex, case, scfg, ex.pool.labels, on_failure, sid)
+            log.info("search %s: %s search on %s at %s level, fitness %s, budget %s s", sid, kind, target.id,
+                     cfg.level, cfg.fitness, cfg.budget_s)
             outcome: SearchOutcome = search.run()
             write_atomic(out / "traces" / f"{sid}.json",
-                         json.dumps({"id": sid, "config": asdict(scfg), "trace": outcome.trace}, indent=1).encode())
+                         json.dumps({"id": sid, "config": scfg.model_dump(), "trace": outcome.trace}, indent=1).encode())
             row = {"id": sid, "target": target.id, "search": kind, "level": cfg.level, "fitness": cfg.fitness,
                    "input_row": row_index, **{k: v for k, v in outcome.to_json().items() if k != "trace"}}
-            log.append(row)
+            searches.append(row)
             rows.append(row)
+            log.info("search %s done: %s generations, %s evaluations, %d failures, best fitness %s", sid,
+                     row.get("generations"), row.get("evaluations"), len(row.get("failures") or []),
+                     row.get("best_fitness"))
             if progress is not None:
                 progress(1)
     return rows
