@@ -16,6 +16,7 @@ import numpy as np
 from audee.backends.pool import Pool, WorkerFailure
 from audee.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
+from audee.settings import TIE_MARGIN
 from audee.spec import ModelSpec, weights_key
 from audee.weights import Shapes, adapt_weights
 
@@ -36,7 +37,7 @@ class Executor:
     """Runs test cases on a :class:`Pool`; remembers each spec's weight shapes so a spec
     already built costs one round trip per backend, not two."""
 
-    def __init__(self, pool: Pool, *, tie_margin: float = 1e-5, diagnose: bool = True):
+    def __init__(self, pool: Pool, *, tie_margin: float = TIE_MARGIN, diagnose: bool = True):
         self.pool = pool
         self.tie_margin = tie_margin
         self.diagnose = diagnose
@@ -58,11 +59,6 @@ class Executor:
             if not isinstance(got, WorkerFailure):
                 return {k: [(r, tuple(s)) for r, s in v] for k, v in got.items()}
         return None
-
-    def build_error(self, spec: ModelSpec, label: str) -> str | None:
-        """For mutation's ``validate``: the clean error ``label`` raises building ``spec``."""
-        got = self.build(spec).get(label)
-        return got.message if isinstance(got, WorkerFailure) else None
 
     # ---- running -------------------------------------------------------------------------------
     def complete_weights(self, case: TestCase, weight_seed: int) -> None:

@@ -122,3 +122,34 @@ def test_weight_level_swaps_weights_and_reaches_nan(pool):
     assert out.failures, out.trace[-1]
     assert any(f.kind == "nan" for f in found[0].verdict.findings)
     assert out.first_failure_s is not None and out.first_failure_s <= out.seconds
+
+
+class CountingExecutor(Executor):
+    """An Executor that counts full oracle runs (the confirmation of suspects)."""
+
+    runs = 0
+
+    def run(self, case):
+        self.runs += 1
+        return super().run(case)
+
+
+def test_search_without_recording_or_profiles_confirms_and_writes_nothing(tmp_path):
+    """Amplification only (localization's use): explicit constructor options, no patching.
+    The NaN fitness drives the weights to NaN, and no suspect is confirmed or recorded."""
+    with Pool(parse_backends("tensorflow"), tmp_path / "logs") as tf_pool:
+        assert tf_pool.start() == {}
+        ex = CountingExecutor(tf_pool)
+        case = _case(ex)
+        cfg = SearchConfig(level="weight", fitness="nan", population=8, parents=3, max_iter=200, budget_s=120,
+                           relative_scale=1.0, stop_at_first=True, rng=0)
+        ex.runs = 0
+        out = Search(ex, case, cfg, tf_pool.labels, profile_layers=False).run()
+        assert out.best_fitness >= 1e300                # a NaN was reached: it would have been a suspect
+        assert out.failures == [] and out.first_failure_s is None and ex.runs == 0
+        assert out.generations == 200                   # stop_at_first never fires: nothing is recorded
+        assert all(t["layers"] == {} for t in out.trace)
+        # the same search with the defaults records the failure and profiles the best individual
+        found = []
+        out = Search(ex, case, cfg, tf_pool.labels, lambda r: found.append(r) or r.case.id, "w").run()
+        assert out.failures and ex.runs >= 1 and out.trace[-1]["layers"]

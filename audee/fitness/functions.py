@@ -3,22 +3,27 @@
 * inconsistency — the layer distance (Definition 4) between two backends at one layer
   (the logits by default); with more than two backends, the largest over all pairs,
   and the pair that gave it;
+* relative-inconsistency — the same with the scale-normalized distance (localization's
+  one-layer amplification);
 * nan — max(x) - min(x) of one layer's output on one backend: spread-out values are the
   ones that overflow into Inf and NaN.  A row that already holds NaN/Inf scores ``inf``.
 """
 from __future__ import annotations
 
 from itertools import combinations
+from typing import Callable
 
 import numpy as np
 
-from audee.oracle.distance import per_input_distance
+from audee.oracle.distance import per_input_distance, relative_distance
 
 FITNESSES = ("inconsistency", "nan", "relative-inconsistency")
 
 
-def inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str]]:
-    """Largest per-row distance over backend pairs, and the pair ('a|b') for each row."""
+def _largest_pair(outputs: dict[str, np.ndarray],
+                  distance: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[np.ndarray, list[str]]:
+    """Per row, the largest ``distance`` over backend pairs (NaN counts as ``inf``), and
+    the pair ('a|b') that gave it."""
     labels = list(outputs)
     if len(labels) < 2:
         raise ValueError("the inconsistency fitness needs at least two backends")
@@ -26,7 +31,7 @@ def inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, l
     best = np.full(n, -np.inf)
     pair = [""] * n
     for a, b in combinations(labels, 2):
-        d = per_input_distance(outputs[a], outputs[b])
+        d = distance(outputs[a], outputs[b])
         d = np.where(np.isnan(d), np.inf, d)
         for i in np.flatnonzero(d > best):
             pair[i] = f"{a}|{b}"
@@ -34,15 +39,15 @@ def inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, l
     return best, pair
 
 
+def inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str]]:
+    """Largest per-row Definition 4 distance over backend pairs, and the pair for each row."""
+    return _largest_pair(outputs, per_input_distance)
+
+
 def relative_inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str]]:
-    """Like :func:`inconsistency_fitness`, divided by each row's mean output magnitude:
-    a difference that survives scaling, so a search cannot win by inflating values."""
-    dist, pair = inconsistency_fitness(outputs)
-    n = dist.shape[0]
-    with np.errstate(over="ignore", invalid="ignore"):
-        scale = np.mean([np.abs(o.reshape(n, -1).astype(np.float64)).mean(axis=1) for o in outputs.values()], axis=0)
-        rel = np.where(dist == 0.0, 0.0, dist / (scale + 1e-12))  # agreement is agreement at any scale
-    return np.where(np.isnan(rel), np.inf, rel), pair
+    """Largest per-row relative distance (:func:`audee.oracle.distance.relative_distance`)
+    over backend pairs: a difference that survives scaling."""
+    return _largest_pair(outputs, relative_distance)
 
 
 def nan_fitness(output: np.ndarray) -> np.ndarray:

@@ -1,9 +1,19 @@
-"""Layer distance (the paper's Definition 4): the mean absolute difference of one layer's
-outputs on two backends."""
+"""The one home of distances between two backends' outputs.
+
+* :func:`layer_distance` — the paper's Definition 4: mean |a - b| of one layer's outputs
+  (whole arrays, or per row with :func:`per_input_distance`);
+* :func:`relative_distance` — Definition 4 per row divided by the row's mean output
+  magnitude on both sides: a difference that survives scaling, so a search cannot win by
+  inflating values (the relative-inconsistency fitness and localization's one-layer
+  change rates).
+
+Non-finite values: the same value on both sides (the same infinity, or NaN on both) is
+no difference; a non-finite value on one side only is an infinite distance."""
 from __future__ import annotations
 
 import numpy as np
 
+SCALE_FLOOR = 1e-12  # added to the magnitude a relative distance divides by: 0 / 0 is agreement
 
 def layer_distance(a: np.ndarray, b: np.ndarray, axis: tuple[int, ...] | None = None) -> np.ndarray | float:
     """Mean |a - b|; ``inf`` when shapes differ or only one side is not finite."""
@@ -29,3 +39,18 @@ def per_input_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def layer_distances(layers_a: dict[str, np.ndarray], layers_b: dict[str, np.ndarray]) -> dict[str, float]:
     return {name: layer_distance(layers_a[name], layers_b[name]) for name in layers_a if name in layers_b}
+
+
+def relative_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per row: :func:`per_input_distance` over the mean |output| of the row on both sides
+    (plus :data:`SCALE_FLOOR`).  Rows that agree score 0 at any scale; an undefined ratio
+    (inf / inf) scores ``inf``."""
+    n = a.shape[0]
+    dist = per_input_distance(a, b)
+    if a.shape != b.shape:
+        return dist
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = (np.abs(a.reshape(n, -1).astype(np.float64)).mean(1)
+                 + np.abs(b.reshape(n, -1).astype(np.float64)).mean(1)) / 2
+        rel = np.where(dist == 0.0, 0.0, dist / (scale + SCALE_FLOOR))
+    return np.where(np.isnan(rel), np.inf, rel)

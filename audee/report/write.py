@@ -6,14 +6,18 @@ Inconsistencies are counted after the paper's reduction (section 3.2), defined o
 """
 from __future__ import annotations
 
+import os
+from itertools import combinations
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from audee.report.dedup import unique_inconsistencies as unique_inconsistencies_of
 from audee.report.merge import CampaignData
 
 LEVEL_ORDER = ["NET", "IN", "WT", "IN-WT"]
+INDEX_ROWS = 30  # rows of a table shown in index.md; the table's own file has them all
 TABLE2 = ["seed", "#M", "#Layer", "located", "L_Audee", "#L(75%)", "FP(75%)", "reproduced", "median_s", "errors"]
 
 
@@ -35,13 +39,95 @@ def _missing(v: object) -> bool:
     return v is None or (isinstance(v, float) and v != v)
 
 
-def table1(cases: pd.DataFrame) -> pd.DataFrame:
-    """Unique inconsistencies: seed x backend pair x NET/IN/WT/IN-WT (the paper's Table 1)."""
+def _pairs_run(cases: pd.DataFrame, units: pd.DataFrame | None) -> list[tuple[str, str]]:
+    """Every (seed, "a vs b") that was run: from the units' configs, else from the case
+    rows' backends."""
+    runs: list[tuple[str, str]] = []
+    if units is not None and not units.empty:
+        for _, u in units.iterrows():
+            runs += [(str(u["seed"]), p.replace("|", " vs ")) for p in u["pairs"]]
+    elif not cases.empty and "backends" in cases:
+        for seed, backends in zip(cases["seed"], cases["backends"]):
+            if isinstance(backends, dict):
+                runs += [(str(seed), f"{a} vs {b}") for a, b in combinations(backends, 2)]
+    seen: set[tuple[str, frozenset]] = set()
+    out = []
+    for seed, pair in runs:  # one orientation per pair: the first seen
+        key = (seed, frozenset(pair.split(" vs ")))
+        if key not in seen:
+            seen.add(key)
+            out.append((seed, pair))
+    return out
+
+
+def table1(cases: pd.DataFrame, units: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Unique inconsistencies: seed x backend pair x NET/IN/WT/IN-WT (the paper's Table 1).
+    Every seed and pair that was run has a row, those with no inconsistency too."""
     u = unique_inconsistencies(cases)
-    if u.empty:
-        return pd.DataFrame(columns=["seed", "pair", *LEVEL_ORDER])
-    t = u.pivot_table(index=["seed", "pair"], columns="level", values="key", aggfunc="count", fill_value=0)
-    return t.reindex(columns=LEVEL_ORDER, fill_value=0).reset_index()
+    cols = ["seed", "pair", *LEVEL_ORDER]
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for seed, pair in _pairs_run(cases, units):
+        counts[(seed, pair)] = dict.fromkeys(LEVEL_ORDER, 0)
+    for _, r in u.iterrows():
+        key = (str(r["seed"]), r["pair"])
+        if key not in counts:  # the same pair in the other orientation, or a unit without config
+            a, b = r["pair"].split(" vs ")
+            key = (key[0], f"{b} vs {a}") if (key[0], f"{b} vs {a}") in counts else key
+            counts.setdefault(key, dict.fromkeys(LEVEL_ORDER, 0))
+        if r["level"] in counts[key]:
+            counts[key][r["level"]] += 1
+    rows = [{"seed": seed, "pair": pair, **c} for (seed, pair), c in sorted(counts.items())]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def failing_cases(cases: pd.DataFrame, out: Path) -> pd.DataFrame:
+    """Every failing test case with its case file (relative to ``out``, the report
+    directory; a link in Markdown): what `audee reproduce` and `audee localize` take."""
+    cols = ["unit", "case", "kinds", "backends", "case_file"]
+    if cases.empty or "status" not in cases:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for _, r in cases[cases["status"] == "fail"].sort_values(["unit", "id"]).iterrows():
+        link = "-"
+        if isinstance(r.get("case_file"), str) and isinstance(r.get("unit_dir"), str):
+            link = Path(os.path.relpath(Path(r["unit_dir"]) / r["case_file"], Path(out).resolve())).as_posix()
+        rows.append({"unit": r["unit"], "case": r["id"], "kinds": ", ".join(_list(r.get("kinds"))),
+                     "backends": _backends(r), "case_file": link})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def backend_errors(cases: pd.DataFrame) -> pd.DataFrame:
+    """One row per backend that rejected or crashed on a test case, with its error message:
+    consistent rejections (every backend refuses) have no case file, so the message is
+    read here."""
+    cols = ["unit", "case", "kinds", "backend", "status", "error"]
+    if cases.empty or "backends" not in cases:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for _, r in cases.sort_values(["unit", "id"]).iterrows():
+        status = r["backends"] if isinstance(r["backends"], dict) else {}
+        errors = r.get("errors") if isinstance(r.get("errors"), dict) else {}
+        for backend, st in status.items():
+            if st != "ok":
+                rows.append({"unit": r["unit"], "case": r["id"], "kinds": ", ".join(_list(r.get("kinds"))),
+                             "backend": backend, "status": st,
+                             "error": errors.get(backend, "(not recorded by this audee version)")})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _list(v: object) -> list:
+    return list(v) if isinstance(v, (list, tuple)) else []
+
+
+def _backends(r: pd.Series) -> str:
+    """The backends a failing case involves: the failing ones with their status, and the
+    pairs that flipped labels."""
+    status = r["backends"] if isinstance(r.get("backends"), dict) else {}
+    parts = [f"{b} ({st})" for b, st in status.items() if st != "ok"]
+    parts += [p.replace("|", " vs ") for p in _list(r.get("inconsistent_pairs"))]
+    nan = r.get("nan") if isinstance(r.get("nan"), dict) else {}
+    parts += sorted({f"{b} (NaN)" for b in nan.values()})
+    return "; ".join(parts) or ", ".join(status)
 
 
 def crash_table(cases: pd.DataFrame) -> pd.DataFrame:
@@ -159,7 +245,6 @@ def figure4(rates: pd.DataFrame, path: Path, t1: float = 1000.0) -> bool:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     seeds = sorted(rates["seed"].unique())
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(seeds) + 1.5), 4))
@@ -197,34 +282,92 @@ def figure4(rates: pd.DataFrame, path: Path, t1: float = 1000.0) -> bool:
     return True
 
 
+FIG3_FLOOR, FIG3_CEIL = 1e-12, 1e30  # Figure 3's y range; values outside are drawn clipped and marked
+
+
+def clip_series(best: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None, int | None]:
+    """Figure 3's y values for one best-so-far series: values clipped into
+    [FIG3_FLOOR, FIG3_CEIL], which points are drawn as measured (``solid``; the clipped
+    stretch is dotted), and the index where a high clip starts (a suffix: best so far only
+    grows) and where a low clip ends (a prefix), or None.  NaN (no value yet) stays NaN."""
+    high = best >= FIG3_CEIL      # inf, and the 1e300 a search records for a non-finite distance
+    low = best <= FIG3_FLOOR      # 0: bit-identical outputs
+    y = np.where(np.isnan(best), np.nan, np.clip(best, FIG3_FLOOR, FIG3_CEIL))
+    hi = int(np.flatnonzero(high)[0]) if high.any() else None
+    lo = int(np.flatnonzero(low)[-1]) if low.any() else None
+    solid = ~(high | low)
+    if hi is not None:
+        solid[hi] = True          # the measured line rises to the marker
+    if lo is not None:
+        solid[lo] = True          # and leaves the floor from it
+    return y, solid, hi, lo
+
+
 def figure3(data: CampaignData, path: Path) -> bool:
-    """Best-so-far logits distance per generation of every inconsistency search (GA
-    solid, random dashed), log scales: how the search amplifies the distance."""
+    """Best-so-far logits distance per generation of every inconsistency search, log
+    scales: how the search amplifies the distance.  One panel per search level; colour
+    is the seed, line style the search (GA solid, random dashed).  Values outside the
+    plotted range are clipped and marked, not drawn as if measured (:func:`clip_series`):
+    a non-finite distance (recorded as 1e300 by the search) or one above 1e30 sits on the
+    top edge from a triangle on, an exact 0 (bit-identical outputs) on the bottom edge up
+    to a down-triangle, both dotted."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
+    from matplotlib.lines import Line2D
 
     traces = [t for t in data.traces.values() if t.get("config", {}).get("fitness") == "inconsistency" and t["trace"]]
     if not traces:
         return False
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    labelled = len(traces) <= 12
-    for t in sorted(traces, key=lambda t: t["id"]):
-        gens = np.array([g["generation"] for g in t["trace"]], dtype=float) + 1
-        best = np.array([g["best"] if g["best"] is not None else np.nan for g in t["trace"]], dtype=float)
-        best = np.fmax.accumulate(np.nan_to_num(best, nan=0.0, posinf=1e30))
-        ga = t.get("config", {}).get("search", "ga") == "ga"
-        ax.plot(gens, np.clip(best, 1e-12, 1e30), ls="-" if ga else "--", lw=1.2 if ga else 0.9,
-                label=t["id"] if labelled else None)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("generation + 1")
-    ax.set_ylabel("best logits distance so far")
-    ax.set_title("Distance amplification over generations (GA solid, random dashed)")
-    if labelled:
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    level_name = {"input": "IN", "weight": "WT", "input-weight": "IN-WT"}
+    levels = [lv for lv in LEVEL_ORDER if any(level_name.get(t["config"].get("level"), "?") == lv for t in traces)]
+    levels += sorted({level_name.get(t["config"].get("level"), "?") for t in traces} - set(levels))
+    seeds = sorted({str(t.get("seed")) for t in traces})
+    palette = plt.get_cmap("tab10" if len(seeds) <= 10 else "tab20")
+    color = {seed: palette(i % palette.N) for i, seed in enumerate(seeds)}
+    fig, axes = plt.subplots(1, len(levels), figsize=(3.2 + 3.6 * len(levels), 4.4), sharey=True, squeeze=False)
+    clipped = {"high": 0, "low": 0}
+    shown: list[float] = []
+    for ax, level in zip(axes[0], levels):
+        runs = [t for t in traces if level_name.get(t["config"].get("level"), "?") == level]
+        for t in sorted(runs, key=lambda t: (str(t.get("seed")), t["config"].get("search", "ga"), t["id"])):
+            gens = np.array([g["generation"] for g in t["trace"]], dtype=float) + 1
+            best = np.array([np.nan if g["best"] is None else g["best"] for g in t["trace"]], dtype=float)
+            best = np.fmax.accumulate(best)  # best so far; a generation without a value keeps the last
+            ga = t["config"].get("search", "ga") == "ga"
+            c = color[str(t.get("seed"))]
+            y, solid, hi, lo = clip_series(best)
+            ax.plot(gens, np.where(solid, y, np.nan), ls="-" if ga else "--", lw=1.3 if ga else 1.0, color=c,
+                    alpha=0.85)
+            ax.plot(gens, np.where(solid, np.nan, y), ls=":", lw=1.0, color=c, alpha=0.85)  # clipped stretch
+            for i, marker, where in ((hi, "^", "high"), (lo, "v", "low")):
+                if i is not None:
+                    clipped[where] += 1
+                    ax.plot(gens[i], y[i], marker=marker, ms=7, color=c, mec="k", mew=0.6, ls="none", zorder=4)
+            shown += [v for v in y[np.isfinite(y)]]
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("generation + 1")
+        ax.set_title(f"{level} level ({len(runs)} search run{'s' if len(runs) != 1 else ''})", fontsize=10)
+    axes[0][0].set_ylabel("best logits distance so far")
+    if shown:
+        axes[0][0].set_ylim(min(shown) / 30, max(shown) * 30)
+    for ax in axes[0]:
+        for where, edge in (("high", FIG3_CEIL), ("low", FIG3_FLOOR)):
+            if clipped[where]:
+                ax.axhline(edge, color="0.6", lw=0.7, ls=":")
+    handles = [Line2D([], [], color=color[s], lw=2, label=s) for s in seeds]
+    handles += [Line2D([], [], color="k", ls="-", label="GA"), Line2D([], [], color="k", ls="--", label="random")]
+    if clipped["high"]:
+        handles.append(Line2D([], [], color="w", marker="^", mec="k", mfc="0.5", ms=7,
+                              label=f"non-finite or > {FIG3_CEIL:.0e}:\nclipped to the top edge,\ndotted from here on"))
+    if clipped["low"]:
+        handles.append(Line2D([], [], color="w", marker="v", mec="k", mfc="0.5", ms=7,
+                              label=f"0 or < {FIG3_FLOOR:.0e}:\nclipped to the bottom edge,\ndotted up to here"))
+    axes[0][-1].legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), title="seed / search",
+                       title_fontsize=7)
+    fig.suptitle("Distance amplification over generations", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -237,8 +380,15 @@ def _md(df: pd.DataFrame) -> str:
     cols = list(df.columns)
     lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
     for _, r in df.iterrows():
-        lines.append("| " + " | ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in r) + " |")
+        lines.append("| " + " | ".join(f"{v:.3g}" if isinstance(v, float) else
+                                       f"[case file]({v})" if k == "case_file" and v != "-" else _cell(v)
+                                       for k, v in r.items()) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(v: object) -> str:
+    """A Markdown table cell: no line breaks, and a ``|`` in an error message stays text."""
+    return " ".join(str(v).split()).replace("|", "\\|")
 
 
 def write_report(data: CampaignData, out: Path) -> list[Path]:
@@ -248,8 +398,13 @@ def write_report(data: CampaignData, out: Path) -> list[Path]:
     unique = unique_inconsistencies(data.cases)
     sigs = signatures(data.localized)
     rates = top1_rates(data)
-    sections = [("Table 1: unique inconsistencies (seed x backend pair x level)", "table1", table1(data.cases)),
+    failing = failing_cases(data.cases, out)
+    errors = backend_errors(data.cases)
+    sections = [("Table 1: unique inconsistencies (seed x backend pair x level)", "table1",
+                 table1(data.cases, data.units)),
                 ("Test cases by outcome", "outcomes", crash_table(data.cases)),
+                ("Failing test cases and their case files", "failing", failing),
+                ("Backend errors (rejections and crashes) with their messages", "errors", errors),
                 ("Table 2: localization of unique inconsistencies", "table2", table2(data.localized)),
                 ("Unique inconsistencies by localization signature (layer API, parameter, pair)", "signatures", sigs),
                 ("Top-1 change rates (Figure 4's data)", "top1", top1_table(rates)),
@@ -257,16 +412,24 @@ def write_report(data: CampaignData, out: Path) -> list[Path]:
     n_units = data.cases["unit"].nunique() if not data.cases.empty else 0
     index = ["# audee report", "",
              f"{len(data.cases)} test cases, {len(data.searches)} search runs, {n_units} units; "
+             f"{len(failing)} failing test cases ([list with case files](failing.md)); "
              f"{len(unique)} unique inconsistencies (paper criteria), {len(data.localized)} localized, "
              f"{len(sigs)} unique localization signatures.", ""]
     for title, name, df in sections:
         df.to_csv(out / f"{name}.csv", index=False)
         (out / f"{name}.md").write_text(f"# {title}\n\n{_md(df)}")
         written += [out / f"{name}.csv", out / f"{name}.md"]
-        index += [f"## {title}", "", _md(df), f"([Markdown]({name}.md), [CSV]({name}.csv))", ""]
+        shown = _md(df.head(INDEX_ROWS))
+        if len(df) > INDEX_ROWS:
+            shown += f"\n... and {len(df) - INDEX_ROWS} more rows in [{name}.md]({name}.md).\n"
+        index += [f"## {title}", "", shown, f"([Markdown]({name}.md), [CSV]({name}.csv))", ""]
     if figure3(data, out / "figure3.png"):
         written.append(out / "figure3.png")
-        index += ["## Figure 3: amplification over generations", "", "![figure 3](figure3.png)", ""]
+        index += ["## Figure 3: amplification over generations", "", "![figure 3](figure3.png)", "",
+                  f"One panel per search level; colour: seed, solid: GA, dashed: random search. Distances "
+                  f"outside [{FIG3_FLOOR:g}, {FIG3_CEIL:g}] are clipped to that bound, marked and dotted (a "
+                  f"triangle where a non-finite or larger distance starts, a down-triangle where an exact 0 "
+                  f"ends): they are not measured values.", ""]
     if figure4(rates, out / "figure4.png"):
         written.append(out / "figure4.png")
         index += ["## Figure 4: top-1 change rate, inconsistent vs consistent", "", "![figure 4](figure4.png)", ""]

@@ -17,7 +17,7 @@ import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure
 from audee.fitness import inconsistency_fitness, nan_fitness, relative_inconsistency_fitness
-from audee.oracle.inconsistency import _margin
+from audee.oracle.labels import label_flips
 from audee.search.encoding import Encoding
 from audee.spec import ModelSpec, weights_key
 
@@ -34,7 +34,7 @@ class Evaluation:
 
 class PopulationEvaluator:
     def __init__(self, pool: Pool, spec: ModelSpec, encoding: Encoding, *, fitness: str, labels: list[str],
-                 nan_backend: str | None = None, layer: str | None = None, tie_margin: float = 1e-5):
+                 tie_margin: float, nan_backend: str | None = None, layer: str | None = None):
         if fitness != "nan" and len(labels) < 2:
             raise ValueError("the inconsistency fitness needs two or more backends")
         self.pool = pool
@@ -88,11 +88,9 @@ class PopulationEvaluator:
                     if "nan" not in evals[i].suspect:
                         evals[i].suspect.append("nan")
         if len(ok) >= 2:
-            labels = {b: r["output"].reshape(n, -1).argmax(1) for b, r in ok.items()}
-            margins = {b: _margin(r["output"]) for b, r in ok.items()}
             for a, b in itertools.combinations(ok, 2):
-                flip = (labels[a] != labels[b]) & (np.minimum(margins[a], margins[b]) >= self.tie_margin)
-                for i in np.flatnonzero(flip):
+                flips = label_flips(ok[a]["output"], ok[b]["output"], self.tie_margin).flips
+                for i in np.flatnonzero(flips):
                     if "inconsistency" not in evals[i].suspect:
                         evals[i].suspect.append("inconsistency")
         if self.fitness == "nan":

@@ -1,0 +1,56 @@
+"""Report pieces without frameworks: Table 1 lists every seed run, error messages stay
+readable, Figure 3 marks clipped values.  (tests/test_fuzz_cli.py builds a report from a
+real run.)"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from audee.report.merge import CampaignData
+from audee.report.write import FIG3_CEIL, FIG3_FLOOR, _md, backend_errors, clip_series, figure3, table1
+
+INF = float("inf")
+
+
+def test_table1_has_a_row_for_every_seed_and_pair_run():
+    units = pd.DataFrame([{"unit": "u1", "seed": "lenet5", "pairs": ["tensorflow|torch"]},
+                          {"unit": "u2", "seed": "gru", "pairs": ["tensorflow|jax", "tensorflow|torch"]}])
+    cases = pd.DataFrame([{"id": "lenet5-v1", "seed": "lenet5", "unit": "u1", "level": "NET",
+                           "inconsistent_pairs": ["torch|tensorflow"]},   # the other orientation: same pair
+                          {"id": "gru-v1", "seed": "gru", "unit": "u2", "level": "NET", "inconsistent_pairs": []}])
+    t = table1(cases, units)
+    assert t[["seed", "pair", "NET"]].values.tolist() == [["gru", "tensorflow vs jax", 0],
+                                                          ["gru", "tensorflow vs torch", 0],
+                                                          ["lenet5", "tensorflow vs torch", 1]]
+
+
+def test_backend_errors_list_every_rejecting_backend_and_escape_markdown():
+    cases = pd.DataFrame([{"id": "c1", "unit": "u", "kinds": ["consistent_rejection"],
+                           "backends": {"a": "error:build", "b": "error:build"},
+                           "errors": {"a": "ValueError: bad | worse", "b": "TypeError:\nno"}},
+                          {"id": "c2", "unit": "u", "kinds": [], "backends": {"a": "ok", "b": "ok"}, "errors": {}}])
+    e = backend_errors(cases)
+    assert e[["case", "backend", "error"]].values.tolist() == [["c1", "a", "ValueError: bad | worse"],
+                                                              ["c1", "b", "TypeError:\nno"]]
+    md = _md(e)
+    assert "ValueError: bad \\| worse" in md and "TypeError: no" in md and len(md.splitlines()) == 4
+
+
+def test_clip_series_marks_values_outside_the_plotted_range():
+    y, solid, hi, lo = clip_series(np.array([np.nan, 0.0, 0.0, 1e-3, 1e5, 1e300, 1e300]))
+    assert np.isnan(y[0]) and y[1] == FIG3_FLOOR and y[-1] == FIG3_CEIL
+    assert lo == 2 and hi == 5
+    assert solid.tolist() == [True, False, True, True, True, True, False]
+    y, solid, hi, lo = clip_series(np.array([1e-3, 1e-2, INF]))
+    assert (hi, lo) == (2, None) and y[2] == FIG3_CEIL
+
+
+def test_figure3_draws_many_runs(tmp_path):
+    traces = {f"u{k}/s{k}": {"id": f"s{k}", "seed": f"seed{k % 7}",
+                             "config": {"fitness": "inconsistency", "level": ["input", "weight"][k % 2],
+                                        "search": ["ga", "random"][k % 2]},
+                             "trace": [{"generation": g, "best": b} for g, b in
+                                       enumerate([0.0, 1e-6 * (k + 1), 1e300 if k == 3 else 1e-3])]}
+              for k in range(40)}
+    assert figure3(CampaignData(pd.DataFrame(), pd.DataFrame(), traces), tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 10_000
