@@ -5,12 +5,13 @@ BIN := $(VENV)/bin
 RUN ?= runs/default
 PYTEST_ARGS ?=
 
-.PHONY: install fuzz test bench bench-search localize-bench clean help
+.PHONY: install fuzz test test-wheel bench bench-search localize-bench clean help
 
 help:
 	@echo "make install   build $(VENV) with the pinned stack and audee (editable)"
 	@echo "make fuzz      LeNet-5 across tensorflow, torch, jax, onnxruntime -> $(RUN)/"
 	@echo "make test      run the test suite on the real frameworks"
+	@echo "make test-wheel  build the wheel, install it into a fresh venv, run audee from outside the tree"
 	@echo "make bench     overhead benchmark (experiments/bench_overhead.py)"
 	@echo "make bench-search  GA overhead, GA vs random, NaN search (experiments/bench_search.py)"
 	@echo "make localize-bench  search + localization on the injected-fault corpus (localize/corpus.yaml)"
@@ -29,6 +30,9 @@ fuzz:
 
 test:
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-wheel:
+	$(BIN)/python -m pytest -q -m wheel tests/test_wheel.py
 
 bench:
 	$(BIN)/python experiments/bench_overhead.py

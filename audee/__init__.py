@@ -3,4 +3,4 @@
 Importing this package must stay cheap and must not import any DL framework: backends
 import theirs inside their own worker processes.
 """
-__version__ = "0.1.0"
+__version__ = "0.2.0"

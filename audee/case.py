@@ -24,7 +24,6 @@ class Kind:
     INCONSISTENCY = "inconsistency"                # predicted labels differ between two backends
 
     FAILURES = (HARD_CRASH, DIVERGENT_ACCEPTANCE, NAN, INCONSISTENCY)
-    CRASHES = (HARD_CRASH, DIVERGENT_ACCEPTANCE, CONSISTENT_REJECTION)
 
 
 @dataclass

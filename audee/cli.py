@@ -1,33 +1,36 @@
 """The ``audee`` command line (``python -m audee`` is the same).
 
 Every subcommand is a thin layer over a library function; bad input ends with one line
-naming the file and the field, and exit code 2.
+naming the file and the field, and exit code 2.  Exit codes: :mod:`audee.exitcodes`.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from audee.errors import AudeeError
+from audee import __version__
+from audee.errors import AudeeError, BackendUnavailable
+from audee.exitcodes import ExitCode, describe
+from audee.settings import (FuzzSettings, LocalizeSettings, SearchSettings, add_model_options, given_options,
+                            validate_settings)
 
-EXIT_OK, EXIT_NOT_REPRODUCED, EXIT_BAD_INPUT = 0, 1, 2
+log = logging.getLogger(__name__)
 
 
-def _backends_arg(p: argparse.ArgumentParser, default: str) -> None:
+def _backends_arg(p: argparse.ArgumentParser, default: str, settings: bool = True) -> None:
     p.add_argument("--backends", default=default,
                    help="comma-separated backends: tensorflow, torch, jax, onnxruntime, onnxruntime-fed, "
                         "or a plugin class as package.module:ClassName; append @cuda for a GPU device "
                         f"(default: {default})")
     p.add_argument("--device", default="cpu", help="default device for backends without @device (cpu, cuda)")
-    p.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds a backend may take on one request before it counts as hung (default 120)")
-    p.add_argument("--threads-per-backend", type=int, default=None,
-                   help="CPU threads each backend may use (default: the cores shared out among the backends, "
-                        "since all of them compute at once; 0: each framework's own default)")
+    if settings:  # `audee fuzz` adds these with the rest of FuzzSettings
+        add_model_options(p, FuzzSettings, only=["timeout", "threads"])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,87 +38,87 @@ def build_parser() -> argparse.ArgumentParser:
 
     ap = argparse.ArgumentParser(prog="audee", description="Differential fuzzing of deep-learning frameworks "
                                  "(Audee, ASE 2020): mutate a seed DNN, run it on several backends, record "
-                                 "crashes, NaNs and inconsistencies.")
+                                 "crashes, NaNs and inconsistencies.",
+                                 epilog=describe() + ".")
+    ap.add_argument("--version", action="version", version=f"audee {__version__}")
+    loud = ap.add_mutually_exclusive_group()
+    loud.add_argument("-v", "--verbose", action="count", default=0,
+                      help="log on stderr: -v info (runs, units, searches, workers), -vv debug (every verdict)")
+    loud.add_argument("-q", "--quiet", action="store_true", help="log errors only")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
     p = sub.add_parser("fuzz", help="network-level mutation of a seed across backends",
                        description="Generate N variants of a seed DNN by redrawing layer parameters from the API "
                                    "configs, run each on every backend with a batch of seed inputs, and record "
-                                   "every test case in OUT/results.jsonl and every failing one in OUT/cases/.")
+                                   "every test case in OUT/results.jsonl and every failing one in OUT/cases/; "
+                                   "the log goes to OUT/logs/audee.log. "
+                                   + describe(ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.INTERRUPTED) + ".")
     p.add_argument("--seed", default="lenet5",
                    help="a seed name (see `audee seeds`), a seed directory, a spec .json, or a .keras model")
     p.add_argument("--inputs", help="your own inputs: an .npz with one array per model input (batch first)")
-    _backends_arg(p, ",".join(DEFAULT_BACKENDS))
-    p.add_argument("--variants", type=int, default=None,
-                   help="number of network-level variants (default 50; 0 when --level is given)")
+    _backends_arg(p, ",".join(DEFAULT_BACKENDS), settings=False)
     p.add_argument("--out", required=True, help="output directory (rerun to resume)")
-    p.add_argument("--rng", type=int, default=0, help="random seed: the same value gives the same variants")
-    p.add_argument("--batch", type=int, default=32, help="seed inputs per test case (default 32)")
-    p.add_argument("--layer-rate", type=float, default=0.5, help="probability a layer's parameters are redrawn")
-    p.add_argument("--max-layers", type=int, default=3,
-                   help="at most this many layers change per variant (0: no cap; default 3)")
-    p.add_argument("--invalid-prob", type=float, default=0.1,
-                   help="probability a variant tests one crafty invalid value (default 0.1)")
-    p.add_argument("--tie-margin", type=float, default=1e-5,
-                   help="label flips where a backend's top-two outputs are closer than this count as "
-                        "floating-point ties, not inconsistencies (0: the paper's plain definition)")
+    # every fuzz setting's flag, type, help and default: audee.settings.FuzzSettings (as campaign units)
+    add_model_options(p, FuzzSettings)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     g = p.add_argument_group("search (input / weight level, the paper's Algorithm 1)",
                              "Given --level, a GA (or random search) evolves the seed input and/or weights of the "
-                             "seed, or of the first K variants without failures (--ga-on-consistent K).")
-    g.add_argument("--level", choices=["input", "weight", "input-weight"], help="what the search mutates")
-    g.add_argument("--fitness", choices=["inconsistency", "nan"], default=None,
-                   help="inconsistency: logits distance between backends (largest pair); nan: max-min spread "
-                        "of the logits on --nan-backend (default inconsistency)")
+                             "seed, or of the first K variants without failures (--ga-on-consistent K). The "
+                             "search runs until --budget is spent (or --max-iter generations, when given).")
     g.add_argument("--search", default=None, help="ga, random, or ga,random to compare both on equal budgets")
-    g.add_argument("--budget", default=None, help="wall-clock budget per search run, e.g. 300s, 5m (default 60s)")
     g.add_argument("--ga-on-consistent", type=int, default=None, metavar="K",
                    help="search the first K variants that showed no failure (default 1)")
-    g.add_argument("--stop-at-first", action="store_true", default=None, help="stop a search at its first failure")
     g.add_argument("--search-config", help="YAML file with search settings (any of the options below)")
-    g.add_argument("--population", type=int, help="population size n (default 20)")
-    g.add_argument("--parents", type=int, help="top m kept each generation (default 6)")
-    g.add_argument("--crossover-rate", type=float, help="r1: share of genes from the first parent (default 0.5)")
-    g.add_argument("--mutation-rate", type=float, help="r2: probability a child gets Cauchy noise (default 0.8)")
-    g.add_argument("--input-scale", type=float, help="Cauchy scale as a share of the input range (default 0.1)")
-    g.add_argument("--weight-scale", type=float, help="Cauchy scale as a share of each weight's std (default 0.1)")
-    g.add_argument("--relative-scale", type=float,
-                   help="extra Cauchy scale proportional to |gene|, letting values grow geometrically (default 0)")
-    g.add_argument("--max-iter", type=int, help="maximum generations (default 50)")
-    g.add_argument("--layer", help="layer the fitness reads (default: the logits layer)")
-    g.add_argument("--nan-backend", help="backend the NaN fitness reads (default: the first)")
     g.add_argument("--input-index", type=int, help="seed input to start from (default: one per target)")
+    # the search settings: audee.settings.SearchSettings (the rng is --rng; --search above is the plan's)
+    add_model_options(g, SearchSettings, exclude=("search", "rng"))
 
     p = sub.add_parser("reproduce", help="re-run a case file and say whether its verdict holds",
-                       description="Exit 0 if every recorded failure shows again, 1 if not, 2 on bad input.")
+                       description="Re-run a case on its backends: exit 0 if every recorded failure shows again. "
+                                   + describe(ExitCode.OK, ExitCode.NOT_REPRODUCED, ExitCode.BAD_INPUT,
+                                              ExitCode.BACKEND_UNAVAILABLE) + ".")
     p.add_argument("case", help="a case file written by audee (OUT/cases/ID.pkl)")
     p.add_argument("--backends", help="override the case's backends")
+    p.add_argument("--allow-plugin", action="append", default=[], metavar="MODULE:CLASS",
+                   help="run this plugin backend if the case names it (repeatable); a case file cannot "
+                        "choose code to run, so plugins it names are refused unless allowed here")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--timeout", type=float, default=120.0)
+    add_model_options(p, FuzzSettings, only=["timeout"])
     p.add_argument("--json", action="store_true", help="print the new verdict as JSON")
 
     p = sub.add_parser("localize", help="pinpoint the layer and parameter behind a failing case",
                        description="Algorithm 2 of the paper: per-layer distances and change rates, then the "
                                    "localize-fix loop naming (layer, parameter) pairs. Exit 0 when the case "
-                                   "reproduces and was localized, 1 when it no longer reproduces, 2 on bad input, "
-                                   "3 when it reproduces but nothing was localized.")
+                                   "reproduces and was localized. "
+                                   + describe(ExitCode.OK, ExitCode.NOT_REPRODUCED, ExitCode.BAD_INPUT,
+                                              ExitCode.NOT_LOCALIZED, ExitCode.BACKEND_UNAVAILABLE) + ".")
     p.add_argument("case", help="a case file written by audee")
     p.add_argument("--json", action="store_true", help="machine-readable report")
-    p.add_argument("--t1", type=float, default=1000.0, help="inconsistency threshold on change rates (default 1000)")
-    p.add_argument("--t2", type=float, default=2.0, help="consistency threshold for a replaced parameter (default 2)")
+    add_model_options(p, LocalizeSettings, exclude=("max_cases", "consistent"))  # audee.settings
     p.add_argument("--pair", help="backend pair to localize, e.g. tensorflow,torch (default: the first inconsistent)")
     p.add_argument("--backends", help="override the case's backends")
+    p.add_argument("--allow-plugin", action="append", default=[], metavar="MODULE:CLASS",
+                   help="run this plugin backend if the case names it (repeatable); a case file cannot "
+                        "choose code to run, so plugins it names are refused unless allowed here")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--timeout", type=float, default=120.0)
+    add_model_options(p, FuzzSettings, only=["timeout"])
 
     p = sub.add_parser("campaign", help="run a campaign config (or one shard of it), resumably",
                        description="Expand CONFIG into units (seed x backend set x rng), run the shard's units "
                                    "into OUT/units/<unit>/ and keep OUT/status/ current. Rerun to resume. Inside "
-                                   "a SLURM job array the shard comes from SLURM_ARRAY_TASK_ID/COUNT.")
+                                   "a SLURM job array the shard is SLURM_ARRAY_TASK_ID (with --shards N, or the array's layout, "
+                                   "recorded in OUT/shards.json so a resubmitted task runs the same units). The "
+                                   "shard's log goes to OUT/logs/shard-I-of-N/audee.log. "
+                                   + describe(ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.INTERRUPTED) + ".")
     p.add_argument("config", help="a campaign YAML file (see experiments/)")
     p.add_argument("--out", required=True, help="campaign directory, shared by all shards")
     p.add_argument("--shard", help="I/N: run shard I of N (default: from SLURM, else the whole campaign)")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="in a SLURM job array: N shards, this task runs shard SLURM_ARRAY_TASK_ID (0 <= id < N); "
+                        "without it the layout comes from the array on first use, recorded in OUT/shards.json")
+    p.add_argument("--list-units", action="store_true",
+                   help="print the ids of the units this task (or --shard I/N) would run, and exit")
     p.add_argument("--device", default="cpu", help="device for backends without @device (cpu, cuda)")
     p.add_argument("--no-progress", action="store_true")
 
@@ -127,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("backends", help="list backends, their framework versions and whether they work here",
                        description="Start each backend's worker and report its versions (takes ~15 s: "
-                                   "each framework is imported).")
+                                   "each framework is imported). "
+                                   + describe(ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.BACKEND_UNAVAILABLE)
+                                   + " (some backend is not usable here).")
     _backends_arg(p, ",".join(DEFAULT_BACKENDS) + ",onnxruntime-fed")
     p.add_argument("--json", action="store_true")
 
@@ -139,13 +144,69 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def check_out_dir(out: str | Path, flag: str = "--out") -> None:
+    """An output directory that exists or can be made: not a file, not under one."""
+    p = Path(out)
+    for q in (p, *p.parents):
+        if q.exists():
+            if not q.is_dir():
+                raise AudeeError(f"{q} exists and is not a directory" + ("" if q == p else f" (needed for {p})"),
+                                 field=flag)
+            return
+
+
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
-    from audee.fuzz import FuzzConfig, fuzz, summarize
+    from audee.store.lock import dir_lock
+
+    # every flag validated (audee.settings models) before anything is written or started
+    check_out_dir(args.out)
+    refs = parse_backends(args.backends, args.device)
+    cfg, plan = _fuzz_config(args, refs)
+    seed = None
+    if not args.seed.endswith(".keras"):  # a .keras model is read by a worker, under the lock
+        seed = _load_seed(args.seed, refs, Path(args.out))
+        _check_seed(seed, plan, seed.source or args.seed)
+    with dir_lock(args.out):  # one writer per --out: a second `audee fuzz` fails at once, writing nothing
+        return _cmd_fuzz(args, refs, cfg, plan, seed)
+
+
+def _fuzz_config(args: argparse.Namespace, refs: list) -> tuple[Any, Any]:
+    """The run's FuzzConfig and search plan from the flags given, validated by FuzzSettings
+    and SearchSettings (errors name the flag)."""
+    from audee.fuzz import FuzzConfig
+
+    given = given_options(args, list(FuzzSettings.model_fields))
+    validate_settings(FuzzSettings, given, flags=True)
+    plan = _search_plan(args, refs, given.get("rng", 0))
+    if "variants" not in given:
+        given["variants"] = 0 if plan is not None else FuzzSettings.model_fields["variants"].default
+    return FuzzConfig(refs, Path(args.out), **given), plan
+
+
+def _check_seed(seed: Any, plan: Any, source: str) -> None:
+    """The seed spec against the API configs (an unknown API or a wrongly typed parameter
+    would only make every case fail), and --layer against its layers."""
+    from audee.apis import load_api_configs
+    from audee.spec import validate
+
+    validate(seed.spec, source=source, apis=load_api_configs())
+    if plan is not None and plan.config.layer is not None:
+        names = [layer.name for layer in seed.spec.layers]
+        if plan.config.layer not in names:
+            raise AudeeError(f"no layer {plan.config.layer!r} in seed {seed.name} (layers: {', '.join(names)})",
+                             field="--layer")
+
+
+def _cmd_fuzz(args: argparse.Namespace, refs: list, cfg: Any, plan: Any, seed: Any) -> int:
+    from audee.fuzz import fuzz, summarize
+    from audee.logs import setup_logging
     from audee.seeds import check_inputs, load_inputs
 
-    refs = parse_backends(args.backends, args.device)
-    seed = _load_seed(args.seed, refs, Path(args.out))
+    setup_logging(None, Path(args.out) / "logs" / "audee.log")
+    if seed is None:
+        seed = _load_seed(args.seed, refs, Path(args.out))
+        _check_seed(seed, plan, seed.source or args.seed)
     inputs = seed.inputs
     if args.inputs:
         inputs, _ = load_inputs(args.inputs)
@@ -153,19 +214,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if not inputs:
         raise AudeeError(f"seed {args.seed} ships no inputs: give them with --inputs file.npz "
                          f"(arrays named {', '.join(seed.spec.input_names)}, batch first)", field="--inputs")
-    plan = _search_plan(args, refs)
-    if args.variants is None:
-        args.variants = 0 if plan is not None else 50
-    if args.variants < 0 or args.batch < 1:
-        raise AudeeError("must be >= 0 (variants) and >= 1 (batch)", field="--variants/--batch")
-    cfg = FuzzConfig(refs, Path(args.out), args.variants, args.rng, args.batch, args.layer_rate, args.max_layers,
-                     args.invalid_prob, timeout=args.timeout, tie_margin=args.tie_margin,
-                     threads=args.threads_per_backend)
     bar = None
     if not args.no_progress:
         from tqdm import tqdm
 
-        total = args.variants + 1 + (plan.on_consistent * len(plan.searches) if plan else 0)
+        total = cfg.variants + 1 + (plan.on_consistent * len(plan.searches) if plan else 0)
         bar = tqdm(total=total, desc=f"fuzz {seed.name}", unit="step", file=sys.stderr)
     try:
         stats = fuzz(seed, inputs, cfg, progress=bar.update if bar is not None else None, plan=plan)
@@ -183,28 +236,31 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
               f"generations, {r['evaluations']} evaluations ({r['evals_per_s']:.1f}/s), failures "
               f"{len(r['failures'])}, first after {first}, best fitness {r['best_fitness']:.4g}")
     print(f"results: {Path(args.out) / 'results.jsonl'}   cases: {Path(args.out) / 'cases'}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
-def _search_plan(args: argparse.Namespace, refs: list) -> Any:
+SEARCH_FLAGS = [n for n in SearchSettings.model_fields if n not in ("search", "rng")]
+
+
+def _search_plan(args: argparse.Namespace, refs: list, rng: int = 0) -> Any:
     """A SearchPlan when --level (or a search config) asks for a search, else None."""
-    from audee.search.config import load_search_config, make_config, parse_duration
+    from audee.search.config import load_search_config, make_config
     from audee.search.runner import SearchPlan
+    from audee.settings import flag_of
 
     file_values = load_search_config(args.search_config) if args.search_config else {}
-    if args.level is None and "level" not in file_values:
-        for flag in ("fitness", "search", "budget", "ga_on_consistent", "population", "max_iter"):
-            if getattr(args, flag) is not None:
-                raise AudeeError(f"--{flag.replace('_', '-')} needs --level (input, weight or input-weight)",
-                                 field="--level")
+    cli = given_options(args, SEARCH_FLAGS)
+    if "level" not in cli and "level" not in file_values:
+        for name in ["search", "ga_on_consistent", "input_index", *SEARCH_FLAGS]:
+            if getattr(args, name, None) is not None:
+                flag = flag_of(SearchSettings, name) if name in SEARCH_FLAGS else "--" + name.replace("_", "-")
+                raise AudeeError(f"{flag} needs --level (input, weight or input-weight)", field="--level")
         return None
-    cli = {"level": args.level, "fitness": args.fitness, "population": args.population, "parents": args.parents,
-           "crossover_rate": args.crossover_rate, "mutation_rate": args.mutation_rate,
-           "input_scale": args.input_scale, "weight_scale": args.weight_scale, "max_iter": args.max_iter,
-           "relative_scale": args.relative_scale,
-           "layer": args.layer, "nan_backend": args.nan_backend, "stop_at_first": args.stop_at_first,
-           "rng": args.rng, "budget_s": parse_duration(args.budget) if args.budget is not None else None}
-    cfg = make_config(file_values, cli, args.search_config or "command line")
+    for name, low in (("ga_on_consistent", 1), ("input_index", 0)):
+        value = getattr(args, name)
+        if value is not None and value < low:
+            raise AudeeError(f"must be >= {low}, got {value}", field="--" + name.replace("_", "-"))
+    cfg = make_config(file_values, {**cli, "rng": rng}, "command line")
     labels = [r.label for r in refs]
     if cfg.fitness == "inconsistency" and len(labels) < 2:
         raise AudeeError("the inconsistency fitness needs two or more backends (or use --fitness nan)",
@@ -267,17 +323,19 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from audee.reproduce import reproduce
 
     refs = parse_backends(args.backends, args.device) if args.backends else None
+    timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
     with tempfile.TemporaryDirectory(prefix="audee-repro-") as tmp:
-        rep = reproduce(args.case, backends=refs, log_dir=Path(tmp), timeout=args.timeout)
+        rep = reproduce(args.case, backends=refs, log_dir=Path(tmp), timeout=timeout,
+                        allowed_plugins=args.allow_plugin)
     if args.json:
-        print(json.dumps({"id": rep.record["id"], "holds": rep.holds, "original": rep.original.to_json(),
+        print(json.dumps({"id": rep.record.id, "holds": rep.holds, "original": rep.original.to_json(),
                           "now": rep.result.verdict.to_json()}, default=str, indent=1))
     else:
-        print(f"case {rep.record['id']} ({args.case})")
+        print(f"case {rep.record.id} ({args.case})")
         print(f"  recorded: {_describe(rep.original)}")
         print(f"  now:      {_describe(rep.result.verdict)}")
         print("  verdict holds" if rep.holds else "  verdict does NOT hold: the case no longer reproduces")
-    return EXIT_OK if rep.holds else EXIT_NOT_REPRODUCED
+    return ExitCode.OK if rep.holds else ExitCode.NOT_REPRODUCED
 
 
 def _describe(v: Any) -> str:
@@ -286,15 +344,22 @@ def _describe(v: Any) -> str:
     return "; ".join(f"{f.kind} [{', '.join(f.backends)}]" for f in v.findings)
 
 
-EXIT_NOT_LOCALIZED = 3
-
 
 def cmd_campaign(args: argparse.Namespace) -> int:
     from audee.campaign import load_campaign, run_shard, shard_of
 
+    check_out_dir(args.out)
     campaign = load_campaign(args.config)
-    index, count = shard_of(args.shard)
+    index, count = shard_of(args.shard, shards=args.shards, out=Path(args.out), record=not args.list_units)
     units = campaign.shard(index, count)
+    where = f"campaign {campaign.name} shard {index}/{count}"
+    if args.list_units:  # which units this task would run; nothing is written
+        print(f"{where}: {len(units)} of {len(campaign.units)} units", file=sys.stderr)
+        for u in units:
+            print(u.id)
+        return ExitCode.OK
+    ids = ", ".join(u.id for u in units)
+    print(f"{where}: {len(units)} of {len(campaign.units)} units: {ids or '(none)'}", flush=True)
     bar = None
     if not args.no_progress:
         from tqdm import tqdm
@@ -308,7 +373,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             bar.close()
     print(f"campaign {campaign.name} shard {index}/{count}: {status['done']}/{status['units']} units done "
           f"in {args.out}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_localize(args: argparse.Namespace) -> int:
@@ -318,12 +383,14 @@ def cmd_localize(args: argparse.Namespace) -> int:
 
     refs = parse_backends(args.backends, args.device) if args.backends else None
     pair = [p.strip() for p in args.pair.split(",")] if args.pair else None
-    report = localize_case(args.case, LocalizeConfig(t1=args.t1, t2=args.t2), backends=refs, pair=pair,
-                           timeout=args.timeout)
+    cfg = validate_settings(LocalizeConfig, given_options(args, list(LocalizeConfig.model_fields)), flags=True)
+    timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
+    report = localize_case(args.case, cfg, backends=refs, pair=pair,
+                           timeout=timeout, allowed_plugins=args.allow_plugin)
     print(json.dumps(report.to_json(), indent=1) if args.json else render(report))
     if not report.reproduced:
-        return EXIT_NOT_REPRODUCED
-    return EXIT_OK if report.sources else EXIT_NOT_LOCALIZED
+        return ExitCode.NOT_REPRODUCED
+    return ExitCode.OK if report.sources else ExitCode.NOT_LOCALIZED
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -332,7 +399,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     data = load_campaign_dir(args.dir)
     written = write_report(data, Path(args.out or Path(args.dir) / "report"))
     print(f"report: {written[-1]} ({len(written)} files)")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
@@ -354,7 +421,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
             state = "usable" if r["usable"] else f"NOT usable: {r['error']}"
             vers = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
             print(f"{r['backend']:<16} {r['device']:<5} {state:<8}  {vers}")
-    return EXIT_OK if all(r["usable"] for r in rows) else EXIT_NOT_REPRODUCED
+    return ExitCode.OK if all(r["usable"] for r in rows) else ExitCode.BACKEND_UNAVAILABLE
 
 
 def cmd_seeds(args: argparse.Namespace) -> int:
@@ -374,7 +441,7 @@ def cmd_seeds(args: argparse.Namespace) -> int:
         for r in rows:
             print(f"{r['seed']:<12} {r['layers']:>3} layers  {r['seed_inputs']:>4} inputs  {r['weights']:<7}  "
                   f"{r['inputs']:<28} {r['description']}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_apis(args: argparse.Namespace) -> int:
@@ -388,7 +455,7 @@ def cmd_apis(args: argparse.Namespace) -> int:
         for r in rows:
             print(f"{r['api']:<24} {r['category']:<14} {', '.join(r['params'])}")
         print(f"{len(rows)} APIs")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "campaign": cmd_campaign, "report": cmd_report, "backends": cmd_backends, "seeds": cmd_seeds,
@@ -396,15 +463,31 @@ COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_locali
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from audee.logs import close_log_file, setup_logging
+
     args = build_parser().parse_args(argv)
+    __import__("audee.signals").signals.install()  # SIGTERM unwinds like Ctrl-C: temp dirs, locks, workers freed
+    setup_logging(-1 if args.quiet else args.verbose)
+    log.debug("audee %s: %s", __version__, args.command)
     try:
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below, not at interpreter exit
+        return int(code)
     except AudeeError as exc:
         print(f"audee: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return int(ExitCode.BACKEND_UNAVAILABLE if isinstance(exc, BackendUnavailable) else ExitCode.BAD_INPUT)
     except KeyboardInterrupt:
         print("audee: interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        # stdout went away (`audee seeds | head -1`): end quietly, as a tool killed by SIGPIPE would.
+        # Point stdout at devnull so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return int(ExitCode.BROKEN_PIPE)
+    finally:
+        close_log_file()
 
 
 if __name__ == "__main__":

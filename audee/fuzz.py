@@ -7,12 +7,14 @@ adds a row to the results table; every failing one is also written as a case fil
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from pydantic import ConfigDict, Field
 
 from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
@@ -21,27 +23,33 @@ from audee.errors import AudeeError
 from audee.execute import Executor, Result, seed_batch
 from audee.search.runner import SearchPlan
 from audee.seeds import Seed
-from audee.store import ResultsTable, save_case
+from audee.store import CaseRecord, ResultsTable, save_case
 from audee.store.atomic import write_atomic
+from audee.store.lock import dir_lock
+from audee.settings import FuzzSettings
+
+log = logging.getLogger(__name__)
 
 
-@dataclass
-class FuzzConfig:
-    backends: list[BackendRef]
-    out: Path
-    variants: int = 50
-    rng: int = 0
-    batch: int = 32
-    layer_rate: float = 0.5
-    max_layers: int = 3
-    invalid_prob: float = 0.1
-    max_redraws: int = 5
-    timeout: float = 120.0
-    tie_margin: float = 1e-5
-    threads: int | None = None   # CPU threads per backend worker (None: cores shared out)
+class FuzzConfig(FuzzSettings):
+    """A fuzz run: the settings (types, ranges, defaults: audee.settings.FuzzSettings, the
+    same model behind the `audee fuzz` flags and campaign unit settings), the backends and
+    the output directory.  ``FuzzConfig(backends, out, variants=..., ...)``."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    backends: list[BackendRef] = Field(strict=False)
+    out: Path = Field(strict=False)
+
+    def __init__(self, backends: list[BackendRef] | None = None, out: Path | str | None = None, /, **data: Any):
+        if backends is not None:
+            data["backends"] = backends
+        if out is not None:
+            data["out"] = out
+        super().__init__(**data)
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = self.model_dump()
         d["backends"] = [asdict(b) for b in self.backends]
         d["out"] = str(self.out)
         return d
@@ -52,7 +60,6 @@ class FuzzStats:
     run: int = 0
     skipped: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
-    strong_nan: int = 0
     pairs: dict[str, int] = field(default_factory=dict)
     failing_cases: int = 0
     seconds: float = 0.0
@@ -64,29 +71,17 @@ class FuzzStats:
         for k in kinds:
             self.by_kind[k] = self.by_kind.get(k, 0) + 1
         for f in result.verdict.findings:
-            if f.kind == Kind.NAN and f.detail.get("strong"):
-                self.strong_nan += 1
             if f.kind == Kind.INCONSISTENCY:
                 self.pairs[f.detail["pair"]] = self.pairs.get(f.detail["pair"], 0) + 1
         self.failing_cases += int(result.verdict.failed)
 
 
-def case_record(result: Result, pool: Pool, extra: dict[str, Any]) -> dict[str, Any]:
-    """Everything needed to re-run and to localize a case, as plain data and arrays."""
-    case = result.case
-    return {
-        "id": case.id,
-        "spec": case.spec.to_json(),
-        "weights": case.weights,
-        "inputs": case.inputs,
-        "backends": [{"label": w.ref.label, "target": w.ref.target, "device": w.ref.device}
-                     for w in pool.workers.values()],
-        "verdict": result.verdict.to_json(),
-        "distances": {"pairs": result.pairs, "layers": result.layer_distances},
-        "outputs": {b: {"logits": o.logits, "output": o.output} for b, o in result.outcomes.items() if o.ok},
-        "versions": pool.versions(),
-        **extra,
-    }
+def case_record(result: Result, pool: Pool, extra: dict[str, Any], *,
+                tie_margin: float | None = None) -> CaseRecord:
+    """Everything needed to re-run and to localize a case: the result, the pool's
+    backends and versions, the tie margin it was judged with, ``extra`` as provenance."""
+    return CaseRecord.from_result(result, [w.ref for w in pool.workers.values()], pool.versions(),
+                                  tie_margin=tie_margin, meta=extra)
 
 
 def result_row(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
@@ -99,6 +94,10 @@ def result_row(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
         "status": v.status,
         "kinds": v.kinds(),
         "backends": backend_status,
+        # one line per failing backend: rejected models get no case file, so this is where
+        # a user reads why (the report's backend-errors table)
+        "errors": {label: " ".join((o.failure.message or o.failure.kind).split())[:300]
+                   for label, o in result.outcomes.items() if not o.ok},
         "pairs": result.pairs,
         "nan": {f.detail["first_layer"][b]: b for f in v.findings if f.kind == Kind.NAN for b in f.backends},
         "nan_strong": any(f.detail.get("strong") for f in v.findings if f.kind == Kind.NAN),
@@ -126,19 +125,25 @@ def fuzz(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
     stage on the first ``plan.on_consistent`` failure-free targets.  ``pool`` (workers for
     exactly ``cfg.backends``) lets a campaign keep its workers across runs."""
     out = Path(cfg.out)
-    (out / "cases").mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "config.json", json.dumps(
-        {"seed": seed.name, **cfg.to_json(), "search": asdict(plan) if plan else None}, indent=1, default=str).encode())
-    table = ResultsTable(out / "results.jsonl")
-    stats = FuzzStats()
-    t0 = time.perf_counter()
-    if pool is None:
-        with start_pool(cfg, out / "logs") as own:
-            _stages(seed, inputs, cfg, own, table, stats, progress, plan)
-    else:
-        pool.set_timeout(cfg.timeout)
-        _stages(seed, inputs, cfg, pool, table, stats, progress, plan)
-    stats.seconds = time.perf_counter() - t0
+    with dir_lock(out):  # one writer per directory (re-entrant: a campaign or cmd_fuzz may hold it)
+        (out / "cases").mkdir(parents=True, exist_ok=True)
+        write_atomic(out / "config.json", json.dumps({"seed": seed.name, **cfg.to_json(),
+                     "search": plan.to_json() if plan else None}, indent=1, default=str).encode())
+        table = ResultsTable(out / "results.jsonl")
+        stats = FuzzStats()
+        t0 = time.perf_counter()
+        log.info("fuzz %s on %s: %d variants, rng %d, batch %d -> %s%s", seed.name,
+                 ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, out,
+                 f"; then {', '.join(plan.searches)} search at {plan.config.level} level" if plan else "")
+        if pool is None:
+            with start_pool(cfg, out / "logs") as own:
+                _stages(seed, inputs, cfg, own, table, stats, progress, plan)
+        else:
+            pool.set_timeout(cfg.timeout)
+            _stages(seed, inputs, cfg, pool, table, stats, progress, plan)
+        stats.seconds = time.perf_counter() - t0
+        log.info("fuzz %s done in %.1f s: %d test cases run, %d resumed, %d failing, %d search runs", seed.name,
+                 stats.seconds, stats.run, stats.skipped, stats.failing_cases, len(stats.searches))
     return stats
 
 
@@ -158,7 +163,8 @@ def _stages(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Po
         stats.searches = run_searches(
             ex, targets, inputs, plan, out, table,
             lambda result, extra: _save_failure(result, pool, out, table, stats,
-                                               {"seed": seed.name, "rng": cfg.rng, **result.case.meta, **extra}),
+                                               {"seed": seed.name, "rng": cfg.rng, **result.case.meta, **extra},
+                                               tie_margin=cfg.tie_margin),
             progress)
 
 
@@ -177,6 +183,7 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
     ids = _variant_ids(seed, cfg)
     todo = [i for i in ids if i not in done]
     stats.skipped = len(ids) - len(todo)
+    log.info("network stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, table.path)
 
     def unbuildable(spec: Any) -> str | None:
         """A spec no backend can build is redrawn (only for valid draws; see mutation)."""
@@ -206,7 +213,9 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
         result = ex.run(case)
         extra = {"seed": seed.name, "variant": index, "rng": cfg.rng, "mutations": mutations,
                  "input_rows": rows, "weight_seed": weight_seed, **meta}
-        _save_failure(result, ex.pool, out, table, stats, extra) if result.verdict.failed else \
+        if result.verdict.failed:
+            _save_failure(result, ex.pool, out, table, stats, extra, tie_margin=cfg.tie_margin)
+        else:
             _append_row(result, table, stats, extra)
         if progress is not None:
             progress(1)
@@ -220,11 +229,20 @@ def _append_row(result: Result, table: ResultsTable, stats: FuzzStats, extra: di
         row["case_file"] = case_file
     table.append(row)
     stats.add(result)
+    log.debug("case %s: %s", result.case.id, _describe_verdict(result))
+
+
+def _describe_verdict(result: Result) -> str:
+    findings = result.verdict.findings
+    if not findings:
+        return "pass"
+    return "; ".join(f"{f.kind} [{', '.join(f.backends)}]" for f in findings)
 
 
 def _save_failure(result: Result, pool: Pool, out: Path, table: ResultsTable, stats: FuzzStats,
-                  extra: dict[str, Any]) -> str:
-    path = save_case(out / "cases" / f"{result.case.id}.pkl", case_record(result, pool, extra))
+                  extra: dict[str, Any], *, tie_margin: float | None = None) -> str:
+    path = save_case(out / "cases" / f"{result.case.id}.pkl",
+                     case_record(result, pool, extra, tie_margin=tie_margin))
     _append_row(result, table, stats, extra, str(path.relative_to(out)))
     return result.case.id
 

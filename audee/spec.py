@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -330,9 +330,3 @@ def load_weights(path: str | Path) -> Weights:
 
 def weight_shapes(weights: Weights) -> dict[str, list[tuple[int, ...]]]:
     return {name: [tuple(a.shape) for a in arrs] for name, arrs in weights.items()}
-
-
-def iter_params(spec: ModelSpec) -> Iterable[tuple[LayerSpec, str, Any]]:
-    for layer in spec.layers:
-        for pname, value in layer.params.items():
-            yield layer, pname, value

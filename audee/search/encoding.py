@@ -50,10 +50,6 @@ class Encoding:
         self.size = pos
 
     @property
-    def mutates_inputs(self) -> bool:
-        return self.level != "weight"
-
-    @property
     def mutates_weights(self) -> bool:
         return self.level != "input"
 
