@@ -15,15 +15,19 @@ from audee.spec import ModelSpec, Weights
 
 
 class Kind:
-    """Finding kinds.  Only ``CONSISTENT_REJECTION`` is expected behaviour, not a failure."""
+    """Finding kinds.  ``CONSISTENT_REJECTION`` and ``NAN_PROPAGATED`` are expected
+    behaviour, not failures."""
 
     HARD_CRASH = "hard_crash"                      # signal, abort, timeout, exit
     DIVERGENT_ACCEPTANCE = "divergent_acceptance"  # one backend accepts what another rejects
     CONSISTENT_REJECTION = "consistent_rejection"  # every backend raises a clean error
     NAN = "nan"                                    # NaN/Inf in some layer's output
+    NAN_PROPAGATED = "nan_propagated"              # NaN/Inf input, identical NaN/Inf patterns everywhere
     INCONSISTENCY = "inconsistency"                # predicted labels differ between two backends
+    DEVIATION = "deviation"                        # outputs differ beyond tolerance (audee/oracle/deviation.py)
+    DEVIATION_ACCUMULATED = "deviation_accumulated"  # beyond tolerance, but no layer deviates on its own input
 
-    FAILURES = (HARD_CRASH, DIVERGENT_ACCEPTANCE, NAN, INCONSISTENCY)
+    FAILURES = (HARD_CRASH, DIVERGENT_ACCEPTANCE, NAN, INCONSISTENCY, DEVIATION)
 
 
 @dataclass

@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     # every fuzz setting's flag, type, help and default: audee.settings.FuzzSettings (as campaign units)
     add_model_options(p, FuzzSettings)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _known_issues_args(p)
     g = p.add_argument_group("search (input / weight level, the paper's Algorithm 1)",
                              "Given --level, a GA (or random search) evolves the seed input and/or weights of the "
                              "seed, or of the first K variants without failures (--ga-on-consistent K). The "
@@ -104,6 +105,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu")
     add_model_options(p, FuzzSettings, only=["timeout"])
 
+    p = sub.add_parser("repro", help="write a standalone repro script for a case, and run it once",
+                       description="Write OUT/<signature>.py and .npz: plain Python (numpy and the frameworks, no "
+                                   "audee) that builds the smallest model still failing (the layer alone when one "
+                                   "is known, else the variant), runs each backend in its own process and exits 0 "
+                                   "if the failure reproduces. Then run it once in a fresh process. Plugin "
+                                   "backends cannot be in a script: a failure that involves one is refused. "
+                                   + describe(ExitCode.OK, ExitCode.NOT_REPRODUCED, ExitCode.BAD_INPUT,
+                                              ExitCode.BACKEND_UNAVAILABLE) + " (also: the script finds its "
+                                   "environment broken).")
+    p.add_argument("case", help="a case file written by audee (OUT/cases/ID.pkl)")
+    p.add_argument("--out", help="directory for the script and its .npz (default: OUT/repro/ beside OUT/cases/)")
+    p.add_argument("--name", help="file name without suffix (default: the bug signature's slug)")
+    p.add_argument("--layer", help="reduce the model to this layer alone (default: the layer the finding names)")
+    p.add_argument("--model", choices=("auto", "one-layer", "variant"), default="auto",
+                   help="auto: the layer alone when it still fails, else the whole variant (default: auto)")
+    p.add_argument("--finding", type=int, metavar="I", help="which finding of the case (default: the first failure)")
+    p.add_argument("--backends", help="override the case's backends (audee's workers compute the one-layer "
+                                      "input and check the model still fails)")
+    p.add_argument("--allow-plugin", action="append", default=[], metavar="MODULE:CLASS",
+                   help="accepted for symmetry with reproduce; a script cannot run plugins, so a failure "
+                        "that involves one is refused")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--no-run", action="store_true", help="write the script, do not run it")
+
     p = sub.add_parser("campaign", help="run a campaign config (or one shard of it), resumably",
                        description="Expand CONFIG into units (seed x backend set x rng), run the shard's units "
                                    "into OUT/units/<unit>/ and keep OUT/status/ current. Rerun to resume. Inside "
@@ -127,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the paper's criteria, and write Markdown/CSV tables, PNG plots and index.md.")
     p.add_argument("dir", help="a campaign directory (or one `audee fuzz` output directory)")
     p.add_argument("--out", help="where to write the report (default: DIR/report)")
+    _known_issues_args(p)
 
     p = sub.add_parser("backends", help="list backends, their framework versions and whether they work here",
                        description="Start each backend's worker and report its versions (takes ~15 s: "
@@ -142,6 +168,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("apis", help="list the layer APIs that have a parameter config")
     p.add_argument("--json", action="store_true")
     return ap
+
+
+def _known_issues_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--known-issues", action="append", default=[], metavar="FILE",
+                   help="a YAML list of bug signatures already known upstream (repeatable; schema: "
+                        "docs/oracles.md): matching bugs are reported as known, with the issue's id and link, "
+                        "not new. Adds to the list audee ships (audee/data/known_issues.yaml)")
+    p.add_argument("--no-shipped-known-issues", action="store_true",
+                   help="leave the shipped known-issues list out (only --known-issues files count)")
+
+
+def _known_issues(args: argparse.Namespace) -> list:
+    """The known issues a command judges with: shipped + --known-issues files (checked now:
+    a bad file is one line naming it and the field, exit 2, before anything runs)."""
+    from audee.known import load_known_issues
+
+    return load_known_issues(args.known_issues, shipped=not args.no_shipped_known_issues)
 
 
 def check_out_dir(out: str | Path, flag: str = "--out") -> None:
@@ -163,6 +206,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     check_out_dir(args.out)
     refs = parse_backends(args.backends, args.device)
     cfg, plan = _fuzz_config(args, refs)
+    args.known = _known_issues(args)
     seed = None
     if not args.seed.endswith(".keras"):  # a .keras model is read by a worker, under the lock
         seed = _load_seed(args.seed, refs, Path(args.out))
@@ -225,7 +269,7 @@ def _cmd_fuzz(args: argparse.Namespace, refs: list, cfg: Any, plan: Any, seed: A
     finally:
         if bar is not None:
             bar.close()
-    summary = summarize(Path(args.out))
+    summary = summarize(Path(args.out), known=args.known)
     Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(f"audee fuzz {seed.name} on {', '.join(r.label for r in refs)}: "
           f"{stats.run} test cases run now, {stats.skipped} resumed from {args.out}")
@@ -273,13 +317,35 @@ def _search_plan(args: argparse.Namespace, refs: list, rng: int = 0) -> Any:
     return SearchPlan(cfg, searches, args.ga_on_consistent or 1, args.input_index)
 
 
+def _print_bugs(bugs: list[dict[str, Any]]) -> None:
+    """Unique bugs (one per signature, audee.signature), new first: what a user files upstream."""
+    new = sum(b["status"] == "new" for b in bugs)
+    print(f"  unique bugs          {len(bugs)}  (new: {new}, known: {len(bugs) - new})")
+    for b in bugs:
+        tag = "NEW  " if b["status"] == "new" else "KNOWN"
+        print(f"    {tag} {b['kind']:<20} {', '.join(b['backends']):<24} {b['what']}  "
+              f"[{b['cases']} case{'s' if b['cases'] != 1 else ''}]")
+        if b["status"] == "known":
+            print(f"          known issue {b['known_id']}: {b['link']}")
+        if b.get("error"):
+            print(f"          {(b['phase'] + ': ') if b.get('phase') else ''}{b['error']}")
+        if b.get("case_file"):
+            print(f"          first case: {b['case_file']}")
+        if b.get("repro"):
+            print(f"          repro: {b['repro']}")
+
+
 def _print_summary(s: dict[str, Any]) -> None:
+    if "bugs" in s:
+        _print_bugs(s["bugs"])
     print(f"  test cases           {s['test_cases']}  (failing: {s['failing']})")
     print(f"  crashes   hard       {s['hard_crash']}" +
           (f"  ({', '.join(f'{k}: {v}' for k, v in s['hard_crash_detail'].items())})" if s['hard_crash_detail'] else ""))
     print(f"            divergent  {s['divergent_acceptance']}  (one backend accepts what another rejects)")
     print(f"            rejected   {s['consistent_rejection']}  (every backend refuses: expected)")
-    print(f"  NaN/Inf              {s['nan']}  (strong, one backend finite: {s['nan_strong']})")
+    print(f"  NaN/Inf              {s['nan']}  (strong, patterns differ between backends: {s['nan_strong']}; "
+          f"propagated from the input alike everywhere, not failures: {s.get('nan_propagated', 0)})")
+    print(f"  deviations           {s.get('deviation', 0)}  (outputs differ beyond tolerance, see docs/oracles.md)")
     print(f"  inconsistencies      {s['inconsistency']}")
     for pair, n in sorted(s["inconsistency_by_pair"].items()):
         print(f"    {pair.replace('|', ' vs '):<30} {n}")
@@ -345,6 +411,33 @@ def _describe(v: Any) -> str:
 
 
 
+def cmd_repro(args: argparse.Namespace) -> int:
+    from audee.backends.registry import parse_backends
+    from audee.repro import EXIT_NOT_REPRODUCED, EXIT_REPRODUCED, repro_case, run_script
+
+    refs = parse_backends(args.backends, args.device) if args.backends else None
+    if args.out:
+        check_out_dir(args.out)
+    rep = repro_case(args.case, out=args.out, name=args.name, layer=args.layer, model=args.model, backends=refs,
+                     allowed_plugins=args.allow_plugin, finding=args.finding)
+    print(f"wrote {rep.script} (+ {rep.data.name}): {rep.describe()}")
+    for note in rep.notes:
+        print(f"  note: {note}")
+    if args.no_run:
+        return ExitCode.OK
+    print(f"running python {rep.script} in a fresh process ...", flush=True)
+    code, text = run_script(rep.script)
+    print(text)
+    if code == EXIT_REPRODUCED:
+        print("the repro script reproduces the failure")
+        return ExitCode.OK
+    if code == EXIT_NOT_REPRODUCED:
+        print("the repro script does NOT reproduce the failure: the case no longer fails")
+        return ExitCode.NOT_REPRODUCED
+    print(f"the repro script could not run here (exit {code}): its environment is broken")
+    return ExitCode.BACKEND_UNAVAILABLE
+
+
 def cmd_campaign(args: argparse.Namespace) -> int:
     from audee.campaign import load_campaign, run_shard, shard_of
 
@@ -396,8 +489,9 @@ def cmd_localize(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from audee.report import load_campaign_dir, write_report
 
+    known = _known_issues(args)
     data = load_campaign_dir(args.dir)
-    written = write_report(data, Path(args.out or Path(args.dir) / "report"))
+    written = write_report(data, Path(args.out or Path(args.dir) / "report"), known=known)
     print(f"report: {written[-1]} ({len(written)} files)")
     return ExitCode.OK
 
@@ -458,7 +552,7 @@ def cmd_apis(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "campaign": cmd_campaign, "report": cmd_report, "backends": cmd_backends, "seeds": cmd_seeds,
+COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "repro": cmd_repro, "campaign": cmd_campaign, "report": cmd_report, "backends": cmd_backends, "seeds": cmd_seeds,
             "apis": cmd_apis}
 
 

@@ -2,8 +2,9 @@
 
 This is the loop body of every search: build (cached per spec in the workers, so a
 spec already seen costs nothing), run the batch on all backends at once, apply the
-crash, NaN and inconsistency oracles, and — only for failing cases — fetch per-layer
-outputs for the diagnosis.
+crash, NaN, inconsistency and deviation oracles, and — only for failing cases — fetch
+per-layer outputs for the diagnosis (for a deviation: the first layer out of tolerance,
+and the layers that deviate on their own input, each run alone on both backends).
 """
 from __future__ import annotations
 
@@ -16,11 +17,15 @@ import numpy as np
 from audee.backends.pool import Pool, WorkerFailure
 from audee.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
+from audee.oracle.deviation import (Tolerances, as_tolerances, attributed, compare, deviation_findings, jump_order,
+                                    layer_scores, perturbed)
+from audee.oracle.nan import diagnose_patterns, diagnose_rows
 from audee.settings import TIE_MARGIN
 from audee.spec import ModelSpec, weights_key
 from audee.weights import Shapes, adapt_weights
 
 DIAGNOSE_INPUTS = 8  # inputs for which per-layer outputs are fetched on a failure
+OWN_LAYER_CHECKS = 6  # layers judged on their own input (one-layer runs) per deviation finding
 
 
 @dataclass
@@ -37,9 +42,13 @@ class Executor:
     """Runs test cases on a :class:`Pool`; remembers each spec's weight shapes so a spec
     already built costs one round trip per backend, not two."""
 
-    def __init__(self, pool: Pool, *, tie_margin: float = TIE_MARGIN, diagnose: bool = True):
+    def __init__(self, pool: Pool, *, tie_margin: float = TIE_MARGIN, diagnose: bool = True,
+                 tolerances: Tolerances | dict[str, Any] | None = None):
+        """``tolerances``: the deviation oracle's, per dtype (a :class:`Tolerances`, or the
+        ``{dtype: {"rtol", "atol"}}`` form settings and case files hold; default: the defaults)."""
         self.pool = pool
         self.tie_margin = tie_margin
+        self.tolerances = as_tolerances(tolerances)
         self.diagnose = diagnose
         self._built: dict[str, dict[str, Any]] = {}
 
@@ -83,12 +92,20 @@ class Executor:
                     outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
                                               nonfinite=got["nonfinite"], run_s=got["run_s"])
         ordered = [outcomes[label] for label in self.pool.labels if label in outcomes]
-        findings: list[Finding] = crash_findings(ordered) + nan_findings(ordered)
+        nans = nan_findings(ordered, case.inputs)
+        findings: list[Finding] = crash_findings(ordered) + nans
         incons, pairs = inconsistency_findings(ordered, self.tie_margin)
         findings += incons
+        # label flips stay `inconsistency`; a pair beyond tolerance also gets a `deviation`
+        devs = deviation_findings(ordered, self.tolerances)
+        findings += devs
         result = Result(case, Verdict(findings), {o.backend: o for o in ordered}, pairs)
         if self.diagnose and incons:
             self._diagnose(result, incons)
+        if self.diagnose and devs:
+            self._diagnose_deviation(result, devs)
+        if self.diagnose:
+            self._diagnose_nan(result, [f for f in nans if f.detail.get("patterns")])
         result.seconds = time.perf_counter() - t0
         return result
 
@@ -107,6 +124,104 @@ class Executor:
                 d = layer_distances(ra["layers"], rb["layers"])
                 result.layer_distances[f.detail["pair"]] = d
                 f.detail["layer_distances"] = d
+
+    def _diagnose_deviation(self, result: Result, devs: list[Finding]) -> None:
+        """For each deviating pair, on a few of its worst rows: the first layer out of
+        tolerance along the whole model (``first_layer``), then the layers out of tolerance
+        that raise the score most over their inputs' (the first one and at most
+        :data:`OWN_LAYER_CHECKS` in all) judged on their own input: the layer alone, fed
+        backend ``a``'s outputs of its predecessors, on both backends (``own``).  A layer
+        out of tolerance alone is blamed (``own_layers``) when it is also well-conditioned
+        there (:func:`audee.oracle.deviation.attributed`; else ``ill_conditioned``).  When
+        every judged layer is cleared, the finding becomes ``deviation_accumulated``:
+        rounding amplified along the model, no evidence against a backend."""
+        case = result.case
+        rows = sorted({i for f in devs for i in f.detail["rows"][:DIAGNOSE_INPUTS // 2]})[:2 * DIAGNOSE_INPUTS]
+        if not rows:
+            return
+        sub = {k: v[rows] for k, v in case.inputs.items()}
+        labels = sorted({b for f in devs for b in f.backends})
+        got = self.pool.run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
+        order = case.spec.topological_order()
+        alone: dict[tuple[str, str], dict] = {}  # (layer, feeding backend) -> replies of every backend involved
+        for f in devs:
+            a, b = f.backends
+            ra, rb = got.get(a), got.get(b)
+            if not (isinstance(ra, dict) and isinstance(rb, dict)):
+                continue
+            scores = layer_scores(ra["layers"], rb["layers"], order, self.tolerances)
+            out = [name for name in order if name in scores and scores[name]["score"] > 1.0]
+            f.detail["first_layer"] = out[0] if out else None
+            checks = jump_order(scores, order, case.spec.predecessors)[:OWN_LAYER_CHECKS]
+            judged = 0
+            for name in sorted(checks, key=order.index):
+                if (name, a) not in alone:
+                    alone[(name, a)] = self._run_alone(case, name, ra["layers"], sub, labels)
+                replies = alone[(name, a)]
+                own = None
+                if isinstance(replies.get(a), dict) and isinstance(replies.get(b), dict):
+                    own = compare(replies[a]["logits"], replies[b]["logits"], self.tolerances)
+                if own is None:
+                    continue
+                judged += 1
+                entry = {k: own[k] for k in ("score", "max_abs", "max_rel")}
+                if own["score"] > 1.0:  # is the layer itself well-conditioned on this input?
+                    entry["self_score"] = self._self_score(case, name, ra["layers"], sub, [a, b], replies)
+                    if not attributed(own["score"], entry["self_score"]):
+                        f.detail.setdefault("ill_conditioned", []).append(name)
+                    else:
+                        f.detail["own_layers"].append(name)
+                f.detail["own"][name] = entry
+            if not f.detail["own_layers"] and judged == len(checks):
+                # nothing deviates on its own input: rounding amplified along the model
+                f.kind = Kind.DEVIATION_ACCUMULATED
+
+    def _self_score(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray],
+                    inputs: dict[str, np.ndarray], labels: list[str], replies: dict[str, Any]) -> float:
+        """How far ``layer`` alone moves on each backend of the pair when its input moves by
+        rounding noise (:func:`audee.oracle.deviation.perturbed`), the larger of the two:
+        its conditioning (ill-conditioned on either backend is no evidence against one)."""
+        refs = case.spec.layer(layer).inputs
+        given = {r: (layers_a[r] if r in layers_a else inputs[r]) for r in refs}
+        moved = self._run_alone(case, layer, {}, perturbed(given), labels, given=True)
+        worst = 0.0
+        for label in labels:
+            got = compare(replies[label]["logits"], moved[label]["logits"], self.tolerances) \
+                if isinstance(moved.get(label), dict) else None
+            worst = max(worst, float(got["score"]) if got is not None else float("inf"))
+        return worst
+
+    def _run_alone(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
+                   labels: list[str], given: bool = False) -> dict[str, Any]:
+        """``layer`` alone (its one-layer model, the case's weights for it) on ``labels`` at
+        once, fed one backend's outputs of its predecessors (model inputs as given); the
+        replies per backend ({} if it cannot stand alone)."""
+        from audee.localize.onelayer import one_layer_spec
+
+        refs = case.spec.layer(layer).inputs
+        if not all(r in layers_a or r in inputs for r in refs):
+            return {}
+        layer_inputs = {r: (inputs[r] if given or r not in layers_a else layers_a[r]) for r in refs}
+        try:
+            spec1 = one_layer_spec(case.spec, layer, layer_inputs)
+        except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
+            return {}
+        weights = {layer: case.weights[layer]} if layer in case.weights else {}
+        return self.pool.run(spec1, weights, weights_key(weights), dict(layer_inputs), labels=labels)
+
+    def _diagnose_nan(self, result: Result, nans: list[Finding]) -> None:
+        """Per-layer non-finite patterns on a few rows: each pair's first layer where they
+        differ (audee.oracle.nan.diagnose_patterns)."""
+        if not nans:
+            return
+        case = result.case
+        rows = diagnose_rows(list(result.outcomes.values()), case.inputs, DIAGNOSE_INPUTS)
+        sub = {k: v[rows] for k, v in case.inputs.items()}
+        labels = sorted({b for f in nans for k in f.detail["patterns"] for b in k.split("|")})
+        got = self.pool.run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
+        layers = {b: r["layers"] for b, r in got.items() if isinstance(r, dict)}
+        for f in nans:
+            diagnose_patterns(f, layers, rows)
 
 
 def seed_batch(inputs: dict[str, np.ndarray], index: int, size: int) -> tuple[dict[str, np.ndarray], list[int]]:

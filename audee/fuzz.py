@@ -20,6 +20,7 @@ from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
 from audee.case import Kind, TestCase
 from audee.errors import AudeeError
+from audee.repro import write_bug_repros
 from audee.execute import Executor, Result, seed_batch
 from audee.search.runner import SearchPlan
 from audee.seeds import Seed
@@ -77,14 +78,19 @@ class FuzzStats:
 
 
 def case_record(result: Result, pool: Pool, extra: dict[str, Any], *,
-                tie_margin: float | None = None) -> CaseRecord:
+                tie_margin: float | None = None, tolerances: dict[str, Any] | None = None) -> CaseRecord:
     """Everything needed to re-run and to localize a case: the result, the pool's
-    backends and versions, the tie margin it was judged with, ``extra`` as provenance."""
+    backends and versions, the tie margin and deviation tolerances it was judged with,
+    ``extra`` as provenance."""
     return CaseRecord.from_result(result, [w.ref for w in pool.workers.values()], pool.versions(),
-                                  tie_margin=tie_margin, meta=extra)
+                                  tie_margin=tie_margin, tolerances=tolerances, meta=extra)
 
 
-def result_row(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
+def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The results-table row of a case; ``meta``: its provenance with the mutation record as
+    dicts (default: the case's own meta), read for the bug signatures."""
+    from audee.signature import case_signatures
+
     v = result.verdict
     backend_status = {}
     for label, o in result.outcomes.items():
@@ -99,9 +105,15 @@ def result_row(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
         "errors": {label: " ".join((o.failure.message or o.failure.kind).split())[:300]
                    for label, o in result.outcomes.items() if not o.ok},
         "pairs": result.pairs,
-        "nan": {f.detail["first_layer"][b]: b for f in v.findings if f.kind == Kind.NAN for b in f.backends},
+        "nan": {layer: b for f in v.findings if f.kind == Kind.NAN for b, layer in f.detail["first_layer"].items()},
         "nan_strong": any(f.detail.get("strong") for f in v.findings if f.kind == Kind.NAN),
+        # NaN/Inf in the input that every backend propagated identically: information, not a failure
+        "propagated_nonfinite": any(f.kind == Kind.NAN_PROPAGATED for f in v.findings),
         "inconsistent_pairs": sorted(f.detail["pair"] for f in v.findings if f.kind == Kind.INCONSISTENCY),
+        "deviating_pairs": sorted(f.detail["pair"] for f in v.findings if f.kind == Kind.DEVIATION),
+        # one per failure finding (audee.signature): summaries and reports count unique bugs by these
+        "signatures": [sig.to_json() for sig in case_signatures(v, result.case.spec,
+                                                                 result.case.meta if meta is None else meta)],
         "seconds": round(result.seconds, 4),
         **extra,
     }
@@ -150,7 +162,7 @@ def fuzz(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
 def _stages(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Pool, table: ResultsTable,
             stats: FuzzStats, progress: Callable[[int], Any] | None, plan: SearchPlan | None) -> None:
     out = Path(cfg.out)
-    ex = Executor(pool, tie_margin=cfg.tie_margin)
+    ex = Executor(pool, tie_margin=cfg.tie_margin, tolerances=cfg.tolerances())
     _network_stage(ex, seed, inputs, cfg, table, stats, progress)
     if plan is not None:
         from audee.search.runner import run_searches
@@ -164,8 +176,9 @@ def _stages(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Po
             ex, targets, inputs, plan, out, table,
             lambda result, extra: _save_failure(result, pool, out, table, stats,
                                                {"seed": seed.name, "rng": cfg.rng, **result.case.meta, **extra},
-                                               tie_margin=cfg.tie_margin),
+                                               tie_margin=cfg.tie_margin, tolerances=cfg.tolerances()),
             progress)
+    write_bug_repros(out, pool, list(table.rows()))  # one standalone script per unique bug, workers still up
 
 
 def _variant_ids(seed: Seed, cfg: FuzzConfig) -> list[str]:
@@ -214,7 +227,8 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
         extra = {"seed": seed.name, "variant": index, "rng": cfg.rng, "mutations": mutations,
                  "input_rows": rows, "weight_seed": weight_seed, **meta}
         if result.verdict.failed:
-            _save_failure(result, ex.pool, out, table, stats, extra, tie_margin=cfg.tie_margin)
+            _save_failure(result, ex.pool, out, table, stats, extra, tie_margin=cfg.tie_margin,
+                          tolerances=cfg.tolerances())
         else:
             _append_row(result, table, stats, extra)
         if progress is not None:
@@ -224,7 +238,8 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
 def _append_row(result: Result, table: ResultsTable, stats: FuzzStats, extra: dict[str, Any],
                 case_file: str | None = None) -> None:
     muts = [f"{m['layer']}.{m['param']}={m['new']!r}" for m in extra.get("mutations", [])]
-    row = result_row(result, {k: v for k, v in extra.items() if k not in ("search",)} | {"mutations": muts})
+    row = result_row(result, {k: v for k, v in extra.items() if k not in ("search",)} | {"mutations": muts},
+                     meta={**result.case.meta, **extra})
     if case_file:
         row["case_file"] = case_file
     table.append(row)
@@ -240,9 +255,10 @@ def _describe_verdict(result: Result) -> str:
 
 
 def _save_failure(result: Result, pool: Pool, out: Path, table: ResultsTable, stats: FuzzStats,
-                  extra: dict[str, Any], *, tie_margin: float | None = None) -> str:
+                  extra: dict[str, Any], *, tie_margin: float | None = None,
+                  tolerances: dict[str, Any] | None = None) -> str:
     path = save_case(out / "cases" / f"{result.case.id}.pkl",
-                     case_record(result, pool, extra, tie_margin=tie_margin))
+                     case_record(result, pool, extra, tie_margin=tie_margin, tolerances=tolerances))
     _append_row(result, table, stats, extra, str(path.relative_to(out)))
     return result.case.id
 
@@ -265,9 +281,14 @@ def _search_targets(seed: Seed, cfg: FuzzConfig, table: ResultsTable, k: int, ou
     return targets
 
 
-def summarize(out: Path) -> dict[str, Any]:
-    """Counts over the whole results table of a run directory (all sessions, resumed too)."""
+def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
+    """Counts over the whole results table of a run directory (all sessions, resumed too),
+    and first the unique bugs (by signature, :mod:`audee.signature`), each new or known
+    (``known``: the known issues, :mod:`audee.known`; default the shipped list)."""
+    from audee.known import load_known_issues, unique_bugs
+
     rows = list(ResultsTable(Path(out) / "results.jsonl").rows())
+    bugs = unique_bugs(rows, load_known_issues() if known is None else known, base=Path(out))
     by_kind: dict[str, int] = {}
     pairs: dict[str, int] = {}
     for r in rows:
@@ -281,6 +302,9 @@ def summarize(out: Path) -> dict[str, Any]:
             if s != "ok" and not s.startswith("error:"):
                 hard_how[f"{b} {s}"] = hard_how.get(f"{b} {s}", 0) + 1
     return {
+        "bugs": bugs,
+        "unique_bugs": len(bugs),
+        "new_bugs": sum(b["status"] == "new" for b in bugs),
         "test_cases": len(rows),
         "failing": sum(r["status"] == "fail" for r in rows),
         "hard_crash": by_kind.get(Kind.HARD_CRASH, 0),
@@ -289,6 +313,8 @@ def summarize(out: Path) -> dict[str, Any]:
         "consistent_rejection": by_kind.get(Kind.CONSISTENT_REJECTION, 0),
         "nan": by_kind.get(Kind.NAN, 0),
         "nan_strong": sum(bool(r.get("nan_strong")) for r in rows),
+        "nan_propagated": by_kind.get(Kind.NAN_PROPAGATED, 0),
+        "deviation": by_kind.get(Kind.DEVIATION, 0),
         "inconsistency": by_kind.get(Kind.INCONSISTENCY, 0),
         "inconsistency_by_pair": pairs,
         "mean_seconds_per_case": round(float(np.mean([r["seconds"] for r in rows])), 4) if rows else 0.0,

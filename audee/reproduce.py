@@ -54,6 +54,7 @@ def reproduce(path: str | Path, *, backends: list[BackendRef] | None = None, log
     refs = backends or record.backend_refs(allowed_plugins=allowed_plugins)
     with Pool(refs, log_dir, timeout=timeout) as pool:
         start_or_raise(pool, None, str(path))
-        ex = Executor(pool, tie_margin=tie_margin if tie_margin is not None else record.tie_margin)
+        ex = Executor(pool, tie_margin=tie_margin if tie_margin is not None else record.tie_margin,
+                      tolerances=record.tolerances or None)  # judged as recorded (old files: defaults)
         result = ex.run(case)
     return Reproduction(record, original, result)

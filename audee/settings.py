@@ -27,6 +27,14 @@ TIE_MARGIN = 1e-5       # label flips whose top-two outputs are closer than this
 TIMEOUT_S = 120.0       # seconds a backend may take on one request before it counts as hung
 MAX_VARIANTS = 1_000_000    # network-level variants per run (ids are listed up front)
 MAX_UNITS = 100_000         # units per campaign (all are expanded when it loads)
+# the search's relative Cauchy scale with the NaN fitness when none is given: with 0 (additive
+# noise only) values grow linearly: 60 s GA searches found NaN on 7 of 14 network variants
+# of the seven seeds, with 0.5 on 10 of 14 (experiments/nan_defaults.py, docs/search.md)
+NAN_RELATIVE_SCALE = 0.5
+# the deviation oracle's default tolerances per dtype, (rtol, atol): two backends' values a
+# and b deviate where |a - b| > atol + rtol * s, s the row's largest |value| on both sides.
+# Why these values: docs/oracles.md and audee/oracle/deviation.py (the one owner of the rule)
+TOLERANCES = {"float32": (1e-3, 1e-5), "float16": (1e-2, 1e-3), "bfloat16": (5e-2, 1e-2)}
 
 Level = Literal["input", "weight", "input-weight"]
 Fitness = Literal["inconsistency", "nan", "relative-inconsistency"]
@@ -108,6 +116,27 @@ class FuzzSettings(_Settings):
                                 description="CPU threads each backend may use (default: the cores shared out among "
                                             "the backends, since all of them compute at once; 0: each framework's "
                                             "own default)")
+    # the deviation oracle (audee/oracle/deviation.py): out of tolerance where
+    # |a - b| > atol + rtol * (the row's largest |value| on both backends)
+    float32_rtol: float = Field(TOLERANCES["float32"][0], ge=0,
+                                description="deviation oracle: relative tolerance for float32 outputs, a share of "
+                                            "the row's largest |value|")
+    float32_atol: float = Field(TOLERANCES["float32"][1], ge=0,
+                                description="deviation oracle: absolute tolerance for float32 outputs")
+    float16_rtol: float = Field(TOLERANCES["float16"][0], ge=0,
+                                description="deviation oracle: relative tolerance for float16 outputs")
+    float16_atol: float = Field(TOLERANCES["float16"][1], ge=0,
+                                description="deviation oracle: absolute tolerance for float16 outputs")
+    bfloat16_rtol: float = Field(TOLERANCES["bfloat16"][0], ge=0,
+                                 description="deviation oracle: relative tolerance for bfloat16 outputs")
+    bfloat16_atol: float = Field(TOLERANCES["bfloat16"][1], ge=0,
+                                 description="deviation oracle: absolute tolerance for bfloat16 outputs")
+
+    def tolerances(self) -> dict[str, dict[str, float]]:
+        """The deviation oracle's tolerances, ``{dtype: {"rtol": .., "atol": ..}}`` (as case
+        files record them; :class:`audee.oracle.deviation.Tolerances` reads this form)."""
+        return {dt: {"rtol": float(getattr(self, f"{dt}_rtol")), "atol": float(getattr(self, f"{dt}_atol"))}
+                for dt in TOLERANCES}
 
 
 # ---- search (the paper's Algorithm 1) -------------------------------------------------------------
@@ -125,8 +154,10 @@ class _SearchFields(_Settings):
     mutation_rate: float = Field(0.8, ge=0, le=1, description="r2: probability a child gets Cauchy noise")
     input_scale: float = Field(0.1, ge=0, description="Cauchy scale as a share of the input range")
     weight_scale: float = Field(0.1, ge=0, description="Cauchy scale as a share of each weight's std")
-    relative_scale: float = Field(0.0, ge=0, description="extra Cauchy scale proportional to |gene|, letting "
-                                                         "values grow geometrically")
+    relative_scale: float | None = Field(None, ge=0,
+                                         description="extra Cauchy scale proportional to |gene|, letting values grow "
+                                                     "geometrically (default: 0.5 with the nan fitness, which must "
+                                                     "reach float overflow, else 0)")
     gene_rate: float = Field(1.0, ge=0, le=1, description="share of genes a mutation perturbs")
     max_iter: int | None = Field(None, ge=1, description="maximum generations (default: no cap, the budget ends "
                                                          "the search)")
@@ -148,6 +179,8 @@ class _SearchFields(_Settings):
     def _parents_fit(self) -> Any:
         if self.parents > self.population:
             raise FieldError("parents", f"must be between 1 and population ({self.population}), got {self.parents}")
+        if self.relative_scale is None:  # the default depends on the fitness; not marked as given
+            object.__setattr__(self, "relative_scale", NAN_RELATIVE_SCALE if self.fitness == "nan" else 0.0)
         return self
 
 

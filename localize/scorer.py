@@ -134,7 +134,8 @@ def run_entry(entry: Entry, workdir: Path, cfg: LocalizeConfig) -> dict[str, Any
                 row.update(found=False, sources=[], seconds=time.perf_counter() - t0)
                 return row
             path = save_case(workdir / f"{entry.id}.pkl",
-                             case_record(result, pool, {"seed": entry.seed}, tie_margin=ex.tie_margin))
+                             case_record(result, pool, {"seed": entry.seed}, tie_margin=ex.tie_margin,
+                                         tolerances=ex.tolerances.to_json()))
             t_loc = time.perf_counter()
             report = localize_case(path, cfg, pool=pool)
             row["localize_s"] = round(time.perf_counter() - t_loc, 2)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from audee.backends.keras_backends import JaxBackend
+from audee.backends.keras_backends import JaxBackend, TensorflowBackend
 
 
 class AbortingBackend(JaxBackend):
@@ -48,3 +48,53 @@ class HangingBackend(JaxBackend):
         print("hanging: run started", flush=True)
         time.sleep(3600)
         return []
+
+
+class NanScrubbingBackend(JaxBackend):
+    """Replaces NaN/Inf in its inputs with finite numbers (``np.nan_to_num``) before
+    running, as a framework that sanitizes inputs would: its outputs stay finite where a
+    plain backend propagates the NaN (for the non-finite pattern tests)."""
+
+    name = "nan-scrubbing"
+    rows: slice = slice(None)  # the batch rows it scrubs
+
+    def run(self, model, inputs):
+        import numpy as np
+
+        scrubbed = {}
+        for k, v in inputs.items():
+            v = np.array(v, copy=True)
+            if np.issubdtype(v.dtype, np.floating):
+                v[self.rows] = np.nan_to_num(v[self.rows])
+            scrubbed[k] = v
+        return super().run(model, scrubbed)
+
+
+class FirstRowScrubbingBackend(NanScrubbingBackend):
+    """Scrubs NaN/Inf from batch row 0 only: NaN on both backends, at different places."""
+
+    name = "first-row-scrubbing"
+    rows = slice(0, 1)
+
+
+class ScaledLayerBackend(TensorflowBackend):
+    """TensorFlow, except that the layer named ``target`` returns its output times
+    ``factor`` (1% off by default): a small single-layer fault that flips no label, for
+    the deviation-oracle tests.  The one-layer model of that layer carries the fault too."""
+
+    name = "scaled-layer"
+    target = "d2"
+    factor = 1.01
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != self.target:
+            return made
+        factor = self.factor
+
+        class Scaled(type(made)):
+            def call(self, *args, **kwargs):
+                return super().call(*args, **kwargs) * factor
+
+        made.__class__ = Scaled
+        return made

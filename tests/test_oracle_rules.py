@@ -95,8 +95,9 @@ def test_relative_distance_is_scale_free():
 def test_fitness_functions_read_the_distance_module():
     outs = {"x": _rows([1.0, 2.0], [0.0, 0.0]), "y": _rows([1.0, 4.0], [0.0, 0.0]),
             "z": _rows([1.0, 2.0], [0.0, 3.0])}
-    best, pair = inconsistency_fitness(outs)
-    assert best.tolist() == [1.0, 1.5] and pair == ["x|y", "x|z"]
+    best, pair = inconsistency_fitness(outs)  # the deviation oracle's normalized score (tests/test_deviation.py)
+    np.testing.assert_allclose(best, [2.0 / (1e-5 + 1e-3 * 4.0), 3.0 / (1e-5 + 1e-3 * 3.0)])
+    assert pair == ["x|y", "x|z"]
     rel, rpair = relative_inconsistency_fitness(outs)
     np.testing.assert_allclose(rel, [max(relative_distance(outs[p], outs[q])[i] for p, q in
                                          (("x", "y"), ("x", "z"), ("y", "z"))) for i in range(2)])

@@ -8,8 +8,8 @@ Runs after the unit's fuzz run, on the same workers, and writes into
   :mod:`audee.report.dedup`): the localization report, its top-1 change rate, the
   localized (layer, parameter) pairs and CRADLE's flags.  Each file is written atomically
   and skipped on a rerun, so an interrupted stage resumes case by case.
-- ``consistent.jsonl``: the top-1 change rate of up to ``consistent`` passing
-  network-level test cases per backend pair (rebuilt from ``variants/`` and the recorded
+- ``consistent.jsonl``: the top-1 change rate of up to ``consistent`` consistent
+  network-level test cases (no label flip, no NaN, no crash; deviations allowed) per backend pair (rebuilt from ``variants/`` and the recorded
   weight seed and input rows).
 - ``DONE.json``: the stage's commit point, with its counts.
 """
@@ -26,7 +26,7 @@ import numpy as np
 
 from audee.backends.pool import Pool
 from audee.campaign.config import Unit
-from audee.case import TestCase
+from audee.case import Kind, TestCase
 from audee.errors import AudeeError
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
 from audee.localize.rates import top1_rate
@@ -37,6 +37,7 @@ from audee.store import ResultsTable
 from audee.store.atomic import write_atomic
 
 log = logging.getLogger(__name__)
+CONSISTENT_KINDS = {Kind.DEVIATION, Kind.DEVIATION_ACCUMULATED}  # no label flip, no NaN, every backend ran
 
 DEFAULTS = {k: LocalizeConfig.model_fields[k].default for k in ("max_cases", "consistent")}
 
@@ -117,11 +118,13 @@ def summarize_report(report: Report) -> dict[str, Any]:
 
 def _consistent_rates(unit: Unit, udir: Path, rows: list[dict[str, Any]], pool: Pool, cfg: LocalizeConfig,
                       limit: int) -> int:
-    """Top-1 change rates of up to ``limit`` passing network-level cases (chosen with the
+    """Top-1 change rates of up to ``limit`` consistent network-level cases (chosen with the
     unit's rng), per backend pair; appended case by case, so a rerun continues."""
     table = ResultsTable(udir / "localize" / "consistent.jsonl")
     done = table.done_ids()
-    passing = sorted((r for r in rows if r.get("status") == "pass" and "search_id" not in r
+    # consistent in the paper's sense: every backend ran, no label flip and no NaN (a value
+    # deviation is not a label flip: those cases belong to the consistent sample too)
+    passing = sorted((r for r in rows if set(r.get("kinds") or []) <= CONSISTENT_KINDS and "search_id" not in r
                       and (udir / "variants" / f"{r['id']}.json").is_file()), key=lambda r: r["id"])
     if not passing or limit <= 0:
         return len(done)

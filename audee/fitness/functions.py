@@ -1,8 +1,13 @@
 """Per-individual fitness over a batch: row ``i`` of every array is individual ``i``.
 
-* inconsistency — the layer distance (Definition 4) between two backends at one layer
-  (the logits by default); with more than two backends, the largest over all pairs,
-  and the pair that gave it;
+* inconsistency — the deviation oracle's normalized score
+  (:func:`audee.oracle.deviation.deviation_score`: per row, the largest
+  |a - b| / (atol + rtol * s), s the row's largest |value|) between two backends at one
+  layer (the logits by default); with more than two backends, the largest over all pairs,
+  and the pair that gave it.  It measures disagreement per unit of output scale, so a
+  search cannot raise it by inflating inputs or weights, and > 1 means out of tolerance.
+  (The paper used the Definition 4 distance; it grows with the scale on any pair of
+  backends, correct ones too.  Traces still profile layers with Definition 4);
 * relative-inconsistency — the same with the scale-normalized distance (localization's
   one-layer amplification);
 * nan — max(x) - min(x) of one layer's output on one backend: spread-out values are the
@@ -11,11 +16,12 @@
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from audee.oracle.distance import per_input_distance, relative_distance
+from audee.oracle.deviation import deviation_score
+from audee.oracle.distance import relative_distance
 
 FITNESSES = ("inconsistency", "nan", "relative-inconsistency")
 
@@ -39,9 +45,12 @@ def _largest_pair(outputs: dict[str, np.ndarray],
     return best, pair
 
 
-def inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str]]:
-    """Largest per-row Definition 4 distance over backend pairs, and the pair for each row."""
-    return _largest_pair(outputs, per_input_distance)
+def inconsistency_fitness(outputs: dict[str, np.ndarray],
+                          tolerances: Mapping[str, Any] | Any = None) -> tuple[np.ndarray, list[str]]:
+    """Largest per-row normalized deviation over backend pairs, and the pair for each row.
+    ``tolerances``: the deviation oracle's (default: its defaults).  A row non-finite on
+    one side only scores ``inf`` (the NaN oracle confirms it)."""
+    return _largest_pair(outputs, lambda a, b: deviation_score(a, b, tolerances))
 
 
 def relative_inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str]]:

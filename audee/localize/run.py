@@ -42,7 +42,8 @@ def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backen
 
 def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], cfg: LocalizeConfig,
               pair: list[str] | None) -> Report:
-    now = Executor(pool, tie_margin=record.tie_margin).run(case)   # does the case still fail, and how?
+    # does the case still fail, and how?  Judged with the tie margin and tolerances it was recorded with
+    now = Executor(pool, tie_margin=record.tie_margin, tolerances=record.tolerances or None).run(case)
     recorded = record.verdict_obj()
     findings = [f for f in now.verdict.findings if f.is_failure]
     main = None
@@ -53,6 +54,17 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
             break
     report = Report(case.id, main.kind if main else "none", main.backends if main else [])
     report.reproduced = recorded.signatures() <= now.verdict.signatures() and main is not None
+    dev = next((f for f in findings if f.kind == Kind.DEVIATION
+                and (pair is None or sorted(f.backends) == sorted(pair))), None)
+    if main is None and dev is not None:
+        # no label flip: the deviation oracle already judged each layer on its own input
+        report = Report(case.id, Kind.DEVIATION, list(dev.backends))
+        report.reproduced = recorded.signatures() <= now.verdict.signatures()
+        d = dev.detail
+        report.note = (f"{d.get('tensor', 'logits')} out of tolerance (score {d.get('score', 0):.3g}); first layer out "
+                       f"of tolerance: {d.get('first_layer') or 'none'}; deviating on their own input: "
+                       f"{', '.join(d.get('own_layers') or []) or 'none'} (Algorithm 2 localizes label flips)")
+        return report
     if main is None:
         report.note = "the case no longer fails on these backends"
         return report

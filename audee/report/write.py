@@ -7,6 +7,7 @@ Inconsistencies are counted after the paper's reduction (section 3.2), defined o
 from __future__ import annotations
 
 import os
+import re
 from itertools import combinations
 from pathlib import Path
 
@@ -381,26 +382,83 @@ def _md(df: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
     for _, r in df.iterrows():
         lines.append("| " + " | ".join(f"{v:.3g}" if isinstance(v, float) else
-                                       f"[case file]({v})" if k == "case_file" and v != "-" else _cell(v)
+                                       f"[case file]({v})" if k == "case_file" and v != "-" else
+                                       f"[repro]({v})" if k == "repro" and v != "-" else
+                                       f"[{v}]({v})" if k == "link" and v != "-" else _cell(v)
                                        for k, v in r.items()) + " |")
     return "\n".join(lines) + "\n"
 
 
 def _cell(v: object) -> str:
     """A Markdown table cell: no line breaks, and a ``|`` in an error message stays text."""
-    return " ".join(str(v).split()).replace("|", "\\|")
+    # a normalized error's placeholders (<n>, <name>) would read as HTML tags and vanish
+    return re.sub(r"<(\w+)>", r"&lt;\1&gt;", " ".join(str(v).split()).replace("|", "\\|"))
 
 
-def write_report(data: CampaignData, out: Path) -> list[Path]:
+BUG_COLS = ["status", "known_id", "kind", "backends", "what", "phase", "error", "cases", "units", "first_case",
+            "case_file", "repro", "link", "slug"]
+
+
+def _relocalized(row: dict, localized: dict) -> dict:
+    """A row whose inconsistencies were localized (the RQ2 stage): their signatures take the
+    layer API and parameter from the localization (audee.signature: localization first)."""
+    from audee.signature import Signature, signatures_of
+
+    docs = localized.get((row.get("unit"), row.get("id")))
+    if not docs or not isinstance(row.get("signatures"), list):
+        return row
+    sigs = []
+    for d in row["signatures"]:
+        sig = Signature.from_json(d)
+        doc = docs.get("|".join(sig.backends)) if sig.kind == "inconsistency" else None
+        if doc is not None and doc.get("localized"):
+            finding = {"kind": sig.kind, "backends": list(sig.backends), "detail": {"pair": "|".join(sig.backends)}}
+            sigs += [x.to_json() for x in signatures_of(finding, localization=doc)]
+        else:
+            sigs.append(d)
+    return {**row, "signatures": sigs}
+
+
+def bug_table(data: CampaignData, out: Path, known: list | None = None) -> pd.DataFrame:
+    """Unique bugs over every unit and shard, one row per signature (audee.signature), new
+    first: known or new (audee.known), kind, backends, API/params, cases behind it, the
+    first case file and the repro script (links relative to ``out``)."""
+    from audee.known import load_known_issues, unique_bugs
+
+    if data.cases.empty or "signatures" not in data.cases:
+        return pd.DataFrame(columns=BUG_COLS)
+    localized: dict = {}
+    for _, r in data.localized.iterrows() if not data.localized.empty else []:
+        if isinstance(r.get("localized"), list):
+            pair = "|".join(sorted(str(r["pair"]).split("|")))
+            localized.setdefault((r["unit"], r["case_id"]), {})[pair] = {"localized": r["localized"]}
+    rows = [_relocalized({k: v for k, v in r.items() if not _missing(v)}, localized)
+            for r in data.cases[data.cases["status"] == "fail"].to_dict("records")]
+    bugs = unique_bugs(rows, load_known_issues() if known is None else known)
+    table = []
+    for b in bugs:
+        rel = {k: Path(os.path.relpath(b[k], Path(out).resolve())).as_posix() if b.get(k) else "-"
+               for k in ("case_file", "repro")}
+        table.append({"status": b["status"], "known_id": b["known_id"] or "-", "kind": b["kind"],
+                      "backends": ", ".join(b["backends"]), "what": b["what"], "phase": b["phase"] or "-",
+                      "error": b["error"] or "-", "cases": b["cases"], "units": len(b["units"]),
+                      "first_case": b["first_case"], **rel, "link": b["link"] or "-", "slug": b["slug"]})
+    return pd.DataFrame(table, columns=BUG_COLS)
+
+
+def write_report(data: CampaignData, out: Path, known: list | None = None) -> list[Path]:
+    """``known``: the known issues bugs are judged against (default: the shipped list)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    bugs = bug_table(data, out, known)
     unique = unique_inconsistencies(data.cases)
     sigs = signatures(data.localized)
     rates = top1_rates(data)
     failing = failing_cases(data.cases, out)
     errors = backend_errors(data.cases)
-    sections = [("Table 1: unique inconsistencies (seed x backend pair x level)", "table1",
+    sections = [("Unique bugs by signature (new first; known: already reported upstream)", "bugs", bugs),
+                ("Table 1: unique inconsistencies (seed x backend pair x level)", "table1",
                  table1(data.cases, data.units)),
                 ("Test cases by outcome", "outcomes", crash_table(data.cases)),
                 ("Failing test cases and their case files", "failing", failing),
@@ -411,6 +469,8 @@ def write_report(data: CampaignData, out: Path) -> list[Path]:
                 ("Table 3: NaN search", "table3", table3(data.searches))]
     n_units = data.cases["unit"].nunique() if not data.cases.empty else 0
     index = ["# audee report", "",
+             f"{len(bugs)} unique bugs by signature ({int((bugs['status'] == 'new').sum()) if len(bugs) else 0} new; "
+             f"[list](bugs.md)); "
              f"{len(data.cases)} test cases, {len(data.searches)} search runs, {n_units} units; "
              f"{len(failing)} failing test cases ([list with case files](failing.md)); "
              f"{len(unique)} unique inconsistencies (paper criteria), {len(data.localized)} localized, "

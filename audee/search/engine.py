@@ -77,7 +77,7 @@ class Search:
         self.encoding = Encoding(cfg.level, case.inputs, case.weights, case.spec.inputs)
         self.evaluator = PopulationEvaluator(executor.pool, case.spec, self.encoding, fitness=cfg.fitness,
                                              labels=labels, nan_backend=cfg.nan_backend, layer=cfg.layer,
-                                             tie_margin=executor.tie_margin)
+                                             tie_margin=executor.tie_margin, tolerances=executor.tolerances)
         self.scales = self.encoding.scales(cfg.input_scale, cfg.weight_scale)
         self.seed_genes = self.encoding.encode()
         self.on_failure = on_failure

@@ -4,8 +4,9 @@ Input level: the whole population is one batch, so a generation costs one compil
 per backend.  Weight levels: each individual's weights are swapped into the already
 built model (no rebuild, no ONNX re-export) and its input run, one call per backend.
 Besides the fitness, each individual gets the failure kinds that can be seen without a
-second run (NaN/Inf rows, label flips, backend failures); the engine confirms those with
-a full oracle run before writing a case file.
+second run (NaN/Inf rows, label flips, logits out of the deviation oracle's tolerance,
+backend failures); the engine confirms those with a full oracle run before writing a
+case file.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure
 from audee.fitness import inconsistency_fitness, nan_fitness, relative_inconsistency_fitness
+from audee.oracle.deviation import Tolerances, as_tolerances, deviation_score, finite_rows
 from audee.oracle.labels import label_flips
 from audee.search.encoding import Encoding
 from audee.spec import ModelSpec, weights_key
@@ -28,13 +30,14 @@ _counter = itertools.count()
 class Evaluation:
     fitness: float
     pair: str = ""
-    suspect: list[str] = field(default_factory=list)  # "crash", "nan", "inconsistency"
+    suspect: list[str] = field(default_factory=list)  # "crash", "nan", "inconsistency", "deviation"
     ref: tuple[str, int] = ("", 0)                      # (kept-run tag, row) in the workers
 
 
 class PopulationEvaluator:
     def __init__(self, pool: Pool, spec: ModelSpec, encoding: Encoding, *, fitness: str, labels: list[str],
-                 tie_margin: float, nan_backend: str | None = None, layer: str | None = None):
+                 tie_margin: float, nan_backend: str | None = None, layer: str | None = None,
+                 tolerances: Tolerances | dict[str, Any] | None = None):
         if fitness != "nan" and len(labels) < 2:
             raise ValueError("the inconsistency fitness needs two or more backends")
         self.pool = pool
@@ -45,6 +48,7 @@ class PopulationEvaluator:
         self.nan_backend = nan_backend or labels[0]
         self.layer = layer or spec.logits_layer
         self.tie_margin = tie_margin
+        self.tolerances = as_tolerances(tolerances)
         self.base_wkey = weights_key(encoding.base_weights)
         self.evaluations = 0
 
@@ -93,13 +97,22 @@ class PopulationEvaluator:
                 for i in np.flatnonzero(flips):
                     if "inconsistency" not in evals[i].suspect:
                         evals[i].suspect.append("inconsistency")
+                la, lb = ok[a]["logits"], ok[b]["logits"]
+                if la.shape == lb.shape:  # the deviation oracle's rule: rows finite on both sides
+                    out = (deviation_score(la, lb, self.tolerances) > 1.0) & finite_rows(la, lb)
+                    for i in np.flatnonzero(out):
+                        if "deviation" not in evals[i].suspect:
+                            evals[i].suspect.append("deviation")
         if self.fitness == "nan":
             if self.nan_backend in ok:
                 for e, v in zip(evals, nan_fitness(self._value(ok[self.nan_backend]))):
                     e.fitness = float(v)
         elif len(ok) >= 2:
-            fn = relative_inconsistency_fitness if self.fitness == "relative-inconsistency" else inconsistency_fitness
-            values, pairs = fn({b: self._value(r) for b, r in ok.items()})
+            values_of = {b: self._value(r) for b, r in ok.items()}
+            if self.fitness == "relative-inconsistency":
+                values, pairs = relative_inconsistency_fitness(values_of)
+            else:
+                values, pairs = inconsistency_fitness(values_of, self.tolerances)
             for e, v, p in zip(evals, values, pairs):
                 e.fitness, e.pair = float(v), p
         return evals

@@ -35,7 +35,7 @@ from audee.store.casefile import CASE_FORMAT, READ_FORMATS, encode, read_case_by
 FIELDS = ("format", "created", "id", "spec", "weights", "inputs", "backends", "verdict", "distances", "outputs",
           "versions", "tie_margin", "tolerances")
 BUILTIN_TARGETS = frozenset(BUILTIN.values())
-FINDING_KINDS = (*Kind.FAILURES, Kind.CONSISTENT_REJECTION)
+FINDING_KINDS = (*Kind.FAILURES, Kind.CONSISTENT_REJECTION, Kind.NAN_PROPAGATED, Kind.DEVIATION_ACCUMULATED)
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 
@@ -54,7 +54,7 @@ class CaseRecord:
     distances: dict[str, Any] = field(default_factory=dict)   # {"pairs": ..., "layers": ...}
     outputs: dict[str, Any] = field(default_factory=dict)     # per backend: logits, output
     tie_margin: float = TIE_MARGIN            # the margin the verdict was judged with
-    tolerances: dict[str, Any] = field(default_factory=dict)  # deviation-oracle tolerances (none yet)
+    tolerances: dict[str, Any] = field(default_factory=dict)  # deviation oracle: {dtype: {rtol, atol}} judged with
     meta: dict[str, Any] = field(default_factory=dict)        # provenance: seed, variant, rng, mutations, ...
     created: str = ""
     format: str = CASE_FORMAT

@@ -1,0 +1,210 @@
+"""Known issues: bug signatures already reported upstream, so a run says "known" instead of "new".
+
+audee ships ``audee/data/known_issues.yaml``; ``--known-issues FILE`` (repeatable) adds a
+user's own list, ``--no-shipped-known-issues`` leaves the shipped one out.  A file::
+
+    issues:
+      - id: tf2onnx-gelu-erfc            # letters, digits, - _ .; unique over all lists
+        title: one line
+        note: what happens and why, what to do
+        link: https://github.com/...     # the upstream issue
+        match:                           # every criterion given must hold; at least one
+          kind: divergent_acceptance     # or a list of kinds
+          api: activations.gelu          # the signature's responsible API (exact)
+          params: {activation: gelu}     # a subset of the signature's parameters
+          backends: [onnxruntime]        # a subset of the signature's backends
+          phase: convert                 # build, convert, weights, run
+          error: 'No Op registered for Erfc'   # a regex searched in the normalized error
+
+Numbers in ``params`` match by sign, as signatures keep them (``units: 3`` matches any
+positive ``units``).  The schema is checked (unknown keys refused) and a bad file is one
+line naming the file and the field, exit code 2.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from audee.case import Kind
+from audee.paths import data_dir
+from audee.settings import FieldError, validate_settings
+from audee.signature import Signature, value_class
+from audee.yamlio import read_yaml_mapping
+
+KINDS = tuple(dict.fromkeys((*Kind.FAILURES, "deviation")))  # the failure kinds a match may name
+
+
+def shipped_file() -> Path:
+    return data_dir() / "known_issues.yaml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class KnownMatch(_Strict):
+    kind: str | list[str] | None = Field(None, description="finding kind(s)")
+    api: str | None = Field(None, min_length=1, description="responsible layer API")
+    params: dict[str, Any] | None = Field(None, description="parameter values (a subset)")
+    backends: list[str] | None = Field(None, min_length=1, description="backends (a subset)")
+    phase: str | None = Field(None, description="crash phase")
+    error: str | None = Field(None, min_length=1, description="regex on the normalized error message")
+
+    @field_validator("kind")
+    @classmethod
+    def _kinds(cls, v: Any) -> Any:
+        for k in [v] if isinstance(v, str) else v or []:
+            if k not in KINDS:
+                raise ValueError(f"unknown finding kind {k!r} (known: {', '.join(KINDS)})")
+        return v
+
+    @field_validator("phase")
+    @classmethod
+    def _phase(cls, v: Any) -> Any:
+        if v is not None and v not in ("build", "convert", "weights", "run"):
+            raise ValueError(f"expected build, convert, weights or run, got {v!r}")
+        return v
+
+    @field_validator("error")
+    @classmethod
+    def _regex(cls, v: Any) -> Any:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _something(self) -> "KnownMatch":
+        if all(getattr(self, k) in (None, {}, []) for k in type(self).model_fields):
+            raise ValueError("give at least one of kind, api, params, backends, phase, error")
+        return self
+
+    def matches(self, sig: Signature) -> bool:
+        if self.kind is not None and sig.kind not in ([self.kind] if isinstance(self.kind, str) else self.kind):
+            return False
+        if self.api is not None and self.api not in (sig.api or "").split("+"):
+            return False
+        if self.params:
+            have = set(sig.params)
+            for p, v in self.params.items():
+                if not ({(p, value_class(v)), (p, repr(v)), (p, str(v))} & have):
+                    return False
+        if self.backends and not set(self.backends) <= set(sig.backends):
+            return False
+        if self.phase is not None and sig.phase != self.phase:
+            return False
+        if self.error is not None and not re.search(self.error, sig.error or ""):
+            return False
+        return True
+
+
+class KnownIssue(_Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="a short unique id")
+    title: str = Field(min_length=1)
+    note: str = ""
+    link: str = Field(pattern=r"^https?://\S+$", description="the upstream issue")
+    match: KnownMatch
+    _source: str = PrivateAttr("")  # the file it came from (set on loading)
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "link": self.link, "source": self.source}
+
+
+class KnownIssues(_Strict):
+    issues: list[KnownIssue] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self) -> "KnownIssues":
+        seen: set[str] = set()
+        for i, issue in enumerate(self.issues):
+            if issue.id in seen:
+                raise FieldError(f"issues[{i}].id", f"duplicate id {issue.id!r}")
+            seen.add(issue.id)
+        return self
+
+
+def load_known_file(path: str | Path) -> list[KnownIssue]:
+    """One known-issues file, schema-checked (a :class:`audee.errors.ConfigError` naming the
+    file and the field otherwise)."""
+    data = read_yaml_mapping(path, "a mapping with an `issues:` list")
+    doc = validate_settings(KnownIssues, data, str(path))
+    for issue in doc.issues:
+        issue._source = str(path)
+    return doc.issues
+
+
+def load_known_issues(files: list[str | Path] | tuple = (), shipped: bool = True) -> list[KnownIssue]:
+    """The shipped list (unless ``shipped`` is false) and every file of ``files``, in order;
+    an id given twice is an error naming the second file."""
+    from audee.errors import ConfigError
+
+    out: list[KnownIssue] = []
+    seen: dict[str, str] = {}
+    for path in ([shipped_file()] if shipped else []) + [Path(f) for f in files]:
+        for issue in load_known_file(path):
+            if issue.id in seen:
+                raise ConfigError(f"id {issue.id!r} is already defined in {seen[issue.id]}",
+                                  source=str(path), field="issues.id")
+            seen[issue.id] = str(path)
+            out.append(issue)
+    return out
+
+
+def match_known(sig: Signature | dict[str, Any], issues: list[KnownIssue]) -> KnownIssue | None:
+    """The first known issue whose match holds for ``sig``, or None (a new bug)."""
+    if isinstance(sig, dict):
+        sig = Signature.from_json(sig)
+    return next((i for i in issues if i.match.matches(sig)), None)
+
+
+def unique_bugs(rows: list[dict[str, Any]], issues: list[KnownIssue],
+                base: Path | str | None = None) -> list[dict[str, Any]]:
+    """Unique bugs over result rows (``results.jsonl`` rows carrying ``signatures``): one
+    entry per signature key, new ones first, then by cases behind it; each with its known
+    issue (if any), the number of cases, the first case (by id) and its case file, and the
+    repro script ``<dir>/repro/<slug>.py`` when one exists (``dir``: the row's ``unit_dir``,
+    else ``base``)."""
+    bugs: dict[str, dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: str(r.get("id"))):
+        sigs = row.get("signatures")
+        if not isinstance(sigs, list):
+            continue
+        where = row.get("unit_dir") if isinstance(row.get("unit_dir"), str) else base
+        for d in sigs:
+            sig = Signature.from_json(d)
+            key = sig.key()
+            bug = bugs.get(key)
+            if bug is None:
+                issue = match_known(sig, issues)
+                case_file = row.get("case_file") if isinstance(row.get("case_file"), str) else None
+                repro = Path(where) / "repro" / f"{sig.slug()}.py" if where is not None else None
+                bug = bugs[key] = {
+                    "status": "known" if issue else "new", "known_id": issue.id if issue else None,
+                    "known_title": issue.title if issue else None, "link": issue.link if issue else None,
+                    "kind": sig.kind, "backends": list(sig.backends), "api": sig.api,
+                    "params": [f"{p}={v}" for p, v in sig.params], "what": sig.describe(),
+                    "phase": sig.phase, "error": sig.error, "cases": 0, "case_ids": set(),
+                    "first_case": row.get("id"),
+                    "case_file": str(Path(where) / case_file) if case_file and where is not None else case_file,
+                    "repro": str(repro) if repro is not None and repro.is_file() else None,
+                    "key": key, "slug": sig.slug(), "units": []}
+                if row.get("unit") is not None:
+                    bug["units"].append(row["unit"])
+            if row.get("id") not in bug["case_ids"]:
+                bug["case_ids"].add(row.get("id"))
+                bug["cases"] += 1
+            if row.get("unit") is not None and row["unit"] not in bug["units"]:
+                bug["units"].append(row["unit"])
+    out = sorted(bugs.values(), key=lambda b: (b["status"] != "new", -b["cases"], b["key"]))
+    for b in out:
+        b.pop("case_ids")
+    return out

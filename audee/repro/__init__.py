@@ -1,0 +1,460 @@
+"""Standalone repro scripts: one failure of a case as plain Python a framework maintainer runs.
+
+:func:`write_repro` writes ``OUT/<name>.py`` and ``OUT/<name>.npz``.  The script imports
+numpy and the frameworks only (no audee): it builds the model with Keras' functional API
+from a small embedded JSON spec, loads weights and inputs from the ``.npz`` beside it,
+runs each backend in its own process (re-invoking itself with ``--backend NAME``),
+compares the outputs for the recorded finding kind and exits 0 if the failure reproduces,
+1 if it does not, 2 if the environment is broken (a framework missing).  The template is
+:mod:`audee.repro.template`.
+
+The model is the smallest one that still fails: with a layer known (``layer=``, the
+deviation finding's ``own_layers``, the NaN finding's first layer, a localization result in
+the case) the layer alone, fed one backend's output of its predecessors (as
+:mod:`audee.localize` builds one-layer cases), on the failing rows of the batch; each
+candidate is checked on ``pool`` and the first that still fails is written, else the
+whole variant.  Plugin backends cannot be in a script (it would need audee's code): a
+failure that involves one is refused.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audee import __version__
+from audee.case import Finding, Kind, TestCase
+from audee.errors import AudeeError
+from audee.repro.template import SCRIPT
+from audee.spec import ModelSpec, Weights, weights_key
+from audee.store.atomic import write_atomic
+from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
+
+EXIT_REPRODUCED, EXIT_NOT_REPRODUCED, EXIT_BROKEN = 0, 1, 2
+#: Finding kinds a script can show, most specific first (the one a script is written for).
+KINDS = (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE, Kind.NAN, "deviation", Kind.INCONSISTENCY)
+SCRIPT_TIMEOUT_S = 600
+
+
+@dataclass
+class ReproScript:
+    script: Path
+    data: Path
+    kind: str
+    backends: list[str]
+    model: str                      # "one-layer" or "variant"
+    layer: str | None               # the layer alone (one-layer), else None
+    rows: list[int]                 # rows of the case's batch kept
+    verified: bool | None = None    # checked on the pool to fail now (None: not checked)
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        what = f"layer {self.layer} alone" if self.model == "one-layer" else "the whole variant"
+        check = {True: "checked to fail now", False: "does NOT fail now on audee's workers",
+                 None: "not checked"}[self.verified]
+        return f"{self.kind} on {', '.join(self.backends)}: {what}, {len(self.rows)} input(s), {check}"
+
+
+# ---- what the script shows ----------------------------------------------------------------------
+def pick_finding(record: CaseRecord, index: int | None = None) -> Finding:
+    """The finding a script is written for: ``index`` into the verdict, else the first
+    failure of the most specific kind."""
+    findings = [Finding.from_json(f) for f in record.verdict.get("findings", [])]
+    if index is not None:
+        if not 0 <= index < len(findings):
+            raise AudeeError(f"the case has {len(findings)} findings, no finding {index}", source=record.source or None)
+        return findings[index]
+    for kind in KINDS:
+        for f in findings:
+            if f.kind == kind:
+                return f
+    raise AudeeError("the case records no failure to reproduce (verdict: "
+                     f"{record.verdict.get('status', '?')})", source=record.source or None)
+
+
+def _roles(record: CaseRecord, f: Finding) -> tuple[list[str], list[str]]:
+    """(backends the script runs, the failing ones among them), in the case's order."""
+    d = f.detail
+    if f.kind == Kind.DIVERGENT_ACCEPTANCE:
+        run = list(f.backends) + [b for b in d.get("accepted", []) if b not in f.backends][:1]
+    elif f.kind == Kind.NAN:
+        run = list(f.backends) + [b for b in d.get("finite_backends", []) if b not in f.backends][:1]
+    else:
+        run = list(f.backends)
+    order = [r.label for r in record.backends]
+    run = sorted(dict.fromkeys(run), key=lambda b: order.index(b) if b in order else len(order))
+    if f.kind in (Kind.INCONSISTENCY, "deviation"):
+        run = list(f.backends)  # the pair, reference first
+    return run, list(f.backends)
+
+
+def check_builtin(record: CaseRecord, labels: list[str]) -> None:
+    """Refuse a failure that needs a plugin backend: the script runs built-in backends only."""
+    targets = {r.label: r.target for r in record.backends}
+    plugins = [b for b in labels if targets.get(b, "") not in BUILTIN_TARGETS]
+    if plugins:
+        raise AudeeError(
+            f"the failure involves the plugin backend {plugins[0]!r} ({targets.get(plugins[0], '?')}); a repro "
+            "script runs built-in backends only (numpy and the frameworks, no audee code), so it cannot show it",
+            source=record.source or None)
+
+
+def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str | None:
+    """The layer the failure is pinned on: given, from the finding, or from a localization."""
+    names = set(record.model_spec.layer_names())
+    if layer is not None:
+        if layer not in names:
+            raise AudeeError(f"no layer {layer!r} in the case's model (layers: {', '.join(sorted(names))})",
+                             field="--layer")
+        return layer
+    d = f.detail
+    cands: list[Any] = list(d.get("own_layers") or [])
+    if f.kind == Kind.NAN:
+        first = d.get("first_layer") or {}
+        cands += [first[b] for b in f.backends if isinstance(first, dict) and b in first]
+    loc = record.meta.get("localization")
+    if isinstance(loc, dict):
+        cands += [s.get("layer") for s in loc.get("sources", []) if isinstance(s, dict)]
+    if f.kind in (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE):  # a layer the error message names
+        from audee.signature import named_layer
+
+        errors = d.get("errors") or {}
+        texts = [d.get("message")] + [e.get("message") if isinstance(e, dict) else e for e in errors.values()]
+        spec_layers = {ls.name: ls for ls in record.model_spec.layers}
+        cands += [named_layer(t, spec_layers) for t in texts if isinstance(t, str)]
+    return next((c for c in cands if isinstance(c, str) and c in names), None)
+
+
+def failing_rows(f: Finding, n: int) -> list[int]:
+    """The batch rows the finding names (all rows when it names none)."""
+    d = f.detail
+    rows = d.get("rows") if f.kind == "deviation" else d.get("inputs") if f.kind == Kind.INCONSISTENCY else None
+    rows = sorted({int(r) for r in rows or [] if 0 <= int(r) < n})
+    return rows or list(range(n))
+
+
+def _compare_layer(spec: ModelSpec, f: Finding, one_layer: str | None) -> str:
+    if one_layer is not None:
+        return one_layer
+    if f.kind == "deviation":  # the tensor the whole-model check found out of tolerance
+        return spec.output if f.detail.get("tensor") == "output" else spec.logits_layer
+    return spec.output
+
+
+# ---- checking a candidate on audee's workers ----------------------------------------------------
+def _still_fails(pool: Any, record: CaseRecord, f: Finding, case: TestCase) -> bool:
+    from audee.execute import Executor
+
+    ex = Executor(pool, tie_margin=record.tie_margin, diagnose=False, tolerances=record.tolerances or None)
+    ex.complete_weights(case, 0)
+    verdict = ex.run(case).verdict
+    for g in verdict.findings:
+        if g.kind != f.kind:
+            continue
+        if f.kind == Kind.NAN and set(g.backends) & set(f.backends):
+            return True
+        if sorted(g.backends) == sorted(f.backends):
+            return True
+    return False
+
+
+def _layer_inputs(pool: Any, spec: ModelSpec, weights: Weights, inputs: dict[str, np.ndarray], layer: str,
+                  source: str) -> dict[str, np.ndarray] | None:
+    """The layer's inputs as ``source`` computes them inside the model (None if it cannot run)."""
+    from audee.backends.pool import WorkerFailure
+
+    pool.build(spec, labels=[source])
+    got = pool.run(spec, weights, weights_key(weights), inputs, labels=[source], layers=True)[source]
+    if isinstance(got, WorkerFailure):
+        return None
+    outs = got["layers"]
+    return {ref: (outs[ref] if ref in outs else inputs[ref]) for ref in spec.layer(layer).inputs}
+
+
+def _one_layer(spec: ModelSpec, weights: Weights, layer: str, layer_inputs: dict[str, np.ndarray]) -> TestCase:
+    from audee.localize.onelayer import one_layer_spec
+
+    s1 = one_layer_spec(spec, layer, layer_inputs)
+    return TestCase(f"{layer}-alone", s1, {layer: weights[layer]} if layer in weights else {}, dict(layer_inputs))
+
+
+# ---- writing ----------------------------------------------------------------------------------
+def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "auto", layer: str | None = None,
+                pool: Any = None, finding: int | None = None, timeout: float = SCRIPT_TIMEOUT_S) -> ReproScript:
+    """Write ``out_dir/<name>.py`` and ``out_dir/<name>.npz`` for one failure of ``record``.
+
+    ``model``: ``auto`` (the layer alone when a layer is known and it still fails on
+    ``pool``, else the variant), ``one-layer`` or ``variant``.  Without a pool nothing is
+    checked and no one-layer model can be made (its input comes from running the case)."""
+    if model not in ("auto", "one-layer", "variant"):
+        raise AudeeError(f"expected auto, one-layer or variant, got {model!r}", field="--model")
+    f = pick_finding(record, finding)
+    run, failing = _roles(record, f)
+    check_builtin(record, run)
+    spec = record.model_spec
+    case = record.test_case()
+    n = case.batch
+    rows = failing_rows(f, n)
+    notes: list[str] = []
+    target = known_layer(record, f, layer) if model != "variant" else None
+    if model == "one-layer" and target is None:
+        raise AudeeError("no layer known for a one-layer model: name one with --layer", field="--layer")
+    if target is not None and pool is None:
+        notes.append(f"layer {target} alone needs audee's workers to compute its input: the whole variant is written")
+        target = None
+
+    def sub(r: list[int]) -> dict[str, np.ndarray]:
+        return {k: v[r] for k, v in case.inputs.items()}
+
+    candidates: list[tuple[str, TestCase, list[int]]] = []
+    if target is not None:
+        source = failing[0] if f.kind == Kind.NAN else \
+            next((b for b in run if b not in failing), run[0]) if f.kind in Kind.FAILURES[:2] else run[0]
+        li = _layer_inputs(pool, spec, case.weights, sub(rows), target, source)
+        if li is None:
+            notes.append(f"{source} cannot run the model to give layer {target} its input")
+        else:
+            candidates.append(("one-layer", _one_layer(spec, case.weights, target, li), rows))
+    if model != "one-layer":
+        candidates.append(("variant", TestCase(case.id, spec, case.weights, sub(rows)), rows))
+        if len(rows) < n:
+            candidates.append(("variant", TestCase(case.id, spec, case.weights, dict(case.inputs)), list(range(n))))
+    if not candidates:
+        raise AudeeError(f"cannot make a one-layer model: {notes[-1]}", source=record.source or None)
+
+    chosen, verified = candidates[0], None   # unchecked: the failing rows of the variant
+    if pool is not None:
+        chosen = candidates[-1]
+        verified = False
+        for cand in candidates:
+            if _still_fails(pool, record, f, cand[1]):
+                chosen, verified = cand, True
+                break
+            notes.append(f"{cand[0]}{' ' + target if cand[0] == 'one-layer' else ''} on {len(cand[2])} input(s) "
+                         "does not fail now")
+        if not verified and model == "one-layer":
+            chosen = candidates[0]
+    kind_model, tc, kept = chosen
+    one = target if kind_model == "one-layer" else None
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    script, data = out_dir / f"{name}.py", out_dir / f"{name}.npz"
+    _write_data(data, tc)
+    text = render(record, f, tc.spec, run, failing, name, one=one, compare=_compare_layer(tc.spec, f, one),
+                  rows=kept, timeout=timeout)
+    write_atomic(script, text.encode())
+    os.chmod(script, 0o755 & ~_umask())
+    return ReproScript(script, data, f.kind, run, kind_model, one, kept, verified, notes)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write_data(path: Path, case: TestCase) -> None:
+    arrays = {f"x/{k}": np.ascontiguousarray(v) for k, v in case.inputs.items()}
+    for lname, arrs in case.weights.items():
+        for k, a in enumerate(arrs):
+            arrays[f"w/{lname}/{k}"] = np.ascontiguousarray(a)
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as tmp:
+        np.savez_compressed(tmp, **arrays)
+    os.replace(tmp.name, path)
+    os.chmod(path, 0o644 & ~_umask())
+
+
+def _versions(record: CaseRecord, labels: list[str]) -> str:
+    parts = []
+    for b in labels:
+        v = record.versions.get(b) or {}
+        if isinstance(v, dict) and v:
+            parts.append(f"{b}: " + ", ".join(f"{k} {x}" for k, x in v.items()))
+    return "; ".join(parts) or "(not recorded)"
+
+
+def _expect(f: Finding, run: list[str], failing: list[str], layer: str) -> str:
+    others = [b for b in run if b not in failing]
+    if f.kind == Kind.HARD_CRASH:
+        how = f.detail.get("how", "crash")
+        return f"{', '.join(failing)} crashes ({how}, {f.detail.get('phase', '?')} phase)"
+    if f.kind == Kind.DIVERGENT_ACCEPTANCE:
+        return f"{', '.join(failing)} rejects a model that {', '.join(others)} runs"
+    if f.kind == Kind.NAN:
+        return f"NaN/Inf on {', '.join(failing)}" + (f" where {', '.join(others)} stays finite" if others else "")
+    a, b = f.backends[:2]
+    if f.kind == Kind.INCONSISTENCY:
+        return f"{a} and {b} predict different labels for the same inputs"
+    return f"{a} and {b} disagree on {layer} beyond the tolerance"
+
+
+def _recorded(f: Finding) -> str:
+    d = f.detail
+    if f.kind == Kind.DIVERGENT_ACCEPTANCE:
+        errs = d.get("errors", {})
+        return "; ".join(f"{b} {e.get('phase', '?')} error: {(e.get('message') or '').strip().splitlines()[0][:160]}"
+                         for b, e in errs.items() if isinstance(e, dict) and (e.get("message") or "").strip())
+    if f.kind == Kind.HARD_CRASH:
+        return f"{', '.join(f.backends)}: {(d.get('message') or d.get('how') or '').strip()[:160]}"
+    if f.kind == Kind.INCONSISTENCY:
+        return f"{d.get('n_flips', '?')} label flips, logits distance {d.get('distance', float('nan')):.4g}"
+    if f.kind == Kind.NAN:
+        first = d.get("first_layer", {})
+        return "first non-finite layer " + ", ".join(f"{k}: {v}" for k, v in first.items()) if first else ""
+    keys = [k for k in ("score", "max_abs", "max_rel", "n_out", "first_layer", "own_layers") if k in d]
+    return ", ".join(f"{k} {d[k]}" for k in keys)
+
+
+def _json_literal(obj: Any, lines: bool = False) -> str:
+    """A Python literal for json.loads: a raw triple-quoted string, one layer a line."""
+    if lines:
+        layers = ",\n  ".join(json.dumps(x) for x in obj["layers"])
+        rest = {k: v for k, v in obj.items() if k != "layers"}
+        body = json.dumps(rest)[:-1] + ',\n "layers": [\n  ' + layers + "\n ]}"
+    else:
+        body = json.dumps(obj)
+    if '"""' in body or body.endswith("\\"):
+        return repr(body)
+    return 'r"""\n' + body + '\n"""'
+
+
+def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], failing: list[str], name: str, *,
+           one: str | None, compare: str, rows: list[int], timeout: float) -> str:
+    """The script's text."""
+    tol = f.detail.get("tolerance") or (record.tolerances or {}).get("float32") or {}
+    rtol, atol = float(tol.get("rtol", 1e-3)), float(tol.get("atol", 1e-5))
+    expect = _expect(f, run, failing, compare)
+    model = {"inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in spec.inputs],
+             "layers": [{"name": n, "api": spec.layer(n).api, "params": spec.layer(n).params,
+                         "inputs": spec.layer(n).inputs} for n in spec.topological_order()]}
+    case = {"title": f"{f.kind}: {expect}", "kind": f.kind, "expect": expect, "backends": run, "failing": failing,
+            "pair": list(f.backends[:2]), "layer": compare, "tie_margin": record.tie_margin, "rtol": rtol,
+            "atol": atol, "timeout": timeout,
+            "devices": {r.label: r.device for r in record.backends if r.label in run}}
+    seed = record.meta.get("seed")
+    what = (f"layer {one} ({spec.layer(one).api}) alone, fed the input it saw inside" if one
+            else f"the whole model ({len(spec.layers)} layers) of") + f" case {record.id}" \
+        + (f" (seed {seed})" if seed else "") + f", {len(rows)} input(s)"
+    needs = sorted({m for b in run for m in (["tensorflow", "tf2onnx", "onnxruntime"] if b.startswith("onnxruntime")
+                                             else [b.partition("@")[0]])})
+    recorded = _recorded(f)
+    header = [f"# Repro: {expect}.", "#",
+              f"# Shows: {f.kind}. The model: {what}.",
+              *([f"# Recorded: {recorded}"] if recorded else []),
+              f"# Found with: {_versions(record, run)}", "#",
+              f"# Run:  python {name}.py      ({name}.npz beside it holds the weights and inputs;",
+              f"#       needs numpy, keras 3, {', '.join(needs)})",
+              f"#       python {name}.py --backend {run[0]} --out OUT.npz   runs one backend alone",
+              "# Exit: 0 the failure reproduces, 1 it does not, 2 the environment is broken.",
+              f"# Written by audee {__version__} from case {record.id}; the script does not need audee."]
+    return (SCRIPT.replace("__HEADER__", "\n".join(header))
+            .replace("__MODEL__", _json_literal(model, lines=True))
+            .replace("__CASE__", _json_literal(case))
+            .replace("__DATA__", repr(f"{name}.npz")))
+
+
+# ---- running one ------------------------------------------------------------------------------
+def run_script(script: Path, timeout: float = SCRIPT_TIMEOUT_S * 2) -> tuple[int, str]:
+    """Run a repro script alone in a fresh process (its own directory as cwd is not needed:
+    a scratch one is used); its exit code and output."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
+    with tempfile.TemporaryDirectory(prefix="audee-repro-run-") as cwd:
+        try:
+            p = subprocess.run([sys.executable, str(Path(script).resolve())], cwd=cwd, env=env,
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return EXIT_BROKEN, f"the script ran past {timeout:.0f} s"
+    return p.returncode, (p.stdout + (p.stderr[-2000:] if p.returncode not in (0, 1) else "")).rstrip()
+
+
+def default_name(record: CaseRecord, f: Finding) -> str:
+    """The bug signature's slug (:meth:`audee.signature.Signature.slug`), else the case id."""
+    try:
+        from audee.signature import signatures_of  # noqa: PLC0415
+
+        sigs = signatures_of(f, record.spec, record.meta, record.meta.get("localization"))
+        if sigs:
+            return sigs[0].slug()
+    except Exception:  # noqa: BLE001 - no signature: the case id names it
+        pass
+    return record.id
+
+
+# ---- `audee repro CASE.pkl` ---------------------------------------------------------------------
+def repro_case(path: str | Path, *, out: str | Path | None = None, name: str | None = None, layer: str | None = None,
+               model: str = "auto", backends: list[Any] | None = None, allowed_plugins: Any = (),
+               timeout: float = SCRIPT_TIMEOUT_S, log_dir: Path | None = None,
+               finding: int | None = None) -> ReproScript:
+    """Write the repro script of a case file: into ``out`` (default: ``repro/`` beside the
+    case's ``cases/`` directory), named after the bug signature.  Audee's workers (the
+    script's backends, or ``backends``) compute the one-layer input and check the model
+    still fails."""
+    from audee.backends.pool import Pool
+    from audee.reproduce import start_or_raise
+    from audee.settings import TIMEOUT_S
+
+    record = CaseRecord.from_file(path)
+    f = pick_finding(record, finding)
+    run, _ = _roles(record, f)
+    check_builtin(record, run)
+    refs = {r.label: r for r in (backends or record.backends)}
+    missing = [b for b in run if b not in refs]
+    if missing:
+        raise AudeeError(f"the failure involves {', '.join(missing)}, not among --backends", field="--backends")
+    plugins = [refs[b].target for b in run if refs[b].target not in BUILTIN_TARGETS
+               and refs[b].target not in set(allowed_plugins)]
+    if plugins:
+        raise AudeeError(f"--backends names the plugin {plugins[0]!r}: a repro script runs built-in backends only",
+                         field="--backends")
+    case_dir = Path(path).resolve().parent
+    out_dir = Path(out) if out is not None else case_dir.parent / "repro"
+    with tempfile.TemporaryDirectory(prefix="audee-repro-") as tmp:
+        with Pool([refs[b] for b in run], log_dir or Path(tmp), timeout=TIMEOUT_S) as pool:
+            start_or_raise(pool, None, str(path))
+            return write_repro(record, out_dir, name or default_name(record, f), model=model, layer=layer,
+                               pool=pool, finding=finding, timeout=timeout)
+
+
+# ---- one script per unique bug of a run ---------------------------------------------------------
+def write_bug_repros(out: Path, pool: Any, rows: list[dict[str, Any]]) -> list[Path]:
+    """For every unique bug (signature) of a run directory's results rows whose script is not
+    written yet, write ``out/repro/<slug>.py`` from the bug's first case file, on ``pool``
+    (the run's workers, still up: they compute one-layer inputs and check the smallest model
+    still fails).  A bug that needs a plugin backend gets no script (logged); nothing here
+    stops the run."""
+    import logging
+
+    from audee.signature import Signature, signatures_of
+
+    log = logging.getLogger(__name__)
+    written: list[Path] = []
+    first: dict[str, dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: str(r.get("id"))):
+        for d in row.get("signatures") or []:
+            if isinstance(row.get("case_file"), str):
+                first.setdefault(Signature.from_json(d).slug(), row)
+    for slug, row in first.items():
+        if (Path(out) / "repro" / f"{slug}.py").is_file():
+            continue
+        try:
+            record = CaseRecord.from_file(Path(out) / row["case_file"])
+            findings = [Finding.from_json(f) for f in record.verdict.get("findings", [])]
+            index = next((i for i, f in enumerate(findings)
+                          if any(s.slug() == slug for s in signatures_of(f, record.spec, record.meta))), None)
+            if index is None:
+                continue
+            script = write_repro(record, Path(out) / "repro", slug, pool=pool, finding=index)
+            written.append(script.script)
+            log.info("repro script %s: %s", script.script, script.describe())
+        except AudeeError as exc:
+            log.info("no repro script for %s: %s", slug, exc)
+        except Exception:  # a broken script writer must not cost the run its results
+            log.exception("writing the repro script for %s failed", slug)
+    return written

@@ -1,0 +1,249 @@
+"""The text of a standalone repro script (see :mod:`audee.repro`).
+
+The script imports numpy and the frameworks only: a maintainer runs it without audee.
+``__HEADER__``, ``__MODEL__``, ``__CASE__`` and ``__DATA__`` are filled in by
+:func:`audee.repro.write_repro`.  Its comparison functions (``label_flips``,
+``normalized_error`` — :mod:`audee.oracle.deviation`'s formula, inline —, ``nonfinite``) are importable for tests.
+"""
+
+SCRIPT = r'''#!/usr/bin/env python3
+__HEADER__
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+MODEL = json.loads(__MODEL__)
+CASE = json.loads(__CASE__)
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), __DATA__)
+MERGE = {"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}
+ENV_BROKEN = 3  # a child's exit code when a framework cannot be imported
+
+
+# ---- the model: keras.layers.<api>(**params, name=...) in a functional graph -----------------
+def make_layer(keras, api, params, name):
+    params = dict(params)
+    for key, value in params.items():  # a layer argument (Bidirectional, TimeDistributed)
+        if isinstance(value, dict) and "api" in value:
+            params[key] = make_layer(keras, value["api"], value.get("params", {}), f"{name}_{key}")
+    return getattr(keras.layers, api)(**params, name=name)
+
+
+def build(keras):
+    """A model returning every layer's output (MODEL["layers"] is in topological order)."""
+    tensors, inputs, layers = {}, [], {}
+    for i in MODEL["inputs"]:
+        tensors[i["name"]] = keras.Input(shape=tuple(i["shape"]), dtype=i["dtype"], name=i["name"])
+        inputs.append(tensors[i["name"]])
+    for spec in MODEL["layers"]:
+        name, args = spec["name"], [tensors[n] for n in spec["inputs"]]
+        layers[name] = make_layer(keras, spec["api"], spec["params"], name)
+        tensors[name] = layers[name](args if len(args) > 1 or spec["api"] in MERGE else args[0])
+    return keras.Model(inputs, [tensors[s["name"]] for s in MODEL["layers"]]), layers
+
+
+# ---- one backend, in this (child) process ------------------------------------------------------
+def run_backend(backend, out):
+    """Build, load weights, run; save every layer's output (or the error) to ``out``."""
+    name = backend.partition("@")[0].replace("onnxruntime-fed", "onnxruntime")  # "torch@cuda" runs torch
+    os.environ["KERAS_BACKEND"] = "tensorflow" if name == "onnxruntime" else name
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if CASE["devices"].get(backend, "cpu") == "cpu":
+        os.environ.update(CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu", KERAS_TORCH_DEVICE="cpu")
+    info = {"versions": {}, "error": None}
+    try:
+        import keras
+        info["versions"]["keras"] = keras.__version__
+        fw = ["tensorflow", "tf2onnx", "onnxruntime"] if name == "onnxruntime" else [name]
+        for mod in fw:
+            info["versions"][mod] = __import__(mod).__version__
+    except ImportError as exc:
+        print(f"{backend}: cannot import a framework: {exc}", file=sys.stderr)
+        sys.exit(ENV_BROKEN)
+    data, phase, outs = np.load(DATA), "build", []
+    try:
+        model, layers = build(keras)
+        phase = "weights"
+        for lname, layer in layers.items():
+            if layer.weights:
+                layer.set_weights([data[f"w/{lname}/{k}"] for k in range(len(layer.weights))])
+        xs = [data["x/" + i["name"]] for i in MODEL["inputs"]]
+        if name == "onnxruntime":  # tf2onnx from the TensorFlow backend, then an ORT session
+            import onnxruntime as ort
+            import tensorflow as tf
+            import tf2onnx
+            phase = "convert"
+            sig = [tf.TensorSpec((None, *i["shape"]), i["dtype"], name=i["name"]) for i in MODEL["inputs"]]
+            proto, _ = tf2onnx.convert.from_keras(model, input_signature=sig, opset=15)
+            session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+            phase = "run"
+            outs = session.run(None, {i["name"]: x for i, x in zip(MODEL["inputs"], xs)})
+        elif name == "jax":  # compiled, as deployed
+            import jax
+            phase = "run"
+            fn = jax.jit(lambda tv, ntv, xs: model.stateless_call(tv, ntv, xs, training=False)[0])
+            outs = fn([v.value for v in model.trainable_variables],
+                      [v.value for v in model.non_trainable_variables], xs)
+        elif name == "tensorflow":
+            import tensorflow as tf
+            phase = "run"
+            outs = tf.function(lambda xs: model(xs, training=False), autograph=False)(xs)
+        else:  # torch
+            import torch
+            phase = "run"
+            with torch.no_grad():
+                outs = model([keras.ops.convert_to_tensor(x) for x in xs], training=False)
+        outs = [keras.ops.convert_to_numpy(o) for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
+    except Exception as exc:  # a clean rejection: the error is the finding
+        info["error"] = {"phase": phase, "message": f"{type(exc).__name__}: {exc}"[:2000]}
+        outs = []
+    arrays = {f"y/{s['name']}": np.asarray(o) for s, o in zip(MODEL["layers"], outs)}
+    np.savez(out + ".tmp.npz", info=np.array(json.dumps(info)), **arrays)
+    os.replace(out + ".tmp.npz", out)
+
+
+def run_all():
+    """Each backend in its own process: outputs, or how it failed."""
+    results = {}
+    for backend in CASE["backends"]:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out.npz")
+            cmd = [sys.executable, os.path.abspath(__file__), "--backend", backend, "--out", out]
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=CASE["timeout"])
+            except subprocess.TimeoutExpired:
+                results[backend] = {"died": f"timed out after {CASE['timeout']} s"}
+                continue
+            if p.returncode == ENV_BROKEN:
+                results[backend] = {"broken": (p.stderr.strip().splitlines() or ["?"])[-1]}
+            elif not os.path.exists(out):
+                how = f"killed by signal {-p.returncode}" if p.returncode < 0 else f"exited with code {p.returncode}"
+                results[backend] = {"died": how, "tail": p.stderr[-1500:]}
+            else:
+                with np.load(out) as z:
+                    info = json.loads(str(z["info"]))
+                    info["layers"] = {k[2:]: z[k] for k in z.files if k.startswith("y/")}
+                results[backend] = info
+    return results
+
+
+# ---- the comparisons -----------------------------------------------------------------------------
+def label_flips(a, b, tie_margin):
+    """Rows whose predicted labels (argmax) differ, both rows finite, and neither side's
+    top two outputs closer than ``tie_margin`` (a floating-point tie)."""
+    a, b = a.reshape(len(a), -1), b.reshape(len(b), -1)
+
+    def top2_gap(x):
+        if x.shape[1] < 2:
+            return np.full(len(x), np.inf)
+        top = np.sort(x, axis=1)[:, -2:]
+        return top[:, 1] - top[:, 0]
+
+    finite = np.isfinite(a).all(1) & np.isfinite(b).all(1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        tie = np.minimum(top2_gap(a), top2_gap(b)) < tie_margin
+    return np.flatnonzero((a.argmax(1) != b.argmax(1)) & finite & ~tie)
+
+
+def normalized_error(a, b, rtol, atol):
+    """Per element |a - b| / (atol + rtol * s), s = the largest |value| of the row on either
+    side; above 1 is out of tolerance.  Rows with NaN/Inf are left out (NaN is its own finding).
+    Returns the errors of the rows kept, (rows, elements), and which rows those are."""
+    a = a.reshape(len(a), -1).astype(np.float64)
+    b = b.reshape(len(b), -1).astype(np.float64)
+    keep = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    a, b = a[keep], b[keep]
+    s = np.maximum(np.abs(a).max(axis=1, initial=0.0), np.abs(b).max(axis=1, initial=0.0))[:, None]
+    diff = np.abs(a - b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        err = np.where(diff == 0, 0.0, diff / (atol + rtol * s))
+    return err, np.flatnonzero(keep)
+
+
+def nonfinite(layers):
+    """Layers (model order) whose output holds NaN or Inf, with how many such values."""
+    return [(s["name"], int((~np.isfinite(layers[s["name"]])).sum())) for s in MODEL["layers"]
+            if np.issubdtype(layers[s["name"]].dtype, np.floating) and not np.isfinite(layers[s["name"]]).all()]
+
+
+# ---- the verdict -----------------------------------------------------------------------------------
+def judge(results):
+    """(reproduces, lines saying why) for the failure this script was written for."""
+    kind, lines = CASE["kind"], []
+    ran = {b: r["layers"] for b, r in results.items() if "layers" in r and not r.get("error")}
+    for b, r in results.items():
+        vers = ", ".join(f"{k} {v}" for k, v in r.get("versions", {}).items())
+        state = ("ran" if b in ran else f"{r['error']['phase']} error: {r['error']['message']}" if r.get("error")
+                 else f"died: {r['died']}")
+        lines.append(f"  {b:<12} {state}" + (f"   [{vers}]" if vers else ""))
+    if kind in ("hard_crash", "divergent_acceptance"):
+        bad = CASE["failing"]
+        if kind == "hard_crash":
+            hit = all("died" in results[b] for b in bad)
+            return hit, lines + [f"{', '.join(bad)} {'died' if hit else 'did not die'}"]
+        ok = [b for b in CASE["backends"] if b not in bad]
+        hit = all(results[b].get("error") for b in bad) and any(b in ran for b in ok)
+        return hit, lines + [f"{', '.join(bad)} {'rejected' if hit else 'did not reject'} what {', '.join(ok)} ran"]
+    if kind == "nan":
+        inputs_finite = all(np.isfinite(x).all() for k, x in np.load(DATA).items()
+                            if k.startswith("x/") and np.issubdtype(x.dtype, np.floating))
+        pattern = {b: nonfinite(layers) for b, layers in ran.items()}
+        for b, layers in pattern.items():
+            lines.append(f"  {b}: " + (", ".join(f"{n} ({c} non-finite)" for n, c in layers) or "all finite"))
+        masks = {b"".join(np.packbits(~np.isfinite(layers[s["name"]])).tobytes() for s in MODEL["layers"])
+                 for layers in ran.values()}
+        differ = len(masks) > 1
+        hit = any(pattern.get(b) for b in CASE["failing"]) and (inputs_finite or differ)
+        why = "inputs finite" if inputs_finite else "the inputs hold NaN/Inf, and the backends' patterns differ"
+        return hit, lines + [f"NaN/Inf on {', '.join(b for b in pattern if pattern[b]) or 'no backend'} ({why})"]
+    a, b = CASE["pair"]
+    if a not in ran or b not in ran:
+        return False, lines + [f"{a} and {b} must both run to compare them"]
+    ya, yb = ran[a][CASE["layer"]], ran[b][CASE["layer"]]
+    if ya.shape != yb.shape:
+        return kind == "inconsistency", lines + [f"{CASE['layer']}: shapes differ: {a} {ya.shape}, {b} {yb.shape}"]
+    diff = np.abs(ya.astype(np.float64) - yb.astype(np.float64))
+    lines.append(f"  {CASE['layer']}: max |{a} - {b}| = {np.nanmax(diff):.6g}, max |{a}| = {np.nanmax(np.abs(ya)):.6g}")
+    if kind == "inconsistency":
+        rows = label_flips(ya, yb, CASE["tie_margin"])
+        la, lb = ya.reshape(len(ya), -1).argmax(1), yb.reshape(len(yb), -1).argmax(1)
+        for r in rows[:8]:
+            lines.append(f"  input {r}: label {la[r]} on {a}, {lb[r]} on {b}")
+        return len(rows) > 0, lines + [f"{len(rows)} of {len(ya)} inputs change label (tie margin {CASE['tie_margin']})"]
+    err, rows = normalized_error(ya, yb, CASE["rtol"], CASE["atol"])
+    if not rows.size:
+        return False, lines + ["no input is finite on both backends: nothing to compare"]
+    score = err.max(axis=1, initial=0.0)
+    for r in np.argsort(-score)[:4]:
+        lines.append(f"  input {rows[r]}: largest |{a} - {b}| / (atol + rtol * max |value| of the row) = {score[r]:.4g}")
+    lines.append(f"  tolerance: rtol {CASE['rtol']:g}, atol {CASE['atol']:g} (above 1 is out of tolerance)")
+    n_out = int((err > 1).sum())
+    return n_out > 0, lines + [f"{n_out} of {err.size} values out of tolerance on {CASE['layer']}"]
+
+
+def main():
+    if "--backend" in sys.argv:
+        run_backend(sys.argv[sys.argv.index("--backend") + 1], sys.argv[sys.argv.index("--out") + 1])
+        return 0
+    if not os.path.exists(DATA):
+        print(f"missing {DATA} (weights and inputs): keep it next to this script")
+        return 2
+    results = run_all()
+    broken = {b: r["broken"] for b, r in results.items() if "broken" in r}
+    print(CASE["title"])
+    if broken:
+        print("ENVIRONMENT: " + "; ".join(broken.values()))
+        return 2
+    hit, lines = judge(results)
+    print("\n".join(lines))
+    print(("REPRODUCED: " if hit else "NOT REPRODUCED: ") + CASE["expect"]
+          + ("" if hit else " (no longer on these versions)"))
+    return 0 if hit else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''

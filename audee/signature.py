@@ -1,0 +1,321 @@
+"""Bug signatures: what makes two failing cases the same bug.
+
+A failing case has one :class:`Signature` per failure finding: the finding kind, the layer
+API held responsible and the parameter values involved, the backends involved, the phase
+and, for crashes and rejections, the error message normalized (numbers, addresses, paths,
+shapes, quoted names and the case's layer names taken out).  One root cause seen in many
+variants collapses into one signature: gelu on any layer, rejected by onnxruntime with the
+``No Op registered for Erfc`` error, is one signature.
+
+Where the responsible layer and parameter come from, best first:
+
+1. localization, where it ran (its top source: layer API, parameter, the value blamed);
+2. the finding itself: a deviation's first layer deviating on its own input, a NaN's first
+   layer on the failing backend, a crash whose message names a layer of the case;
+3. the mutation record (``meta['mutations']``): an invalid value is the prime suspect, then
+   a mutated value the error message names (``gelu`` in ``.../Gelu/Erfc``), then the
+   mutations of the layer named, then categorical values (activations, paddings, ...) the
+   seed never used, then every mutation.
+
+Two rules keep variants together: a parameter whose value is itself a Keras function
+(``activation``, ``recurrent_activation``) makes that function the responsible API
+(``activations.gelu``, whatever layer carries it), and numbers are kept by sign only
+(``units=47`` and ``units=222`` are one ``units=+int``): a bug rarely depends on the exact
+integer, and an invalid negative value stays apart from a valid positive one.
+
+The one owner of "the same bug"; ``audee.fuzz`` writes each failing row's signatures into
+``results.jsonl``, summaries and reports group by :meth:`Signature.key`, known issues
+(:mod:`audee.known`) match against signatures and repro scripts are named by :meth:`Signature.slug`.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from audee.case import Finding, Kind
+
+FUNCTION_PARAMS = ("activation", "recurrent_activation")  # a value that is a Keras function
+MAX_ERROR = 240  # characters of a normalized error kept
+
+
+@dataclass(frozen=True)
+class Signature:
+    kind: str
+    api: str | None = None
+    params: tuple[tuple[str, str], ...] = ()   # sorted (param, value class) pairs
+    backends: tuple[str, ...] = ()              # sorted
+    phase: str | None = None                    # crash / rejection phase: build, convert, weights, run
+    error: str | None = None                    # normalized error message (crashes, rejections)
+
+    def key(self) -> str:
+        """A stable string: equal keys, same bug."""
+        params = ",".join(f"{p}={v}" for p, v in self.params)
+        return " | ".join([self.kind, self.api or "-", params or "-", ",".join(self.backends) or "-",
+                           self.phase or "-", self.error or "-"])
+
+    def short_hash(self) -> str:
+        return hashlib.sha1(self.key().encode()).hexdigest()[:8]
+
+    def slug(self) -> str:
+        """Filename-safe and short, unique by a hash of the key: ``repro/<slug>.py``."""
+        api = (self.api or "net").replace("activations.", "")
+        words = [self.kind, api, *self.backends[:2]]
+        text = "-".join(re.sub(r"[^A-Za-z0-9]+", "_", w).strip("_") for w in words if w)
+        return f"{text[:60]}-{self.short_hash()}"
+
+    def describe(self) -> str:
+        """One line for people: ``Dense(units=+int) on onnxruntime [convert] ValueError: ...``."""
+        what = self.api or "?"
+        if self.params:
+            what += "(" + ", ".join(f"{p}={v}" for p, v in self.params) + ")"
+        return what
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key(), "slug": self.slug(), "kind": self.kind, "api": self.api,
+                "params": [list(p) for p in self.params], "backends": list(self.backends),
+                "phase": self.phase, "error": self.error}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Signature":
+        return cls(str(d["kind"]), d.get("api"), tuple((str(p), str(v)) for p, v in d.get("params") or []),
+                   tuple(sorted(str(b) for b in d.get("backends") or [])), d.get("phase"), d.get("error"))
+
+
+# ---- error messages ----------------------------------------------------------------------------
+_SUBS = [
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/){2,}[\w.-]*(?::\d+)?"), "<path>"),     # file paths, a/b/c names
+    (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
+    (re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"), "<name>"),                      # quoted names
+    (re.compile(r"(?<![\w.])\(\s*(?:None|\?|-?\d+)?(?:\s*,\s*(?:None|\?|-?\d+))*\s*,?\s*\)"), "<shape>"),
+    (re.compile(r"\[\s*(?:None|\?|-?\d+)(?:\s*,\s*(?:None|\?|-?\d+))*\s*,?\s*\]"), "<shape>"),
+    (re.compile(r"\b\d+(?:x\d+)+\b"), "<shape>"),                                      # 1x28x28
+    (re.compile(r"\b[A-Za-z][\w]*:\d+\b"), "<name>"),                                  # tensor names x:0
+    (re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b"), "<name>"),                  # auto names dense_1
+    (re.compile(r"(?<![\w<])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b"), "<n>"),          # numbers
+]
+
+
+def normalize_error(message: str | None, layer_names: Iterable[str] = ()) -> str | None:
+    """A crash or rejection message with what changes from case to case taken out: file
+    paths, hex addresses, quoted and tensor names, shapes, numbers and the case's layer
+    names.  Keeps the exception type (``InvalidGraph:``) and the stable words."""
+    if not message:
+        return None
+    lines = [ln for ln in str(message).strip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    text = " ".join(" ".join(lines[:3]).split())  # the head of the message: the type and its words
+    names = sorted({n for n in layer_names if n}, key=len, reverse=True)
+    if names:
+        text = re.sub(r"\b(?:" + "|".join(map(re.escape, names)) + r")(?:_\d+)?\b", "<layer>", text)
+    for pattern, repl in _SUBS:
+        text = pattern.sub(repl, text)
+    text = re.sub(r"(<(\w+)>)(?:\s*[,x]?\s*\1)+", r"\1", text)  # "<n>, <n>, <n>" -> "<n>"
+    return text[:MAX_ERROR].strip()
+
+
+# ---- parameter values --------------------------------------------------------------------------
+def value_class(value: Any) -> str:
+    """What of a parameter value a signature keeps: categorical values as they are
+    (``'gelu'``, ``True``, ``None``), numbers by sign (``+int``, ``-int``, ``0``, ``+float``),
+    sequences element by element."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return repr(value)
+    if isinstance(value, (int, float)):
+        kind = "int" if isinstance(value, int) else "float"
+        if value != value:
+            return "nan"
+        if value == 0:
+            return "0"
+        return ("+" if value > 0 else "-") + kind
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(value_class(v) for v in value) + "]"
+    if hasattr(value, "item"):
+        return value_class(value.item())
+    return type(value).__name__
+
+
+def _api_and_param(api: str | None, param: str, value: Any) -> tuple[str | None, tuple[str, str]]:
+    """A function-valued parameter (an activation) makes the function the responsible API."""
+    if param in FUNCTION_PARAMS and isinstance(value, str) and value not in ("linear", None):
+        return f"activations.{value}", (param, repr(value))
+    return api, (param, value_class(value))
+
+
+# ---- the spec, the finding, the mutation record ------------------------------------------------
+def _layers(spec: Any) -> dict[str, tuple[str, dict[str, Any]]]:
+    """layer name -> (API, params), from a ModelSpec or its JSON."""
+    if spec is None:
+        return {}
+    layers = spec.get("layers", []) if isinstance(spec, dict) else getattr(spec, "layers", [])
+    out = {}
+    for layer in layers:
+        if isinstance(layer, dict):
+            out[str(layer.get("name"))] = (str(layer.get("api")), dict(layer.get("params") or {}))
+        else:
+            out[layer.name] = (layer.api, dict(layer.params))
+    return out
+
+
+def _mutations(meta: dict[str, Any] | None) -> list[dict[str, Any]]:
+    muts = (meta or {}).get("mutations") or []
+    return [m for m in muts if isinstance(m, dict) and "layer" in m and "param" in m]
+
+
+def named_layer(text: str | None, layers: dict[str, Any]) -> str | None:
+    """The first layer of the case a message names (``fc1``, Keras's ``fc1_1`` too)."""
+    if not text:
+        return None
+    best = None
+    for name in sorted(layers, key=len, reverse=True):
+        m = re.search(r"(?<![A-Za-z0-9])" + re.escape(name) + r"(?:_\d+)?(?![A-Za-z0-9])", text)
+        if m and (best is None or m.start() < best[0]):
+            best = (m.start(), name)
+    return best[1] if best else None
+
+
+def _seed_values(seed_spec: Any) -> set[tuple[str, str]]:
+    """(param, repr value) pairs the seed already runs with (on any layer)."""
+    return {(p, repr(v)) for _, (_, params) in _layers(seed_spec).items() for p, v in params.items()}
+
+
+def _suspects(muts: list[dict[str, Any]], error: str | None, layer: str | None,
+              seed_spec: Any = None) -> list[dict[str, Any]]:
+    """The mutations most likely behind a failure (see the module doc)."""
+    if not muts:
+        return []
+    invalid = [m for m in muts if m.get("invalid")]
+    if invalid:
+        return invalid
+    if error:
+        low = error.lower()
+        named = [m for m in muts if isinstance(m.get("new"), str) and len(m["new"]) > 2
+                 and re.search(r"(?<![a-z])" + re.escape(m["new"].lower()) + r"(?![a-z])", low)]
+        if named:
+            return named
+    if layer is not None:
+        on_layer = [m for m in muts if m["layer"] == layer]
+        if on_layer:
+            return on_layer
+    seen = _seed_values(seed_spec)
+    categorical = [m for m in muts if isinstance(m.get("new"), str) and (m["param"], repr(m["new"])) not in seen]
+    if categorical:
+        return categorical
+    return muts
+
+
+def _blame(suspects: list[dict[str, Any]], layers: dict[str, tuple[str, dict]]) -> tuple[str | None, tuple]:
+    apis, params = set(), set()
+    for m in suspects:
+        api, p = _api_and_param(layers.get(m["layer"], (None, {}))[0], m["param"], m.get("new"))
+        if api:
+            apis.add(api)
+        params.add(p)
+    return ("+".join(sorted(apis)) or None), tuple(sorted(params))
+
+
+def _layer_blame(layer: str | None, muts: list[dict[str, Any]], layers: dict[str, tuple[str, dict]],
+                 error: str | None = None, seed_spec: Any = None) -> tuple[str | None, tuple]:
+    """A layer the finding names: its API, and the mutations of that layer (if any)."""
+    if layer is None:
+        return _blame(_suspects(muts, error, None, seed_spec), layers)
+    on_layer = [m for m in muts if m["layer"] == layer]
+    if on_layer:
+        return _blame(_suspects(on_layer, error, layer, seed_spec), layers)
+    return layers.get(layer, (None, {}))[0], ()
+
+
+def _from_localization(localization: Any) -> tuple[str, str, Any] | None:
+    """(API, parameter, blamed value) of the top source of a localization: a
+    :class:`audee.localize.localizer.Report`, its JSON, or the RQ2 stage's summary."""
+    if localization is None:
+        return None
+    if isinstance(localization, dict):
+        found = localization.get("localized") or localization.get("sources") or []
+        if not found:
+            return None
+        top = found[0]
+        return str(top["api"]), str(top["param"]), top.get("old")
+    sources = getattr(localization, "sources", None) or []
+    if not sources:
+        return None
+    return sources[0].api, sources[0].param, sources[0].old
+
+
+def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dict[str, Any] | None = None,
+                  localization: Any = None, seed_spec: Any = None) -> list[Signature]:
+    """The signatures of one finding (none for a non-failure): one per distinct (phase,
+    error) among the backends that rejected a case, one otherwise.  ``spec``: the case's
+    ModelSpec (or JSON); ``meta``: its provenance (``mutations``); ``localization``: a
+    localization report of the case, where it ran."""
+    if isinstance(finding, dict):
+        finding = Finding.from_json(finding)
+    if not finding.is_failure:
+        return []
+    layers = _layers(spec)
+    muts = _mutations(meta)
+    detail = finding.detail or {}
+    top = _from_localization(localization)
+    backends = tuple(sorted(finding.backends))
+
+    def blamed(layer: str | None, error: str | None = None) -> tuple[str | None, tuple]:
+        if top is not None:
+            api, param, value = top
+            api, p = _api_and_param(api, param, value)
+            return api, (p,)
+        return _layer_blame(layer, muts, layers, error, seed_spec)
+
+    if finding.kind == Kind.DIVERGENT_ACCEPTANCE:
+        groups: dict[tuple, list[str]] = {}
+        raw: dict[tuple, str] = {}
+        for b, e in sorted((detail.get("errors") or {}).items()):
+            e = e if isinstance(e, dict) else {"message": str(e)}
+            key = (e.get("phase"), normalize_error(e.get("message"), layers))
+            groups.setdefault(key, []).append(b)
+            raw.setdefault(key, str(e.get("message") or ""))
+        if not groups:
+            groups[(None, None)] = list(backends)
+            raw[(None, None)] = ""
+        out = []
+        for (phase, error), bs in groups.items():
+            api, params = blamed(named_layer(raw[(phase, error)], layers), raw[(phase, error)])
+            out.append(Signature(finding.kind, api, params, tuple(sorted(bs)), phase, error))
+        return out
+    if finding.kind == Kind.HARD_CRASH:
+        message = detail.get("message") or ""
+        how = detail.get("how")
+        error = normalize_error(message, layers)
+        error = f"{how}: {error}" if how and error else (error or how)
+        api, params = blamed(named_layer(message, layers), message)
+        return [Signature(finding.kind, api, params, backends, detail.get("phase"), error)]
+    if finding.kind == Kind.NAN:
+        first = detail.get("first_layer") or {}
+        layer = next((first[b] for b in finding.backends if b in first), None) if isinstance(first, dict) else first
+        api, params = blamed(layer)
+        return [Signature(finding.kind, api, params, backends)]
+    if finding.kind == "deviation":
+        own = detail.get("own_layers") or []
+        layer = own[0] if own else detail.get("first_layer")
+        pair = detail.get("pair")
+        bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
+        api, params = blamed(layer if isinstance(layer, str) else None)
+        return [Signature(finding.kind, api, params, bs)]
+    # inconsistency (and any other kind): the pair, and localization or the mutation record
+    pair = detail.get("pair")
+    bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
+    api, params = blamed(None)
+    return [Signature(finding.kind, api, params, bs)]
+
+
+def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None = None,
+                    localization: Any = None, seed_spec: Any = None) -> list[Signature]:
+    """Every failure signature of a verdict (a Verdict or its JSON), duplicates dropped."""
+    findings = verdict.get("findings", []) if isinstance(verdict, dict) else verdict.findings
+    out: list[Signature] = []
+    for f in findings:
+        for s in signatures_of(f, spec, meta, localization, seed_spec):
+            if s not in out:
+                out.append(s)
+    return out

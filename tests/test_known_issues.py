@@ -1,0 +1,135 @@
+"""Known issues (audee.known): the shipped list's schema, one-line errors for bad lists,
+matching rules, and a real run where onnxruntime's gelu/Erfc rejection is reported as known."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audee.errors import ConfigError
+from audee.known import load_known_file, load_known_issues, match_known, shipped_file
+from audee.signature import Signature
+
+GELU = Signature("divergent_acceptance", "activations.gelu", (("activation", "'gelu'"),), ("onnxruntime",),
+                 "convert", "InvalidGraph: [ONNXRuntimeError] : <n> : INVALID_GRAPH : ... Error No Op registered "
+                        "for Erfc with domain_version of <n>")
+
+
+def _write(tmp_path: Path, text: str, name: str = "k.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_shipped_list_loads_and_knows_gelu_erfc():
+    issues = load_known_issues()
+    assert shipped_file().is_file() and issues
+    hit = match_known(GELU, issues)
+    assert hit is not None and hit.id == "tf2onnx-gelu-erfc" and hit.link.startswith("https://github.com/onnx/")
+    assert match_known(Signature("divergent_acceptance", None, (), ("torch",), "run", "ValueError: x"), issues) is None
+
+
+@pytest.mark.parametrize("body, field", [
+    ("issues:\n  - id: a\n    title: t\n    link: https://x.org/1\n    match: {kind: nan}\n    colour: red\n",
+     "issues[0].colour: unknown setting"),
+    ("issues:\n  - id: a\n    title: t\n    link: https://x.org/1\n    match: {kind: crash}\n",
+     "issues[0].match.kind: unknown finding kind 'crash'"),
+    ("issues:\n  - id: a\n    title: t\n    link: https://x.org/1\n    match: {error: '(unclosed'}\n",
+     "issues[0].match.error: not a regular expression"),
+    ("issues:\n  - id: a\n    title: t\n    link: https://x.org/1\n    match: {}\n",
+     "issues[0].match: give at least one of"),
+    ("issues:\n  - id: a\n    title: t\n    match: {kind: nan}\n", "issues[0].link: required"),
+    ("issues:\n  - {id: a, title: t, link: 'https://x.org/1', match: {kind: nan}}\n"
+     "  - {id: a, title: u, link: 'https://x.org/2', match: {kind: nan}}\n", "issues[1].id: duplicate id 'a'"),
+    ("- just a list\n", "expected a mapping"),
+])
+def test_schema_errors_are_one_line_naming_file_and_field(tmp_path, body, field):
+    p = _write(tmp_path, body)
+    with pytest.raises(ConfigError) as err:
+        load_known_file(p)
+    text = str(err.value)
+    assert "\n" not in text and text.startswith(f"{p}: ") and field in text, text
+
+
+def test_every_given_criterion_must_match(tmp_path):
+    p = _write(tmp_path, """issues:
+  - id: mine
+    title: gelu everywhere on onnxruntime
+    link: https://example.org/issues/1
+    match:
+      kind: divergent_acceptance
+      api: activations.gelu
+      params: {activation: gelu}
+      backends: [onnxruntime]
+      phase: convert
+      error: 'registered for Erfc'
+""")
+    issues = load_known_issues([p], shipped=False)
+    assert match_known(GELU, issues).id == "mine"
+    from dataclasses import replace
+    for changed in (replace(GELU, kind="hard_crash"), replace(GELU, api="Dense"), replace(GELU, params=()),
+                    replace(GELU, backends=("torch",)), replace(GELU, phase="run"), replace(GELU, error="x")):
+        assert match_known(changed, issues) is None, changed
+    # numbers match by sign, as signatures keep them; backends as a subset
+    q = _write(tmp_path, "issues:\n  - {id: u, title: t, link: 'https://x.org/1', "
+                         "match: {params: {units: 3}, backends: [torch]}}\n", "q.yaml")
+    units = Signature("nan", "Dense", (("units", "+int"),), ("tensorflow", "torch"))
+    assert match_known(units, load_known_issues([q], shipped=False)).id == "u"
+    # the same id in two lists is refused, naming the second
+    with pytest.raises(ConfigError, match="already defined"):
+        load_known_issues([p, p], shipped=False)
+
+
+# ---- a real run: rng 6's variant 8 draws gelu (see tests/test_fuzz_cli.py) ----------------------
+FUZZ = [sys.executable, "-m", "audee", "fuzz", "--seed", "lenet5", "--backends", "tensorflow,onnxruntime",
+        "--batch", "8", "--invalid-prob", "0.3", "--no-progress", "--variants", "9", "--rng", "6"]
+
+
+def test_a_known_signature_is_reported_as_known(tmp_path):
+    out = tmp_path / "run"
+    first = subprocess.run(FUZZ + ["--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    lines = first.stdout.splitlines()
+    assert "unique bugs          1  (new: 0, known: 1)" in lines[1], first.stdout  # bugs first
+    assert "KNOWN divergent_acceptance" in first.stdout and "tf2onnx-gelu-erfc" in first.stdout
+    assert "cases/lenet5-v00008.pkl" in first.stdout
+    bugs = json.loads((out / "summary.json").read_text())["bugs"]
+    assert len(bugs) == 1
+    b = bugs[0]
+    assert (b["status"], b["known_id"], b["kind"], b["backends"], b["api"], b["cases"], b["first_case"]) == (
+        "known", "tf2onnx-gelu-erfc", "divergent_acceptance", ["onnxruntime"], "activations.gelu", 1, "lenet5-v00008")
+    assert b["case_file"].endswith("cases/lenet5-v00008.pkl") and Path(b["case_file"]).is_file()
+
+    # with an empty known list the same bug is new (a resumed run: nothing is re-run)
+    empty = _write(tmp_path, "issues: []\n", "empty.yaml")
+    second = subprocess.run(FUZZ + ["--out", str(out), "--no-shipped-known-issues", "--known-issues", str(empty)],
+                            capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "0 test cases run now, 10 resumed" in second.stdout
+    assert "unique bugs          1  (new: 1, known: 0)" in second.stdout and "NEW   divergent_acceptance" in second.stdout
+    b2 = json.loads((out / "summary.json").read_text())["bugs"][0]
+    assert (b2["status"], b2["known_id"], b2["key"]) == ("new", None, b["key"])
+
+    # the report: the unique-bug table first, known with its id and link
+    from audee.report import load_campaign_dir, write_report
+
+    write_report(load_campaign_dir(out), tmp_path / "report")
+    index = (tmp_path / "report" / "index.md").read_text()
+    assert index.index("## Unique bugs") < index.index("## Table 1")
+    bugs_md = (tmp_path / "report" / "bugs.md").read_text()
+    assert "| known | tf2onnx-gelu-erfc | divergent_acceptance | onnxruntime |" in bugs_md
+    assert "domain_version of &lt;n&gt;" in bugs_md  # placeholders survive Markdown
+    assert "(../run/cases/lenet5-v00008.pkl)" in bugs_md
+
+
+def test_a_bad_known_issues_file_stops_fuzz_before_it_runs(tmp_path):
+    bad = _write(tmp_path, "issues:\n  - {id: a, title: t, link: 'https://x.org/1', match: {kind: oops}}\n")
+    got = subprocess.run(FUZZ + ["--out", str(tmp_path / "o"), "--known-issues", str(bad)],
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 2
+    assert got.stderr.strip() == (f"audee: error: {bad}: issues[0].match.kind: unknown finding kind 'oops' "
+                                  "(known: hard_crash, divergent_acceptance, nan, inconsistency, deviation)")
+    assert not (tmp_path / "o").exists()

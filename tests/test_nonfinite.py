@@ -1,0 +1,198 @@
+"""Non-finite patterns (audee.oracle.nan): where NaN/Inf are, on each backend.
+
+Unit tests of the element-wise comparison need no framework; the end-to-end tests run a
+NaN-bearing input through real workers (JAX and PyTorch, and JAX-based plugins from
+tests/plugins.py that scrub NaN from their inputs).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audee.case import Finding, Kind, Outcome, Verdict
+from audee.oracle.nan import (compare_codes, diagnose_patterns, diagnose_rows, has_nonfinite, nan_findings,
+                              nonfinite_codes)
+
+NAN, INF = float("nan"), float("inf")
+
+
+def _out(name: str, out, layers: list[str] | None = None) -> Outcome:
+    out = np.asarray(out, np.float32)
+    if layers is None:
+        layers = [] if np.isfinite(out).all() else ["logits"]
+    return Outcome(name, logits=out, output=out, nonfinite=layers)
+
+
+# ---- (d) the mask comparison, no framework ------------------------------------------------------
+def test_codes_tell_nan_from_each_infinity():
+    assert nonfinite_codes(np.array([1.0, NAN, INF, -INF])).tolist() == [0, 1, 2, 3]
+    assert not nonfinite_codes(np.array([1, 2], np.int32)).any()
+    assert has_nonfinite({"x": np.array([0.0, NAN])}) and not has_nonfinite({"x": np.zeros(2), "t": np.arange(2)})
+
+
+def test_compare_codes_counts_and_gives_an_example():
+    a = np.array([[0.0, NAN, 1.0], [NAN, 2.0, INF]], np.float32)
+    b = np.array([[5.0, NAN, 1.0], [3.0, NAN, NAN]], np.float32)  # finite values may differ: only kinds count
+    got = compare_codes(a, b)
+    assert got == {"elements": 3, "index": [1, 0], "values": ["nan", "finite"]}
+    assert compare_codes(a, a.copy()) is None
+    assert compare_codes(a, np.zeros((3, 2))) is None  # shapes: the inconsistency oracle's business
+
+
+def test_nan_on_one_backend_finite_on_the_other_is_strong_even_when_outputs_agree_elsewhere():
+    a = _out("a", [[0.1, 0.9], [NAN, NAN]])
+    b = _out("b", [[0.1, 0.9], [0.5, 0.5]])
+    (f,) = nan_findings([a, b], {"x": np.ones((2, 3))})
+    assert f.kind == Kind.NAN and f.is_failure and f.detail["strong"]
+    p = f.detail["patterns"]["a|b"]
+    assert p["elements"] == 2 and p["example"] == {"array": "output", "index": [1, 0], "a": "nan", "b": "finite"}
+    assert p["first_layer"] == "logits" and p["first_layer_from"] == "layer-lists"
+    assert sorted(f.backends) == ["a", "b"] and f.detail["finite_backends"] == ["b"]
+
+
+def test_nan_against_inf_at_the_same_element_is_a_pattern_difference():
+    (f,) = nan_findings([_out("a", [[NAN, 1.0]]), _out("b", [[INF, 1.0]])])
+    assert f.kind == Kind.NAN and f.detail["strong"]
+    assert f.detail["patterns"]["a|b"]["example"]["a"] == "nan"
+    assert f.detail["patterns"]["a|b"]["example"]["b"] == "+inf"
+
+
+def test_same_nan_from_finite_inputs_is_the_plain_nan_finding():
+    outs = [_out(n, [[NAN, 1.0], [0.0, 1.0]]) for n in ("a", "b", "c")]
+    (f,) = nan_findings(outs, {"x": np.ones((2, 3), np.float32)})
+    assert f.kind == Kind.NAN and f.is_failure and not f.detail["strong"] and f.detail["patterns"] == {}
+    assert f.backends == ["a", "b", "c"] and f.detail["first_layer"] == {"a": "logits", "b": "logits", "c": "logits"}
+
+
+def test_same_nan_propagated_from_a_nan_input_is_not_a_failure():
+    outs = [_out(n, [[NAN, NAN], [0.0, 1.0]]) for n in ("a", "b")]
+    (f,) = nan_findings(outs, {"x": np.array([[NAN, 1.0], [0.0, 1.0]], np.float32)})
+    assert f.kind == Kind.NAN_PROPAGATED and not f.is_failure and f.detail["input_nonfinite"]
+    assert Verdict([f]).status == "pass"
+    # one backend alone: nothing to compare, still propagation
+    (f,) = nan_findings(outs[:1], {"x": np.array([INF])})
+    assert f.kind == Kind.NAN_PROPAGATED
+
+
+def test_a_nan_input_that_one_backend_drops_is_a_finding():
+    (f,) = nan_findings([_out("a", [[NAN, NAN]]), _out("b", [[0.3, 0.7]])], {"x": np.array([[NAN]])})
+    assert f.kind == Kind.NAN and f.detail["strong"] and f.detail["input_nonfinite"]
+
+
+def test_an_intermediate_layer_non_finite_on_one_backend_only_is_a_pattern_difference():
+    a = _out("a", [[0.0, 1.0]], layers=["conv"])  # NaN in conv, gone by the output (say, a max that drops it)
+    b = _out("b", [[0.0, 1.0]], layers=[])
+    (f,) = nan_findings([a, b])
+    assert f.detail["strong"] and f.detail["patterns"]["a|b"]["first_layer"] == "conv"
+    assert f.detail["patterns"]["a|b"]["elements"] == 0 and f.detail["patterns"]["a|b"]["arrays"] == []
+
+
+def test_all_finite_gives_nothing():
+    assert nan_findings([_out("a", [[0.0, 1.0]]), _out("b", [[0.0, 2.0]])], {"x": np.ones(2)}) == []
+
+
+def test_diagnosis_finds_the_first_layer_whose_masks_differ():
+    f = Finding(Kind.NAN, ["a", "b"], {"patterns": {"a|b": {"first_layer": None, "arrays": ["output"]}}})
+    la = {"conv": np.array([[1.0, 2.0], [NAN, 0.0]]), "pool": np.array([[1.0], [NAN]]), "out": np.array([[NAN], [NAN]])}
+    lb = {"conv": np.array([[1.0, 2.0], [NAN, 0.0]]), "pool": np.array([[1.0], [0.0]]), "out": np.array([[0.0], [0.0]])}
+    diagnose_patterns(f, {"a": la, "b": lb}, rows=[4, 9])
+    p = f.detail["patterns"]["a|b"]
+    assert p["first_layer"] == "pool" and p["first_layer_from"] == "layers" and p["layer_elements"] == 1
+    assert p["layer_example"] == {"index": [9, 0], "a": "nan", "b": "finite"}  # row 1 of the subset is batch row 9
+
+
+def test_diagnose_rows_prefers_rows_with_non_finite_values():
+    outs = [_out("a", [[0.0], [NAN], [0.0]]), _out("b", [[0.0], [0.0], [0.0]])]
+    assert diagnose_rows(outs, {"x": np.array([[INF], [0.0], [0.0]])}, 8) == [0, 1]
+    assert diagnose_rows([_out("a", [[0.0]] * 3)], {}, 2) == [0, 1]
+
+
+# ---- (a)-(c) on real frameworks -----------------------------------------------------------------
+SCRUB = "tests.plugins:NanScrubbingBackend"
+SCRUB0 = "tests.plugins:FirstRowScrubbingBackend"
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+
+    with Pool(parse_backends(f"jax,torch,{SCRUB},{SCRUB0}"), tmp_path_factory.mktemp("logs"), timeout=120) as p:
+        assert p.start() == {}
+        yield p
+
+
+class _Only:
+    """The module's pool seen as a pool of some of its backends."""
+
+    def __init__(self, pool, labels: list[str]):
+        self.pool, self.labels = pool, labels
+
+    def build(self, spec, labels=None):
+        return self.pool.build(spec, labels or self.labels)
+
+    def run(self, *args, labels=None, **kwargs):
+        return self.pool.run(*args, labels=labels or self.labels, **kwargs)
+
+
+def _run(pool, labels: list[str], nan_rows: list[int]):
+    """The tiny CNN on a batch of 4 with one NaN pixel in each of ``nan_rows``, on ``labels``."""
+    from audee.case import TestCase
+    from audee.execute import Executor
+    from audee.fuzz import result_row
+    from tests.helpers import tiny_cnn, tiny_inputs
+
+    x = tiny_inputs(4)
+    for r in nan_rows:
+        x["image"][r, 4 + r, 5, 0] = np.nan
+    case = TestCase("nan-input", tiny_cnn(), {}, x)
+    ex = Executor(_Only(pool, labels))
+    ex.complete_weights(case, weight_seed=0)
+    result = ex.run(case)
+    assert np.isnan(case.inputs["image"]).sum() == len(nan_rows)  # nothing scrubbed the case itself
+    return result, result_row(result, {})
+
+
+def _nan(result) -> Finding:
+    (f,) = [f for f in result.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    return f
+
+
+def test_a_nan_input_one_backend_propagates_and_another_scrubs_is_flagged(pool):
+    result, row = _run(pool, ["jax", SCRUB], [0])
+    assert np.isnan(result.outcomes["jax"].output[0]).all()     # the worker path passed the NaN through
+    assert np.isfinite(result.outcomes[SCRUB].output).all()
+    f = _nan(result)
+    assert f.kind == Kind.NAN and f.detail["strong"] and result.verdict.failed and row["nan_strong"]
+    p = f.detail["patterns"][f"jax|{SCRUB}"]
+    assert p["example"]["index"][0] == 0 and p["example"]["jax"] == "nan" and p["example"][SCRUB] == "finite"
+    assert p["elements"] == 5
+    assert p["first_layer"] == "conv" and p["first_layer_from"] == "layers"  # from per-layer masks
+    assert p["layer_example"]["index"][0] == 0
+    # the NaN row is left to this oracle: no label flip is claimed on it
+    assert not [g for g in result.verdict.findings if g.kind == Kind.INCONSISTENCY and 0 in g.detail["inputs"]]
+
+
+def test_the_same_nan_input_propagated_identically_is_not_a_failure(pool, tmp_path):
+    from audee.fuzz import case_record
+    from audee.store import CaseRecord, save_case
+
+    result, row = _run(pool, ["jax", "torch"], [0, 2])
+    f = _nan(result)
+    assert f.kind == Kind.NAN_PROPAGATED, f.detail["patterns"]
+    assert not result.verdict.failed and result.verdict.status == "pass"
+    assert row["propagated_nonfinite"] and not row["nan_strong"] and row["nan"] == {}
+    assert np.isnan(result.outcomes["torch"].output[[0, 2]]).all() and np.isfinite(result.outcomes["torch"].output[1]).all()
+    # a case file holding the information finding writes and reads back (a user's own NaN inputs)
+    path = save_case(tmp_path / "p.pkl", case_record(result, pool, {}))
+    assert CaseRecord.from_file(path).verdict_obj().kinds() == [Kind.NAN_PROPAGATED]
+
+
+def test_nan_on_both_backends_at_different_places_is_flagged(pool):
+    result, _ = _run(pool, ["jax", SCRUB0], [0, 1])  # both have NaN in row 1; only jax in row 0
+    assert np.isnan(result.outcomes[SCRUB0].output[1]).all() and np.isfinite(result.outcomes[SCRUB0].output[0]).all()
+    f = _nan(result)
+    assert f.kind == Kind.NAN and f.detail["strong"] and f.detail["finite_backends"] == []
+    p = f.detail["patterns"][f"jax|{SCRUB0}"]
+    assert p["elements"] == 5 and p["example"]["index"][0] == 0
+    assert p["layer_example"]["index"][0] == 0

@@ -1,0 +1,136 @@
+"""Standalone repro scripts (audee.repro, `audee repro`): plain Python that needs no audee.
+
+(a) a real failure on built-in backends: tf2onnx 1.17 exports Keras' exact gelu as an
+    ``Erfc`` node that onnxruntime rejects, while TensorFlow runs the model; the script,
+    run alone in a fresh process with audee made unimportable, reproduces it (exit 0);
+(b) the same record with the activation set back to relu no longer fails: the script
+    says so (exit 1).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audee.backends.registry import BackendRef, parse_backends
+from audee.errors import AudeeError
+from audee.repro import write_repro
+from audee.spec import ModelSpec
+from audee.store.caserecord import CaseRecord
+
+ERFC = "[ONNXRuntimeError] : 10 : INVALID_GRAPH : ... No Op registered for Erfc with domain_version of 15"
+
+
+def gelu_record(activation: str = "gelu", backends: str = "tensorflow,onnxruntime") -> CaseRecord:
+    """A case as `audee fuzz` records the gelu -> Erfc divergent acceptance (tiny model)."""
+    spec = ModelSpec.from_json({
+        "name": "gelu", "inputs": [{"name": "x", "shape": [6]}],
+        "layers": [{"name": "hidden", "api": "Dense", "params": {"units": 4, "activation": activation},
+                    "inputs": ["x"]},
+                   {"name": "logits", "api": "Dense", "params": {"units": 3}, "inputs": ["hidden"]},
+                   {"name": "out", "api": "Softmax", "params": {}, "inputs": ["logits"]}],
+        "output": "out", "logits": "logits"})
+    r = np.random.default_rng(0)
+    weights = {"hidden": [r.standard_normal((6, 4)).astype("float32"), np.zeros(4, "float32")],
+               "logits": [r.standard_normal((4, 3)).astype("float32"), np.zeros(3, "float32")]}
+    refs = parse_backends(backends)
+    bad = refs[-1].label
+    verdict = {"status": "fail", "findings": [{
+        "kind": "divergent_acceptance", "backends": [bad],
+        "detail": {"accepted": [refs[0].label], "errors": {bad: {"phase": "convert", "message": ERFC}}}}]}
+    return CaseRecord(id="gelu-v1", spec=spec.to_json(), weights=weights,
+                      inputs={"x": r.standard_normal((4, 6)).astype("float32")}, backends=refs, verdict=verdict,
+                      versions={"tensorflow": {"keras": "3.15.1", "tensorflow": "2.21.0"}})
+
+
+def run_alone(script: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    """The script in a fresh process, cwd elsewhere, audee unimportable (here and in its children)."""
+    block = tmp_path / "no_audee"
+    block.mkdir(exist_ok=True)
+    (block / "sitecustomize.py").write_text("import sys\nsys.modules['audee'] = None  # import audee fails\n")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND",)}
+    env["PYTHONPATH"] = str(block)
+    return subprocess.run([sys.executable, str(script)], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def load_module(script: Path):
+    spec = importlib.util.spec_from_file_location("repro_script", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_script_text_imports_no_audee(tmp_path):
+    rep = write_repro(gelu_record(), tmp_path, "gelu")
+    text = rep.script.read_text()
+    assert "import audee" not in text and "from audee" not in text
+    imports = {line.split()[1] for line in text.splitlines() if line.startswith(("import ", "from "))}
+    assert imports <= {"json", "os", "subprocess", "sys", "tempfile", "numpy"}
+    assert text.startswith("#!/usr/bin/env python3\n# Repro: onnxruntime rejects a model that tensorflow runs.")
+    assert "Found with: tensorflow: keras 3.15.1, tensorflow 2.21.0" in text
+    assert "python gelu.py" in text and rep.data == tmp_path / "gelu.npz"
+    with np.load(rep.data) as z:
+        assert sorted(z.files) == ["w/hidden/0", "w/hidden/1", "w/logits/0", "w/logits/1", "x/x"]
+
+
+def test_plugin_failure_is_refused(tmp_path):
+    rec = gelu_record()
+    rec.backends = [rec.backends[0], BackendRef("tests.plugins:Faulty", "tests.plugins:Faulty", "cpu")]
+    rec.verdict["findings"][0]["backends"] = ["tests.plugins:Faulty"]
+    with pytest.raises(AudeeError, match="built-in backends only"):
+        write_repro(rec, tmp_path, "x")
+    assert not list(tmp_path.iterdir())
+
+
+def test_comparisons_match_audee_oracles(tmp_path):
+    from audee.oracle.deviation import normalized_error
+    from audee.oracle.labels import label_flips
+
+    mod = load_module(write_repro(gelu_record(), tmp_path, "gelu").script)
+    r = np.random.default_rng(1)
+    a = r.standard_normal((64, 10)).astype("float32")
+    b = a + r.normal(0, 0.3, a.shape).astype("float32")
+    b[3, 0] = np.nan
+    a[5] = a[5, 0]            # a tie on row 5
+    for margin in (0.0, 1e-5, 0.05):
+        want = np.flatnonzero(label_flips(a, b, margin).flips)
+        assert mod.label_flips(a, b, margin).tolist() == want.tolist()
+    err, rows = mod.normalized_error(a, b, 1e-3, 1e-5)
+    ref = normalized_error(a, b, (1e-3, 1e-5))
+    assert rows.tolist() == [i for i in range(64) if i != 3]
+    assert np.allclose(err, ref[rows])
+    same, _ = mod.normalized_error(a, a.copy(), 1e-3, 0.0)
+    assert not same.any()
+
+
+def test_gelu_erfc_repro_reproduces_alone(tmp_path):
+    """(a): `audee repro` (workers compute the layer alone's input and check it still fails),
+    then the script alone in a fresh process, without audee: exit 0."""
+    case = gelu_record().to_file(tmp_path / "run" / "cases" / "gelu-v1.pkl")
+    r = subprocess.run([sys.executable, "-m", "audee", "repro", str(case), "--layer", "hidden", "--name", "gelu",
+                        "--no-run"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert "layer hidden alone, 4 input(s), checked to fail now" in r.stdout
+    script = tmp_path / "run" / "repro" / "gelu.py"       # default: repro/ beside cases/
+    assert '"api": "Dense"' in script.read_text() and '"name": "logits"' not in script.read_text()
+    got = run_alone(script, tmp_path)
+    assert got.returncode == 0, got.stdout + got.stderr[-3000:]
+    assert "REPRODUCED: onnxruntime rejects a model that tensorflow runs" in got.stdout
+    assert "Erfc" in got.stdout and "tf2onnx 1.17" in got.stdout
+
+
+def test_a_case_that_no_longer_fails_says_so(tmp_path):
+    """(b): the recorded verdict, a model that now runs everywhere (relu): exit 1."""
+    rep = write_repro(gelu_record("relu"), tmp_path, "fixed")
+    got = run_alone(rep.script, tmp_path)
+    assert got.returncode == 1, got.stdout + got.stderr[-3000:]
+    assert "NOT REPRODUCED: onnxruntime rejects a model that tensorflow runs" in got.stdout
+    assert "onnxruntime  ran" in got.stdout

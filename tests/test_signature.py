@@ -1,0 +1,101 @@
+"""Bug signatures (audee.signature): error normalization, where the blame comes from, and
+one root cause in many variants collapsing into one signature.  No frameworks needed."""
+from __future__ import annotations
+
+from audee.case import Finding, Kind
+from audee.localize.localizer import Report, Source
+from audee.signature import Signature, normalize_error, signatures_of
+
+ERFC = ('InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. In Node, '
+        '("{layer}/Gelu/Erfc", Erfc, "", -1) : ("{layer}/Gelu/mul_1:0": tensor(float),) -> '
+        '("{layer}/Gelu/Erfc:0",) , Error No Op registered for Erfc with domain_version of {opset}')
+
+SPEC = {"name": "m", "layers": [
+    {"name": "conv1", "api": "Conv2D", "params": {"filters": 6, "activation": "relu"}, "inputs": ["x"]},
+    {"name": "fc1", "api": "Dense", "params": {"units": 120, "activation": "relu"}, "inputs": ["conv1"]},
+    {"name": "fc2", "api": "Dense", "params": {"units": 84}, "inputs": ["fc1"]},
+]}
+
+
+def _mut(layer, param, new, old=None, invalid=False):
+    return {"layer": layer, "param": param, "old": old, "new": new, "invalid": invalid}
+
+
+def _divergent(message, backend="onnxruntime", phase="convert"):
+    return Finding(Kind.DIVERGENT_ACCEPTANCE, [backend],
+                   {"accepted": ["tensorflow"], "errors": {backend: {"phase": phase, "message": message}}})
+
+
+def test_error_normalization_drops_what_varies():
+    a = normalize_error(ERFC.format(layer="fc1_1", opset=15), ["fc1", "conv1"])
+    b = normalize_error(ERFC.format(layer="conv2d_3", opset=17), ["fc1"])
+    assert a == b
+    assert a.startswith("InvalidGraph: [ONNXRuntimeError]")
+    assert "No Op registered for Erfc" in a and "15" not in a and "fc1" not in a
+    n = normalize_error("RuntimeError: bad shape (2, 3) vs [4, 5] at 0x7f3a2b in /usr/lib/python3/x/y.py:12 "
+                        "for layer conv1 (tensor dense_12)", ["conv1"])
+    assert n == "RuntimeError: bad shape <shape> vs <shape> at <hex> in <path> for layer <layer> (tensor <name>)"
+
+
+def test_gelu_on_different_layers_and_variants_is_one_signature():
+    """fc1 with gelu among other mutations, and conv1 with gelu alone: one bug."""
+    one = signatures_of(_divergent(ERFC.format(layer="fc1_1", opset=15)), SPEC,
+                        {"mutations": [_mut("fc1", "activation", "gelu", "relu"), _mut("fc1", "use_bias", False),
+                                       _mut("fc2", "units", 222, 84), _mut("fc2", "activation", "softplus")]})
+    two = signatures_of(_divergent(ERFC.format(layer="conv1_1", opset=15)), SPEC,
+                        {"mutations": [_mut("conv1", "activation", "gelu", "relu"), _mut("conv1", "filters", 9, 6)]})
+    assert len(one) == len(two) == 1
+    assert one[0] == two[0] and one[0].key() == two[0].key() and one[0].slug() == two[0].slug()
+    s = one[0]
+    assert (s.kind, s.api, s.params, s.backends, s.phase) == (
+        Kind.DIVERGENT_ACCEPTANCE, "activations.gelu", (("activation", "'gelu'"),), ("onnxruntime",), "convert")
+    assert s.slug().startswith("divergent_acceptance-gelu-onnxruntime-") and len(s.slug()) < 80
+    assert Signature.from_json(s.to_json()) == s
+
+
+def test_different_exception_types_differ():
+    muts = {"mutations": [_mut("fc1", "units", -5, 120, invalid=True)]}
+    a = signatures_of(_divergent("ValueError: invalid units=-5", phase="build"), SPEC, muts)[0]
+    b = signatures_of(_divergent("TypeError: invalid units=-5", phase="build"), SPEC, muts)[0]
+    assert a.error != b.error and a.key() != b.key() and a.slug() != b.slug()
+    assert a.error.startswith("ValueError:") and b.error.startswith("TypeError:")
+    # the invalid value is the prime suspect; numbers are kept by sign
+    assert (a.api, a.params) == ("Dense", (("units", "-int"),))
+    c = signatures_of(_divergent("ValueError: invalid units=-3", phase="build"), SPEC,
+                      {"mutations": [_mut("fc1", "units", -3, 120, invalid=True), _mut("fc2", "units", 7)]})[0]
+    assert c == a
+
+
+def test_signature_from_mutation_record_vs_localization():
+    finding = Finding(Kind.INCONSISTENCY, ["tensorflow", "torch"], {"pair": "torch|tensorflow"})
+    meta = {"mutations": [_mut("fc2", "units", 40, 84)]}
+    from_record = signatures_of(finding, SPEC, meta)[0]
+    assert (from_record.api, from_record.params, from_record.backends) == (
+        "Dense", (("units", "+int"),), ("tensorflow", "torch"))
+    report = Report("c", Kind.INCONSISTENCY, ["torch", "tensorflow"],
+                    sources=[Source("conv1", "Conv2D", "padding", "same", "valid", Kind.INCONSISTENCY)])
+    from_loc = signatures_of(finding, SPEC, meta, localization=report)[0]
+    assert (from_loc.api, from_loc.params) == ("Conv2D", (("padding", "'same'"),))
+    # the RQ2 stage's summary works as well as the report
+    doc = {"localized": [{"layer": "conv1", "api": "Conv2D", "param": "padding", "old": "same", "new": "valid"}]}
+    assert signatures_of(finding, SPEC, meta, localization=doc)[0] == from_loc
+
+
+def test_signature_from_deviation_and_nan_detail():
+    meta = {"mutations": [_mut("fc1", "units", 50, 120), _mut("fc2", "units", 10, 84)]}
+    dev = Finding(Kind.DEVIATION, ["tensorflow", "jax"],
+                  {"pair": "tensorflow|jax", "own_layers": ["fc1", "fc2"], "first_layer": "conv1",
+                   "score": 3.0, "max_abs": 0.1, "max_rel": 0.01})
+    s = signatures_of(dev, SPEC, meta)[0]
+    assert (s.kind, s.api, s.params, s.backends) == ("deviation", "Dense", (("units", "+int"),), ("jax", "tensorflow"))
+    s2 = signatures_of(Finding(Kind.DEVIATION, ["tensorflow", "jax"],
+                               {"pair": "tensorflow|jax", "own_layers": [], "first_layer": "conv1"}), SPEC, meta)[0]
+    assert (s2.api, s2.params) == ("Conv2D", ())  # conv1 was not mutated: its API alone
+    nan = Finding(Kind.NAN, ["torch"], {"first_layer": {"torch": "fc2"}, "strong": True})
+    s3 = signatures_of(nan, SPEC, meta)[0]
+    assert (s3.kind, s3.api, s3.params, s3.backends, s3.error) == ("nan", "Dense", (("units", "+int"),), ("torch",), None)
+
+
+def test_non_failures_have_no_signature():
+    rej = Finding(Kind.CONSISTENT_REJECTION, ["a", "b"], {"errors": {}})
+    assert signatures_of(rej, SPEC, {}) == []
