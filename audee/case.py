@@ -57,6 +57,7 @@ class Outcome:
     output: np.ndarray | None = None
     nonfinite: list[str] = field(default_factory=list)  # layers with NaN/Inf, topological order
     run_s: float = 0.0
+    precision: str = "full"             # the backend's compute mode (audee.backends.registry.PRECISIONS)
 
     @property
     def ok(self) -> bool:

@@ -23,12 +23,23 @@ from audee.settings import (FuzzSettings, LocalizeSettings, SearchSettings, add_
 log = logging.getLogger(__name__)
 
 
+def _precision_arg(p: argparse.ArgumentParser) -> None:
+    from audee.backends.registry import PRECISIONS
+
+    p.add_argument("--gpu-precision", choices=PRECISIONS, default=None,
+                   help="precision mode of GPU backends named without one (@cuda): full (IEEE float32, the "
+                        "default) or tf32 "
+                        "(the GPU's TF32 matmuls and convolutions, judged with the tf32 tolerances)")
+
+
 def _backends_arg(p: argparse.ArgumentParser, default: str, settings: bool = True) -> None:
     p.add_argument("--backends", default=default,
                    help="comma-separated backends: tensorflow, torch, jax, onnxruntime, onnxruntime-fed, "
-                        "or a plugin class as package.module:ClassName; append @cuda for a GPU device "
+                        "or a plugin class as package.module:ClassName; append @cuda for a GPU device, "
+                        "@cuda:tf32 for a GPU in TF32 mode "
                         f"(default: {default})")
     p.add_argument("--device", default="cpu", help="default device for backends without @device (cpu, cuda)")
+    _precision_arg(p)
     if settings:  # `audee fuzz` adds these with the rest of FuzzSettings
         add_model_options(p, FuzzSettings, only=["timeout", "threads"])
 
@@ -85,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run this plugin backend if the case names it (repeatable); a case file cannot "
                         "choose code to run, so plugins it names are refused unless allowed here")
     p.add_argument("--device", default="cpu")
+    _precision_arg(p)
     add_model_options(p, FuzzSettings, only=["timeout"])
     p.add_argument("--json", action="store_true", help="print the new verdict as JSON")
 
@@ -103,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run this plugin backend if the case names it (repeatable); a case file cannot "
                         "choose code to run, so plugins it names are refused unless allowed here")
     p.add_argument("--device", default="cpu")
+    _precision_arg(p)
     add_model_options(p, FuzzSettings, only=["timeout"])
 
     p = sub.add_parser("repro", help="write a standalone repro script for a case, and run it once",
@@ -127,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accepted for symmetry with reproduce; a script cannot run plugins, so a failure "
                         "that involves one is refused")
     p.add_argument("--device", default="cpu")
+    _precision_arg(p)
     p.add_argument("--no-run", action="store_true", help="write the script, do not run it")
 
     p = sub.add_parser("campaign", help="run a campaign config (or one shard of it), resumably",
@@ -145,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list-units", action="store_true",
                    help="print the ids of the units this task (or --shard I/N) would run, and exit")
     p.add_argument("--device", default="cpu", help="device for backends without @device (cpu, cuda)")
+    _precision_arg(p)
     p.add_argument("--no-progress", action="store_true")
 
     p = sub.add_parser("report", help="merge a campaign (or fuzz) directory into tables and plots",
@@ -204,7 +219,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
     # every flag validated (audee.settings models) before anything is written or started
     check_out_dir(args.out)
-    refs = parse_backends(args.backends, args.device)
+    refs = parse_backends(args.backends, args.device, args.gpu_precision)
     cfg, plan = _fuzz_config(args, refs)
     args.known = _known_issues(args)
     seed = None
@@ -388,7 +403,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
     from audee.reproduce import reproduce
 
-    refs = parse_backends(args.backends, args.device) if args.backends else None
+    refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
     timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
     with tempfile.TemporaryDirectory(prefix="audee-repro-") as tmp:
         rep = reproduce(args.case, backends=refs, log_dir=Path(tmp), timeout=timeout,
@@ -415,7 +430,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
     from audee.repro import EXIT_NOT_REPRODUCED, EXIT_REPRODUCED, repro_case, run_script
 
-    refs = parse_backends(args.backends, args.device) if args.backends else None
+    refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
     if args.out:
         check_out_dir(args.out)
     rep = repro_case(args.case, out=args.out, name=args.name, layer=args.layer, model=args.model, backends=refs,
@@ -460,7 +475,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         bar = tqdm(total=len(units), desc=f"{campaign.name} shard {index}/{count}", unit="unit", file=sys.stderr)
     try:
         status = run_shard(campaign, Path(args.out), index, count, bar.update if bar is not None else None,
-                           device=args.device)
+                           device=args.device, precision=args.gpu_precision)
     finally:
         if bar is not None:
             bar.close()
@@ -474,7 +489,7 @@ def cmd_localize(args: argparse.Namespace) -> int:
     from audee.localize import LocalizeConfig
     from audee.localize.run import localize_case, render
 
-    refs = parse_backends(args.backends, args.device) if args.backends else None
+    refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
     pair = [p.strip() for p in args.pair.split(",")] if args.pair else None
     cfg = validate_settings(LocalizeConfig, given_options(args, list(LocalizeConfig.model_fields)), flags=True)
     timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
@@ -500,13 +515,14 @@ def cmd_backends(args: argparse.Namespace) -> int:
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
 
-    refs = parse_backends(args.backends, args.device)
+    refs = parse_backends(args.backends, args.device, args.gpu_precision)
     with tempfile.TemporaryDirectory(prefix="audee-backends-") as tmp, Pool(refs, Path(tmp)) as pool:
         failed = pool.start()
         rows = []
         for label, w in pool.workers.items():
             f = failed.get(label)
             rows.append({"backend": label, "class": w.ref.target, "device": w.ref.device, "usable": f is None,
+                         "precision": w.precision_state or {"mode": w.ref.precision},
                          "versions": w.versions, "error": (f.message.strip().splitlines() or [""])[-1] if f else ""})
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -514,7 +530,11 @@ def cmd_backends(args: argparse.Namespace) -> int:
         for r in rows:
             state = "usable" if r["usable"] else f"NOT usable: {r['error']}"
             vers = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
-            print(f"{r['backend']:<16} {r['device']:<5} {state:<8}  {vers}")
+            prec = dict(r["precision"])
+            mode = prec.pop("mode", "full")
+            if prec:
+                mode += " (" + ", ".join(f"{k}={v}" for k, v in prec.items()) + ")"
+            print(f"{r['backend']:<22} {r['device']:<6} {state:<8}  {vers}; precision {mode}")
     return ExitCode.OK if all(r["usable"] for r in rows) else ExitCode.BACKEND_UNAVAILABLE
 
 

@@ -34,7 +34,8 @@ NAN_RELATIVE_SCALE = 0.5
 # the deviation oracle's default tolerances per dtype, (rtol, atol): two backends' values a
 # and b deviate where |a - b| > atol + rtol * s, s the row's largest |value| on both sides.
 # Why these values: docs/oracles.md and audee/oracle/deviation.py (the one owner of the rule)
-TOLERANCES = {"float32": (1e-3, 1e-5), "float16": (1e-2, 1e-3), "bfloat16": (5e-2, 1e-2)}
+# "tf32": float32 values from a GPU backend in TF32 mode (torch@cuda:tf32), float16's precision
+TOLERANCES = {"float32": (1e-3, 1e-5), "float16": (1e-2, 1e-3), "bfloat16": (5e-2, 1e-2), "tf32": (1e-2, 1e-3)}
 
 Level = Literal["input", "weight", "input-weight"]
 Fitness = Literal["inconsistency", "nan", "relative-inconsistency"]
@@ -63,12 +64,13 @@ def parse_duration(text: Any) -> float:
 
 def check_backend_name(name: str) -> str:
     """A backend as named in a campaign or on the command line: a built-in name or a plugin
-    ``package.module:ClassName``, optionally ``@cpu``/``@cuda``/``@cuda:N``."""
-    from audee.backends.registry import BUILTIN
+    ``package.module:ClassName``, optionally ``@cpu``/``@cuda``/``@cuda:N``, a GPU with a
+    precision mode (``@cuda:tf32``; :func:`audee.backends.registry.parse_placement`)."""
+    from audee.backends.registry import BUILTIN, parse_placement
 
     base, at, device = name.strip().partition("@")
-    if at and not re.fullmatch(r"cpu|cuda(:\d+)?", device):
-        raise ValueError(f"unknown device {device!r} in {name!r} (cpu, cuda, cuda:N)")
+    if at:
+        parse_placement(device)
     if base not in BUILTIN and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", base):
         raise ValueError(f"unknown backend {base!r}: use one of {', '.join(BUILTIN)} "
                          "or a plugin as package.module:ClassName")
@@ -131,6 +133,12 @@ class FuzzSettings(_Settings):
                                  description="deviation oracle: relative tolerance for bfloat16 outputs")
     bfloat16_atol: float = Field(TOLERANCES["bfloat16"][1], ge=0,
                                  description="deviation oracle: absolute tolerance for bfloat16 outputs")
+    tf32_rtol: float = Field(TOLERANCES["tf32"][0], ge=0,
+                             description="deviation oracle: relative tolerance for float32 outputs of a pair with a "
+                                         "GPU backend in TF32 mode")
+    tf32_atol: float = Field(TOLERANCES["tf32"][1], ge=0,
+                             description="deviation oracle: absolute tolerance for float32 outputs of a pair with a "
+                                         "GPU backend in TF32 mode")
 
     def tolerances(self) -> dict[str, dict[str, float]]:
         """The deviation oracle's tolerances, ``{dtype: {"rtol": .., "atol": ..}}`` (as case

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from audee.backends.keras_backends import JaxBackend, TensorflowBackend
+from audee.backends.keras_backends import JaxBackend, TensorflowBackend, TorchBackend
 
 
 class AbortingBackend(JaxBackend):
@@ -77,24 +77,42 @@ class FirstRowScrubbingBackend(NanScrubbingBackend):
     rows = slice(0, 1)
 
 
-class ScaledLayerBackend(TensorflowBackend):
-    """TensorFlow, except that the layer named ``target`` returns its output times
-    ``factor`` (1% off by default): a small single-layer fault that flips no label, for
-    the deviation-oracle tests.  The one-layer model of that layer carries the fault too."""
+class _ScalesOneLayer:
+    """Mixin: the layer named ``target`` returns its output times ``factor``; the one-layer
+    model of that layer carries the fault too."""
 
-    name = "scaled-layer"
     target = "d2"
     factor = 1.01
 
     def make_layer(self, layer):
         made = super().make_layer(layer)
-        if layer.name != self.target:
-            return made
-        factor = self.factor
+        return _scaled(made, self.factor) if layer.name == self.target else made
 
-        class Scaled(type(made)):
-            def call(self, *args, **kwargs):
-                return super().call(*args, **kwargs) * factor
 
-        made.__class__ = Scaled
-        return made
+class ScaledLayerBackend(_ScalesOneLayer, TensorflowBackend):
+    """TensorFlow, except that the layer named ``target`` returns its output times
+    ``factor`` (1% off by default): a small single-layer fault that flips no label, for
+    the deviation-oracle tests."""
+
+    name = "scaled-layer"
+
+
+def _scaled(made, factor: float):
+    """``made`` (a Keras layer), its output multiplied by ``factor``."""
+
+    class Scaled(type(made)):
+        def call(self, *args, **kwargs):
+            return super().call(*args, **kwargs) * factor
+
+    made.__class__ = Scaled
+    return made
+
+
+class ScaledFc2Torch(_ScalesOneLayer, TorchBackend):
+    """PyTorch, except that LeNet-5's ``fc2`` returns its output times 1.05: a 5% fault,
+    beyond the TF32 tolerances (rtol 1e-2), for the GPU precision check
+    (experiments/gpu_precision.py, its fault check): a pair in TF32 mode must still flag it."""
+
+    name = "scaled-fc2-torch"
+    target = "fc2"
+    factor = 1.05

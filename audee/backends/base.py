@@ -36,17 +36,25 @@ class Backend(ABC):
     """Build a spec, take weights, run batches and return every layer's output.
 
     Subclasses set ``name`` and implement the abstract methods.  ``device`` is ``"cpu"`` or
-    ``"cuda"``.  A backend raises plain exceptions; the worker tags them with the phase.
+    ``"cuda[:N]"``; ``precision`` is one of :data:`audee.backends.registry.PRECISIONS`
+    (``full``: IEEE float32; ``tf32``: the GPU's reduced-precision matmuls and
+    convolutions).  A backend raises plain exceptions; the worker tags them with the phase.
     """
 
     name: ClassVar[str] = "backend"
 
-    def __init__(self, device: str = "cpu"):
+    def __init__(self, device: str = "cpu", precision: str = "full"):
         self.device = device
+        self.precision = precision
 
     @classmethod
-    def prepare_process(cls, device: str) -> None:
+    def prepare_process(cls, device: str, precision: str = "full") -> None:
         """Set process-wide environment before any framework import (called once, first)."""
+
+    def precision_state(self) -> dict[str, str]:
+        """The precision mode and the framework switches that implement it, as the
+        framework reports them (``audee backends`` shows this; a plugin may add its own)."""
+        return {"mode": self.precision}
 
     @abstractmethod
     def versions(self) -> dict[str, str]:

@@ -16,13 +16,40 @@ from audee.backends.keras_build import BuiltModel, default_layer
 from audee.spec import LayerSpec, ModelSpec, Weights
 
 
+def gpu_precision_env(device: str, precision: str) -> dict[str, str | None]:
+    """Process environment for a precision mode, set before any framework import (None:
+    unset).  ``NVIDIA_TF32_OVERRIDE=0`` turns TF32 off in cuBLAS and cuDNN for every
+    library in the process (ONNX Runtime's CUDA provider and XLA's cuBLAS calls too); the
+    ``tf32`` mode unsets it, so a user's global override cannot silently make it full."""
+    if not device.startswith("cuda"):
+        return {}
+    full = precision == "full"
+    return {"NVIDIA_TF32_OVERRIDE": "0" if full else None,
+            "JAX_DEFAULT_MATMUL_PRECISION": "highest" if full else "tensorfloat32"}
+
+
+def apply_precision_env(device: str, precision: str) -> None:
+    """Set (or unset) :func:`gpu_precision_env`'s variables in this process."""
+    for var, value in gpu_precision_env(device, precision).items():
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
+
+
 class KerasBackend(Backend):
-    """Shared part: building the Keras model; subclasses provide the compiled call."""
+    """Shared part: building the Keras model; subclasses provide the compiled call.
+
+    On a GPU each framework gets its own precision switch once it is imported
+    (:meth:`set_precision`), besides the process environment of :func:`gpu_precision_env`.
+    A CPU computes float32 in IEEE precision with or without switches, so none is touched
+    there: CPU results stay what they were measured to be."""
 
     keras_backend: ClassVar[str] = ""
+    _precision_set: bool = False
 
     @classmethod
-    def prepare_process(cls, device: str) -> None:
+    def prepare_process(cls, device: str, precision: str = "full") -> None:
         os.environ["KERAS_BACKEND"] = cls.keras_backend
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         if device == "cpu":
@@ -32,12 +59,30 @@ class KerasBackend(Backend):
         elif device.startswith("cuda"):
             os.environ["KERAS_TORCH_DEVICE"] = device
             os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        apply_precision_env(device, precision)
 
     @property
     def keras(self) -> Any:
         import keras  # noqa: PLC0415 - imported in the worker only, after prepare_process
 
+        if not self._precision_set and self.device.startswith("cuda"):
+            self.set_precision(self.precision == "tf32")
+        self._precision_set = True
         return keras
+
+    def set_precision(self, tf32: bool) -> None:
+        """Turn the framework's TF32 math on or off (GPU only; called once, after import)."""
+
+    def precision_flags(self) -> dict[str, str]:
+        """The framework's own switches, read back (empty where none applies)."""
+        return {}
+
+    def precision_state(self) -> dict[str, str]:
+        _ = self.keras  # the switches are set on import
+        if not self.device.startswith("cuda"):
+            return {"mode": self.precision}
+        return {"mode": self.precision, **self.precision_flags(),
+                "NVIDIA_TF32_OVERRIDE": os.environ.get("NVIDIA_TF32_OVERRIDE", "unset")}
 
     def versions(self) -> dict[str, str]:
         import importlib.metadata as md
@@ -83,6 +128,16 @@ class TensorflowBackend(KerasBackend):
 
         return {"keras": self.keras.__version__, "tensorflow": tf.__version__}
 
+    def set_precision(self, tf32: bool) -> None:
+        import tensorflow as tf
+
+        tf.config.experimental.enable_tensor_float_32_execution(tf32)
+
+    def precision_flags(self) -> dict[str, str]:
+        import tensorflow as tf
+
+        return {"tf32": str(tf.config.experimental.tensor_float_32_execution_enabled()).lower()}
+
     def compile(self, built: BuiltModel) -> None:
         import tensorflow as tf
 
@@ -111,6 +166,28 @@ class TorchBackend(KerasBackend):
         import torch
 
         return {"keras": self.keras.__version__, "torch": torch.__version__}
+
+    def set_precision(self, tf32: bool) -> None:
+        import torch
+
+        mode = "tf32" if tf32 else "ieee"
+        if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9: one switch per op family
+            torch.backends.cuda.matmul.fp32_precision = mode
+            torch.backends.cudnn.conv.fp32_precision = mode
+            torch.backends.cudnn.rnn.fp32_precision = mode
+        else:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
+
+    def precision_flags(self) -> dict[str, str]:
+        import torch
+
+        if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+            return {"matmul": torch.backends.cuda.matmul.fp32_precision,
+                    "cudnn.conv": torch.backends.cudnn.conv.fp32_precision,
+                    "cudnn.rnn": torch.backends.cudnn.rnn.fp32_precision}
+        return {"matmul.allow_tf32": str(torch.backends.cuda.matmul.allow_tf32).lower(),
+                "cudnn.allow_tf32": str(torch.backends.cudnn.allow_tf32).lower()}
 
     def compile(self, built: BuiltModel) -> None:
         import torch
@@ -142,6 +219,17 @@ class JaxBackend(KerasBackend):
         import jaxlib
 
         return {"keras": self.keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}
+
+    def set_precision(self, tf32: bool) -> None:
+        import jax
+
+        # dot_general and conv_general_dilated without an explicit precision (Keras passes none)
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if tf32 else "highest")
+
+    def precision_flags(self) -> dict[str, str]:
+        import jax
+
+        return {"default_matmul_precision": str(jax.config.jax_default_matmul_precision)}
 
     def compile(self, built: BuiltModel) -> None:
         import jax

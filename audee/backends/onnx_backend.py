@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from audee.backends.base import Backend, BackendError, Phase
-from audee.backends.keras_backends import TensorflowBackend
+from audee.backends.keras_backends import TensorflowBackend, apply_precision_env
 from audee.backends.keras_build import BuiltModel
 from audee.spec import ModelSpec, Weights
 
@@ -40,18 +40,27 @@ class OnnxRuntimeBackend(Backend):
     opset: ClassVar[int] = 15
     bake_weights: ClassVar[bool] = True
 
-    def __init__(self, device: str = "cpu"):
-        super().__init__(device)
+    def __init__(self, device: str = "cpu", precision: str = "full"):
+        super().__init__(device, precision)
         self.keras_side = TensorflowBackend("cpu")  # conversion always traces on CPU
 
     @classmethod
-    def prepare_process(cls, device: str) -> None:
+    def prepare_process(cls, device: str, precision: str = "full") -> None:
         TensorflowBackend.prepare_process("cpu")
+        apply_precision_env(device, precision)
 
     @property
-    def providers(self) -> list[str]:
-        return ["CUDAExecutionProvider", "CPUExecutionProvider"] if self.device.startswith("cuda") \
-            else ["CPUExecutionProvider"]
+    def providers(self) -> list[Any]:
+        if self.device.startswith("cuda"):
+            _, _, index = self.device.partition(":")
+            cuda = {"device_id": index or "0", "use_tf32": "1" if self.precision == "tf32" else "0"}
+            return [("CUDAExecutionProvider", cuda), "CPUExecutionProvider"]
+        return ["CPUExecutionProvider"]
+
+    def precision_state(self) -> dict[str, str]:
+        if not self.device.startswith("cuda"):
+            return {"mode": self.precision}
+        return {"mode": self.precision, "cuda.use_tf32": "1" if self.precision == "tf32" else "0"}
 
     def versions(self) -> dict[str, str]:
         import onnx

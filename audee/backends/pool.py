@@ -58,6 +58,7 @@ class Worker:
     proc: subprocess.Popen | None = None
     conn: Connection | None = None
     versions: dict[str, str] = field(default_factory=dict)
+    precision_state: dict[str, str] = field(default_factory=dict)  # the worker's mode and framework switches
     restarts: int = 0
     _sent_weights: dict[str, str] = field(default_factory=dict)
     _sent_specs: set[str] = field(default_factory=set)
@@ -90,11 +91,13 @@ class Worker:
         if self.threads > 0:
             env["AUDEE_THREADS"] = str(self.threads)
         logf = open(self.log_path, "ab")
-        logf.write(f"\n=== start {time.strftime('%Y-%m-%d %H:%M:%S')} {self.ref.target} on {self.ref.device}\n".encode())
+        logf.write(f"\n=== start {time.strftime('%Y-%m-%d %H:%M:%S')} {self.ref.target} on {self.ref.device} "
+                   f"({self.ref.precision} precision)\n".encode())
         logf.flush()
         self.proc = subprocess.Popen(
             [sys.executable, "-P", "-m", "audee.backends.worker", "--fd", str(child_sock.fileno()),
-             "--backend", self.ref.target, "--device", self.ref.device, "--parent-pid", str(os.getpid())],
+             "--backend", self.ref.target, "--device", self.ref.device,
+             "--precision", self.ref.precision, "--parent-pid", str(os.getpid())],
             pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
             env=env, start_new_session=True)
         logf.close()
@@ -123,6 +126,7 @@ class Worker:
         if "error" in hello:
             return WorkerFailure("error", "start", hello["error"]["message"], hello["error"]["traceback"])
         self.versions = hello["versions"]
+        self.precision_state = hello.get("precision", {"mode": self.ref.precision})
         log.info("worker %s: ready after %.1f s (%s)", self.label, time.monotonic() - self._started,
                  ", ".join(f"{k} {v}" for k, v in self.versions.items()))
         return None
@@ -293,6 +297,11 @@ class Pool:
     @property
     def labels(self) -> list[str]:
         return list(self.workers)
+
+    @property
+    def precisions(self) -> dict[str, str]:
+        """Each backend's precision mode (what the oracles judge its pairs with)."""
+        return {label: w.ref.precision for label, w in self.workers.items()}
 
     def start(self) -> dict[str, WorkerFailure]:
         """Start every worker in parallel; return the ones that could not start."""

@@ -1,8 +1,14 @@
 """Backend names -> classes.  Built-ins are aliases for dotted paths, so plugins
-(``package.module:ClassName``) load exactly like them.  ``name@cuda`` picks a device."""
+(``package.module:ClassName``) load exactly like them.  ``name@cuda`` picks a device,
+``name@cuda:tf32`` a GPU in reduced-precision (TF32) mode.
+
+This module owns a backend's placement: the device syntax (``cpu``, ``cuda``,
+``cuda:N``, each optionally ``:full`` or ``:tf32``), the precision modes, and the label a
+backend gets in results.  Settings, case files and the CLI all parse through it."""
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 
 from audee.errors import AudeeError
@@ -16,6 +22,15 @@ BUILTIN = {
 }
 DEFAULT_BACKENDS = ("tensorflow", "torch", "jax", "onnxruntime")
 
+#: precision modes of a worker's float32 computation.  ``full``: IEEE float32 everywhere
+#: (TF32 off in cuBLAS/cuDNN for torch and TensorFlow, XLA's "highest" matmul precision for
+#: JAX), the default on every device, so that a GPU is judged like a CPU.  ``tf32``: the
+#: GPU's reduced-precision matmuls and convolutions (10-bit mantissa inputs), a mode to
+#: test, judged with the deviation oracle's ``tf32`` tolerances (docs/oracles.md).
+PRECISIONS = ("full", "tf32")
+DEFAULT_PRECISION = "full"
+_PLACEMENT = re.compile(r"(?P<device>cpu|cuda(?::\d+)?)(?::(?P<precision>[a-z0-9]+))?")
+
 
 @dataclass(frozen=True)
 class BackendRef:
@@ -24,26 +39,61 @@ class BackendRef:
     label: str    # unique name in results: "tensorflow", "torch@cuda", "mypkg.faults:Faulty"
     target: str   # dotted path "module:Class"
     device: str   # "cpu" or "cuda[:N]"
+    precision: str = DEFAULT_PRECISION  # one of PRECISIONS
 
 
-def parse_backends(text: str | list[str], default_device: str = "cpu") -> list[BackendRef]:
+def parse_placement(text: str, default_precision: str | None = None) -> tuple[str, str]:
+    """``cpu`` / ``cuda`` / ``cuda:N``, optionally ``:full`` or ``:tf32`` -> (device,
+    precision).  ``default_precision`` applies to a GPU named without a mode; a CPU always
+    computes in full precision (TF32 is a GPU mode).  ValueError on anything else."""
+    m = _PLACEMENT.fullmatch(text.strip())
+    if not m:
+        raise ValueError(f"unknown device {text!r} (cpu, cuda, cuda:N; a GPU may add :full or :tf32)")
+    device, precision = m.group("device"), m.group("precision")
+    if precision is not None and precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r} in {text!r} ({', '.join(PRECISIONS)})")
+    if device == "cpu":
+        if precision not in (None, DEFAULT_PRECISION):
+            raise ValueError(f"{text!r}: {precision} is a GPU mode (a CPU computes float32 in full precision)")
+        return device, DEFAULT_PRECISION
+    precision = precision or default_precision or DEFAULT_PRECISION
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r} ({', '.join(PRECISIONS)})")
+    return device, precision
+
+
+def backend_label(name: str, device: str, precision: str = DEFAULT_PRECISION) -> str:
+    """A backend's unique name in results: ``torch``, ``torch@cuda``, ``torch@cuda:tf32``."""
+    if device == "cpu":
+        return name
+    return f"{name}@{device}" + ("" if precision == DEFAULT_PRECISION else f":{precision}")
+
+
+def parse_backends(text: str | list[str], default_device: str = "cpu",
+                   default_precision: str | None = None) -> list[BackendRef]:
+    """Backends as named on the command line or in a campaign: ``name[@device[:precision]]``,
+    comma-separated.  ``default_device`` / ``default_precision`` (``--device``,
+    ``--gpu-precision``) apply where a name gives none; a CPU is always full precision."""
+    if default_precision is not None and default_precision not in PRECISIONS:
+        raise AudeeError(f"unknown precision {default_precision!r} ({', '.join(PRECISIONS)})", field="--gpu-precision")
     items = text.split(",") if isinstance(text, str) else list(text)
     refs: list[BackendRef] = []
     for raw in (i.strip() for i in items):
         if not raw:
             continue
-        name, _, device = raw.partition("@")
-        device = device or default_device
-        if device != "cpu" and not device.startswith("cuda"):
-            raise AudeeError(f"unknown device {device!r} in {raw!r} (cpu, cuda, cuda:N)", field="--backends")
+        name, _, place = raw.partition("@")
+        try:
+            device, precision = parse_placement(place or default_device, default_precision)
+        except ValueError as exc:
+            raise AudeeError(f"{exc} in {raw!r}", field="--backends") from None
         target = BUILTIN.get(name, name)
         if ":" not in target:
             raise AudeeError(f"unknown backend {name!r}: use one of {', '.join(BUILTIN)} "
                              "or a plugin as package.module:ClassName", field="--backends")
-        label = name if device == default_device == "cpu" or device == "cpu" else f"{name}@{device}"
+        label = backend_label(name, device, precision)
         if label in {r.label for r in refs}:
             raise AudeeError(f"backend {label!r} named twice", field="--backends")
-        refs.append(BackendRef(label, target, device))
+        refs.append(BackendRef(label, target, device, precision))
     if not refs:
         raise AudeeError("no backend named", field="--backends")
     return refs

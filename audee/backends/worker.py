@@ -66,7 +66,9 @@ class WorkerState:
         op = msg["op"]
         if op == "hello":
             versions = {str(k): str(v) for k, v in self.backend.versions().items()}  # TorchVersion -> str
-            return {"versions": versions, "pid": os.getpid(), "name": type(self.backend).name}
+            precision = {str(k): str(v) for k, v in self.backend.precision_state().items()}
+            return {"versions": versions, "precision": precision, "pid": os.getpid(),
+                    "name": type(self.backend).name}
         if op == "build":
             t = time.perf_counter()
             e = self.entry(msg["spec"], msg["key"])
@@ -175,12 +177,12 @@ def limit_threads(n: int) -> None:
                                f" intra_op_parallelism_threads={n}").strip()
 
 
-def serve(conn: Connection, target: str, device: str) -> None:
+def serve(conn: Connection, target: str, device: str, precision: str = "full") -> None:
     if os.environ.get("AUDEE_THREADS"):
         limit_threads(int(os.environ["AUDEE_THREADS"]))
     cls = load_class(target)
-    cls.prepare_process(device)
-    backend = cls(device)
+    cls.prepare_process(device, precision)
+    backend = cls(device, precision)
     state = WorkerState(backend)
     conn.send({"ready": True})
     while True:
@@ -233,13 +235,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fd", type=int, required=True)
     ap.add_argument("--backend", required=True)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--precision", default="full")
     ap.add_argument("--parent-pid", type=int, default=None, help="exit when this process is gone")
     args = ap.parse_args(argv)
     if args.parent_pid is not None:
         die_with_parent(args.parent_pid)
     conn = Connection(args.fd)
     try:
-        serve(conn, args.backend, args.device)
+        serve(conn, args.backend, args.device, args.precision)
     except Exception as exc:
         try:
             conn.send({"fatal": _msg(exc), "traceback": traceback.format_exc()})

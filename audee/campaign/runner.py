@@ -200,10 +200,11 @@ def check_seeds(units: list[Unit], source: str) -> None:
             raise ConfigError(f"no layer {layer!r} in seed {u.seed} (unit {u.id})", source=source, field="search.layer")
 
 
-def unit_config(unit: Unit, out: Path, device: str = "cpu") -> tuple[FuzzConfig, Any]:
+def unit_config(unit: Unit, out: Path, device: str = "cpu",
+                precision: str | None = None) -> tuple[FuzzConfig, Any]:
     """The unit's FuzzConfig (settings it does not give take FuzzSettings' defaults, the
     same as `audee fuzz` flags) and its search plan."""
-    cfg = FuzzConfig(parse_backends(list(unit.backends), device), out, **unit.settings)
+    cfg = FuzzConfig(parse_backends(list(unit.backends), device, precision), out, **unit.settings)
     plan = None
     if unit.search:
         from audee.search.config import make_config
@@ -226,7 +227,7 @@ class _Pools:
         self.pool: Pool | None = None
 
     def get(self, cfg: FuzzConfig) -> Pool:
-        key = tuple((b.label, b.target, b.device) for b in cfg.backends)
+        key = tuple((b.label, b.target, b.device, b.precision) for b in cfg.backends)
         if key != self.key or self.pool is None:
             self.close()
             self.pool = start_pool(cfg, self.log_dir)
@@ -240,14 +241,16 @@ class _Pools:
 
 
 def run_shard(campaign: Campaign, out: Path, index: int, count: int,
-              progress: Callable[[int], Any] | None = None, device: str = "cpu") -> dict[str, Any]:
+              progress: Callable[[int], Any] | None = None, device: str = "cpu",
+              precision: str | None = None) -> dict[str, Any]:
     out = Path(out)
     with locked(out / "locks" / f"shard-{index}-of-{count}.lock", f"shard {index}/{count} of {out}"):
-        return _run_shard(campaign, out, index, count, progress, device)
+        return _run_shard(campaign, out, index, count, progress, device, precision)
 
 
 def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
-               progress: Callable[[int], Any] | None, device: str) -> dict[str, Any]:
+               progress: Callable[[int], Any] | None, device: str,
+               precision: str | None) -> dict[str, Any]:
     units = campaign.shard(index, count)
     for unit in units:
         unit_dir(out, unit)  # every unit directory inside OUT, checked before anything runs
@@ -278,7 +281,7 @@ def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
             log.info("unit %s: started (%s on %s)", unit.id, unit.seed, ", ".join(unit.backends))
             t_unit = time.perf_counter()
             with dir_lock(udir):  # another shard layout working on this unit fails here, writing nothing
-                _run_unit(unit, udir, status, save_status, pools, device)
+                _run_unit(unit, udir, status, save_status, pools, device, precision)
             status["done"] += 1
             log.info("unit %s: done in %.1f s (%d/%d units of the shard)", unit.id, time.perf_counter() - t_unit,
                      status["done"], len(units))
@@ -294,7 +297,7 @@ def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
 
 
 def _run_unit(unit: Unit, udir: Path, status: dict[str, Any], save_status: Callable[[], None], pools: "_Pools",
-              device: str) -> None:
+              device: str, precision: str | None) -> None:
     """One unit, under its directory lock: the fuzz run (DONE.json commits it), then the RQ2 stage."""
     done = (udir / "DONE.json").is_file()  # read again under the lock: another task may have finished it
     if done and not pending(unit, udir):
@@ -302,7 +305,7 @@ def _run_unit(unit: Unit, udir: Path, status: dict[str, Any], save_status: Calla
     status["current"] = unit.id
     status["stage"] = "localize" if done else "fuzz"
     save_status()
-    cfg, plan = unit_config(unit, udir, device)
+    cfg, plan = unit_config(unit, udir, device, precision)
     pool = pools.get(cfg)
     pool.set_timeout(cfg.timeout)  # the pool outlives units; each has its own limit
     if not done:

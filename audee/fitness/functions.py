@@ -20,16 +20,16 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from audee.oracle.deviation import deviation_score
+from audee.oracle.deviation import FULL, deviation_score, pair_compute
 from audee.oracle.distance import relative_distance
 
 FITNESSES = ("inconsistency", "nan", "relative-inconsistency")
 
 
 def _largest_pair(outputs: dict[str, np.ndarray],
-                  distance: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[np.ndarray, list[str]]:
-    """Per row, the largest ``distance`` over backend pairs (NaN counts as ``inf``), and
-    the pair ('a|b') that gave it."""
+                  distance: Callable[[str, str], np.ndarray]) -> tuple[np.ndarray, list[str]]:
+    """Per row, the largest ``distance(a, b)`` over backend pairs (labels; NaN counts as
+    ``inf``), and the pair ('a|b') that gave it."""
     labels = list(outputs)
     if len(labels) < 2:
         raise ValueError("the inconsistency fitness needs at least two backends")
@@ -37,7 +37,7 @@ def _largest_pair(outputs: dict[str, np.ndarray],
     best = np.full(n, -np.inf)
     pair = [""] * n
     for a, b in combinations(labels, 2):
-        d = distance(outputs[a], outputs[b])
+        d = distance(a, b)
         d = np.where(np.isnan(d), np.inf, d)
         for i in np.flatnonzero(d > best):
             pair[i] = f"{a}|{b}"
@@ -45,18 +45,26 @@ def _largest_pair(outputs: dict[str, np.ndarray],
     return best, pair
 
 
-def inconsistency_fitness(outputs: dict[str, np.ndarray],
-                          tolerances: Mapping[str, Any] | Any = None) -> tuple[np.ndarray, list[str]]:
+def inconsistency_fitness(outputs: dict[str, np.ndarray], tolerances: Mapping[str, Any] | Any = None,
+                          modes: Mapping[str, str] | None = None) -> tuple[np.ndarray, list[str]]:
     """Largest per-row normalized deviation over backend pairs, and the pair for each row.
-    ``tolerances``: the deviation oracle's (default: its defaults).  A row non-finite on
-    one side only scores ``inf`` (the NaN oracle confirms it)."""
-    return _largest_pair(outputs, lambda a, b: deviation_score(a, b, tolerances))
+    ``tolerances``: the deviation oracle's (default: its defaults); ``modes``: each
+    backend's compute mode (a pair with a TF32 backend is judged with the tf32
+    tolerances).  A row non-finite on one side only scores ``inf`` (the NaN oracle
+    confirms it)."""
+    modes = modes or {}
+
+    def score(a: str, b: str) -> np.ndarray:
+        compute = pair_compute(modes.get(a, FULL), modes.get(b, FULL))
+        return deviation_score(outputs[a], outputs[b], tolerances, compute)
+
+    return _largest_pair(outputs, score)
 
 
 def relative_inconsistency_fitness(outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str]]:
     """Largest per-row relative distance (:func:`audee.oracle.distance.relative_distance`)
     over backend pairs: a difference that survives scaling."""
-    return _largest_pair(outputs, relative_distance)
+    return _largest_pair(outputs, lambda a, b: relative_distance(outputs[a], outputs[b]))
 
 
 def nan_fitness(output: np.ndarray) -> np.ndarray:

@@ -30,9 +30,14 @@ Tolerances per dtype (defaults in :data:`audee.settings.TOLERANCES`, all configu
   per-op disagreement of float32 on a relative scale after a few layers; a starting point,
   not measured on audee's (float32) seeds.
 * bfloat16 — rtol 5e-2, atol 1e-2: 8 significant bits (spacing 7.8e-3 at 1).  Same caveat.
+* tf32 — rtol 1e-2, atol 1e-3: float32 arrays computed by a GPU backend in TF32 mode
+  (``torch@cuda:tf32``; :data:`audee.backends.registry.PRECISIONS`), whose matmuls and
+  convolutions round their inputs to 11 significant bits, float16's precision; so its
+  tolerances start as float16's.  Measured on an H100: ``docs/oracles.md``.
 
-The dtype of a comparison is the lower-precision one of the two arrays (bfloat16 <
-float16 < float32); any other dtype (float64, integers) is judged with float32's.
+The precision of a comparison is the lowest of the two arrays' dtypes and the two
+backends' compute modes (bfloat16 < float16 < tf32 < float32): a pair with one backend in
+TF32 mode is judged as tf32.  Any other dtype (float64, integers) is judged as float32.
 
 Non-finite values are the NaN oracle's business: the oracle (:func:`compare`) judges only
 rows that are finite on both sides.  :func:`normalized_error` itself is total: the same
@@ -50,7 +55,14 @@ import numpy as np
 from audee.settings import TOLERANCES
 
 TENSORS = ("logits", "output")          # what the whole-model check compares, in this order
-PRECISION = ("bfloat16", "float16", "float32")  # low to high
+PRECISION = ("bfloat16", "float16", "tf32", "float32")  # low to high
+FULL = "full"   # a backend's compute mode when it computes each dtype in its own precision
+
+
+def pair_compute(*modes: str) -> str:
+    """The compute mode a pair of backends is judged in: ``tf32`` if either computes in
+    TF32 mode, else ``full`` (modes: :data:`audee.backends.registry.PRECISIONS`)."""
+    return "tf32" if "tf32" in modes else FULL
 
 
 class Tolerance(NamedTuple):
@@ -65,6 +77,7 @@ class Tolerances:
     float32: Tolerance = Tolerance(*TOLERANCES["float32"])
     float16: Tolerance = Tolerance(*TOLERANCES["float16"])
     bfloat16: Tolerance = Tolerance(*TOLERANCES["bfloat16"])
+    tf32: Tolerance = Tolerance(*TOLERANCES["tf32"])
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | None) -> "Tolerances":
@@ -81,16 +94,19 @@ class Tolerances:
 
     def to_json(self) -> dict[str, dict[str, float]]:
         return {dt: {"rtol": float(getattr(self, dt).rtol), "atol": float(getattr(self, dt).atol)}
-                for dt in ("float32", "float16", "bfloat16")}
+                for dt in ("float32", "float16", "bfloat16", "tf32")}
 
-    def dtype_of(self, a: np.ndarray, b: np.ndarray) -> str:
-        """The dtype a comparison is judged as: the lower-precision one of the two."""
+    def dtype_of(self, a: np.ndarray, b: np.ndarray, compute: str = FULL) -> str:
+        """The precision a comparison is judged as: the lowest of the two arrays' dtypes
+        and the pair's compute mode (:func:`pair_compute`)."""
         names = [str(x.dtype) for x in (a, b)]
-        known = [n for n in names if n in PRECISION]
+        known = [n for n in names if n in PRECISION and n != "tf32"]
+        if compute == "tf32":
+            known.append("tf32")
         return min(known, key=PRECISION.index) if known else "float32"
 
-    def for_arrays(self, a: np.ndarray, b: np.ndarray) -> tuple[str, Tolerance]:
-        dt = self.dtype_of(a, b)
+    def for_arrays(self, a: np.ndarray, b: np.ndarray, compute: str = FULL) -> tuple[str, Tolerance]:
+        dt = self.dtype_of(a, b, compute)
         return dt, getattr(self, dt)
 
 
@@ -100,12 +116,22 @@ def as_tolerances(tol: Tolerances | Mapping[str, Any] | None) -> Tolerances:
     return Tolerances.from_json(tol)
 
 
-def _tol(a: np.ndarray, b: np.ndarray, tol: Tolerance | Tolerances | Mapping | None) -> Tolerance:
+def _tol(a: np.ndarray, b: np.ndarray, tol: Tolerance | Tolerances | Mapping | None, compute: str = FULL) -> Tolerance:
     if isinstance(tol, Tolerance):
         return tol
     if isinstance(tol, tuple) and len(tol) == 2:
         return Tolerance(float(tol[0]), float(tol[1]))
-    return as_tolerances(tol).for_arrays(a, b)[1]
+    return as_tolerances(tol).for_arrays(a, b, compute)[1]
+
+
+def relative_tie_margin(a: np.ndarray, b: np.ndarray, tol: Tolerances | Mapping | None = None,
+                        compute: str = FULL) -> float:
+    """The label-flip rule's relative tie margin for two backends' outputs
+    (:func:`audee.oracle.labels.label_flips`): the rtol of the precision the pair is judged
+    in when that is reduced (float16, bfloat16, tf32), else 0 — float32 keeps the paper's
+    definition with the absolute tie margin alone."""
+    dt, t = as_tolerances(tol).for_arrays(a, b, compute)
+    return 0.0 if dt == "float32" else float(t.rtol)
 
 
 def row_scale(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -118,14 +144,15 @@ def row_scale(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return m.max(axis=1) if m.shape[1] else np.zeros(n)
 
 
-def normalized_error(a: np.ndarray, b: np.ndarray, tol: Tolerance | Tolerances | Mapping | None = None) -> np.ndarray:
+def normalized_error(a: np.ndarray, b: np.ndarray, tol: Tolerance | Tolerances | Mapping | None = None,
+                     compute: str = FULL) -> np.ndarray:
     """Per element: |a - b| / (atol + rtol * s), rows flattened to shape (n, -1).  The same
     value on both sides (also the same infinity, NaN on both) is 0; a non-finite value on
     one side only is ``inf``.  ``tol``: one :class:`Tolerance`, or tolerances per dtype
-    (default: :class:`Tolerances`)."""
+    (default: :class:`Tolerances`); ``compute``: the pair's compute mode."""
     if a.shape != b.shape:
         raise ValueError(f"cannot compare shapes {a.shape} and {b.shape}")
-    t = _tol(a, b, tol)
+    t = _tol(a, b, tol, compute)
     n = a.shape[0]
     fa, fb = a.reshape(n, -1).astype(np.float64), b.reshape(n, -1).astype(np.float64)
     denom = t.atol + t.rtol * row_scale(a, b)[:, None]
@@ -137,12 +164,13 @@ def normalized_error(a: np.ndarray, b: np.ndarray, tol: Tolerance | Tolerances |
     return err
 
 
-def deviation_score(a: np.ndarray, b: np.ndarray, tol: Tolerance | Tolerances | Mapping | None = None) -> np.ndarray:
+def deviation_score(a: np.ndarray, b: np.ndarray, tol: Tolerance | Tolerances | Mapping | None = None,
+                    compute: str = FULL) -> np.ndarray:
     """Per row: the largest :func:`normalized_error` (> 1: out of tolerance; 0 for an empty row).
     Shapes that differ cannot be compared: every row scores ``inf``."""
     if a.shape != b.shape:
         return np.full(a.shape[0], np.inf)
-    err = normalized_error(a, b, tol)
+    err = normalized_error(a, b, tol, compute)
     return err.max(axis=1) if err.shape[1] else np.zeros(a.shape[0])
 
 
@@ -153,17 +181,18 @@ def finite_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def compare(a: np.ndarray, b: np.ndarray, tol: Tolerances | Mapping | None = None,
-            max_rows: int = 64) -> dict[str, Any] | None:
+            max_rows: int = 64, compute: str = FULL) -> dict[str, Any] | None:
     """The oracle's judgement of one tensor on two backends, over the rows finite on both
     sides: ``score`` (max normalized error), ``max_abs``, ``max_rel`` (max |a - b| / s),
     ``n_out`` / ``n`` (elements out of tolerance / compared), ``rows`` (rows out of
-    tolerance, worst first, at most ``max_rows``), ``dtype`` and ``tolerance``.  None when
+    tolerance, worst first, at most ``max_rows``), ``dtype`` (the precision judged as) and
+    ``tolerance``.  ``compute``: the pair's compute mode (:func:`pair_compute`).  None when
     nothing can be compared (shapes differ, non-float values, no finite row)."""
     if a.shape != b.shape or a.ndim == 0 or not (np.issubdtype(a.dtype, np.floating)
                                                  or str(a.dtype) == "bfloat16"):
         return None
     tols = as_tolerances(tol)
-    dtype, t = tols.for_arrays(a, b)
+    dtype, t = tols.for_arrays(a, b, compute)
     ok = finite_rows(a, b)
     if not ok.any():
         return None
@@ -187,12 +216,12 @@ def compare(a: np.ndarray, b: np.ndarray, tol: Tolerances | Mapping | None = Non
 
 
 def layer_scores(layers_a: Mapping[str, np.ndarray], layers_b: Mapping[str, np.ndarray], order: Iterable[str],
-                 tol: Tolerances | Mapping | None = None) -> dict[str, dict[str, Any]]:
+                 tol: Tolerances | Mapping | None = None, compute: str = FULL) -> dict[str, dict[str, Any]]:
     """:func:`compare` for every layer (in ``order``) both sides have and that can be compared."""
     out = {}
     for name in order:
         if name in layers_a and name in layers_b:
-            got = compare(np.asarray(layers_a[name]), np.asarray(layers_b[name]), tol)
+            got = compare(np.asarray(layers_a[name]), np.asarray(layers_b[name]), tol, compute=compute)
             if got is not None:
                 out[name] = got
     return out
@@ -208,7 +237,7 @@ def deviation_pairs(outcomes: list[Any], tol: Tolerances | Mapping | None = None
             x, y = getattr(a, tensor), getattr(b, tensor)
             if x is None or y is None:
                 continue
-            got = compare(np.asarray(x), np.asarray(y), tol)
+            got = compare(np.asarray(x), np.asarray(y), tol, compute=pair_compute(a.precision, b.precision))
             if got is not None and got["score"] > 1.0:
                 found.append((a.backend, b.backend, tensor, got))
                 break
@@ -231,11 +260,14 @@ def deviation_findings(outcomes: list[Any], tol: Tolerances | Mapping | None = N
 CONDITIONING_FACTOR = 10.0
 #: relative size of that perturbation: about two float32 ulps
 PERTURBATION = 2.0 ** -22
+#: the perturbation per compute mode (:func:`pair_compute`): two ulps of the precision the
+#: pair computes in (TF32 keeps 11 significant bits)
+ROUNDING = {FULL: PERTURBATION, "tf32": 2.0 ** -10}
 
 
-def perturbed(inputs: Mapping[str, np.ndarray], seed: int = 0) -> dict[str, np.ndarray]:
-    """``inputs`` with every float array moved by a relative :data:`PERTURBATION` (random
-    signs, deterministic): the rounding noise one backend's previous layers could have put
+def perturbed(inputs: Mapping[str, np.ndarray], seed: int = 0, size: float = PERTURBATION) -> dict[str, np.ndarray]:
+    """``inputs`` with every float array moved by a relative ``size`` (random signs,
+    deterministic): the rounding noise one backend's previous layers could have put
     there.  Integer inputs (token ids) are exact and stay as they are."""
     rng = np.random.default_rng(seed)
     out = {}
@@ -243,7 +275,7 @@ def perturbed(inputs: Mapping[str, np.ndarray], seed: int = 0) -> dict[str, np.n
         v = np.asarray(v)
         if np.issubdtype(v.dtype, np.floating):
             u = rng.uniform(-1.0, 1.0, size=v.shape)
-            out[k] = (v.astype(np.float64) * (1.0 + PERTURBATION * u)).astype(v.dtype)
+            out[k] = (v.astype(np.float64) * (1.0 + size * u)).astype(v.dtype)
         else:
             out[k] = v
     return out

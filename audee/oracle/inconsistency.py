@@ -9,17 +9,21 @@ the NaN oracle (NaN/Inf on either side) is decided by the one rule in
 from __future__ import annotations
 
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
 from audee.case import Finding, Kind, Outcome
+from audee.oracle.deviation import pair_compute, relative_tie_margin
 from audee.oracle.distance import layer_distance, per_input_distance
 from audee.oracle.labels import label_flips
 
 
-def pair_report(a: Outcome, b: Outcome, tie_margin: float) -> dict:
-    """Labels, flips, ties and distances for one backend pair."""
-    judged = label_flips(a.output, b.output, tie_margin)
+def pair_report(a: Outcome, b: Outcome, tie_margin: float, tolerances: Any = None) -> dict:
+    """Labels, flips, ties and distances for one backend pair.  ``tolerances``: the
+    deviation oracle's, for the relative tie margin of reduced-precision pairs."""
+    rel = relative_tie_margin(a.output, b.output, tolerances, pair_compute(a.precision, b.precision))
+    judged = label_flips(a.output, b.output, tie_margin, rel)
     la, lb = judged.labels
     rep = {"flips": [int(i) for i in np.flatnonzero(judged.flips)],
            "ties": [int(i) for i in np.flatnonzero(judged.ties)],
@@ -32,7 +36,8 @@ def pair_report(a: Outcome, b: Outcome, tie_margin: float) -> dict:
             "per_input": [float(v) for v in per_input_distance(a.logits, b.logits)]}
 
 
-def inconsistency_findings(outcomes: list[Outcome], tie_margin: float) -> tuple[list[Finding], dict]:
+def inconsistency_findings(outcomes: list[Outcome], tie_margin: float,
+                           tolerances: Any = None) -> tuple[list[Finding], dict]:
     """Findings for every pair of backends that both ran, and the per-pair distances
     (reported for every case, failing or not).  Rows with NaN/Inf are judged by the NaN
     oracle, not here (:func:`audee.oracle.labels.label_flips`)."""
@@ -40,7 +45,7 @@ def inconsistency_findings(outcomes: list[Outcome], tie_margin: float) -> tuple[
     findings: list[Finding] = []
     pairs: dict[str, dict] = {}
     for a, b in combinations(usable, 2):
-        rep = pair_report(a, b, tie_margin)
+        rep = pair_report(a, b, tie_margin, tolerances)
         key = f"{a.backend}|{b.backend}"
         pairs[key] = {"distance": rep["distance"], "flips": len(rep["flips"]), "ties": len(rep["ties"])}
         if rep["flips"]:

@@ -7,8 +7,13 @@ flattened output.  For every row:
 * **non-finite** — NaN or Inf anywhere in the row, on either side: neither a flip nor a
   tie.  argmax over NaN is meaningless; non-finite outputs are the NaN oracle's business;
 * **tie** — finite on both sides, labels differ, and either side's top-two outputs are
-  closer than ``tie_margin``: a floating-point tie, counted apart from flips
-  (``tie_margin=0`` gives the paper's plain definition);
+  closer than ``tie_margin``, or than ``rel_margin`` times the row's largest |value| on
+  both sides: a floating-point tie, counted apart from flips (``tie_margin=0`` and
+  ``rel_margin=0`` give the paper's plain definition).  ``rel_margin`` is non-zero only for
+  pairs judged in a reduced precision (float16, bfloat16, a GPU in TF32 mode): there two
+  correct backends legitimately differ by the precision's relative rounding, and labels
+  whose top two are closer than that are a coin toss
+  (:func:`audee.oracle.deviation.relative_tie_margin`);
 * **flip** — finite on both sides, labels differ, and no tie.
 
 Outputs of different shapes cannot agree: every row is a flip (labels as each side
@@ -37,7 +42,7 @@ def top2_margin(out: np.ndarray) -> np.ndarray:
         return top2[:, 1] - top2[:, 0]
 
 
-def label_flips(out_a: np.ndarray, out_b: np.ndarray, tie_margin: float) -> LabelFlips:
+def label_flips(out_a: np.ndarray, out_b: np.ndarray, tie_margin: float, rel_margin: float = 0.0) -> LabelFlips:
     """Flips, ties and labels of two backends' outputs on the same batch (rule above)."""
     n = out_a.shape[0]
     la = out_a.reshape(n, -1).argmax(1)
@@ -48,5 +53,11 @@ def label_flips(out_a: np.ndarray, out_b: np.ndarray, tie_margin: float) -> Labe
     differ = (la != lb) & finite
     tie = np.zeros(n, bool)
     if finite.any():
-        tie[finite] = np.minimum(top2_margin(out_a[finite]), top2_margin(out_b[finite])) < tie_margin
+        margin = np.full(int(finite.sum()), float(tie_margin))
+        if rel_margin > 0:
+            fa = np.abs(out_a[finite].reshape(int(finite.sum()), -1))
+            fb = np.abs(out_b[finite].reshape(int(finite.sum()), -1))
+            scale = np.maximum(fa.max(1, initial=0.0), fb.max(1, initial=0.0)).astype(np.float64)
+            margin = np.maximum(margin, rel_margin * scale)
+        tie[finite] = np.minimum(top2_margin(out_a[finite]), top2_margin(out_b[finite])) < margin
     return LabelFlips(differ & ~tie, differ & tie, (la, lb))

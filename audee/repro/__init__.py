@@ -337,7 +337,8 @@ def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], fail
     case = {"title": f"{f.kind}: {expect}", "kind": f.kind, "expect": expect, "backends": run, "failing": failing,
             "pair": list(f.backends[:2]), "layer": compare, "tie_margin": record.tie_margin, "rtol": rtol,
             "atol": atol, "timeout": timeout,
-            "devices": {r.label: r.device for r in record.backends if r.label in run}}
+            "devices": {r.label: r.device for r in record.backends if r.label in run},
+            "precisions": {r.label: r.precision for r in record.backends if r.label in run}}
     seed = record.meta.get("seed")
     what = (f"layer {one} ({spec.layer(one).api}) alone, fed the input it saw inside" if one
             else f"the whole model ({len(spec.layers)} layers) of") + f" case {record.id}" \

@@ -51,11 +51,27 @@ def run_backend(backend, out):
     name = backend.partition("@")[0].replace("onnxruntime-fed", "onnxruntime")  # "torch@cuda" runs torch
     os.environ["KERAS_BACKEND"] = "tensorflow" if name == "onnxruntime" else name
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if CASE["devices"].get(backend, "cpu") == "cpu":
+    device = CASE["devices"].get(backend, "cpu")
+    full = CASE.get("precisions", {}).get(backend, "full") == "full"  # tf32: the GPU's TF32 math mode
+    if device == "cpu":
         os.environ.update(CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu", KERAS_TORCH_DEVICE="cpu")
+    else:
+        os.environ["KERAS_TORCH_DEVICE"] = device
+        os.environ["JAX_DEFAULT_MATMUL_PRECISION"] = "highest" if full else "tensorfloat32"
+        if full:
+            os.environ["NVIDIA_TF32_OVERRIDE"] = "0"  # no TF32 in cuBLAS / cuDNN
+        else:
+            os.environ.pop("NVIDIA_TF32_OVERRIDE", None)
     info = {"versions": {}, "error": None}
     try:
         import keras
+        if device != "cpu" and name == "torch":
+            import torch
+            for switch in (torch.backends.cuda.matmul, torch.backends.cudnn.conv, torch.backends.cudnn.rnn):
+                switch.fp32_precision = "ieee" if full else "tf32"
+        elif device != "cpu" and name == "tensorflow":
+            import tensorflow as tf
+            tf.config.experimental.enable_tensor_float_32_execution(not full)
         info["versions"]["keras"] = keras.__version__
         fw = ["tensorflow", "tf2onnx", "onnxruntime"] if name == "onnxruntime" else [name]
         for mod in fw:

@@ -18,7 +18,8 @@ import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure
 from audee.fitness import inconsistency_fitness, nan_fitness, relative_inconsistency_fitness
-from audee.oracle.deviation import Tolerances, as_tolerances, deviation_score, finite_rows
+from audee.oracle.deviation import (FULL, Tolerances, as_tolerances, deviation_score, finite_rows, pair_compute,
+                                    relative_tie_margin)
 from audee.oracle.labels import label_flips
 from audee.search.encoding import Encoding
 from audee.spec import ModelSpec, weights_key
@@ -49,6 +50,7 @@ class PopulationEvaluator:
         self.layer = layer or spec.logits_layer
         self.tie_margin = tie_margin
         self.tolerances = as_tolerances(tolerances)
+        self.modes = pool.precisions  # each backend's compute mode: pairs with a TF32 one are judged as tf32
         self.base_wkey = weights_key(encoding.base_weights)
         self.evaluations = 0
 
@@ -93,13 +95,16 @@ class PopulationEvaluator:
                         evals[i].suspect.append("nan")
         if len(ok) >= 2:
             for a, b in itertools.combinations(ok, 2):
-                flips = label_flips(ok[a]["output"], ok[b]["output"], self.tie_margin).flips
+                compute = pair_compute(self.modes.get(a, FULL), self.modes.get(b, FULL))
+                oa, ob = ok[a]["output"], ok[b]["output"]
+                rel = relative_tie_margin(oa, ob, self.tolerances, compute) if oa.shape == ob.shape else 0.0
+                flips = label_flips(oa, ob, self.tie_margin, rel).flips
                 for i in np.flatnonzero(flips):
                     if "inconsistency" not in evals[i].suspect:
                         evals[i].suspect.append("inconsistency")
                 la, lb = ok[a]["logits"], ok[b]["logits"]
                 if la.shape == lb.shape:  # the deviation oracle's rule: rows finite on both sides
-                    out = (deviation_score(la, lb, self.tolerances) > 1.0) & finite_rows(la, lb)
+                    out = (deviation_score(la, lb, self.tolerances, compute) > 1.0) & finite_rows(la, lb)
                     for i in np.flatnonzero(out):
                         if "deviation" not in evals[i].suspect:
                             evals[i].suspect.append("deviation")
@@ -112,7 +117,7 @@ class PopulationEvaluator:
             if self.fitness == "relative-inconsistency":
                 values, pairs = relative_inconsistency_fitness(values_of)
             else:
-                values, pairs = inconsistency_fitness(values_of, self.tolerances)
+                values, pairs = inconsistency_fitness(values_of, self.tolerances, self.modes)
             for e, v, p in zip(evals, values, pairs):
                 e.fitness, e.pair = float(v), p
         return evals

@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from audee.backends.registry import BUILTIN, BackendRef
+from audee.backends.registry import BUILTIN, DEFAULT_PRECISION, BackendRef, parse_placement
 from audee.case import Kind, TestCase, Verdict
 from audee.errors import CaseFileError
 from audee.settings import TIE_MARGIN
@@ -87,7 +87,8 @@ class CaseRecord:
         return {
             "format": self.format, "created": self.created, "id": self.id, "spec": self.spec,
             "weights": self.weights, "inputs": self.inputs,
-            "backends": [{"label": b.label, "target": b.target, "device": b.device} for b in self.backends],
+            "backends": [{"label": b.label, "target": b.target, "device": b.device, "precision": b.precision}
+                         for b in self.backends],
             "verdict": self.verdict, "distances": self.distances, "outputs": self.outputs,
             "versions": self.versions, "tie_margin": self.tie_margin, "tolerances": self.tolerances,
             **self.meta,
@@ -246,13 +247,20 @@ def _check_backends(raw: list, bad: Any) -> list[BackendRef]:
             raise bad(f"expected package.module:ClassName, got {target!r}", f"{where}.target")
         if not _DEVICE.match(device):
             raise bad(f"expected cpu, cuda or cuda:N, got {device!r}", f"{where}.device")
+        precision = b.get("precision", DEFAULT_PRECISION)  # audee.case/2 files before precision modes: full
+        if not isinstance(precision, str):
+            raise bad("not a string", f"{where}.precision")
+        try:
+            _, precision = parse_placement(f"{device}:{precision}")
+        except ValueError as exc:
+            raise bad(str(exc), f"{where}.precision") from None
         name = label.partition("@")[0]
         if name in BUILTIN and target != BUILTIN[name]:
             raise bad(f"built-in backend {name!r} must have target {BUILTIN[name]!r}, not {target!r}",
                       f"{where}.target")
         if label in {r.label for r in refs}:
             raise bad(f"backend {label!r} listed twice", f"{where}.label")
-        refs.append(BackendRef(label, target, device))
+        refs.append(BackendRef(label, target, device, precision))
     return refs
 
 
