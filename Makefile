@@ -5,12 +5,13 @@ BIN := $(VENV)/bin
 RUN ?= runs/default
 PYTEST_ARGS ?=
 
-.PHONY: install fuzz test test-wheel bench bench-search localize-bench clean help
+.PHONY: install fuzz test test-slow test-wheel bench bench-search localize-bench clean help
 
 help:
 	@echo "make install   build $(VENV) with the pinned stack and audee (editable)"
 	@echo "make fuzz      LeNet-5 across tensorflow, torch, jax, onnxruntime -> $(RUN)/"
 	@echo "make test      run the test suite on the real frameworks"
+	@echo "make test-slow   the slow sweeps (every API config, every seed) left out of make test"
 	@echo "make test-wheel  build the wheel, install it into a fresh venv, run audee from outside the tree"
 	@echo "make bench     overhead benchmark (experiments/bench_overhead.py)"
 	@echo "make bench-search  GA overhead, GA vs random, NaN search (experiments/bench_search.py)"
@@ -30,6 +31,9 @@ fuzz:
 
 test:
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-slow:
+	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
 
 test-wheel:
 	$(BIN)/python -m pytest -q -m wheel tests/test_wheel.py
