@@ -167,6 +167,11 @@ class _SearchFields(_Settings):
                                                      "geometrically (default: 0.5 with the nan fitness, which must "
                                                      "reach float overflow, else 0)")
     gene_rate: float = Field(1.0, ge=0, le=1, description="share of genes a mutation perturbs")
+    special_rate: float = Field(0.0, ge=0, le=1,
+                                description="probability a mutated child's input also gets a special value "
+                                            "(NaN, +-Inf, near the dtype's maximum, a large offset, tiny, "
+                                            "subnormal, signed zero, ties; ids out of range or negative; with "
+                                            "the nan fitness no NaN or Inf), audee/mutation/special.py")
     max_iter: int | None = Field(None, ge=1, description="maximum generations (default: no cap, the budget ends "
                                                          "the search)")
     budget_s: Duration = Field(60.0, json_schema_extra=_flag("budget_s", "--budget", metavar="DURATION",

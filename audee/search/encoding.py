@@ -29,10 +29,14 @@ class Segment:
 class Encoding:
     """Maps gene vectors to (inputs, weights) and back, for one seed input and weight set."""
 
-    def __init__(self, level: str, inputs: dict[str, np.ndarray], weights: Weights, input_specs: list[InputSpec]):
+    def __init__(self, level: str, inputs: dict[str, np.ndarray], weights: Weights, input_specs: list[InputSpec],
+                 *, special: bool = False):
+        """``special``: input genes may hold special values (NaN, +-Inf, integer ids out of
+        range, :mod:`audee.mutation.special`) that :meth:`repair` then keeps."""
         if level not in LEVELS:
             raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
         self.level = level
+        self.special = special
         self.input_specs = {i.name: i for i in input_specs}
         self.base_inputs = {k: np.asarray(v) for k, v in inputs.items()}
         self.base_weights = weights
@@ -79,16 +83,23 @@ class Encoding:
         """Keep every individual a valid test case: integer inputs become integers inside
         [low, high); float genes stay finite in their dtype (an input or weight that is
         itself Inf would make any NaN trivial).  Done in the genes, so that crossover and
-        selection see what is actually run."""
+        selection see what is actually run.  With ``special``, input genes keep their
+        non-finite values and integer ids may leave their range (they were put there to be
+        tested); they stay inside the dtype."""
         for s in self.segments:
             seg = genes[s.start:s.stop]
             spec = self.input_specs.get(s.name) if s.kind == "input" else None
+            keep = self.special and s.kind == "input"
             if spec is not None and spec.is_integer:
-                lo, hi = spec.range if spec.range else (0, np.iinfo(np.int32).max)
+                lo, hi = spec.range if spec.range and not keep else (-(2 ** 31), 2 ** 31)
                 np.clip(np.rint(seg), lo, hi - 1, out=seg)
             elif np.issubdtype(np.dtype(s.dtype), np.floating):
                 big = float(np.finfo(np.dtype(s.dtype)).max)
-                np.clip(seg, -big, big, out=seg)  # float64 genes + finite noise: never NaN
+                if keep:
+                    finite = np.isfinite(seg)
+                    seg[finite] = np.clip(seg[finite], -big, big)
+                else:
+                    np.clip(seg, -big, big, out=seg)  # float64 genes + finite noise: never NaN
         return genes
 
     def inputs_of(self, genes: np.ndarray) -> dict[str, np.ndarray]:
@@ -97,6 +108,15 @@ class Encoding:
         for s in self.segments:
             if s.kind == "input":
                 out[s.name] = genes[s.start:s.stop].reshape(s.shape).astype(s.dtype)
+        return out
+
+    def with_inputs(self, genes: np.ndarray, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """``genes`` with their input segments replaced by ``inputs`` (the inverse of
+        :meth:`inputs_of` on those segments)."""
+        out = np.array(genes, np.float64)
+        for s in self.segments:
+            if s.kind == "input" and s.name in inputs:
+                out[s.start:s.stop] = np.asarray(inputs[s.name], np.float64).ravel()
         return out
 
     def weights_of(self, genes: np.ndarray) -> Weights:

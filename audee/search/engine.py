@@ -22,6 +22,7 @@ from deap import base, creator, tools
 from audee.case import TestCase
 from audee.execute import Executor, Result
 from audee.oracle.distance import layer_distances
+from audee.mutation import special
 from audee.search.encoding import Encoding, cauchy_noise
 from audee.search.evaluate import PopulationEvaluator
 from audee.settings import SearchSettings
@@ -74,7 +75,11 @@ class Search:
         self.case = case
         self.cfg = cfg
         self.rng = np.random.default_rng(cfg.rng)
-        self.encoding = Encoding(cfg.level, case.inputs, case.weights, case.spec.inputs)
+        self.encoding = Encoding(cfg.level, case.inputs, case.weights, case.spec.inputs,
+                                 special=cfg.special_rate > 0 and cfg.level != "weight")
+        # the nan fitness looks for a NaN the model makes: a NaN or Inf put into the input is no find
+        self.special_kinds = [k for k in special.KINDS
+                              if cfg.fitness != "nan" or k not in ("nan", "inf", "-inf")]
         self.evaluator = PopulationEvaluator(executor.pool, case.spec, self.encoding, fitness=cfg.fitness,
                                              labels=labels, nan_backend=cfg.nan_backend, layer=cfg.layer,
                                              tie_margin=executor.tie_margin, tolerances=executor.tolerances)
@@ -108,8 +113,12 @@ class Search:
 
     def _mutate(self, ind: np.ndarray) -> Any:
         genes = np.asarray(ind)
-        return self.toolbox.individual(genes + cauchy_noise(self.rng, self.scales, self.cfg.gene_rate,
-                                                            genes, self.cfg.relative_scale))
+        genes = genes + cauchy_noise(self.rng, self.scales, self.cfg.gene_rate, genes, self.cfg.relative_scale)
+        if self.encoding.special and self.rng.random() < self.cfg.special_rate:
+            inputs, _ = special.inject(self.encoding.inputs_of(genes), self.case.spec.inputs, self.rng, 1.0,
+                                       self.special_kinds)
+            genes = self.encoding.with_inputs(genes, inputs)
+        return self.toolbox.individual(genes)
 
     def _next_generation(self, pop: list) -> list:
         if self.cfg.search == "random":
@@ -175,10 +184,13 @@ class Search:
             if digest in self._seen:
                 continue
             self._seen.add(digest)
+            inputs = self.encoding.inputs_of(ind)
+            carried = special.describe(inputs, self.case.spec.inputs)
             case = TestCase(f"{self.prefix}-g{gen:03d}-{digest}", self.case.spec,
-                            self.encoding.weights_of(ind), self.encoding.inputs_of(ind),
+                            self.encoding.weights_of(ind), inputs,
                             {**self.case.meta, "generation": gen, "level": self.cfg.level,
-                             "fitness": self.cfg.fitness, "search": self.cfg.search})
+                             "fitness": self.cfg.fitness, "search": self.cfg.search,
+                             **({"special_values": carried} if carried else {})})
             result = self.ex.run(case)
             if result.verdict.failed:
                 self._per_kind[kind] = self._per_kind.get(kind, 0) + 1
