@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from audee.apis import load_api_configs
+from audee.report import coverage
 from audee.report.dedup import unique_inconsistencies as unique_inconsistencies_of
 from audee.report.merge import CampaignData
 
@@ -457,6 +459,7 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
     rates = top1_rates(data)
     failing = failing_cases(data.cases, out)
     errors = backend_errors(data.cases)
+    configured = sorted(load_api_configs())
     sections = [("Unique bugs by signature (new first; known: already reported upstream)", "bugs", bugs),
                 ("Table 1: unique inconsistencies (seed x backend pair x level)", "table1",
                  table1(data.cases, data.units)),
@@ -466,7 +469,11 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
                 ("Table 2: localization of unique inconsistencies", "table2", table2(data.localized)),
                 ("Unique inconsistencies by localization signature (layer API, parameter, pair)", "signatures", sigs),
                 ("Top-1 change rates (Figure 4's data)", "top1", top1_table(rates)),
-                ("Table 3: NaN search", "table3", table3(data.searches))]
+                ("Table 3: NaN search", "table3", table3(data.searches)),
+                ("Coverage by API (configured APIs never exercised first)", "coverage_apis",
+                 coverage.api_table(data.cases, configured)),
+                ("Coverage by parameter value: test cases run and failing", "coverage_values",
+                 coverage.coverage_table(data.cases))]
     n_units = data.cases["unit"].nunique() if not data.cases.empty else 0
     index = ["# audee report", "",
              f"{len(bugs)} unique bugs by signature ({int((bugs['status'] == 'new').sum()) if len(bugs) else 0} new; "
@@ -490,6 +497,11 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
                   f"outside [{FIG3_FLOOR:g}, {FIG3_CEIL:g}] are clipped to that bound, marked and dotted (a "
                   f"triangle where a non-finite or larger distance starts, a down-triangle where an exact 0 "
                   f"ends): they are not measured values.", ""]
+    if coverage.heatmap(data.cases, out / "coverage.png", configured):
+        written.append(out / "coverage.png")
+        index += ["## Coverage heat-map: APIs x parameters", "", "![coverage](coverage.png)", "",
+                  "Distinct values of each parameter exercised per API; a blank row is a configured API that "
+                  "no test case ran.", ""]
     if figure4(rates, out / "figure4.png"):
         written.append(out / "figure4.png")
         index += ["## Figure 4: top-1 change rate, inconsistent vs consistent", "", "![figure 4](figure4.png)", ""]

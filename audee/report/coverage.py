@@ -1,0 +1,115 @@
+"""What a run exercised: per layer API and per parameter value, test cases run and failed.
+
+A test case exercises every layer of its model with the parameter values that layer was
+built with, not only the ones a mutation changed: a Conv2D with ``padding='same'`` that
+ran is coverage of ``(Conv2D, padding, "same")`` whichever operator produced it.  Each
+results row carries these triples (:func:`exercised`, the ``exercised`` field); the
+report aggregates them (:func:`coverage_table`, :func:`api_table`) and draws a heat-map
+of APIs x parameters (:func:`heatmap`), beside the configured APIs nothing exercised.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from audee.spec import ModelSpec
+
+API_ONLY = ""  # the parameter name of an (api, "", "") triple: the API itself ran
+
+
+def _value(v: Any) -> str:
+    """A parameter value as compact, stable text (a nested layer argument by its API)."""
+    if isinstance(v, dict) and "api" in v:
+        return str(v["api"])
+    return json.dumps(v, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def exercised(spec: ModelSpec) -> list[list[str]]:
+    """Sorted unique ``[api, param, value]`` triples of ``spec``: every layer's API (with
+    ``param`` empty) and each parameter value it is built with."""
+    seen: set[tuple[str, str, str]] = set()
+    for layer in spec.layers:
+        seen.add((layer.api, API_ONLY, ""))
+        for name, value in layer.params.items():
+            seen.add((layer.api, name, _value(value)))
+            if isinstance(value, dict) and "api" in value:  # a wrapped layer (Bidirectional(LSTM))
+                seen.add((str(value["api"]), API_ONLY, ""))
+                for inner, v in (value.get("params") or {}).items():
+                    seen.add((str(value["api"]), inner, _value(v)))
+    return [list(t) for t in sorted(seen)]
+
+
+def _triples(cases: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    if "exercised" not in cases.columns:
+        return pd.DataFrame(columns=["api", "param", "value", "failed"])
+    for ex, status in zip(cases["exercised"], cases.get("status", pd.Series(["pass"] * len(cases)))):
+        if not isinstance(ex, list):
+            continue
+        for api, param, value in ex:
+            rows.append((api, param, value, status == "fail"))
+    return pd.DataFrame(rows, columns=["api", "param", "value", "failed"])
+
+
+def coverage_table(cases: pd.DataFrame) -> pd.DataFrame:
+    """One row per (api, param, value) exercised: test cases run, and failing."""
+    t = _triples(cases)
+    t = t[t["param"] != API_ONLY]
+    if t.empty:
+        return pd.DataFrame(columns=["api", "param", "value", "cases", "failing"])
+    g = t.groupby(["api", "param", "value"])["failed"].agg(cases="size", failing="sum").reset_index()
+    g["failing"] = g["failing"].astype(int)
+    return g.sort_values(["api", "param", "value"]).reset_index(drop=True)
+
+
+def api_table(cases: pd.DataFrame, configured: Iterable[str] = ()) -> pd.DataFrame:
+    """One row per API, configured or exercised: test cases that ran it, failing ones,
+    parameters and distinct parameter values exercised (0 cases: never exercised)."""
+    t = _triples(cases)
+    apis = t[t["param"] == API_ONLY].groupby("api")["failed"].agg(cases="size", failing="sum")
+    params = t[t["param"] != API_ONLY].groupby("api").agg(params=("param", "nunique"),
+                                                          values=("value", "size"))
+    distinct = (t[t["param"] != API_ONLY].drop_duplicates(["api", "param", "value"]).groupby("api").size()
+                .rename("distinct_values"))
+    out = pd.concat([apis, params, distinct], axis=1)
+    for api in configured:
+        if api not in out.index:
+            out.loc[api] = 0
+    out = out.fillna(0).astype(int).drop(columns=["values"], errors="ignore").reset_index()
+    out = out.rename(columns={"index": "api"})
+    return out.sort_values(["cases", "api"], ascending=[True, True]).reset_index(drop=True)[
+        ["api", "cases", "failing", "params", "distinct_values"]]
+
+
+def heatmap(cases: pd.DataFrame, path: Path, configured: Iterable[str] = ()) -> bool:
+    """APIs (rows) x parameters (columns): distinct values exercised per cell, the
+    configured APIs that never ran as empty rows.  False (nothing written) without data."""
+    t = _triples(cases)
+    t = t[t["param"] != API_ONLY]
+    apis = sorted(set(t["api"]) | set(configured))
+    if not apis:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    params = sorted(set(t["param"]))
+    counts = t.drop_duplicates(["api", "param", "value"]).groupby(["api", "param"]).size()
+    grid = np.zeros((len(apis), max(len(params), 1)))
+    for (api, param), n in counts.items():
+        grid[apis.index(api), params.index(param)] = n
+    fig, ax = plt.subplots(figsize=(max(6, 0.28 * len(params) + 3), max(4, 0.2 * len(apis) + 1.5)))
+    im = ax.imshow(np.where(grid > 0, grid, np.nan), aspect="auto", cmap="viridis")
+    ax.set_yticks(range(len(apis)), apis, fontsize=6)
+    ax.set_xticks(range(len(params)), params, fontsize=6, rotation=90)
+    ax.set_title("distinct parameter values exercised (blank: none)", fontsize=8)
+    fig.colorbar(im, ax=ax, fraction=0.03)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
