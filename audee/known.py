@@ -10,7 +10,7 @@ user's own list, ``--no-shipped-known-issues`` leaves the shipped one out.  A fi
         link: https://github.com/...     # the upstream issue
         match:                           # every criterion given must hold; at least one
           kind: divergent_acceptance     # or a list of kinds
-          api: activations.gelu          # the signature's responsible API (exact)
+          api: activations.gelu          # the signature's responsible API (exact), or a list: any of them
           params: {activation: gelu}     # a subset of the signature's parameters
           backends: [onnxruntime]        # a subset of the signature's backends
           phase: convert                 # build, convert, weights, run
@@ -47,7 +47,8 @@ class _Strict(BaseModel):
 
 class KnownMatch(_Strict):
     kind: str | list[str] | None = Field(None, description="finding kind(s)")
-    api: str | None = Field(None, min_length=1, description="responsible layer API")
+    api: str | list[str] | None = Field(None, min_length=1,
+                                        description="responsible layer API, or a list of APIs (any of them)")
     params: dict[str, Any] | None = Field(None, description="parameter values (a subset)")
     backends: list[str] | None = Field(None, min_length=1, description="backends (a subset)")
     phase: str | None = Field(None, description="crash phase")
@@ -87,8 +88,10 @@ class KnownMatch(_Strict):
     def matches(self, sig: Signature) -> bool:
         if self.kind is not None and sig.kind not in ([self.kind] if isinstance(self.kind, str) else self.kind):
             return False
-        if self.api is not None and self.api not in (sig.api or "").split("+"):
-            return False
+        if self.api is not None:
+            wanted = [self.api] if isinstance(self.api, str) else self.api
+            if not set(wanted) & set((sig.api or "").split("+")):
+                return False
         if self.params:
             have = set(sig.params)
             for p, v in self.params.items():

@@ -133,3 +133,37 @@ def test_a_bad_known_issues_file_stops_fuzz_before_it_runs(tmp_path):
     assert got.stderr.strip() == (f"audee: error: {bad}: issues[0].match.kind: unknown finding kind 'oops' "
                                   "(known: hard_crash, divergent_acceptance, nan, inconsistency, deviation)")
     assert not (tmp_path / "o").exists()
+
+
+def test_tensorflow_max_pooling_dropping_nan_is_known(tmp_path):
+    """A real run: a NaN in a pooling window, TensorFlow against JAX.  The NaN oracle blames
+    MaxPooling2D and the shipped list knows it (tensorflow/tensorflow#2501); a pattern
+    difference without TensorFlow is not matched (ONNX Runtime's own MaxPool, unreported)."""
+    import numpy as np
+
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.case import TestCase
+    from audee.execute import Executor
+    from audee.signature import case_signatures
+    from audee.spec import ModelSpec
+
+    spec = ModelSpec.from_json({
+        "name": "pool", "inputs": [{"name": "x", "shape": [4, 4, 1], "range": [0, 1]}],
+        "layers": [{"name": "pool", "api": "MaxPooling2D", "params": {"pool_size": 2}, "inputs": ["x"]},
+                   {"name": "flat", "api": "Flatten", "params": {}, "inputs": ["pool"]},
+                   {"name": "logits", "api": "Dense", "params": {"units": 3}, "inputs": ["flat"]},
+                   {"name": "out", "api": "Softmax", "params": {}, "inputs": ["logits"]}],
+        "output": "out", "logits": "logits"})
+    x = np.random.default_rng(0).random((2, 4, 4, 1), dtype=np.float32)
+    x[0, 0, 1, 0] = np.nan  # not first in its window
+    with Pool(parse_backends("tensorflow,jax"), tmp_path) as pool:
+        assert pool.start() == {}
+        ex = Executor(pool)
+        case = TestCase("c", spec, {}, {"x": x})
+        ex.complete_weights(case, 0)
+        result = ex.run(case)
+    sigs = case_signatures(result.verdict, spec, {})
+    assert [(s.kind, s.api) for s in sigs] == [("nan", "MaxPooling2D")]
+    assert match_known(sigs[0], load_known_issues()).id == "tf-maxpool-drops-nan"
+    assert match_known(Signature("nan", "MaxPooling2D", (), ("onnxruntime", "torch")), load_known_issues()) is None
