@@ -5,8 +5,16 @@ the parent process (``audee.seeds`` must stay framework-free).  The model's func
 graph is walked from its output back to its inputs; each layer becomes one LayerSpec
 whose ``params`` are the layer's ``get_config()`` restricted to constructor arguments
 that differ from the constructor's defaults, as plain JSON data.  Dropped on purpose:
-``name``/``trainable``/``dtype`` (audee computes in float32), initializers, regularizers
-and constraints (they do not affect inference).
+``name``/``trainable``, initializers, regularizers and constraints (they do not affect
+inference).
+
+The model arrives as it is: each layer's dtype policy is kept as its name (``"float16"``,
+``"mixed_bfloat16"``; float32, Keras' default, is left out), the inputs keep their
+dtypes, and integer inputs get no range: token ids the user gives are run as given, even
+outside an Embedding's vocabulary (what each framework does with those is its own
+behaviour to compare).  Weights keep their variables' dtypes, except bfloat16 ones,
+widened to float32 exactly (:func:`_carried`).  Not carried: ``autocast`` (Keras'
+``get_config()`` omits it).
 
 A final ``Dense(activation="softmax")`` is split into a linear Dense (same name, same
 weights) plus a ``Softmax`` layer, so fitness functions read pre-softmax logits.
@@ -30,8 +38,10 @@ from audee.errors import AudeeError
 from audee.spec import DTYPES, InputSpec, LayerSpec, ModelSpec, Weights, validate
 
 # get_config() keys that are not layer semantics (or that audee sets itself).
-_NOISE = frozenset({"name", "trainable", "dtype", "autocast", "batch_input_shape", "batch_shape",
+_NOISE = frozenset({"name", "trainable", "autocast", "batch_input_shape", "batch_shape",
                     "input_shape", "build_config"})
+#: the dtype policy a layer built without ``dtype`` gets (audee never sets a global policy)
+DEFAULT_POLICY = "float32"
 _DROP_SUFFIXES = ("_initializer", "_regularizer", "_constraint")
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_]")
 
@@ -148,7 +158,7 @@ def model_to_spec(model: Any, *, source: str = "<model>", name: str | None = Non
         fixed = ["input_dim"] if api == "Embedding" else []
         layers.append(LayerSpec(lname, api, params, in_names, fixed))
         layer_of[lname] = op
-        w = [np.asarray(a) for a in op.get_weights()]
+        w = [_carried(np.asarray(a)) for a in op.get_weights()]
         if w:
             weights[lname] = w
         done[id(op)] = lname
@@ -180,18 +190,17 @@ def model_to_spec(model: Any, *, source: str = "<model>", name: str | None = Non
         if head.api == "Dense" and "units" not in head.fixed:
             head.fixed.append("units")
 
-    # Integer inputs that feed Embeddings get the vocabulary as their range.
-    for k, inp in enumerate(inputs):
-        if inp.is_integer:
-            dims = [layer.params.get("input_dim") for layer in layers
-                    if layer.api == "Embedding" and inp.name in layer.inputs]
-            if dims and all(isinstance(d, int) for d in dims):
-                inputs[k] = InputSpec(inp.name, inp.shape, inp.dtype, (0, min(dims)))
-
     spec = ModelSpec(str(name or model.name), inputs, layers, output, logits,
                      meta={"imported_from": Path(source).name, "keras_version": keras.__version__})
     validate(spec, source=source)
     return spec, weights
+
+
+def _carried(array: np.ndarray) -> np.ndarray:
+    """A weight array as weight files and case files carry it: bfloat16 (an ml_dtypes
+    dtype, not a plain numeric one) widened to float32, which is exact; every backend
+    rounds it back to the bfloat16 variable unchanged.  Other dtypes stay as they are."""
+    return array.astype(np.float32) if str(array.dtype) == "bfloat16" else array
 
 
 def layer_params(keras: Any, layer: Any, *, source: str, where: str) -> dict[str, Any]:
@@ -209,12 +218,29 @@ def _clean_config(keras: Any, cls: type, config: dict[str, Any], source: str, wh
     for key, value in config.items():
         if key in _NOISE or key.endswith(_DROP_SUFFIXES) or key == "activity_regularizer":
             continue
+        if key == "dtype":
+            policy = policy_name(keras, value, source, f"{where}.params.dtype")
+            if policy != DEFAULT_POLICY:
+                out[key] = policy
+            continue
         value = _json(keras, value, source, f"{where}.params.{key}")
         if key in defaults and (_same(value, defaults[key])
                                 or (key == "activation" and value == "linear" and defaults[key] is None)):
             continue
         out[key] = value
     return out
+
+
+def policy_name(keras: Any, value: Any, source: str, where: str) -> str:
+    """A layer's serialized dtype policy as the name its constructor takes (``"float16"``,
+    ``"mixed_float16"``): a spec carries JSON, and the name rebuilds the same policy."""
+    if value is None:
+        return DEFAULT_POLICY
+    try:
+        return str(keras.dtype_policies.get(value).name)
+    except Exception as exc:
+        raise AudeeError(f"unknown dtype policy {value!r}: {type(exc).__name__}: {exc}"[:300],
+                         source=source, field=where) from None
 
 
 def _json(keras: Any, value: Any, source: str, where: str) -> Any:

@@ -3,17 +3,45 @@
 Roles come from the built Keras variables ('kernel', 'gamma', 'moving_variance', ...).
 Values are chosen so that every parameter matters: BatchNorm statistics and biases are
 not the identity / zero they would be at Keras' initialisation.
+
+Dtypes: a (role, shape) entry may carry a third element, the variable's dtype
+('float16' for a layer with ``dtype="float16"``, 'float32' under ``mixed_float16``).
+Values are always drawn as float32 and then rounded (to nearest even) to that dtype, so
+a float16 model's weights are exactly what every backend makes of the float32 ones, and
+adding the dtype to a shape list changes no float32 weight.
 """
 from __future__ import annotations
 
 import zlib
-from typing import Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from audee.spec import Weights
 
-Shapes = dict[str, list[tuple[str, tuple[int, ...]]]]
+#: layer -> [(role, shape)] or [(role, shape, dtype)] per variable, in get_weights() order
+Shapes = dict[str, list[tuple[Any, ...]]]
+
+
+def numpy_dtype(name: str | np.dtype) -> np.dtype:
+    """A dtype name as numpy knows it; ``bfloat16`` is ml_dtypes' (numpy has none, and
+    every framework audee runs hands its bfloat16 arrays out as ml_dtypes arrays)."""
+    if str(name) == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def as_dtype(array: Any, dtype: str | np.dtype | None) -> np.ndarray:
+    """``array`` in ``dtype`` (unchanged when None or already so): round to nearest even."""
+    a = np.asarray(array)
+    return a if dtype is None else a.astype(numpy_dtype(dtype), copy=False)
+
+
+def _entry(item: Sequence[Any]) -> tuple[str, tuple[int, ...], str | None]:
+    role, shape = item[0], tuple(int(d) for d in item[1])
+    return str(role), shape, (str(item[2]) if len(item) > 2 and item[2] is not None else None)
 
 
 def _fan_in(role: str, shape: tuple[int, ...]) -> int:
@@ -24,7 +52,9 @@ def _fan_in(role: str, shape: tuple[int, ...]) -> int:
     return int(np.prod(shape[:-1]))
 
 
-def init_array(role: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+def init_array(role: str, shape: tuple[int, ...], rng: np.random.Generator,
+               dtype: str | np.dtype | None = None) -> np.ndarray:
+    """One variable's values for its role, drawn as float32, in ``dtype`` (default float32)."""
     if role in ("kernel", "depthwise_kernel", "pointwise_kernel"):
         a = rng.normal(0.0, np.sqrt(2.0 / _fan_in(role, shape)), shape)
     elif role == "recurrent_kernel":
@@ -43,7 +73,7 @@ def init_array(role: str, shape: tuple[int, ...], rng: np.random.Generator) -> n
         a = rng.uniform(0.0, 0.3, shape)
     else:
         a = rng.normal(0.0, 0.05, shape)
-    return a.astype(np.float32)
+    return as_dtype(a.astype(np.float32), dtype)
 
 
 def init_weights(shapes: Shapes, seed: int, layers: Iterable[str] | None = None) -> Weights:
@@ -54,7 +84,7 @@ def init_weights(shapes: Shapes, seed: int, layers: Iterable[str] | None = None)
         if layers is not None and name not in layers:
             continue
         rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
-        out[name] = [init_array(role, tuple(shape), rng) for role, shape in roles]
+        out[name] = [init_array(role, shape, rng, dtype) for role, shape, dtype in map(_entry, roles)]
     return out
 
 
@@ -66,16 +96,18 @@ def adapt_weights(base: Weights, shapes: Shapes, seed: int) -> Weights:
     Arrays are matched by position only when the layer still has as many arrays: weights
     carry no role names, and when a BatchNormalization drops gamma (scale=False) the
     others shift, so reusing by position would turn a moving mean into a variance.  With
-    the count unchanged the roles line up (a new kernel size keeps the bias).
+    the count unchanged the roles line up (a new kernel size keeps the bias).  A kept
+    array is rounded to the variable's dtype where the entry names one (a float32 seed
+    weight in a layer a variant made float16).
     """
     out: Weights = {}
     for name, roles in shapes.items():
         old = base.get(name, [])
         rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
         arrays = []
-        for k, (role, shape) in enumerate(roles):
-            fresh = init_array(role, tuple(shape), rng)  # drawn always: streams stay aligned
-            keep = len(old) == len(roles) and tuple(old[k].shape) == tuple(shape)
-            arrays.append(old[k] if keep else fresh)
+        for k, (role, shape, dtype) in enumerate(map(_entry, roles)):
+            fresh = init_array(role, shape, rng, dtype)  # drawn always: streams stay aligned
+            keep = len(old) == len(roles) and tuple(old[k].shape) == shape
+            arrays.append(as_dtype(old[k], dtype) if keep else fresh)
         out[name] = arrays
     return out

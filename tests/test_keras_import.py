@@ -20,6 +20,7 @@ from audee.backends.pool import Pool, WorkerFailure
 from audee.backends.registry import parse_backends
 from audee.seeds import check_inputs
 from audee.spec import ModelSpec, weights_key
+from audee.weights import as_dtype
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,6 +61,19 @@ MAKE_MODELS = textwrap.dedent("""
     seq.save(os.path.join(out, "textcls.keras"))
     np.savez(os.path.join(out, "textcls_ref.npz"), tokens=tokens, out=seq.predict(tokens, verbose=0))
 
+    # dtypes as the user made them: a float16 input, per-layer policies, a bfloat16 layer
+    h = keras.Input((6, 6, 2), dtype="float16", name="half")
+    y = L.Conv2D(3, 3, dtype="float16", name="c16")(h)
+    y = L.BatchNormalization(dtype="mixed_float16", name="bn_mixed")(y)
+    y = L.Flatten(name="flat32")(y)                      # Keras' default float32 policy
+    y = L.Dense(4, dtype="bfloat16", name="d_bf16")(y)
+    m = keras.Model(h, y, name="dtypes")
+    m.get_layer("bn_mixed").set_weights([np.linspace(0.5, 1.5, 3), np.linspace(-0.2, 0.2, 3),
+                                         np.linspace(-0.1, 0.3, 3), np.linspace(0.4, 2.0, 3)])
+    xh = np.random.default_rng(3).random((8, 6, 6, 2)).astype("float16")
+    m.save(os.path.join(out, "dtypes.keras"))
+    np.savez(os.path.join(out, "dtypes_ref.npz"), half=xh, out=np.asarray(m(xh)).astype("float32"))
+
     # unsupported models
     a = keras.Input((4,), name="a")
     keras.Model(a, [L.Dense(2)(a), L.Dense(3)(a)]).save(os.path.join(out, "two_outputs.keras"))
@@ -95,14 +109,18 @@ def _import(pool: Pool, path: Path) -> tuple[ModelSpec, dict]:
     return ModelSpec.from_json(got["spec"], source=str(path)), got["weights"]
 
 
-def _check_reproduces(pool: Pool, spec: ModelSpec, weights: dict, ref: dict, input_name: str) -> None:
+def _check_reproduces(pool: Pool, spec: ModelSpec, weights: dict, ref: dict, input_name: str) -> dict:
     inputs = check_inputs(spec, {input_name: ref[input_name]}, "ref.npz")
     got = pool.run(spec, weights, weights_key(weights), inputs, layers=True)["tensorflow"]
     assert not isinstance(got, WorkerFailure), got
+    if str(got["output"].dtype) != "float32":   # the model's own precision, bit for bit on the same framework
+        np.testing.assert_array_equal(got["output"].astype(np.float32), ref["out"])
+        return got
     np.testing.assert_allclose(got["output"], ref["out"], rtol=1e-5, atol=1e-6)
     logits = got["logits"]
     soft = np.exp(logits - logits.max(1, keepdims=True))
     np.testing.assert_allclose(soft / soft.sum(1, keepdims=True), ref["out"], rtol=1e-5, atol=1e-6)
+    return got
 
 
 def test_functional_model_with_skip_connection(pool, models):
@@ -131,11 +149,34 @@ def test_functional_model_with_skip_connection(pool, models):
 def test_sequential_rnn_model(pool, models):
     spec, weights = _import(pool, models / "textcls.keras")
     inp = spec.inputs[0]
-    assert inp.dtype == "int32" and inp.shape == (10,) and inp.range == (0, 30)   # from the Embedding
+    assert inp.dtype == "int32" and inp.shape == (10,) and inp.range is None   # no range made up
     assert [layer.api for layer in spec.layers] == ["Embedding", "LSTM", "Dense", "Softmax"]
     assert spec.layers[0].fixed == ["input_dim"]
     ref = dict(np.load(models / "textcls_ref.npz"))
     _check_reproduces(pool, spec, weights, {**ref, inp.name: ref["tokens"]}, inp.name)
+    # the user's token ids are taken as they are, also beyond the Embedding's 30 ids
+    tokens = ref["tokens"].copy()
+    tokens[0, :3] = [30, 31, 1000]
+    taken = check_inputs(spec, {inp.name: tokens}, "tokens.npz")[inp.name]
+    assert taken.dtype == np.int32
+    np.testing.assert_array_equal(taken, tokens)
+
+
+def test_dtype_policies_and_input_dtypes_arrive_as_they_are(pool, models):
+    spec, weights = _import(pool, models / "dtypes.keras")
+    again = ModelSpec.loads(json.dumps(spec.to_json()))
+    assert again.to_json() == spec.to_json()
+    assert [(i.name, i.dtype, i.range) for i in spec.inputs] == [("half", "float16", None)]
+    assert {layer.name: layer.params.get("dtype") for layer in spec.layers} == {
+        "c16": "float16", "bn_mixed": "mixed_float16", "flat32": None, "d_bf16": "bfloat16"}
+    # weights in their variables' dtypes; bfloat16 widened to float32, exactly
+    assert [a.dtype for a in weights["c16"]] == [np.float16] * 2
+    assert [a.dtype for a in weights["bn_mixed"]] == [np.float32] * 4
+    assert [a.dtype for a in weights["d_bf16"]] == [np.float32] * 2
+    np.testing.assert_array_equal(weights["d_bf16"][0], as_dtype(weights["d_bf16"][0], "bfloat16").astype(np.float32))
+    got = _check_reproduces(pool, spec, weights, dict(np.load(models / "dtypes_ref.npz")), "half")
+    assert str(got["output"].dtype) == "bfloat16" and got["layers"]["c16"].dtype == np.float16
+    assert got["layers"]["flat32"].dtype == np.float32
 
 
 @pytest.mark.parametrize("name, message", [

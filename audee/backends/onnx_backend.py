@@ -11,6 +11,13 @@ Export happens once per spec.  The exported graph takes every weight as a *graph
 
 Finding on this stack: Keras' JAX-backend ONNX export emits a 4-D MaxPool that
 onnxruntime rejects, so the TF-backend path (tf2onnx, opset 15) is used.
+
+Dtypes: every weight and input is cast to its graph input's element type (a float16
+model's weights arrive as float32 from ``audee.weights`` or a seed; onnxruntime takes no
+implicit cast).  tf2onnx 1.17 maps TensorFlow's bfloat16 to ONNX float16
+(``tf2onnx.tf_utils.TF_TO_ONNX_DTYPE``), so a converted graph can compute a layer in
+another precision than the Keras model; such a graph is refused at convert
+(:func:`check_output_dtypes`) instead of being run as if it were the model.
 """
 from __future__ import annotations
 
@@ -31,8 +38,34 @@ class OnnxModel:
         self.built = built
         self.proto = proto  # ModelProto with weights as graph inputs
         self.weight_inputs = weight_inputs
+        self.dtypes = graph_input_dtypes(proto)  # graph input name -> numpy dtype it takes
         self.feed: dict[str, np.ndarray] = {}
         self.session: Any = None
+
+    def cast(self, name: str, array: Any) -> np.ndarray:
+        """``array`` in the element type graph input ``name`` takes (round to nearest even,
+        as every Keras backend casts a float32 value into a float16 variable)."""
+        return np.ascontiguousarray(np.asarray(array).astype(self.dtypes[name], copy=False))
+
+
+def graph_input_dtypes(proto: Any) -> dict[str, np.dtype]:
+    """Graph input name -> the numpy dtype of its ONNX element type (bfloat16 via ml_dtypes)."""
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    return {i.name: np.dtype(tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)) for i in proto.graph.input}
+
+
+def check_output_dtypes(proto: Any, built: BuiltModel) -> None:
+    """Refuse a converted graph whose layer outputs are not in the Keras model's dtypes:
+    it would compute another model (tf2onnx writes bfloat16 tensors as float16)."""
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    got = {o.name: str(np.dtype(tensor_dtype_to_np_dtype(o.type.tensor_type.elem_type))) for o in proto.graph.output}
+    for name, tensor in zip(built.order, built.model.outputs):  # the first layer that differs
+        want = str(tensor.dtype)
+        if name in got and got[name] != want:
+            raise TypeError(f"the converted graph computes layer {name!r} in {got[name]}, the Keras model in "
+                            f"{want} (tf2onnx maps TensorFlow's {want} to ONNX {got[name]})")
 
 
 class OnnxRuntimeBackend(Backend):
@@ -101,8 +134,9 @@ class OnnxRuntimeBackend(Backend):
                 raise RuntimeError(f"tf2onnx produced outputs {graph_outputs}, expected {order}")
             om = OnnxModel(built, proto, [s.name for s in w_sig])
             # Seed-generator states and other non-layer variables keep their built values.
-            om.feed = {s.name: np.asarray(v.value) for s, v in zip(w_sig, tvars + ntvars)}
-            self._session(om)
+            om.feed = {s.name: om.cast(s.name, v.value) for s, v in zip(w_sig, tvars + ntvars)}
+            self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
+            check_output_dtypes(proto, built)
         except Exception as exc:
             raise BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
         return om
@@ -139,12 +173,12 @@ class OnnxRuntimeBackend(Backend):
             n_tv = len(model.built.model.trainable_variables)
             for (trainable, idx), arr in zip(slots, weights.get(lname, [])):
                 k = idx if trainable else n_tv + idx
-                model.feed[f"audee_w{k}"] = np.ascontiguousarray(arr)
+                model.feed[f"audee_w{k}"] = model.cast(f"audee_w{k}", arr)
         if self.bake_weights:
             self._session(model)
 
     def run(self, model: OnnxModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        feed = {i.name: inputs[i.name] for i in model.built.spec.inputs}
+        feed = {i.name: model.cast(i.name, inputs[i.name]) for i in model.built.spec.inputs}
         if not self.bake_weights:
             feed.update(model.feed)
         return model.session.run(model.built.order, feed)
