@@ -309,7 +309,7 @@ def weights_key(weights: Weights) -> str:
         for arr in weights[name]:
             a = np.ascontiguousarray(arr)
             h.update(str(a.shape).encode() + a.dtype.str.encode())
-            h.update(a.data)
+            h.update(a.view(np.uint8).data if a.size else b"")  # raw bytes: bfloat16 has no buffer format
     return h.hexdigest()[:16]
 
 

@@ -9,9 +9,8 @@ Documented limitations (docs/backends.md, "Dtypes"), asserted here as what they 
 * onnxruntime refuses bfloat16 and mixed_bfloat16 models at ``convert``: tf2onnx 1.17 writes
   TensorFlow's bfloat16 tensors as ONNX float16 (``tf2onnx.tf_utils.TF_TO_ONNX_DTYPE``), so
   the converted graph would compute another model; the refusal names tf2onnx's mapping.
-* torch on bfloat16 fails in audee's own ``TorchBackend.run`` (``Tensor.numpy()`` has no
-  bfloat16): an audee bug whose fix is outside this change (keras_backends.py); marked
-  ``xfail(strict=True)`` so the test fails, as a reminder to drop the mark, once it is fixed.
+* case files widen bfloat16 arrays to float32 (exactly): only plain numpy dtypes pass the
+  restricted loader.
 """
 from __future__ import annotations
 
@@ -32,8 +31,6 @@ from audee.weights import adapt_weights, init_weights
 
 BACKENDS = ("tensorflow", "torch", "jax", "onnxruntime")
 TF2ONNX_BF16 = "tf2onnx maps TensorFlow's bfloat16 to ONNX float16"
-TORCH_BF16 = pytest.mark.xfail(strict=True, reason="TorchBackend.run calls Tensor.numpy(), which has no "
-                                                   "bfloat16 (fix: keras_backends.py, see docs/backends.md)")
 
 
 def dtype_spec(policy: str | None, input_dtype: str = "float32") -> ModelSpec:
@@ -116,7 +113,7 @@ def test_float16_weights_in_their_dtype_give_the_same_outputs(executor):
 
 # ---- bfloat16 and mixed_bfloat16 ------------------------------------------------------------------
 @pytest.mark.parametrize("policy", ["bfloat16", "mixed_bfloat16"])
-@pytest.mark.parametrize("backend", ["tensorflow", "jax", pytest.param("torch", marks=TORCH_BF16)])
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_bfloat16_models_run_in_bfloat16(executor, policy, backend):
     result = run(executor, policy)
     o = outputs_of(result, backend)
@@ -162,3 +159,13 @@ def test_weights_take_each_variables_dtype_rounded_from_float32():
     np.testing.assert_array_equal(kept["conv"][1], f32["conv"][1].astype(np.float16))
     assert kept["conv"][0].shape == (1, 1, 2, 3) and kept["conv"][0].dtype == np.float16
     assert str(kept["bn"][0].dtype) == "bfloat16" and kept["bn"][1] is f32["bn"][1]
+
+
+def test_case_files_carry_bfloat16_arrays_widened_exactly():
+    from audee.store.casefile import encode, restricted_loads
+
+    a = np.array([1.5, -2.25, 3e38], dtype=ml_dtypes.bfloat16)
+    back = restricted_loads(encode({"id": "x", "outputs": {"torch": {"logits": a}}, "weights": {"d": [a]}}))
+    for got in (back["outputs"]["torch"]["logits"], back["weights"]["d"][0]):
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got.astype(ml_dtypes.bfloat16), a)

@@ -202,7 +202,20 @@ class TorchBackend(KerasBackend):
         with torch.no_grad():
             outs = model.model(xs, training=False)
         outs = outs if isinstance(outs, (list, tuple)) else [outs]
-        return [o.detach().cpu().numpy() for o in outs]
+        return [_torch_to_numpy(o) for o in outs]
+
+
+def _torch_to_numpy(t: Any) -> np.ndarray:
+    """A torch tensor as numpy, bfloat16 included (``Tensor.numpy`` has no bfloat16: its
+    bits are reinterpreted as ``ml_dtypes.bfloat16``, the dtype the other backends give)."""
+    import torch
+
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
 
 
 class JaxBackend(KerasBackend):

@@ -333,8 +333,26 @@ def read_case_bytes(path: str | Path, *, max_bytes: int | None = None) -> Any:
         raise CaseFileError(f"not an audee case file ({type(exc).__name__}: {exc})", source=str(path)) from None
 
 
+def widen_reduced_floats(obj: Any) -> Any:
+    """``obj`` with every bfloat16 array (``ml_dtypes``, which case files may not hold: only
+    plain numpy dtypes pass the loader) widened to float32, exactly.  A bfloat16 layer fed
+    those weights rounds them back to the same values; reproduce and localize re-run the
+    backends, so the dtype a comparison is judged in comes from fresh outputs."""
+    if isinstance(obj, np.ndarray):
+        return obj.astype(np.float32) if obj.dtype.kind == "V" or obj.dtype.name == "bfloat16" else obj
+    if isinstance(obj, dict):
+        return {k: widen_reduced_floats(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [widen_reduced_floats(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(widen_reduced_floats(v) for v in obj)
+    return obj
+
+
 def encode(obj: Any) -> bytes:
-    """Pickle ``obj``, refusing (ValueError) anything audee itself would not read back."""
+    """Pickle ``obj`` (bfloat16 arrays widened to float32), refusing (ValueError) anything
+    audee itself would not read back."""
+    obj = widen_reduced_floats(obj)
     data = pickle.dumps(obj, protocol=4)
     try:
         restricted_loads(data)
