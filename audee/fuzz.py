@@ -85,8 +85,17 @@ def case_record(result: Result, pool: Pool, extra: dict[str, Any], *,
     """Everything needed to re-run and to localize a case: the result, the pool's
     backends and versions, the tie margin and deviation tolerances it was judged with,
     ``extra`` as provenance."""
-    return CaseRecord.from_result(result, [w.ref for w in pool.workers.values()], pool.versions(),
-                                  tie_margin=tie_margin, tolerances=tolerances, meta=extra)
+    record = CaseRecord.from_result(result, [w.ref for w in pool.workers.values()], pool.versions(),
+                                    tie_margin=tie_margin, tolerances=tolerances, meta=extra)
+    # case files hold plain numpy dtypes: bfloat16 outputs (ml_dtypes) are kept as float32, exactly
+    record.outputs = {b: {k: _plain(v) for k, v in o.items()} for b, o in record.outputs.items()}
+    return record
+
+
+def _plain(a: Any) -> Any:
+    if isinstance(a, np.ndarray) and a.dtype.name == "bfloat16":
+        return a.astype(np.float32)
+    return a
 
 
 def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
