@@ -65,8 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
                                    "every test case in OUT/results.jsonl and every failing one in OUT/cases/; "
                                    "the log goes to OUT/logs/audee.log. "
                                    + describe(ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.INTERRUPTED) + ".")
-    p.add_argument("--seed", default="lenet5",
-                   help="a seed name (see `audee seeds`), a seed directory, a spec .json, or a .keras model")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--seed", default=None,
+                      help="a seed name (see `audee seeds`), a seed directory, a spec .json, or a .keras model "
+                           "(default: lenet5)")
+    what.add_argument("--api", default=None, metavar="NAME[,NAME...]|all",
+                      help="API-level fuzzing instead of a seed: --variants small models around each layer API "
+                           "named (see `audee apis`; all: every configured one), ids api-<API>-v<i>; "
+                           "--dtypes picks their dtype policies")
     p.add_argument("--inputs", help="your own inputs: an .npz with one array per model input (batch first)")
     _backends_arg(p, ",".join(DEFAULT_BACKENDS), settings=False)
     p.add_argument("--out", required=True, help="output directory (rerun to resume)")
@@ -220,6 +226,16 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     # every flag validated (audee.settings models) before anything is written or started
     check_out_dir(args.out)
     refs = parse_backends(args.backends, args.device, args.gpu_precision)
+    if args.api is not None:
+        apis = _api_names(args.api)
+        cfg, plan = _fuzz_config(args, refs)
+        if plan is not None or args.inputs:
+            raise AudeeError("API-level fuzzing draws its own inputs and runs no search stage",
+                             field="--level" if plan is not None else "--inputs")
+        args.known = _known_issues(args)
+        with dir_lock(args.out):
+            return _cmd_fuzz_apis(args, refs, cfg, apis)
+    args.seed = args.seed or "lenet5"
     cfg, plan = _fuzz_config(args, refs)
     args.known = _known_issues(args)
     seed = None
@@ -228,6 +244,46 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         _check_seed(seed, plan, seed.source or args.seed)
     with dir_lock(args.out):  # one writer per --out: a second `audee fuzz` fails at once, writing nothing
         return _cmd_fuzz(args, refs, cfg, plan, seed)
+
+
+def _api_names(text: str) -> list[str]:
+    """``--api`` as configured API names (``all``: every one, in name order)."""
+    from audee.apis import load_api_configs
+
+    known = load_api_configs()
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return sorted(known)
+    if not names:
+        raise AudeeError("expected API names (see `audee apis`) or all", field="--api")
+    for n in names:
+        if n not in known:
+            raise AudeeError(f"unknown API {n!r} (see `audee apis`, or all)", field="--api")
+    return list(dict.fromkeys(names))
+
+
+def _cmd_fuzz_apis(args: argparse.Namespace, refs: list, cfg: Any, apis: list[str]) -> int:
+    from audee.fuzz import fuzz_apis, summarize
+    from audee.logs import setup_logging
+
+    setup_logging(None, Path(args.out) / "logs" / "audee.log")
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=cfg.variants * len(apis), desc=f"fuzz {len(apis)} APIs", unit="case", file=sys.stderr)
+    try:
+        stats = fuzz_apis(apis, cfg, progress=bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    summary = summarize(Path(args.out), known=args.known)
+    Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"audee fuzz --api ({len(apis)} APIs) on {', '.join(r.label for r in refs)}: "
+          f"{stats.run} test cases run now, {stats.skipped} resumed from {args.out}")
+    _print_summary(summary)
+    print(f"results: {Path(args.out) / 'results.jsonl'}   cases: {Path(args.out) / 'cases'}")
+    return ExitCode.OK
 
 
 def _fuzz_config(args: argparse.Namespace, refs: list) -> tuple[Any, Any]:
@@ -365,6 +421,11 @@ def _print_summary(s: dict[str, Any]) -> None:
     for pair, n in sorted(s["inconsistency_by_pair"].items()):
         print(f"    {pair.replace('|', ' vs '):<30} {n}")
     print(f"  mean time per case   {s['mean_seconds_per_case']:.3f} s")
+    if s.get("by_api"):
+        print("  per API              cases  failing  by kind")
+        for api, a in s["by_api"].items():
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(a["by_kind"].items()))
+            print(f"    {api:<24} {a['cases']:>5}  {a['failing']:>7}  {kinds}")
 
 
 def _load_seed(name: str, refs: list, out: Path):

@@ -1,8 +1,11 @@
-"""``audee fuzz``: network-level mutation of one seed, every variant run on every backend.
+"""``audee fuzz``: network-level mutation of one seed (``--seed``), or API-level cases
+built around each layer API (``--api``), every test case run on every backend.
 
-Variant ``i`` is drawn from its own random stream ``(rng, i)``, so a run is reproducible,
-resumable (ids already in ``results.jsonl`` are skipped) and shardable.  Every test case
-adds a row to the results table; every failing one is also written as a case file.
+Variant ``i`` is drawn from its own random stream ``(rng, i)`` (API-level case ``i`` of
+API ``A`` from ``(rng, crc32(A), i)``), so a run is reproducible, resumable (ids already in
+``results.jsonl`` are skipped) and shardable.  Every test case adds a row to the results
+table; every failing one is also written as a case file.  Both paths share the run
+directory, the rows, the case files, the repro scripts and the summary.
 """
 from __future__ import annotations
 
@@ -82,8 +85,17 @@ def case_record(result: Result, pool: Pool, extra: dict[str, Any], *,
     """Everything needed to re-run and to localize a case: the result, the pool's
     backends and versions, the tie margin and deviation tolerances it was judged with,
     ``extra`` as provenance."""
-    return CaseRecord.from_result(result, [w.ref for w in pool.workers.values()], pool.versions(),
-                                  tie_margin=tie_margin, tolerances=tolerances, meta=extra)
+    record = CaseRecord.from_result(result, [w.ref for w in pool.workers.values()], pool.versions(),
+                                    tie_margin=tie_margin, tolerances=tolerances, meta=extra)
+    # case files hold plain numpy dtypes: bfloat16 outputs (ml_dtypes) are kept as float32, exactly
+    record.outputs = {b: {k: _plain(v) for k, v in o.items()} for b, o in record.outputs.items()}
+    return record
+
+
+def _plain(a: Any) -> Any:
+    if isinstance(a, np.ndarray) and a.dtype.name == "bfloat16":
+        return a.astype(np.float32)
+    return a
 
 
 def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -130,32 +142,58 @@ def start_pool(cfg: FuzzConfig, log_dir: Path) -> Pool:
     return pool
 
 
+def _run(cfg: FuzzConfig, header: dict[str, Any], pool: Pool | None,
+         body: Callable[[Pool, ResultsTable, FuzzStats], None]) -> FuzzStats:
+    """One run directory, under its lock: ``config.json`` (``header`` + the settings), the
+    workers (``pool``, or started here for ``cfg.backends``), then ``body``."""
+    out = Path(cfg.out)
+    with dir_lock(out):  # one writer per directory (re-entrant: a campaign or cmd_fuzz may hold it)
+        (out / "cases").mkdir(parents=True, exist_ok=True)
+        write_atomic(out / "config.json", json.dumps({**header, **cfg.to_json()}, indent=1, default=str).encode())
+        table = ResultsTable(out / "results.jsonl")
+        stats = FuzzStats()
+        t0 = time.perf_counter()
+        if pool is None:
+            with start_pool(cfg, out / "logs") as own:
+                body(own, table, stats)
+        else:
+            pool.set_timeout(cfg.timeout)
+            body(pool, table, stats)
+        stats.seconds = time.perf_counter() - t0
+    return stats
+
+
 def fuzz(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
          progress: Callable[[int], Any] | None = None, plan: SearchPlan | None = None,
          pool: Pool | None = None) -> FuzzStats:
     """Network-level stage over ``cfg.variants`` variants, then (with a plan) the search
     stage on the first ``plan.on_consistent`` failure-free targets.  ``pool`` (workers for
     exactly ``cfg.backends``) lets a campaign keep its workers across runs."""
-    out = Path(cfg.out)
-    with dir_lock(out):  # one writer per directory (re-entrant: a campaign or cmd_fuzz may hold it)
-        (out / "cases").mkdir(parents=True, exist_ok=True)
-        write_atomic(out / "config.json", json.dumps({"seed": seed.name, **cfg.to_json(),
-                     "search": plan.to_json() if plan else None}, indent=1, default=str).encode())
-        table = ResultsTable(out / "results.jsonl")
-        stats = FuzzStats()
-        t0 = time.perf_counter()
-        log.info("fuzz %s on %s: %d variants, rng %d, batch %d -> %s%s", seed.name,
-                 ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, out,
-                 f"; then {', '.join(plan.searches)} search at {plan.config.level} level" if plan else "")
-        if pool is None:
-            with start_pool(cfg, out / "logs") as own:
-                _stages(seed, inputs, cfg, own, table, stats, progress, plan)
-        else:
-            pool.set_timeout(cfg.timeout)
-            _stages(seed, inputs, cfg, pool, table, stats, progress, plan)
-        stats.seconds = time.perf_counter() - t0
-        log.info("fuzz %s done in %.1f s: %d test cases run, %d resumed, %d failing, %d search runs", seed.name,
-                 stats.seconds, stats.run, stats.skipped, stats.failing_cases, len(stats.searches))
+    log.info("fuzz %s on %s: %d variants, rng %d, batch %d -> %s%s", seed.name,
+             ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, cfg.out,
+             f"; then {', '.join(plan.searches)} search at {plan.config.level} level" if plan else "")
+    stats = _run(cfg, {"seed": seed.name, "search": plan.to_json() if plan else None}, pool,
+                 lambda p, table, st: _stages(seed, inputs, cfg, p, table, st, progress, plan))
+    log.info("fuzz %s done in %.1f s: %d test cases run, %d resumed, %d failing, %d search runs", seed.name,
+             stats.seconds, stats.run, stats.skipped, stats.failing_cases, len(stats.searches))
+    return stats
+
+
+def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | None = None,
+              pool: Pool | None = None) -> FuzzStats:
+    """API-level fuzzing: ``cfg.variants`` cases per API of ``apis`` (configured names,
+    :mod:`audee.mutation.apilevel`), ids ``api-<API>-v<i>``; resumable like :func:`fuzz`."""
+    log.info("fuzz %d APIs on %s: %d cases each, rng %d, batch %d -> %s", len(apis),
+             ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, cfg.out)
+
+    def body(p: Pool, table: ResultsTable, stats: FuzzStats) -> None:
+        ex = Executor(p, tie_margin=cfg.tie_margin, tolerances=cfg.tolerances())
+        _api_stage(ex, apis, cfg, table, stats, progress)
+        write_bug_repros(Path(cfg.out), p, list(table.rows()))
+
+    stats = _run(cfg, {"apis": list(apis)}, pool, body)
+    log.info("fuzz of %d APIs done in %.1f s: %d test cases run, %d resumed, %d failing", len(apis),
+             stats.seconds, stats.run, stats.skipped, stats.failing_cases)
     return stats
 
 
@@ -198,14 +236,7 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
     stats.skipped = len(ids) - len(todo)
     log.info("network stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, table.path)
 
-    def unbuildable(spec: Any) -> str | None:
-        """A spec no backend can build is redrawn (only for valid draws; see mutation)."""
-        built = ex.build(spec)
-        errors = [g for g in built.values() if not isinstance(g, dict)]
-        if len(errors) == len(built) and all(not e.hard for e in errors):
-            return errors[0].message
-        return None
-
+    unbuildable = _unbuildable(ex)
     for case_id in todo:
         index = -1 if case_id.endswith("-seed") else int(case_id.rsplit("-v", 1)[1])
         batch, rows = seed_batch(inputs, max(index, 0), cfg.batch)
@@ -223,14 +254,68 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
         case = TestCase(case_id, spec, dict(seed.weights or {}), batch)
         weight_seed = seed.weight_seed + 7919 * (index + 1)
         ex.complete_weights(case, weight_seed)
-        result = ex.run(case)
         extra = {"seed": seed.name, "variant": index, "rng": cfg.rng, "mutations": mutations,
                  "input_rows": rows, "weight_seed": weight_seed, **meta}
-        if result.verdict.failed:
-            _save_failure(result, ex.pool, out, table, stats, extra, tie_margin=cfg.tie_margin,
-                          tolerances=cfg.tolerances())
-        else:
-            _append_row(result, table, stats, extra)
+        _run_case(ex, case, extra, cfg, table, stats)
+        if progress is not None:
+            progress(1)
+
+
+def _unbuildable(ex: Executor) -> Callable[[Any], str | None]:
+    """The redraw test of generated models: the error of a spec no backend can build
+    (only asked for valid draws; see audee.mutation), else None."""
+    def unbuildable(spec: Any) -> str | None:
+        built = ex.build(spec)
+        errors = [g for g in built.values() if not isinstance(g, dict)]
+        if len(errors) == len(built) and all(not e.hard for e in errors):
+            return errors[0].message
+        return None
+    return unbuildable
+
+
+def _run_case(ex: Executor, case: TestCase, extra: dict[str, Any], cfg: FuzzConfig, table: ResultsTable,
+              stats: FuzzStats) -> Result:
+    """Run one test case on every backend; its row, and a case file when it fails."""
+    result = ex.run(case)
+    if result.verdict.failed:
+        _save_failure(result, ex.pool, Path(cfg.out), table, stats, extra, tie_margin=cfg.tie_margin,
+                      tolerances=cfg.tolerances())
+    else:
+        _append_row(result, table, stats, extra)
+    return result
+
+
+API_META = ("dtype", "data_format", "rank", "input_shapes", "adapters", "params", "derived", "invalid_param",
+            "redraws", "build_error")
+
+
+def _api_stage(ex: Executor, apis: list[str], cfg: FuzzConfig, table: ResultsTable, stats: FuzzStats,
+               progress: Callable[[int], Any] | None) -> None:
+    from audee.apis import load_api_configs
+    from audee.mutation.apilevel import case_id, case_rng, cast_weights, generate_case
+
+    configs = load_api_configs()
+    out = Path(cfg.out)
+    done = table.done_ids()
+    ids = [(api, i) for api in apis for i in range(cfg.variants)]
+    todo = [(api, i) for api, i in ids if case_id(api, i) not in done]
+    stats.skipped = len(ids) - len(todo)
+    log.info("API stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, table.path)
+    validate = _unbuildable(ex)
+    dtypes = cfg.dtype_weights()
+    for api, index in todo:
+        got = generate_case(api, configs, cfg.rng, index, batch=cfg.batch, invalid_prob=cfg.invalid_prob,
+                            dtypes=dtypes, validate=validate, max_redraws=cfg.max_redraws)
+        cid = case_id(api, index)
+        write_atomic(out / "variants" / f"{cid}.json", json.dumps(got.spec.to_json(), indent=1).encode())
+        case = TestCase(cid, got.spec, {}, got.inputs)
+        weight_seed = int(case_rng(cfg.rng, api, index, stream=2).integers(2 ** 31))
+        ex.complete_weights(case, weight_seed)
+        case.weights = cast_weights(case.weights, got.meta["dtype"])
+        extra = {"seed": f"api:{api}", "api": api, "variant": index, "rng": cfg.rng,
+                 "mutations": [asdict(m) for m in got.mutations], "weight_seed": weight_seed,
+                 "invalid": got.invalid, **{k: got.meta[k] for k in API_META if k in got.meta}}
+        _run_case(ex, case, extra, cfg, table, stats)
         if progress is not None:
             progress(1)
 
@@ -318,4 +403,19 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
         "inconsistency": by_kind.get(Kind.INCONSISTENCY, 0),
         "inconsistency_by_pair": pairs,
         "mean_seconds_per_case": round(float(np.mean([r["seconds"] for r in rows])), 4) if rows else 0.0,
+        **({"by_api": _by_api(rows)} if any("api" in r for r in rows) else {}),
     }
+
+
+def _by_api(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per API of an API-level run: cases, failing cases, cases by finding kind."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if "api" not in r:
+            continue
+        a = out.setdefault(r["api"], {"cases": 0, "failing": 0, "by_kind": {}})
+        a["cases"] += 1
+        a["failing"] += int(r["status"] == "fail")
+        for k in r["kinds"]:
+            a["by_kind"][k] = a["by_kind"].get(k, 0) + 1
+    return dict(sorted(out.items()))

@@ -36,6 +36,8 @@ NAN_RELATIVE_SCALE = 0.5
 # Why these values: docs/oracles.md and audee/oracle/deviation.py (the one owner of the rule)
 # "tf32": float32 values from a GPU backend in TF32 mode (torch@cuda:tf32), float16's precision
 TOLERANCES = {"float32": (1e-3, 1e-5), "float16": (1e-2, 1e-3), "bfloat16": (5e-2, 1e-2), "tf32": (1e-2, 1e-3)}
+# API-level fuzzing (audee fuzz --api): the model dtype policies a case draws from, and how often
+DTYPE_WEIGHTS = {"float32": 0.7, "float16": 0.1, "bfloat16": 0.1, "mixed_float16": 0.1}
 
 Level = Literal["input", "weight", "input-weight"]
 Fitness = Literal["inconsistency", "nan", "relative-inconsistency"]
@@ -95,6 +97,28 @@ class _Settings(BaseModel):
         return {k: getattr(self, k) for k in self.model_fields_set}
 
 
+def parse_dtypes(text: str) -> dict[str, float]:
+    """'float32:0.7,float16' -> {policy: weight} (weight 1 where none is given); ValueError
+    naming the bad item otherwise."""
+    out: dict[str, float] = {}
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        name, _, weight = item.partition(":")
+        if name not in DTYPE_WEIGHTS:
+            raise ValueError(f"unknown dtype policy {name!r} (one of {', '.join(DTYPE_WEIGHTS)})")
+        try:
+            w = float(weight) if weight else 1.0
+        except ValueError:
+            raise ValueError(f"expected a number as the weight of {name}, got {weight!r}") from None
+        if not (w >= 0 and w < float("inf")):
+            raise ValueError(f"the weight of {name} must be >= 0, got {weight!r}")
+        out[name] = w
+    if not out or sum(out.values()) <= 0:
+        raise ValueError(f"needs at least one dtype policy with a positive weight, got {text!r}")
+    return out
+
+
 # ---- fuzz (a run of `audee fuzz`, a campaign unit) ------------------------------------------------
 class FuzzSettings(_Settings):
     """Network-level fuzzing of one seed: `audee fuzz` flags and a campaign's unit settings."""
@@ -139,6 +163,22 @@ class FuzzSettings(_Settings):
     tf32_atol: float = Field(TOLERANCES["tf32"][1], ge=0,
                              description="deviation oracle: absolute tolerance for float32 outputs of a pair with a "
                                          "GPU backend in TF32 mode")
+
+    # API-level fuzzing (audee fuzz --api, campaign runs with apis:)
+    dtypes: str = Field(",".join(f"{k}:{v:g}" for k, v in DTYPE_WEIGHTS.items()),
+                        description="API-level cases: model dtype policies to draw from, each with an optional "
+                                    "weight, e.g. float32,float16 or float32:0.7,bfloat16:0.3 (of "
+                                    + ", ".join(DTYPE_WEIGHTS) + ")")
+
+    @field_validator("dtypes")
+    @classmethod
+    def _dtypes(cls, v: str) -> str:
+        parse_dtypes(v)
+        return v
+
+    def dtype_weights(self) -> dict[str, float]:
+        """``dtypes`` as {policy: weight}."""
+        return parse_dtypes(self.dtypes)
 
     def tolerances(self) -> dict[str, dict[str, float]]:
         """The deviation oracle's tolerances, ``{dtype: {"rtol": .., "atol": ..}}`` (as case
@@ -257,7 +297,12 @@ class CampaignLocalize(_LocalizeFields):
 class CampaignRun(FuzzSettings):
     """One entry of ``runs``: seeds x backend sets x rngs, each a unit; unit settings inline."""
 
-    seeds: list[Name] = Field(min_length=1, description="seed names or paths")
+    seeds: list[Name] | None = Field(None, min_length=1, description="seed names or paths (or apis)")
+    apis: list[Name] | Literal["all"] | None = Field(None, min_length=1,
+                                                     description="API-level fuzzing instead of seeds: layer API "
+                                                                 "names (see `audee apis`) or all; variants is "
+                                                                 "the number of cases per API")
+    api_group: int = Field(1, ge=1, description="with apis: APIs per unit (consecutive in name order)")
     backends: list[Annotated[list[BackendName], Field(min_length=1)]] = Field(
         min_length=1, description="backend sets, each a list of backend names")
     rngs: list[Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1,
@@ -271,6 +316,18 @@ class CampaignRun(FuzzSettings):
         if v is True:
             return {}
         return None if v is False else v
+
+    @model_validator(mode="after")
+    def _seeds_or_apis(self) -> Any:
+        if (self.seeds is None) == (self.apis is None):
+            raise FieldError("seeds", "a run names either seeds or apis (exactly one of them)")
+        if self.apis is not None:
+            for name in ("search", "localize"):
+                if getattr(self, name) is not None:
+                    raise FieldError(name, "not available for an API-level run (apis:); use seeds")
+        elif "api_group" in self.model_fields_set:
+            raise FieldError("api_group", "only with apis")
+        return self
 
     @field_validator("backends")
     @classmethod

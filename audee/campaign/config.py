@@ -8,9 +8,12 @@
         rngs: [0, 1]
         search: {level: input, fitness: inconsistency, search: [ga, random], budget: 30s, ga_on_consistent: 2}
         localize: {consistent: 10}      # RQ2: localize every unique inconsistency of the unit
+      - apis: all                       # API-level fuzzing: one unit per API (api_group: N per unit)
+        backends: [[tensorflow, torch, jax, onnxruntime]]
+        variants: 40                    # cases per API
 
 
-Every combination of seed x backend set x rng in a run is one unit, with a stable id;
+Every combination of seed (or API group) x backend set x rng in a run is one unit, with a stable id;
 units are sorted by id, so shard i of N is the same on every machine and every rerun.
 """
 from __future__ import annotations
@@ -37,6 +40,7 @@ class Unit:
     settings: dict[str, Any] = field(hash=False)
     search: dict[str, Any] | None = field(default=None, hash=False)
     localize: dict[str, Any] | None = field(default=None, hash=False)
+    apis: tuple[str, ...] | None = None   # an API-level unit: these APIs instead of a seed
 
 
 @dataclass
@@ -54,9 +58,10 @@ def load_campaign(path: str | Path) -> Campaign:
     backend name of every run, the number of units) before anything runs."""
     source = str(path)
     cfg = validate_settings(CampaignSettings, read_yaml_mapping(path, "a campaign mapping"), source)
+    groups = [_api_groups(run, source, k) for k, run in enumerate(cfg.runs)]
     total = 0
     for k, run in enumerate(cfg.runs):
-        total += len(run.seeds) * len(run.backends) * len(run.rngs or [0])
+        total += len(groups[k] or run.seeds or []) * len(run.backends) * len(run.rngs or [0])
         if total > MAX_UNITS:
             raise ConfigError(f"the runs up to this one expand into {total:,} units (seeds x backend sets x rngs); "
                               f"at most {MAX_UNITS:,} per campaign: split it into several campaigns",
@@ -66,9 +71,15 @@ def load_campaign(path: str | Path) -> Campaign:
     units: dict[str, Unit] = {}
     for k, run in enumerate(cfg.runs):
         settings = {**defaults, **run.unit_settings()}
-        seeds = run.seeds
         backend_sets = [tuple(b) for b in run.backends]
         rngs = run.rngs if run.rngs is not None else [settings.get("rng", 0)]
+        if groups[k] is not None:
+            for group, backends, rng in itertools.product(groups[k], backend_sets, rngs):
+                tag = _api_tag(group)
+                uid = f"{tag}--{'+'.join(_backend_tag(b) for b in backends)}--r{rng}"
+                units[uid] = Unit(uid, tag, backends, {**settings, "rng": rng}, apis=group)
+            continue
+        seeds = run.seeds or []
         search = _search(run.search)
         localize = run.localize.given() if run.localize is not None else None
         for seed, backends, rng in itertools.product(seeds, backend_sets, rngs):
@@ -76,6 +87,31 @@ def load_campaign(path: str | Path) -> Campaign:
             uid = f"{_seed_tag(seed)}--{'+'.join(_backend_tag(b) for b in backends)}--r{rng}{tag}"
             units[uid] = Unit(uid, seed, backends, {**settings, "rng": rng}, search, localize)
     return Campaign(name, [units[k] for k in sorted(units)], source)
+
+
+def _api_groups(run: Any, source: str, k: int) -> list[tuple[str, ...]] | None:
+    """A run's APIs (``all``: every configured one, in name order) cut into groups of
+    ``api_group``; None for a seed run.  An unknown API name is an error naming it."""
+    if run.apis is None:
+        return None
+    from audee.apis import load_api_configs
+
+    known = load_api_configs()
+    names = sorted(known) if run.apis == "all" else list(dict.fromkeys(run.apis))
+    for i, n in enumerate(names):
+        if n not in known:
+            raise ConfigError(f"unknown API {n!r} (see `audee apis`)", source=source, field=f"runs[{k}].apis[{i}]")
+    size = run.api_group
+    return [tuple(names[i:i + size]) for i in range(0, len(names), size)]
+
+
+def _api_tag(group: tuple[str, ...]) -> str:
+    """An API group's part of a unit id: ``api-Conv2D``, ``api-Add+Average``, or for a long
+    group its first API, its size and a short hash of all names."""
+    tag = "api-" + "+".join(group)
+    if len(tag) <= 80:
+        return tag
+    return f"api-{group[0]}-{len(group)}apis-{hashlib.sha256(','.join(group).encode()).hexdigest()[:8]}"
 
 
 _SAFE = re.compile(r"[A-Za-z0-9._+-]+")

@@ -25,7 +25,7 @@ from audee.backends.registry import parse_backends
 from audee.campaign.config import Campaign, Unit
 from audee.campaign.localize_stage import localize_unit, pending
 from audee.errors import AudeeError
-from audee.fuzz import FuzzConfig, fuzz, start_pool, summarize
+from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, start_pool, summarize
 from audee.logs import setup_logging
 from audee.seeds import load_seed
 from audee.store.atomic import write_atomic
@@ -189,6 +189,11 @@ def check_seeds(units: list[Unit], source: str) -> None:
     from audee.spec import validate
 
     apis = load_api_configs()
+    for u in units:
+        for api in u.apis or ():
+            if api not in apis:  # a config removed since the campaign's units were listed
+                raise ConfigError(f"unknown API {api!r} (unit {u.id})", source=source, field="apis")
+    units = [u for u in units if u.apis is None]
     specs = {}
     for seed in sorted({u.seed for u in units}):
         s = load_seed(seed)
@@ -310,9 +315,13 @@ def _run_unit(unit: Unit, udir: Path, status: dict[str, Any], save_status: Calla
     pool.set_timeout(cfg.timeout)  # the pool outlives units; each has its own limit
     if not done:
         t0 = time.perf_counter()
-        seed = load_seed(unit.seed)
-        fuzz(seed, seed.inputs, cfg, plan=plan, pool=pool)
-        summary = {"unit": unit.id, "seed": unit.seed, "backends": list(unit.backends),
+        if unit.apis is not None:  # API-level unit: small models around each of its APIs
+            fuzz_apis(list(unit.apis), cfg, pool=pool)
+        else:
+            seed = load_seed(unit.seed)
+            fuzz(seed, seed.inputs, cfg, plan=plan, pool=pool)
+        summary = {"unit": unit.id, "seed": unit.seed, "apis": list(unit.apis) if unit.apis else None,
+                   "backends": list(unit.backends),
                    "settings": unit.settings, "search": unit.search, "localize": unit.localize,
                    "seconds": round(time.perf_counter() - t0, 2), **summarize(udir)}
         write_atomic(udir / "DONE.json", json.dumps(summary, indent=1, default=str).encode())  # commit

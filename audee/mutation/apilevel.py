@@ -1,0 +1,333 @@
+"""API-level test cases: a small model built around one layer API at a time.
+
+Network mutation (:mod:`audee.mutation.network`) only reaches the APIs the seeds contain;
+here every configured API (``audee/data/api_configs/``) gets models of its own: the layer
+alone on an input of a rank it takes, or a short chain where an adapter (a Dense
+projection + Reshape, a Permute, a pooling or a 1x1 convolution) produces the rank and
+size it needs.  Merge layers get two or three inputs of compatible shapes; wrapper layers
+(a ``type: layer`` parameter, e.g. Bidirectional) a drawn inner layer.  Each case draws a
+model dtype policy (float32 mostly; float16, bfloat16, mixed_float16), input shapes with
+odd, even and size-1 dims, both data formats where the config has one, the API's
+parameters with :func:`audee.mutation.network.draw_value` and, with ``invalid_prob``,
+exactly one crafty invalid value.
+
+Case ``i`` of API ``A`` draws from ``np.random.default_rng([rng, crc32(A), i])`` alone, so
+it is the same whatever else a run generates, skips or shards.  A case of valid draws that
+no backend can build is redrawn (``validate``, up to ``max_redraws``); one carrying an
+invalid value is never redrawn: that value was drawn to be tested.
+
+The ModelSpec has no model-level dtype: the policy travels as each layer's ``dtype``
+parameter (Keras casts the float32 model input to the first layer's compute dtype).
+"""
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from audee.apis import ApiConfig, ParamConfig
+from audee.mutation.network import Mutation, _py, draw_value
+from audee.spec import InputSpec, LayerSpec, ModelSpec, Weights
+
+Validate = Callable[[ModelSpec], "str | None"]
+
+# input ranks (batch axis included, as the configs' ``rank``) for a config naming none
+CATEGORY_RANKS: dict[str, list[int]] = {
+    "conv": [4], "pool": [4], "norm": [2, 3, 4], "activation": [2, 3, 4], "reshape": [3, 4],
+    "merge": [2, 3, 4], "recurrent": [3], "core": [2, 3, 4], "embedding": [2], "wrapper": [3],
+    "regularization": [2, 3, 4],
+}
+SPATIAL = (1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16)   # odd, even and size-1 spatial dims
+CHANNELS = (1, 2, 3, 4, 5, 8, 16)
+FEATURES = (1, 2, 3, 5, 8, 16, 32)
+MAX_ELEMENTS = 4096                              # per input row: small models, many per second
+ALONE_PROB = 0.6                                  # the layer alone; else behind an adapter
+SUBTRACT_INPUTS = {"Subtract": 2}                # merge APIs taking a fixed number of inputs
+
+
+@dataclass
+class ApiCase:
+    """One API-level test case: the model, its inputs and what was drawn (``meta``: the
+    results row's and case file's provenance, as ``mutations`` are for network variants)."""
+
+    api: str
+    index: int
+    spec: ModelSpec
+    inputs: dict[str, np.ndarray]
+    mutations: list[Mutation]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def invalid(self) -> bool:
+        return any(m.invalid for m in self.mutations)
+
+
+def case_id(api: str, index: int) -> str:
+    return f"api-{api}-v{index:05d}"
+
+
+def case_rng(rng: int, api: str, index: int, stream: int | None = None) -> np.random.Generator:
+    """The random stream of case ``index`` of ``api`` (``stream``: a second, independent one)."""
+    key = [rng, zlib.crc32(api.encode()), index] + ([] if stream is None else [stream])
+    return np.random.default_rng(key)
+
+
+def api_ranks(cfg: ApiConfig, apis: dict[str, ApiConfig] | None = None) -> list[int]:
+    """The input ranks (batch included) ``cfg`` takes: ``ranks`` (when configs carry it),
+    else ``rank``, else a default by category (a wrapper: its inner layers' ranks)."""
+    ranks = getattr(cfg, "ranks", None)
+    if ranks:
+        return [int(r) for r in ranks]
+    if cfg.rank:
+        return [int(cfg.rank)]
+    inner = _layer_param(cfg)
+    if inner is not None and apis:
+        got = sorted({r for a in inner.apis if a in apis for r in api_ranks(apis[a], apis)})
+        if got:
+            return [r + 1 for r in got] if cfg.api == "TimeDistributed" else got
+    return list(CATEGORY_RANKS.get(cfg.category, [2, 3, 4]))
+
+
+def _layer_param(cfg: ApiConfig) -> ParamConfig | None:
+    return next((p for p in cfg.params.values() if p.type == "layer"), None)
+
+
+def _drawable(p: ParamConfig) -> bool:
+    return p.mutable and not getattr(p, "skip", "") and p.type != "layer"
+
+
+def parse_dtype_weights(weights: dict[str, float] | None) -> tuple[list[str], np.ndarray]:
+    """Policies and normalized probabilities (default: float32 0.7, the others 0.1 each)."""
+    from audee.settings import DTYPE_WEIGHTS
+
+    w = dict(DTYPE_WEIGHTS if weights is None else weights)
+    names = sorted(w)
+    p = np.array([float(w[n]) for n in names])
+    return names, p / p.sum()
+
+
+# ---- shapes ----------------------------------------------------------------------------------------
+def _draw_shape(rank: int, rng: np.random.Generator, channels_first: bool = False) -> tuple[int, ...]:
+    """A shape without the batch axis for an input of ``rank`` (batch included)."""
+    for _ in range(50):
+        if rank <= 2:
+            shape: tuple[int, ...] = (int(rng.choice(FEATURES)),)
+        else:
+            spatial = [int(rng.choice(SPATIAL if rank < 5 else SPATIAL[:8])) for _ in range(rank - 2)]
+            ch = int(rng.choice(CHANNELS if rank < 5 else CHANNELS[:4]))
+            shape = (ch, *spatial) if channels_first else (*spatial, ch)
+        if math.prod(shape) <= MAX_ELEMENTS:
+            return shape
+    return (2,) * (rank - 1)
+
+
+@dataclass
+class _Chain:
+    """A partial model: inputs, layers, and the tensor (name, shape) feeding the API layer."""
+
+    inputs: list[InputSpec] = field(default_factory=list)
+    layers: list[LayerSpec] = field(default_factory=list)
+    adapters: list[str] = field(default_factory=list)
+
+    def input(self, shape: tuple[int, ...], dtype: str = "float32",
+              rng_range: tuple[float, float] | None = None) -> str:
+        name = f"x{len(self.inputs)}"
+        self.inputs.append(InputSpec(name, tuple(shape), dtype, rng_range))
+        return name
+
+    def layer(self, api: str, params: dict[str, Any], src: str, dtype: str) -> str:
+        name = f"a{len(self.layers)}_{api.lower()}"
+        self.layers.append(LayerSpec(name, api, {**params, "dtype": dtype}, [src]))
+        self.adapters.append(api)
+        return name
+
+
+def _adapted(chain: _Chain, target: tuple[int, ...], rng: np.random.Generator, dtype: str) -> str:
+    """A tensor of shape ``target`` (batch excluded): a model input itself, or a short
+    adapter chain from an input of another rank or size."""
+    kinds = ["dense"] if math.prod(target) <= MAX_ELEMENTS else []
+    if len(target) >= 2:
+        kinds.append("permute")
+    if 2 <= len(target) <= 4 and math.prod(target) * 2 ** (len(target) - 1) <= 4 * MAX_ELEMENTS:
+        kinds.append("pool")
+    if 2 <= len(target) <= 4:
+        kinds.append("conv")
+    if rng.random() < ALONE_PROB or not kinds:
+        return chain.input(target)
+    kind = kinds[int(rng.integers(len(kinds)))]
+    if kind == "dense":
+        src = chain.input((int(rng.choice(FEATURES)),))
+        out = chain.layer("Dense", {"units": int(math.prod(target))}, src, dtype)
+        return chain.layer("Reshape", {"target_shape": list(target)}, out, dtype) if len(target) > 1 else out
+    if kind == "permute":
+        perm = [int(v) + 1 for v in rng.permutation(len(target))]
+        if perm == sorted(perm):
+            perm = perm[1:] + perm[:1]
+        shape = [0] * len(target)
+        for j, p in enumerate(perm):
+            shape[p - 1] = target[j]
+        src = chain.input(tuple(shape))
+        return chain.layer("Permute", {"dims": perm}, src, dtype)
+    k = len(target) - 1
+    if kind == "pool":
+        src = chain.input(tuple(2 * d for d in target[:-1]) + (target[-1],))
+        api = f"{'Max' if rng.random() < 0.5 else 'Average'}Pooling{k}D"
+        return chain.layer(api, {"pool_size": 2}, src, dtype)
+    src = chain.input(tuple(target[:-1]) + (int(rng.choice(CHANNELS)),))
+    return chain.layer(f"Conv{k}D", {"filters": int(target[-1]), "kernel_size": 1}, src, dtype)
+
+
+# ---- parameters ------------------------------------------------------------------------------------
+def _derived(api: str, name: str, rank: int, shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    """A value for a parameter that is not drawn but that the layer needs from the input
+    shape (``mutable: false``): None where Keras' default serves."""
+    if api == "Permute" and name == "dims":
+        perm = [int(v) + 1 for v in rng.permutation(rank - 1)]
+        return perm
+    if api == "Reshape" and name == "target_shape":
+        n = math.prod(shape)
+        divisors = [d for d in range(1, n + 1) if n % d == 0]
+        first = int(rng.choice(divisors))
+        return [first, n // first] if rng.random() < 0.7 else [n]
+    return None
+
+
+def _draw_params(cfg: ApiConfig, rng: np.random.Generator, layer: str, apis: dict[str, ApiConfig],
+                 dtype: str) -> tuple[dict[str, Any], list[Mutation], list[tuple[dict, str, ParamConfig, str]]]:
+    """Valid draws of every drawable parameter (a wrapper's inner layer too); the slots an
+    invalid value could go in, as (params dict, name, config, mutation layer)."""
+    params: dict[str, Any] = {}
+    muts: list[Mutation] = []
+    slots: list[tuple[dict, str, ParamConfig, str]] = []
+    for name, p in cfg.params.items():
+        if p.type == "layer" and p.mutable and not getattr(p, "skip", ""):
+            choices = [a for a in p.apis if a in apis]
+            if not choices:
+                continue
+            inner_api = choices[int(rng.integers(len(choices)))]
+            sub = f"{layer}.{name}"
+            inner, inner_muts, inner_slots = _draw_params(apis[inner_api], rng, sub, apis, dtype)
+            inner["dtype"] = dtype
+            params[name] = {"api": inner_api, "params": inner}
+            muts.append(Mutation(layer, name, None, inner_api, False))
+            muts += inner_muts
+            slots += inner_slots
+            continue
+        if not _drawable(p):
+            continue
+        value = draw_value(p, rng, invalid=False)
+        params[name] = value
+        muts.append(Mutation(layer, name, None, value, False))
+        if p.invalid:
+            slots.append((params, name, p, layer))
+    return params, muts, slots
+
+
+# ---- one case --------------------------------------------------------------------------------------
+def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.random.Generator,
+               invalid_prob: float, dtypes: tuple[list[str], np.ndarray]) -> tuple[ModelSpec, list[Mutation],
+                                                                                    dict[str, Any]]:
+    names, probs = dtypes
+    dtype = str(names[int(rng.choice(len(names), p=probs))])
+    lname = f"t_{api.lower()}"
+    params, muts, slots = _draw_params(cfg, rng, lname, apis, dtype)
+    invalid = None
+    if slots and rng.random() < invalid_prob:
+        where, pname, pcfg, mlayer = slots[int(rng.integers(len(slots)))]
+        value = draw_value(pcfg, rng, invalid=True)
+        where[pname] = value
+        muts = [m for m in muts if not (m.layer == mlayer and m.param == pname)]
+        muts.append(Mutation(mlayer, pname, None, value, True))
+        invalid = {"layer": mlayer, "param": pname, "value": _py(value)}
+    data_format = params.get("data_format")
+    channels_first = data_format == "channels_first"
+    ranks = api_ranks(cfg, apis)
+    rank = int(ranks[int(rng.integers(len(ranks)))])
+    chain = _Chain()
+    derived: dict[str, Any] = {}
+    if cfg.category == "embedding":
+        vocab = params.get("input_dim")
+        high = int(vocab) if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab > 0 else 1
+        shape = _draw_shape(rank, rng)
+        srcs = [chain.input(shape, "int32", (0, high))]
+    elif cfg.inputs == "many":
+        n = SUBTRACT_INPUTS.get(api, int(rng.integers(2, 4)))
+        shape = _draw_shape(rank, rng)
+        srcs = []
+        for _ in range(n):
+            s = shape
+            if api == "Concatenate" and rng.random() < 0.5:  # inputs may differ along the joined axis
+                s = (*shape[:-1], int(rng.choice(CHANNELS)))
+            srcs.append(_adapted(chain, s, rng, dtype))
+    else:
+        shape = _draw_shape(rank, rng, channels_first)
+        srcs = [_adapted(chain, shape, rng, dtype)]
+    for name, p in cfg.params.items():
+        if p.type != "layer" and not _drawable(p):
+            value = _derived(api, name, rank, shape, rng)
+            if value is not None:
+                params[name] = value
+                derived[name] = value
+    chain.layers.append(LayerSpec(lname, api, {**params, "dtype": dtype}, srcs))
+    spec = ModelSpec(f"api-{api}", chain.inputs, chain.layers, lname, lname)
+    meta = {"api": api, "dtype": dtype, "data_format": data_format, "rank": rank,
+            "input_shapes": {i.name: list(i.shape) for i in chain.inputs}, "adapters": chain.adapters,
+            "params": _py(params), "derived": _py(derived), "invalid_param": invalid}
+    return spec, muts, meta
+
+
+def make_inputs(spec: ModelSpec, rng: np.random.Generator, batch: int) -> dict[str, np.ndarray]:
+    """Deterministic random data for ``spec``'s inputs: token ids inside each integer
+    input's range, else float32 values of mixed scale (standard normal, a few large)."""
+    out = {}
+    for inp in spec.inputs:
+        shape = (batch, *inp.shape)
+        if inp.is_integer:
+            lo, hi = inp.range or (0, 1)
+            out[inp.name] = rng.integers(int(lo), max(int(hi), int(lo) + 1), size=shape).astype(inp.dtype)
+        else:
+            x = rng.standard_normal(shape)
+            x *= np.where(rng.random(shape) < 0.05, 10.0, 1.0)
+            out[inp.name] = x.astype(np.float32)
+    return out
+
+
+def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: int, *, batch: int = 8,
+                  invalid_prob: float = 0.1, dtypes: dict[str, float] | None = None,
+                  validate: Validate | None = None, max_redraws: int = 5) -> ApiCase:
+    """Case ``index`` of ``api``: a model, its inputs and the draw record.  With
+    ``validate`` (an error message or None), valid-only draws no backend builds are
+    redrawn up to ``max_redraws`` times; the last error stays in ``meta['build_error']``."""
+    cfg = apis[api]
+    rng = case_rng(rng_seed, api, index)
+    weights = parse_dtype_weights(dtypes)
+    error = None
+    for attempt in range(max_redraws + 1):
+        spec, muts, meta = _draw_case(api, cfg, apis, rng, invalid_prob, weights)
+        error = None
+        if validate is not None and not any(m.invalid for m in muts):
+            error = validate(spec)
+        if error is None or attempt == max_redraws:
+            break
+    meta["redraws"] = attempt
+    if error is not None:
+        meta["build_error"] = error
+    spec.name = case_id(api, index)
+    spec.meta = {"api": api, "mutations": [asdict(m) for m in muts], "redraws": attempt}
+    inputs = make_inputs(spec, case_rng(rng_seed, api, index, stream=1), batch)
+    return ApiCase(api, index, spec, inputs, muts, meta)
+
+
+def cast_weights(weights: Weights, dtype: str) -> Weights:
+    """Weights in the variables' dtype: float16 under the float16 policy (numpy has no
+    bfloat16; bfloat16 and mixed_float16 variables take float32 values)."""
+    if dtype != "float16":
+        return weights
+    return {k: [a.astype(np.float16) if np.issubdtype(a.dtype, np.floating) else a for a in v]
+            for k, v in weights.items()}
+
+
+__all__ = ["ApiCase", "api_ranks", "case_id", "case_rng", "cast_weights", "generate_case", "make_inputs"]
