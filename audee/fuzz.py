@@ -23,6 +23,8 @@ from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
 from audee.case import Kind, TestCase
 from audee.errors import AudeeError
+from audee.mutation import special
+from audee.exercised import exercised
 from audee.repro import write_bug_repros
 from audee.execute import Executor, Result, seed_batch
 from audee.search.runner import SearchPlan
@@ -85,17 +87,9 @@ def case_record(result: Result, pool: Pool, extra: dict[str, Any], *,
     """Everything needed to re-run and to localize a case: the result, the pool's
     backends and versions, the tie margin and deviation tolerances it was judged with,
     ``extra`` as provenance."""
-    record = CaseRecord.from_result(result, [w.ref for w in pool.workers.values()], pool.versions(),
-                                    tie_margin=tie_margin, tolerances=tolerances, meta=extra)
-    # case files hold plain numpy dtypes: bfloat16 outputs (ml_dtypes) are kept as float32, exactly
-    record.outputs = {b: {k: _plain(v) for k, v in o.items()} for b, o in record.outputs.items()}
-    return record
-
-
-def _plain(a: Any) -> Any:
-    if isinstance(a, np.ndarray) and a.dtype.name == "bfloat16":
-        return a.astype(np.float32)
-    return a
+    # bfloat16 arrays are widened to float32 when written (audee.store.casefile.widen_reduced_floats)
+    return CaseRecord.from_result(result, [w.ref for w in pool.workers.values()], pool.versions(),
+                                  tie_margin=tie_margin, tolerances=tolerances, meta=extra)
 
 
 def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -126,6 +120,8 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
         # one per failure finding (audee.signature): summaries and reports count unique bugs by these
         "signatures": [sig.to_json() for sig in case_signatures(v, result.case.spec,
                                                                  result.case.meta if meta is None else meta)],
+        # every (layer API, parameter, value) the case ran: the report's coverage tables
+        "exercised": exercised(result.case.spec),
         "seconds": round(result.seconds, 4),
         **extra,
     }
@@ -251,14 +247,24 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
             mutations = [asdict(m) for m in variant.mutations]
             meta = {"invalid": variant.invalid}
         write_atomic(out / "variants" / f"{case_id}.json", json.dumps(spec.to_json(), indent=1).encode())
+        if index >= 0:
+            batch, meta["special_inputs"] = special.inject(
+                batch, spec.inputs, np.random.default_rng([cfg.rng, index, SPECIAL_STREAM]), cfg.special_inputs)
         case = TestCase(case_id, spec, dict(seed.weights or {}), batch)
         weight_seed = seed.weight_seed + 7919 * (index + 1)
         ex.complete_weights(case, weight_seed)
         extra = {"seed": seed.name, "variant": index, "rng": cfg.rng, "mutations": mutations,
-                 "input_rows": rows, "weight_seed": weight_seed, **meta}
+                 "input_rows": rows, "weight_seed": weight_seed, **_nonempty(meta)}
         _run_case(ex, case, extra, cfg, table, stats)
         if progress is not None:
             progress(1)
+
+
+SPECIAL_STREAM = 7  # the random stream of a case's special-value inputs, apart from its model's
+
+
+def _nonempty(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v not in (None, [], {})}
 
 
 def _unbuildable(ex: Executor) -> Callable[[Any], str | None]:
@@ -308,13 +314,16 @@ def _api_stage(ex: Executor, apis: list[str], cfg: FuzzConfig, table: ResultsTab
                             dtypes=dtypes, validate=validate, max_redraws=cfg.max_redraws)
         cid = case_id(api, index)
         write_atomic(out / "variants" / f"{cid}.json", json.dumps(got.spec.to_json(), indent=1).encode())
-        case = TestCase(cid, got.spec, {}, got.inputs)
+        inputs, specials = special.inject(got.inputs, got.spec.inputs,
+                                          case_rng(cfg.rng, api, index, stream=SPECIAL_STREAM), cfg.special_inputs)
+        case = TestCase(cid, got.spec, {}, inputs)
         weight_seed = int(case_rng(cfg.rng, api, index, stream=2).integers(2 ** 31))
         ex.complete_weights(case, weight_seed)
         case.weights = cast_weights(case.weights, got.meta["dtype"])
         extra = {"seed": f"api:{api}", "api": api, "variant": index, "rng": cfg.rng,
                  "mutations": [asdict(m) for m in got.mutations], "weight_seed": weight_seed,
-                 "invalid": got.invalid, **{k: got.meta[k] for k in API_META if k in got.meta}}
+                 "invalid": got.invalid, **{k: got.meta[k] for k in API_META if k in got.meta},
+                 **_nonempty({"special_inputs": specials})}
         _run_case(ex, case, extra, cfg, table, stats)
         if progress is not None:
             progress(1)

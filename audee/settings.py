@@ -164,6 +164,12 @@ class FuzzSettings(_Settings):
                              description="deviation oracle: absolute tolerance for float32 outputs of a pair with a "
                                          "GPU backend in TF32 mode")
 
+    special_inputs: float = Field(0.0, ge=0, le=1,
+                                  description="probability each input row of a network or API-level variant "
+                                              "carries a special value (NaN, +-Inf, near the dtype's maximum, a "
+                                              "large offset, tiny, subnormal, signed zero, ties; ids out of range "
+                                              "or negative), audee/mutation/special.py; the seed case never")
+
     # API-level fuzzing (audee fuzz --api, campaign runs with apis:)
     dtypes: str = Field(",".join(f"{k}:{v:g}" for k, v in DTYPE_WEIGHTS.items()),
                         description="API-level cases: model dtype policies to draw from, each with an optional "

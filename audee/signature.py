@@ -291,8 +291,17 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         api, params = blamed(named_layer(message, layers), message)
         return [Signature(finding.kind, api, params, backends, detail.get("phase"), error)]
     if finding.kind == Kind.NAN:
+        # where the backends' non-finite patterns first differ; else where the failing
+        # backend first went non-finite (a NaN the input carried may pass layers alike)
+        differ = [p["first_layer"] for p in (detail.get("patterns") or {}).values()
+                  if isinstance(p, dict) and isinstance(p.get("first_layer"), str)]
         first = detail.get("first_layer") or {}
-        layer = next((first[b] for b in finding.backends if b in first), None) if isinstance(first, dict) else first
+        if differ:
+            order = list(layers)
+            layer = min(differ, key=lambda n: order.index(n) if n in order else len(order))
+        else:
+            layer = next((first[b] for b in finding.backends if b in first), None) if isinstance(first, dict) \
+                else first
         api, params = blamed(layer)
         return [Signature(finding.kind, api, params, backends)]
     if finding.kind == "deviation":

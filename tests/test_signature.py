@@ -94,6 +94,12 @@ def test_signature_from_deviation_and_nan_detail():
     nan = Finding(Kind.NAN, ["torch"], {"first_layer": {"torch": "fc2"}, "strong": True})
     s3 = signatures_of(nan, SPEC, meta)[0]
     assert (s3.kind, s3.api, s3.params, s3.backends, s3.error) == ("nan", "Dense", (("units", "+int"),), ("torch",), None)
+    # a pattern difference: blamed where the patterns first differ, not where a NaN the input
+    # carried first showed on the failing backend
+    moved = Finding(Kind.NAN, ["tensorflow", "torch"],
+                    {"first_layer": {"torch": "conv1"}, "strong": True,
+                     "patterns": {"tensorflow|torch": {"first_layer": "fc2"}}})
+    assert signatures_of(moved, SPEC, meta)[0].api == "Dense"
 
 
 def test_non_failures_have_no_signature():

@@ -9,38 +9,12 @@ of APIs x parameters (:func:`heatmap`), beside the configured APIs nothing exerc
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
 
-from audee.spec import ModelSpec
-
-API_ONLY = ""  # the parameter name of an (api, "", "") triple: the API itself ran
-
-
-def _value(v: Any) -> str:
-    """A parameter value as compact, stable text (a nested layer argument by its API)."""
-    if isinstance(v, dict) and "api" in v:
-        return str(v["api"])
-    return json.dumps(v, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def exercised(spec: ModelSpec) -> list[list[str]]:
-    """Sorted unique ``[api, param, value]`` triples of ``spec``: every layer's API (with
-    ``param`` empty) and each parameter value it is built with."""
-    seen: set[tuple[str, str, str]] = set()
-    for layer in spec.layers:
-        seen.add((layer.api, API_ONLY, ""))
-        for name, value in layer.params.items():
-            seen.add((layer.api, name, _value(value)))
-            if isinstance(value, dict) and "api" in value:  # a wrapped layer (Bidirectional(LSTM))
-                seen.add((str(value["api"]), API_ONLY, ""))
-                for inner, v in (value.get("params") or {}).items():
-                    seen.add((str(value["api"]), inner, _value(v)))
-    return [list(t) for t in sorted(seen)]
-
+from audee.exercised import API_ONLY, exercised  # noqa: F401 - re-exported: what a case exercised
 
 def _triples(cases: pd.DataFrame) -> pd.DataFrame:
     rows = []
