@@ -32,7 +32,7 @@ def test_variants_change_something_keep_fixed_params_and_round_trip():
         assert v.mutations
         assert v.spec.layer("logits").params["units"] == 5
         assert ModelSpec.from_json(json.loads(json.dumps(v.spec.to_json()))).to_json() == v.spec.to_json()
-        assert v.spec.meta["mutations"] == [m.__dict__ for m in v.mutations]
+        assert v.spec.meta["mutations"] == [m.to_json() for m in v.mutations]
 
 
 def test_invalid_probability_controls_crafty_values():

@@ -1,5 +1,7 @@
-"""Strategies that generate test cases: network-level mutation of layer parameters
-(input- and weight-level mutation live with the search engine, audee.search)."""
+"""Strategies that generate test cases: network-level mutation (parameter redraws and
+structural operators, see docs/mutation.md); input- and weight-level mutation live with
+the search engine, audee.search."""
 from audee.mutation.network import Mutation, Variant, draw_value, generate_variants, mutate_spec
+from audee.mutation.operators import OPERATORS, apply_mutations
 
-__all__ = ["Mutation", "Variant", "draw_value", "generate_variants", "mutate_spec"]
+__all__ = ["Mutation", "OPERATORS", "Variant", "apply_mutations", "draw_value", "generate_variants", "mutate_spec"]

@@ -13,7 +13,7 @@ carries an *invalid* draw is never touched: that value was drawn to be tested.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -26,11 +26,39 @@ Validate = Callable[[ModelSpec], "str | None"]
 
 @dataclass
 class Mutation:
+    """One change of a variant.  ``op`` says which operator made it (``redraw``: a
+    parameter of ``layer`` went from ``old`` to ``new``, the only kind before structural
+    operators, so records without ``op`` read as redraws).  Structural operators
+    (:mod:`audee.mutation.operators`) also list the layers they ``added`` (LayerSpec JSON,
+    each with ``after``: the layer it follows in the spec's list, None at the start), the
+    layers they ``removed`` and the inputs they ``rewired`` ([consumer, old, new];
+    consumer ``@output`` for the model output)."""
+
     layer: str
     param: str
     old: Any
     new: Any
     invalid: bool
+    op: str = "redraw"
+    added: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    rewired: list[list[str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-safe; a plain redraw keeps exactly the five keys it always had."""
+        d = asdict(self)
+        for key in ("added", "removed", "rewired"):
+            if not d[key]:
+                del d[key]
+        if d["op"] == "redraw":
+            del d["op"]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Mutation":
+        return cls(d["layer"], d["param"], d.get("old"), d.get("new"), bool(d.get("invalid", False)),
+                   d.get("op", "redraw"), list(d.get("added", [])), list(d.get("removed", [])),
+                   [list(r) for r in d.get("rewired", [])])
 
 
 @dataclass
@@ -156,24 +184,57 @@ def _draw(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Generator,
     return new, muts
 
 
+def _draw_operator(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Generator,
+                   operators: dict[str, float], layer_rate: float, invalid_prob: float, param_rate: float,
+                   max_layers: int) -> tuple[ModelSpec, list[Mutation]]:
+    """One operator, drawn by weight; one that finds no place in ``spec`` leaves the draw
+    to the others (a parameter redraw in the end)."""
+    from audee.mutation.operators import OPERATORS, STRUCTURAL
+
+    unknown = sorted(set(operators) - set(OPERATORS))
+    if unknown:
+        raise ValueError(f"unknown mutation operator {unknown[0]!r} (known: {', '.join(OPERATORS)})")
+    weights = {k: float(w) for k, w in operators.items() if w > 0}
+    while weights:
+        names = sorted(weights)
+        p = np.array([weights[n] for n in names])
+        op = names[int(rng.choice(len(names), p=p / p.sum()))]
+        if op == "redraw":
+            break
+        new = spec.copy()
+        muts = STRUCTURAL[op](new, apis, rng, invalid_prob=invalid_prob)
+        if muts:
+            return new, muts
+        del weights[op]
+    return _draw(spec, apis, rng, layer_rate, invalid_prob, param_rate, max_layers)
+
+
 def mutate_spec(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Generator, *,
                 layer_rate: float = 0.5, invalid_prob: float = 0.1, param_rate: float = 0.5,
                 validate: Validate | None = None, max_redraws: int = 5, index: int = 0,
-                max_layers: int = 3) -> Variant:
+                max_layers: int = 3, operators: dict[str, float] | None = None) -> Variant:
     """One variant of ``spec``: each layer is chosen with ``layer_rate``, at most
     ``max_layers`` of them (0: no cap), and each chosen layer redraws each parameter with
     ``param_rate``.  With ``validate``, valid-only variants that cannot be
     built are redrawn up to ``max_redraws`` times; the last error is kept in
-    ``spec.meta['build_error']`` if none builds."""
+    ``spec.meta['build_error']`` if none builds.
+
+    ``operators`` (weights by name, :data:`audee.mutation.operators.OPERATORS`): each draw
+    applies one operator picked by weight (``redraw`` is the parameter redraw above);
+    None draws parameter redraws exactly as before operators existed."""
     for attempt in range(max_redraws + 1):
-        new, muts = _draw(spec, apis, rng, layer_rate, invalid_prob, param_rate, max_layers)
+        if operators is None:
+            new, muts = _draw(spec, apis, rng, layer_rate, invalid_prob, param_rate, max_layers)
+        else:
+            new, muts = _draw_operator(spec, apis, rng, operators, layer_rate, invalid_prob, param_rate,
+                                       max_layers)
         error = None
         if validate is not None and not any(m.invalid for m in muts):
             error = validate(new)
         if error is None or attempt == max_redraws:
             break
     new.name = f"{spec.name}-v{index}"
-    new.meta = {**spec.meta, "mutations": [asdict(m) for m in muts], "redraws": attempt}
+    new.meta = {**spec.meta, "mutations": [m.to_json() for m in muts], "redraws": attempt}
     if error is not None:
         new.meta["build_error"] = error
     return Variant(index, new, muts)
