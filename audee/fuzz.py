@@ -241,10 +241,10 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
         else:
             variant = mutate_spec(seed.spec, apis, np.random.default_rng([cfg.rng, index]),
                                   layer_rate=cfg.layer_rate, invalid_prob=cfg.invalid_prob,
-                                  max_layers=cfg.max_layers,
+                                  max_layers=cfg.max_layers, operators=cfg.operator_weights(),
                                   validate=unbuildable, max_redraws=cfg.max_redraws, index=index)
             spec = variant.spec
-            mutations = [asdict(m) for m in variant.mutations]
+            mutations = [m.to_json() for m in variant.mutations]
             meta = {"invalid": variant.invalid}
         write_atomic(out / "variants" / f"{case_id}.json", json.dumps(spec.to_json(), indent=1).encode())
         if index >= 0:
@@ -321,7 +321,7 @@ def _api_stage(ex: Executor, apis: list[str], cfg: FuzzConfig, table: ResultsTab
         ex.complete_weights(case, weight_seed)
         case.weights = cast_weights(case.weights, got.meta["dtype"])
         extra = {"seed": f"api:{api}", "api": api, "variant": index, "rng": cfg.rng,
-                 "mutations": [asdict(m) for m in got.mutations], "weight_seed": weight_seed,
+                 "mutations": [m.to_json() for m in got.mutations], "weight_seed": weight_seed,
                  "invalid": got.invalid, **{k: got.meta[k] for k in API_META if k in got.meta},
                  **_nonempty({"special_inputs": specials})}
         _run_case(ex, case, extra, cfg, table, stats)

@@ -38,6 +38,10 @@ NAN_RELATIVE_SCALE = 0.5
 TOLERANCES = {"float32": (1e-3, 1e-5), "float16": (1e-2, 1e-3), "bfloat16": (5e-2, 1e-2), "tf32": (1e-2, 1e-3)}
 # API-level fuzzing (audee fuzz --api): the model dtype policies a case draws from, and how often
 DTYPE_WEIGHTS = {"float32": 0.7, "float16": 0.1, "bfloat16": 0.1, "mixed_float16": 0.1}
+# network-level mutation operators and their default weights (audee/mutation/operators.py,
+# docs/mutation.md): the paper's parameter redraw most often, the structural operators of
+# LEMON and Muffin besides, so that every configured API can enter a seed's variants
+OPERATOR_WEIGHTS = "redraw:3,insert:1,replace:1,remove:0.5,activation:1,duplicate:0.5"
 
 Level = Literal["input", "weight", "input-weight"]
 Fitness = Literal["inconsistency", "nan", "relative-inconsistency"]
@@ -100,13 +104,26 @@ class _Settings(BaseModel):
 def parse_dtypes(text: str) -> dict[str, float]:
     """'float32:0.7,float16' -> {policy: weight} (weight 1 where none is given); ValueError
     naming the bad item otherwise."""
+    return parse_weights(text, tuple(DTYPE_WEIGHTS), "dtype policy")
+
+
+def parse_operators(text: str) -> dict[str, float]:
+    """'redraw:3,insert' -> {operator: weight} (weight 1 where none is given), operators of
+    :data:`audee.mutation.OPERATORS`; ValueError naming the bad item otherwise."""
+    from audee.mutation.operators import OPERATORS
+
+    return parse_weights(text, OPERATORS, "mutation operator")
+
+
+def parse_weights(text: str, known: tuple[str, ...], what: str) -> dict[str, float]:
+    """'a:0.7,b' -> {name: weight} over ``known`` names (weight 1 where none is given)."""
     out: dict[str, float] = {}
     for item in (t.strip() for t in text.split(",")):
         if not item:
             continue
         name, _, weight = item.partition(":")
-        if name not in DTYPE_WEIGHTS:
-            raise ValueError(f"unknown dtype policy {name!r} (one of {', '.join(DTYPE_WEIGHTS)})")
+        if name not in known:
+            raise ValueError(f"unknown {what} {name!r} (one of {', '.join(known)})")
         try:
             w = float(weight) if weight else 1.0
         except ValueError:
@@ -115,7 +132,7 @@ def parse_dtypes(text: str) -> dict[str, float]:
             raise ValueError(f"the weight of {name} must be >= 0, got {weight!r}")
         out[name] = w
     if not out or sum(out.values()) <= 0:
-        raise ValueError(f"needs at least one dtype policy with a positive weight, got {text!r}")
+        raise ValueError(f"needs at least one {what} with a positive weight, got {text!r}")
     return out
 
 
@@ -164,6 +181,10 @@ class FuzzSettings(_Settings):
                              description="deviation oracle: absolute tolerance for float32 outputs of a pair with a "
                                          "GPU backend in TF32 mode")
 
+    operators: str = Field(OPERATOR_WEIGHTS,
+                           description="network-level mutation operators, each with an optional weight: redraw "
+                                       "(the paper's parameter redraw), insert, replace, remove, activation, "
+                                       "duplicate; e.g. redraw alone, or redraw:3,insert:1 (docs/mutation.md)")
     special_inputs: float = Field(0.0, ge=0, le=1,
                                   description="probability each input row of a network or API-level variant "
                                               "carries a special value (NaN, +-Inf, near the dtype's maximum, a "
@@ -185,6 +206,16 @@ class FuzzSettings(_Settings):
     def dtype_weights(self) -> dict[str, float]:
         """``dtypes`` as {policy: weight}."""
         return parse_dtypes(self.dtypes)
+
+    @field_validator("operators")
+    @classmethod
+    def _operators(cls, v: str) -> str:
+        parse_operators(v)
+        return v
+
+    def operator_weights(self) -> dict[str, float]:
+        """``operators`` as {operator: weight}."""
+        return parse_operators(self.operators)
 
     def tolerances(self) -> dict[str, dict[str, float]]:
         """The deviation oracle's tolerances, ``{dtype: {"rtol": .., "atol": ..}}`` (as case

@@ -87,6 +87,7 @@ class Signature:
 _SUBS = [
     (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/){2,}[\w.-]*(?::\d+)?"), "<path>"),     # file paths, a/b/c names
     (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
+    (re.compile(r"__inference_\w+"), "<fn>"),                                          # traced function names
     (re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"), "<name>"),                      # quoted names
     (re.compile(r"(?<![\w.])\(\s*(?:None|\?|-?\d+)?(?:\s*,\s*(?:None|\?|-?\d+))*\s*,?\s*\)"), "<shape>"),
     (re.compile(r"\[\s*(?:None|\?|-?\d+)(?:\s*,\s*(?:None|\?|-?\d+))*\s*,?\s*\]"), "<shape>"),
@@ -97,13 +98,30 @@ _SUBS = [
 ]
 
 
+def _without_traceback(lines: list[str]) -> list[str]:
+    """``lines`` without an embedded Python traceback (TensorFlow's "Detected at node ...
+    defined at (most recent call last):" and its ``File`` and code lines): the words that
+    say what went wrong come after it."""
+    out: list[str] = []
+    skipping = False
+    for ln in lines:
+        if "(most recent call last)" in ln:
+            skipping = True
+            continue
+        if skipping and (re.match(r"\s+File ", ln) or re.match(r"\s{3,}\S", ln)):
+            continue
+        skipping = False
+        out.append(ln)
+    return out
+
+
 def normalize_error(message: str | None, layer_names: Iterable[str] = ()) -> str | None:
     """A crash or rejection message with what changes from case to case taken out: file
     paths, hex addresses, quoted and tensor names, shapes, numbers and the case's layer
     names.  Keeps the exception type (``InvalidGraph:``) and the stable words."""
     if not message:
         return None
-    lines = [ln for ln in str(message).strip().splitlines() if ln.strip()]
+    lines = _without_traceback([ln for ln in str(message).strip().splitlines() if ln.strip()])
     if not lines:
         return None
     text = " ".join(" ".join(lines[:3]).split())  # the head of the message: the type and its words

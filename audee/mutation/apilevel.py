@@ -316,7 +316,7 @@ def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: in
     if error is not None:
         meta["build_error"] = error
     spec.name = case_id(api, index)
-    spec.meta = {"api": api, "mutations": [asdict(m) for m in muts], "redraws": attempt}
+    spec.meta = {"api": api, "mutations": [m.to_json() for m in muts], "redraws": attempt}
     inputs = make_inputs(spec, case_rng(rng_seed, api, index, stream=1), batch)
     return ApiCase(api, index, spec, inputs, muts, meta)
 
