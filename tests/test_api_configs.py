@@ -2,18 +2,21 @@
 files are refused with the file and the field named."""
 from __future__ import annotations
 
-import inspect
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from audee.apis import load_api_config, load_api_configs
+from audee.apis.coverage import EXEMPT
 from audee.errors import ConfigError, SpecError
 from audee.mutation import draw_value
 
+REPO = Path(__file__).resolve().parents[1]
 PAPER_AND_SEED_APIS = {
     "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D", "Dense",
     "MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D", "AveragePooling2D", "AveragePooling3D",
@@ -26,7 +29,7 @@ PAPER_AND_SEED_APIS = {
 
 def test_shipped_configs_cover_the_paper_and_the_seeds():
     apis = load_api_configs()
-    assert len(apis) >= 42
+    assert len(apis) >= 90
     assert PAPER_AND_SEED_APIS <= set(apis)
     from audee.seeds import list_seeds, load_seed
 
@@ -34,20 +37,103 @@ def test_shipped_configs_cover_the_paper_and_the_seeds():
     assert used <= set(apis), used - set(apis)
 
 
-def test_every_param_exists_in_the_real_keras_constructor():
-    names = {api: list(cfg.params) for api, cfg in load_api_configs().items()}
-    code = ("import json, sys, inspect, os; os.environ['KERAS_BACKEND']='jax'; import keras\n"
-            "names = json.loads(sys.stdin.read()); bad = []\n"
-            "for api, ps in names.items():\n"
-            "    cls = getattr(keras.layers, api)\n"
-            "    sig = set()\n"
-            "    for k in cls.__mro__:\n"
-            "        if '__init__' in k.__dict__: sig |= set(inspect.signature(k.__init__).parameters)\n"
-            "    bad += [f'{api}.{p}' for p in ps if p not in sig]\n"
-            "print(json.dumps(bad))")
-    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(names), capture_output=True, text=True,
-                         check=True)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+# One keras import for every coverage question: the shipped configs, a trimmed copy of
+# Conv2D (to see the check fail), and the Keras layers with no config.
+COVERAGE_SCRIPT = """
+import json, sys
+from audee.apis import load_api_configs
+from audee.apis.coverage import coverage_rows, excluded_layers, keras_layer_names, render_coverage, uncovered_layers
+shipped = load_api_configs()
+trimmed = load_api_configs(sys.argv[1])
+rows = coverage_rows(shipped)
+print(json.dumps({"rows": rows, "trimmed": coverage_rows(trimmed), "layers": keras_layer_names(),
+                  "excluded": excluded_layers(), "uncovered": uncovered_layers(shipped),
+                  "text": render_coverage(rows, uncovered_layers(shipped))}))
+"""
+
+
+@pytest.fixture(scope="module")
+def coverage(tmp_path_factory):
+    import yaml
+
+    from audee.paths import api_configs_dir
+
+    trimmed = tmp_path_factory.mktemp("trimmed")
+    conv = yaml.safe_load((api_configs_dir() / "Conv2D.yaml").read_text())
+    del conv["params"]["groups"]  # a computation-changing parameter left out without skip
+    conv["params"]["dilation_rate"] = {"skip": "not drawn in this test", "type": "int"}
+    (trimmed / "Conv2D.yaml").write_text(yaml.safe_dump(conv))
+    out = subprocess.run([sys.executable, "-c", COVERAGE_SCRIPT, str(trimmed)], capture_output=True, text=True,
+                         env={**os.environ, "KERAS_BACKEND": "jax"}, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_every_computation_changing_parameter_is_configured_or_skipped(coverage):
+    bad = [f"{r['api']}.{r['param']}: {r['status']}" for r in coverage["rows"]
+           if r["status"] in ("missing", "not_in_keras")]
+    assert bad == [], "\n" + coverage["text"]
+    skipped = [r for r in coverage["rows"] if r["status"] == "skipped"]
+    assert skipped and all(r["reason"] for r in skipped)
+    assert {r["reason"] for r in coverage["rows"] if r["param"] == "dtype"} == {EXEMPT["dtype"]}
+    assert coverage["text"].splitlines()[-1].startswith(f"{len(load_api_configs())} APIs,")
+
+
+def test_coverage_fails_on_a_parameter_left_out_without_skip(coverage):
+    status = {r["param"]: (r["status"], r["reason"]) for r in coverage["trimmed"]}
+    assert status["groups"][0] == "missing"
+    assert status["dilation_rate"] == ("skipped", "not drawn in this test")
+    assert status["kernel_initializer"][0] == "exempt" and status["filters"][0] == "configured"
+
+
+def test_every_keras_layer_is_configured_or_excluded_in_the_readme(coverage):
+    assert coverage["uncovered"] == [], "configure these or list them in api_configs/README.md"
+    layers, configured = set(coverage["layers"]), set(load_api_configs())
+    stale = sorted(set(coverage["excluded"]) - layers)
+    assert stale == [], f"README excludes layers Keras does not have: {stale}"
+    both = sorted(set(coverage["excluded"]) & configured)
+    assert both == [], f"both configured and excluded: {both}"
+    assert configured <= layers, configured - layers  # aliases (MaxPool2D...) are not separate configs
+    assert all(coverage["excluded"].values())
+
+
+def _smoke(*args: str, timeout: int = 600) -> list[dict]:
+    out = subprocess.run([sys.executable, "-m", "tests.api_smoke", *args], capture_output=True, text=True,
+                         env={**os.environ, "KERAS_BACKEND": "jax"}, cwd=REPO, timeout=timeout)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _assert_each_api_runs_once(rows: list[dict]) -> None:
+    ran = {r["api"] for r in rows if r["error"] is None}
+    failing = [(r["api"], r["params"], r["error"]) for r in rows if r["error"] is not None]
+    for triple in failing:
+        print(triple)
+    never = sorted({r["api"] for r in rows} - ran)
+    assert never == [], f"no drawn parameter set builds and runs: {never}"
+
+
+SMOKE_SUBSET = ["Conv2D", "ZeroPadding2D", "Dense", "BatchNormalization", "Softmax"]  # cheap in eager JAX
+
+
+def test_a_subset_of_apis_builds_and_runs_with_drawn_parameters():
+    rows = _smoke("draws", "4", *SMOKE_SUBSET)
+    assert {r["api"] for r in rows} == set(SMOKE_SUBSET) and len(rows) == 4 * len(SMOKE_SUBSET)
+    _assert_each_api_runs_once(rows)
+
+
+@pytest.mark.slow
+def test_every_api_builds_and_runs_with_drawn_parameters():
+    rows = _smoke("draws", "8", timeout=1800)
+    assert {r["api"] for r in rows} == set(load_api_configs())
+    _assert_each_api_runs_once(rows)
+
+
+@pytest.mark.slow
+def test_every_listed_value_builds_and_runs_on_its_own():
+    rows = _smoke("values", timeout=3000)
+    bad = [(r["api"], r["params"], r["error"]) for r in rows if r["error"] is not None]
+    assert bad == [], "\n".join(map(str, bad))
 
 
 def test_every_draw_is_json_data_of_the_right_kind():
@@ -100,3 +186,57 @@ def test_check_params_accepts_invalid_draws_but_not_wrong_types():
     conv.check_params({"kernel_size": 0, "padding": None, "strides": [1, 2]}, source="s", where="layers[c].params")
     with pytest.raises(SpecError, match=r"layers\[c\].params.kernel_size"):
         conv.check_params({"kernel_size": "big"}, source="s", where="layers[c].params")
+
+
+@pytest.mark.parametrize("body, field", [
+    ("api: Conv2D\ncategory: conv\nparams:\n  groups: {type: int, skip: ''}\n", "params.groups.skip"),
+    ("api: Conv2D\ncategory: conv\nparams:\n  groups: {type: int, skip: why, mutable: true}\n",
+     "params.groups.mutable"),
+    ("api: Conv2D\ncategory: conv\nparams:\n  padding: {type: str, values: [[valid, same]]}\n",
+     "params.padding.values[0]"),
+    ("api: Conv2D\ncategory: conv\nparams:\n  padding: {type: int, values: [[1, [2]]]}\n",
+     "params.padding.values[0]"),
+    ("api: Conv2D\ncategory: conv\nrank: 4\nranks: [3, 4]\nparams: {}\n", "ranks"),
+    ("api: Conv2D\ncategory: conv\nranks: [4, 4]\nparams: {}\n", "ranks"),
+    ("api: Conv2D\ncategory: conv\nranks: 4\nparams: {}\n", "ranks"),
+])
+def test_malformed_new_keys_name_file_and_field(tmp_path, body, field):
+    path = tmp_path / "Conv2D.yaml"
+    path.write_text(body)
+    with pytest.raises(ConfigError) as err:
+        load_api_config(path)
+    assert str(err.value).startswith(f"{path}: {field}:"), str(err.value)
+
+
+def test_ranks_skip_and_per_side_values(tmp_path):
+    path = tmp_path / "ZeroPadding2D.yaml"
+    path.write_text("api: ZeroPadding2D\ncategory: reshape\nranks: [4]\nparams:\n"
+                    "  padding: {type: int, dims: 2, range: [0, 3], values: [[[1, 2], [0, 3]]], invalid: [-1]}\n"
+                    "  data_format: {skip: 'not drawn here'}\n")
+    cfg = load_api_config(path)
+    assert cfg.ranks == [4] and cfg.rank == 4
+    pad, fmt = cfg.params["padding"], cfg.params["data_format"]
+    assert pad.type_ok([[0, 1], [2, 2]]) and pad.type_ok([1, 2]) and pad.type_ok(3)
+    assert not pad.type_ok([[0, 1], [2]]) and not pad.type_ok([1, 2, 3]) and not pad.type_ok([[0, 1.5], [2, 2]])
+    assert fmt.skip == "not drawn here" and not fmt.mutable and fmt.type_ok("anything")
+    rng = np.random.default_rng(0)
+    draws = [draw_value(pad, rng, invalid=False) for _ in range(200)]
+    assert [[1, 2], [0, 3]] in draws and all(pad.type_ok(v) for v in draws)
+    shipped = load_api_configs()
+    assert shipped["Dense"].ranks == [2, 3, 4] and shipped["Dense"].rank is None
+    assert shipped["Conv2D"].ranks == [4] and shipped["Conv2D"].rank == 4
+
+
+def test_skipped_parameters_are_never_drawn_by_network_mutation():
+    from audee.mutation.network import mutate_spec
+    from audee.spec import InputSpec, LayerSpec, ModelSpec
+
+    apis = load_api_configs()
+    assert apis["Dense"].params["lora_rank"].skip
+    spec = ModelSpec("m", [InputSpec("x", [8], "float32")],
+                     [LayerSpec("d", "Dense", {"units": 4}, ["x"]), LayerSpec("e", "Embedding", {"input_dim": 9,
+                      "output_dim": 4}, ["x"])], output="d")
+    touched = {(m.layer, m.param) for i in range(200)
+               for m in mutate_spec(spec, apis, np.random.default_rng([0, i]), invalid_prob=0.5, index=i).mutations}
+    skipped = {(ls.name, n) for ls in spec.layers for n, p in apis[ls.api].params.items() if p.skip}
+    assert touched and not touched & skipped

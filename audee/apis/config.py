@@ -18,10 +18,11 @@ from audee.paths import api_configs_dir
 from audee.yamlio import read_yaml_mapping
 
 CATEGORIES = ("conv", "pool", "norm", "activation", "reshape", "merge", "recurrent", "core", "embedding",
-              "wrapper", "regularization")
+              "wrapper", "regularization", "attention", "preprocessing")
 TYPES = ("int", "float", "bool", "str", "layer")
-TOP_KEYS = {"api", "category", "inputs", "rank", "params", "note", "keras_min_version"}
-PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis"}
+TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version"}
+PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip"}
+LIST_VALUE_TYPES = ("int", "float")  # draw_value stringifies str values, and a bool is drawn as a coin
 
 
 @dataclass
@@ -36,6 +37,7 @@ class ParamConfig:
     mutable: bool = True
     apis: list[str] = field(default_factory=list)
     note: str = ""
+    skip: str = ""  # why the parameter is deliberately never drawn (then mutable is False)
 
     def is_invalid_value(self, value: Any) -> bool:
         return any(_same(value, v) for v in self.invalid)
@@ -45,11 +47,21 @@ class ParamConfig:
         may carry any value the config lists)."""
         if value is None:
             return self.nullable
-        if self.type == "int":
-            if _is_int(value):
+        if not self.type:  # a skipped parameter declared without a type: never drawn, never checked
+            return True
+        if isinstance(value, (list, tuple)) and self.type in LIST_VALUE_TYPES:
+            if self.type == "int" and self.dims is not None and len(value) == self.dims \
+                    and all(_is_int(v) for v in value):
                 return True
-            return (self.dims is not None and isinstance(value, (list, tuple)) and len(value) == self.dims
-                    and all(_is_int(v) for v in value))
+            # a per-dimension / per-side form: the nested shape of one of the listed list values
+            shape = _shape(value, self._leaf_ok)
+            return shape is not None and any(_shape(v, self._leaf_ok) == shape for v in self.values
+                                             if isinstance(v, (list, tuple)))
+        return self._leaf_ok(value)
+
+    def _leaf_ok(self, value: Any) -> bool:
+        if self.type == "int":
+            return _is_int(value)
         if self.type == "float":
             return isinstance(value, (int, float)) and not isinstance(value, bool)
         if self.type == "bool":
@@ -68,6 +80,11 @@ class ApiConfig:
     rank: int | None = None
     note: str = ""
     source: str = ""
+    ranks: list[int] = field(default_factory=list)  # input ranks (batch included); [rank] if only rank is given
+
+    def __post_init__(self) -> None:
+        if not self.ranks and self.rank is not None:
+            self.ranks = [self.rank]
 
     def check_params(self, params: dict[str, Any], *, source: str, where: str) -> None:
         """Refuse a known parameter whose value has the wrong type and is not one of the
@@ -82,6 +99,18 @@ class ApiConfig:
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _shape(value: Any, leaf_ok: Any) -> tuple | None:
+    """The nested shape of a list value whose leaves pass ``leaf_ok`` (``[[1, 2], [0, 3]]``:
+    ``(2, 2)``), None if a leaf fails or it is empty or ragged; equal shapes mean the same
+    per-dimension / per-side form."""
+    if isinstance(value, (list, tuple)):
+        inner = {_shape(v, leaf_ok) for v in value}
+        if len(inner) != 1 or None in inner:  # empty, ragged, or a bad leaf
+            return None
+        return (len(value),) + inner.pop()
+    return () if leaf_ok(value) else None
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -101,8 +130,11 @@ def _check_param(name: str, raw: Any, source: str) -> ParamConfig:
     unknown = sorted(set(raw) - PARAM_KEYS)
     if unknown:
         raise _err(source, f"{where}.{unknown[0]}", f"unknown key (known: {', '.join(sorted(PARAM_KEYS))})")
-    t = raw.get("type")
-    if t not in TYPES:
+    skip = raw.get("skip")
+    if "skip" in raw and not (isinstance(skip, str) and skip.strip()):
+        raise _err(source, f"{where}.skip", "expected the reason the parameter is not drawn (a non-empty string)")
+    t = raw.get("type", "" if skip else None)
+    if t not in TYPES and not (skip and t == ""):
         raise _err(source, f"{where}.type", f"expected one of {', '.join(TYPES)}, got {t!r}")
     p = ParamConfig(name, t)
     if "dims" in raw:
@@ -114,6 +146,10 @@ def _check_param(name: str, raw: Any, source: str) -> ParamConfig:
             if not isinstance(raw[key], bool):
                 raise _err(source, f"{where}.{key}", f"expected true or false, got {raw[key]!r}")
             setattr(p, key, raw[key])
+    if skip:
+        if raw.get("mutable") is True:
+            raise _err(source, f"{where}.mutable", "a skipped parameter is never drawn (skip implies mutable: false)")
+        p.skip, p.mutable = skip.strip(), False
     if "range" in raw:
         r = raw["range"]
         if t not in ("int", "float"):
@@ -126,11 +162,15 @@ def _check_param(name: str, raw: Any, source: str) -> ParamConfig:
         vals = raw["values"]
         if not isinstance(vals, list) or not vals:
             raise _err(source, f"{where}.values", "expected a non-empty list")
+        p.values = list(vals)  # list entries define the per-dimension / per-side forms type_ok accepts
         for i, v in enumerate(vals):
+            if isinstance(v, list) and t not in LIST_VALUE_TYPES:
+                raise _err(source, f"{where}.values[{i}]", f"list values are for int and float parameters, got {v!r}")
+            if isinstance(v, list) and _shape(v, p._leaf_ok) is None:
+                raise _err(source, f"{where}.values[{i}]", f"{v!r} is not a (nested, non-ragged) list of {t}")
             if not p.type_ok(v) or v is None:
                 raise _err(source, f"{where}.values[{i}]", f"{v!r} is not a {t}")
-        p.values = list(vals)
-    if t == "str" and not p.values:
+    if t == "str" and not p.values and not p.skip:
         raise _err(source, f"{where}.values", "a str parameter needs its valid values")
     if t in ("int", "float") and p.mutable and p.range is None and not p.values:
         raise _err(source, f"{where}.range", "a mutable number needs a range or values (or mutable: false)")
@@ -139,7 +179,7 @@ def _check_param(name: str, raw: Any, source: str) -> ParamConfig:
             raise _err(source, f"{where}.invalid", "expected a list")
         p.invalid = list(raw["invalid"])
         for i, v in enumerate(p.invalid):
-            if isinstance(v, (dict, list)) and t != "int":
+            if isinstance(v, dict) and t != "int" or isinstance(v, list) and t not in LIST_VALUE_TYPES:
                 raise _err(source, f"{where}.invalid[{i}]", f"expected a scalar, got {v!r}")
     if t == "layer":
         apis = raw.get("apis")
@@ -169,11 +209,19 @@ def load_api_config(path: str | Path) -> ApiConfig:
     rank = data.get("rank")
     if rank is not None and not (_is_int(rank) and rank >= 2):
         raise _err(source, "rank", f"expected an int >= 2, got {rank!r}")
+    ranks = data.get("ranks")
+    if ranks is not None:
+        if rank is not None:
+            raise _err(source, "ranks", "give rank (one input rank) or ranks (several), not both")
+        if not (isinstance(ranks, list) and ranks and all(_is_int(r) and r >= 2 for r in ranks)
+                and len(set(ranks)) == len(ranks)):
+            raise _err(source, "ranks", f"expected a non-empty list of distinct ints >= 2, got {ranks!r}")
     params = data.get("params", {})
     if not isinstance(params, dict):
         raise _err(source, "params", "expected a mapping of parameter name to settings")
     return ApiConfig(api, data["category"], inputs, {n: _check_param(n, p, source) for n, p in params.items()},
-                     rank, str(data.get("note", "")), source)
+                     rank if rank is not None else (ranks[0] if ranks and len(ranks) == 1 else None),
+                     str(data.get("note", "")), source, list(ranks or []))
 
 
 def load_api_configs(directory: str | Path | None = None) -> dict[str, ApiConfig]:

@@ -1,0 +1,156 @@
+"""Coverage of the Keras layer API by the API configs: which constructor parameters each
+config draws, deliberately skips, may ignore, or misses, and which Keras layers have no
+config and are not excluded (with a reason) in ``audee/data/api_configs/README.md``.
+
+A parameter is *exempt* when it never changes an inference output given the weights audee
+sets (``EXEMPT`` and ``EXEMPT_SUFFIXES`` say why, one reason each); everything else must be
+configured, or skipped with the config's own reason.  Importing keras takes seconds, so
+only the functions here that need it import it (``KERAS_BACKEND`` defaults to jax).
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from audee.apis.config import ApiConfig
+from audee.paths import api_configs_dir
+
+EXEMPT: dict[str, str] = {
+    "name": "a label: no effect on the computation",
+    "trainable": "training only: inference computes the same with frozen weights",
+    "dtype": "model-level: another branch draws the model's dtype policy for API-level fuzzing",
+    "autocast": "acts only under a mixed dtype policy, which is model-level (see dtype)",
+    "seed": "seeds training-time randomness (dropout, noise) only",
+    "activity_regularizer": "adds a loss only",
+    "input_shape": "Sequential shape hint; audee builds functional models from keras.Input",
+    "input_dim": "Sequential shape hint; audee builds functional models from keras.Input",
+}
+EXEMPT_SUFFIXES: dict[str, str] = {
+    "_initializer": "initial weights: audee sets every weight itself",
+    "_regularizer": "adds a loss only",
+    "_constraint": "applied after optimizer steps only",
+}
+BASE_FORWARDED = ("input_shape", "input_dim")  # popped from **kwargs by keras.layers.Layer.__init__
+STATUSES = ("configured", "skipped", "exempt", "missing", "not_in_keras")
+_BACKTICKED = re.compile(r"`([A-Z][A-Za-z0-9]*)`")
+
+
+def exempt_reason(param: str) -> str | None:
+    """Why ``param`` never changes an inference output, or None if it may."""
+    if param in EXEMPT:
+        return EXEMPT[param]
+    return next((why for suffix, why in EXEMPT_SUFFIXES.items() if param.endswith(suffix)), None)
+
+
+def _keras() -> Any:
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    import keras
+
+    return keras
+
+
+def constructor_params(cls: type) -> list[str]:
+    """The keyword arguments ``cls(...)`` takes: its ``__init__``'s named parameters, plus
+    the base ``Layer`` ones when it forwards ``**kwargs``."""
+    sig = inspect.signature(cls.__init__).parameters
+    names = [n for n, p in sig.items() if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if any(p.kind == p.VAR_KEYWORD for p in sig.values()):
+        base = inspect.signature(_keras().layers.Layer.__init__).parameters
+        extra = [n for n, p in base.items() if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        names += [n for n in [*extra, *BASE_FORWARDED] if n not in names]
+    return names
+
+
+def coverage_rows(configs: Mapping[str, ApiConfig]) -> list[dict[str, str]]:
+    """One row per (API, parameter): ``{"api", "param", "status", "reason"}``; status is one
+    of ``STATUSES`` (``not_in_keras``: the config names a parameter Keras does not take)."""
+    keras = _keras()
+    rows = []
+    for api in sorted(configs):
+        cfg = configs[api]
+        cls = getattr(keras.layers, api, None)
+        if cls is None:
+            rows.append({"api": api, "param": "", "status": "not_in_keras", "reason": "no such keras.layers API"})
+            continue
+        params = constructor_params(cls)
+        for name in params:
+            pcfg = cfg.params.get(name)
+            if pcfg is not None and pcfg.skip:
+                rows.append({"api": api, "param": name, "status": "skipped", "reason": pcfg.skip})
+            elif pcfg is not None:
+                rows.append({"api": api, "param": name, "status": "configured", "reason": ""})
+            elif exempt_reason(name):
+                rows.append({"api": api, "param": name, "status": "exempt", "reason": exempt_reason(name) or ""})
+            else:
+                rows.append({"api": api, "param": name, "status": "missing", "reason": "not in the config"})
+        for name in cfg.params:
+            if name not in params:
+                rows.append({"api": api, "param": name, "status": "not_in_keras",
+                             "reason": f"keras.layers.{api} takes no such parameter"})
+    return rows
+
+
+def keras_layer_names() -> list[str]:
+    """Every public ``keras.layers`` class that is a Layer, aliases removed (the name kept
+    is the class's own, e.g. MaxPooling2D over MaxPool2D)."""
+    keras = _keras()
+    by_class: dict[type, list[str]] = {}
+    for name in dir(keras.layers):
+        obj = getattr(keras.layers, name)
+        if inspect.isclass(obj) and issubclass(obj, keras.layers.Layer):
+            by_class.setdefault(obj, []).append(name)
+    return sorted(obj.__name__ if obj.__name__ in names else sorted(names)[0] for obj, names in by_class.items())
+
+
+def excluded_layers(readme: str | Path | None = None) -> dict[str, str]:
+    """Layers the README excludes, with the reason: every backticked CamelCase name on a
+    bullet of its ``## Excluded`` section; the reason is the bullet's text before the colon."""
+    path = Path(readme) if readme else api_configs_dir() / "README.md"
+    if not path.is_file():
+        return {}
+    out: dict[str, str] = {}
+    section = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip().lower().startswith("excluded")
+            continue
+        if section and line.lstrip().startswith(("- ", "* ")):
+            text = line.lstrip()[2:]
+            reason = text.split(":", 1)[0].strip(" *")
+            for name in _BACKTICKED.findall(text.split(":", 1)[1] if ":" in text else text):
+                out[name] = reason
+    return out
+
+
+def uncovered_layers(configs: Mapping[str, ApiConfig], excluded: Mapping[str, str] | None = None) -> list[str]:
+    """Keras layers with no config that the README does not exclude."""
+    excluded = excluded_layers() if excluded is None else excluded
+    return [n for n in keras_layer_names() if n not in configs and n not in excluded]
+
+
+def render_coverage(rows: Iterable[Mapping[str, str]], uncovered: Iterable[str] = ()) -> str:
+    """A table, one line per API (counts per status, the missing parameters named), then
+    the uncovered Keras layers and a summary line."""
+    rows = list(rows)
+    per_api: dict[str, list[Mapping[str, str]]] = {}
+    for r in rows:
+        per_api.setdefault(r["api"], []).append(r)
+    head = f"{'api':<28} {'configured':>10} {'skipped':>7} {'exempt':>6} {'missing':>7}  gaps"
+    lines = [head, "-" * len(head)]
+    for api, rs in per_api.items():
+        c = Counter(r["status"] for r in rs)
+        gaps = [r["param"] or "(API)" for r in rs if r["status"] == "missing"]
+        gaps += [f"{r['param'] or '(API)'} (not in keras)" for r in rs if r["status"] == "not_in_keras"]
+        lines.append(f"{api:<28} {c['configured']:>10} {c['skipped']:>7} {c['exempt']:>6} {c['missing']:>7}  "
+                     + (", ".join(gaps) or "-"))
+    uncovered = list(uncovered)
+    if uncovered:
+        lines.append(f"keras layers with no config and no exclusion: {', '.join(uncovered)}")
+    total = Counter(r["status"] for r in rows)
+    lines.append(f"{len(per_api)} APIs, {len(rows)} parameters: "
+                 + ", ".join(f"{total[s]} {s}" for s in STATUSES) + f"; {len(uncovered)} keras layers uncovered")
+    return "\n".join(lines)
