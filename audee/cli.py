@@ -188,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("apis", help="list the layer APIs that have a parameter config")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--coverage", action="store_true",
+                   help="compare each config with its Keras constructor: every parameter configured, skipped "
+                        "(with the config's reason), exempt (docs/apis.md) or missing; then the Keras layers with "
+                        "no config and no exclusion (exit 5 if any gap)")
     return ap
 
 
@@ -623,6 +627,17 @@ def cmd_apis(args: argparse.Namespace) -> int:
     from audee.apis import load_api_configs
 
     apis = load_api_configs()
+    if args.coverage:
+        os.environ.setdefault("KERAS_BACKEND", "jax")  # keras is imported here, for this command only
+        from audee.apis.coverage import coverage_rows, render_coverage, uncovered_layers
+
+        cov, uncovered = coverage_rows(apis), uncovered_layers(apis)
+        if args.json:
+            print(json.dumps({"parameters": cov, "uncovered_layers": uncovered}, indent=1))
+        else:
+            print(render_coverage(cov, uncovered))
+        gaps = uncovered or [r for r in cov if r["status"] in ("missing", "not_in_keras")]
+        return ExitCode.COVERAGE_GAP if gaps else ExitCode.OK
     rows = [{"api": name, "category": c.category, "params": list(c.params)} for name, c in sorted(apis.items())]
     if args.json:
         print(json.dumps(rows, indent=1))

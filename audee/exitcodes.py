@@ -28,6 +28,8 @@ class ExitCode(enum.IntEnum):
     NOT_LOCALIZED = 3
     #: a backend worker could not start
     BACKEND_UNAVAILABLE = 4
+    #: ``audee apis --coverage``: a constructor parameter or a Keras layer without a config or a reason
+    COVERAGE_GAP = 5
     #: interrupted (SIGINT); rerun the same command to resume
     INTERRUPTED = 130
     #: stdout was closed early (piped into ``head``): 128 + SIGPIPE, as the shell reports a tool killed by it
@@ -43,6 +45,7 @@ MEANING = {
     ExitCode.BAD_INPUT: "bad input (a file, a field or an option)",
     ExitCode.NOT_LOCALIZED: "the case reproduces but nothing was localized",
     ExitCode.BACKEND_UNAVAILABLE: "a backend worker could not start",
+    ExitCode.COVERAGE_GAP: "apis --coverage: a parameter or layer without a config or a reason",
     ExitCode.INTERRUPTED: "interrupted; rerun the same command to resume",
     ExitCode.BROKEN_PIPE: "stdout was closed early (piped into head)",
     ExitCode.TERMINATED: "terminated (SIGTERM); rerun the same command to resume",
