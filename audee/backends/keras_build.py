@@ -12,6 +12,8 @@ import numpy as np
 from audee.spec import LayerSpec, ModelSpec, Weights
 
 MERGE_APIS = frozenset({"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"})
+#: layers whose call takes each input as its own positional argument (query, value), not one list
+POSITIONAL_INPUT_APIS = frozenset({"MultiHeadAttention", "GroupQueryAttention"})
 
 LayerFactory = Callable[[LayerSpec], Any]
 
@@ -49,7 +51,10 @@ class BuiltModel:
             ls = spec.layer(name)
             layer = make_layer(ls)
             args = [tensors[i] for i in ls.inputs]
-            out = layer(args if (len(args) > 1 or ls.api in MERGE_APIS) else args[0])
+            if ls.api in POSITIONAL_INPUT_APIS:
+                out = layer(*args)
+            else:
+                out = layer(args if (len(args) > 1 or ls.api in MERGE_APIS) else args[0])
             if isinstance(out, (list, tuple)):
                 raise ValueError(f"layer {name!r} returns {len(out)} tensors; audee needs one output per layer")
             tensors[name] = out

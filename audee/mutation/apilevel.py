@@ -181,6 +181,44 @@ def _adapted(chain: _Chain, target: tuple[int, ...], rng: np.random.Generator, d
 
 
 # ---- parameters ------------------------------------------------------------------------------------
+def _per_dim(value: Any, n: int) -> list[int] | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return [value] * n
+    if isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return list(value)
+    return None
+
+
+def _couple(params: dict[str, Any], muts: list[Mutation], rng: np.random.Generator) -> None:
+    """Draw coupled parameters together, so that valid draws make a valid layer: a
+    transposed convolution's ``output_padding`` below its ``strides`` in every dimension,
+    and ``strides`` and ``dilation_rate`` not both above 1 in a dimension (Keras refuses
+    both).  The mutation records follow the values."""
+    strides = _per_dim(params.get("strides", 1), 3)
+    for name in ("output_padding", "dilation_rate"):
+        if name not in params or params[name] is None or strides is None:
+            continue
+        value = _per_dim(params[name], len(strides))
+        if value is None:
+            continue
+        n = len(value)
+        dims = _per_dim(params.get("strides", 1), n) or [1] * n
+        if name == "output_padding":
+            fixed = [min(v, int(rng.integers(0, s))) if s >= 1 else 0 for v, s in zip(value, dims)]
+        else:
+            if any(s > 1 for s in dims) and any(v > 1 for v in value):
+                fixed = [1] * n  # Keras: strides > 1 with dilation_rate > 1 is not supported
+            else:
+                fixed = value
+        if fixed != value:
+            params[name] = fixed
+            for m in muts:
+                if m.param == name and not m.invalid:
+                    m.new = fixed
+
+
 def _derived(api: str, name: str, rank: int, shape: tuple[int, ...], rng: np.random.Generator) -> Any:
     """A value for a parameter that is not drawn but that the layer needs from the input
     shape (``mutable: false``): None where Keras' default serves."""
@@ -192,6 +230,15 @@ def _derived(api: str, name: str, rank: int, shape: tuple[int, ...], rng: np.ran
         divisors = [d for d in range(1, n + 1) if n % d == 0]
         first = int(rng.choice(divisors))
         return [first, n // first] if rng.random() < 0.7 else [n]
+    if api == "EinsumDense":  # equation, output_shape and bias_axes are coupled to the input rank
+        units = int(rng.integers(1, 17))
+        bias = bool(rng.random() < 0.5)
+        if rank == 2:
+            coupled = {"equation": "ab,bc->ac", "output_shape": units, "bias_axes": "c" if bias else None}
+        else:
+            coupled = {"equation": "abc,cd->abd", "output_shape": [int(shape[0]), units],
+                       "bias_axes": "d" if bias else None}
+        return coupled.get(name)
     return None
 
 
@@ -234,6 +281,7 @@ def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.ran
     dtype = str(names[int(rng.choice(len(names), p=probs))])
     lname = f"t_{api.lower()}"
     params, muts, slots = _draw_params(cfg, rng, lname, apis, dtype)
+    _couple(params, muts, rng)
     invalid = None
     if slots and rng.random() < invalid_prob:
         where, pname, pcfg, mlayer = slots[int(rng.integers(len(slots)))]
@@ -253,8 +301,8 @@ def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.ran
         high = int(vocab) if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab > 0 else 1
         shape = _draw_shape(rank, rng)
         srcs = [chain.input(shape, "int32", (0, high))]
-    elif cfg.inputs == "many":
-        n = SUBTRACT_INPUTS.get(api, int(rng.integers(2, 4)))
+    elif cfg.inputs == "many" or (isinstance(cfg.inputs, int) and cfg.inputs > 1):
+        n = cfg.inputs if isinstance(cfg.inputs, int) else SUBTRACT_INPUTS.get(api, int(rng.integers(2, 4)))
         shape = _draw_shape(rank, rng)
         srcs = []
         for _ in range(n):
@@ -265,9 +313,12 @@ def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.ran
     else:
         shape = _draw_shape(rank, rng, channels_first)
         srcs = [_adapted(chain, shape, rng, dtype)]
+    coupled_seed = int(rng.integers(2 ** 31))  # coupled parameters (EinsumDense) share one draw
     for name, p in cfg.params.items():
         if p.type != "layer" and not _drawable(p):
-            value = _derived(api, name, rank, shape, rng)
+            value = _derived(api, name, rank, shape, np.random.default_rng(coupled_seed))
+            if value is None and p.values and not getattr(p, "skip", ""):
+                value = p.values[int(rng.integers(len(p.values)))]  # a fixed parameter: one of its valid values
             if value is not None:
                 params[name] = value
                 derived[name] = value

@@ -20,6 +20,7 @@ MODEL = json.loads(__MODEL__)
 CASE = json.loads(__CASE__)
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), __DATA__)
 MERGE = {"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}
+POSITIONAL = {"MultiHeadAttention", "GroupQueryAttention"}  # call(query, value): one argument per input
 ENV_BROKEN = 3  # a child's exit code when a framework cannot be imported
 
 
@@ -41,7 +42,10 @@ def build(keras):
     for spec in MODEL["layers"]:
         name, args = spec["name"], [tensors[n] for n in spec["inputs"]]
         layers[name] = make_layer(keras, spec["api"], spec["params"], name)
-        tensors[name] = layers[name](args if len(args) > 1 or spec["api"] in MERGE else args[0])
+        if spec["api"] in POSITIONAL:
+            tensors[name] = layers[name](*args)
+        else:
+            tensors[name] = layers[name](args if len(args) > 1 or spec["api"] in MERGE else args[0])
     return keras.Model(inputs, [tensors[s["name"]] for s in MODEL["layers"]]), layers
 
 
