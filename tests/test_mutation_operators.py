@@ -3,7 +3,6 @@ replay to the variant, draws are deterministic per (rng, index), operators=None 
 redraw path byte for byte, and every operator's variants build on the real backends."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -97,7 +96,6 @@ def test_operators_none_is_byte_identical_to_the_redraw_path():
     def validate(s):
         return "big" if '"kernel_size":5' in s.dumps() else None
 
-    h = hashlib.sha1()
     for spec in (tiny_cnn(), load_seed("lenet5").spec, load_seed("resnet20").spec, load_seed("lstm").spec):
         for i in range(8):
             v = mutate_spec(spec, APIS, np.random.default_rng([5, i]), invalid_prob=0.3, index=i, validate=validate)
@@ -105,9 +103,9 @@ def test_operators_none_is_byte_identical_to_the_redraw_path():
                                    validate=validate)
             assert v.spec.dumps() == old.dumps()
             assert all("op" not in m for m in v.spec.meta["mutations"])
-            h.update(v.spec.dumps().encode())
-    # the same specs computed by the code before operators existed (commit 31658b6)
-    assert h.hexdigest() == "d618f81911bacb5eb0b1dc7fa785a7db0b762d0a"
+    # (a digest of these specs was once frozen against the code before operators existed, commit
+    # 31658b6; it froze the API configs of that day too, which have grown since: the frozen copy of
+    # the old code path above is the comparison that stays meaningful)
 
 
 def test_unknown_operator_is_refused():
