@@ -546,7 +546,10 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             bar.close()
     print(f"campaign {campaign.name} shard {index}/{count}: {status['done']}/{status['units']} units done "
           f"in {args.out}")
-    return ExitCode.OK
+    for e in status.get("errors", []):
+        print(f"  unit {e['unit']} stopped on an internal error (units/{e['unit']}/ERROR.json): {e['error'][:200]}",
+              file=sys.stderr)
+    return ExitCode.UNIT_ERRORS if status.get("errors") else ExitCode.OK
 
 
 def cmd_localize(args: argparse.Namespace) -> int:

@@ -30,6 +30,8 @@ class ExitCode(enum.IntEnum):
     BACKEND_UNAVAILABLE = 4
     #: ``audee apis --coverage``: a constructor parameter or a Keras layer without a config or a reason
     COVERAGE_GAP = 5
+    #: ``audee campaign``: some units stopped on an internal error (``units/<id>/ERROR.json``); the others ran
+    UNIT_ERRORS = 6
     #: interrupted (SIGINT); rerun the same command to resume
     INTERRUPTED = 130
     #: stdout was closed early (piped into ``head``): 128 + SIGPIPE, as the shell reports a tool killed by it
@@ -46,6 +48,7 @@ MEANING = {
     ExitCode.NOT_LOCALIZED: "the case reproduces but nothing was localized",
     ExitCode.BACKEND_UNAVAILABLE: "a backend worker could not start",
     ExitCode.COVERAGE_GAP: "apis --coverage: a parameter or layer without a config or a reason",
+    ExitCode.UNIT_ERRORS: "campaign: some units stopped on an internal error; rerun resumes them",
     ExitCode.INTERRUPTED: "interrupted; rerun the same command to resume",
     ExitCode.BROKEN_PIPE: "stdout was closed early (piped into head)",
     ExitCode.TERMINATED: "terminated (SIGTERM); rerun the same command to resume",

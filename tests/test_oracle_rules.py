@@ -102,3 +102,18 @@ def test_fitness_functions_read_the_distance_module():
     np.testing.assert_allclose(rel, [max(relative_distance(outs[p], outs[q])[i] for p, q in
                                          (("x", "y"), ("x", "z"), ("y", "z"))) for i in range(2)])
     assert rpair[1] in ("x|z", "y|z")
+
+
+def test_an_empty_output_has_no_label_and_no_distance():
+    """A layer can produce an empty tensor (a crop to nothing): no label to flip, no
+    distance, no deviation, and no crash of the oracles (it once stopped a campaign)."""
+    from audee.oracle.deviation import compare
+    from audee.oracle.distance import per_input_distance
+
+    empty = np.zeros((3, 0, 4), np.float32)
+    got = label_flips(empty, empty, TIE_MARGIN)
+    assert not got.flips.any() and not got.ties.any() and (got.labels[0] == -1).all()
+    np.testing.assert_array_equal(per_input_distance(empty, empty), [0.0, 0.0, 0.0])
+    assert compare(empty, empty)["score"] == 0.0
+    findings, _ = inconsistency_findings([_outcome("x", empty), _outcome("y", empty)], TIE_MARGIN)
+    assert findings == []

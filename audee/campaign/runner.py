@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import time
+import traceback
 from pathlib import Path
 from typing import Any, Callable
 
@@ -285,8 +286,20 @@ def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
                 continue
             log.info("unit %s: started (%s on %s)", unit.id, unit.seed, ", ".join(unit.backends))
             t_unit = time.perf_counter()
-            with dir_lock(udir):  # another shard layout working on this unit fails here, writing nothing
-                _run_unit(unit, udir, status, save_status, pools, device, precision)
+            try:
+                with dir_lock(udir):  # another shard layout working on this unit fails here, writing nothing
+                    _run_unit(unit, udir, status, save_status, pools, device, precision)
+            except AudeeError:
+                raise  # bad input (a config, a lock held): the same for every unit
+            except Exception as exc:  # an audee bug in one unit must not stop the others
+                log.exception("unit %s: stopped by an internal error; the shard goes on", unit.id)
+                record = {"unit": unit.id, "error": f"{type(exc).__name__}: {exc}"[:2000],
+                          "traceback": traceback.format_exc()[-8000:], "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+                write_atomic(udir / "ERROR.json", json.dumps(record, indent=1).encode())
+                status.setdefault("errors", []).append({k: record[k] for k in ("unit", "error")})
+                save_status()
+                continue
+            (udir / "ERROR.json").unlink(missing_ok=True)
             status["done"] += 1
             log.info("unit %s: done in %.1f s (%d/%d units of the shard)", unit.id, time.perf_counter() - t_unit,
                      status["done"], len(units))

@@ -27,6 +27,8 @@ def layer_distance(a: np.ndarray, b: np.ndarray, axis: tuple[int, ...] | None = 
     if axis is None:
         v = float(d.mean()) if d.size else 0.0
         return v if np.isfinite(v) else float("inf")
+    if d.size == 0:  # an empty output: nothing differs
+        return np.zeros([n for i, n in enumerate(d.shape) if i not in axis])
     return np.nan_to_num(d.mean(axis=axis), nan=np.inf, posinf=np.inf)
 
 

@@ -42,13 +42,20 @@ def top2_margin(out: np.ndarray) -> np.ndarray:
         return top2[:, 1] - top2[:, 0]
 
 
+def _labels(out: np.ndarray) -> np.ndarray:
+    """argmax per row; -1 for rows of an empty output."""
+    flat = out.reshape(out.shape[0], -1)
+    return flat.argmax(1) if flat.shape[1] else np.full(flat.shape[0], -1)
+
+
 def label_flips(out_a: np.ndarray, out_b: np.ndarray, tie_margin: float, rel_margin: float = 0.0) -> LabelFlips:
     """Flips, ties and labels of two backends' outputs on the same batch (rule above)."""
     n = out_a.shape[0]
-    la = out_a.reshape(n, -1).argmax(1)
-    lb = out_b.reshape(out_b.shape[0], -1).argmax(1)
+    la, lb = _labels(out_a), _labels(out_b)
     if out_a.shape != out_b.shape:
         return LabelFlips(np.ones(n, bool), np.zeros(n, bool), (la, lb))
+    if out_a.reshape(n, -1).shape[1] == 0:  # an empty output (a crop to nothing): no label, nothing to flip
+        return LabelFlips(np.zeros(n, bool), np.zeros(n, bool), (la, lb))
     finite = np.isfinite(out_a.reshape(n, -1)).all(1) & np.isfinite(out_b.reshape(n, -1)).all(1)
     differ = (la != lb) & finite
     tie = np.zeros(n, bool)
