@@ -495,10 +495,10 @@ def cmd_localize(args: argparse.Namespace) -> int:
     timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
     report = localize_case(args.case, cfg, backends=refs, pair=pair,
                            timeout=timeout, allowed_plugins=args.allow_plugin)
-    print(json.dumps(report.to_json(), indent=1) if args.json else render(report))
+    print(json.dumps(report.to_json(), indent=1) if args.json else render(report, top_k=cfg.top_k))
     if not report.reproduced:
         return ExitCode.NOT_REPRODUCED
-    return ExitCode.OK if report.sources else ExitCode.NOT_LOCALIZED
+    return ExitCode.OK if report.sources or report.trigger else ExitCode.NOT_LOCALIZED
 
 
 def cmd_report(args: argparse.Namespace) -> int:
