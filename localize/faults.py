@@ -238,7 +238,9 @@ class _ConvSameReflect(_Mixin):
             def call(self, x):
                 if self.padding != "same":
                     return super().call(x)
-                x = keras.ops.pad(x, _pads(x, self.kernel_size, self.strides, self.dilation_rate), mode="reflect")
+                pads = _pads(x, self.kernel_size, self.strides, self.dilation_rate)
+                if any(sum(p) for p in pads):
+                    x = keras.ops.pad(x, pads, mode="reflect")
                 y = keras.ops.conv(x, self.kernel, strides=self.strides, padding="valid",
                                    dilation_rate=self.dilation_rate)
                 if self.use_bias:
