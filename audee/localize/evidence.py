@@ -12,8 +12,9 @@ cause does.  So each candidate gets three pieces of evidence, each a number in [
   the parameter has no default, already uses it, or the default does not run;
 * ``masking``: the masking test: the candidate keeps its value while another parameter
   moves to a value that still fails (a different context); does the failure then go when
-  the candidate alone takes its fix?  A cause's fix works in every context, a masker's
-  only where the context leaves the trigger masked.  Unknown when there is no context.
+  the candidate alone takes each of its removing values?  A cause's fixes work in every
+  context; a masker's (a pool size that happened to leave no overhang) only where the
+  context keeps the trigger masked.  Unknown when there is no context.
 
 The candidate's *score* is the mean of the evidence it has.  Candidates are ranked by
 score (then by how many values remove the failure, then by the best replacement's
@@ -39,8 +40,8 @@ class Candidate:
     failing: list[Any] = field(default_factory=list)    # replacements that keep it
     default: Any = None
     default_removes: bool | None = None
-    contexts: int = 0                  # masking test: contexts tried
-    toggles: int = 0                   # ... in which the candidate's fix removes the failure
+    contexts: int = 0                  # masking test: (context, removing value) pairs tried
+    toggles: int = 0                   # ... in which the value removes the failure
     best_rate: float = float("nan")    # the best replacement's one-layer rate (inconsistency)
     order: int = 0                     # position among the layer's parameters
     score: float = 0.0

@@ -276,21 +276,21 @@ class Localizer:
     def masking_test(self, probe: Probe, cands: list[Candidate], spaces: list[ParamSpace],
                      verdicts: dict[str, list[tuple[Any, Trial]]], rnd: Round) -> None:
         """Each candidate keeps its value while another parameter moves to a value that
-        still fails; does the candidate's fix alone then remove the failure?"""
+        still fails (a context); does each of the candidate's removing values (at most
+        three) alone then remove the failure?  ``toggles / contexts`` over all of them."""
         names = {c.param for c in cands}
         for c in cands:
             contexts = [(p, v) for p in [*(x for x in names if x != c.param),
                                          *(s.name for s in spaces if s.name not in names)]
-                        for v, t in verdicts.get(p, []) if t.verdict == FAILS]
+                        for v, t in verdicts.get(p, []) if t.verdict == FAILS][: self.cfg.mask_contexts]
             for p, v in contexts:
-                if c.contexts >= self.cfg.mask_contexts:
-                    break
-                t = probe.judge({c.param: c.fix, p: v}, confirm=False)
-                t.param, t.old, t.new, t.context = c.param, c.old, c.fix, {p: v}
-                rnd.trials.append(t)
-                if t.verdict in (REMOVED, FAILS):
-                    c.contexts += 1
-                    c.toggles += t.verdict == REMOVED
+                for fix in c.removing[:3]:
+                    t = probe.judge({c.param: fix, p: v}, confirm=False)
+                    t.param, t.old, t.new, t.context = c.param, c.old, fix, {p: v}
+                    rnd.trials.append(t)
+                    if t.verdict in (REMOVED, FAILS):
+                        c.contexts += 1
+                        c.toggles += t.verdict == REMOVED
 
     def conclude(self, probe: Probe, rnd: Round, report: Report, kind: str) -> list[Candidate]:
         """Examine the probe, rank the candidates and record the named sources.  When the

@@ -23,22 +23,42 @@ PRIORITY = (Kind.INCONSISTENCY, Kind.NAN, Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPT
 def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backends: list[BackendRef] | None = None,
                   pair: list[str] | None = None, timeout: float = TIMEOUT_S, log_dir: Path | None = None,
                   apis: dict[str, Any] | None = None, pool: Pool | None = None,
-                  allowed_plugins: Iterable[str] = ()) -> Report:
+                  allowed_plugins: Iterable[str] = (), repro_dir: str | Path | None = None) -> Report:
     """Localize the case's main failure.  ``pool`` may be shared across cases (the
     localization benchmark does so); otherwise one is started for the case's backends
-    (or ``backends``): plugins the case names run only when ``allowed_plugins`` names them."""
+    (or ``backends``): plugins the case names run only when ``allowed_plugins`` names them.
+    ``repro_dir``: also write the one-layer repro script of the top candidate's layer there."""
     from audee.apis import load_api_configs
 
     record = CaseRecord.from_file(path)
     case = record.test_case()
     apis = apis or load_api_configs()
     if pool is not None:
-        return _localize(pool, record, case, apis, cfg or LocalizeConfig(), pair)
+        return _with_repro(_localize(pool, record, case, apis, cfg or LocalizeConfig(), pair), record, pool, repro_dir)
     refs = backends or record.backend_refs(allowed_plugins=allowed_plugins)
     with tempfile.TemporaryDirectory(prefix="audee-localize-") as tmp:
         with Pool(refs, log_dir or Path(tmp), timeout=timeout) as own:
             start_or_raise(own, log_dir, str(path))
-            return _localize(own, record, case, apis, cfg or LocalizeConfig(), pair)
+            return _with_repro(_localize(own, record, case, apis, cfg or LocalizeConfig(), pair), record, own,
+                               repro_dir)
+
+
+def _with_repro(report: Report, record: CaseRecord, pool: Pool, repro_dir: str | Path | None) -> Report:
+    """The Judge issue's one-layer repro script for the top candidate's layer, written on
+    the same workers; why not, in the note, when it cannot be written."""
+    if repro_dir is None or not (report.sources or report.trigger) or not report.reproduced:
+        return report
+    from audee.errors import AudeeError
+    from audee.repro import default_name, pick_finding, write_repro
+
+    layer = report.sources[0].layer if report.sources else report.trigger["layer"]
+    try:
+        script = write_repro(record, Path(repro_dir), default_name(record, pick_finding(record)), layer=layer,
+                             model="one-layer", pool=pool)
+        report.repro = str(script.script)
+    except AudeeError as exc:
+        report.note = (report.note + "; " if report.note else "") + f"no repro script: {exc}"
+    return report
 
 
 def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], cfg: LocalizeConfig,
