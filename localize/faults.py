@@ -318,8 +318,9 @@ class _FlattenChannelsFirst(_Mixin):
     def faulty(self, keras, layer):
         class Layer(keras.layers.Flatten):
             def call(self, x):
-                if self.data_format == "channels_last" and len(x.shape) == 4:
-                    x = keras.ops.transpose(x, (0, 3, 1, 2))
+                if self.data_format != "channels_last" or len(x.shape) != 4:
+                    return super().call(x)
+                x = keras.ops.transpose(x, (0, 3, 1, 2))
                 return keras.ops.reshape(x, (-1, int(np.prod(x.shape[1:]))))
 
         return Layer(**layer.params, name=layer.name)

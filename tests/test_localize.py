@@ -36,7 +36,10 @@ def test_fast_corpus_subset_is_localized_exactly(rows):
 def test_corpus_file_is_schema_checked(tmp_path):
     bad = tmp_path / "c.yaml"
     bad.write_text("cases:\n  - id: x\n    seed: lenet5\n    fault: a:B\n    truth: {layer: conv1}\n")
-    with pytest.raises(ConfigError, match=r"c.yaml: cases\[0\]: a case needs a fault and truth"):
+    with pytest.raises(ConfigError, match=r"c.yaml: cases\[0\]: a case needs truth: \{layer, param\}"):
+        load_corpus(bad)
+    bad.write_text("cases:\n  - id: x\n    seed: lenet5\n    truth: {layer: conv1, param: padding}\n")
+    with pytest.raises(ConfigError, match=r"cases\[0\]: a case needs a fault or backends"):
         load_corpus(bad)
     bad.write_text("cases:\n  - id: x\n    seed: lenet5\n    colour: red\n")
     with pytest.raises(ConfigError, match=r"cases\[0\].colour: unknown key"):
