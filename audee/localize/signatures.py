@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,11 @@ def _listify(v: Any) -> Any:
 
 @lru_cache(maxsize=1)
 def keras_defaults() -> dict[str, dict[str, Any]]:
-    """The stored table: ``{api: {parameter: default or REQUIRED}}``."""
+    """The stored table: ``{api: {parameter: default or REQUIRED}}``; empty (API-config
+    parameters only, logged) where an installation lacks the file."""
+    if not TABLE.is_file():
+        logging.getLogger(__name__).warning("%s is missing: only API-config parameters are candidates", TABLE)
+        return {}
     return json.loads(TABLE.read_text())
 
 
