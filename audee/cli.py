@@ -116,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable report")
     add_model_options(p, LocalizeSettings, exclude=("max_cases", "consistent"))  # audee.settings
     p.add_argument("--pair", help="backend pair to localize, e.g. tensorflow,torch (default: the first inconsistent)")
+    p.add_argument("--repro", metavar="DIR", help="also write the one-layer repro script of the top candidate's "
+                                                  "layer into DIR (built-in backends only)")
     p.add_argument("--backends", help="override the case's backends")
     p.add_argument("--allow-plugin", action="append", default=[], metavar="MODULE:CLASS",
                    help="run this plugin backend if the case names it (repeatable); a case file cannot "
@@ -562,11 +564,11 @@ def cmd_localize(args: argparse.Namespace) -> int:
     cfg = validate_settings(LocalizeConfig, given_options(args, list(LocalizeConfig.model_fields)), flags=True)
     timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
     report = localize_case(args.case, cfg, backends=refs, pair=pair,
-                           timeout=timeout, allowed_plugins=args.allow_plugin)
-    print(json.dumps(report.to_json(), indent=1) if args.json else render(report))
+                           timeout=timeout, allowed_plugins=args.allow_plugin, repro_dir=args.repro)
+    print(json.dumps(report.to_json(), indent=1) if args.json else render(report, top_k=cfg.top_k))
     if not report.reproduced:
         return ExitCode.NOT_REPRODUCED
-    return ExitCode.OK if report.sources else ExitCode.NOT_LOCALIZED
+    return ExitCode.OK if report.sources or report.trigger else ExitCode.NOT_LOCALIZED
 
 
 def cmd_report(args: argparse.Namespace) -> int:

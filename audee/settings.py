@@ -304,6 +304,9 @@ class LocalizeSettings(_LocalizeFields):
     """The localize-fix loop (the Localizer's LocalizeConfig)."""
 
     rng: int = Field(0, ge=0, description="random seed of the amplifying GA")
+    mask_contexts: int = Field(3, ge=0, description="masking test: contexts tried per candidate parameter "
+                                                    "(0: no masking test)")
+    top_k: int = Field(3, ge=1, description="candidates shown with their evidence per localized layer")
 
 
 # ---- campaigns ----------------------------------------------------------------------------------

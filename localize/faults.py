@@ -1,16 +1,36 @@
 """Injected faults for the localization ground-truth corpus.
 
-Each class is TensorFlow (Keras 3) with one layer parameter's behaviour changed, through
-the ``make_layer`` extension point (docs/backends.md).  Every fault is keyed on one
-parameter value, so a correct localization names that (layer, parameter) and the
-replacement values that make the layer behave again.
+Each class is one backend (Keras 3 on TensorFlow, PyTorch or JAX) with one layer
+parameter's behaviour changed, through the ``make_layer`` extension point
+(docs/backends.md).  A fault is written once in Keras ops (a mixin) and bound to a
+backend by a one-line subclass, so the same fault runs on any of the three.  Every fault
+is keyed on one parameter value, so a correct localization names that (layer, parameter)
+and the replacement values that make the layer behave again; some are also maskable by
+another parameter (a 1-wide kernel, a pool window with no overhang), visible only with
+negative inputs or non-zero biases, make NaN, or reject a valid value.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from audee.backends.keras_backends import TensorflowBackend
+import numpy as np
+
+from audee.backends.keras_backends import JaxBackend, TensorflowBackend, TorchBackend
 from audee.spec import LayerSpec
+
+
+class _Mixin:
+    """A fault in Keras ops: ``faulty`` builds the altered layer for ``api``."""
+
+    api: str = ""
+
+    def make_layer(self, layer: LayerSpec) -> Any:
+        if layer.api != self.api:
+            return super().make_layer(layer)  # type: ignore[misc]
+        return self.faulty(self.keras, layer)  # type: ignore[attr-defined]
+
+    def faulty(self, keras: Any, layer: LayerSpec) -> Any:
+        raise NotImplementedError
 
 
 class _Fault(TensorflowBackend):
@@ -196,3 +216,369 @@ class DepthwiseMultiplierOrder(_Fault):
                 return keras.ops.reshape(y, (-1, int(y.shape[1]), int(y.shape[2]), c * m))
 
         return Layer(**layer.params, name=layer.name)
+
+
+# ---- faults written once, bound to torch and jax below ------------------------------------------
+def _pads(x: Any, kernel: tuple, strides: tuple, dilation: tuple) -> list[list[int]]:
+    pads = [[0, 0]]
+    for axis in (1, 2):
+        total = _same_pad(int(x.shape[axis]), kernel[axis - 1], strides[axis - 1], dilation[axis - 1])
+        pads.append([total // 2, total - total // 2])
+    return pads + [[0, 0]]
+
+
+class _ConvSameReflect(_Mixin):
+    """Conv2D, padding='same': the border is padded by reflection instead of zeros (a
+    1-wide kernel needs no padding and masks it)."""
+
+    api = "Conv2D"
+
+    def faulty(self, keras, layer):
+        class Layer(keras.layers.Conv2D):
+            def call(self, x):
+                if self.padding != "same":
+                    return super().call(x)
+                pads = _pads(x, self.kernel_size, self.strides, self.dilation_rate)
+                if any(sum(p) for p in pads):
+                    x = keras.ops.pad(x, pads, mode="reflect")
+                y = keras.ops.conv(x, self.kernel, strides=self.strides, padding="valid",
+                                   dilation_rate=self.dilation_rate)
+                if self.use_bias:
+                    y = y + self.bias
+                return self.activation(y) if self.activation is not None else y
+
+        return Layer(**layer.params, name=layer.name)
+
+
+class _ConvDilationIgnored(_Mixin):
+    """Conv2D, dilation_rate > 1 with padding='same': computed undilated (a 1-wide kernel masks it)."""
+
+    api = "Conv2D"
+
+    def faulty(self, keras, layer):
+        class Layer(keras.layers.Conv2D):
+            def call(self, x):
+                if max(self.dilation_rate) == 1 or self.padding != "same":
+                    return super().call(x)
+                y = keras.ops.conv(x, self.kernel, strides=self.strides, padding="same", dilation_rate=1)
+                if self.use_bias:
+                    y = y + self.bias
+                return self.activation(y) if self.activation is not None else y
+
+        return Layer(**layer.params, name=layer.name)
+
+
+class _ConvReluAsElu(_Mixin):
+    api = "Conv2D"
+
+    def faulty(self, keras, layer):
+        params = dict(layer.params)
+        if params.get("activation") == "relu":
+            params["activation"] = "elu"
+        return keras.layers.Conv2D(**params, name=layer.name)
+
+
+class _SoftmaxAxisRows(_Mixin):
+    """Softmax, axis=-1 on a rank-4 input: normalized over axis 1 (an immutable parameter)."""
+
+    api = "Softmax"
+
+    def faulty(self, keras, layer):
+        class Layer(keras.layers.Softmax):
+            def call(self, x, mask=None):
+                if self.axis == -1 and len(x.shape) == 4:
+                    return keras.ops.softmax(x, axis=1)
+                return super().call(x)
+
+        return Layer(**layer.params, name=layer.name)
+
+
+class _SoftmaxNoMaxShift(_Mixin):
+    """Softmax, axis=-1: exp without subtracting the row maximum; large logits give inf/inf = NaN."""
+
+    api = "Softmax"
+
+    def faulty(self, keras, layer):
+        class Layer(keras.layers.Softmax):
+            def call(self, x, mask=None):
+                if self.axis != -1:
+                    return super().call(x)
+                e = keras.ops.exp(x)
+                return e / keras.ops.sum(e, axis=-1, keepdims=True)
+
+        return Layer(**layer.params, name=layer.name)
+
+
+class _FlattenChannelsFirst(_Mixin):
+    """Flatten, data_format channels_last (the default): flattened in channels_first order
+    (a parameter outside the mutation space)."""
+
+    api = "Flatten"
+
+    def faulty(self, keras, layer):
+        class Layer(keras.layers.Flatten):
+            def call(self, x):
+                if self.data_format != "channels_last" or len(x.shape) != 4:
+                    return super().call(x)
+                x = keras.ops.transpose(x, (0, 3, 1, 2))
+                return keras.ops.reshape(x, (-1, int(np.prod(x.shape[1:]))))
+
+        return Layer(**layer.params, name=layer.name)
+
+
+class _UpSamplingBilinearAsNearest(_Mixin):
+    """UpSampling2D, interpolation='bilinear': computed as nearest (size 1 masks it)."""
+
+    api = "UpSampling2D"
+
+    def faulty(self, keras, layer):
+        params = dict(layer.params)
+        if params.get("interpolation") == "bilinear":
+            params["interpolation"] = "nearest"
+        return keras.layers.UpSampling2D(**params, name=layer.name)
+
+
+class _UpSamplingRejectsBilinear(_Mixin):
+    """UpSampling2D, interpolation='bilinear': refused at construction (divergent acceptance)."""
+
+    api = "UpSampling2D"
+
+    def faulty(self, keras, layer):
+        if layer.params.get("interpolation") == "bilinear":
+            raise ValueError("UpSampling2D: interpolation 'bilinear' is not supported")
+        return keras.layers.UpSampling2D(**layer.params, name=layer.name)
+
+
+class _MaxPoolRejectsSameOverlap(_Mixin):
+    """MaxPooling2D, padding='same' with strides other than the pool size: refused at
+    construction (divergent acceptance)."""
+
+    api = "MaxPooling2D"
+
+    def faulty(self, keras, layer):
+        p = layer.params
+        if p.get("padding") == "same" and p.get("strides") not in (None, p.get("pool_size", 2)):
+            raise ValueError("MaxPooling2D: padding 'same' needs strides equal to pool_size")
+        return keras.layers.MaxPooling2D(**p, name=layer.name)
+
+
+class _ZeroPaddingBottomRight(_Mixin):
+    """ZeroPadding2D: all padding added at the bottom and right."""
+
+    api = "ZeroPadding2D"
+
+    def faulty(self, keras, layer):
+        class Layer(keras.layers.ZeroPadding2D):
+            def call(self, x):
+                (t, b), (le, r) = self.padding
+                return keras.ops.pad(x, [[0, 0], [0, t + b], [0, le + r], [0, 0]])
+
+        return Layer(**layer.params, name=layer.name)
+
+
+class _CroppingTopLeft(_Mixin):
+    """Cropping2D: all cropping taken from the top and left."""
+
+    api = "Cropping2D"
+
+    def faulty(self, keras, layer):
+        class Layer(keras.layers.Cropping2D):
+            def call(self, x):
+                (t, b), (le, r) = self.cropping
+                return x[:, t + b:, le + r:, :]
+
+        return Layer(**layer.params, name=layer.name)
+
+
+class _LayerNormEpsilonFloor(_Mixin):
+    """LayerNormalization: an epsilon below 0.01 is silently replaced by 1.0."""
+
+    api = "LayerNormalization"
+
+    def faulty(self, keras, layer):
+        params = dict(layer.params)
+        if params.get("epsilon", 1e-3) < 0.01:
+            params["epsilon"] = 1.0
+        return keras.layers.LayerNormalization(**params, name=layer.name)
+
+
+class _DenseSigmoidAsHard(_Mixin):
+    """Dense, activation='sigmoid': computed as hard_sigmoid."""
+
+    api = "Dense"
+
+    def faulty(self, keras, layer):
+        params = dict(layer.params)
+        if params.get("activation") == "sigmoid":
+            params["activation"] = "hard_sigmoid"
+        return keras.layers.Dense(**params, name=layer.name)
+
+
+class _EluAlphaSqrt(_Mixin):
+    """ELU, alpha other than 1.0: the negative part picks up sqrt(x) - sqrt(x): NaN for
+    every negative input, exact for the rest."""
+
+    api = "ELU"
+
+    def faulty(self, keras, layer):
+        class Layer(keras.layers.ELU):
+            def call(self, x):
+                if self.alpha == 1.0:
+                    return super().call(x)
+                neg = self.alpha * (keras.ops.exp(x) - 1.0) + keras.ops.sqrt(x) - keras.ops.sqrt(x)
+                return keras.ops.where(x > 0, x, neg)
+
+        return Layer(**layer.params, name=layer.name)
+
+
+class _ActivationGeluApprox(_Mixin):
+    """Activation('gelu'): the tanh approximation instead of the exact erf form (a small
+    deviation, no label flip)."""
+
+    api = "Activation"
+
+    def faulty(self, keras, layer):
+        if layer.params.get("activation") == "gelu":
+            return keras.layers.Activation(lambda v: keras.activations.gelu(v, approximate=True), name=layer.name)
+        return keras.layers.Activation(**layer.params, name=layer.name)
+
+
+class _ReluThresholdIgnored(_Mixin):
+    """ReLU, threshold > 0: the threshold is ignored."""
+
+    api = "ReLU"
+
+    def faulty(self, keras, layer):
+        return keras.layers.ReLU(**{**layer.params, "threshold": 0.0}, name=layer.name)
+
+
+class ConvSameReflectTorch(_ConvSameReflect, TorchBackend):
+    name = "fault-conv-reflect-torch"
+
+
+class ConvSameReflectJax(_ConvSameReflect, JaxBackend):
+    name = "fault-conv-reflect-jax"
+
+
+class ConvDilationIgnoredJax(_ConvDilationIgnored, JaxBackend):
+    name = "fault-conv-dilation-jax"
+
+
+class ConvReluAsEluTorch(_ConvReluAsElu, TorchBackend):
+    name = "fault-conv-relu-torch"
+
+
+class SoftmaxAxisRowsTorch(_SoftmaxAxisRows, TorchBackend):
+    name = "fault-softmax-axis-torch"
+
+
+class SoftmaxNoMaxShiftJax(_SoftmaxNoMaxShift, JaxBackend):
+    name = "fault-softmax-exp-jax"
+
+
+class FlattenChannelsFirstTorch(_FlattenChannelsFirst, TorchBackend):
+    name = "fault-flatten-order-torch"
+
+
+class UpSamplingBilinearAsNearestJax(_UpSamplingBilinearAsNearest, JaxBackend):
+    name = "fault-upsampling-jax"
+
+
+class UpSamplingRejectsBilinearTorch(_UpSamplingRejectsBilinear, TorchBackend):
+    name = "fault-upsampling-reject-torch"
+
+
+class MaxPoolRejectsSameOverlapJax(_MaxPoolRejectsSameOverlap, JaxBackend):
+    name = "fault-maxpool-reject-jax"
+
+
+class ZeroPaddingBottomRightTorch(_ZeroPaddingBottomRight, TorchBackend):
+    name = "fault-zeropad-torch"
+
+
+class CroppingTopLeftJax(_CroppingTopLeft, JaxBackend):
+    name = "fault-crop-jax"
+
+
+class LayerNormEpsilonFloorJax(_LayerNormEpsilonFloor, JaxBackend):
+    name = "fault-layernorm-eps-jax"
+
+
+class DenseSigmoidAsHardJax(_DenseSigmoidAsHard, JaxBackend):
+    name = "fault-dense-sigmoid-jax"
+
+
+class EluAlphaSqrtTorch(_EluAlphaSqrt, TorchBackend):
+    name = "fault-elu-nan-torch"
+
+
+class ActivationGeluApproxTorch(_ActivationGeluApprox, TorchBackend):
+    name = "fault-gelu-approx-torch"
+
+
+class ReluThresholdIgnoredTorch(_ReluThresholdIgnored, TorchBackend):
+    name = "fault-relu-threshold-torch"
+
+
+# ---- the TensorFlow faults above, on torch and jax ------------------------------------------------
+class _Rebind(_Mixin):
+    """A TensorFlow fault's ``faulty`` reused on another backend."""
+
+    source: type = _Fault
+
+    def faulty(self, keras, layer):
+        return self.source.faulty(self, keras, layer)
+
+
+class MaxPoolPadsZeroJax(_Rebind, JaxBackend):
+    name, api, source = "fault-maxpool-pad-jax", "MaxPooling2D", MaxPoolPadsZero
+
+
+class AvgPoolCountsPaddingTorch(_Rebind, TorchBackend):
+    name, api, source = "fault-avgpool-pad-torch", "AveragePooling2D", AvgPoolCountsPadding
+
+
+class DenseDropsBiasJax(_Rebind, JaxBackend):
+    name, api, source = "fault-dense-bias-jax", "Dense", DenseDropsBias
+
+
+class ReluMaxValueOffJax(_Rebind, JaxBackend):
+    name, api, source = "fault-relu-max-jax", "ReLU", ReluMaxValueOff
+
+
+class LeakyReluSlopeTorch(_Rebind, TorchBackend):
+    name, api, source = "fault-leakyrelu-slope-torch", "LeakyReLU", LeakyReluSlope
+
+
+class ActivationEluAlphaJax(_Rebind, JaxBackend):
+    name, api, source = "fault-elu-alpha-jax", "ELU", ActivationEluAlpha
+
+
+class BatchNormEpsilonFloorTorch(_Rebind, TorchBackend):
+    name, api, source = "fault-bn-epsilon-torch", "BatchNormalization", BatchNormEpsilonFloor
+
+
+class DepthwiseMultiplierOrderTorch(_Rebind, TorchBackend):
+    name, api, source = "fault-depthwise-order-torch", "DepthwiseConv2D", DepthwiseMultiplierOrder
+
+
+# ---- several faults in one backend (one worker serves a whole test module) ----------------------
+class _Several(_Mixin):
+    """Several faults, each on its own API."""
+
+    faults: tuple[type, ...] = ()
+
+    def make_layer(self, layer: LayerSpec) -> Any:
+        for fault in self.faults:
+            if fault.api == layer.api:
+                return fault.faulty(self, self.keras, layer)
+        return super(_Mixin, self).make_layer(layer)
+
+
+class RuleFaultsTorch(_Several, TorchBackend):
+    """The faults the ranking-rule tests use: a maskable padding fault (Conv2D), an
+    immutable-parameter fault (Softmax axis), a NaN fault (ELU alpha) and a rejected valid
+    value (UpSampling2D bilinear)."""
+
+    name = "fault-rules-torch"
+    faults = (_ConvSameReflect, _SoftmaxAxisRows, _EluAlphaSqrt, _UpSamplingRejectsBilinear)

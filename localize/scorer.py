@@ -1,16 +1,20 @@
 """Score localization on the ground-truth corpus (``localize/corpus.yaml``).
 
-For each case: run the edited seed on TensorFlow and the faulty backend; if the seed
-batch shows no inconsistency, search for one with the GA; write the case file; localize
-it; compare the top-1 (layer, parameter) with the truth.  Controls (consistent pairs)
-must localize nothing.  Prints the paper's Table 2 columns.
+For each case: run the edited seed on the reference backend (TensorFlow unless the entry
+names another) and the faulty backend; if the seed batch shows no failure, search for an
+inconsistency with the GA; write the case file; localize it; compare the top-1 (layer,
+parameter) with the truth (or, for an input-borne trigger, that the input is named).
+Controls must localize nothing.  Prints the paper's Table 2 columns, precision and recall
+per faulty backend, and the localization time per case with the workers' start-up.
 
     python -m localize.scorer [--only ID ...] [--corpus localize/corpus.yaml] [--json OUT]
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -33,7 +37,9 @@ from audee.store import save_case
 from audee.yamlio import read_yaml_mapping
 
 CORPUS = Path(__file__).resolve().parent / "corpus.yaml"
-ENTRY_KEYS = {"id", "seed", "fault", "edit", "edit_api", "truth", "also", "backends"}
+ENTRY_KEYS = {"id", "seed", "fault", "edit", "edit_api", "truth", "also", "backends", "reference", "insert",
+              "input_scale", "nan_pixels", "note"}
+FAILURE_KINDS = (Kind.INCONSISTENCY, Kind.NAN, Kind.DIVERGENT_ACCEPTANCE, Kind.HARD_CRASH, Kind.DEVIATION)
 
 
 @dataclass
@@ -46,11 +52,24 @@ class Entry:
     truth: dict[str, str] | None = None
     also: list[str] = field(default_factory=list)
     backends: list[str] | None = None
+    reference: str = "tensorflow"
+    insert: list[dict[str, Any]] = field(default_factory=list)
+    input_scale: float = 1.0
+    nan_pixels: int = 0
+    note: str = ""
     control: bool = False
 
     @property
     def labels(self) -> list[str]:
-        return self.backends or ["tensorflow", self.fault]
+        return self.backends or [self.reference, self.fault]
+
+    @property
+    def faulty_backend(self) -> str:
+        """The framework the fault alters (``none`` without a fault)."""
+        if not self.fault:
+            return "none"
+        module, _, cls = self.fault.partition(":")
+        return str(getattr(getattr(importlib.import_module(module), cls), "framework", "?"))
 
 
 def load_corpus(path: str | Path = CORPUS) -> list[Entry]:
@@ -71,9 +90,12 @@ def load_corpus(path: str | Path = CORPUS) -> list[Entry]:
                 if not isinstance(raw.get(key), str):
                     raise ConfigError("expected a string", source=source, field=f"{where}.{key}")
             e = Entry(**raw, control=group == "controls")
-            if not e.control and (not isinstance(e.truth, dict) or set(e.truth) != {"layer", "param"}
-                                  or not e.fault):
-                raise ConfigError("a case needs a fault and truth: {layer, param}", source=source, field=where)
+            if not e.control and not (isinstance(e.truth, dict) and (set(e.truth) == {"layer", "param"}
+                                                                     or e.truth == {"trigger": "input"})):
+                raise ConfigError("a case needs truth: {layer, param} or {trigger: input}", source=source,
+                                  field=where)
+            if not e.control and not (e.fault or e.backends):
+                raise ConfigError("a case needs a fault or backends", source=source, field=where)
             if e.control and not (e.fault or e.backends):
                 raise ConfigError("a control needs a fault or backends", source=source, field=where)
             entries.append(e)
@@ -88,15 +110,42 @@ def edited_spec(spec: ModelSpec, entry: Entry) -> ModelSpec:
                 layer.params.update(params)
     for name, change in entry.edit.items():
         layer = new.layer(name)
-        layer.api = change.get("api", layer.api)
-        layer.params.update(change.get("params", {}))
-    return ModelSpec.from_json(new.to_json())
+        if "api" in change:  # another API: its own parameters only
+            layer.api, layer.params = change["api"], dict(change.get("params", {}))
+        else:
+            layer.params.update(change.get("params", {}))
+    doc = new.to_json()
+    for ins in entry.insert:  # a layer after ``after``, feeding what ``after`` fed
+        layers = doc["layers"]
+        at = next(i for i, lay in enumerate(layers) if lay["name"] == ins["after"])
+        for lay in layers:
+            lay["inputs"] = [ins["name"] if r == ins["after"] else r for r in lay["inputs"]]
+        layers.insert(at + 1, {"name": ins["name"], "api": ins["api"], "params": dict(ins.get("params", {})),
+                               "inputs": [ins["after"]]})
+        if doc.get("output") == ins["after"]:
+            doc["output"] = ins["name"]
+    return ModelSpec.from_json(doc)
+
+
+def edited_inputs(inputs: dict[str, Any], entry: Entry) -> dict[str, Any]:
+    """The seed batch scaled (``input_scale``), with ``nan_pixels`` NaN pixels per row."""
+    out = {}
+    for k, v in inputs.items():
+        v = v.copy()
+        if v.dtype.kind == "f":
+            v = (v * entry.input_scale).astype(v.dtype)
+            flat = v.reshape(v.shape[0], -1)
+            for j in range(entry.nan_pixels):
+                flat[:, (97 * j + 350) % flat.shape[1]] = float("nan")
+        out[k] = v
+    return out
 
 
 def provoke(ex: Executor, case: TestCase, labels: list[str]) -> Result | None:
-    """The seed batch if it already disagrees, else the first failure the GA finds."""
+    """The seed batch if it already fails (any failure kind), else the first inconsistency
+    the GA finds."""
     result = ex.run(case)
-    if any(f.kind == Kind.INCONSISTENCY for f in result.verdict.findings):
+    if any(f.kind in FAILURE_KINDS for f in result.verdict.findings):
         return result
     found: list[Result] = []
     x = {k: v[:1] for k, v in case.inputs.items()}
@@ -116,22 +165,26 @@ def run_entry(entry: Entry, workdir: Path, cfg: LocalizeConfig) -> dict[str, Any
     seed = load_seed(entry.seed)
     spec = edited_spec(seed.spec, entry)
     refs = parse_backends(entry.labels)
-    row: dict[str, Any] = {"id": entry.id, "seed": entry.seed, "layers": len(spec.layers), "control": entry.control}
+    row: dict[str, Any] = {"id": entry.id, "seed": entry.seed, "layers": len(spec.layers), "control": entry.control,
+                           "backend": entry.faulty_backend}
     with Pool(refs, workdir / "logs") as pool:
+        t_start = time.perf_counter()
         failed = pool.start()
+        row["startup_s"] = round(time.perf_counter() - t_start, 2)
         if failed:
             raise RuntimeError(f"{entry.id}: backend failed to start: {failed}")
         ex = Executor(pool)
-        case = TestCase(entry.id, spec, dict(seed.weights or {}), {k: v[:32] for k, v in seed.inputs.items()})
+        case = TestCase(entry.id, spec, dict(seed.weights or {}),
+                        edited_inputs({k: v[:32] for k, v in seed.inputs.items()}, entry))
         ex.complete_weights(case, seed.weight_seed)
-        if entry.control:
+        result = provoke(ex, case, pool.labels) if not entry.control else ex.run(case)
+        if entry.control and not result.verdict.failed:
             report = Report(entry.id, "control", pool.labels)
             Localizer(pool, _apis(), cfg).localize_inconsistency(case, pool.labels,
                                                                  {k: v[:4] for k, v in case.inputs.items()}, report)
         else:
-            result = provoke(ex, case, pool.labels)
             if result is None:
-                row.update(found=False, sources=[], seconds=time.perf_counter() - t0)
+                row.update(found=False, sources=[], seconds=round(time.perf_counter() - t0, 2))
                 return row
             path = save_case(workdir / f"{entry.id}.pkl",
                              case_record(result, pool, {"seed": entry.seed}, tie_margin=ex.tie_margin,
@@ -140,13 +193,19 @@ def run_entry(entry: Entry, workdir: Path, cfg: LocalizeConfig) -> dict[str, Any
             report = localize_case(path, cfg, pool=pool)
             row["localize_s"] = round(time.perf_counter() - t_loc, 2)
     pairs = list(dict.fromkeys((s.layer, s.param) for s in report.sources))
-    row.update(found=True, sources=[list(p) for p in pairs], cradle=report.cradle,
-               seconds=round(time.perf_counter() - t0, 2))
+    row.update(found=True, kind=report.kind, sources=[list(p) for p in pairs], cradle=report.cradle,
+               trigger=report.trigger, seconds=round(time.perf_counter() - t0, 2),
+               top=[{k: c[k] for k in ("layer", "param", "score", "evidence", "named")}
+                    for c in report.candidates[:cfg.top_k]])
     if not entry.control:
-        ok = {(entry.truth["layer"], p) for p in [entry.truth["param"], *entry.also]}
-        row["top1"] = list(pairs[0]) if pairs else None
-        row["correct"] = bool(pairs) and pairs[0] in ok
-        row["cradle_hit"] = entry.truth["layer"] in report.cradle
+        row["top1"] = list(pairs[0]) if pairs else ("input" if report.trigger else None)
+        if entry.truth == {"trigger": "input"}:
+            row["correct"] = report.trigger is not None and not pairs
+            row["cradle_hit"] = False
+        else:
+            ok = {(entry.truth["layer"], p) for p in [entry.truth["param"], *entry.also]}
+            row["correct"] = bool(pairs) and pairs[0] in ok
+            row["cradle_hit"] = entry.truth["layer"] in report.cradle
     return row
 
 
@@ -163,18 +222,29 @@ def _apis() -> dict[str, Any]:
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     cases = [r for r in rows if not r["control"]]
-    localized = [r for r in cases if r.get("sources")]
-    correct = [r for r in cases if r.get("correct")]
     controls = [r for r in rows if r["control"]]
+
+    def figures(group: list[dict[str, Any]]) -> dict[str, Any]:
+        localized = [r for r in group if r.get("sources") or r.get("trigger")]
+        correct = [r for r in group if r.get("correct")]
+        return {"cases": len(group), "correct": len(correct),
+                "top1_precision": round(len(correct) / max(len(localized), 1), 3),
+                "top1_recall": round(len(correct) / max(len(group), 1), 3)}
+
+    with_time = [r["localize_s"] + r.get("startup_s", 0.0) for r in cases if "localize_s" in r]
+    lenet = [r["localize_s"] + r.get("startup_s", 0.0) for r in cases if "localize_s" in r and r["layers"] <= 12]
     return {
-        "cases": len(cases),
+        **figures(cases),
         "layers_mean": round(sum(r["layers"] for r in cases) / max(len(cases), 1), 1),
         "candidates_per_case": round(sum(len(r.get("sources", [])) for r in cases) / max(len(cases), 1), 2),
-        "top1_precision": round(len(correct) / max(len(localized), 1), 3),
-        "top1_recall": round(len(correct) / max(len(cases), 1), 3),
         "cradle_layer_hits": sum(bool(r.get("cradle_hit")) for r in cases),
+        "apis": None,
+        "per_backend": {b: figures([r for r in cases if r.get("backend") == b])
+                        for b in sorted({r.get("backend", "?") for r in cases})},
+        "median_localize_with_startup_s": round(statistics.median(with_time), 1) if with_time else None,
+        "median_localize_with_startup_small_s": round(statistics.median(lenet), 1) if lenet else None,
         "controls": len(controls),
-        "control_false_positives": sum(bool(r.get("sources")) for r in controls),
+        "control_false_positives": sum(bool(r.get("sources") or r.get("trigger")) for r in controls),
     }
 
 
@@ -190,16 +260,28 @@ def main(argv: list[str] | None = None) -> int:
         for e in entries:
             row = run_entry(e, Path(tmp) / e.id, LocalizeConfig())
             rows.append(row)
-            verdict = ("control: " + ("FALSE POSITIVE " + str(row["sources"]) if row["sources"] else "nothing, ok")) \
-                if e.control else (f"top-1 {row.get('top1')} {'correct' if row.get('correct') else 'WRONG'}; "
-                                   f"{len(row['sources'])} candidate(s)" if row["found"] else "no failure provoked")
-            loc = f"localize {row['localize_s']:>5.1f} s" if "localize_s" in row else " " * 16
-            print(f"{e.id:<36} {row['layers']:>4} layers  {row['seconds']:>6.1f} s  {loc}  {verdict}", flush=True)
+            fp = row["sources"] or row.get("trigger")
+            verdict = ("control: " + ("FALSE POSITIVE " + str(row["sources"] or "input") if fp else "nothing, ok")) \
+                if e.control else (f"{row.get('kind')}: top-1 {row.get('top1')} "
+                                   f"{'correct' if row.get('correct') else 'WRONG'}; {len(row['sources'])} candidate(s)"
+                                   if row["found"] else "no failure provoked")
+            loc = (f"start {row['startup_s']:>4.1f} s + localize {row['localize_s']:>5.1f} s" if "localize_s" in row
+                   else " " * 30)
+            print(f"{e.id:<40} {row['backend']:<10} {row['layers']:>3} layers {row['seconds']:>6.1f} s  {loc}  "
+                  f"{verdict}", flush=True)
     s = summarize(rows)
-    print(f"\ncases {s['cases']}  layers/case {s['layers_mean']}  candidates/case {s['candidates_per_case']}  "
-          f"top-1 precision {s['top1_precision']:.0%}  recall {s['top1_recall']:.0%}  "
+    s["apis"] = len({lay.api for e in entries if not e.control and e.truth and "layer" in e.truth
+                     for lay in [edited_spec(load_seed(e.seed).spec, e).layer(e.truth["layer"])]})
+    print(f"\ncases {s['cases']} over {s['apis']} APIs  layers/case {s['layers_mean']}  "
+          f"candidates/case {s['candidates_per_case']}  top-1 {s['correct']}/{s['cases']}: "
+          f"precision {s['top1_precision']:.0%}  recall {s['top1_recall']:.0%}  "
           f"CRADLE flags the true layer in {s['cradle_layer_hits']}/{s['cases']}  "
           f"controls {s['controls']} with {s['control_false_positives']} false positives")
+    for b, f in s["per_backend"].items():
+        print(f"  faults on {b:<10} {f['correct']}/{f['cases']} top-1  precision {f['top1_precision']:.0%}  "
+              f"recall {f['top1_recall']:.0%}")
+    print(f"median localization time per case, worker start-up included: {s['median_localize_with_startup_s']} s "
+          f"(models of at most 12 layers: {s['median_localize_with_startup_small_s']} s)")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "summary": s}, indent=1))
     return 0

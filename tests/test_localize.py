@@ -36,7 +36,10 @@ def test_fast_corpus_subset_is_localized_exactly(rows):
 def test_corpus_file_is_schema_checked(tmp_path):
     bad = tmp_path / "c.yaml"
     bad.write_text("cases:\n  - id: x\n    seed: lenet5\n    fault: a:B\n    truth: {layer: conv1}\n")
-    with pytest.raises(ConfigError, match=r"c.yaml: cases\[0\]: a case needs a fault and truth"):
+    with pytest.raises(ConfigError, match=r"c.yaml: cases\[0\]: a case needs truth: \{layer, param\}"):
+        load_corpus(bad)
+    bad.write_text("cases:\n  - id: x\n    seed: lenet5\n    truth: {layer: conv1, param: padding}\n")
+    with pytest.raises(ConfigError, match=r"cases\[0\]: a case needs a fault or backends"):
         load_corpus(bad)
     bad.write_text("cases:\n  - id: x\n    seed: lenet5\n    colour: red\n")
     with pytest.raises(ConfigError, match=r"cases\[0\].colour: unknown key"):
@@ -78,10 +81,13 @@ def test_python_m_audee_localize_names_layer_and_parameter(lstm_case):
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
     assert "change rate" in r.stdout and "* lstm (LSTM) recurrent_activation" in r.stdout
     assert "CRADLE" in r.stdout
-    j = _localize(str(lstm_case), "--json", "--allow-plugin", FAULT)
+    assert "candidates (top " in r.stdout and "share " in r.stdout  # the top candidates with their evidence
+    j = _localize(str(lstm_case), "--json", "--top-k", "2", "--allow-plugin", FAULT)
     report = json.loads(j.stdout)
     assert report["sources"][0]["layer"] == "lstm" and report["sources"][0]["param"] == "recurrent_activation"
-    assert all(t["verdict"] in ("consistent", "inconsistent", "crash", "nan", "unbuildable")
+    top = report["candidates"][0]
+    assert top["param"] == "recurrent_activation" and top["named"] and 0 < top["evidence"]["share"] <= 1
+    assert all(t["verdict"] in ("removed", "fails", "crash", "nan", "unbuildable")
                for rnd in report["rounds"] for t in rnd["trials"])
 
 

@@ -1,22 +1,29 @@
-"""The localize-fix loop (the paper's Algorithm 2), for inconsistency, NaN and crash cases.
+"""The localize-fix loop (the paper's Algorithm 2), for every finding kind.
 
-Inconsistency: compute per-layer distances between the two backends and change rates;
-take the first layer (topological order) whose rate exceeds t1; for each of its
-parameters and each alternative value from its API config, rebuild that layer alone,
-feed it the layer input it saw in the case, and amplify its distance with the GA.  A
-value under which the one-layer change rate stays below t2 is a source of the
-inconsistency.  Fix the model with the best such value and continue with later layers
-until no layer exceeds t1.
+Each kind picks a target layer and a *probe*: the target alone, fed the layer input it
+saw in the case, judged for that kind of failure:
+
+* inconsistency: the first layer (topological order) whose change rate exceeds t1; the
+  failure is present while the one-layer change rate reaches t2 (amplified by the GA
+  before a replacement is said to remove it).  The model is then fixed and the loop goes
+  on with later layers (the paper's localize-fix strategy);
+* deviation: the first layer that deviates on its own input (the deviation oracle's
+  ``own_layers``); present while the layer alone is out of tolerance;
+* NaN: the first layer where the backends' non-finite patterns differ; present while
+  the failing backend still yields NaN/Inf there;
+* hard crash and divergent acceptance: the first layer that fails alone on the failing
+  backend; present while that backend still crashes or rejects it (a replacement every
+  backend rejects removes nothing).
+
+Every constructor parameter of the target is a candidate (:func:`param_spaces`: the API
+config's, pinned ones included, and the constructor's others), each replaced by its
+alternatives one at a time; the evidence on each and the ranking rule are in
+:mod:`audee.localize.evidence`.  When no parameter removes a failure but sanitizing the
+special values in the layer input does, the input is the trigger.
 
 The one-layer change rate: both backends get the *same* layer input (d_pre = 0), so the
 paper's formula reduces to d / eps; audee uses a scale-aware eps, the float precision
-floor of the layer's output (``precision`` x mean |output|), so that rates mean the same
-for small and large activations and a GA cannot win by inflating values.
-
-NaN: the first layer whose output holds NaN/Inf on the failing backend; a parameter is a
-source when a replacement removes the NaN from that layer fed the same input.  Crash:
-the first layer that, alone, fails on the failing backend; a parameter is a source when
-a replacement makes it run.
+floor of the layer's output (``precision`` x mean |output|).
 """
 from __future__ import annotations
 
@@ -28,17 +35,22 @@ import numpy as np
 from audee.backends.pool import Pool, WorkerFailure
 from audee.case import Kind, TestCase
 from audee.execute import Executor
-from audee.localize.onelayer import alternatives, one_layer_spec
+from audee.localize.evidence import Candidate, rank
+from audee.localize.onelayer import ParamSpace, one_layer_spec, param_spaces, same_value
 from audee.localize.rates import change_rates, cradle_flags
+from audee.oracle.deviation import compare
 from audee.oracle.distance import layer_distances, relative_distance
 from audee.search.engine import Search, SearchConfig
 from audee.settings import LocalizeSettings
+from audee.signature import normalize_error
 from audee.spec import ModelSpec, Weights, weights_key
-
 
 # t1, t2 (the paper's thresholds), precision, GA size, rounds...: one pydantic model in
 # audee.settings (types, ranges, defaults), shared with `audee localize` flags and campaigns.
 LocalizeConfig = LocalizeSettings
+
+REMOVED, FAILS, UNBUILDABLE, CRASH, NAN = "removed", "fails", "unbuildable", "crash", "nan"
+INPUT = "<input>"  # the pseudo-parameter for the layer input's special values
 
 
 @dataclass
@@ -47,9 +59,10 @@ class Trial:
     param: str
     old: Any
     new: Any
-    verdict: str                # consistent | inconsistent | crash | nan | unbuildable | fixed | still-fails
+    verdict: str                # removed | fails | unbuildable | crash | nan
     rate: float = float("nan")
     detail: str = ""
+    context: dict[str, Any] | None = None   # masking test: the other parameter moved
 
 
 @dataclass
@@ -59,7 +72,7 @@ class Source:
     param: str
     old: Any
     new: Any
-    kind: str                   # inconsistency | nan | crash
+    kind: str                   # the finding kind localized
     rate: float = float("nan")
 
     def signature(self) -> tuple:
@@ -69,9 +82,11 @@ class Source:
 @dataclass
 class Round:
     layer: str | None
-    table: list[dict[str, Any]]           # per layer: distance, change rate
+    table: list[dict[str, Any]]           # per layer: distance, change rate (inconsistency)
     trials: list[Trial] = field(default_factory=list)
     baseline_rate: float = float("nan")   # the layer alone with its original parameters
+    candidates: list[dict[str, Any]] = field(default_factory=list)   # ranked, with evidence
+    baseline: str = ""                    # the probe's verdict on the layer alone, unchanged
 
 
 @dataclass
@@ -84,9 +99,17 @@ class Report:
     cradle: list[str] = field(default_factory=list)
     reproduced: bool = True
     note: str = ""
+    trigger: dict[str, Any] | None = None   # input-borne: {"layer", "sanitized"}
+    error: str | None = None                # crash / rejection: the normalized error
+    repro: str | None = None                # one-layer repro script of the top candidate
+
+    @property
+    def candidates(self) -> list[dict[str, Any]]:
+        return [c for rnd in self.rounds for c in rnd.candidates]
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        d["candidates"] = self.candidates
         return _jsonable(d)
 
 
@@ -102,30 +125,107 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
+def sanitized(arrays: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Layer inputs with their special values made ordinary: NaN/Inf to 0, subnormals and
+    -0.0 to 0, magnitudes beyond 1e4 x the typical one clipped; and what was changed."""
+    out, what = {}, []
+    for k, a in arrays.items():
+        if not np.issubdtype(a.dtype, np.floating):
+            out[k] = a
+            continue
+        b = a.copy()
+        bad = ~np.isfinite(b)
+        if bad.any():
+            what.append(f"{k}: {int(bad.sum())} NaN/Inf")
+            b[bad] = 0
+        tiny = (b != 0) & (np.abs(b) < np.finfo(b.dtype).tiny)
+        if tiny.any():
+            what.append(f"{k}: {int(tiny.sum())} subnormal")
+            b[tiny] = 0
+        negzero = (b == 0) & np.signbit(b)
+        if negzero.any():
+            what.append(f"{k}: {int(negzero.sum())} -0.0")
+            b[negzero] = 0.0
+        typical = float(np.median(np.abs(b))) if b.size else 0.0
+        cap = 1e4 * max(typical, 1.0)
+        big = np.abs(b) > cap
+        if big.any():
+            what.append(f"{k}: {int(big.sum())} beyond {cap:.3g}")
+            b = np.clip(b, -cap, cap)
+        out[k] = b
+    return out, what
+
+
+class Probe:
+    """The target layer alone on its recorded input, judged for one failure kind."""
+
+    def __init__(self, loc: "Localizer", spec: ModelSpec, weights: Weights, target: str,
+                 layer_inputs: dict[str, np.ndarray], kind: str, labels: list[str], bad: str | None = None):
+        self.loc, self.spec, self.weights, self.target = loc, spec, weights, target
+        self.layer_inputs, self.kind, self.labels, self.bad = layer_inputs, kind, labels, bad
+
+    def judge(self, override: dict[str, Any], confirm: bool = True,
+              inputs: dict[str, np.ndarray] | None = None) -> Trial:
+        """One experiment: ``override`` on the target; ``confirm``: amplify before saying
+        an inconsistency is removed (the paper's GA step)."""
+        param, new = next(iter(override.items())) if override else ("", None)
+        trial = Trial(self.target, param, self.spec.layer(self.target).params.get(param), new, FAILS)
+        try:
+            case = self.loc._one_layer_case(self.spec, self.weights, self.target, inputs or self.layer_inputs,
+                                            override)
+        except Exception as exc:  # noqa: BLE001 - the one-layer spec is not even valid
+            trial.verdict, trial.detail = UNBUILDABLE, str(exc)[:200]
+            return trial
+        r = self.loc.ex.run(case)
+        kinds = r.verdict.kinds()
+        bad_out = r.outcomes.get(self.bad) if self.bad else None
+        if self.kind in (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE):
+            if Kind.CONSISTENT_REJECTION in kinds:
+                trial.verdict, trial.detail = UNBUILDABLE, _first_error(r)
+            elif bad_out is not None and not bad_out.ok:
+                trial.verdict = FAILS
+                trial.detail = normalize_error(bad_out.failure.message or bad_out.failure.kind) or ""
+            elif any(not o.ok for o in r.outcomes.values()):
+                trial.verdict, trial.detail = CRASH, _first_error(r)  # another backend fails now
+            else:
+                trial.verdict = REMOVED
+            return trial
+        if Kind.CONSISTENT_REJECTION in kinds:
+            trial.verdict, trial.detail = UNBUILDABLE, _first_error(r)
+        elif Kind.HARD_CRASH in kinds or Kind.DIVERGENT_ACCEPTANCE in kinds:
+            trial.verdict, trial.detail = CRASH, _first_error(r)
+        elif self.kind == Kind.NAN:
+            nan = any(f.kind == Kind.NAN and self.bad in f.backends for f in r.verdict.findings)
+            trial.verdict = FAILS if nan else REMOVED
+        elif Kind.NAN in kinds:
+            trial.verdict = NAN
+        elif self.kind == Kind.DEVIATION:
+            a, b = (r.outcomes[x] for x in self.labels[:2])
+            got = compare(a.logits, b.logits, self.loc.ex.tolerances)
+            trial.rate = float(got["score"]) if got is not None else float("inf")
+            trial.verdict = FAILS if got is None or got["score"] > 1.0 else REMOVED
+        else:
+            a, b = (r.outcomes[x] for x in self.labels[:2])
+            trial.rate = self.loc.direct_rate(a.logits, b.logits)
+            if trial.rate < self.loc.cfg.t2 and confirm:
+                trial.rate = self.loc.one_layer_rate(case, self.labels[:2], enough=self.loc.cfg.t2)
+            trial.verdict = FAILS if trial.rate >= self.loc.cfg.t2 else REMOVED
+        return trial
+
+
 class Localizer:
-    def __init__(self, pool: Pool, apis: dict[str, Any], cfg: LocalizeConfig | None = None):
+    def __init__(self, pool: Pool, apis: dict[str, Any], cfg: LocalizeConfig | None = None,
+                 tolerances: Any = None):
         self.pool = pool
         self.apis = apis
         self.cfg = cfg or LocalizeConfig()
-        self.ex = Executor(pool, diagnose=False)
+        self.ex = Executor(pool, diagnose=False, tolerances=tolerances)
 
     # ---- shared pieces -------------------------------------------------------------------------
     def _layers(self, spec: ModelSpec, weights: Weights, inputs: dict[str, np.ndarray],
                 labels: list[str]) -> dict[str, dict | WorkerFailure]:
         self.ex.build(spec)
         return self.pool.run(spec, weights, weights_key(weights), inputs, labels=labels, layers=True)
-
-    def _params(self, layer: Any) -> list[tuple[str, Any, Any]]:
-        """(name, config, current value) for every configured, mutable parameter."""
-        api = self.apis.get(layer.api)
-        if api is None:
-            return []
-        out = []
-        for name, pcfg in api.params.items():
-            if getattr(pcfg, "mutable", True) is False or pcfg.type == "layer" or name in layer.fixed:
-                continue
-            out.append((name, pcfg, layer.params.get(name)))
-        return out
 
     def _one_layer_case(self, spec: ModelSpec, weights: Weights, layer: str, layer_inputs: dict[str, np.ndarray],
                         override: dict[str, Any]) -> TestCase:
@@ -134,6 +234,86 @@ class Localizer:
                         dict(layer_inputs))
         self.ex.complete_weights(case, self.cfg.rng)
         return case
+
+    def direct_rate(self, a: np.ndarray | None, b: np.ndarray | None) -> float:
+        """The one-layer change rate on the case input itself (no amplification)."""
+        if a is None or b is None or a.shape != b.shape:
+            return float("inf")
+        return float(relative_distance(a, b).max()) / self.cfg.precision
+
+    # ---- candidates and evidence ---------------------------------------------------------------
+    def examine(self, probe: Probe, rnd: Round) -> list[Candidate]:
+        """Try every parameter's alternatives on ``probe``; the candidates, with the
+        masking test run on them when more than one parameter removes the failure."""
+        layer = probe.spec.layer(probe.target)
+        spaces = param_spaces(layer, self.apis.get(layer.api), self.cfg.max_values)
+        verdicts: dict[str, list[tuple[Any, Trial]]] = {}
+        cands: list[Candidate] = []
+        for i, ps in enumerate(spaces):
+            c = Candidate(probe.target, layer.api, ps.name, ps.current, ps.origin, order=i,
+                          default=None if _missing(ps) else ps.default)
+            rates = []
+            for value in ps.values:
+                t = probe.judge({ps.name: value})
+                t.old = ps.current
+                rnd.trials.append(t)
+                verdicts.setdefault(ps.name, []).append((value, t))
+                if t.verdict == REMOVED:
+                    c.removing.append(value)
+                    rates.append(t.rate)
+                elif t.verdict == FAILS:
+                    c.failing.append(value)
+                if not _missing(ps) and same_value(value, ps.default) and t.verdict in (REMOVED, FAILS):
+                    c.default_removes = t.verdict == REMOVED
+            if c.removing:
+                finite = [r for r in rates if r == r]
+                c.best_rate = min(finite) if finite else float("nan")
+                cands.append(c)
+        if len(cands) > 1 and self.cfg.mask_contexts:
+            self.masking_test(probe, cands, spaces, verdicts, rnd)
+        return cands
+
+    def masking_test(self, probe: Probe, cands: list[Candidate], spaces: list[ParamSpace],
+                     verdicts: dict[str, list[tuple[Any, Trial]]], rnd: Round) -> None:
+        """Each candidate keeps its value while another parameter moves to a value that
+        still fails (a context); does each of the candidate's removing values (at most
+        three) alone then remove the failure?  ``toggles / contexts`` over all of them."""
+        names = {c.param for c in cands}
+        for c in cands:
+            contexts = [(p, v) for p in [*(x for x in names if x != c.param),
+                                         *(s.name for s in spaces if s.name not in names)]
+                        for v, t in verdicts.get(p, []) if t.verdict == FAILS][: self.cfg.mask_contexts]
+            for p, v in contexts:
+                for fix in c.removing[:3]:
+                    t = probe.judge({c.param: fix, p: v}, confirm=False)
+                    t.param, t.old, t.new, t.context = c.param, c.old, fix, {p: v}
+                    rnd.trials.append(t)
+                    if t.verdict in (REMOVED, FAILS):
+                        c.contexts += 1
+                        c.toggles += t.verdict == REMOVED
+
+    def conclude(self, probe: Probe, rnd: Round, report: Report, kind: str) -> list[Candidate]:
+        """Examine the probe, rank the candidates and record the named sources.  When the
+        layer input holds special values, sanitizing them is one more candidate (the
+        input), ranked by the same rule: named first, the input is the trigger."""
+        cands = self.examine(probe, rnd)
+        clean, what = sanitized(probe.layer_inputs)
+        if what:
+            t = probe.judge({}, inputs=clean)
+            t.param, t.new, t.detail = INPUT, "sanitized", "; ".join(what)
+            rnd.trials.append(t)
+            if t.verdict == REMOVED:
+                layer = probe.spec.layer(probe.target)
+                cands.append(Candidate(probe.target, layer.api, INPUT, "special values", "input",
+                                       removing=["sanitized"], order=len(cands) + 1000))
+        ranked = rank(cands)
+        rnd.candidates = [c.to_json() for c in ranked]
+        for c in ranked:
+            if c.named and c.param == INPUT:
+                report.trigger = {"layer": probe.target, "sanitized": what}
+            elif c.named:
+                report.sources.append(Source(c.layer, c.api, c.param, c.old, c.fix, kind, c.best_rate))
+        return [c for c in ranked if c.param != INPUT]
 
     # ---- inconsistency ---------------------------------------------------------------------------
     def rate_table(self, spec: ModelSpec, weights: Weights, inputs: dict[str, np.ndarray],
@@ -199,47 +379,24 @@ class Localizer:
             handled.add(target)
             layer = spec.layer(target)
             layer_inputs = {ref: (la[ref] if ref in la else inputs[ref]) for ref in layer.inputs}
+            probe = Probe(self, spec, weights, target, layer_inputs, Kind.INCONSISTENCY, pair)
             base = self._one_layer_case(spec, weights, target, layer_inputs, {})
-            rnd.baseline_rate = self.one_layer_rate(base, pair)
-            found: list[tuple[Trial, Any]] = []
-            for pname, pcfg, current in self._params(layer):
-                for value in alternatives(pcfg, current, self.cfg.max_values):
-                    trial = Trial(target, pname, current, value, "inconsistent")
-                    try:
-                        c1 = self._one_layer_case(spec, weights, target, layer_inputs, {pname: value})
-                    except Exception as exc:  # the one-layer spec is not even valid
-                        trial.verdict, trial.detail = "unbuildable", str(exc)[:200]
-                        rnd.trials.append(trial)
-                        continue
-                    r = self.ex.run(c1)
-                    kinds = r.verdict.kinds()
-                    if Kind.CONSISTENT_REJECTION in kinds:
-                        trial.verdict, trial.detail = "unbuildable", _first_error(r)
-                    elif Kind.HARD_CRASH in kinds or Kind.DIVERGENT_ACCEPTANCE in kinds:
-                        trial.verdict, trial.detail = "crash", _first_error(r)
-                    elif Kind.NAN in kinds:
-                        trial.verdict = "nan"
-                    else:
-                        trial.rate = self.one_layer_rate(c1, pair, enough=self.cfg.t2)
-                        if trial.rate < self.cfg.t2:
-                            trial.verdict = "consistent"
-                            found.append((trial, value))
-                    rnd.trials.append(trial)
-            found.sort(key=lambda tv: tv[0].rate)
-            for trial, _ in found:
-                report.sources.append(Source(target, layer.api, trial.param, trial.old, trial.new,
-                                             "inconsistency", trial.rate))
-            fixed = self._fix(spec, weights, target, [t for t, _ in found], pair)
+            rnd.baseline_rate = self.one_layer_rate(base, pair, enough=self.cfg.t2)
+            rnd.baseline = FAILS if rnd.baseline_rate >= self.cfg.t2 else REMOVED
+            if rnd.baseline != FAILS:
+                continue  # the layer alone agrees: its rate is inherited, nothing to replace
+            ranked = self.conclude(probe, rnd, report, Kind.INCONSISTENCY)
+            fixed = self._fix(spec, weights, target, ranked, pair)
             if fixed is None:
                 continue  # nothing removes it (or no fix builds): move on to later layers
             spec, weights = fixed
 
-    def _fix(self, spec: ModelSpec, weights: Weights, layer: str, trials: list[Trial],
+    def _fix(self, spec: ModelSpec, weights: Weights, layer: str, ranked: list[Candidate],
              labels: list[str]) -> tuple[ModelSpec, Weights] | None:
-        """The model with the best replacement that still builds on every backend."""
-        for trial in trials:
+        """The model with the best candidate's fix that still builds on every backend."""
+        for c in ranked:
             new = spec.copy()
-            new.layer(layer).params[trial.param] = trial.new
+            new.layer(layer).params[c.param] = c.fix
             built = self.ex.build(new)
             if any(isinstance(built.get(b), WorkerFailure) for b in labels):
                 continue
@@ -248,11 +405,31 @@ class Localizer:
             return new, case.weights
         return None
 
+    # ---- deviation -------------------------------------------------------------------------------
+    def localize_deviation(self, case: TestCase, pair: list[str], inputs: dict[str, np.ndarray],
+                           layers: list[str], report: Report) -> None:
+        """Each layer that deviates on its own input (fed the first backend's layer input)."""
+        got = self._layers(case.spec, case.weights, inputs, pair[:1])[pair[0]]
+        if isinstance(got, WorkerFailure):
+            report.note = f"{pair[0]} does not run the model ({got.message})"
+            return
+        outs = got["layers"]
+        for target in layers[:2]:
+            layer = case.spec.layer(target)
+            layer_inputs = {r: (outs[r] if r in outs else inputs[r]) for r in layer.inputs}
+            probe = Probe(self, case.spec, case.weights, target, layer_inputs, Kind.DEVIATION, pair)
+            rnd = Round(target, [])
+            report.rounds.append(rnd)
+            base = probe.judge({})
+            rnd.baseline, rnd.baseline_rate = base.verdict, base.rate
+            if base.verdict == FAILS:
+                self.conclude(probe, rnd, report, Kind.DEVIATION)
+
     # ---- NaN and crash ---------------------------------------------------------------------------
     def localize_by_replacement(self, case: TestCase, kind: str, bad: str, ref: str | None,
                                 inputs: dict[str, np.ndarray], report: Report, first_layer: str | None) -> None:
-        """NaN and crash cases: find the first failing layer alone, then the parameter whose
-        replacement makes that layer pass on the failing backend."""
+        """NaN, crash and rejection cases: the first failing layer alone, then the
+        parameters whose replacement makes it pass on the failing backend."""
         spec, weights = case.spec, case.weights
         source = ref or bad
         got = self._layers(spec, weights, inputs, [source])[source]
@@ -260,12 +437,16 @@ class Localizer:
             report.note = f"no backend runs the model to provide layer inputs ({got.message})"
             return
         outs = got["layers"]
+        labels = [bad] + ([ref] if ref else [])
+        if kind == Kind.NAN:  # feed the failing backend's own layer input
+            got_bad = self._layers(spec, weights, inputs, [bad])[bad]
+            if isinstance(got_bad, dict):
+                outs = got_bad["layers"]
         target = first_layer
-        if target is None:  # crash: the first layer that fails alone on the failing backend
+        if target is None:  # the first layer that fails alone on the failing backend
             for name in spec.topological_order():
                 layer_inputs = {r: (outs[r] if r in outs else inputs[r]) for r in spec.layer(name).inputs}
-                c = self._one_layer_case(spec, weights, name, layer_inputs, {})
-                if self._fails(c, bad, kind):
+                if Probe(self, spec, weights, name, layer_inputs, kind, labels, bad).judge({}).verdict == FAILS:
                     target = name
                     break
         rnd = Round(target, [])
@@ -273,28 +454,22 @@ class Localizer:
         if target is None:
             report.note = "no single layer reproduces the failure alone"
             return
-        layer = spec.layer(target)
-        if kind == Kind.NAN:  # feed the failing backend's own layer input (finite by definition)
-            got_bad = self._layers(spec, weights, inputs, [bad])[bad]
-            if isinstance(got_bad, dict):
-                outs = got_bad["layers"]
-        layer_inputs = {r: (outs[r] if r in outs else inputs[r]) for r in layer.inputs}
-        for pname, pcfg, current in self._params(layer):
-            for value in alternatives(pcfg, current, self.cfg.max_values):
-                trial = Trial(target, pname, current, value, "still-fails")
-                c = self._one_layer_case(spec, weights, target, layer_inputs, {pname: value})
-                if not self._fails(c, bad, kind):
-                    trial.verdict = "fixed"
-                    report.sources.append(Source(target, layer.api, pname, current, value,
-                                                 "nan" if kind == Kind.NAN else "crash"))
-                rnd.trials.append(trial)
+        layer_inputs = {r: (outs[r] if r in outs else inputs[r]) for r in spec.layer(target).inputs}
+        probe = Probe(self, spec, weights, target, layer_inputs, kind, labels, bad)
+        base = probe.judge({})
+        rnd.baseline = base.verdict
+        if kind in (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE):
+            report.error = base.detail or report.error
+        if base.verdict != FAILS:
+            report.note = f"{target} alone does not reproduce the {kind}"
+            return
+        self.conclude(probe, rnd, report, kind)
 
-    def _fails(self, case: TestCase, bad: str, kind: str) -> bool:
-        r = self.ex.run(case)
-        if kind == Kind.NAN:
-            return any(f.kind == Kind.NAN and bad in f.backends for f in r.verdict.findings)
-        o = r.outcomes.get(bad)
-        return o is not None and not o.ok
+
+def _missing(ps: ParamSpace) -> bool:
+    from audee.localize.onelayer import MISSING
+
+    return ps.default is MISSING
 
 
 def _first_error(result: Any) -> str:

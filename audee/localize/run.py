@@ -14,30 +14,51 @@ from audee.execute import Executor
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
 from audee.reproduce import start_or_raise
 from audee.settings import TIMEOUT_S
+from audee.signature import normalize_error
 from audee.store.caserecord import CaseRecord
 
-PRIORITY = (Kind.INCONSISTENCY, Kind.NAN, Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE)
+PRIORITY = (Kind.INCONSISTENCY, Kind.NAN, Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE, Kind.DEVIATION)
 
 
 def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backends: list[BackendRef] | None = None,
                   pair: list[str] | None = None, timeout: float = TIMEOUT_S, log_dir: Path | None = None,
                   apis: dict[str, Any] | None = None, pool: Pool | None = None,
-                  allowed_plugins: Iterable[str] = ()) -> Report:
+                  allowed_plugins: Iterable[str] = (), repro_dir: str | Path | None = None) -> Report:
     """Localize the case's main failure.  ``pool`` may be shared across cases (the
     localization benchmark does so); otherwise one is started for the case's backends
-    (or ``backends``): plugins the case names run only when ``allowed_plugins`` names them."""
+    (or ``backends``): plugins the case names run only when ``allowed_plugins`` names them.
+    ``repro_dir``: also write the one-layer repro script of the top candidate's layer there."""
     from audee.apis import load_api_configs
 
     record = CaseRecord.from_file(path)
     case = record.test_case()
     apis = apis or load_api_configs()
     if pool is not None:
-        return _localize(pool, record, case, apis, cfg or LocalizeConfig(), pair)
+        return _with_repro(_localize(pool, record, case, apis, cfg or LocalizeConfig(), pair), record, pool, repro_dir)
     refs = backends or record.backend_refs(allowed_plugins=allowed_plugins)
     with tempfile.TemporaryDirectory(prefix="audee-localize-") as tmp:
         with Pool(refs, log_dir or Path(tmp), timeout=timeout) as own:
             start_or_raise(own, log_dir, str(path))
-            return _localize(own, record, case, apis, cfg or LocalizeConfig(), pair)
+            return _with_repro(_localize(own, record, case, apis, cfg or LocalizeConfig(), pair), record, own,
+                               repro_dir)
+
+
+def _with_repro(report: Report, record: CaseRecord, pool: Pool, repro_dir: str | Path | None) -> Report:
+    """The Judge issue's one-layer repro script for the top candidate's layer, written on
+    the same workers; why not, in the note, when it cannot be written."""
+    if repro_dir is None or not (report.sources or report.trigger) or not report.reproduced:
+        return report
+    from audee.errors import AudeeError
+    from audee.repro import default_name, pick_finding, write_repro
+
+    layer = report.sources[0].layer if report.sources else report.trigger["layer"]
+    try:
+        script = write_repro(record, Path(repro_dir), default_name(record, pick_finding(record)), layer=layer,
+                             model="one-layer", pool=pool)
+        report.repro = str(script.script)
+    except AudeeError as exc:
+        report.note = (report.note + "; " if report.note else "") + f"no repro script: {exc}"
+    return report
 
 
 def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], cfg: LocalizeConfig,
@@ -54,38 +75,53 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
             break
     report = Report(case.id, main.kind if main else "none", main.backends if main else [])
     report.reproduced = recorded.signatures() <= now.verdict.signatures() and main is not None
-    dev = next((f for f in findings if f.kind == Kind.DEVIATION
-                and (pair is None or sorted(f.backends) == sorted(pair))), None)
-    if main is None and dev is not None:
-        # no label flip: the deviation oracle already judged each layer on its own input
-        report = Report(case.id, Kind.DEVIATION, list(dev.backends))
-        report.reproduced = recorded.signatures() <= now.verdict.signatures()
-        d = dev.detail
-        report.note = (f"{d.get('tensor', 'logits')} out of tolerance (score {d.get('score', 0):.3g}); first layer out "
-                       f"of tolerance: {d.get('first_layer') or 'none'}; deviating on their own input: "
-                       f"{', '.join(d.get('own_layers') or []) or 'none'} (Algorithm 2 localizes label flips)")
-        return report
     if main is None:
         report.note = "the case no longer fails on these backends"
         return report
-    loc = Localizer(pool, apis, cfg)
+    loc = Localizer(pool, apis, cfg, tolerances=record.tolerances or None)
     if main.kind == Kind.INCONSISTENCY:
         rows = main.detail["inputs"][: cfg.max_inputs]
         inputs = {k: v[rows] for k, v in case.inputs.items()}
         loc.localize_inconsistency(case, list(main.backends), inputs, report)
+    elif main.kind == Kind.DEVIATION:
+        d = main.detail
+        rows = list(d.get("rows") or range(case.batch))[: cfg.max_inputs]
+        inputs = {k: v[rows] for k, v in case.inputs.items()}
+        layers = list(d.get("own_layers") or []) or ([d["first_layer"]] if d.get("first_layer") else [])
+        report.note = (f"{d.get('tensor', 'logits')} out of tolerance (score {d.get('score', 0):.3g}); first layer "
+                       f"out of tolerance: {d.get('first_layer') or 'none'}; deviating on their own input: "
+                       f"{', '.join(d.get('own_layers') or []) or 'none'}")
+        loc.localize_deviation(case, list(main.backends), inputs, layers, report)
     elif main.kind == Kind.NAN:
-        bad = main.backends[0]
-        ok = main.detail.get("finite_backends") or []
+        bad, ref, first = nan_roles(main)
         rows = _nan_rows(now.outcomes[bad], case.batch)
         inputs = {k: v[rows] for k, v in case.inputs.items()}
-        loc.localize_by_replacement(case, Kind.NAN, bad, ok[0] if ok else None, inputs, report,
-                                    main.detail["first_layer"][bad])
+        loc.localize_by_replacement(case, Kind.NAN, bad, ref, inputs, report, first)
     else:
         bad = main.backends[0]
+        failure = now.outcomes[bad].failure
+        report.error = normalize_error(failure.message or failure.kind) if failure is not None else None
         ok = [b for b, o in now.outcomes.items() if o.ok]
         inputs = {k: v[:cfg.max_inputs] for k, v in case.inputs.items()}
         loc.localize_by_replacement(case, main.kind, bad, ok[0] if ok else None, inputs, report, None)
     return report
+
+
+def nan_roles(finding: Any) -> tuple[str, str | None, str | None]:
+    """(failing backend, reference backend, target layer) of a NaN finding: the first pair
+    whose non-finite patterns differ and the first layer where they do; else the first
+    backend with NaN/Inf and its first such layer."""
+    d = finding.detail
+    nonfinite = d.get("layers") or {}
+    for key, p in (d.get("patterns") or {}).items():
+        a, b = key.split("|")
+        layer = p.get("first_layer")
+        bad = next((x for x in (a, b) if layer and layer in (nonfinite.get(x) or [])),
+                   a if a in nonfinite else b)
+        return bad, (b if bad == a else a), layer or (d.get("first_layer") or {}).get(bad)
+    bad = next(iter(d.get("first_layer") or {}), finding.backends[0])
+    ok = d.get("finite_backends") or []
+    return bad, (ok[0] if ok else None), (d.get("first_layer") or {}).get(bad)
 
 
 def _nan_rows(outcome: Any, batch: int) -> list[int]:
@@ -98,14 +134,18 @@ def _nan_rows(outcome: Any, batch: int) -> list[int]:
     return list(range(min(batch, 4)))
 
 
-def render(report: Report) -> str:
-    """The human-readable report: distance/rate table, localized sources, every trial."""
+def render(report: Report, top_k: int = 3, trials: bool = True) -> str:
+    """The human-readable report: distance/rate table, every trial, the top candidates of
+    each localized layer with their evidence, the named (layer, parameter) pairs."""
     lines = [f"case {report.case_id}: {report.kind} on {', '.join(report.backends) or '-'}"
              + ("" if report.reproduced else "  (does NOT reproduce as recorded)")]
     if report.note:
         lines.append(f"note: {report.note}")
-    what = {"inconsistency": "first layer with change rate over t1", "nan": "first layer with NaN/Inf"}.get(
-        report.kind, "first layer that fails alone")
+    if report.error:
+        lines.append(f"error (normalized): {report.error}")
+    what = {"inconsistency": "first layer with change rate over t1", "nan": "first layer where the non-finite "
+            "patterns differ", "deviation": "layer deviating on its own input"}.get(report.kind,
+                                                                                    "first layer that fails alone")
     for i, rnd in enumerate(report.rounds):
         lines.append(f"\nround {i + 1}: {what} -> {rnd.layer or 'none'}")
         if rnd.table:
@@ -113,21 +153,38 @@ def render(report: Report) -> str:
             for row in rnd.table:
                 mark = "  <-" if row["layer"] == rnd.layer else ""
                 lines.append(f"  {row['layer']:<22} {row['api']:<22} {row['distance']:>12.4g} {row['rate']:>14.4g}{mark}")
-        if rnd.layer and np.isfinite(rnd.baseline_rate):
-            lines.append(f"  {rnd.layer} alone, original parameters: one-layer change rate {rnd.baseline_rate:.4g}")
-        for t in rnd.trials:
-            rate = f" rate {t.rate:.4g}" if np.isfinite(t.rate) else ""
-            lines.append(f"    try {t.layer}.{t.param}: {t.old!r} -> {t.new!r}: {t.verdict}{rate}"
-                         + (f" ({t.detail})" if t.detail else ""))
-    lines.append("\nlocalized (layer, parameter): value -> replacements that remove it (* = top-1)")
+        if rnd.layer and rnd.baseline:
+            rate = f", one-layer rate {rnd.baseline_rate:.4g}" if np.isfinite(rnd.baseline_rate) else ""
+            lines.append(f"  {rnd.layer} alone, original parameters: {rnd.baseline}{rate}")
+        if trials:
+            for t in rnd.trials:
+                rate = f" rate {t.rate:.4g}" if np.isfinite(t.rate) else ""
+                ctx = f" with {', '.join(f'{k}={v!r}' for k, v in t.context.items())}" if t.context else ""
+                lines.append(f"    try {t.layer}.{t.param}: {t.old!r} -> {t.new!r}{ctx}: {t.verdict}{rate}"
+                             + (f" ({t.detail})" if t.detail else ""))
+        if rnd.candidates:
+            lines.append(f"  candidates (top {min(top_k, len(rnd.candidates))} of {len(rnd.candidates)}; "
+                         "evidence: share of values that remove it, default removes it, masking test):")
+            for c in rnd.candidates[:top_k]:
+                ev = c["evidence"]
+                removing = ", ".join(repr(v) for v in c["removing"][:4]) + (" ..." if len(c["removing"]) > 4 else "")
+                parts = [f"share {len(c['removing'])}/{len(c['removing']) + len(c['failing'])}"]
+                if "default" in ev:
+                    parts.append(f"default {c['default']!r} {'removes' if ev['default'] else 'keeps'} it")
+                if c["contexts"]:
+                    parts.append(f"masking {c['toggles']}/{c['contexts']}")
+                lines.append(f"   {'*' if c['named'] else ' '} {c['param']:<20} score {c['score']:.2f}  "
+                             f"({'; '.join(parts)}) {c['old']!r} -> {removing} [{c['origin']}]")
+    lines.append("\nlocalized (layer, parameter): value -> fix (* = top-1)")
     if not report.sources:
         lines.append("  nothing")
-    groups: dict[tuple, list] = {}
-    for s in report.sources:  # one line per (layer, parameter), best replacement first
-        groups.setdefault((s.layer, s.api, s.param, repr(s.old), s.kind), []).append(s.new)
-    for k, ((layer, api, param, old, kind), news) in enumerate(groups.items()):
-        shown = ", ".join(repr(v) for v in news[:6]) + (f", ... ({len(news)} values)" if len(news) > 6 else "")
-        lines.append(f"  {'*' if k == 0 else ' '} {layer} ({api}) {param}: {old} -> {shown}  [{kind}]")
+    for k, s in enumerate(report.sources):
+        lines.append(f"  {'*' if k == 0 else ' '} {s.layer} ({s.api}) {s.param}: {s.old!r} -> {s.new!r}  [{s.kind}]")
+    if report.trigger:
+        lines.append(f"\ntrigger: the input of {report.trigger['layer']}: sanitizing "
+                     f"{'; '.join(report.trigger['sanitized'])} removes the failure")
+    if report.repro:
+        lines.append(f"\none-layer repro script: {report.repro}")
     if report.cradle:
         lines.append(f"\nCRADLE's rule (top quartile of change rates) would flag: {', '.join(report.cradle)}")
     return "\n".join(lines)
