@@ -55,7 +55,9 @@ def alternatives(pcfg: Any, current: Any, max_values: int = 4) -> list[Any]:
         out = [v for v in (pcfg.values or []) if v != current]
     elif t in ("int", "float"):
         lo, hi = (pcfg.range or [None, None])
-        cands: list[Any] = list(pcfg.values or [])
+        values = list(pcfg.values or [])
+        listed = [list(v) for v in values if isinstance(v, (list, tuple))]  # per-dimension / per-side forms
+        cands: list[Any] = [v for v in values if not isinstance(v, (list, tuple))]
         if t == "int":
             cur = current[0] if isinstance(current, (list, tuple)) and current else current
             cands += [1, lo, hi]
@@ -67,6 +69,7 @@ def alternatives(pcfg: Any, current: Any, max_values: int = 4) -> list[Any]:
         else:
             cands += [lo, hi, (lo + hi) / 2 if lo is not None and hi is not None else None]
             cands = [float(c) for c in cands if c is not None]
+        cands += [v for v in listed if not isinstance(current, (list, tuple)) or len(v) == len(current)]
         out = [c for c in cands if c != current]
     if getattr(pcfg, "nullable", False) and current is not None:
         out.append(None)
@@ -119,7 +122,12 @@ def param_spaces(layer: LayerSpec, api_cfg: Any, max_values: int = 4) -> list[Pa
         default = defaults.get(name, MISSING)
         default = MISSING if default == REQUIRED else default
         current = layer.params.get(name, default if default is not MISSING else None)
+        if name == "data_format":  # None is Keras' image_data_format(): channels_last
+            default = "channels_last" if default in (None, MISSING) else default
+            current = current or "channels_last"
         values = alternatives(pcfg, current, max_values)
+        if name == "data_format":  # None is channels_last again: no alternative
+            values = [v for v in values if v is not None]
         if pcfg.type == "bool" and isinstance(current, bool):
             values = [not current]
         values = _with_default(values, default, current)
