@@ -269,7 +269,7 @@ def _api_names(text: str) -> list[str]:
 
 
 def _cmd_fuzz_apis(args: argparse.Namespace, refs: list, cfg: Any, apis: list[str]) -> int:
-    from audee.fuzz import fuzz_apis, summarize
+    from audee.fuzz import fuzz_apis
     from audee.logs import setup_logging
 
     setup_logging(None, Path(args.out) / "logs" / "audee.log")
@@ -283,11 +283,7 @@ def _cmd_fuzz_apis(args: argparse.Namespace, refs: list, cfg: Any, apis: list[st
     finally:
         if bar is not None:
             bar.close()
-    summary = summarize(Path(args.out), known=args.known)
-    Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(f"audee fuzz --api ({len(apis)} APIs) on {', '.join(r.label for r in refs)}: "
-          f"{stats.run} test cases run now, {stats.skipped} resumed from {args.out}")
-    _print_summary(summary)
+    _write_and_print_summary(args, refs, f"--api ({len(apis)} APIs)", stats)
     print(f"results: {Path(args.out) / 'results.jsonl'}   cases: {Path(args.out) / 'cases'}")
     return ExitCode.OK
 
@@ -320,7 +316,7 @@ def _check_seed(seed: Any, plan: Any, source: str) -> None:
 
 
 def _cmd_fuzz(args: argparse.Namespace, refs: list, cfg: Any, plan: Any, seed: Any) -> int:
-    from audee.fuzz import fuzz, summarize
+    from audee.fuzz import fuzz
     from audee.logs import setup_logging
     from audee.seeds import check_inputs, load_inputs
 
@@ -346,11 +342,7 @@ def _cmd_fuzz(args: argparse.Namespace, refs: list, cfg: Any, plan: Any, seed: A
     finally:
         if bar is not None:
             bar.close()
-    summary = summarize(Path(args.out), known=args.known)
-    Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(f"audee fuzz {seed.name} on {', '.join(r.label for r in refs)}: "
-          f"{stats.run} test cases run now, {stats.skipped} resumed from {args.out}")
-    _print_summary(summary)
+    _write_and_print_summary(args, refs, seed.name, stats)
     for r in stats.searches:
         first = f"{r['first_failure_s']:.1f} s" if r["first_failure_s"] is not None else "none"
         print(f"  search {r['search']:<6} {r['target']:<18} {r['level']}/{r['fitness']}: {r['generations']} "
@@ -410,6 +402,17 @@ def _print_bugs(bugs: list[dict[str, Any]]) -> None:
             print(f"          first case: {b['case_file']}")
         if b.get("repro"):
             print(f"          repro: {b['repro']}")
+
+
+def _write_and_print_summary(args: argparse.Namespace, refs: list, what: str, stats: Any) -> None:
+    """``OUT/summary.json`` (unique bugs, counts) and its printed form, for both fuzz paths."""
+    from audee.fuzz import summarize
+
+    summary = summarize(Path(args.out), known=args.known)
+    Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"audee fuzz {what} on {', '.join(r.label for r in refs)}: "
+          f"{stats.run} test cases run now, {stats.skipped} resumed from {args.out}")
+    _print_summary(summary)
 
 
 def _print_summary(s: dict[str, Any]) -> None:
