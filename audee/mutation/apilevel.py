@@ -196,15 +196,13 @@ def _couple(params: dict[str, Any], muts: list[Mutation], rng: np.random.Generat
     transposed convolution's ``output_padding`` below its ``strides`` in every dimension,
     and ``strides`` and ``dilation_rate`` not both above 1 in a dimension (Keras refuses
     both).  The mutation records follow the values."""
-    strides = _per_dim(params.get("strides", 1), 3)
     for name in ("output_padding", "dilation_rate"):
-        if name not in params or params[name] is None or strides is None:
+        raw, raw_strides = params.get(name), params.get("strides", 1)
+        # as many dimensions as a per-dimension form says; two scalars stay one scalar
+        n = next((len(v) for v in (raw, raw_strides) if isinstance(v, (list, tuple))), 1)
+        value, dims = _per_dim(raw, n), _per_dim(raw_strides, n)
+        if value is None or dims is None or len(value) != len(dims):
             continue
-        value = _per_dim(params[name], len(strides))
-        if value is None:
-            continue
-        n = len(value)
-        dims = _per_dim(params.get("strides", 1), n) or [1] * n
         if name == "output_padding":
             fixed = [min(v, int(rng.integers(0, s))) if s >= 1 else 0 for v, s in zip(value, dims)]
         else:
@@ -213,6 +211,7 @@ def _couple(params: dict[str, Any], muts: list[Mutation], rng: np.random.Generat
             else:
                 fixed = value
         if fixed != value:
+            fixed = fixed[0] if not isinstance(raw, (list, tuple)) and len(set(fixed)) == 1 else fixed
             params[name] = fixed
             for m in muts:
                 if m.param == name and not m.invalid:

@@ -71,8 +71,11 @@ def run_backend(backend, out):
         import keras
         if device != "cpu" and name == "torch":
             import torch
-            for switch in (torch.backends.cuda.matmul, torch.backends.cudnn.conv, torch.backends.cudnn.rnn):
-                switch.fp32_precision = "ieee" if full else "tf32"
+            if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9
+                for switch in (torch.backends.cuda.matmul, torch.backends.cudnn.conv, torch.backends.cudnn.rnn):
+                    switch.fp32_precision = "ieee" if full else "tf32"
+            else:
+                torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = not full
         elif device != "cpu" and name == "tensorflow":
             import tensorflow as tf
             tf.config.experimental.enable_tensor_float_32_execution(not full)
