@@ -424,7 +424,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     print(f"            divergent  {s['divergent_acceptance']}  (one backend accepts what another rejects)")
     print(f"            rejected   {s['consistent_rejection']}  (every backend refuses: expected)")
     print(f"  NaN/Inf              {s['nan']}  (strong, patterns differ between backends: {s['nan_strong']}; "
-          f"propagated from the input alike everywhere, not failures: {s.get('nan_propagated', 0)})")
+          f"explained by the input (NaN/Inf or overflow-scale values), not failures: {s.get('nan_propagated', 0)})")
     print(f"  deviations           {s.get('deviation', 0)}  (outputs differ beyond tolerance, see docs/oracles.md)")
     print(f"  inconsistencies      {s['inconsistency']}")
     for pair, n in sorted(s["inconsistency_by_pair"].items()):
