@@ -17,8 +17,8 @@ import numpy as np
 from audee.backends.pool import Pool, WorkerFailure
 from audee.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
-from audee.oracle.deviation import (FULL, ROUNDING, Tolerances, as_tolerances, attributed, compare,
-                                    deviation_findings, jump_order, layer_scores, pair_compute, perturbed)
+from audee.oracle.deviation import (FULL, Tolerances, as_tolerances, attributed, compare,
+                                    deviation_findings, jump_order, layer_scores, pair_compute, perturbed, rounding_for)
 from audee.oracle.nan import condition_pattern, diagnose_patterns, diagnose_rows, settle_conditioning
 from audee.settings import TIE_MARGIN
 from audee.spec import ModelSpec, weights_key
@@ -190,7 +190,8 @@ class Executor:
         evidence against one)."""
         refs = case.spec.layer(layer).inputs
         given = {r: (layers_a[r] if r in layers_a else inputs[r]) for r in refs}
-        moved = self._run_alone(case, layer, {}, perturbed(given, size=ROUNDING[compute]), labels, given=True)
+        size = rounding_for(compute, {**given, **_outputs(replies)})  # the dtype it computes in counts too
+        moved = self._run_alone(case, layer, {}, perturbed(given, size=size), labels, given=True)
         worst = 0.0
         for label in labels:
             got = compare(replies[label]["logits"], moved[label]["logits"], self.tolerances, compute=compute) \
@@ -258,7 +259,8 @@ class Executor:
                 continue
             alone = {x: replies[x]["logits"] for x in (a, b)}
             compute = pair_compute(result.outcomes[a].precision, result.outcomes[b].precision)
-            moved_replies = self._run_alone(case, name, {}, perturbed(fed, size=ROUNDING[compute]), [a, b], given=True)
+            size = rounding_for(compute, {**fed, **alone})
+            moved_replies = self._run_alone(case, name, {}, perturbed(fed, size=size), [a, b], given=True)
             moved = {x: r["logits"] for x, r in moved_replies.items() if isinstance(r, dict)}
             reason = condition_pattern(fed, alone, moved)
             if reason is None:
@@ -266,6 +268,11 @@ class Executor:
             else:
                 p["cleared"] = reason
         settle_conditioning(finding)
+
+
+def _outputs(replies: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Each backend's one-layer output among ``replies`` (for the dtype it computes in)."""
+    return {label: r["logits"] for label, r in replies.items() if isinstance(r, dict) and r.get("logits") is not None}
 
 
 def fold_reduced_precision_flips(verdict: Verdict) -> None:

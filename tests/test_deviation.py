@@ -219,3 +219,13 @@ def test_judged_layers_are_the_first_out_of_tolerance_then_the_biggest_jumps():
     assert got[1] == "d"                 # where the score jumps, not where it is carried
     assert set(got) == {"b", "c", "d", "e"}
     assert jump_order({"a": {"score": 0.5}}, ["a"], lambda n: []) == []
+
+
+def test_the_conditioning_perturbation_is_at_least_two_ulps_of_the_data_dtype():
+    from audee.oracle.deviation import PERTURBATION, perturbed, rounding_for
+
+    x16 = {"x": np.linspace(0.5, 1.5, 64).astype(np.float16)}
+    assert rounding_for("full", {"x": np.ones(2, np.float32)}) == PERTURBATION
+    assert rounding_for("full", x16) == 2.0 ** -9 and rounding_for("tf32", x16) == 2.0 ** -9
+    assert (perturbed(x16, size=PERTURBATION)["x"] == x16["x"]).all()        # float32 noise vanishes in float16
+    assert (perturbed(x16, size=rounding_for("full", x16))["x"] != x16["x"]).any()

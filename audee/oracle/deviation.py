@@ -263,6 +263,18 @@ PERTURBATION = 2.0 ** -22
 #: the perturbation per compute mode (:func:`pair_compute`): two ulps of the precision the
 #: pair computes in (TF32 keeps 11 significant bits)
 ROUNDING = {FULL: PERTURBATION, "tf32": 2.0 ** -10}
+#: two ulps of a reduced-precision input's own dtype: a float16 tensor moved by 2^-22 rounds
+#: back to itself, and the layer would look perfectly conditioned
+DTYPE_ROUNDING = {"float16": 2.0 ** -9, "bfloat16": 2.0 ** -6}
+
+
+def rounding_for(compute: str, inputs: Mapping[str, np.ndarray]) -> float:
+    """The perturbation for a conditioning check: rounding noise of the pair's compute mode
+    (:data:`ROUNDING`) or of the inputs' own dtype (:data:`DTYPE_ROUNDING`), the larger."""
+    size = ROUNDING.get(compute, PERTURBATION)
+    for v in inputs.values():
+        size = max(size, DTYPE_ROUNDING.get(str(np.asarray(v).dtype), 0.0))
+    return size
 
 
 def perturbed(inputs: Mapping[str, np.ndarray], seed: int = 0, size: float = PERTURBATION) -> dict[str, np.ndarray]:

@@ -26,9 +26,9 @@ position: finite, NaN, +Inf or -Inf (:func:`nonfinite_codes`).  The rules:
   perturbation of the input changes the layer's own pattern on either backend
   (``ill_conditioned``).  A difference that does not show again when the diagnosed
   rows are run again, on every layer and the output (``unstable``: a smaller batch, other
-  kernels), is cleared too: it reproduces in no repro script.  A finding whose pairs are all cleared is no longer ``strong``:
-  it falls back to the rules above (propagation if the input explains it, else the
-  paper's NaN oracle).  A difference on a layer fed NaN/Inf is never cleared by scale:
+  kernels), is cleared too: it reproduces in no repro script.  A finding whose pairs are
+  all cleared is no longer ``strong``: it falls back to the rules above (propagation if
+  the input explains it, else the paper's NaN oracle).  A difference on a layer fed NaN/Inf is never cleared by scale:
   how a layer treats NaN and Inf is exactly what differs between frameworks
   (``tf-maxpool-drops-nan``).
 * **NaN from finite inputs** (``nan`` finding, not ``strong``): the input is finite and
