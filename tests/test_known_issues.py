@@ -184,3 +184,37 @@ def test_tensorflow_max_pooling_dropping_nan_is_known(tmp_path):
     assert [(s.kind, s.api) for s in sigs] == [("nan", "MaxPooling2D")]
     assert match_known(sigs[0], load_known_issues()).id == "tf-maxpool-drops-nan"
     assert match_known(Signature("nan", "MaxPooling2D", (), ("onnxruntime", "torch")), load_known_issues()) is None
+
+
+def test_torch_normalizing_the_wrong_axis_silently_is_known(tmp_path):
+    """A real run: RMSNormalization(axis=1) on a (B, 5, 1, 5) input, torch against JAX.  The
+    deviation oracle blames the layer on its own input, and the shipped list knows it
+    (keras-team/keras#23510); the same layer over the last axis gives no finding at all."""
+    import numpy as np
+
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.case import TestCase
+    from audee.execute import Executor
+    from audee.signature import case_signatures
+    from audee.spec import ModelSpec
+
+    def spec(axis):
+        return ModelSpec.from_json({
+            "name": f"rms{axis}", "inputs": [{"name": "x", "shape": [5, 1, 5], "range": [-1, 1]}],
+            "layers": [{"name": "norm", "api": "RMSNormalization", "params": {"axis": axis}, "inputs": ["x"]}],
+            "output": "norm", "logits": "norm"})
+
+    x = np.random.default_rng(0).normal(size=(3, 5, 1, 5)).astype(np.float32)
+    with Pool(parse_backends("torch,jax"), tmp_path) as pool:
+        assert pool.start() == {}
+        ex = Executor(pool)
+        results = {}
+        for axis in (1, -1):
+            case = TestCase(f"c{axis}", spec(axis), {}, {"x": x})
+            ex.complete_weights(case, 0)
+            results[axis] = ex.run(case)
+    assert results[-1].verdict.findings == []
+    sigs = [s for s in case_signatures(results[1].verdict, spec(1), {}) if s.kind == "deviation"]
+    assert sigs and all(s.api == "RMSNormalization" for s in sigs)
+    assert match_known(sigs[0], load_known_issues()).id == "keras-torch-fused-norm-axis-silent"
