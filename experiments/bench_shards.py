@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -92,12 +93,17 @@ def run(cfg: Path, out: Path, k: int, mode: str, cpus: list[int]) -> dict[str, A
                  for i in range(k)]
     else:
         procs = [_launch(cfg, out, ["--parallel-units", str(k)], None)]
-    codes = [p.wait() for p in procs]
+    codes, cpu = [], 0.0
+    for p in procs:  # wait4: the CPU seconds of each shard's whole tree (its slots and workers are reaped in it)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        codes.append(p.returncode)
+        cpu += usage.ru_utime + usage.ru_stime
     wall = time.perf_counter() - t
     if any(codes):
         raise SystemExit(f"{mode} k={k}: exit codes {codes}; see {out}/logs")
     units = {p.parent.name: json.loads(p.read_text())["seconds"] for p in out.glob("units/*/DONE.json")}
-    return {"mode": mode, "k": k, "wall_s": round(wall, 1), "units": len(units),
+    return {"mode": mode, "k": k, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "units": len(units),
             "unit_fuzz_s": {u: units[u] for u in sorted(units)}, "driver_cpu_s": _driver_cpu(out),
             **_phases(out, launched)}
 
@@ -133,15 +139,31 @@ def model(doc: dict[str, Any], cores: int = 16, shards: int = 8, units: tuple[in
                                       "doubling_gain": round(gain, 3) if gain else None},
                            "cores": cores, "shards": shards, "predictions": []}
     per = cores // shards
+    A = S + W
+    out["units_for_70pct"] = {}
+    for name, g in (("g=1", 1.0), ("g=gain", gain or 1.0)):
+        # T1 >= 0.7 * 8 * T8  <=>  U * u2 * (1/g - 0.7) >= (0.7 * 8 - 1) * A
+        slack = 1 / g - 0.7
+        out["units_for_70pct"][name] = (math.ceil((0.7 * shards - 1) * A / (u2 * slack)) if slack > 0 else None)
     for U in units:
         t8 = S + W + (U / shards) * u2
-        for label, g in (("threads do not help a unit (g=1)", 1.0),
-                         ("each doubling of CPUs gains as 1->2 did, 3 doublings", (gain or 1.0) ** 3)):
+        for label, g in (("8x the CPUs do not speed a unit up (g=1)", 1.0),
+                         ("8x the CPUs gain what 1 -> 2 CPUs per set gained here (g=gain)", gain or 1.0),
+                         ("each of 3 doublings gains that (g=gain^3, an extreme)", (gain or 1.0) ** 3)):
             t1 = S + W + U * u2 / g
             out["predictions"].append({"units": U, "assumption": label, "g": round(g, 3), "T1_s": round(t1, 1),
                                        f"T{shards}_s": round(t8, 1), "efficiency": round(t1 / (shards * t8), 3),
                                        "cores_per_shard": per})
     return out
+
+
+def efficiencies(runs: list[dict[str, Any]]) -> None:
+    """E_k = T_1 / (k T_k), T_1 the 1-shard run (a serial shard, the same thing in both modes)
+    where a mode has no k=1 run of its own."""
+    base = {r["mode"]: r["wall_s"] for r in runs if r["k"] == 1}
+    for r in runs:
+        t1 = base.get(r["mode"], base.get("shards"))
+        r["efficiency"] = round(t1 / (r["k"] * r["wall_s"]), 3) if t1 else None
 
 
 def main() -> None:
@@ -157,6 +179,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.model_from:
         doc = json.loads(args.model_from.read_text())
+        efficiencies(doc["runs"])
         doc["model"] = model(doc)
         _write(doc, args.out or args.model_from.with_suffix(""))
         return
@@ -175,7 +198,6 @@ def main() -> None:
                                      backends=", ".join(args.backends.split(",")),
                                      rngs=", ".join(str(r) for r in range(args.rngs))))
         for mode, ks in (("shards", _ints(args.shards)), ("parallel-units", _ints(args.parallel))):
-            base = None
             for k in ks:
                 if k > len(cpus):
                     print(f"{mode:>14} k={k}: skipped, needs {k} CPUs and this task has {len(cpus)}")
@@ -184,16 +206,15 @@ def main() -> None:
                     print(f"{mode:>14} k={k}: skipped, the campaign has only {n_units} units")
                     continue
                 r = run(cfg, Path(tmp) / f"{mode}-{k}", k, mode, cpus)
-                base = r["wall_s"] if k == 1 else base
-                r["efficiency"] = round(base / (k * r["wall_s"]), 3) if base else None
                 results.append(r)
+                efficiencies(results)
                 drv = r["driver_cpu_s"]
                 share = sum(drv.values()) / sum(r["unit_fuzz_s"].values()) if drv else float("nan")
                 print(f"{mode:>14} k={k}: {r['wall_s']:7.1f} s  {r['units'] / r['wall_s'] * 60:5.2f} units/min  "
                       + (f"E={r['efficiency']:.0%}  " if r["efficiency"] is not None else "")
                       + f"shard start-up {r['shard_startup_s']} s, {r['worker_startups']} worker start-ups "
                       f"(median {statistics.median(r['worker_ready_s']):.1f} s), {r['per_case_s']} s/case, "
-                      f"driver CPU {share:.0%} of unit wall")
+                      f"driver CPU {share:.0%} of unit wall, {r['cpu_s']} CPU s in all")
     load1 = os.getloadavg()
     print(f"load average {load1[0]:.1f} at the end (other processes on this machine count in every figure)")
     doc = {"command": " ".join(["python", *sys.argv]), "cpus": len(cpus), "load_average": [load0[0], load1[0]],
@@ -216,14 +237,21 @@ def _write(doc: dict[str, Any], prefix: Path) -> None:
              f"({doc['seeds']} x rngs) on {doc['backends']}, {doc['variants']} variants at batch 16. "
              f"Load average {doc['load_average'][0]:.1f} at the start, {doc['load_average'][1]:.1f} at the end: "
              "other processes on this machine count in every figure.", "",
-             "| mode | k | wall s | units/min | efficiency T1/(k Tk) | shard start-up s | worker start-ups "
-             "(s each) | s per case | driver CPU / unit wall |", "|---|---|---|---|---|---|---|---|---|"]
+             "| mode | k | wall s | CPU s (all processes) | units/min | efficiency T1/(k Tk) | shard start-up s | "
+             "worker start-ups (s each) | s per case | driver CPU / unit wall |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["runs"]:
         drv = sum(r["driver_cpu_s"].values()) / max(1e-9, sum(r["unit_fuzz_s"].values()))
         eff = f"{r['efficiency']:.0%}" if r.get("efficiency") is not None else ""
-        lines.append(f"| {r['mode']} | {r['k']} | {r['wall_s']} | {r['units'] / r['wall_s'] * 60:.2f} | {eff} | "
+        lines.append(f"| {r['mode']} | {r['k']} | {r['wall_s']} | {r.get('cpu_s', '')} | "
+                     f"{r['units'] / r['wall_s'] * 60:.2f} | {eff} | "
                      f"{r['shard_startup_s']} | {r['worker_startups']} ({', '.join(map(str, r['worker_ready_s']))}) | "
                      f"{r['per_case_s']} | {drv:.0%} |")
+    if min(doc["load_average"]) > doc["cpus"]:
+        lines += ["", f"The load average stayed above the {doc['cpus']} CPUs throughout: other processes kept the "
+                  "machine saturated, so k > 1 here could not add throughput and its efficiency measures the "
+                  "contention, not audee. The model below uses the 1-shard run's phase costs as ratios (S, W and "
+                  "u2 slow down together under a uniform load, and E depends on their ratios), which is itself an "
+                  "assumption."]
     m = doc.get("model")
     if m:
         i = m["inputs"]
@@ -236,6 +264,10 @@ def _write(doc: dict[str, Any], prefix: Path) -> None:
                   f"T{m['shards']} = S + W + (U/{m['shards']}) u2 ({m['shards']} shards of "
                   f"{m['cores'] // m['shards']} CPUs, each like the 1-shard run here); T1 = S + W + U u2 / g (one serial "
                   f"shard on {m['cores']} CPUs); E = T1 / ({m['shards']} T{m['shards']}).", "",
+                  f"Units the campaign needs for E >= 70% (T1 >= 0.7 x {m['shards']} T{m['shards']}, i.e. "
+                  f"U u2 (1/g - 0.7) >= {0.7 * m['shards'] - 1:g} (S + W)): "
+                  + ", ".join(f"{k}: {'never' if v is None else v}" for k, v in m.get("units_for_70pct", {}).items())
+                  + ".", "",
                   "| units U | assumption | g | T1 s | T8 s | E |", "|---|---|---|---|---|---|"]
         for p in m["predictions"]:
             lines.append(f"| {p['units']} | {p['assumption']} | {p['g']} | {p['T1_s']} | {p['T8_s']} | "

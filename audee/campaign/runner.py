@@ -381,9 +381,10 @@ def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
 
 
 # ---- parallel units: one process per slot, each with its own worker set ------------------------------------
-# Processes, not threads: the shard process's own work per test case (mutation, oracles, I/O)
-# holds the GIL, and a slot stopped by SIGTERM or Ctrl-C must stop writing before its workers
-# are killed, exactly like a serial shard (experiments/results/shard_scaling.md measures both).
+# Processes, not threads: a slot stopped by SIGTERM or Ctrl-C must stop writing before its
+# workers are killed (else their death reads as a hard crash of the case), which a process does
+# exactly like a serial shard; a dying slot takes only its unit.  The GIL would not have decided
+# it: the driver uses about 1% of a unit's wall in CPU (docs/scaling.md, bench_shards.py).
 
 STOP_GRACE_S = 30.0   # seconds a slot gets to unwind (kill its workers, release its unit lock) after SIGTERM
 
