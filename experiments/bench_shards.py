@@ -138,6 +138,14 @@ def model(doc: dict[str, Any], cores: int = 16, shards: int = 8, units: tuple[in
                                       "per_case_s": one["per_case_s"],
                                       "doubling_gain": round(gain, 3) if gain else None},
                            "cores": cores, "shards": shards, "predictions": []}
+    if half is not None and one.get("cpu_s") and half.get("cpu_s"):
+        # load-independent cross-check: CPU seconds of all processes.  The 2-shard run does the
+        # same units plus one more shard start-up and worker set, so the difference is their cost
+        start_cpu = half["cpu_s"] - one["cpu_s"]
+        unit_cpu = (one["cpu_s"] - start_cpu) / n1
+        out["inputs"].update(startup_cpu_s=round(start_cpu, 1), unit_cpu_s=round(unit_cpu, 2),
+                             startup_to_unit_wall=round((S + W) / u2, 2),
+                             startup_to_unit_cpu=round(start_cpu / unit_cpu, 2) if unit_cpu > 0 else None)
     per = cores // shards
     A = S + W
     out["units_for_70pct"] = {}
@@ -192,6 +200,7 @@ def main() -> None:
           f"campaign: {n_units} units ({args.seeds} x {args.rngs} rngs) on {args.backends}, "
           f"{args.variants} variants, batch 16")
     results: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="audee-bench-shards-") as tmp:
         cfg = Path(tmp) / "c.yaml"
         cfg.write_text(CONFIG.format(variants=args.variants, seeds=", ".join(args.seeds.split(",")),
@@ -199,11 +208,11 @@ def main() -> None:
                                      rngs=", ".join(str(r) for r in range(args.rngs))))
         for mode, ks in (("shards", _ints(args.shards)), ("parallel-units", _ints(args.parallel))):
             for k in ks:
-                if k > len(cpus):
-                    print(f"{mode:>14} k={k}: skipped, needs {k} CPUs and this task has {len(cpus)}")
-                    continue
-                if k > n_units:
-                    print(f"{mode:>14} k={k}: skipped, the campaign has only {n_units} units")
+                why = (f"needs {k} CPUs and this task has {len(cpus)}" if k > len(cpus) else
+                       f"the campaign has only {n_units} units" if k > n_units else None)
+                if why:
+                    print(f"{mode:>14} k={k}: skipped, {why}")
+                    skipped.append({"mode": mode, "k": k, "why": why})
                     continue
                 r = run(cfg, Path(tmp) / f"{mode}-{k}", k, mode, cpus)
                 results.append(r)
@@ -219,7 +228,7 @@ def main() -> None:
     print(f"load average {load1[0]:.1f} at the end (other processes on this machine count in every figure)")
     doc = {"command": " ".join(["python", *sys.argv]), "cpus": len(cpus), "load_average": [load0[0], load1[0]],
            "units": n_units, "variants": args.variants, "seeds": args.seeds, "backends": args.backends,
-           "runs": results}
+           "runs": results, "skipped": skipped}
     if ("shards", 1) in {(r["mode"], r["k"]) for r in results}:
         doc["model"] = model(doc)
         for p in doc["model"]["predictions"]:
@@ -261,6 +270,11 @@ def _write(doc: dict[str, Any], prefix: Path) -> None:
                   f"u2 = {i['u2_unit_fuzz_s']} s (fuzz time of one unit, {i['per_case_s']} s per case, on 2 CPUs "
                   f"for the set); from the 2-shard run: one unit on 1 CPU for the set takes "
                   f"{i['doubling_gain']} x u2 (the gain of doubling the CPUs).", "",
+                  *([f"Cross-check without the load: CPU seconds of all processes, 2 shards minus 1 shard = "
+                     f"{i['startup_cpu_s']} CPU s for one more shard start-up and worker set, "
+                     f"{i['unit_cpu_s']} CPU s per unit; start-up / unit = {i['startup_to_unit_cpu']} in CPU "
+                     f"against (S + W) / u2 = {i['startup_to_unit_wall']} in wall time.", ""]
+                    if i.get("startup_cpu_s") is not None else []),
                   f"T{m['shards']} = S + W + (U/{m['shards']}) u2 ({m['shards']} shards of "
                   f"{m['cores'] // m['shards']} CPUs, each like the 1-shard run here); T1 = S + W + U u2 / g (one serial "
                   f"shard on {m['cores']} CPUs); E = T1 / ({m['shards']} T{m['shards']}).", "",
@@ -272,6 +286,16 @@ def _write(doc: dict[str, Any], prefix: Path) -> None:
         for p in m["predictions"]:
             lines.append(f"| {p['units']} | {p['assumption']} | {p['g']} | {p['T1_s']} | {p['T8_s']} | "
                          f"{p['efficiency']:.0%} |")
+        r = i.get("startup_to_unit_cpu")
+        if r:
+            n = m["shards"]
+            cpu_e = ", ".join(f"U={U}: {(r + U) / (n * (r + U / n)):.0%}" for U in sorted({p["units"] for p in
+                                                                                           m["predictions"]}))
+            lines += ["", f"With the CPU-second ratio instead ((S + W) / u2 = {r}) and g = 1: E = (r + U) / "
+                      f"({n} (r + U/{n})): {cpu_e}; E >= 70% needs U >= {math.ceil((0.7 * n - 1) * r / 0.3)}."]
+    if doc.get("skipped"):
+        lines += ["", "Not run here: " + "; ".join(f"{x['mode']} k={x['k']} ({x['why']})"
+                                                     for x in doc["skipped"]) + "."]
     Path(f"{prefix}.md").write_text("\n".join(lines) + "\n")
 
 
