@@ -108,11 +108,12 @@ def run(cfg: Path, out: Path, k: int, mode: str, cpus: list[int]) -> dict[str, A
             **_phases(out, launched)}
 
 
-def model(doc: dict[str, Any], cores: int = 16, shards: int = 8, units: tuple[int, ...] = (8, 16, 64)) -> dict[str, Any]:
+def model(doc: dict[str, Any], cores: int = 16, shards: int = 8,
+          units: tuple[int, ...] = (8, 16, 64)) -> dict[str, Any]:
     """Predict ``shards`` shards of ``cores // shards`` CPUs against one serial shard on ``cores``
-    CPUs from a 1-shard run (a whole shard on this machine's CPUs, each worker on its own
-    core: what one 16-core shard of 2 cores per task is) and a k-shard run (half the cores
-    per worker set: how the per-case cost depends on the cores each set has).
+    CPUs from a 1-shard run (a shard on this machine's 2 CPUs, each worker on its own core:
+    what each of 8 shards on a 16-core node is) and a 2-shard run (half the CPUs per worker
+    set: how a unit's time depends on the CPUs its set has).
 
     T_shard(U units) = S + W + U * u: S the shard's own start-up, W the worker start-up of
     its set (its workers start at once: the slowest), u the fuzz time of one unit.
@@ -247,7 +248,7 @@ def _write(doc: dict[str, Any], prefix: Path) -> None:
              f"Load average {doc['load_average'][0]:.1f} at the start, {doc['load_average'][1]:.1f} at the end: "
              "other processes on this machine count in every figure.", "",
              "| mode | k | wall s | CPU s (all processes) | units/min | efficiency T1/(k Tk) | shard start-up s | "
-             "worker start-ups (s each) | s per case | driver CPU / unit wall |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "worker start-ups (s each) | s per case | driver CPU / unit wall |", "|---" * 10 + "|"]
     for r in doc["runs"]:
         drv = sum(r["driver_cpu_s"].values()) / max(1e-9, sum(r["unit_fuzz_s"].values()))
         eff = f"{r['efficiency']:.0%}" if r.get("efficiency") is not None else ""
@@ -276,7 +277,8 @@ def _write(doc: dict[str, Any], prefix: Path) -> None:
                      f"against (S + W) / u2 = {i['startup_to_unit_wall']} in wall time.", ""]
                     if i.get("startup_cpu_s") is not None else []),
                   f"T{m['shards']} = S + W + (U/{m['shards']}) u2 ({m['shards']} shards of "
-                  f"{m['cores'] // m['shards']} CPUs, each like the 1-shard run here); T1 = S + W + U u2 / g (one serial "
+                  f"{m['cores'] // m['shards']} CPUs, each like the 1-shard run here); "
+                  f"T1 = S + W + U u2 / g (one serial "
                   f"shard on {m['cores']} CPUs); E = T1 / ({m['shards']} T{m['shards']}).", "",
                   f"Units the campaign needs for E >= 70% (T1 >= 0.7 x {m['shards']} T{m['shards']}, i.e. "
                   f"U u2 (1/g - 0.7) >= {0.7 * m['shards'] - 1:g} (S + W)): "
