@@ -32,8 +32,8 @@ from audee.cpus import default_parallel_units, task_cpus
 from audee.errors import AudeeError
 from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, summarize
 from audee.logs import setup_logging
-from audee.settings import ShardSettings
 from audee.seeds import load_seed
+from audee.settings import ShardSettings
 from audee.store.atomic import write_atomic
 from audee.store.lock import dir_lock, locked
 
@@ -276,7 +276,7 @@ def _finished(unit: Unit, udir: Path) -> bool:
 
 def _attempt(unit: Unit, udir: Path, pools: _Pools, device: str, precision: str | None,
              stage: Callable[[str], None]) -> dict[str, Any]:
-    """Run one unit under its lock; ``{"done": seconds}`` or, for an internal error (an
+    """Run one unit under its lock; ``{"done": wall seconds, "cpu": this process's CPU seconds}`` or, for an internal error (an
     audee bug in one unit must not stop the others), ``{"error": record}`` with the record
     written to ``ERROR.json``.  Bad input (AudeeError) and interrupts propagate."""
     log.info("unit %s: started (%s on %s)", unit.id, unit.seed, ", ".join(unit.backends))
