@@ -276,9 +276,9 @@ def _finished(unit: Unit, udir: Path) -> bool:
 
 def _attempt(unit: Unit, udir: Path, pools: _Pools, device: str, precision: str | None,
              stage: Callable[[str], None]) -> dict[str, Any]:
-    """Run one unit under its lock; ``{"done": wall seconds, "cpu": this process's CPU seconds}`` or, for an internal error (an
-    audee bug in one unit must not stop the others), ``{"error": record}`` with the record
-    written to ``ERROR.json``.  Bad input (AudeeError) and interrupts propagate."""
+    """Run one unit under its lock: ``{"done": wall s, "cpu": this process's CPU s}``, or
+    for an internal error (an audee bug in one unit must not stop the others)
+    ``{"error": record}`` with the record written to ``ERROR.json``.  Bad input (AudeeError) and interrupts propagate."""
     log.info("unit %s: started (%s on %s)", unit.id, unit.seed, ", ".join(unit.backends))
     t_unit, cpu0 = time.perf_counter(), time.process_time()
     try:
