@@ -17,8 +17,8 @@ from typing import Any, Sequence
 from audee import __version__
 from audee.errors import AudeeError, BackendUnavailable
 from audee.exitcodes import ExitCode, describe
-from audee.settings import (FuzzSettings, LocalizeSettings, SearchSettings, add_model_options, given_options,
-                            validate_settings)
+from audee.settings import (FuzzSettings, LocalizeSettings, SearchSettings, ShardSettings, add_model_options,
+                            given_options, validate_settings)
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the ids of the units this task (or --shard I/N) would run, and exit")
     p.add_argument("--device", default="cpu", help="device for backends without @device (cpu, cuda)")
     _precision_arg(p)
+    add_model_options(p, ShardSettings)  # --parallel-units, --shards-per-gpu (a campaign file's top level too)
     p.add_argument("--no-progress", action="store_true")
 
     p = sub.add_parser("report", help="merge a campaign (or fuzz) directory into tables and plots",
@@ -530,6 +531,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
     check_out_dir(args.out)
     campaign = load_campaign(args.config)
+    flags = validate_settings(ShardSettings, given_options(args, list(ShardSettings.model_fields)), flags=True)
+    node = campaign.node.model_copy(update=flags.given())  # a flag wins over the file
     index, count = shard_of(args.shard, shards=args.shards, out=Path(args.out), record=not args.list_units)
     units = campaign.shard(index, count)
     where = f"campaign {campaign.name} shard {index}/{count}"
@@ -547,7 +550,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         bar = tqdm(total=len(units), desc=f"{campaign.name} shard {index}/{count}", unit="unit", file=sys.stderr)
     try:
         status = run_shard(campaign, Path(args.out), index, count, bar.update if bar is not None else None,
-                           device=args.device, precision=args.gpu_precision)
+                           device=args.device, precision=args.gpu_precision, node=node)
     finally:
         if bar is not None:
             bar.close()

@@ -381,7 +381,23 @@ class CampaignRun(FuzzSettings):
         return {k: getattr(self, k) for k in self.model_fields_set if k in FuzzSettings.model_fields}
 
 
-class CampaignSettings(_Settings):
+class ShardSettings(_Settings):
+    """How a campaign shard shares its node: `audee campaign` flags, or the top level of a
+    campaign file (a flag wins).  The rule itself: audee/cpus.py, audee/backends/pool.py."""
+
+    parallel_units: int | None = Field(None, ge=1,
+                                       description="units a shard runs at once, each on its own set of backend "
+                                                   "workers in its own process (default: the task's CPUs // the "
+                                                   "backends per unit, at least 1; the CPUs are the affinity mask, "
+                                                   "SLURM_CPUS_PER_TASK and the cgroup quota, whichever is least)")
+    shards_per_gpu: int = Field(1, ge=1,
+                                description="campaign shards sharing one GPU on a node: each GPU worker gets "
+                                            "1 / (this x units at once x the unit's GPU workers on that device) "
+                                            "of the device's memory (AUDEE_GPU_MEM_FRACTION set in the "
+                                            "environment overrides the share)")
+
+
+class CampaignSettings(ShardSettings):
     """A campaign YAML file."""
 
     name: Name = Field(description="campaign name")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -371,3 +373,96 @@ def test_one_writer_per_shard_and_per_unit(tmp_path):
     assert len(rows) == len({r["id"] for r in rows}) == 5
     assert json.loads((out / "units" / unit / "DONE.json").read_text())["test_cases"] == 5
     assert not (out / "status" / "shard-0-of-2.json").exists()
+
+
+PARALLEL = """name: parallel
+defaults: {variants: 8, batch: 8, threads: 1}
+runs:
+  - seeds: [lenet5]
+    backends: [[tensorflow]]
+    rngs: [0, 6]
+"""
+
+
+def _wait_for(check: Callable[[], bool], proc: subprocess.Popen, what: str, limit: float = 300) -> None:
+    deadline = time.monotonic() + limit
+    while not check():
+        assert proc.poll() is None, f"the campaign ended (exit {proc.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {limit:.0f} s"
+        time.sleep(0.1)
+
+
+def _rows(out: Path) -> list[int]:
+    return [sum(1 for _ in ResultsTable(d / "results.jsonl").rows()) if (d / "results.jsonl").is_file() else 0
+            for d in sorted((out / "units").glob("*"))]
+
+
+def _worker_pids(out: Path) -> set[int]:
+    """Every backend worker the shard (and its slots) started, from the shard's log."""
+    text = (out / "logs" / "shard-0-of-1" / "audee.log").read_text()
+    return {int(m) for m in re.findall(r"worker \S+: started .* pid (\d+)", text)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").is_file() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def _slots(shard: int) -> list[int]:
+    """The shard's unit processes (multiprocessing spawn children; not its resource tracker)."""
+    kids = Path(f"/proc/{shard}/task/{shard}/children").read_text().split()
+    return [int(k) for k in kids if b"spawn_main" in Path(f"/proc/{k}/cmdline").read_bytes()]
+
+
+@pytest.mark.slow
+def test_parallel_units_give_the_serial_results_and_resume_after_sigterm_and_a_dead_slot(tmp_path):
+    """Two units at once, each in its own slot process with its own worker: the same cases
+    and verdicts as the serial shard.  SIGTERM mid-unit: exit 143, every worker gone; a
+    slot killed mid-unit: its unit gets ERROR.json, the other finishes, exit 6; then a
+    rerun resumes both half-done units to the serial result."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(PARALLEL)
+    ref = subprocess.run([sys.executable, "-m", "audee", "campaign", str(cfg), "--out", str(tmp_path / "ref"),
+                          "--no-progress", "--parallel-units", "1"], capture_output=True, text=True, timeout=600)
+    assert ref.returncode == 0, ref.stderr[-2000:]
+    out = tmp_path / "par"
+    args = [sys.executable, "-m", "audee", "campaign", str(cfg), "--out", str(out), "--no-progress",
+            "--parallel-units", "2"]
+
+    first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: (out / "units").is_dir() and len(rows := _rows(out)) == 2 and min(rows) >= 1, first,
+              "a row in both units")
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=120) == 143, first.stderr.read()
+    assert _rows(out) != [9, 9]  # stopped mid-run
+    assert len(_worker_pids(out)) == 2 and not any(_alive(p) for p in _worker_pids(out))
+
+    second = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    status = out / "status" / "shard-0-of-1.json"
+
+    def both_running() -> bool:
+        try:
+            now = json.loads(status.read_text())  # this run's status (the last one's may still say running)
+            return now["pid"] == second.pid and len(now.get("running", {})) == 2 and len(_slots(second.pid)) == 2
+        except (OSError, ValueError):
+            return False
+
+    _wait_for(both_running, second, "two units running")
+    os.kill(_slots(second.pid)[0], signal.SIGKILL)
+    assert second.wait(timeout=600) == 6, second.stderr.read()
+    errors = sorted(out.glob("units/*/ERROR.json"))
+    assert len(errors) == 1 and "died with exit code -9" in json.loads(errors[0].read_text())["error"]
+    assert len(list(out.glob("units/*/DONE.json"))) == 1
+    state = json.loads(status.read_text())
+    assert state["done"] == 1 and [e["unit"] for e in state["errors"]] == [errors[0].parent.name]
+
+    third = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert third.returncode == 0, third.stderr[-2000:]
+    assert _state(out) == _state(tmp_path / "ref")   # same cases, same verdicts, none twice
+    assert all(n == 9 for n in _rows(out)) and not list(out.glob("units/*/ERROR.json"))
+    state = json.loads(status.read_text())
+    assert state["done"] == state["units"] == 2 and state["current"] is None and "errors" not in state
+    assert sorted(p.name for p in (out / "logs" / "shard-0-of-1").glob("slot-*")) == ["slot-0", "slot-1"]

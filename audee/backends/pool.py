@@ -16,9 +16,10 @@ import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from audee.backends.registry import BackendRef
+from audee.cpus import task_cpus, threads_per_worker
 from audee.settings import TIMEOUT_S
 from audee.spec import ModelSpec, Weights
 
@@ -55,6 +56,7 @@ class Worker:
     timeout: float = TIMEOUT_S
     start_timeout: float = 180.0
     threads: int = 0   # CPU threads the framework may use (0: its own default)
+    gpu_fraction: float | None = None   # share of its GPU's memory (None: a CPU worker, no limit set)
     proc: subprocess.Popen | None = None
     conn: Connection | None = None
     versions: dict[str, str] = field(default_factory=dict)
@@ -85,11 +87,7 @@ class Worker:
         """Spawn the process; the framework import continues in the background."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         parent_sock, child_sock = socket.socketpair()
-        env = dict(os.environ)
-        env["PYTHONPATH"] = worker_pythonpath(self.ref.target, env.get("PYTHONPATH", ""))
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        if self.threads > 0:
-            env["AUDEE_THREADS"] = str(self.threads)
+        env = worker_env(self.ref, os.environ, self.threads, self.gpu_fraction)
         logf = open(self.log_path, "ab")
         logf.write(f"\n=== start {time.strftime('%Y-%m-%d %H:%M:%S')} {self.ref.target} on {self.ref.device} "
                    f"({self.ref.precision} precision)\n".encode())
@@ -278,15 +276,22 @@ class Pool:
     """All backends of a run, each in its own worker; requests go out to all at once."""
 
     def __init__(self, refs: list[BackendRef], log_dir: Path, *, timeout: float = TIMEOUT_S,
-                 start_timeout: float = 180.0, threads: int | None = None):
-        """``threads`` per worker defaults to the CPU count shared out among the workers:
-        all backends compute at once, and frameworks that each spin a thread per core on
-        a small machine slow each other down (measured: 2x at batch 32 on 2 cores)."""
+                 start_timeout: float = 180.0, threads: int | None = None, sets: int = 1,
+                 shards_per_gpu: int = 1, cpus: int | None = None):
+        """``threads`` per worker defaults to the task's CPUs (:func:`audee.cpus.task_cpus`:
+        affinity, SLURM_CPUS_PER_TASK, cgroup quota; or ``cpus``) shared out among every
+        worker computing at once: these backends times ``sets`` (pools running side by side
+        in this task, e.g. a shard's parallel units), since frameworks that each spin a
+        thread per core slow each other down (measured: 2x at batch 32 on 2 cores).  A GPU
+        worker's memory share: :func:`gpu_fractions` (``sets`` and ``shards_per_gpu``
+        other pools of this shape on the same device)."""
         _check_timeout(timeout, "timeout")
         _check_timeout(start_timeout, "start_timeout")
         if threads is None:
-            threads = max(1, (os.cpu_count() or 1) // max(1, len(refs)))
-        self.workers = {r.label: Worker(r, Path(log_dir), timeout, start_timeout, threads) for r in refs}
+            threads = threads_per_worker(task_cpus() if cpus is None else cpus, len(refs) * max(1, sets))
+        share = gpu_fractions(refs, sets * shards_per_gpu)
+        self.workers = {r.label: Worker(r, Path(log_dir), timeout, start_timeout, threads, share[r.label])
+                        for r in refs}
 
     def __enter__(self) -> "Pool":
         return self
@@ -382,6 +387,58 @@ def _as_failure(reply: dict | WorkerFailure, phase: str) -> dict | WorkerFailure
         e = reply["error"]
         return WorkerFailure("error", e.get("phase", phase), e["message"], e.get("traceback", ""))
     return reply
+
+
+GPU_MEM_FRACTION = "AUDEE_GPU_MEM_FRACTION"   # set by the user: every GPU worker's share, as given
+
+
+def _gpu_index(device: str) -> int | None:
+    """``cuda`` and ``cuda:0`` are one device (the first visible one); None for a CPU."""
+    if not device.startswith("cuda"):
+        return None
+    _, _, n = device.partition(":")
+    return int(n) if n.isdigit() else 0
+
+
+def gpu_fractions(refs: list[BackendRef], copies: int = 1) -> dict[str, float | None]:
+    """Each backend's share of its GPU's memory (None on a CPU): 1 / (GPU workers on that
+    device on this node), counting this pool's workers on the device times ``copies`` (pools
+    of this shape running at once on the node: a shard's parallel units times the shards
+    sharing the GPU).  Frameworks otherwise take what they like (JAX preallocates 75% of
+    the device, TensorFlow all of it), and the second worker on the device fails to start."""
+    per_device: dict[int, int] = {}
+    for r in refs:
+        gpu = _gpu_index(r.device)
+        if gpu is not None:
+            per_device[gpu] = per_device.get(gpu, 0) + 1
+    out: dict[str, float | None] = {}
+    for r in refs:
+        gpu = _gpu_index(r.device)
+        out[r.label] = None if gpu is None else 1.0 / (per_device[gpu] * max(1, copies))
+    return out
+
+
+def worker_env(ref: BackendRef, base: Mapping[str, str], threads: int = 0,
+               gpu_fraction: float | None = None) -> dict[str, str]:
+    """The environment a worker starts with: ``base`` plus its PYTHONPATH, its CPU threads
+    (``AUDEE_THREADS``, read by the worker before any framework import) and, on a GPU, the
+    memory limits that keep several workers within one device: JAX no preallocation and
+    ``XLA_PYTHON_CLIENT_MEM_FRACTION``, TensorFlow ``TF_FORCE_GPU_ALLOW_GROWTH``, torch
+    ``AUDEE_GPU_MEM_FRACTION`` (the worker passes it to
+    ``torch.cuda.set_per_process_memory_fraction``).  A fraction the user set in
+    ``AUDEE_GPU_MEM_FRACTION`` is kept as given."""
+    env = dict(base)
+    env["PYTHONPATH"] = worker_pythonpath(ref.target, env.get("PYTHONPATH", ""))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    if threads > 0:
+        env["AUDEE_THREADS"] = str(threads)
+    if gpu_fraction is not None:
+        share = env.get(GPU_MEM_FRACTION) or f"{gpu_fraction:.4f}"
+        env[GPU_MEM_FRACTION] = share
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+        env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = share
+        env["TF_FORCE_GPU_ALLOW_GROWTH"] = "true"
+    return env
 
 
 def worker_pythonpath(target: str, current: str) -> str:

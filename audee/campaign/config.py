@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from audee.errors import ConfigError
-from audee.settings import MAX_UNITS, CampaignSearch, CampaignSettings, validate_settings
+from audee.settings import MAX_UNITS, CampaignSearch, CampaignSettings, ShardSettings, validate_settings
 from audee.yamlio import read_yaml_mapping
 
 PLAN_KEYS = ("search", "budget", "budget_s", "ga_on_consistent", "input_index")
@@ -48,6 +48,7 @@ class Campaign:
     name: str
     units: list[Unit]
     source: str
+    node: ShardSettings = field(default_factory=ShardSettings)  # how a shard shares its node (top-level settings)
 
     def shard(self, index: int, count: int) -> list[Unit]:
         return [u for k, u in enumerate(self.units) if k % count == index]
@@ -86,7 +87,8 @@ def load_campaign(path: str | Path) -> Campaign:
             tag = f"-{search['level']}-{search['fitness']}" if search else ""
             uid = f"{_seed_tag(seed)}--{'+'.join(_backend_tag(b) for b in backends)}--r{rng}{tag}"
             units[uid] = Unit(uid, seed, backends, {**settings, "rng": rng}, search, localize)
-    return Campaign(name, [units[k] for k in sorted(units)], source)
+    node = ShardSettings(**{k: getattr(cfg, k) for k in cfg.model_fields_set if k in ShardSettings.model_fields})
+    return Campaign(name, [units[k] for k in sorted(units)], source, node)
 
 
 def _api_groups(run: Any, source: str, k: int) -> list[tuple[str, ...]] | None:

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 import os
+import queue
+import signal
 import socket
 import time
 import traceback
@@ -25,10 +28,12 @@ from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.campaign.config import Campaign, Unit
 from audee.campaign.localize_stage import localize_unit, pending
+from audee.cpus import default_parallel_units, task_cpus
 from audee.errors import AudeeError
-from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, start_pool, summarize
+from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, summarize
 from audee.logs import setup_logging
 from audee.seeds import load_seed
+from audee.settings import ShardSettings
 from audee.store.atomic import write_atomic
 from audee.store.lock import dir_lock, locked
 
@@ -223,12 +228,14 @@ def unit_config(unit: Unit, out: Path, device: str = "cpu",
 
 
 class _Pools:
-    """The shard's workers, kept across units with the same backends: framework start-up
+    """One set of workers, kept across units with the same backends: framework start-up
     (3-10 s per backend) is paid once per backend set, not once per unit.  One set is
-    alive at a time, and units run grouped by backend set."""
+    alive at a time, and units run grouped by backend set.  ``sets``: worker sets running
+    at once in this task (the shard's parallel units), which share its CPUs and GPUs."""
 
-    def __init__(self, log_dir: Path):
+    def __init__(self, log_dir: Path, sets: int = 1, shards_per_gpu: int = 1, cpus: int | None = None):
         self.log_dir = log_dir
+        self.sets, self.shards_per_gpu, self.cpus = sets, shards_per_gpu, cpus
         self.key: tuple | None = None
         self.pool: Pool | None = None
 
@@ -236,8 +243,14 @@ class _Pools:
         key = tuple((b.label, b.target, b.device, b.precision) for b in cfg.backends)
         if key != self.key or self.pool is None:
             self.close()
-            self.pool = start_pool(cfg, self.log_dir)
-            self.key = key
+            pool = Pool(cfg.backends, self.log_dir, timeout=cfg.timeout, threads=cfg.threads, sets=self.sets,
+                        shards_per_gpu=self.shards_per_gpu, cpus=self.cpus)
+            failed = pool.start()
+            if failed:  # the same error as audee.fuzz.start_pool
+                pool.close()
+                lines = "; ".join(f"{k}: {(v.message.strip().splitlines() or [v.kind])[-1]}" for k, v in failed.items())
+                raise AudeeError(f"backend worker failed to start ({lines}); see {self.log_dir}", field="--backends")
+            self.pool, self.key = pool, key
         return self.pool
 
     def close(self) -> None:
@@ -246,17 +259,61 @@ class _Pools:
         self.pool, self.key = None, None
 
 
+def parallel_units(units: list[Unit], node: ShardSettings, cpus: int) -> int:
+    """Units this shard runs at once: ``node.parallel_units`` if given, else one per
+    (backends per unit) of the task's CPUs (:func:`audee.cpus.default_parallel_units`);
+    never more than there are units to run."""
+    if not units:
+        return 1
+    width = max(len(u.backends) for u in units)
+    want = node.parallel_units or default_parallel_units(cpus, width, len(units))
+    return max(1, min(want, len(units)))
+
+
+def _finished(unit: Unit, udir: Path) -> bool:
+    return (udir / "DONE.json").is_file() and not pending(unit, udir)
+
+
+def _attempt(unit: Unit, udir: Path, pools: _Pools, device: str, precision: str | None,
+             stage: Callable[[str], None]) -> dict[str, Any]:
+    """Run one unit under its lock: ``{"done": wall s, "cpu": this process's CPU s}``, or
+    for an internal error (an audee bug in one unit must not stop the others)
+    ``{"error": record}`` with the record written to ``ERROR.json``.  Bad input (AudeeError) and interrupts propagate."""
+    log.info("unit %s: started (%s on %s)", unit.id, unit.seed, ", ".join(unit.backends))
+    t_unit, cpu0 = time.perf_counter(), time.process_time()
+    try:
+        with dir_lock(udir):  # another shard layout working on this unit fails here, writing nothing
+            _run_unit(unit, udir, stage, pools, device, precision)
+    except AudeeError:
+        raise  # bad input (a config, a lock held): the same for every unit
+    except Exception as exc:
+        log.exception("unit %s: stopped by an internal error; the shard goes on", unit.id)
+        return {"error": _error_record(unit, udir, f"{type(exc).__name__}: {exc}", traceback.format_exc())}
+    (udir / "ERROR.json").unlink(missing_ok=True)
+    return {"done": time.perf_counter() - t_unit, "cpu": time.process_time() - cpu0}
+
+
+def _error_record(unit: Unit, udir: Path, error: str, tb: str) -> dict[str, Any]:
+    record = {"unit": unit.id, "error": error[:2000], "traceback": tb[-8000:],
+              "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    write_atomic(udir / "ERROR.json", json.dumps(record, indent=1).encode())
+    return record
+
+
 def run_shard(campaign: Campaign, out: Path, index: int, count: int,
               progress: Callable[[int], Any] | None = None, device: str = "cpu",
-              precision: str | None = None) -> dict[str, Any]:
+              precision: str | None = None, node: ShardSettings | None = None) -> dict[str, Any]:
+    """Run shard ``index`` of ``count``.  ``node`` (default: the campaign file's top-level
+    settings) says how many units run at once and how GPUs are shared."""
     out = Path(out)
     with locked(out / "locks" / f"shard-{index}-of-{count}.lock", f"shard {index}/{count} of {out}"):
-        return _run_shard(campaign, out, index, count, progress, device, precision)
+        return _run_shard(campaign, out, index, count, progress, device, precision,
+                          campaign.node if node is None else node)
 
 
 def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
                progress: Callable[[int], Any] | None, device: str,
-               precision: str | None) -> dict[str, Any]:
+               precision: str | None, node: ShardSettings) -> dict[str, Any]:
     units = campaign.shard(index, count)
     for unit in units:
         unit_dir(out, unit)  # every unit directory inside OUT, checked before anything runs
@@ -271,58 +328,201 @@ def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
         status["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
         write_atomic(status_path, json.dumps(status, indent=1).encode())
 
-    pools = _Pools(out / "logs" / f"shard-{index}-of-{count}")
-    setup_logging(None, pools.log_dir / "audee.log")  # the shard's own log, beside its workers' logs
+    log_dir = out / "logs" / f"shard-{index}-of-{count}"
+    setup_logging(None, log_dir / "audee.log")  # the shard's own log, beside its workers' logs
     log.info("campaign %s shard %d/%d: %d units -> %s", campaign.name, index, count, len(units), out)
     log.info("shard %d/%d unit ids: %s", index, count, ", ".join(u.id for u in units) or "(none)")
-    try:
-        for unit in sorted(units, key=lambda u: (u.backends, u.id)):  # same workers for a run of units
-            udir = unit_dir(out, unit)
-            if (udir / "DONE.json").is_file() and not pending(unit, udir):
-                status["done"] += 1
-                log.info("unit %s: done before, skipped", unit.id)
-                if progress is not None:
-                    progress(1)
-                continue
-            log.info("unit %s: started (%s on %s)", unit.id, unit.seed, ", ".join(unit.backends))
-            t_unit = time.perf_counter()
-            try:
-                with dir_lock(udir):  # another shard layout working on this unit fails here, writing nothing
-                    _run_unit(unit, udir, status, save_status, pools, device, precision)
-            except AudeeError:
-                raise  # bad input (a config, a lock held): the same for every unit
-            except Exception as exc:  # an audee bug in one unit must not stop the others
-                log.exception("unit %s: stopped by an internal error; the shard goes on", unit.id)
-                record = {"unit": unit.id, "error": f"{type(exc).__name__}: {exc}"[:2000],
-                          "traceback": traceback.format_exc()[-8000:], "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
-                write_atomic(udir / "ERROR.json", json.dumps(record, indent=1).encode())
-                status.setdefault("errors", []).append({k: record[k] for k in ("unit", "error")})
-                save_status()
-                continue
-            (udir / "ERROR.json").unlink(missing_ok=True)
+    todo = []
+    for unit in sorted(units, key=lambda u: (u.backends, u.id)):  # same workers for a run of units
+        if _finished(unit, unit_dir(out, unit)):
             status["done"] += 1
-            log.info("unit %s: done in %.1f s (%d/%d units of the shard)", unit.id, time.perf_counter() - t_unit,
-                     status["done"], len(units))
+            log.info("unit %s: done before, skipped", unit.id)
             if progress is not None:
                 progress(1)
-    finally:
-        pools.close()
+        else:
+            todo.append(unit)
+    cpus = task_cpus()
+    width = parallel_units(todo, node, cpus)
+    status.update(cpus=cpus, parallel_units=width)
+    log.info("shard %d/%d: %d CPUs, %d units to run, %d at once", index, count, cpus, len(todo), width)
+
+    def finish(unit: Unit, got: dict[str, Any]) -> None:
+        if "error" in got:
+            status.setdefault("errors", []).append({k: got["error"][k] for k in ("unit", "error")})
+            save_status()
+            return
+        status["done"] += 1
+        status.setdefault("cpu_seconds", {})[unit.id] = round(got["cpu"], 2)
+        log.info("unit %s: done in %.1f s (%d/%d units of the shard)", unit.id, got["done"], status["done"],
+                 len(units))
+        if progress is not None:
+            progress(1)
+
+    if width <= 1:
+        pools = _Pools(log_dir, 1, node.shards_per_gpu, cpus)
+        try:
+            for unit in todo:
+                def stage(name: str, unit: Unit = unit) -> None:
+                    status["current"], status["stage"] = unit.id, name
+                    save_status()
+
+                finish(unit, _attempt(unit, unit_dir(out, unit), pools, device, precision, stage))
+        finally:
+            pools.close()
+    else:
+        _run_parallel(campaign, out, index, count, todo, width, node, cpus, device, precision, status, save_status,
+                      finish)
     status["current"] = status["stage"] = None
+    status.pop("running", None)
     save_status()
     log.info("campaign %s shard %d/%d finished: %d/%d units done", campaign.name, index, count, status["done"],
              len(units))
     return status
 
 
-def _run_unit(unit: Unit, udir: Path, status: dict[str, Any], save_status: Callable[[], None], pools: "_Pools",
+# ---- parallel units: one process per slot, each with its own worker set ------------------------------------
+# Processes, not threads: a slot stopped by SIGTERM or Ctrl-C must stop writing before its
+# workers are killed (else their death reads as a hard crash of the case), which a process does
+# exactly like a serial shard; a dying slot takes only its unit.  The GIL would not have decided
+# it: the driver uses about 1% of a unit's wall in CPU (docs/scaling.md, bench_shards.py).
+
+STOP_GRACE_S = 30.0   # seconds a slot gets to unwind (kill its workers, release its unit lock) after SIGTERM
+
+
+def _run_parallel(campaign: Campaign, out: Path, index: int, count: int, todo: list[Unit], width: int,
+                  node: ShardSettings, cpus: int, device: str, precision: str | None, status: dict[str, Any],
+                  save_status: Callable[[], None], finish: Callable[[Unit, dict[str, Any]], None]) -> None:
+    """Run ``todo`` on ``width`` slot processes pulling unit ids from one queue (in the
+    serial order, so a slot's consecutive units mostly share its workers); every state
+    change comes back as an event and is recorded here, in the shard process."""
+    from audee import logs
+
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads and open locks
+    tasks, events = ctx.Queue(), ctx.Queue()
+    for unit in todo:
+        tasks.put(unit.id)
+    for _ in range(width):
+        tasks.put(None)
+    by_id = {u.id: u for u in todo}
+    running: dict[int, str] = {}       # slot -> unit id
+    status["running"] = {}
+    procs = [ctx.Process(target=_slot_main, name=f"audee-shard{index}-slot{j}",
+                         args=(j, campaign, out, index, count, width, node, cpus, device, precision,
+                               logs._state["verbosity"], tasks, events, os.getpid()))
+             for j in range(width)]
+
+    def handle(ev: tuple) -> None:
+        kind, slot, uid, payload = ev
+        if kind == "fatal":
+            raise AudeeError(payload)
+        if kind == "stage":
+            running[slot] = uid
+            status["running"][uid] = payload
+        else:  # "result"
+            running.pop(slot, None)
+            status["running"].pop(uid, None)
+            finish(by_id[uid], payload)
+        first = next(iter(status["running"]), None)
+        status["current"], status["stage"] = first, status["running"].get(first)
+        save_status()
+
+    def drain() -> None:
+        while True:
+            try:
+                handle(events.get_nowait())
+            except queue.Empty:
+                return
+
+    try:
+        for p in procs:
+            p.start()
+        while True:
+            try:
+                handle(events.get(timeout=0.5))
+                continue
+            except queue.Empty:
+                pass
+            if all(p.exitcode is not None for p in procs):
+                drain()
+                break
+            for slot, p in enumerate(procs):
+                if p.exitcode is not None and slot in running:
+                    drain()  # its last events may have arrived since
+                    if slot in running:
+                        _slot_died(by_id[running.pop(slot)], out, slot, p.exitcode, status, finish)
+        for slot, p in enumerate(procs):
+            if slot in running:
+                _slot_died(by_id[running.pop(slot)], out, slot, p.exitcode, status, finish)
+        seen = set(status.get("cpu_seconds", {})) | {e["unit"] for e in status.get("errors", [])}
+        for unit in todo:  # every slot died before reaching these
+            if unit.id not in seen:
+                finish(unit, {"error": _error_record(unit, unit_dir(out, unit),
+                                                     "not run: every unit process of the shard stopped", "")})
+    finally:
+        for p in procs:
+            if p.exitcode is None and p.pid is not None:
+                try:
+                    os.kill(p.pid, signal.SIGTERM)  # it unwinds like a serial shard: workers killed, lock freed
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + STOP_GRACE_S
+        for p in procs:
+            if p.pid is not None:
+                p.join(max(0.1, deadline - time.monotonic()))
+                if p.exitcode is None:
+                    p.kill()
+                    p.join()
+        tasks.cancel_join_thread()
+        events.cancel_join_thread()
+
+
+def _slot_died(unit: Unit, out: Path, slot: int, code: int | None, status: dict[str, Any],
+               finish: Callable[[Unit, dict[str, Any]], None]) -> None:
+    """A slot process died mid-unit (a signal, the OOM killer): the unit is an error, like an
+    internal one (rerunning resumes it); the other slots go on."""
+    status["running"].pop(unit.id, None)
+    log.error("unit %s: its process (slot %d) died with exit code %s; the shard goes on", unit.id, slot, code)
+    finish(unit, {"error": _error_record(unit, unit_dir(out, unit),
+                                         f"the unit's process (slot {slot}) died with exit code {code}", "")})
+
+
+def _slot_main(slot: int, campaign: Campaign, out: Path, index: int, count: int, width: int, node: ShardSettings,
+               cpus: int, device: str, precision: str | None, verbosity: int, tasks: Any, events: Any,
+               parent: int) -> None:
+    """One slot process: take unit ids until the queue says stop, run each with this
+    slot's own workers (``OUT/logs/shard-I-of-N/slot-J/``), report every state change.
+    Stopped by the shard (SIGTERM, which unwinds like a serial shard); Ctrl-C goes to the
+    shard, which then stops the slots; it dies with the shard if that one is killed."""
+    from audee import signals
+    from audee.backends.worker import die_with_parent
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signals.install()
+    die_with_parent(parent)
+    log_dir = out / "logs" / f"shard-{index}-of-{count}"
+    setup_logging(verbosity, log_dir / "audee.log")
+    units = {u.id: u for u in campaign.shard(index, count)}
+    pools = _Pools(log_dir / f"slot-{slot}", width, node.shards_per_gpu, cpus)
+    uid = None
+    try:
+        while (uid := tasks.get()) is not None:
+            unit = units[uid]
+            got = _attempt(unit, unit_dir(out, unit), pools, device, precision,
+                           lambda name, uid=uid: events.put(("stage", slot, uid, name)))
+            events.put(("result", slot, uid, got))
+    except AudeeError as exc:
+        events.put(("fatal", slot, uid, str(exc)))
+    finally:
+        pools.close()
+
+
+def _run_unit(unit: Unit, udir: Path, stage: Callable[[str], None], pools: "_Pools",
               device: str, precision: str | None) -> None:
     """One unit, under its directory lock: the fuzz run (DONE.json commits it), then the RQ2 stage."""
     done = (udir / "DONE.json").is_file()  # read again under the lock: another task may have finished it
     if done and not pending(unit, udir):
         return
-    status["current"] = unit.id
-    status["stage"] = "localize" if done else "fuzz"
-    save_status()
+    stage("localize" if done else "fuzz")
     cfg, plan = unit_config(unit, udir, device, precision)
     pool = pools.get(cfg)
     pool.set_timeout(cfg.timeout)  # the pool outlives units; each has its own limit
@@ -340,6 +540,5 @@ def _run_unit(unit: Unit, udir: Path, status: dict[str, Any], save_status: Calla
         write_atomic(udir / "DONE.json", json.dumps(summary, indent=1, default=str).encode())  # commit
     if pending(unit, udir):
         if not done:
-            status["stage"] = "localize"
-            save_status()
+            stage("localize")
         localize_unit(unit, udir, pool)  # RQ2 stage: its own commit point, localize/DONE.json
