@@ -41,6 +41,11 @@ def level_for(verbosity: int) -> int:
     return {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
 
 
+def verbosity() -> int:
+    """The console verbosity set last (-v count; -1 for -q): what a child process repeats."""
+    return int(_state["verbosity"])
+
+
 def setup_logging(verbosity: int | None = 0, log_file: str | Path | None = None) -> logging.Logger:
     """Configure the ``audee`` logger; return it.
 

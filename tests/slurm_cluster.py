@@ -91,16 +91,20 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
             raise RuntimeError(f"sbatch {' '.join(args)}: {r.stderr.strip()}")
         return r.stdout.strip().split(";")[0]
 
-    def states(self, job: str) -> dict[str, str]:
+    def states(self, job: str) -> dict[str, str] | None:
+        """Task id -> state of the job's tasks still queued or running ({}: none left;
+        None: squeue itself failed, e.g. slurmctld busy under load: unknown)."""
         r = subprocess.run(["squeue", "-h", "-r", "-j", job, "-o", "%i %T"], env=self.env, capture_output=True,
                            text=True)
+        if r.returncode != 0:
+            return None
         return dict(line.split() for line in r.stdout.splitlines() if line.strip())
 
     def wait(self, job: str, timeout: float = 900) -> None:
         deadline = time.monotonic() + timeout
-        while self.states(job) and time.monotonic() < deadline:
+        while self.states(job) != {} and time.monotonic() < deadline:  # None (squeue failed): keep waiting
             time.sleep(1)
-        if self.states(job):
+        if self.states(job) != {}:
             raise TimeoutError(f"job {job} still queued or running")
 
     def stop(self) -> None:

@@ -170,6 +170,9 @@ class TorchBackend(KerasBackend):
     def set_precision(self, tf32: bool) -> None:
         import torch
 
+        share = os.environ.get("AUDEE_GPU_MEM_FRACTION")  # this worker's share of the device (pool.worker_env)
+        if share:
+            torch.cuda.set_per_process_memory_fraction(float(share), torch.device(self.device))
         mode = "tf32" if tf32 else "ieee"
         if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9: one switch per op family
             torch.backends.cuda.matmul.fp32_precision = mode

@@ -408,7 +408,7 @@ def _run_parallel(campaign: Campaign, out: Path, index: int, count: int, todo: l
     status["running"] = {}
     procs = [ctx.Process(target=_slot_main, name=f"audee-shard{index}-slot{j}",
                          args=(j, campaign, out, index, count, width, node, cpus, device, precision,
-                               logs._state["verbosity"], tasks, events, os.getpid()))
+                               logs.verbosity(), tasks, events, os.getpid()))
              for j in range(width)]
 
     def handle(ev: tuple) -> None:
