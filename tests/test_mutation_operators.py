@@ -71,16 +71,17 @@ def test_variant_i_draws_from_its_own_stream_only():
 
 def _old_mutate_spec(spec, apis, rng, *, layer_rate=0.5, invalid_prob=0.1, param_rate=0.5, validate=None,
                      max_redraws=5, index=0, max_layers=3):
-    """mutate_spec as it was before operators (kept verbatim to compare against)."""
+    """mutate_spec as it was before operators (kept verbatim to compare against), plus the
+    pure-Python shape check every valid draw now passes before ``validate``."""
     from dataclasses import asdict
 
-    from audee.mutation.network import _draw
+    from audee.mutation.network import _draw, _shape_error
 
     for attempt in range(max_redraws + 1):
         new, muts = _draw(spec, apis, rng, layer_rate, invalid_prob, param_rate, max_layers)
         error = None
-        if validate is not None and not any(m.invalid for m in muts):
-            error = validate(new)
+        if not any(m.invalid for m in muts):
+            error = _shape_error(new) or (validate(new) if validate is not None else None)
         if error is None or attempt == max_redraws:
             break
     new.name = f"{spec.name}-v{index}"

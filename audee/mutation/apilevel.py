@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from audee.apis import ApiConfig, ParamConfig
-from audee.mutation.network import Mutation, _py, draw_value
+from audee.mutation.network import Mutation, _py, couple_params, draw_value
 from audee.spec import InputSpec, LayerSpec, ModelSpec, Weights
 
 Validate = Callable[[ModelSpec], "str | None"]
@@ -181,43 +181,6 @@ def _adapted(chain: _Chain, target: tuple[int, ...], rng: np.random.Generator, d
 
 
 # ---- parameters ------------------------------------------------------------------------------------
-def _per_dim(value: Any, n: int) -> list[int] | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return [value] * n
-    if isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return list(value)
-    return None
-
-
-def _couple(params: dict[str, Any], muts: list[Mutation], rng: np.random.Generator) -> None:
-    """Draw coupled parameters together, so that valid draws make a valid layer: a
-    transposed convolution's ``output_padding`` below its ``strides`` in every dimension,
-    and ``strides`` and ``dilation_rate`` not both above 1 in a dimension (Keras refuses
-    both).  The mutation records follow the values."""
-    for name in ("output_padding", "dilation_rate"):
-        raw, raw_strides = params.get(name), params.get("strides", 1)
-        # as many dimensions as a per-dimension form says; two scalars stay one scalar
-        n = next((len(v) for v in (raw, raw_strides) if isinstance(v, (list, tuple))), 1)
-        value, dims = _per_dim(raw, n), _per_dim(raw_strides, n)
-        if value is None or dims is None or len(value) != len(dims):
-            continue
-        if name == "output_padding":
-            fixed = [min(v, int(rng.integers(0, s))) if s >= 1 else 0 for v, s in zip(value, dims)]
-        else:
-            if any(s > 1 for s in dims) and any(v > 1 for v in value):
-                fixed = [1] * n  # Keras: strides > 1 with dilation_rate > 1 is not supported
-            else:
-                fixed = value
-        if fixed != value:
-            fixed = fixed[0] if not isinstance(raw, (list, tuple)) and len(set(fixed)) == 1 else fixed
-            params[name] = fixed
-            for m in muts:
-                if m.param == name and not m.invalid:
-                    m.new = fixed
-
-
 def _derived(api: str, name: str, rank: int, shape: tuple[int, ...], rng: np.random.Generator) -> Any:
     """A value for a parameter that is not drawn but that the layer needs from the input
     shape (``mutable: false``): None where Keras' default serves."""
@@ -280,7 +243,7 @@ def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.ran
     dtype = str(names[int(rng.choice(len(names), p=probs))])
     lname = f"t_{api.lower()}"
     params, muts, slots = _draw_params(cfg, rng, lname, apis, dtype)
-    _couple(params, muts, rng)
+    couple_params(params, muts, rng)
     invalid = None
     if slots and rng.random() < invalid_prob:
         where, pname, pcfg, mlayer = slots[int(rng.integers(len(slots)))]

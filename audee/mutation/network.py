@@ -106,6 +106,50 @@ def draw_value(param: ParamConfig, rng: np.random.Generator, *, invalid: bool) -
     return int(rng.integers(lo, hi + 1))
 
 
+#: parameters a network-level draw leaves as they are: a layer's ``data_format`` says how to
+#: read the tensor it is given, and inside a network that layout is fixed by the layers
+#: before it (flipping it reinterprets the tensor, and the network no longer fits
+#: together); API-level cases, built around one layer for either layout, draw it
+NETWORK_FIXED = ("data_format",)
+
+
+def _per_dim(value: Any, n: int) -> list[int] | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return [value] * n
+    if isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return list(value)
+    return None
+
+
+def couple_params(params: dict[str, Any], muts: list[Mutation], rng: np.random.Generator) -> None:
+    """Draw coupled parameters together, so that valid draws make a valid layer: a
+    transposed convolution's ``output_padding`` below its ``strides`` in every dimension,
+    and ``strides`` and ``dilation_rate`` not both above 1 in a dimension (Keras refuses
+    both).  The mutation records follow the values."""
+    for name in ("output_padding", "dilation_rate"):
+        raw, raw_strides = params.get(name), params.get("strides", 1)
+        # as many dimensions as a per-dimension form says; two scalars stay one scalar
+        n = next((len(v) for v in (raw, raw_strides) if isinstance(v, (list, tuple))), 1)
+        value, dims = _per_dim(raw, n), _per_dim(raw_strides, n)
+        if value is None or dims is None or len(value) != len(dims):
+            continue
+        if name == "output_padding":
+            fixed = [min(v, int(rng.integers(0, s))) if s >= 1 else 0 for v, s in zip(value, dims)]
+        else:
+            if any(s > 1 for s in dims) and any(v > 1 for v in value):
+                fixed = [1] * n  # Keras: strides > 1 with dilation_rate > 1 is not supported
+            else:
+                fixed = value
+        if fixed != value:
+            fixed = fixed[0] if not isinstance(raw, (list, tuple)) and len(set(fixed)) == 1 else fixed
+            params[name] = fixed
+            for m in muts:
+                if m.param == name and not m.invalid:
+                    m.new = fixed
+
+
 def _differs(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return False
@@ -117,7 +161,7 @@ def _mutate_layer(layer: LayerSpec, cfg: ApiConfig, apis: dict[str, ApiConfig], 
     """Redraw (valid values) each mutable parameter of one layer with ``param_rate``."""
     muts = []
     for name, pcfg in cfg.params.items():
-        if not pcfg.mutable or name in layer.fixed:
+        if not pcfg.mutable or name in layer.fixed or name in NETWORK_FIXED:
             continue
         if pcfg.type == "layer":  # a wrapper: mutate the wrapped layer's own parameters
             inner = layer.params.get(name)
@@ -139,6 +183,7 @@ def _mutate_layer(layer: LayerSpec, cfg: ApiConfig, apis: dict[str, ApiConfig], 
             continue
         layer.params[name] = new
         muts.append(Mutation(layer.name, name, old, new, False))
+    couple_params(layer.params, muts, rng)
     return muts
 
 
@@ -219,6 +264,10 @@ def mutate_spec(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Gene
     built are redrawn up to ``max_redraws`` times; the last error is kept in
     ``spec.meta['build_error']`` if none builds.
 
+    A valid-only draw whose shapes do not fit together (:func:`audee.mutation.operators.infer_shapes`,
+    pure Python: a kernel larger than its input, a residual ``Add`` of two sizes) is redrawn
+    before any backend is asked, as one no backend could build would be.
+
     ``operators`` (weights by name, :data:`audee.mutation.operators.OPERATORS`): each draw
     applies one operator picked by weight (``redraw`` is the parameter redraw above);
     None draws parameter redraws exactly as before operators existed."""
@@ -229,8 +278,10 @@ def mutate_spec(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Gene
             new, muts = _draw_operator(spec, apis, rng, operators, layer_rate, invalid_prob, param_rate,
                                        max_layers)
         error = None
-        if validate is not None and not any(m.invalid for m in muts):
-            error = validate(new)
+        if not any(m.invalid for m in muts):
+            error = _shape_error(new)
+            if error is None and validate is not None:
+                error = validate(new)
         if error is None or attempt == max_redraws:
             break
     new.name = f"{spec.name}-v{index}"
@@ -238,6 +289,17 @@ def mutate_spec(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Gene
     if error is not None:
         new.meta["build_error"] = error
     return Variant(index, new, muts)
+
+
+def _shape_error(spec: ModelSpec) -> str | None:
+    """Why ``spec``'s shapes do not fit together, or None (unknown APIs pass)."""
+    from audee.mutation.operators import ShapeError, infer_shapes
+
+    try:
+        infer_shapes(spec)
+    except ShapeError as exc:
+        return f"shapes: {exc}"
+    return None
 
 
 def generate_variants(spec: ModelSpec, apis: dict[str, ApiConfig], *, n: int, rng_seed: int,

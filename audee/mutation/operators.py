@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from audee.apis import ApiConfig
-from audee.mutation.network import Mutation, draw_value
+from audee.mutation.network import NETWORK_FIXED, Mutation, couple_params, draw_value
 from audee.spec import LayerSpec, ModelSpec
 
 Shape = tuple[int, ...]  # without the batch axis
@@ -79,11 +79,15 @@ def _conv_len(n: int, k: int, s: int, d: int, padding: str) -> int:
     return out
 
 
-def _deconv_len(n: int, k: int, s: int, d: int, padding: str) -> int:
+def _deconv_len(n: int, k: int, s: int, d: int, padding: str, output_padding: int | None = None) -> int:
+    """Keras' ``compute_conv_transpose_output_length``."""
     keff = (k - 1) * d + 1
     if padding not in ("same", "valid"):
         raise ShapeError(f"padding {padding!r}")
-    return n * s if padding == "same" else n * s + max(keff - s, 0)
+    if output_padding is None:
+        return n * s if padding == "same" else n * s + max(keff - s, 0)
+    pad = keff // 2 if padding == "same" else 0
+    return (n - 1) * s + keff - 2 * pad + output_padding
 
 
 def _rank(s: Shape, want: int, api: str) -> None:
@@ -124,8 +128,14 @@ def layer_shape(api: str, params: dict[str, Any], ins: list[Shape]) -> Shape | N
         if max(st) > 1 and max(d) > 1:
             raise ShapeError("strides > 1 with dilation_rate > 1")
         pad = p.get("padding", "valid")
-        f = _deconv_len if api.endswith("Transpose") else _conv_len
-        spatial = tuple(f(n, *a, pad) for n, a in zip(s[:-1], zip(k, st, d)))
+        if api.endswith("Transpose"):
+            op = p.get("output_padding")
+            ops = (None,) * nd if op is None else _tup(op, nd)
+            spatial = tuple(_deconv_len(n, *a, pad, o) for n, a, o in zip(s[:-1], zip(k, st, d), ops))
+        else:
+            spatial = tuple(_conv_len(n, *a, pad) for n, a in zip(s[:-1], zip(k, st, d)))
+        if p.get("data_format") == "channels_first":
+            raise ShapeError("channels_first inside a network")
         if api == "DepthwiseConv2D":
             _pos(p.get("depth_multiplier", 1))
             return spatial + (s[-1] * p.get("depth_multiplier", 1),)
@@ -376,8 +386,9 @@ def draw_params(cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.random.Gener
             if inner:
                 api = inner[int(rng.integers(len(inner)))]
                 params[name] = {"api": api, "params": draw_params(apis[api], apis, rng, shape)}
-        elif pcfg.mutable:
+        elif pcfg.mutable and name not in NETWORK_FIXED:
             params[name] = draw_value(pcfg, rng, invalid=False)
+    couple_params(params, [], rng)
     return params
 
 
