@@ -72,6 +72,7 @@ class OnnxRuntimeBackend(Backend):
     name = "onnxruntime"
     opset: ClassVar[int] = 15
     bake_weights: ClassVar[bool] = True
+    init_weights: ClassVar[bool] = False  # as KerasBackend.init_weights
 
     def __init__(self, device: str = "cpu", precision: str = "full"):
         super().__init__(device, precision)
@@ -111,7 +112,7 @@ class OnnxRuntimeBackend(Backend):
         import tf2onnx
 
         keras = self.keras_side.keras
-        built = BuiltModel(spec, keras, self.make_layer)
+        built = BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights)
         model = built.model
         tvars, ntvars = model.trainable_variables, model.non_trainable_variables
         n_tv = len(tvars)
@@ -128,20 +129,37 @@ class OnnxRuntimeBackend(Backend):
 
         fn = tf.function(forward, input_signature=x_sig + w_sig, autograph=False)
         try:
-            proto, _ = tf2onnx.convert.from_function(fn, input_signature=x_sig + w_sig, opset=self.opset)
+            with self.clock.timed("convert"):
+                proto, _ = tf2onnx.convert.from_function(fn, input_signature=x_sig + w_sig, opset=self.opset)
             graph_outputs = [o.name for o in proto.graph.output]
             if sorted(graph_outputs) != sorted(order):
                 raise RuntimeError(f"tf2onnx produced outputs {graph_outputs}, expected {order}")
             om = OnnxModel(built, proto, [s.name for s in w_sig])
             # Seed-generator states and other non-layer variables keep their built values.
             om.feed = {s.name: om.cast(s.name, v.value) for s, v in zip(w_sig, tvars + ntvars)}
-            self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
-            check_output_dtypes(proto, built)
+            if not self.bake_weights:
+                self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
+                check_output_dtypes(proto, built)
+            # baked: the first session is made with the first real weight set (set_weights) and
+            # both checks run there, still as convert: a session for placeholder weights is waste
         except Exception as exc:
             raise BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
         return om
 
     def _session(self, om: OnnxModel) -> None:
+        with self.clock.timed("compile"):  # ORT's graph optimizations, fusions, kernel choice
+            self._new_session(om)
+
+    def _first_session(self, om: OnnxModel) -> None:
+        """The model's first session: onnxruntime refusing the graph (no kernel for a
+        dtype, an invalid graph) is a conversion failure, whichever request makes it."""
+        try:
+            self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
+            check_output_dtypes(om.proto, om.built)
+        except Exception as exc:
+            raise BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
+
+    def _new_session(self, om: OnnxModel) -> None:
         import onnx
         import onnxruntime as ort
 
@@ -175,9 +193,14 @@ class OnnxRuntimeBackend(Backend):
                 k = idx if trainable else n_tv + idx
                 model.feed[f"audee_w{k}"] = model.cast(f"audee_w{k}", arr)
         if self.bake_weights:
-            self._session(model)
+            if model.session is None:
+                self._first_session(model)
+            else:
+                self._session(model)
 
     def run(self, model: OnnxModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if model.session is None:  # run before any weight set (a benchmark's bare call): built values
+            self._first_session(model)
         feed = {i.name: model.cast(i.name, inputs[i.name]) for i in model.built.spec.inputs}
         if not self.bake_weights:
             feed.update(model.feed)
