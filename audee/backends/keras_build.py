@@ -51,7 +51,10 @@ def placeholder_initializers() -> Iterator[list[tuple[Any, Any]]]:
     """While active, every Keras variable created from a ``keras.initializers.Initializer``
     starts as zeros; yields the (variable, real initializer) pairs so that the variables
     audee does not replace (:meth:`BuiltModel.__init__` checks) get their real values.
-    Plain-function initializers (seed-generator states) run as usual."""
+    Plain-function initializers (seed-generator states) run as usual, and so does
+    ``Orthogonal``: on torch its value comes out transposed (a non-contiguous parameter),
+    a weight assigned later keeps that memory layout, and the layout changes a matmul's
+    rounding; the recurrent kernels of RNN layers default to it."""
     from keras import initializers
     from keras.src.backend.common import variables
 
@@ -60,7 +63,7 @@ def placeholder_initializers() -> Iterator[list[tuple[Any, Any]]]:
     skipped: list[tuple[Any, Any]] = []
 
     def init(self: Any, initializer: Any, *args: Any, **kwargs: Any) -> None:
-        if isinstance(initializer, initializers.Initializer):
+        if isinstance(initializer, initializers.Initializer) and not isinstance(initializer, initializers.Orthogonal):
             original(self, _Placeholder(), *args, **kwargs)
             skipped.append((self, initializer))
         else:
