@@ -386,10 +386,12 @@ def _search_plan(args: argparse.Namespace, refs: list, rng: int = 0) -> Any:
     return SearchPlan(cfg, searches, args.ga_on_consistent or 1, args.input_index)
 
 
-def _print_bugs(bugs: list[dict[str, Any]]) -> None:
-    """Unique bugs (one per signature, audee.signature), new first: what a user files upstream."""
+def _print_bugs(bugs: list[dict[str, Any]], roots: tuple[int, int] | None = None) -> None:
+    """Unique bugs (one per signature, audee.signature), new first: what a user files upstream;
+    ``roots``: (likely root causes, new ones) when known (audee.known.root_causes)."""
     new = sum(b["status"] == "new" for b in bugs)
-    print(f"  unique bugs          {len(bugs)}  (new: {new}, known: {len(bugs) - new})")
+    print(f"  unique bugs          {len(bugs)}  (new: {new}, known: {len(bugs) - new})" +
+          (f"; likely root causes {roots[0]} (new: {roots[1]})" if roots else ""))
     for b in bugs:
         tag = "NEW  " if b["status"] == "new" else "KNOWN"
         print(f"    {tag} {b['kind']:<20} {', '.join(b['backends']):<24} {b['what']}  "
@@ -417,14 +419,14 @@ def _write_and_print_summary(args: argparse.Namespace, refs: list, what: str, st
 
 def _print_summary(s: dict[str, Any]) -> None:
     if "bugs" in s:
-        _print_bugs(s["bugs"])
+        _print_bugs(s["bugs"], (s["root_causes"], s["new_root_causes"]) if "root_causes" in s else None)
     print(f"  test cases           {s['test_cases']}  (failing: {s['failing']})")
     print(f"  crashes   hard       {s['hard_crash']}" +
           (f"  ({', '.join(f'{k}: {v}' for k, v in s['hard_crash_detail'].items())})" if s['hard_crash_detail'] else ""))
     print(f"            divergent  {s['divergent_acceptance']}  (one backend accepts what another rejects)")
     print(f"            rejected   {s['consistent_rejection']}  (every backend refuses: expected)")
     print(f"  NaN/Inf              {s['nan']}  (strong, patterns differ between backends: {s['nan_strong']}; "
-          f"propagated from the input alike everywhere, not failures: {s.get('nan_propagated', 0)})")
+          f"explained by the input (NaN/Inf or overflow-scale values), not failures: {s.get('nan_propagated', 0)})")
     print(f"  deviations           {s.get('deviation', 0)}  (outputs differ beyond tolerance, see docs/oracles.md)")
     print(f"  inconsistencies      {s['inconsistency']}")
     for pair, n in sorted(s["inconsistency_by_pair"].items()):

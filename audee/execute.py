@@ -19,7 +19,7 @@ from audee.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.deviation import (FULL, ROUNDING, Tolerances, as_tolerances, attributed, compare,
                                     deviation_findings, jump_order, layer_scores, pair_compute, perturbed)
-from audee.oracle.nan import diagnose_patterns, diagnose_rows
+from audee.oracle.nan import condition_pattern, diagnose_patterns, diagnose_rows, settle_conditioning
 from audee.settings import TIE_MARGIN
 from audee.spec import ModelSpec, weights_key
 from audee.weights import Shapes, adapt_weights
@@ -239,7 +239,8 @@ class Executor:
 
     def _diagnose_nan(self, result: Result, nans: list[Finding]) -> None:
         """Per-layer non-finite patterns on a few rows: each pair's first layer where they
-        differ (audee.oracle.nan.diagnose_patterns)."""
+        differ (audee.oracle.nan.diagnose_patterns), then the conditioning rule on that
+        layer alone (:meth:`_condition_nan`)."""
         if not nans:
             return
         case = result.case
@@ -250,6 +251,42 @@ class Executor:
         layers = {b: r["layers"] for b, r in got.items() if isinstance(r, dict)}
         for f in nans:
             diagnose_patterns(f, layers, rows)
+            self._condition_nan(result, f, layers, sub)
+
+    def _condition_nan(self, result: Result, finding: Finding, layers: dict[str, dict[str, np.ndarray]],
+                       inputs: dict[str, np.ndarray]) -> None:
+        """Each pair's first differing layer alone, fed backend ``a``'s input to it, on both
+        backends, plain and moved by rounding noise: whether the difference stands
+        (:func:`audee.oracle.nan.condition_pattern`; ``own_layer`` when it does, ``cleared``
+        with the reason when it does not).  Then :func:`settle_conditioning`."""
+        case = result.case
+        for key, p in finding.detail.get("patterns", {}).items():
+            a, b = key.split("|")
+            if a not in layers or b not in layers:
+                continue
+            if p.get("first_layer_from") == "output":  # every layer and the output agreed on the re-run rows
+                p["cleared"] = "unstable"
+                continue
+            name = p.get("first_layer") if p.get("first_layer_from") == "layers" else None
+            if name is None:
+                continue
+            refs = case.spec.layer(name).inputs
+            if not all(r in layers[a] or r in inputs for r in refs):
+                continue
+            fed = {r: (layers[a][r] if r in layers[a] else inputs[r]) for r in refs}
+            replies = self._run_alone(case, name, {}, fed, [a, b], given=True)
+            if not all(isinstance(replies.get(x), dict) for x in (a, b)):
+                continue
+            alone = {x: replies[x]["logits"] for x in (a, b)}
+            compute = pair_compute(result.outcomes[a].precision, result.outcomes[b].precision)
+            moved_replies = self._run_alone(case, name, {}, perturbed(fed, size=ROUNDING[compute]), [a, b], given=True)
+            moved = {x: r["logits"] for x, r in moved_replies.items() if isinstance(r, dict)}
+            reason = condition_pattern(fed, alone, moved)
+            if reason is None:
+                p["own_layer"] = name
+            else:
+                p["cleared"] = reason
+        settle_conditioning(finding)
 
 
 class PhaseTally:

@@ -381,10 +381,11 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
     """Counts over the whole results table of a run directory (all sessions, resumed too),
     and first the unique bugs (by signature, :mod:`audee.signature`), each new or known
     (``known``: the known issues, :mod:`audee.known`; default the shipped list)."""
-    from audee.known import load_known_issues, unique_bugs
+    from audee.known import load_known_issues, root_causes, unique_bugs
 
     rows = list(ResultsTable(Path(out) / "results.jsonl").rows())
     bugs = unique_bugs(rows, load_known_issues() if known is None else known, base=Path(out))
+    roots = root_causes(bugs)
     by_kind: dict[str, int] = {}
     pairs: dict[str, int] = {}
     for r in rows:
@@ -401,6 +402,8 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
         "bugs": bugs,
         "unique_bugs": len(bugs),
         "new_bugs": sum(b["status"] == "new" for b in bugs),
+        "root_causes": len(roots),
+        "new_root_causes": sum(g["status"] == "new" for g in roots),
         "test_cases": len(rows),
         "failing": sum(r["status"] == "fail" for r in rows),
         "hard_crash": by_kind.get(Kind.HARD_CRASH, 0),

@@ -199,7 +199,7 @@ def unique_bugs(rows: list[dict[str, Any]], issues: list[KnownIssue],
                     "first_case": row.get("id"),
                     "case_file": str(Path(where) / case_file) if case_file and where is not None else case_file,
                     "repro": str(repro) if repro is not None and repro.is_file() else None,
-                    "key": key, "slug": sig.slug(), "units": []}
+                    "key": key, "root": sig.root_key(), "slug": sig.slug(), "units": []}
                 if row.get("unit") is not None:
                     bug["units"].append(row["unit"])
             if row.get("id") not in bug["case_ids"]:
@@ -211,3 +211,32 @@ def unique_bugs(rows: list[dict[str, Any]], issues: list[KnownIssue],
     for b in out:
         b.pop("case_ids")
     return out
+
+
+def root_causes(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Unique bugs (:func:`unique_bugs`) grouped by :meth:`Signature.root_key`: one entry
+    per likely root cause, with its signatures, the backends involved, the odd one out
+    (the backends every signature of a pairwise kind names: the one that disagrees with
+    all the others), the cases behind it (summed over signatures; a case may count in
+    several) and ``known`` when any of its signatures matches a known issue."""
+    groups: dict[str, dict[str, Any]] = {}
+    for b in bugs:
+        g = groups.setdefault(b["root"], {"root": b["root"], "kind": b["kind"], "api": b["api"],
+                                          "error": b["error"], "signatures": 0, "cases": 0, "backends": set(),
+                                          "odd_one_out": None, "known_id": None, "first_case": b["first_case"],
+                                          "repro": b["repro"]})
+        g["signatures"] += 1
+        g["cases"] += b["cases"]
+        g["backends"].update(b["backends"])
+        g["odd_one_out"] = set(b["backends"]) if g["odd_one_out"] is None else g["odd_one_out"] & set(b["backends"])
+        g["known_id"] = g["known_id"] or b["known_id"]
+        g["repro"] = g["repro"] or b["repro"]
+    out = []
+    for g in groups.values():
+        odd = sorted(g["odd_one_out"] or ())
+        pairwise = g["kind"] in (Kind.DEVIATION, Kind.INCONSISTENCY, Kind.NAN)
+        g["odd_one_out"] = odd if pairwise and g["signatures"] > 1 and len(odd) == 1 else []
+        g["backends"] = sorted(g["backends"])
+        g["status"] = "known" if g["known_id"] else "new"
+        out.append(g)
+    return sorted(out, key=lambda g: (g["status"] != "new", -g["cases"], g["root"]))

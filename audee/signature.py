@@ -55,6 +55,15 @@ class Signature:
         return " | ".join([self.kind, self.api or "-", params or "-", ",".join(self.backends) or "-",
                            self.phase or "-", self.error or "-"])
 
+    def root_key(self) -> str:
+        """Signatures that most likely share one root cause: the same kind, layer API and
+        normalized error, whatever the parameter value classes and the backends.  A
+        rejection that onnxruntime inherits from TensorFlow's conversion joins TensorFlow's
+        own, and the pairwise deviations of one odd backend join up; :func:`audee.known.root_causes`
+        names the odd backend.  Coarser than :meth:`key` on purpose: for counting and
+        triage, never for known-issue matching."""
+        return " | ".join([self.kind, self.api or "-", self.error or "-"])
+
     def short_hash(self) -> str:
         return hashlib.sha1(self.key().encode()).hexdigest()[:8]
 

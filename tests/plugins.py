@@ -116,3 +116,25 @@ class ScaledFc2Torch(_ScalesOneLayer, TorchBackend):
     name = "scaled-fc2-torch"
     target = "fc2"
     factor = 1.05
+
+
+class HalvedDenseJax(JaxBackend):
+    """JAX, except that the layer named ``d`` computes on its input halved and doubles the
+    result: the same function in exact arithmetic, but its partial sums stay finite where
+    plain float32 overflows (an input at overflow scale), as another framework's
+    summation order could.  For the NaN oracle's conditioning rule: such a difference is
+    not evidence against a backend."""
+
+    name = "halved-dense-jax"
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != "d":
+            return made
+
+        class Halved(type(made)):
+            def call(self, inputs, *args, **kwargs):
+                return super().call(inputs * 0.5, *args, **kwargs) * 2.0
+
+        made.__class__ = Halved
+        return made

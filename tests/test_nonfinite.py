@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from audee.case import Finding, Kind, Outcome, Verdict
-from audee.oracle.nan import (compare_codes, diagnose_patterns, diagnose_rows, has_nonfinite, nan_findings,
-                              nonfinite_codes)
+from audee.oracle.nan import (compare_codes, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
+                              nan_findings, nonfinite_codes, overflow_scale, settle_conditioning)
 
 NAN, INF = float("nan"), float("inf")
 
@@ -200,3 +200,88 @@ def test_nan_on_both_backends_at_different_places_is_flagged(pool):
     p = f.detail["patterns"][f"jax|{SCRUB0}"]
     assert p["elements"] == 5 and p["example"]["index"][0] == 0
     assert p["layer_example"]["index"][0] == 0
+
+
+# ---- the conditioning rule (audee.oracle.nan.condition_pattern) ----------------------------------
+def test_overflow_scale_is_the_square_root_of_the_dtype_maximum():
+    assert overflow_scale({"x": np.array([1.9e19], np.float32)})
+    assert not overflow_scale({"x": np.array([1.7e19, NAN, INF], np.float32), "ids": np.array([10 ** 9])})
+    assert overflow_scale({"x": np.array([300.0], np.float16)})  # float16: sqrt(65504) = 256
+
+
+def test_same_overflow_from_an_overflow_scale_input_is_propagation_not_a_nan_bug():
+    x = {"x": np.array([[3e38, 1.0]], np.float32)}
+    (f,) = nan_findings([_out("a", [[INF, 1.0]]), _out("b", [[INF, 1.0]])], x)
+    assert f.kind == Kind.NAN_PROPAGATED and f.detail["input_overflow_scale"]
+    (g,) = nan_findings([_out("a", [[INF, 1.0]]), _out("b", [[INF, 1.0]])], {"x": np.array([[3e3, 1.0]], np.float32)})
+    assert g.kind == Kind.NAN  # the paper's NaN oracle: Inf from ordinary finite inputs
+
+
+def test_condition_pattern_clears_accumulated_overflow_and_ill_conditioned_differences_only():
+    fed = {"x": np.array([[1.0, 2.0]], np.float32)}
+    same = {"a": np.array([1.0, INF]), "b": np.array([1.0, INF])}
+    differ = {"a": np.array([1.0, INF]), "b": np.array([1.0, 3e38])}
+    assert condition_pattern(fed, same, None) == "accumulated"        # alone on one input they agree
+    assert condition_pattern({"x": np.array([3e38], np.float32)}, differ, None) == "overflow"
+    moved = {"a": np.array([1.0, 3e38]), "b": np.array([1.0, 3e38])}   # rounding noise moves a's pattern
+    assert condition_pattern(fed, differ, moved) == "ill_conditioned"
+    assert condition_pattern(fed, differ, differ) is None             # stable and own: it stands
+    # a layer fed NaN/Inf is judged on what it does with them, whatever the scale of the rest
+    assert condition_pattern({"x": np.array([3e38, NAN], np.float32)}, differ, differ) is None
+
+
+def test_a_finding_whose_pairs_are_all_cleared_is_no_longer_strong():
+    x = {"x": np.array([[3e38, 1.0]], np.float32)}
+    (f,) = nan_findings([_out("a", [[INF, 1.0]]), _out("b", [[3e38, 1.0]])], x)
+    assert f.kind == Kind.NAN and f.detail["strong"]
+    f.detail["patterns"]["a|b"]["cleared"] = "overflow"
+    settle_conditioning(f)
+    assert f.kind == Kind.NAN_PROPAGATED and not f.detail["strong"]
+    (g,) = nan_findings([_out("a", [[INF, 1.0]]), _out("b", [[3e3, 1.0]])], {"x": np.array([[1.0, 1.0]], np.float32)})
+    g.detail["patterns"]["a|b"]["cleared"] = "ill_conditioned"
+    settle_conditioning(g)
+    assert g.kind == Kind.NAN and not g.detail["strong"]  # still the paper's NaN: Inf from a plain input
+
+
+OVERFLOW = "tests.plugins:HalvedDenseJax"
+
+
+def _dense_case(scale: float):
+    """One Dense layer whose exact result is finite but whose float32 partial sums
+    overflow at ``scale`` 1e38 (weights +1, +1, -1 on three equal inputs)."""
+    from audee.case import TestCase
+    from audee.spec import ModelSpec
+
+    spec = ModelSpec.from_json({
+        "name": "overflow", "inputs": [{"name": "x", "shape": [3], "range": [0, 1]}],
+        "layers": [{"name": "d", "api": "Dense", "params": {"units": 1, "use_bias": False}, "inputs": ["x"]}],
+        "output": "d", "logits": "d"})
+    x = np.full((2, 3), scale, np.float32)
+    return TestCase(f"overflow-{scale}", spec, {"d": [np.array([[1.0], [1.0], [-1.0]], np.float32)]}, {"x": x})
+
+
+def test_overflow_decided_by_summation_order_is_cleared_end_to_end(tmp_path_factory):
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.execute import Executor
+
+    with Pool(parse_backends(f"jax,{OVERFLOW}"), tmp_path_factory.mktemp("logs"), timeout=120) as p:
+        assert p.start() == {}
+        ex = Executor(p)
+        big = ex.run(_dense_case(3e38))
+        assert np.isinf(big.outcomes["jax"].output).all()               # plain float32: the partial sum overflows
+        assert np.isfinite(big.outcomes[OVERFLOW].output).all()        # halved: finite, the exact 3e38
+        (f,) = [f for f in big.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+        assert f.detail["patterns"][f"jax|{OVERFLOW}"]["cleared"] == "overflow"
+        assert f.kind == Kind.NAN_PROPAGATED and not big.verdict.failed
+        small = ex.run(_dense_case(1.0))
+        assert small.verdict.findings == []
+
+
+def test_diagnose_rows_take_the_rows_whose_patterns_differ_first():
+    x = np.zeros((12, 2), np.float32)
+    x[:10, 0] = NAN                                 # ten rows carry a NaN, propagated alike...
+    a, b = x.copy(), x.copy()
+    b[11, 1] = INF                                  # ...and row 11 differs
+    rows = diagnose_rows([_out("a", a), _out("b", b)], {"x": x}, 4)
+    assert 11 in rows and len(rows) == 4

@@ -68,6 +68,29 @@ def check_output_dtypes(proto: Any, built: BuiltModel) -> None:
                             f"{want} (tf2onnx maps TensorFlow's {want} to ONNX {got[name]})")
 
 
+def bake_captured_constants(proto: Any, concrete: Any) -> None:
+    """Turn the graph inputs tf2onnx made of captured tensors back into initializers.
+
+    A Keras layer may hold constants as plain tensors (``Normalization(mean=..., variance=...)``
+    keeps them so); the traced function captures them, and tf2onnx 1.17's ``from_function``
+    lists every non-resource input of the concrete function, captures included, as a graph
+    input.  Left so, the model needs inputs nobody feeds ("Required inputs ... are missing
+    from input feed"): a failure of the bridge, not of onnxruntime.  Their values are
+    known at trace time, so they are written into the graph as the constants they are."""
+    import onnx
+
+    captured = {inner.name: outer for outer, inner in concrete.graph.captures if outer.dtype.name != "resource"}
+    kept = []
+    for graph_input in proto.graph.input:
+        outer = captured.get(graph_input.name)
+        if outer is None:
+            kept.append(graph_input)
+        else:
+            proto.graph.initializer.append(onnx.numpy_helper.from_array(np.asarray(outer.numpy()), graph_input.name))
+    del proto.graph.input[:]
+    proto.graph.input.extend(kept)
+
+
 class OnnxRuntimeBackend(Backend):
     name = "onnxruntime"
     opset: ClassVar[int] = 15
@@ -131,6 +154,7 @@ class OnnxRuntimeBackend(Backend):
         try:
             with self.clock.timed("convert"):
                 proto, _ = tf2onnx.convert.from_function(fn, input_signature=x_sig + w_sig, opset=self.opset)
+            bake_captured_constants(proto, fn.get_concrete_function(*fn.input_signature))
             graph_outputs = [o.name for o in proto.graph.output]
             if sorted(graph_outputs) != sorted(order):
                 raise RuntimeError(f"tf2onnx produced outputs {graph_outputs}, expected {order}")

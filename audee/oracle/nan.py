@@ -12,9 +12,25 @@ position: finite, NaN, +Inf or -Inf (:func:`nonfinite_codes`).  The rules:
   records how many elements differ, an example index and the first layer where the
   patterns differ (element-exact after :func:`diagnose_patterns` ran on per-layer
   outputs; from the lists of non-finite layers before).
-* **expected propagation** (``nan_propagated``, not a failure): the input holds NaN/Inf
-  and every backend's non-finite pattern is identical; the result row says
+* **expected propagation** (``nan_propagated``, not a failure): the input holds NaN/Inf,
+  or finite values at overflow scale (:func:`overflow_scale`: a square or a product of two
+  of them overflows), and every backend's non-finite pattern is identical, or differs
+  only where the conditioning rule below clears it; the result row says
   ``propagated_nonfinite: true``.
+* **conditioning** (run by the Executor, decided by :func:`condition_pattern`): a pair's
+  pattern difference is judged at its first differing layer, that layer alone fed the
+  same input on both backends.  It is *cleared* when the layer alone agrees
+  (``accumulated``: the difference came in with its input's rounding), when that input is
+  finite but at overflow scale (``overflow``: where a sum or product of such values lands
+  on the boundary depends on the order of operations), or when a rounding-level
+  perturbation of the input changes the layer's own pattern on either backend
+  (``ill_conditioned``).  A difference that does not show again when the diagnosed
+  rows are run again, on every layer and the output (``unstable``: a smaller batch, other
+  kernels), is cleared too: it reproduces in no repro script.  A finding whose pairs are all cleared is no longer ``strong``:
+  it falls back to the rules above (propagation if the input explains it, else the
+  paper's NaN oracle).  A difference on a layer fed NaN/Inf is never cleared by scale:
+  how a layer treats NaN and Inf is exactly what differs between frameworks
+  (``tf-maxpool-drops-nan``).
 * **NaN from finite inputs** (``nan`` finding, not ``strong``): the input is finite and
   every backend produces the same non-finite pattern: the paper's NaN oracle.
 
@@ -50,6 +66,54 @@ def has_nonfinite(arrays: Mapping[str, np.ndarray] | None) -> bool:
     """Whether any float array of ``arrays`` (e.g. a test case's inputs) holds NaN/Inf."""
     return any(np.issubdtype(np.asarray(v).dtype, np.floating) and not np.isfinite(v).all()
                for v in (arrays or {}).values())
+
+
+def overflow_scale(arrays: Mapping[str, np.ndarray] | None) -> bool:
+    """Whether a float array of ``arrays`` holds a finite value at overflow scale: at least
+    the square root of its dtype's maximum, so that its square, or its product with a
+    value as large, is not representable (3.4e38 for float32 gives 1.8e19).  Such inputs
+    make Inf by plain arithmetic; where exactly a backend crosses the boundary depends on
+    its order of operations."""
+    for v in (arrays or {}).values():
+        v = np.asarray(v)
+        if not _is_float(v) or v.size == 0:
+            continue
+        finite = np.abs(v[np.isfinite(v)].astype(np.float64))
+        if finite.size and finite.max() >= np.sqrt(float(_finfo_max(v.dtype))):
+            return True
+    return False
+
+
+def _finfo_max(dtype: np.dtype) -> float:
+    try:
+        return float(np.finfo(dtype).max)
+    except ValueError:  # bfloat16 and other ml_dtypes types
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(dtype).max)
+
+
+#: why a pair's pattern difference is no evidence against a backend (docs/oracles.md)
+CLEARED = ("accumulated", "overflow", "ill_conditioned", "unstable")
+
+
+def condition_pattern(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray],
+                      moved: Mapping[str, np.ndarray] | None) -> str | None:
+    """The conditioning rule on one pair at its first differing layer (module docstring):
+    ``fed`` is the layer's input (the same on both backends), ``alone`` each backend's
+    output of the layer alone on it, ``moved`` each backend's output on ``fed`` moved by a
+    rounding-level perturbation (None: not run).  Returns the reason the difference is
+    cleared (one of :data:`CLEARED`), or None when it stands against the pair."""
+    (a, out_a), (b, out_b) = list(alone.items())[:2]
+    if compare_codes(out_a, out_b) is None:
+        return "accumulated"
+    if not has_nonfinite(fed) and overflow_scale(fed):
+        return "overflow"
+    if moved is not None:
+        for label, out in alone.items():
+            if label in moved and compare_codes(out, moved[label]) is not None:
+                return "ill_conditioned"
+    return None
 
 
 def compare_codes(a: np.ndarray, b: np.ndarray) -> dict[str, Any] | None:
@@ -113,21 +177,39 @@ def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | Non
         if p is not None:
             patterns[f"{a.backend}|{b.backend}"] = p
     in_bad = has_nonfinite(inputs)
+    in_big = overflow_scale(inputs)
     bad_names = {o.backend for o in bad}
     finite = [o.backend for o in ok if o.backend not in bad_names]
     detail: dict[str, Any] = {
         "first_layer": {o.backend: o.nonfinite[0] for o in bad if o.nonfinite},
         "layers": {o.backend: o.nonfinite for o in bad},
         "strong": bool(patterns), "finite_backends": finite,
-        "input_nonfinite": in_bad, "patterns": patterns,
+        "input_nonfinite": in_bad, "input_overflow_scale": in_big, "patterns": patterns,
         "counts": {o.backend: _counts(o.output) for o in bad if o.output is not None},
     }
     if patterns:
         involved = bad_names | {b for k in patterns for b in k.split("|")}
         return [Finding(Kind.NAN, [o.backend for o in ok if o.backend in involved], detail)]
-    if in_bad:
-        return [Finding(Kind.NAN_PROPAGATED, [o.backend for o in bad], detail)]
-    return [Finding(Kind.NAN, [o.backend for o in bad], detail)]
+    return [Finding(unpatterned_kind(detail), [o.backend for o in bad], detail)]
+
+
+def unpatterned_kind(detail: Mapping[str, Any]) -> str:
+    """The kind of a NaN finding with no standing pattern difference: propagation when the
+    input explains the non-finite values (NaN/Inf or overflow-scale values in it), else
+    the paper's NaN oracle (NaN/Inf made from ordinary finite inputs)."""
+    if detail.get("input_nonfinite") or detail.get("input_overflow_scale"):
+        return Kind.NAN_PROPAGATED
+    return Kind.NAN
+
+
+def settle_conditioning(finding: Finding) -> None:
+    """After :func:`condition_pattern` ran on each pair (``patterns[pair]["cleared"]``):
+    a finding whose every pair is cleared is not ``strong`` and takes
+    :func:`unpatterned_kind`."""
+    patterns = finding.detail.get("patterns") or {}
+    if patterns and all(p.get("cleared") in CLEARED for p in patterns.values()):
+        finding.detail["strong"] = False
+        finding.kind = unpatterned_kind(finding.detail)
 
 
 def diagnose_patterns(finding: Finding, layers: Mapping[str, Mapping[str, np.ndarray]],
@@ -158,8 +240,10 @@ def diagnose_patterns(finding: Finding, layers: Mapping[str, Mapping[str, np.nda
 
 
 def diagnose_rows(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | None, limit: int) -> list[int]:
-    """Batch rows worth a per-layer look: rows with NaN/Inf in the input or in any
-    backend's output or logits (at most ``limit``; the first rows if none is)."""
+    """Batch rows worth a per-layer look, at most ``limit``: first the rows where two
+    backends' output or logits patterns differ (a difference must be re-run to be judged),
+    then rows with NaN/Inf in the input or in any backend's output or logits (the first
+    rows if none is)."""
     n = None
     hit: set[int] = set()
     for arr in list((inputs or {}).values()) + [getattr(o, k) for o in outcomes if o.ok for k in ARRAYS]:
@@ -168,8 +252,16 @@ def diagnose_rows(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | No
         arr = np.asarray(arr)
         n = arr.shape[0] if n is None else n
         hit.update(np.flatnonzero(~np.isfinite(arr.reshape(arr.shape[0], -1)).all(1)).tolist())
-    rows = sorted(hit)[:limit]
-    return rows or list(range(min(limit, n or 0)))
+    differ: set[int] = set()
+    ok = [o for o in outcomes if o.ok]
+    for a, b in combinations(ok, 2):
+        for k in ARRAYS:
+            va, vb = getattr(a, k), getattr(b, k)
+            if _is_float(va) and _is_float(vb) and np.shape(va) == np.shape(vb) and np.ndim(va) > 0:
+                d = nonfinite_codes(va) != nonfinite_codes(vb)
+                differ.update(np.flatnonzero(d.reshape(d.shape[0], -1).any(1)).tolist())
+    rows = (sorted(differ) + sorted(hit - differ))[:limit]
+    return sorted(rows) or list(range(min(limit, n or 0)))
 
 
 def _is_float(a: Any) -> bool:

@@ -421,14 +421,13 @@ def _relocalized(row: dict, localized: dict) -> dict:
     return {**row, "signatures": sigs}
 
 
-def bug_table(data: CampaignData, out: Path, known: list | None = None) -> pd.DataFrame:
-    """Unique bugs over every unit and shard, one row per signature (audee.signature), new
-    first: known or new (audee.known), kind, backends, API/params, cases behind it, the
-    first case file and the repro script (links relative to ``out``)."""
+def campaign_bugs(data: CampaignData, known: list | None = None) -> list[dict[str, Any]]:
+    """Unique bugs over every unit and shard (audee.known.unique_bugs), signatures re-derived
+    where the localize stage ran."""
     from audee.known import load_known_issues, unique_bugs
 
     if data.cases.empty or "signatures" not in data.cases:
-        return pd.DataFrame(columns=BUG_COLS)
+        return []
     localized: dict = {}
     for _, r in data.localized.iterrows() if not data.localized.empty else []:
         if isinstance(r.get("localized"), list):
@@ -436,7 +435,13 @@ def bug_table(data: CampaignData, out: Path, known: list | None = None) -> pd.Da
             localized.setdefault((r["unit"], r["case_id"]), {})[pair] = {"localized": r["localized"]}
     rows = [_relocalized({k: v for k, v in r.items() if not _missing(v)}, localized)
             for r in data.cases[data.cases["status"] == "fail"].to_dict("records")]
-    bugs = unique_bugs(rows, load_known_issues() if known is None else known)
+    return unique_bugs(rows, load_known_issues() if known is None else known)
+
+
+def bug_table(bugs: list[dict[str, Any]], out: Path) -> pd.DataFrame:
+    """One row per signature (audee.signature), new first: known or new (audee.known),
+    kind, backends, API/params, cases behind it, the first case file and the repro script
+    (links relative to ``out``)."""
     table = []
     for b in bugs:
         rel = {k: Path(os.path.relpath(b[k], Path(out).resolve())).as_posix() if b.get(k) else "-"
@@ -463,12 +468,32 @@ def phase_table(cases: pd.DataFrame) -> pd.DataFrame:
                          for b, s in summary.items()], columns=columns)
 
 
+ROOT_COLS = ["status", "known_id", "kind", "api", "odd_one_out", "backends", "error", "signatures", "cases",
+             "first_case", "repro"]
+
+
+def root_table(bugs: list[dict[str, Any]], out: Path) -> pd.DataFrame:
+    """Unique bugs grouped by likely root cause (audee.known.root_causes), new first."""
+    from audee.known import root_causes
+
+    rows = []
+    for g in root_causes(bugs):
+        repro = Path(os.path.relpath(g["repro"], Path(out).resolve())).as_posix() if g.get("repro") else "-"
+        rows.append({"status": g["status"], "known_id": g["known_id"] or "-", "kind": g["kind"], "api": g["api"] or "-",
+                     "odd_one_out": ", ".join(g["odd_one_out"]) or "-", "backends": ", ".join(g["backends"]),
+                     "error": g["error"] or "-", "signatures": g["signatures"], "cases": g["cases"],
+                     "first_case": g["first_case"], "repro": repro})
+    return pd.DataFrame(rows, columns=ROOT_COLS)
+
+
 def write_report(data: CampaignData, out: Path, known: list | None = None) -> list[Path]:
     """``known``: the known issues bugs are judged against (default: the shipped list)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    bugs = bug_table(data, out, known)
+    raw_bugs = campaign_bugs(data, known)
+    bugs = bug_table(raw_bugs, out)
+    roots = root_table(raw_bugs, out)
     unique = unique_inconsistencies(data.cases)
     sigs = signatures(data.localized)
     rates = top1_rates(data)
@@ -476,6 +501,9 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
     errors = backend_errors(data.cases)
     configured = sorted(load_api_configs())
     sections = [("Unique bugs by signature (new first; known: already reported upstream)", "bugs", bugs),
+                ("Likely root causes: signatures with the same kind, layer API and error, whatever the "
+                 "parameter classes and backends (odd_one_out: the backend every pairwise signature names)",
+                 "roots", roots),
                 ("Table 1: unique inconsistencies (seed x backend pair x level)", "table1",
                  table1(data.cases, data.units)),
                 ("Test cases by outcome", "outcomes", crash_table(data.cases)),
@@ -494,7 +522,8 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
     n_units = data.cases["unit"].nunique() if not data.cases.empty else 0
     index = ["# audee report", "",
              f"{len(bugs)} unique bugs by signature ({int((bugs['status'] == 'new').sum()) if len(bugs) else 0} new; "
-             f"[list](bugs.md)); "
+             f"[list](bugs.md)) in {len(roots)} likely root causes "
+             f"({int((roots['status'] == 'new').sum()) if len(roots) else 0} new; [list](roots.md)); "
              f"{len(data.cases)} test cases, {len(data.searches)} search runs, {n_units} units; "
              f"{len(failing)} failing test cases ([list with case files](failing.md)); "
              f"{len(unique)} unique inconsistencies (paper criteria), {len(data.localized)} localized, "
