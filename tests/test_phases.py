@@ -125,3 +125,26 @@ def test_results_rows_carry_phase_timings(pool, tmp_path):
 
 def pool_refs(pool: Pool) -> list:
     return [w.ref for w in pool.workers.values()]
+
+
+def test_a_weight_level_generation_in_one_request_judges_as_one_request_per_individual(pool):
+    """``run_many`` (the generation in one request per backend) against the per-individual
+    path it falls back to: the same fitness, pair and suspects for every individual."""
+    from audee.search.encoding import Encoding
+    from audee.search.evaluate import PopulationEvaluator
+    from audee.settings import TIE_MARGIN
+
+    ex = Executor(pool, diagnose=False)
+    spec = spec_of()
+    case = case_of(ex, spec, 5, n=1)
+    enc = Encoding("weight", case.inputs, case.weights, spec.inputs)
+    ev = PopulationEvaluator(pool, spec, enc, fitness="inconsistency", labels=pool.labels, tie_margin=TIE_MARGIN)
+    base = enc.encode()
+    rng = np.random.default_rng(0)
+    population = [base + rng.normal(0.0, 0.05, base.shape) for _ in range(3)]
+    batched = ev.evaluate(population)
+    single = [ev._judge(ev._run(enc.inputs_of(g), enc.weights_of(g), f"one-{i}", f"one-{i}"), 1)[0]
+              for i, g in enumerate(population)]
+    assert len({e.fitness for e in batched}) == 3  # three different individuals
+    for a, b in zip(batched, single):
+        assert (a.fitness, a.pair, a.suspect) == (b.fitness, b.pair, b.suspect)

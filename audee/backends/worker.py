@@ -153,6 +153,21 @@ class WorkerState:
             raise BackendError(Phase.RUN, _msg(exc), traceback.format_exc()) from exc
         e.signatures.add(sig)
 
+    def op_run_many(self, spec: dict, key: str, items: list[dict]) -> list[dict]:
+        """Several runs of one spec in one request (a weight-level GA generation: one
+        weight set and input per individual), each answered as a ``run`` request would
+        be, a clean failure as its ``error``; the parent pays one round trip, not one per
+        individual.  A worker that dies on an item fails the whole request (the parent
+        then runs the items one by one)."""
+        self.entry(spec, key)
+        out: list[dict] = []
+        for item in items:
+            try:
+                out.append(self.run({**item, "key": key, "spec": None}))
+            except BackendError as exc:
+                out.append({"error": {"phase": exc.phase, "message": str(exc), "traceback": exc.tb}})
+        return out
+
     def op_kept_layers(self, tag: str, rows: list[int]) -> dict[str, np.ndarray] | None:
         """Every layer's output for some rows of a kept run (None if it was evicted)."""
         kept = self.kept.get(tag)
