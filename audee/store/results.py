@@ -71,10 +71,11 @@ def phase_lines(summary: dict[str, dict[str, Any]]) -> list[str]:
 
     if not summary:
         return []
-    lines = ["  mean seconds per case, per backend and phase: " + " ".join(f"{p:>8}" for p in TIMED_PHASES)
+    width = max(20, *(len(label) for label in summary))
+    lines = [f"  {'phases, s per case':<{width + 2}} " + " ".join(f"{p:>8}" for p in TIMED_PHASES)
              + f" {'total':>8}  cases"]
     for label, s in summary.items():
-        lines.append(f"    {label:<44} " + " ".join(f"{s['mean_s'][p]:>8.3f}" for p in TIMED_PHASES)
+        lines.append(f"    {label:<{width}} " + " ".join(f"{s['mean_s'][p]:>8.3f}" for p in TIMED_PHASES)
                      + f" {s['mean_total_s']:>8.3f}  {s['cases']:>5}")
     return lines
 
