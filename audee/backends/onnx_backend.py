@@ -180,7 +180,7 @@ class OnnxRuntimeBackend(Backend):
             graph_outputs = [o.name for o in proto.graph.output]
             if sorted(graph_outputs) != sorted(order):
                 raise RuntimeError(f"tf2onnx produced outputs {graph_outputs}, expected {order}")
-            om.dtypes = graph_input_dtypes(proto)
+            om.proto, om.dtypes = proto, graph_input_dtypes(proto)
             # Seed-generator states and other non-layer variables keep their built values.
             om.feed = {s.name: om.cast(s.name, v.value) for s, v in zip(w_sig, variables)}
             if not self.bake_weights:
@@ -189,10 +189,9 @@ class OnnxRuntimeBackend(Backend):
             # baked: the first session is made with the first real weight set (set_weights) and
             # both checks run there, still as convert: a session for placeholder weights is waste
         except Exception as exc:
-            om.session = None
+            om.proto = om.session = None
             om.convert_error = BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc())
             raise om.convert_error from exc
-        om.proto = proto
         return om
 
     def _session(self, om: OnnxModel) -> None:
