@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RUN ?= runs/default
 PYTEST_ARGS ?=
 
-.PHONY: install fuzz test test-slow test-wheel bench bench-search localize-bench clean help
+.PHONY: install fuzz test test-slow test-wheel bench bench-search bench-throughput localize-bench clean help
 
 help:
 	@echo "make install   build $(VENV) with the pinned stack and audee (editable)"
@@ -15,6 +15,7 @@ help:
 	@echo "make test-wheel  build the wheel, install it into a fresh venv, run audee from outside the tree"
 	@echo "make bench     overhead benchmark (experiments/bench_overhead.py)"
 	@echo "make bench-search  GA overhead, GA vs random, NaN search (experiments/bench_search.py)"
+	@echo "make bench-throughput  models per second against the bare-framework floor (experiments/bench_throughput.py)"
 	@echo "make localize-bench  search + localization on the injected-fault corpus (localize/corpus.yaml)"
 
 $(BIN)/python:
@@ -43,6 +44,9 @@ bench:
 
 bench-search:
 	$(BIN)/python experiments/bench_search.py
+
+bench-throughput:
+	$(BIN)/python experiments/bench_throughput.py
 
 localize-bench:
 	$(BIN)/python -m localize.scorer

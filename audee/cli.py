@@ -433,6 +433,10 @@ def _print_summary(s: dict[str, Any]) -> None:
     for pair, n in sorted(s["inconsistency_by_pair"].items()):
         print(f"    {pair.replace('|', ' vs '):<30} {n}")
     print(f"  mean time per case   {s['mean_seconds_per_case']:.3f} s")
+    from audee.store.results import phase_lines
+
+    for line in phase_lines(s.get("phases", {})):
+        print(line)
     if s.get("by_api"):
         print("  per API              cases  failing  by kind")
         for api, a in s["by_api"].items():

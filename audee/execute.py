@@ -36,6 +36,9 @@ class Result:
     pairs: dict[str, dict] = field(default_factory=dict)      # per backend pair: distance, flips, ties
     layer_distances: dict[str, dict[str, float]] = field(default_factory=dict)
     seconds: float = 0.0
+    # backend -> phase -> seconds its worker spent on this case (audee.backends.base.TIMED_PHASES):
+    # the build of a spec is counted for the first case that runs it, diagnosis runs included
+    phases: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 class Executor:
@@ -51,14 +54,18 @@ class Executor:
         self.tolerances = as_tolerances(tolerances)
         self.diagnose = diagnose
         self._built: dict[str, dict[str, Any]] = {}
+        self._build_phases: dict[str, dict[str, dict[str, float]]] = {}  # spec key -> not yet charged to a case
+        self._tally: PhaseTally | None = None  # the case being run
 
     # ---- building ------------------------------------------------------------------------------
     def build(self, spec: ModelSpec) -> dict[str, Shapes | WorkerFailure]:
         key = spec.key()
         if key not in self._built or any(isinstance(v, WorkerFailure) and v.hard for v in self._built[key].values()):
-            self._built[key] = {label: (r["shapes"] if isinstance(r, dict) else r)
-                                for label, r in self.pool.build(spec).items()}
+            replies = self.pool.build(spec)
+            self._built[key] = {label: (r["shapes"] if isinstance(r, dict) else r) for label, r in replies.items()}
+            self._build_phases[key] = {label: r.get("phases", {}) for label, r in replies.items() if isinstance(r, dict)}
             if len(self._built) > 64:
+                self._build_phases.pop(next(iter(self._built)), None)
                 self._built.pop(next(iter(self._built)))
         return self._built[key]
 
@@ -83,9 +90,11 @@ class Executor:
         outcomes = {label: Outcome(label, failure=got, precision=modes.get(label, FULL))
                     for label, got in built.items() if isinstance(got, WorkerFailure)}
         ready = [label for label, got in built.items() if not isinstance(got, WorkerFailure)]
+        phases = PhaseTally(self._build_phases.pop(case.spec.key(), {}))
+        self._tally = phases
         if ready:
             wkey = weights_key(case.weights)
-            for label, got in self.pool.run(case.spec, case.weights, wkey, case.inputs, labels=ready).items():
+            for label, got in self._pool_run(case.spec, case.weights, wkey, case.inputs, labels=ready).items():
                 if isinstance(got, WorkerFailure):
                     outcomes[label] = Outcome(label, failure=got, precision=modes.get(label, FULL))
                     if got.hard:
@@ -110,8 +119,20 @@ class Executor:
             fold_reduced_precision_flips(result.verdict)
         if self.diagnose:
             self._diagnose_nan(result, [f for f in nans if f.detail.get("patterns")])
+        self._tally = None
+        result.phases = phases.rounded()
         result.seconds = time.perf_counter() - t0
         return result
+
+    def _pool_run(self, spec: ModelSpec, weights: Any, wkey: str, inputs: dict[str, np.ndarray],
+                  **kwargs: Any) -> dict[str, Any]:
+        """``pool.run``, its workers' phase timings added to the case being run."""
+        got = self.pool.run(spec, weights, wkey, inputs, **kwargs)
+        if self._tally is not None:
+            for label, reply in got.items():
+                if isinstance(reply, dict):
+                    self._tally.add(label, reply.get("phases", {}))
+        return got
 
     def _diagnose(self, result: Result, incons: list[Finding]) -> None:
         """Per-layer distances (Definition 4) for the pairs that flipped labels, on a few
@@ -120,7 +141,7 @@ class Executor:
         rows = sorted({i for f in incons for i in f.detail["inputs"][:DIAGNOSE_INPUTS]})[:DIAGNOSE_INPUTS]
         sub = {k: v[rows] for k, v in case.inputs.items()}
         labels = sorted({b for f in incons for b in f.backends})
-        got = self.pool.run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
+        got = self._pool_run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
         for f in incons:
             a, b = f.backends
             ra, rb = got.get(a), got.get(b)
@@ -145,7 +166,7 @@ class Executor:
             return
         sub = {k: v[rows] for k, v in case.inputs.items()}
         labels = sorted({b for f in devs for b in f.backends})
-        got = self.pool.run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
+        got = self._pool_run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
         order = case.spec.topological_order()
         alone: dict[tuple[str, str], dict] = {}  # (layer, feeding backend) -> replies of every backend involved
         for f in devs:
@@ -215,7 +236,7 @@ class Executor:
         except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
             return {}
         weights = {layer: case.weights[layer]} if layer in case.weights else {}
-        return self.pool.run(spec1, weights, weights_key(weights), dict(layer_inputs), labels=labels)
+        return self._pool_run(spec1, weights, weights_key(weights), dict(layer_inputs), labels=labels)
 
     def _diagnose_nan(self, result: Result, nans: list[Finding]) -> None:
         """Per-layer non-finite patterns on a few rows: each pair's first layer where they
@@ -227,7 +248,7 @@ class Executor:
         rows = diagnose_rows(list(result.outcomes.values()), case.inputs, DIAGNOSE_INPUTS)
         sub = {k: v[rows] for k, v in case.inputs.items()}
         labels = sorted({b for f in nans for k in f.detail["patterns"] for b in k.split("|")})
-        got = self.pool.run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
+        got = self._pool_run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
         layers = {b: r["layers"] for b, r in got.items() if isinstance(r, dict)}
         for f in nans:
             diagnose_patterns(f, layers, rows)
@@ -273,6 +294,23 @@ class Executor:
 def _outputs(replies: dict[str, Any]) -> dict[str, np.ndarray]:
     """Each backend's one-layer output among ``replies`` (for the dtype it computes in)."""
     return {label: r["logits"] for label, r in replies.items() if isinstance(r, dict) and r.get("logits") is not None}
+
+
+class PhaseTally:
+    """Seconds per backend and phase over the worker requests of one test case."""
+
+    def __init__(self, start: dict[str, dict[str, float]] | None = None):
+        self.seconds: dict[str, dict[str, float]] = {}
+        for label, phases in (start or {}).items():
+            self.add(label, phases)
+
+    def add(self, label: str, phases: dict[str, float]) -> None:
+        mine = self.seconds.setdefault(label, {})
+        for phase, s in phases.items():
+            mine[phase] = mine.get(phase, 0.0) + float(s)
+
+    def rounded(self) -> dict[str, dict[str, float]]:
+        return {label: {p: round(max(s, 0.0), 5) for p, s in phases.items()} for label, phases in self.seconds.items()}
 
 
 def fold_reduced_precision_flips(verdict: Verdict) -> None:

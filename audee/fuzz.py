@@ -30,6 +30,7 @@ from audee.execute import Executor, Result, seed_batch
 from audee.search.runner import SearchPlan
 from audee.seeds import Seed
 from audee.store import CaseRecord, ResultsTable, save_case
+from audee.store.results import PHASES_FIELD, phase_summary, phases_field
 from audee.store.atomic import write_atomic
 from audee.store.lock import dir_lock
 from audee.settings import FuzzSettings
@@ -123,6 +124,7 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
         # every (layer API, parameter, value) the case ran: the report's coverage tables
         "exercised": exercised(result.case.spec),
         "seconds": round(result.seconds, 4),
+        PHASES_FIELD: phases_field(result.phases),  # where each backend's time went (issue 13)
         **extra,
     }
 
@@ -415,6 +417,7 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
         "inconsistency": by_kind.get(Kind.INCONSISTENCY, 0),
         "inconsistency_by_pair": pairs,
         "mean_seconds_per_case": round(float(np.mean([r["seconds"] for r in rows])), 4) if rows else 0.0,
+        "phases": phase_summary(rows),  # per backend: mean seconds per case of each phase
         **({"by_api": _by_api(rows)} if any("api" in r for r in rows) else {}),
     }
 

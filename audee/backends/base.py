@@ -6,8 +6,10 @@ framework import.  Everything crossing the process boundary is numpy arrays and 
 """
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from contextlib import contextmanager
+from typing import Any, ClassVar, Iterator
 
 import numpy as np
 
@@ -21,6 +23,41 @@ class Phase:
     CONVERT = "convert"
     WEIGHTS = "weights"
     RUN = "run"
+
+
+#: the phases a worker times per test case, in the order a case goes through them
+#: (``compile``: tracing / compiling the forward call, an ONNX Runtime session; ``convert``:
+#: the ONNX export; ``build``: the Keras model itself, without the other two)
+TIMED_PHASES = ("build", "convert", "weights", "compile", "run")
+
+
+class PhaseClock:
+    """Seconds spent per phase during one worker request: the worker times the phases it
+    drives (build, weights, run), a backend adds the ones only it can see inside them
+    (convert, compile) with :meth:`timed`; time inside a nested phase is not counted twice."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._stack: list[str] = []
+
+    def reset(self) -> dict[str, float]:
+        """The phases timed since the last reset (then start afresh)."""
+        out, self.seconds = self.seconds, {}
+        return out
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        t = time.perf_counter()
+        self._stack.append(phase)
+        try:
+            yield
+        finally:
+            self._stack.pop()
+            dt = time.perf_counter() - t
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + dt
+            if self._stack:  # the enclosing phase does not count this time again
+                outer = self._stack[-1]
+                self.seconds[outer] = self.seconds.get(outer, 0.0) - dt
 
 
 class BackendError(Exception):
@@ -46,6 +83,7 @@ class Backend(ABC):
     def __init__(self, device: str = "cpu", precision: str = "full"):
         self.device = device
         self.precision = precision
+        self.clock = PhaseClock()  # the worker reads it after each request (results rows' ``phases``)
 
     @classmethod
     def prepare_process(cls, device: str, precision: str = "full") -> None:
@@ -72,6 +110,11 @@ class Backend(ABC):
     @abstractmethod
     def set_weights(self, model: Any, weights: Weights) -> None:
         """Swap ``weights`` into a built model without rebuilding it."""
+
+    def compile_for(self, model: Any, inputs: dict[str, np.ndarray]) -> None:
+        """Trace / compile the forward call for these inputs' shapes and dtypes ahead of
+        :meth:`run` (called once per new input signature, timed as ``compile``; the
+        default does nothing: a backend without ahead-of-time compilation pays it in run)."""
 
     @abstractmethod
     def run(self, model: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:

@@ -46,6 +46,9 @@ class KerasBackend(Backend):
     there: CPU results stay what they were measured to be."""
 
     keras_backend: ClassVar[str] = ""
+    #: run the layers' initializers at build; off: audee's weights replace every layer
+    #: weight before a run, and initializers cost seconds per new weight shape on JAX
+    init_weights: ClassVar[bool] = False
     _precision_set: bool = False
 
     @classmethod
@@ -97,7 +100,7 @@ class KerasBackend(Backend):
         return default_layer(self.keras, layer)
 
     def build(self, spec: ModelSpec) -> BuiltModel:
-        built = BuiltModel(spec, self.keras, self.make_layer)
+        built = BuiltModel(spec, self.keras, self.make_layer, init_weights=self.init_weights)
         self.compile(built)
         return built
 
@@ -150,6 +153,18 @@ class TensorflowBackend(KerasBackend):
                 return model(xs, training=False)
 
         built.fn = fn
+
+    def compile_for(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> None:
+        """Trace the tf.function for these exact shapes (as the first call would; a later
+        batch size retraces as before).  TensorFlow's graph optimization still runs on
+        the first call, so it is counted in ``run``."""
+        import tensorflow as tf
+
+        try:
+            sig = [tf.TensorSpec(np.shape(a), tf.as_dtype(np.asarray(a).dtype)) for a in self._ordered(model, inputs)]
+        except TypeError:  # a dtype TensorFlow cannot name from numpy: the first call traces it
+            return
+        model.fn.get_concrete_function(sig)
 
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         outs = model.fn(self._ordered(model, inputs))
@@ -257,17 +272,31 @@ class JaxBackend(KerasBackend):
             return outs
 
         built.fn = jax.jit(forward)
+        built.compiled = {}  # input signature -> the executable compiled ahead of time for it
         built.tv = [v.value for v in model.trainable_variables]
         built.ntv = [v.value for v in model.non_trainable_variables]
 
     def set_weights(self, model: BuiltModel, weights: Weights) -> None:
+        """Weights in their variables' dtypes (what ``Variable.assign`` does on the other
+        backends), so the executable compiled for the first weight set fits every later one."""
         import jax.numpy as jnp
 
         model.check_weights(weights)
-        tv, ntv = model.flat_variables({k: [jnp.asarray(a) for a in v] for k, v in weights.items()})
+        dtypes = {n: [v.dtype for v in model.layers[n].weights] for n in weights}
+        tv, ntv = model.flat_variables({k: [jnp.asarray(a, dtype=d) for a, d in zip(v, dtypes[k])]
+                                        for k, v in weights.items()})
         model.tv, model.ntv = tv, ntv
 
+    def compile_for(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> None:
+        xs = self._ordered(model, inputs)
+        model.compiled[_signature(xs)] = model.fn.lower(model.tv, model.ntv, xs).compile()
+
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        outs = model.fn(model.tv, model.ntv, self._ordered(model, inputs))
+        xs = self._ordered(model, inputs)
+        outs = model.compiled.get(_signature(xs), model.fn)(model.tv, model.ntv, xs)
         outs = outs if isinstance(outs, (list, tuple)) else [outs]
         return [np.asarray(o) for o in outs]
+
+
+def _signature(xs: list[np.ndarray]) -> tuple:
+    return tuple((np.shape(a), str(np.asarray(a).dtype)) for a in xs)

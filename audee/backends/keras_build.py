@@ -5,7 +5,8 @@ compiled call serves both the logits oracle and the per-layer NaN / distance ora
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -33,10 +34,72 @@ def default_layer(keras: Any, layer: LayerSpec) -> Any:
     return cls(**params, name=layer.name)
 
 
-class BuiltModel:
-    """A Keras model over all layer outputs, plus the bookkeeping to move weights in and out."""
+class _Placeholder:
+    """Stands in for a Keras initializer while a model is built for weights that replace
+    every layer weight anyway: zeros from numpy, no framework op.  Running the real
+    initializers costs a random draw per variable, and on JAX a compilation per new
+    weight shape (1 to 2.3 s per LeNet-5 variant, issue 13)."""
 
-    def __init__(self, spec: ModelSpec, keras: Any, make_layer: LayerFactory | None = None):
+    def __call__(self, shape: Any, dtype: Any = None) -> np.ndarray:
+        from audee.weights import numpy_dtype
+
+        return np.zeros(tuple(int(d) for d in shape), numpy_dtype(dtype or "float32"))
+
+
+@contextmanager
+def placeholder_initializers() -> Iterator[list[tuple[Any, Any]]]:
+    """While active, every Keras variable created from a ``keras.initializers.Initializer``
+    starts as zeros; yields the (variable, real initializer) pairs so that the variables
+    audee does not replace (:meth:`BuiltModel.__init__` checks) get their real values.
+    Plain-function initializers (seed-generator states) run as usual, and so does
+    ``Orthogonal``: on torch its value comes out transposed (a non-contiguous parameter),
+    a weight assigned later keeps that memory layout, and the layout changes a matmul's
+    rounding; the recurrent kernels of RNN layers default to it."""
+    from keras import initializers
+    from keras.src.backend.common import variables
+
+    cls = variables.Variable  # every backend's variable class derives from it
+    original = cls.__init__
+    skipped: list[tuple[Any, Any]] = []
+
+    def init(self: Any, initializer: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(initializer, initializers.Initializer) and not isinstance(initializer, initializers.Orthogonal):
+            original(self, _Placeholder(), *args, **kwargs)
+            skipped.append((self, initializer))
+        else:
+            original(self, initializer, *args, **kwargs)
+
+    cls.__init__ = init
+    try:
+        yield skipped
+    finally:
+        cls.__init__ = original
+
+
+class BuiltModel:
+    """A Keras model over all layer outputs, plus the bookkeeping to move weights in and out.
+
+    ``init_weights=False``: the layer weights start as zeros instead of running their
+    initializers (a worker replaces every one of them before a run: ``check_weights``
+    refuses a partial set); any other variable still gets its initializer's value."""
+
+    def __init__(self, spec: ModelSpec, keras: Any, make_layer: LayerFactory | None = None, *,
+                 init_weights: bool = True):
+        if init_weights:
+            self._build(spec, keras, make_layer)
+            return
+        with placeholder_initializers() as skipped:
+            self._build(spec, keras, make_layer)
+        replaced = {id(v) for layer in self.layers.values() for v in layer.weights}
+        for variable, initializer in skipped:
+            if id(variable) in replaced:
+                continue
+            if variable._value is None:  # deferred (created in a stateless scope): the real one later
+                variable._initializer = initializer
+            else:
+                variable.assign(initializer(variable.shape, dtype=variable.dtype))
+
+    def _build(self, spec: ModelSpec, keras: Any, make_layer: LayerFactory | None) -> None:
         make_layer = make_layer or (lambda ls: default_layer(keras, ls))
         self.spec = spec
         self.order = spec.topological_order()

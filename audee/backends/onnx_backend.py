@@ -1,7 +1,9 @@
 """ONNX-bridged backend: Keras (TF backend) -> tf2onnx -> onnxruntime CPU provider.
 
-Export happens once per spec.  The exported graph takes every weight as a *graph input*
-(a stateless Keras call traced by tf2onnx), so a new weight set never needs a re-export:
+Export happens once per spec, at its first weight set or run (a build answers with the
+weight shapes alone, so the conversion overlaps the other workers' compilation).  The
+exported graph takes every weight as a *graph input* (a stateless Keras call traced by
+tf2onnx), so a new weight set never needs a re-export:
 
 * ``onnxruntime`` bakes the weights back into initializers (a protobuf edit plus a new
   session, no re-export), so ORT's constant folding and fusions run as they would on a
@@ -34,11 +36,16 @@ from audee.spec import ModelSpec, Weights
 
 
 class OnnxModel:
-    def __init__(self, built: BuiltModel, proto: Any, weight_inputs: list[str]):
+    """A built Keras model and, once converted (:meth:`OnnxRuntimeBackend.converted`), its
+    ONNX graph with weights as graph inputs, the weight feed and the session."""
+
+    def __init__(self, built: BuiltModel, weight_inputs: list[str], conversion: tuple):
         self.built = built
-        self.proto = proto  # ModelProto with weights as graph inputs
+        self.proto: Any = None  # ModelProto with weights as graph inputs
         self.weight_inputs = weight_inputs
-        self.dtypes = graph_input_dtypes(proto)  # graph input name -> numpy dtype it takes
+        self.conversion = conversion  # (tf.function, its input signature, the variables it takes)
+        self.convert_error: BackendError | None = None  # a conversion that failed fails again at once
+        self.dtypes: dict[str, np.dtype] = {}  # graph input name -> numpy dtype it takes
         self.feed: dict[str, np.ndarray] = {}
         self.session: Any = None
 
@@ -95,6 +102,7 @@ class OnnxRuntimeBackend(Backend):
     name = "onnxruntime"
     opset: ClassVar[int] = 15
     bake_weights: ClassVar[bool] = True
+    init_weights: ClassVar[bool] = False  # as KerasBackend.init_weights
 
     def __init__(self, device: str = "cpu", precision: str = "full"):
         super().__init__(device, precision)
@@ -131,10 +139,9 @@ class OnnxRuntimeBackend(Backend):
 
     def build(self, spec: ModelSpec) -> OnnxModel:
         import tensorflow as tf
-        import tf2onnx
 
         keras = self.keras_side.keras
-        built = BuiltModel(spec, keras, self.make_layer)
+        built = BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights)
         model = built.model
         tvars, ntvars = model.trainable_variables, model.non_trainable_variables
         n_tv = len(tvars)
@@ -150,22 +157,57 @@ class OnnxRuntimeBackend(Backend):
             return {name: tf.identity(o) for name, o in zip(order, outs)}
 
         fn = tf.function(forward, input_signature=x_sig + w_sig, autograph=False)
+        # The conversion waits for the first weight set or run: a build request answers with
+        # the weight shapes at once, so this worker converts while the others compile and
+        # run, instead of every worker waiting for the slowest build (issue 13).
+        return OnnxModel(built, [s.name for s in w_sig], (fn, x_sig + w_sig, tvars + ntvars))
+
+    def converted(self, om: OnnxModel) -> OnnxModel:
+        """``om`` with its graph (converted now if not yet): any failure is ``convert``'s."""
+        if om.proto is not None:
+            return om
+        if om.convert_error is not None:
+            raise om.convert_error
+        import tf2onnx
+
+        fn, sig, variables = om.conversion
+        w_sig = sig[len(sig) - len(variables):]
+        order, built = om.built.order, om.built
         try:
-            proto, _ = tf2onnx.convert.from_function(fn, input_signature=x_sig + w_sig, opset=self.opset)
+            with self.clock.timed("convert"):
+                proto, _ = tf2onnx.convert.from_function(fn, input_signature=sig, opset=self.opset)
             bake_captured_constants(proto, fn.get_concrete_function(*fn.input_signature))
             graph_outputs = [o.name for o in proto.graph.output]
             if sorted(graph_outputs) != sorted(order):
                 raise RuntimeError(f"tf2onnx produced outputs {graph_outputs}, expected {order}")
-            om = OnnxModel(built, proto, [s.name for s in w_sig])
+            om.proto, om.dtypes = proto, graph_input_dtypes(proto)
             # Seed-generator states and other non-layer variables keep their built values.
-            om.feed = {s.name: om.cast(s.name, v.value) for s, v in zip(w_sig, tvars + ntvars)}
-            self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
-            check_output_dtypes(proto, built)
+            om.feed = {s.name: om.cast(s.name, v.value) for s, v in zip(w_sig, variables)}
+            if not self.bake_weights:
+                self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
+                check_output_dtypes(proto, built)
+            # baked: the first session is made with the first real weight set (set_weights) and
+            # both checks run there, still as convert: a session for placeholder weights is waste
         except Exception as exc:
-            raise BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
+            om.proto = om.session = None
+            om.convert_error = BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            raise om.convert_error from exc
         return om
 
     def _session(self, om: OnnxModel) -> None:
+        with self.clock.timed("compile"):  # ORT's graph optimizations, fusions, kernel choice
+            self._new_session(om)
+
+    def _first_session(self, om: OnnxModel) -> None:
+        """The model's first session: onnxruntime refusing the graph (no kernel for a
+        dtype, an invalid graph) is a conversion failure, whichever request makes it."""
+        try:
+            self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
+            check_output_dtypes(om.proto, om.built)
+        except Exception as exc:
+            raise BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
+
+    def _new_session(self, om: OnnxModel) -> None:
         import onnx
         import onnxruntime as ort
 
@@ -193,15 +235,21 @@ class OnnxRuntimeBackend(Backend):
 
     def set_weights(self, model: OnnxModel, weights: Weights) -> None:
         model.built.check_weights(weights)
+        self.converted(model)
         for lname, slots in model.built.slots.items():
             n_tv = len(model.built.model.trainable_variables)
             for (trainable, idx), arr in zip(slots, weights.get(lname, [])):
                 k = idx if trainable else n_tv + idx
                 model.feed[f"audee_w{k}"] = model.cast(f"audee_w{k}", arr)
         if self.bake_weights:
-            self._session(model)
+            if model.session is None:
+                self._first_session(model)
+            else:
+                self._session(model)
 
     def run(self, model: OnnxModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if model.session is None:  # run before any weight set (a benchmark's bare call): built values
+            self._first_session(self.converted(model))
         feed = {i.name: model.cast(i.name, inputs[i.name]) for i in model.built.spec.inputs}
         if not self.bake_weights:
             feed.update(model.feed)

@@ -35,6 +35,12 @@ class _Entry:
         self.model = model
         self.weights_key: str | None = None
         self.order = spec.topological_order()
+        self.signatures: set[tuple] = set()  # input shapes/dtypes the forward call is compiled for
+
+
+def input_signature(inputs: dict[str, np.ndarray]) -> tuple:
+    """What a compiled forward call is specialized on: each input's name, shape and dtype."""
+    return tuple(sorted((k, tuple(np.shape(v)), str(np.asarray(v).dtype)) for k, v in inputs.items()))
 
 
 class WorkerState:
@@ -51,7 +57,8 @@ class WorkerState:
             raise _NeedSpec(key)
         spec = ModelSpec.from_json(spec_json)
         try:
-            model = self.backend.build(spec)
+            with self.backend.clock.timed("build"):
+                model = self.backend.build(spec)
         except BackendError:
             raise
         except Exception as exc:
@@ -63,7 +70,10 @@ class WorkerState:
         return entry
 
     def handle(self, msg: dict) -> dict:
+        """Answer one request; a build or run reply carries ``phases``: the seconds it
+        spent per phase (:data:`audee.backends.base.TIMED_PHASES`), the results rows' timings."""
         op = msg["op"]
+        self.backend.clock.reset()
         if op == "hello":
             versions = {str(k): str(v) for k, v in self.backend.versions().items()}  # TorchVersion -> str
             precision = {str(k): str(v) for k, v in self.backend.precision_state().items()}
@@ -72,9 +82,12 @@ class WorkerState:
         if op == "build":
             t = time.perf_counter()
             e = self.entry(msg["spec"], msg["key"])
-            return {"shapes": self.backend.weight_shapes(e.model), "build_s": time.perf_counter() - t}
+            return {"shapes": self.backend.weight_shapes(e.model), "build_s": time.perf_counter() - t,
+                    "phases": self.backend.clock.reset()}
         if op == "run":
-            return self.run(msg)
+            reply = self.run(msg)
+            reply["phases"] = self.backend.clock.reset()
+            return reply
         if op == "call":  # plugin-specific or maintenance operations
             return {"value": getattr(self, "op_" + msg["name"])(**msg.get("kwargs", {}))}
         raise ValueError(f"unknown op {op!r}")
@@ -88,13 +101,20 @@ class WorkerState:
             if msg.get("weights") is None:
                 return {"need_weights": True}
             try:
-                self.backend.set_weights(e.model, msg["weights"])
+                with self.backend.clock.timed("weights"):
+                    self.backend.set_weights(e.model, msg["weights"])
+            except BackendError:
+                raise  # a backend that knows better (ONNX: a first session refused at convert)
             except Exception as exc:
                 raise BackendError(Phase.WEIGHTS, _msg(exc), traceback.format_exc()) from exc
             e.weights_key = msg["weights_key"]
+        self.compile_for(e, msg["inputs"])
         t = time.perf_counter()
         try:
-            outs = self.backend.run(e.model, msg["inputs"])
+            with self.backend.clock.timed("run"):
+                outs = self.backend.run(e.model, msg["inputs"])
+        except BackendError:
+            raise
         except Exception as exc:
             raise BackendError(Phase.RUN, _msg(exc), traceback.format_exc()) from exc
         run_s = time.perf_counter() - t
@@ -119,6 +139,35 @@ class WorkerState:
             reply["layers"] = {n: outs[e.order.index(n)] for n in names}
         return reply
 
+    def compile_for(self, e: _Entry, inputs: dict[str, np.ndarray]) -> None:
+        """Compile ``e``'s forward call for a new input signature, once (a failure there is
+        the framework refusing to run the model: phase ``run``, as it was before compiling
+        was split out of the first call)."""
+        sig = input_signature(inputs)
+        if sig in e.signatures:
+            return
+        try:
+            with self.backend.clock.timed("compile"):
+                self.backend.compile_for(e.model, inputs)
+        except Exception as exc:
+            raise BackendError(Phase.RUN, _msg(exc), traceback.format_exc()) from exc
+        e.signatures.add(sig)
+
+    def op_run_many(self, spec: dict, key: str, items: list[dict]) -> list[dict]:
+        """Several runs of one spec in one request (a weight-level GA generation: one
+        weight set and input per individual), each answered as a ``run`` request would
+        be, a clean failure as its ``error``; the parent pays one round trip, not one per
+        individual.  A worker that dies on an item fails the whole request (the parent
+        then runs the items one by one)."""
+        self.entry(spec, key)
+        out: list[dict] = []
+        for item in items:
+            try:
+                out.append(self.run({**item, "key": key, "spec": None}))
+            except BackendError as exc:
+                out.append({"error": {"phase": exc.phase, "message": str(exc), "traceback": exc.tb}})
+        return out
+
     def op_kept_layers(self, tag: str, rows: list[int]) -> dict[str, np.ndarray] | None:
         """Every layer's output for some rows of a kept run (None if it was evicted)."""
         kept = self.kept.get(tag)
@@ -128,6 +177,7 @@ class WorkerState:
         """Seconds per bare compiled forward call of an already-built, weighted model,
         timed inside this process: no IPC, no oracle (the benchmarks' reference)."""
         e = self.entry(spec, key)
+        self.compile_for(e, inputs)
         times = []
         for _ in range(repeats):
             t = time.perf_counter()

@@ -453,6 +453,21 @@ def bug_table(bugs: list[dict[str, Any]], out: Path) -> pd.DataFrame:
     return pd.DataFrame(table, columns=BUG_COLS)
 
 
+def phase_table(cases: pd.DataFrame) -> pd.DataFrame:
+    """Per backend: test cases with phase timings and the mean seconds per case of each
+    phase in its worker (:func:`audee.store.results.phase_summary`): where the time went."""
+    from audee.backends.base import TIMED_PHASES
+    from audee.store.results import PHASES_FIELD, phase_summary
+
+    columns = ["backend", "cases", *TIMED_PHASES, "total"]
+    if cases.empty or PHASES_FIELD not in cases:
+        return pd.DataFrame(columns=columns)
+    rows = [{PHASES_FIELD: v} for v in cases[PHASES_FIELD] if isinstance(v, dict)]
+    summary = phase_summary(rows)
+    return pd.DataFrame([{"backend": b, "cases": s["cases"], **s["mean_s"], "total": s["mean_total_s"]}
+                         for b, s in summary.items()], columns=columns)
+
+
 ROOT_COLS = ["status", "known_id", "kind", "api", "odd_one_out", "backends", "error", "signatures", "cases",
              "first_case", "repro"]
 
@@ -501,7 +516,9 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
                 ("Coverage by API (configured APIs never exercised first)", "coverage_apis",
                  coverage.api_table(data.cases, configured)),
                 ("Coverage by parameter value: test cases run and failing", "coverage_values",
-                 coverage.coverage_table(data.cases))]
+                 coverage.coverage_table(data.cases)),
+                ("Phase timings: mean seconds per test case in each backend's worker", "phases",
+                 phase_table(data.cases))]
     n_units = data.cases["unit"].nunique() if not data.cases.empty else 0
     index = ["# audee report", "",
              f"{len(bugs)} unique bugs by signature ({int((bugs['status'] == 'new').sum()) if len(bugs) else 0} new; "

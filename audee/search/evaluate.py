@@ -2,7 +2,9 @@
 
 Input level: the whole population is one batch, so a generation costs one compiled call
 per backend.  Weight levels: each individual's weights are swapped into the already
-built model (no rebuild, no ONNX re-export) and its input run, one call per backend.
+built model (no rebuild, no ONNX re-export) and its input run; the whole generation goes
+to each backend in one request (``run_many``), so the workers run their individuals back
+to back, all at once, instead of waiting on one round trip per individual.
 Besides the fitness, each individual gets the failure kinds that can be seen without a
 second run (NaN/Inf rows, label flips, logits out of the deviation oracle's tolerance,
 backend failures); the engine confirms those with a full oracle run before writing a
@@ -66,14 +68,36 @@ class PopulationEvaluator:
             for i, e in enumerate(evals):
                 e.ref = (tag, i)
             return evals
+        tags = [f"ind-{next(_counter)}" for _ in population]
+        batched = self._run_many(population, tags)
         out = []
-        for genes in population:
-            weights = self.encoding.weights_of(genes)
-            tag = f"ind-{next(_counter)}"
-            (e,) = self._judge(self._run(self.encoding.inputs_of(genes), weights, tag, tag), 1)
+        for i, (genes, tag) in enumerate(zip(population, tags)):
+            if batched is not None:
+                replies = {label: got[i] for label, got in batched.items()}
+            else:  # one request per individual (a worker died on the batch: find which one)
+                replies = self._run(self.encoding.inputs_of(genes), self.encoding.weights_of(genes), tag, tag)
+            (e,) = self._judge(replies, 1)
             e.ref = (tag, 0)
             out.append(e)
         return out
+
+    def _run_many(self, population: list[np.ndarray], tags: list[str]) -> dict[str, list] | None:
+        """Every individual of a weight-level generation in one request per backend
+        (``run_many``: the workers run their individuals back to back, all backends at
+        once); None when a worker failed the request as a whole."""
+        key = self.spec.key()
+        layers = [self.layer] if self.layer not in (self.spec.logits_layer,) else False
+        items = [{"weights_key": tag, "weights": self.encoding.weights_of(genes),
+                  "inputs": self.encoding.inputs_of(genes), "layers": layers, "keep": tag}
+                 for genes, tag in zip(population, tags)]
+        kwargs = {"spec": self.spec.to_json(), "key": key, "items": items}
+        for label in self.labels:
+            worker = self.pool.workers[label]  # each individual keeps its own time limit
+            worker.submit({"op": "call", "name": "run_many", "kwargs": kwargs}, timeout=worker.timeout * len(items))
+        got = {label: self.pool.workers[label].result() for label in self.labels}
+        if any(isinstance(r, WorkerFailure) or "error" in r for r in got.values()):
+            return None
+        return {label: [_reply(r) for r in reply["value"]] for label, reply in got.items()}
 
     def _run(self, inputs: dict[str, np.ndarray], weights: Any, wkey: str, tag: str) -> dict[str, Any]:
         layers = [self.layer] if self.layer not in (self.spec.logits_layer,) else False
@@ -121,3 +145,12 @@ class PopulationEvaluator:
             for e, v, p in zip(evals, values, pairs):
                 e.fitness, e.pair = float(v), p
         return evals
+
+
+def _reply(r: dict) -> dict | WorkerFailure:
+    """One item of a ``run_many`` answer as ``Pool.run`` gives it (a clean failure as a
+    :class:`WorkerFailure`)."""
+    if "error" in r:
+        e = r["error"]
+        return WorkerFailure("error", e.get("phase", "run"), e["message"], e.get("traceback", ""))
+    return r

@@ -28,6 +28,58 @@ def _default(o: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
+#: the ``phases`` field of a row: backend -> phase -> seconds its worker spent on the case, phases
+#: as in :data:`audee.backends.base.TIMED_PHASES` (a phase it did not go through is absent)
+PHASES_FIELD = "phases"
+
+
+def phases_field(phases: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """A case's phase timings as a row stores them: seconds rounded to 0.1 ms, each
+    backend's phases in the order a case goes through them."""
+    from audee.backends.base import TIMED_PHASES
+
+    order = {p: i for i, p in enumerate(TIMED_PHASES)}
+    return {label: {p: round(float(s), 4) for p, s in sorted(ph.items(), key=lambda kv: order.get(kv[0], 99))}
+            for label, ph in sorted(phases.items())}
+
+
+def phase_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per backend over the rows that carry phase timings: cases, mean seconds per case of
+    each phase (over all those cases: a phase a case skipped, such as a cached build, counts
+    0) and their total; the summary's and the report's phase table."""
+    from audee.backends.base import TIMED_PHASES
+
+    sums: dict[str, dict[str, float]] = {}
+    cases: dict[str, int] = {}
+    for r in rows:
+        for label, ph in (r.get(PHASES_FIELD) or {}).items():
+            cases[label] = cases.get(label, 0) + 1
+            mine = sums.setdefault(label, {})
+            for p, s in ph.items():
+                mine[p] = mine.get(p, 0.0) + float(s)
+    out = {}
+    for label in sorted(sums):
+        n = cases[label]
+        means = {p: round(sums[label].get(p, 0.0) / n, 4) for p in TIMED_PHASES}
+        out[label] = {"cases": n, "mean_s": means, "mean_total_s": round(sum(means.values()), 4)}
+    return out
+
+
+def phase_lines(summary: dict[str, dict[str, Any]]) -> list[str]:
+    """The phase summary as fixed-width text lines (``audee fuzz``'s printed summary)."""
+    from audee.backends.base import TIMED_PHASES
+
+    if not summary:
+        return []
+    width = max(20, *(len(label) for label in summary))
+    lines = [f"  {'phases, s per case':<{width + 2}} " + " ".join(f"{p:>8}" for p in TIMED_PHASES)
+             + f" {'total':>8}  cases"]
+    for label, s in summary.items():
+        lines.append(f"    {label:<{width}} " + " ".join(f"{s['mean_s'][p]:>8.3f}" for p in TIMED_PHASES)
+                     + f" {s['mean_total_s']:>8.3f}  {s['cases']:>5}")
+    return lines
+
+
 class ResultsTable:
     def __init__(self, path: str | Path):
         self.path = Path(path)
