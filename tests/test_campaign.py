@@ -76,6 +76,7 @@ def _state(out: Path) -> dict[str, list[tuple]]:
     return units
 
 
+@pytest.mark.slow  # many kills and resumes; make test keeps the SIGTERM and resume tests
 def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(CONFIG)

@@ -76,6 +76,7 @@ def lstm_case(tmp_path_factory) -> Path:
         return save_case(tmp / "case.pkl", case_record(result, pool, {"seed": "lstm"}))
 
 
+@pytest.mark.slow  # a full localization of an LSTM case; the ranking rules run in tests/test_localize_rules.py
 def test_python_m_audee_localize_names_layer_and_parameter(lstm_case):
     r = _localize(str(lstm_case), "--allow-plugin", FAULT)  # a case file cannot choose a plugin by itself
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]

@@ -1,6 +1,8 @@
 """The search stage through `audee fuzz`, on the real frameworks."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
@@ -37,6 +39,7 @@ def test_nan_fitness_finds_a_nan_on_lenet5_tensorflow_and_it_reproduces(tmp_path
     assert rep.returncode == 0 and "verdict holds" in rep.stdout
 
 
+@pytest.mark.slow  # two searches per variant with a wall-clock budget each
 def test_ga_and_random_on_consistent_variants_with_equal_budgets(tmp_path):
     out = tmp_path / "flow"
     r = _run(["fuzz", "--seed", "lstm", "--backends", "tensorflow,jax", "--variants", "3", "--ga-on-consistent", "2",

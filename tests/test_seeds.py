@@ -51,7 +51,10 @@ def pool(tmp_path_factory):
         yield p
 
 
-@pytest.mark.parametrize("name", SEEDS)
+HEAVY = ("mobilenetv2", "vgg16")  # the two largest seeds, 20-60 s each on 2 cores: make test-slow
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in SEEDS])
 def test_seed_builds_and_agrees_on_every_backend(pool, name):
     seed = load_seed(name)
     built = pool.build(seed.spec)

@@ -37,6 +37,7 @@ def _units(out: Path) -> dict[str, list]:
             for d in sorted((out / "units").iterdir())}
 
 
+@pytest.mark.slow  # about a minute on 2 cores; make test keeps test_step_sparse_and_explicit_arrays_list_the_right_units
 def test_job_array_with_a_cancelled_task_matches_a_single_process_run(cluster, tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(CONFIG)
