@@ -142,6 +142,10 @@ def layer_shape(api: str, params: dict[str, Any], ins: list[Shape]) -> Shape | N
         if api == "SeparableConv2D":
             _pos(p.get("depth_multiplier", 1))
         _pos(p.get("filters"))
+        groups = p.get("groups") or 1
+        _pos(groups)
+        if p["filters"] % groups or s[-1] % groups:
+            raise ShapeError(f"groups {groups} must divide both filters {p['filters']} and channels {s[-1]}")
         return spatial + (p["filters"],)
     if "Pooling" in api and not api.startswith("Global"):
         nd = int(api[-2])
