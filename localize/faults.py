@@ -7,10 +7,12 @@ backend by a one-line subclass, so the same fault runs on any of the three.  Eve
 is keyed on one parameter value, so a correct localization names that (layer, parameter)
 and the replacement values that make the layer behave again; some are also maskable by
 another parameter (a 1-wide kernel, a pool window with no overhang), visible only with
-negative inputs or non-zero biases, make NaN, or reject a valid value.
+negative inputs or non-zero biases, make NaN, reject a valid value, or kill the
+worker process (a hard crash).
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -431,16 +433,63 @@ class _EluAlphaSqrt(_Mixin):
         return Layer(**layer.params, name=layer.name)
 
 
-class _ActivationGeluApprox(_Mixin):
-    """Activation('gelu'): the tanh approximation instead of the exact erf form (a small
-    deviation, no label flip)."""
+class _ActivationGeluSigmoid(_Mixin):
+    """Activation('gelu'): computed as x * sigmoid(1.702 x), the "quick gelu"
+    approximation (up to 0.02 off the exact erf form: a deviation well beyond float32
+    tolerance, which the tanh approximation, 5e-4 off, was not)."""
 
     api = "Activation"
 
     def faulty(self, keras, layer):
         if layer.params.get("activation") == "gelu":
-            return keras.layers.Activation(lambda v: keras.activations.gelu(v, approximate=True), name=layer.name)
+            return keras.layers.Activation(lambda v: v * keras.ops.sigmoid(1.702 * v), name=layer.name)
         return keras.layers.Activation(**layer.params, name=layer.name)
+
+
+def _asymmetric(padding: Any) -> bool:
+    """ZeroPadding2D's padding pads some dimension unequally before and after."""
+    return isinstance(padding, (list, tuple)) and any(
+        isinstance(p, (list, tuple)) and len(p) == 2 and p[0] != p[1] for p in padding)
+
+
+class _ZeroPaddingAsymmetricCrash(_Mixin):
+    """ZeroPadding2D with unequal padding before and after a dimension: the process dies
+    (exit 139, as on a segfault) while the layer is built: a hard crash on one backend."""
+
+    api = "ZeroPadding2D"
+
+    def faulty(self, keras, layer):
+        if _asymmetric(layer.params.get("padding", 1)):
+            os._exit(139)
+        return keras.layers.ZeroPadding2D(**layer.params, name=layer.name)
+
+
+class _UpSamplingLargeFactorCrash(_Mixin):
+    """UpSampling2D with a factor above 2: the process aborts (exit 134) when the layer
+    is called: a hard crash at run."""
+
+    api = "UpSampling2D"
+
+    def faulty(self, keras, layer):
+        class Layer(keras.layers.UpSampling2D):
+            def call(self, x):
+                if max(self.size) > 2:
+                    os._exit(134)
+                return super().call(x)
+
+        return Layer(**layer.params, name=layer.name)
+
+
+class _ConvRejectsGroups(_Mixin):
+    """Conv2D, groups > 1: refused at construction (a divergent acceptance)."""
+
+    api = "Conv2D"
+
+    def faulty(self, keras, layer):
+        groups = layer.params.get("groups", 1)
+        if groups is not None and int(groups) > 1:
+            raise ValueError(f"Conv2D: grouped convolution (groups={groups}) is not supported")
+        return keras.layers.Conv2D(**layer.params, name=layer.name)
 
 
 class _ReluThresholdIgnored(_Mixin):
@@ -512,8 +561,20 @@ class EluAlphaSqrtTorch(_EluAlphaSqrt, TorchBackend):
     name = "fault-elu-nan-torch"
 
 
-class ActivationGeluApproxTorch(_ActivationGeluApprox, TorchBackend):
-    name = "fault-gelu-approx-torch"
+class ActivationGeluSigmoidTorch(_ActivationGeluSigmoid, TorchBackend):
+    name = "fault-gelu-sigmoid-torch"
+
+
+class ZeroPaddingAsymmetricCrashTorch(_ZeroPaddingAsymmetricCrash, TorchBackend):
+    name = "fault-zeropad-crash-torch"
+
+
+class UpSamplingLargeFactorCrashJax(_UpSamplingLargeFactorCrash, JaxBackend):
+    name = "fault-upsampling-crash-jax"
+
+
+class ConvRejectsGroupsJax(_ConvRejectsGroups, JaxBackend):
+    name = "fault-conv-groups-reject-jax"
 
 
 class ReluThresholdIgnoredTorch(_ReluThresholdIgnored, TorchBackend):
@@ -577,8 +638,9 @@ class _Several(_Mixin):
 
 class RuleFaultsTorch(_Several, TorchBackend):
     """The faults the ranking-rule tests use: a maskable padding fault (Conv2D), an
-    immutable-parameter fault (Softmax axis), a NaN fault (ELU alpha) and a rejected valid
-    value (UpSampling2D bilinear)."""
+    immutable-parameter fault (Softmax axis), a NaN fault (ELU alpha), a rejected valid
+    value (UpSampling2D bilinear) and a hard crash (ZeroPadding2D asymmetric)."""
 
     name = "fault-rules-torch"
-    faults = (_ConvSameReflect, _SoftmaxAxisRows, _EluAlphaSqrt, _UpSamplingRejectsBilinear)
+    faults = (_ConvSameReflect, _SoftmaxAxisRows, _EluAlphaSqrt, _UpSamplingRejectsBilinear,
+              _ZeroPaddingAsymmetricCrash)

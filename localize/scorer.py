@@ -7,7 +7,11 @@ parameter) with the truth (or, for an input-borne trigger, that the input is nam
 Controls must localize nothing.  Prints the paper's Table 2 columns, precision and recall
 per faulty backend, and the localization time per case with the workers' start-up.
 
-    python -m localize.scorer [--only ID ...] [--corpus localize/corpus.yaml] [--json OUT]
+For a case on built-in backends only (a real bug, no fault plugin), the one-layer repro
+script of the top candidate is also written (``audee localize --repro``) and run
+standalone; it must print REPRODUCED.
+
+    python -m localize.scorer [--only ID ...] [--corpus localize/corpus.yaml] [--json OUT] [--no-repro]
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import argparse
 import importlib
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,16 +34,18 @@ from audee.errors import ConfigError
 from audee.execute import Executor, Result
 from audee.fuzz import case_record
 from audee.localize import LocalizeConfig, Localizer, Report
-from audee.localize.run import localize_case
+from audee.localize.run import localize_case, with_repro
+from audee.repro import SCRIPT_TIMEOUT_S
 from audee.search.engine import Search, SearchConfig
 from audee.seeds import load_seed
 from audee.spec import ModelSpec
 from audee.store import save_case
+from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
 from audee.yamlio import read_yaml_mapping
 
 CORPUS = Path(__file__).resolve().parent / "corpus.yaml"
 ENTRY_KEYS = {"id", "seed", "fault", "edit", "edit_api", "truth", "also", "backends", "reference", "insert",
-              "input_scale", "nan_pixels", "note"}
+              "input_scale", "nan_pixels", "note", "faulty"}
 FAILURE_KINDS = (Kind.INCONSISTENCY, Kind.NAN, Kind.DIVERGENT_ACCEPTANCE, Kind.HARD_CRASH, Kind.DEVIATION)
 
 
@@ -57,6 +64,7 @@ class Entry:
     input_scale: float = 1.0
     nan_pixels: int = 0
     note: str = ""
+    faulty: str | None = None   # a real bug (no injected fault): the backend it is on
     control: bool = False
 
     @property
@@ -65,9 +73,9 @@ class Entry:
 
     @property
     def faulty_backend(self) -> str:
-        """The framework the fault alters (``none`` without a fault)."""
+        """The framework the fault alters (``faulty`` for a real bug, else ``none``)."""
         if not self.fault:
-            return "none"
+            return self.faulty or "none"
         module, _, cls = self.fault.partition(":")
         return str(getattr(getattr(importlib.import_module(module), cls), "framework", "?"))
 
@@ -160,7 +168,28 @@ def provoke(ex: Executor, case: TestCase, labels: list[str]) -> Result | None:
     return None
 
 
-def run_entry(entry: Entry, workdir: Path, cfg: LocalizeConfig) -> dict[str, Any]:
+def check_repro(report: Report, path: Path, pool: Pool, out: Path) -> dict[str, Any]:
+    """Write the one-layer repro script of the top candidate (``--repro``) and run it
+    standalone, in a fresh interpreter outside the repository: does it print REPRODUCED?"""
+    t0 = time.perf_counter()
+    try:  # a broken repro step is a finding of the benchmark, not the end of it
+        with_repro(report, CaseRecord.from_file(path), pool, out)
+        if report.repro is None:
+            return {"written": False, "note": report.note, "reproduced": False}
+        proc = subprocess.run([sys.executable, report.repro], cwd=out, capture_output=True, text=True,
+                              timeout=SCRIPT_TIMEOUT_S + 60)
+    except Exception as exc:  # noqa: BLE001
+        return {"written": report.repro is not None, "note": f"{type(exc).__name__}: {exc}"[:300],
+                "reproduced": False, "line": ""}
+    line = next((x for x in proc.stdout.splitlines() if "REPRODUCED" in x), "")
+    return {"written": True, "script": Path(report.repro).name, "rc": proc.returncode, "line": line[:200],
+            "reproduced": proc.returncode == 0 and line.startswith("REPRODUCED"),
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def run_entry(entry: Entry, workdir: Path, cfg: LocalizeConfig, repro: bool = False) -> dict[str, Any]:
+    """Provoke, record and localize one corpus entry; ``repro``: on built-in backends,
+    also write and run the top candidate's one-layer repro script (:func:`check_repro`)."""
     t0 = time.perf_counter()
     seed = load_seed(entry.seed)
     spec = edited_spec(seed.spec, entry)
@@ -192,6 +221,8 @@ def run_entry(entry: Entry, workdir: Path, cfg: LocalizeConfig) -> dict[str, Any
             t_loc = time.perf_counter()
             report = localize_case(path, cfg, pool=pool)
             row["localize_s"] = round(time.perf_counter() - t_loc, 2)
+            if repro and all(r.target in BUILTIN_TARGETS for r in refs):
+                row["repro"] = check_repro(report, path, pool, workdir / "repro")
     pairs = list(dict.fromkeys((s.layer, s.param) for s in report.sources))
     row.update(found=True, kind=report.kind, sources=[list(p) for p in pairs], cradle=report.cradle,
                trigger=report.trigger, seconds=round(time.perf_counter() - t0, 2),
@@ -243,8 +274,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                         for b in sorted({r.get("backend", "?") for r in cases})},
         "median_localize_with_startup_s": round(statistics.median(with_time), 1) if with_time else None,
         "median_localize_with_startup_small_s": round(statistics.median(lenet), 1) if lenet else None,
+        "by_kind": {k: figures([r for r in cases if r.get("kind") == k])
+                    for k in sorted({str(r.get("kind")) for r in cases if r.get("found")})},
         "controls": len(controls),
         "control_false_positives": sum(bool(r.get("sources") or r.get("trigger")) for r in controls),
+        "repro_scripts": sum(bool(r.get("repro", {}).get("written")) for r in cases),
+        "repro_reproduced": sum(bool(r.get("repro", {}).get("reproduced")) for r in cases),
+        "repro_tried": sum("repro" in r for r in cases),
     }
 
 
@@ -253,12 +289,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", default=str(CORPUS))
     ap.add_argument("--only", nargs="*", help="case / control ids to run")
     ap.add_argument("--json", help="write the rows and the summary here")
+    ap.add_argument("--no-repro", action="store_true",
+                    help="skip writing and running the one-layer repro scripts (cases on built-in backends)")
     args = ap.parse_args(argv)
     entries = [e for e in load_corpus(args.corpus) if not args.only or e.id in args.only]
     rows = []
     with tempfile.TemporaryDirectory(prefix="audee-locbench-") as tmp:
         for e in entries:
-            row = run_entry(e, Path(tmp) / e.id, LocalizeConfig())
+            row = run_entry(e, Path(tmp) / e.id, LocalizeConfig(), repro=not args.no_repro)
             rows.append(row)
             fp = row["sources"] or row.get("trigger")
             verdict = ("control: " + ("FALSE POSITIVE " + str(row["sources"] or "input") if fp else "nothing, ok")) \
@@ -267,8 +305,14 @@ def main(argv: list[str] | None = None) -> int:
                                    if row["found"] else "no failure provoked")
             loc = (f"start {row['startup_s']:>4.1f} s + localize {row['localize_s']:>5.1f} s" if "localize_s" in row
                    else " " * 30)
+            rep = row.get("repro")
+            if rep is not None:
+                rep = ("; repro script: " + (rep.get("line") or rep.get("note") or f"exit {rep.get('rc')}")
+                       if rep["written"] else f"; no repro script: {rep['note']}")
             print(f"{e.id:<40} {row['backend']:<10} {row['layers']:>3} layers {row['seconds']:>6.1f} s  {loc}  "
-                  f"{verdict}", flush=True)
+                  f"{verdict}{rep or ''}", flush=True)
+            if args.json:  # rows so far, in case the run is cut short
+                Path(args.json).write_text(json.dumps({"rows": rows}, indent=1))
     s = summarize(rows)
     s["apis"] = len({lay.api for e in entries if not e.control and e.truth and "layer" in e.truth
                      for lay in [edited_spec(load_seed(e.seed).spec, e).layer(e.truth["layer"])]})
@@ -280,6 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     for b, f in s["per_backend"].items():
         print(f"  faults on {b:<10} {f['correct']}/{f['cases']} top-1  precision {f['top1_precision']:.0%}  "
               f"recall {f['top1_recall']:.0%}")
+    for k, f in s["by_kind"].items():
+        print(f"  localized as {k:<21} {f['correct']}/{f['cases']} top-1")
+    print(f"one-layer repro scripts (built-in backends): {s['repro_scripts']} written of {s['repro_tried']} tried, "
+          f"{s['repro_reproduced']} print REPRODUCED when run standalone")
     print(f"median localization time per case, worker start-up included: {s['median_localize_with_startup_s']} s "
           f"(models of at most 12 layers: {s['median_localize_with_startup_small_s']} s)")
     if args.json:

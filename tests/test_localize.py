@@ -33,6 +33,18 @@ def test_fast_corpus_subset_is_localized_exactly(rows):
     assert s["control_false_positives"] == 0
 
 
+@pytest.mark.slow
+def test_the_top_candidates_repro_script_runs_standalone_and_reproduces(tmp_path):
+    # a real bug, no fault plugin: TensorFlow's CPU kernels refuse a dilated transposed convolution
+    entry = {e.id: e for e in load_corpus()}["lenet5-convtranspose-dilation-reject-tf"]
+    row = run_entry(entry, tmp_path, LocalizeConfig(), repro=True)
+    assert row["correct"], row
+    rep = row["repro"]
+    assert rep["written"] and rep["script"].endswith(".py"), rep
+    assert rep["rc"] == 0 and rep["line"].startswith("REPRODUCED"), rep
+    assert summarize([row])["repro_reproduced"] == 1
+
+
 def test_corpus_file_is_schema_checked(tmp_path):
     bad = tmp_path / "c.yaml"
     bad.write_text("cases:\n  - id: x\n    seed: lenet5\n    fault: a:B\n    truth: {layer: conv1}\n")

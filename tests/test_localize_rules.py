@@ -1,5 +1,5 @@
 """The ranking rule (audee/localize/evidence.py) on real frameworks: a maskable fault, an
-immutable parameter, a NaN and a divergent acceptance, each injected into torch by
+immutable parameter, a NaN, a divergent acceptance and a hard crash, each injected into torch by
 localize.faults:RuleFaultsTorch and localized against jax; plus the rule's arithmetic."""
 from __future__ import annotations
 
@@ -103,6 +103,16 @@ def test_a_divergent_acceptance_names_the_rejected_parameter_and_its_error(local
     assert "not supported" in (report.error or "")
     by = {c["param"]: c for c in report.candidates}
     assert "size" not in by  # no size makes torch accept it
+
+
+def test_a_hard_crash_names_the_parameter_that_makes_it_go_away(localize):
+    # torch's worker dies (exit 139) building a ZeroPadding2D padded unequally before and after
+    report = localize("crash", _spec([{"name": "zp", "api": "ZeroPadding2D", "params": {"padding": [[0, 1], [1, 1]]}}]))
+    assert report.kind == "hard_crash" and report.rounds[0].layer == "zp"
+    assert _top(report) == ("zp", "padding"), report.to_json()["candidates"]
+    assert report.error == "worker exited with code <n>"  # the normalized error: the exit, its code masked
+    by = {c["param"]: c for c in report.candidates}
+    assert "data_format" not in by  # the crash stays whatever the data format
 
 
 # ---- the rule's pieces, no framework ----------------------------------------------------------------

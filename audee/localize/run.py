@@ -34,16 +34,16 @@ def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backen
     case = record.test_case()
     apis = apis or load_api_configs()
     if pool is not None:
-        return _with_repro(_localize(pool, record, case, apis, cfg or LocalizeConfig(), pair), record, pool, repro_dir)
+        return with_repro(_localize(pool, record, case, apis, cfg or LocalizeConfig(), pair), record, pool, repro_dir)
     refs = backends or record.backend_refs(allowed_plugins=allowed_plugins)
     with tempfile.TemporaryDirectory(prefix="audee-localize-") as tmp:
         with Pool(refs, log_dir or Path(tmp), timeout=timeout) as own:
             start_or_raise(own, log_dir, str(path))
-            return _with_repro(_localize(own, record, case, apis, cfg or LocalizeConfig(), pair), record, own,
+            return with_repro(_localize(own, record, case, apis, cfg or LocalizeConfig(), pair), record, own,
                                repro_dir)
 
 
-def _with_repro(report: Report, record: CaseRecord, pool: Pool, repro_dir: str | Path | None) -> Report:
+def with_repro(report: Report, record: CaseRecord, pool: Pool, repro_dir: str | Path | None) -> Report:
     """The Judge issue's one-layer repro script for the top candidate's layer, written on
     the same workers; why not, in the note, when it cannot be written."""
     if repro_dir is None or not (report.sources or report.trigger) or not report.reproduced:
