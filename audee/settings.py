@@ -295,6 +295,9 @@ class _LocalizeFields(_Settings):
     max_rounds: int = Field(8, ge=1, description="localize-fix rounds")
     max_inputs: int = Field(4, ge=1, description="failing inputs used")
     max_values: int = Field(4, ge=1, description="alternative values tried per numeric parameter")
+    mask_contexts: int = Field(3, ge=0, description="masking test: contexts tried per candidate parameter "
+                                                    "(0: no masking test)")
+    top_k: int = Field(3, ge=1, description="candidates shown with their evidence per localized layer")
     max_cases: int = Field(50, ge=0, description="campaign RQ2 stage: unique inconsistencies localized per unit")
     consistent: int = Field(10, ge=0, description="campaign RQ2 stage: consistent cases whose top-1 change rate "
                                                   "is measured per backend pair")
@@ -304,9 +307,6 @@ class LocalizeSettings(_LocalizeFields):
     """The localize-fix loop (the Localizer's LocalizeConfig)."""
 
     rng: int = Field(0, ge=0, description="random seed of the amplifying GA")
-    mask_contexts: int = Field(3, ge=0, description="masking test: contexts tried per candidate parameter "
-                                                    "(0: no masking test)")
-    top_k: int = Field(3, ge=1, description="candidates shown with their evidence per localized layer")
 
 
 # ---- campaigns ----------------------------------------------------------------------------------
