@@ -29,14 +29,14 @@ def _rows(out: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Two identical runs of 9 parameter-redraw variants (read-only for the tests).  rng 6's
-    variant 7 draws a grouped, dilated convolution that tf2onnx 1.17 leaves as a
+    """Two identical runs of 9 parameter-redraw variants (read-only for the tests).  rng 1's
+    variant 5 draws a grouped, strided convolution that tf2onnx 1.17 leaves as a
     PartitionedCall node, which onnxruntime rejects: a failing case (with today's API configs)."""
     base = tmp_path_factory.mktemp("fuzz")
     a, b = base / "a", base / "b"
-    first = _run(FUZZ + ["--variants", "9", "--rng", "6", "--out", str(a)])
+    first = _run(FUZZ + ["--variants", "9", "--rng", "1", "--out", str(a)])
     assert first.returncode == 0, first.stderr[-3000:]
-    second = _run(FUZZ + ["--variants", "9", "--rng", "6", "--out", str(b)])
+    second = _run(FUZZ + ["--variants", "9", "--rng", "1", "--out", str(b)])
     assert second.returncode == 0, second.stderr[-3000:]
     return a, b, first.stdout
 
@@ -54,7 +54,7 @@ def test_same_rng_same_variants_and_verdicts(runs):
 
 def test_rerun_resumes_and_only_runs_new_variants(runs, tmp_path):
     a = shutil.copytree(runs[0], tmp_path / "a")  # extend a copy: the shared run stays as made
-    more = _run(FUZZ + ["--variants", "11", "--rng", "6", "--out", str(a)])
+    more = _run(FUZZ + ["--variants", "11", "--rng", "1", "--out", str(a)])
     assert more.returncode == 0, more.stderr[-3000:]
     assert "2 test cases run now, 10 resumed" in more.stdout
     ids = [r["id"] for r in ResultsTable(a / "results.jsonl").rows()]
@@ -64,7 +64,7 @@ def test_rerun_resumes_and_only_runs_new_variants(runs, tmp_path):
 def test_a_recorded_case_reproduces(runs):
     a, _, _ = runs
     failing = [r for r in ResultsTable(a / "results.jsonl").rows() if r["status"] == "fail"]
-    assert [r["id"] for r in failing] == ["lenet5-v00007"], "rng 6's variant 7 (see the fixture)"
+    assert [r["id"] for r in failing] == ["lenet5-v00005"], "rng 1's variant 5 (see the fixture)"
     rep = _run([sys.executable, "-m", "audee", "reproduce", str(a / failing[0]["case_file"]), "--json"])
     assert rep.returncode == 0, rep.stdout + rep.stderr[-2000:]
     assert json.loads(rep.stdout)["holds"] is True
@@ -94,12 +94,12 @@ def test_report_lists_failing_cases_backend_errors_and_every_seed(runs, tmp_path
     assert table1[1:] == ["lenet5,tensorflow vs onnxruntime,0,0,0,0"]
     # the failing case, linked to its case file relative to the report
     failing = (out / "failing.md").read_text()
-    row = next(line for line in failing.splitlines() if "lenet5-v00007" in line)
+    row = next(line for line in failing.splitlines() if "lenet5-v00005" in line)
     assert "divergent_acceptance" in row and "onnxruntime (error:" in row
     link = row.split("](")[1].split(")")[0]
-    assert (out / link).resolve() == (a / "cases" / "lenet5-v00007.pkl").resolve()
+    assert (out / link).resolve() == (a / "cases" / "lenet5-v00005.pkl").resolve()
     # rejections have no case file: their messages are in the report
     errors = (out / "errors.md").read_text()
-    assert "PartitionedCall" in errors                        # why onnxruntime rejected variant 7
+    assert "PartitionedCall" in errors                        # why onnxruntime rejected variant 5
     rejected = [x["id"] for x in ResultsTable(a / "results.jsonl").rows() if x["status"] == "rejected"]
     assert rejected and all(f"| {i} | consistent_rejection | tensorflow |" in errors for i in rejected)
