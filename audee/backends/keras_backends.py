@@ -186,7 +186,7 @@ class TorchBackend(KerasBackend):
         import torch
 
         share = os.environ.get("AUDEE_GPU_MEM_FRACTION")  # this worker's share of the device (pool.worker_env)
-        if share:
+        if share and torch.cuda.is_available():  # a CPU-only torch still reports the switches below
             torch.cuda.set_per_process_memory_fraction(float(share), torch.device(self.device))
         mode = "tf32" if tf32 else "ieee"
         if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9: one switch per op family
