@@ -31,7 +31,7 @@ fuzz:
 	$(BIN)/audee fuzz --seed lenet5 --backends tensorflow,torch,jax,onnxruntime --variants 50 --out $(RUN) --rng 0
 
 test:
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --durations=15 $(PYTEST_ARGS)
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)

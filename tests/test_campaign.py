@@ -157,6 +157,7 @@ runs:
 """
 
 
+@pytest.mark.slow  # two campaign runs and a localization per inconsistency; the stage's parts are tested apart
 def test_rq2_stage_localizes_every_unique_inconsistency_and_resumes(tmp_path):
     """An injected fault (conv ReLU computed as ELU on one backend) makes two of rng 5's three
     parameter-redraw variants inconsistent; the stage localizes each to (Conv2D, activation), samples consistent
