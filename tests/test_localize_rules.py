@@ -105,6 +105,7 @@ def test_a_divergent_acceptance_names_the_rejected_parameter_and_its_error(local
     assert "size" not in by  # no size makes torch accept it
 
 
+@pytest.mark.slow  # every trial that keeps the trigger restarts the torch worker (80 s on 2 cores)
 def test_a_hard_crash_names_the_parameter_that_makes_it_go_away(localize):
     # torch's worker dies (exit 139) building a ZeroPadding2D padded unequally before and after
     report = localize("crash", _spec([{"name": "zp", "api": "ZeroPadding2D", "params": {"padding": [[0, 1], [1, 1]]}}]))
