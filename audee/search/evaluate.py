@@ -86,9 +86,8 @@ class PopulationEvaluator:
         (``run_many``: the workers run their individuals back to back, all backends at
         once); None when a worker failed the request as a whole."""
         key = self.spec.key()
-        layers = [self.layer] if self.layer not in (self.spec.logits_layer,) else False
         items = [{"weights_key": tag, "weights": self.encoding.weights_of(genes),
-                  "inputs": self.encoding.inputs_of(genes), "layers": layers, "keep": tag}
+                  "inputs": self.encoding.inputs_of(genes), "layers": self._layers, "keep": tag}
                  for genes, tag in zip(population, tags)]
         kwargs = {"spec": self.spec.to_json(), "key": key, "items": items}
         for label in self.labels:
@@ -99,9 +98,13 @@ class PopulationEvaluator:
             return None
         return {label: [_reply(r) for r in reply["value"]] for label, reply in got.items()}
 
+    @property
+    def _layers(self) -> list[str] | bool:
+        """The per-layer output each run returns besides the logits: the searched layer's."""
+        return [self.layer] if self.layer != self.spec.logits_layer else False
+
     def _run(self, inputs: dict[str, np.ndarray], weights: Any, wkey: str, tag: str) -> dict[str, Any]:
-        layers = [self.layer] if self.layer not in (self.spec.logits_layer,) else False
-        return self.pool.run(self.spec, weights, wkey, inputs, labels=self.labels, layers=layers, keep=tag)
+        return self.pool.run(self.spec, weights, wkey, inputs, labels=self.labels, layers=self._layers, keep=tag)
 
     def _value(self, reply: dict) -> np.ndarray:
         return reply["layers"][self.layer] if "layers" in reply else reply["logits"]
