@@ -44,3 +44,28 @@ def test_captured_constants_are_baked_into_the_graph(executor, invert):
     want = x * np.sqrt(var) + mean if invert else (x - mean) / np.sqrt(var)
     np.testing.assert_allclose(onnx.logits, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(tf.logits, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("failing_pass", [False, True])
+def test_conversion_without_graph_copies_is_tf2onnx_own(failing_pass):
+    """audee converts without tf2onnx's graph copy before each optimizer pass (a third of
+    the conversion time); the graph and its outputs must be the default conversion's, also
+    when a pass raises (the default skips it: so must audee)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    args = ["--failing-pass"] if failing_pass else []
+    out = subprocess.run([sys.executable, "-m", "tests.tf2onnx_copies", *args], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parent.parent, timeout=600,
+                         env={k: v for k, v in os.environ.items() if k != "TF2ONNX_CATCH_ERRORS"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert [r["model"] for r in rows] == ["tiny", "bn_mlp"]
+    for r in rows:
+        assert r["audee"] == r["default"], r["model"]
+        assert r["env_left"] is None  # the switch is put back as it was
+    if failing_pass:
+        assert "Failed to apply always_fails" in out.stderr  # the default's warning: the pass really ran
