@@ -35,7 +35,7 @@ class Result:
     outcomes: dict[str, Outcome]
     pairs: dict[str, dict] = field(default_factory=dict)      # per backend pair: distance, flips, ties
     layer_distances: dict[str, dict[str, float]] = field(default_factory=dict)
-    seconds: float = 0.0
+    seconds: float = 0.0   # from submission to verdict (the fuzz loop overlaps a case with the next)
     # backend -> phase -> seconds its worker spent on this case (audee.backends.base.TIMED_PHASES):
     # the build of a spec is counted for the first case that runs it, diagnosis runs included
     phases: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -84,25 +84,37 @@ class Executor:
             case.weights = adapt_weights(case.weights, shapes, weight_seed)
 
     def run(self, case: TestCase) -> Result:
+        return self.finish(self.submit(case))
+
+    def submit(self, case: TestCase) -> "Submitted":
+        """Start ``case`` on every backend that builds it, without waiting for the runs:
+        the caller may prepare the next case (mutation, its builds) and judge the one
+        before (:meth:`finish`) while the workers compute (issue 13)."""
         t0 = time.perf_counter()
         built = self.build(case.spec)
         modes = self.pool.precisions
         outcomes = {label: Outcome(label, failure=got, precision=modes.get(label, FULL))
                     for label, got in built.items() if isinstance(got, WorkerFailure)}
         ready = [label for label, got in built.items() if not isinstance(got, WorkerFailure)]
-        phases = PhaseTally(self._build_phases.pop(case.spec.key(), {}))
+        tickets = self.pool.submit_run(case.spec, case.weights, weights_key(case.weights), case.inputs,
+                                       labels=ready) if ready else {}
+        return Submitted(case, outcomes, tickets, PhaseTally(self._build_phases.pop(case.spec.key(), {})), t0)
+
+    def finish(self, sub: "Submitted") -> Result:
+        """The runs of a submitted case, judged by the oracles (and diagnosed when it fails)."""
+        case, outcomes, phases = sub.case, dict(sub.outcomes), sub.phases
+        modes = self.pool.precisions
         self._tally = phases
-        if ready:
-            wkey = weights_key(case.weights)
-            for label, got in self._pool_run(case.spec, case.weights, wkey, case.inputs, labels=ready).items():
-                if isinstance(got, WorkerFailure):
-                    outcomes[label] = Outcome(label, failure=got, precision=modes.get(label, FULL))
-                    if got.hard:
-                        self._built.pop(case.spec.key(), None)  # the worker restarted: cache gone
-                else:
-                    outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
-                                              nonfinite=got["nonfinite"], run_s=got["run_s"],
-                                              precision=modes.get(label, FULL))
+        for label, got in self.pool.collect_run(sub.tickets).items():
+            if isinstance(got, WorkerFailure):
+                outcomes[label] = Outcome(label, failure=got, precision=modes.get(label, FULL))
+                if got.hard:
+                    self._built.pop(case.spec.key(), None)  # the worker restarted: cache gone
+            else:
+                phases.add(label, got.get("phases", {}))
+                outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
+                                          nonfinite=got["nonfinite"], run_s=got["run_s"],
+                                          precision=modes.get(label, FULL))
         ordered = [outcomes[label] for label in self.pool.labels if label in outcomes]
         nans = nan_findings(ordered, case.inputs)
         findings: list[Finding] = crash_findings(ordered) + nans
@@ -121,7 +133,7 @@ class Executor:
             self._diagnose_nan(result, [f for f in nans if f.detail.get("patterns")])
         self._tally = None
         result.phases = phases.rounded()
-        result.seconds = time.perf_counter() - t0
+        result.seconds = time.perf_counter() - sub.started
         return result
 
     def _pool_run(self, spec: ModelSpec, weights: Any, wkey: str, inputs: dict[str, np.ndarray],
@@ -289,6 +301,17 @@ class Executor:
             else:
                 p["cleared"] = reason
         settle_conditioning(finding)
+
+
+@dataclass
+class Submitted:
+    """A test case sent to the workers (:meth:`Executor.submit`), not yet judged."""
+
+    case: TestCase
+    outcomes: dict[str, Outcome]   # the backends that could not build it
+    tickets: dict[str, int]        # the others: their run's ticket
+    phases: "PhaseTally"
+    started: float
 
 
 def _outputs(replies: dict[str, Any]) -> dict[str, np.ndarray]:

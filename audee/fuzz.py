@@ -14,7 +14,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 from pydantic import ConfigDict, Field
@@ -26,7 +26,7 @@ from audee.errors import AudeeError
 from audee.mutation import special
 from audee.exercised import exercised
 from audee.repro import write_bug_repros
-from audee.execute import Executor, Result, seed_batch
+from audee.execute import Executor, Result, Submitted, seed_batch
 from audee.search.runner import SearchPlan
 from audee.seeds import Seed
 from audee.store import CaseRecord, ResultsTable, save_case
@@ -224,7 +224,6 @@ def _variant_ids(seed: Seed, cfg: FuzzConfig) -> list[str]:
 def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
                    table: ResultsTable, stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
     from audee.apis import load_api_configs
-    from audee.mutation.network import mutate_spec
 
     apis = load_api_configs()
     out = Path(cfg.out)
@@ -233,6 +232,13 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
     todo = [i for i in ids if i not in done]
     stats.skipped = len(ids) - len(todo)
     log.info("network stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, table.path)
+    _run_pipelined(ex, _network_cases(ex, seed, inputs, cfg, todo, apis, out), cfg, table, stats, progress)
+
+
+def _network_cases(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, todo: list[str],
+                   apis: Any, out: Path) -> Iterator[tuple[TestCase, dict[str, Any]]]:
+    """Each network-level case to run, with its row's provenance, made when asked for."""
+    from audee.mutation.network import mutate_spec
 
     unbuildable = _unbuildable(ex)
     for case_id in todo:
@@ -257,9 +263,7 @@ def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
         ex.complete_weights(case, weight_seed)
         extra = {"seed": seed.name, "variant": index, "rng": cfg.rng, "mutations": mutations,
                  "input_rows": rows, "weight_seed": weight_seed, **_nonempty(meta)}
-        _run_case(ex, case, extra, cfg, table, stats)
-        if progress is not None:
-            progress(1)
+        yield case, extra
 
 
 SPECIAL_STREAM = 7  # the random stream of a case's special-value inputs, apart from its model's
@@ -281,16 +285,33 @@ def _unbuildable(ex: Executor) -> Callable[[Any], str | None]:
     return unbuildable
 
 
-def _run_case(ex: Executor, case: TestCase, extra: dict[str, Any], cfg: FuzzConfig, table: ResultsTable,
-              stats: FuzzStats) -> Result:
-    """Run one test case on every backend; its row, and a case file when it fails."""
-    result = ex.run(case)
+def _run_pipelined(ex: Executor, cases: Iterable[tuple[TestCase, dict[str, Any]]], cfg: FuzzConfig,
+                   table: ResultsTable, stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
+    """Run ``cases`` (each with its row's provenance) one step apart: case k+1 is made
+    (mutation, its builds queued behind case k in each worker) while case k computes, and
+    case k is judged and written while case k+1 computes, so neither the workers nor the
+    parent wait for each other (issue 13).  Rows are written in order; a case in flight
+    when the run stops has no row and runs again on resume."""
+    waiting: tuple[Submitted, dict[str, Any]] | None = None
+    for case, extra in cases:
+        submitted = ex.submit(case)
+        if waiting is not None:
+            _record(ex.finish(waiting[0]), ex.pool, waiting[1], cfg, table, stats, progress)
+        waiting = (submitted, extra)
+    if waiting is not None:
+        _record(ex.finish(waiting[0]), ex.pool, waiting[1], cfg, table, stats, progress)
+
+
+def _record(result: Result, pool: Pool, extra: dict[str, Any], cfg: FuzzConfig, table: ResultsTable,
+            stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
+    """A judged case's row, and its case file when it fails."""
     if result.verdict.failed:
-        _save_failure(result, ex.pool, Path(cfg.out), table, stats, extra, tie_margin=cfg.tie_margin,
+        _save_failure(result, pool, Path(cfg.out), table, stats, extra, tie_margin=cfg.tie_margin,
                       tolerances=cfg.tolerances())
     else:
         _append_row(result, table, stats, extra)
-    return result
+    if progress is not None:
+        progress(1)
 
 
 API_META = ("dtype", "data_format", "rank", "input_shapes", "adapters", "params", "derived", "invalid_param",
@@ -300,7 +321,7 @@ API_META = ("dtype", "data_format", "rank", "input_shapes", "adapters", "params"
 def _api_stage(ex: Executor, apis: list[str], cfg: FuzzConfig, table: ResultsTable, stats: FuzzStats,
                progress: Callable[[int], Any] | None) -> None:
     from audee.apis import load_api_configs
-    from audee.mutation.apilevel import case_id, case_rng, cast_weights, generate_case
+    from audee.mutation.apilevel import case_id
 
     configs = load_api_configs()
     out = Path(cfg.out)
@@ -309,6 +330,14 @@ def _api_stage(ex: Executor, apis: list[str], cfg: FuzzConfig, table: ResultsTab
     todo = [(api, i) for api, i in ids if case_id(api, i) not in done]
     stats.skipped = len(ids) - len(todo)
     log.info("API stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, table.path)
+    _run_pipelined(ex, _api_cases(ex, configs, cfg, todo, out), cfg, table, stats, progress)
+
+
+def _api_cases(ex: Executor, configs: Any, cfg: FuzzConfig, todo: list[tuple[str, int]],
+               out: Path) -> Iterator[tuple[TestCase, dict[str, Any]]]:
+    """Each API-level case to run, with its row's provenance, made when asked for."""
+    from audee.mutation.apilevel import case_id, case_rng, cast_weights, generate_case
+
     validate = _unbuildable(ex)
     dtypes = cfg.dtype_weights()
     for api, index in todo:
@@ -326,9 +355,7 @@ def _api_stage(ex: Executor, apis: list[str], cfg: FuzzConfig, table: ResultsTab
                  "mutations": [m.to_json() for m in got.mutations], "weight_seed": weight_seed,
                  "invalid": got.invalid, **{k: got.meta[k] for k in API_META if k in got.meta},
                  **_nonempty({"special_inputs": specials})}
-        _run_case(ex, case, extra, cfg, table, stats)
-        if progress is not None:
-            progress(1)
+        yield case, extra
 
 
 def _append_row(result: Result, table: ResultsTable, stats: FuzzStats, extra: dict[str, Any],

@@ -138,3 +138,15 @@ class HalvedDenseJax(JaxBackend):
 
         made.__class__ = Halved
         return made
+
+
+class CompileRefusingBackend(JaxBackend):
+    """Refuses to compile any forward call, numbering its attempts in the error: the tests
+    of the work a worker does ahead of a run see which attempt a run's error came from."""
+
+    name = "compile-refusing"
+    attempts = 0
+
+    def compile_for(self, model, inputs):
+        type(self).attempts += 1
+        raise ValueError(f"refusing to compile, attempt {type(self).attempts}")

@@ -8,6 +8,7 @@ from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.case import Kind, TestCase
 from audee.execute import Executor
+from audee.spec import weights_key
 from tests.helpers import tiny_cnn, tiny_inputs
 
 ABORT = "tests.plugins:AbortingBackend"
@@ -33,9 +34,16 @@ def pool(tmp_path_factory):
 
 
 def test_abort_and_hang_are_hard_crashes_and_the_run_continues(pool):
+    """Both cases are sent before either is judged, as the fuzz loop does: a worker that
+    dies on the first gets the second again once restarted, and every answer reaches its
+    own case."""
     ex = Executor(pool)
-    for i in range(2):  # the second case runs on restarted workers
-        result = ex.run(_case(ex, i))
+    cases = [_case(ex, i) for i in range(2)]
+    submitted = [ex.submit(case) for case in cases]  # the second waits in each worker behind the first
+    for case, sub in zip(cases, submitted):
+        result = ex.finish(sub)
+        alone = pool.run(case.spec, case.weights, weights_key(case.weights), case.inputs, labels=["jax"])["jax"]
+        np.testing.assert_array_equal(result.outcomes["jax"].logits, alone["logits"])
         hard = {f.backends[0]: f.detail for f in _by_kind(result, Kind.HARD_CRASH)}
         assert hard[ABORT]["how"] == "signal" and "SIGABRT" in hard[ABORT]["message"]
         assert hard[ABORT]["phase"] == "run"
@@ -102,3 +110,30 @@ def test_a_single_layer_model_runs_on_every_backend(tmp_path):
         result = ex.run(case)
     assert all(o.ok for o in result.outcomes.values()), {b: o.failure for b, o in result.outcomes.items()}
     assert not result.verdict.failed
+
+
+def test_work_done_ahead_of_a_run_fails_the_run_as_its_own(tmp_path):
+    """After answering a build, a worker compiles the model for the last run's input
+    shapes before the run asks; a compile that fails there is the run's failure (phase
+    run), raised again at the run, not tried a second time; a guess that misses the run's
+    shapes costs one more compile."""
+    refusing = "tests.plugins:CompileRefusingBackend"
+
+    def other(units: int, batch: int) -> TestCase:
+        spec = tiny_cnn(f"u{units}")
+        spec.layer("logits").params["units"] = units
+        case = TestCase(f"t{units}", spec, {}, tiny_inputs(batch, seed=units))
+        ex.complete_weights(case, weight_seed=units)  # the build: the worker compiles ahead once answered
+        return case
+
+    with Pool(parse_backends(f"jax,{refusing}"), tmp_path, timeout=120) as p:
+        assert p.start() == {}
+        ex = Executor(p)
+        failures = [ex.run(_case(ex, 0)).outcomes[refusing].failure]  # no run before: compiled at the run
+        same = ex.run(other(7, 4))   # compiled ahead for batch 4 (attempt 2); the run meets that failure
+        failures.append(same.outcomes[refusing].failure)
+        failures.append(ex.run(other(8, 2)).outcomes[refusing].failure)  # ahead for 4 (3), the run's 2 (4)
+    assert [f.phase for f in failures] == ["run"] * 3 and all(f.kind == "error" for f in failures)
+    assert ["attempt 1" in failures[0].message, "attempt 2" in failures[1].message,
+            "attempt 4" in failures[2].message] == [True] * 3, [f.message for f in failures]
+    assert same.outcomes["jax"].ok

@@ -116,6 +116,12 @@ class Backend(ABC):
         :meth:`run` (called once per new input signature, timed as ``compile``; the
         default does nothing: a backend without ahead-of-time compilation pays it in run)."""
 
+    def prepare(self, model: Any) -> None:
+        """Work every run of a built model needs that takes no weights and no inputs (the
+        ONNX export), done after the build is answered while the parent waits for the
+        other backends (:meth:`audee.backends.worker.WorkerState.work_ahead`).  A failure
+        here must fail the model's run again, in its own phase; the default does nothing."""
+
     @abstractmethod
     def run(self, model: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """Run one batch; return every layer's output in ``spec.topological_order()``."""

@@ -239,6 +239,10 @@ class OnnxRuntimeBackend(Backend):
             raise om.convert_error from exc
         return om
 
+    def prepare(self, model: OnnxModel) -> None:
+        """The export (a failure is kept: the run raises it again as ``convert``'s)."""
+        self.converted(model)
+
     def _session(self, om: OnnxModel) -> None:
         with self.clock.timed("compile"):  # ORT's graph optimizations, fusions, kernel choice
             self._new_session(om)

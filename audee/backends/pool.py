@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -64,8 +65,14 @@ class Worker:
     restarts: int = 0
     _sent_weights: dict[str, str] = field(default_factory=dict)
     _sent_specs: set[str] = field(default_factory=set)
-    _pending: dict | None = None
-    _deadline: float = 0.0
+    _runs: dict[int, dict] = field(default_factory=dict)  # run tickets -> the run in full
+    # requests sent and not yet answered, in the order the worker answers them (ticket -> request)
+    _outstanding: "OrderedDict[int, _Request]" = field(default_factory=OrderedDict)
+    _answers: dict[int, Any] = field(default_factory=dict)  # answered, not yet taken by result()
+    _tickets: int = 0
+    _last_ticket: int = 0
+    _generation: int = 0   # the worker process requests go to (one more per start)
+    _last_answer: float = 0.0
     _started: float = 0.0
     _busy: bool = False   # computing (or importing its framework): stop() kills instead of waiting
 
@@ -105,6 +112,7 @@ class Worker:
         self.conn = Connection(parent_sock.detach())
         self._sent_weights.clear()
         self._sent_specs.clear()
+        self._generation += 1
         self._started = time.monotonic()
         self._busy = True
 
@@ -117,8 +125,11 @@ class Worker:
         if "fatal" in got:
             self.kill()
             return WorkerFailure("error", "start", got["fatal"], got.get("traceback", ""), self.log_tail())
-        self.submit({"op": "hello"}, phase="start", timeout=self.start_timeout)
-        hello = self.result()
+        try:  # straight to the fresh process: requests waiting to be sent again go after it
+            self.conn.send({"op": "hello"})
+        except OSError:
+            pass  # the death shows up in _recv
+        hello = self._recv(self.start_timeout, phase="start")
         if isinstance(hello, WorkerFailure):
             return hello
         if "error" in hello:
@@ -177,32 +188,68 @@ class Worker:
             return ""
 
     # ---- requests ----------------------------------------------------------------------------
-    def submit(self, msg: dict, *, phase: str = "run", timeout: float | None = None) -> WorkerFailure | None:
-        """Send a request without waiting (so several workers compute at once)."""
-        failure = self.ensure()
+    def submit(self, msg: dict, *, phase: str = "run", timeout: float | None = None,
+               resend: dict | None = None) -> int:
+        """Send a request without waiting (so several workers compute at once, and a worker
+        may hold the next request while it computes this one); the ticket its answer is
+        taken with (:meth:`result`).  ``resend``: the request in full, for a worker
+        started again before answering it (a run that left out a spec or weights sent before)."""
+        self._tickets += 1
+        ticket = self._last_ticket = self._tickets
+        # with requests outstanding the worker may have died computing them: result() finds
+        # out which, answers it with the failure and sends the rest (this one too) again
+        failure = None if self._outstanding else self.ensure()
         if failure is not None:
-            self._pending = {"failure": failure}
-            return failure
+            self._answers[ticket] = failure
+            return ticket
+        self._outstanding[ticket] = _Request(msg if resend is None else resend, phase, timeout or self.timeout)
+        self._send(msg, self._outstanding[ticket])
+        return ticket
+
+    def _send(self, msg: dict, request: "_Request") -> None:
+        request.sent = time.monotonic()
+        request.generation = self._generation
+        if self.conn is None:
+            return  # killed: result() sends it again to a fresh worker
         try:
             self._busy = True
             self.conn.send(msg)
         except OSError:
             pass  # the death shows up in result()
-        self._pending = {"phase": phase}
-        self._deadline = time.monotonic() + (timeout or self.timeout)
-        return None
 
-    def result(self) -> dict | WorkerFailure:
-        pending, self._pending = self._pending, None
-        if pending is None:
-            raise RuntimeError("result() without submit()")
-        if "failure" in pending:
-            return pending["failure"]
-        return self._recv(max(self._deadline - time.monotonic(), 0.0), phase=pending["phase"])
+    def result(self, ticket: int | None = None) -> dict | WorkerFailure:
+        """The answer to ``ticket`` (default: the last request sent).  Answers come in the
+        order requests were sent; earlier ones read on the way are kept for their own
+        ``result``.  A worker that dies answers the request it was computing with the
+        failure; the requests sent after it go again, in order, to a fresh worker."""
+        ticket = self._last_ticket if ticket is None else ticket
+        while ticket not in self._answers:
+            if not self._outstanding:
+                raise RuntimeError(f"result({ticket}) without submit()")
+            head, request = next(iter(self._outstanding.items()))
+            if self.conn is None or request.generation != self._generation:
+                self._send_again()  # sent to a worker that died before answering it
+                continue
+            deadline = max(request.sent, self._last_answer) + request.timeout
+            got = self._recv(max(deadline - time.monotonic(), 0.0), phase=request.phase)
+            del self._outstanding[head]
+            self._last_answer = time.monotonic()
+            self._answers[head] = got
+        self._busy = bool(self._outstanding)
+        return self._answers.pop(ticket)
+
+    def _send_again(self) -> None:
+        """The requests a dead worker had not answered, to a fresh one, in order."""
+        failure = self.ensure()
+        for ticket, request in list(self._outstanding.items()):
+            if failure is not None:
+                del self._outstanding[ticket]
+                self._answers[ticket] = failure
+            else:
+                self._send(request.msg, request)
 
     def request(self, msg: dict, *, phase: str = "run", timeout: float | None = None) -> dict | WorkerFailure:
-        self.submit(msg, phase=phase, timeout=timeout)
-        return self.result()
+        return self.result(self.submit(msg, phase=phase, timeout=timeout))
 
     def _recv(self, timeout: float, *, phase: str) -> dict | WorkerFailure:
         try:
@@ -244,25 +291,29 @@ class Worker:
 
     # ---- test-case helpers -------------------------------------------------------------------
     def submit_run(self, spec: ModelSpec, key: str, weights: Weights, wkey: str,
-                   inputs: dict[str, Any], layers: bool | list[str] = False, keep: str | None = None) -> None:
+                   inputs: dict[str, Any], layers: bool | list[str] = False, keep: str | None = None) -> int:
+        """Send a run of ``spec``: its spec and weights only when this worker does not hold them."""
         alive = self.alive()
         send = self._sent_weights.get(key) != wkey or not alive
         msg = {"op": "run", "spec": None if (alive and key in self._sent_specs) else spec.to_json(), "key": key,
                "weights_key": wkey, "weights": weights if send else None, "inputs": inputs, "layers": layers,
                "keep": keep}
-        self._last_run = (msg, spec, weights)
-        self.submit(msg)
+        full = {**msg, "spec": spec.to_json(), "weights": weights}
+        # taken as sent until answered: the next run of this spec, submitted before, sends nothing again
+        self._sent_weights[key] = wkey
+        self._sent_specs.add(key)
+        ticket = self.submit(msg, resend=full)
+        self._runs[ticket] = full
+        return ticket
 
-    def result_run(self) -> dict | WorkerFailure:
-        got = self.result()
-        msg, spec, weights = self._last_run
-        key, wkey = msg["key"], msg["weights_key"]
+    def result_run(self, ticket: int | None = None) -> dict | WorkerFailure:
+        ticket = self._last_ticket if ticket is None else ticket
+        full = self._runs.pop(ticket)
+        got = self.result(ticket)
+        key, wkey = full["key"], full["weights_key"]
         if isinstance(got, dict) and (got.get("need_weights") or got.get("need_spec")):
             # the worker evicted the model (or restarted): send everything again
-            self._sent_weights.pop(key, None)
-            self._sent_specs.discard(key)
-            self.submit({**msg, "spec": spec.to_json(), "weights": weights})
-            got = self.result()
+            got = self.result(self.submit(full))
         if isinstance(got, dict) and "error" not in got:
             self._sent_weights[key] = wkey
             self._sent_specs.add(key)
@@ -270,6 +321,17 @@ class Worker:
             self._sent_weights.pop(key, None)
             self._sent_specs.discard(key)
         return got
+
+
+@dataclass
+class _Request:
+    """A request sent to a worker and not yet answered."""
+
+    msg: dict            # as sent again to a fresh worker (complete)
+    phase: str
+    timeout: float
+    sent: float = 0.0
+    generation: int = 0
 
 
 class Pool:
@@ -350,11 +412,20 @@ class Pool:
             keep: str | None = None) -> dict[str, dict | WorkerFailure]:
         """Run one batch on several backends at once.  ``keep`` tags the run so its layer
         outputs can be fetched later with ``call(label, 'kept_layers', tag=..., rows=...)``."""
+        return self.collect_run(self.submit_run(spec, weights, wkey, inputs, labels, layers, keep))
+
+    def submit_run(self, spec: ModelSpec, weights: Weights, wkey: str, inputs: dict[str, Any],
+                   labels: list[str] | None = None, layers: bool | list[str] = False,
+                   keep: str | None = None) -> dict[str, int]:
+        """:meth:`run` without waiting: each backend's ticket for :meth:`collect_run`.  Other
+        requests may go out meanwhile (the next test case's builds): each worker answers in
+        order, and each answer reaches the request it belongs to."""
         key = spec.key()
-        labels = labels or self.labels
-        for label in labels:
-            self.workers[label].submit_run(spec, key, weights, wkey, inputs, layers, keep)
-        return {label: _as_failure(self.workers[label].result_run(), "run") for label in labels}
+        return {label: self.workers[label].submit_run(spec, key, weights, wkey, inputs, layers, keep)
+                for label in labels or self.labels}
+
+    def collect_run(self, tickets: dict[str, int]) -> dict[str, dict | WorkerFailure]:
+        return {label: _as_failure(self.workers[label].result_run(t), "run") for label, t in tickets.items()}
 
     def call_many(self, labels: list[str], name: str, **kwargs: Any) -> dict[str, Any]:
         """The same worker operation on several backends at once."""

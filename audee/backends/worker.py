@@ -36,6 +36,7 @@ class _Entry:
         self.weights_key: str | None = None
         self.order = spec.topological_order()
         self.signatures: set[tuple] = set()  # input shapes/dtypes the forward call is compiled for
+        self.compile_errors: dict[tuple, BackendError] = {}  # signature -> its compile's failure, raised again
 
 
 def input_signature(inputs: dict[str, np.ndarray]) -> tuple:
@@ -48,6 +49,9 @@ class WorkerState:
         self.backend = backend
         self.cache: OrderedDict[str, _Entry] = OrderedDict()
         self.kept: OrderedDict[str, dict[str, np.ndarray]] = OrderedDict()
+        self.ahead: _Entry | None = None  # a model just built: its run's work is done ahead (work_ahead)
+        self.last_inputs: dict[str, tuple[tuple[int, ...], str]] = {}  # the last run's inputs: shape, dtype
+        self.carried: dict[str, float] = {}  # phases timed ahead, reported with the next answer
 
     def entry(self, spec_json: dict | None, key: str) -> _Entry:
         if key in self.cache:
@@ -82,11 +86,13 @@ class WorkerState:
         if op == "build":
             t = time.perf_counter()
             e = self.entry(msg["spec"], msg["key"])
+            self.ahead = e
             return {"shapes": self.backend.weight_shapes(e.model), "build_s": time.perf_counter() - t,
                     "phases": self.backend.clock.reset()}
         if op == "run":
+            carried, self.carried = self.carried, {}
             reply = self.run(msg)
-            reply["phases"] = self.backend.clock.reset()
+            reply["phases"] = _added(carried, self.backend.clock.reset())
             return reply
         if op == "call":  # plugin-specific or maintenance operations
             return {"value": getattr(self, "op_" + msg["name"])(**msg.get("kwargs", {}))}
@@ -108,6 +114,7 @@ class WorkerState:
             except Exception as exc:
                 raise BackendError(Phase.WEIGHTS, _msg(exc), traceback.format_exc()) from exc
             e.weights_key = msg["weights_key"]
+        self.last_inputs = {k: (tuple(np.shape(v)), str(np.asarray(v).dtype)) for k, v in msg["inputs"].items()}
         self.compile_for(e, msg["inputs"])
         t = time.perf_counter()
         try:
@@ -142,16 +149,52 @@ class WorkerState:
     def compile_for(self, e: _Entry, inputs: dict[str, np.ndarray]) -> None:
         """Compile ``e``'s forward call for a new input signature, once (a failure there is
         the framework refusing to run the model: phase ``run``, as it was before compiling
-        was split out of the first call)."""
+        was split out of the first call; it is raised again, not compiled again)."""
         sig = input_signature(inputs)
         if sig in e.signatures:
             return
+        if sig in e.compile_errors:
+            raise e.compile_errors[sig]
         try:
             with self.backend.clock.timed("compile"):
                 self.backend.compile_for(e.model, inputs)
         except Exception as exc:
-            raise BackendError(Phase.RUN, _msg(exc), traceback.format_exc()) from exc
+            e.compile_errors[sig] = BackendError(Phase.RUN, _msg(exc), traceback.format_exc())
+            raise e.compile_errors[sig] from exc
         e.signatures.add(sig)
+
+    def work_ahead(self) -> None:
+        """After a build is answered, the parent waits for the other backends' builds (and
+        their runs of the case before): meanwhile this worker does what the coming run of
+        the model will need: the ONNX export and the forward call compiled for the inputs
+        the last run had (same batch and dtypes; a guess that misses costs one more
+        compile at the run).  Failures are kept for the run to meet in its own phase; the
+        seconds go into the run's answer."""
+        e, self.ahead = self.ahead, None
+        if e is None:
+            return
+        self.backend.clock.reset()
+        try:
+            self.backend.prepare(e.model)
+            guess = self.likely_inputs(e.spec)
+            if guess is not None:
+                self.compile_for(e, guess)
+        except Exception:  # noqa: BLE001 - kept by the backend or by compile_errors, met again at the run
+            pass
+        self.carried = _added(self.carried, self.backend.clock.reset())
+
+    def likely_inputs(self, spec: ModelSpec) -> dict[str, np.ndarray] | None:
+        """Zero inputs shaped as the last run's were (its batch size; the dtype it gave an
+        input of that name and shape, else the spec's), None before any run."""
+        if not self.last_inputs:
+            return None
+        batch = next(iter(self.last_inputs.values()))[0][:1]
+        out = {}
+        for i in spec.inputs:
+            shape = (*batch, *i.shape)
+            last = self.last_inputs.get(i.name)
+            out[i.name] = np.zeros(shape, last[1] if last is not None and last[0] == shape else i.dtype)
+        return out
 
     def op_run_many(self, spec: dict, key: str, items: list[dict]) -> list[dict]:
         """Several runs of one spec in one request (a weight-level GA generation: one
@@ -250,6 +293,12 @@ def serve(conn: Connection, target: str, device: str, precision: str = "full") -
             reply = {"error": {"phase": Phase.BUILD if msg.get("op") == "build" else Phase.RUN,
                                "message": _msg(exc), "traceback": traceback.format_exc()}}
         conn.send(reply)
+        state.work_ahead()
+
+
+def _added(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    """Phase seconds of ``a`` and ``b`` summed."""
+    return {k: a.get(k, 0.0) + b.get(k, 0.0) for k in {**a, **b}}
 
 
 PR_SET_PDEATHSIG = 1
