@@ -8,7 +8,8 @@ from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.case import Kind, TestCase
 from audee.execute import Executor
-from audee.spec import weights_key
+from audee.spec import ModelSpec, weights_key
+from audee.weights import adapt_weights
 from tests.helpers import tiny_cnn, tiny_inputs
 
 ABORT = "tests.plugins:AbortingBackend"
@@ -137,3 +138,29 @@ def test_work_done_ahead_of_a_run_fails_the_run_as_its_own(tmp_path):
     assert ["attempt 1" in failures[0].message, "attempt 2" in failures[1].message,
             "attempt 4" in failures[2].message] == [True] * 3, [f.message for f in failures]
     assert same.outcomes["jax"].ok
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_weight_sets_swapped_in_one_call_give_the_same_outputs(tmp_path, dtype):
+    """TensorFlow takes a model's later weight sets in one traced call, JAX in one
+    transfer (a weight-level GA swaps a set per individual): the outputs must be
+    bit-identical to the same weights set the first, plain way, on a fresh model."""
+    def spec(name: str) -> ModelSpec:
+        s = tiny_cnn(name)
+        for layer in s.layers:
+            layer.params["dtype"] = dtype
+        return s
+
+    x = {k: v.astype(dtype) for k, v in tiny_inputs(4).items()}
+    with Pool(parse_backends("tensorflow,jax"), tmp_path, timeout=120) as p:
+        assert p.start() == {}
+        ex = Executor(p)
+        swapped, fresh = spec("swapped"), spec("fresh")
+        shapes = ex.shapes(swapped)
+        sets = [adapt_weights({}, shapes, k) for k in range(4)]
+        for k, w in enumerate(sets):  # the last set goes the fast way on TensorFlow
+            got = p.run(swapped, w, f"w{k}", x)
+        want = p.run(fresh, sets[-1], "w3", x)
+    for label in ("tensorflow", "jax"):
+        assert str(got[label]["logits"].dtype) == dtype
+        np.testing.assert_array_equal(got[label]["logits"], want[label]["logits"], err_msg=label)

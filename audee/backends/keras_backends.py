@@ -154,6 +154,40 @@ class TensorflowBackend(KerasBackend):
 
         built.fn = fn
 
+    #: weight sets a model takes one eager assign per variable before its sets go in one
+    #: graph call (tracing that call costs about ten eager sets: a fuzzed model gets one set)
+    EAGER_WEIGHT_SETS: ClassVar[int] = 2
+
+    def set_weights(self, model: BuiltModel, weights: Weights) -> None:
+        """Eager ``Variable.assign`` per variable costs about 0.3 ms of Python each: a
+        LeNet-5 weight set 3 ms, three times its forward call, and a weight-level GA swaps
+        one per individual.  From a model's third weight set on, Keras' own ``assign``
+        runs for every variable inside one traced call."""
+        import tensorflow as tf
+
+        model.check_weights(weights)
+        model.weight_sets = getattr(model, "weight_sets", 0) + 1
+        if model.weight_sets <= self.EAGER_WEIGHT_SETS:
+            model.set_weights(weights)
+            return
+        names = [n for n in model.order if n in weights]
+        values = [np.asarray(a) for n in names for a in weights[n]]
+        if getattr(model, "assign_all", None) is None:
+            variables = [v for n in names for v in model.layers[n].weights]
+            shapes = [tuple(v.shape) for v in variables]
+            sizes = [int(np.prod(s)) for s in shapes]
+
+            @tf.function(autograph=False)
+            def assign_all(flat: Any) -> None:  # one argument: each one costs a conversion at the call
+                for variable, value, shape in zip(variables, tf.split(flat, sizes), shapes):
+                    variable.assign(tf.reshape(value, shape))
+
+            model.assign_all = assign_all
+        if len({a.dtype for a in values}) == 1:
+            model.assign_all(np.concatenate([a.ravel() for a in values]))
+        else:  # weights of several dtypes (e.g. integer state): one eager assign each
+            model.set_weights(weights)
+
     def compile_for(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> None:
         """Trace the tf.function for these exact shapes (as the first call would; a later
         batch size retraces as before).  TensorFlow's graph optimization still runs on
@@ -279,13 +313,25 @@ class JaxBackend(KerasBackend):
     def set_weights(self, model: BuiltModel, weights: Weights) -> None:
         """Weights in their variables' dtypes (what ``Variable.assign`` does on the other
         backends), so the executable compiled for the first weight set fits every later one."""
+        import jax
         import jax.numpy as jnp
 
         model.check_weights(weights)
-        dtypes = {n: [v.dtype for v in model.layers[n].weights] for n in weights}
-        tv, ntv = model.flat_variables({k: [jnp.asarray(a, dtype=d) for a, d in zip(v, dtypes[k])]
-                                        for k, v in weights.items()})
-        model.tv, model.ntv = tv, ntv
+        if getattr(model, "weight_dtypes", None) is None:
+            model.weight_dtypes = {n: [np.dtype(v.dtype) for v in layer.weights] for n, layer in model.layers.items()}
+        names = list(weights)
+        arrays = [np.asarray(a) for n in names for a in weights[n]]
+        dtypes = [d for n in names for d in model.weight_dtypes[n]]
+        # one transfer for the arrays already in their variable's dtype (a GA swaps a set per individual)
+        same = [k for k, (a, d) in enumerate(zip(arrays, dtypes)) if a.dtype == d]
+        values: list[Any] = [None] * len(arrays)
+        for k, put in zip(same, jax.device_put([arrays[k] for k in same])):
+            values[k] = put
+        for k, (a, d) in enumerate(zip(arrays, dtypes)):
+            if values[k] is None:
+                values[k] = jnp.asarray(a, dtype=d)
+        it = iter(values)
+        model.tv, model.ntv = model.flat_variables({n: [next(it) for _ in weights[n]] for n in names})
 
     def compile_for(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> None:
         xs = self._ordered(model, inputs)

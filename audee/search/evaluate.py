@@ -70,6 +70,12 @@ class PopulationEvaluator:
             return evals
         tags = [f"ind-{next(_counter)}" for _ in population]
         batched = self._run_many(population, tags)
+        stacked = _stacked(batched) if batched is not None else None
+        if stacked is not None:  # one judgement over all individuals: every oracle and fitness is row-wise
+            evals = self._judge(stacked, len(population))
+            for e, tag in zip(evals, tags):
+                e.ref = (tag, 0)
+            return evals
         out = []
         for i, (genes, tag) in enumerate(zip(population, tags)):
             if batched is not None:
@@ -148,6 +154,25 @@ class PopulationEvaluator:
             for e, v, p in zip(evals, values, pairs):
                 e.fitness, e.pair = float(v), p
         return evals
+
+
+def _stacked(batched: dict[str, list]) -> dict[str, dict] | None:
+    """A weight-level generation's answers as one batch, row i the individual i: None when
+    an individual failed on some backend or ran other than one input row (then each is
+    judged alone)."""
+    out: dict[str, dict] = {}
+    for label, replies in batched.items():
+        if any(isinstance(r, WorkerFailure) or np.shape(r["logits"])[:1] != (1,) for r in replies):
+            return None
+        first = replies[0]
+        out[label] = {
+            "output": np.concatenate([r["output"] for r in replies]),
+            "logits": np.concatenate([r["logits"] for r in replies]),
+            "nonfinite_rows": {"any": [i for i, r in enumerate(replies) if any(r["nonfinite_rows"].values())]},
+            **({"layers": {n: np.concatenate([r["layers"][n] for r in replies]) for n in first["layers"]}}
+               if "layers" in first else {}),
+        }
+    return out
 
 
 def _reply(r: dict) -> dict | WorkerFailure:
