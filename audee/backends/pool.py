@@ -189,11 +189,12 @@ class Worker:
 
     # ---- requests ----------------------------------------------------------------------------
     def submit(self, msg: dict, *, phase: str = "run", timeout: float | None = None,
-               resend: dict | None = None) -> int:
+               resend: dict | None = None, pickled: bytes | None = None) -> int:
         """Send a request without waiting (so several workers compute at once, and a worker
         may hold the next request while it computes this one); the ticket its answer is
         taken with (:meth:`result`).  ``resend``: the request in full, for a worker
-        started again before answering it (a run that left out a spec or weights sent before)."""
+        started again before answering it (a run that left out a spec or weights sent before);
+        ``pickled``: ``msg`` already pickled (:func:`pickled`), when several workers get it."""
         self._tickets += 1
         ticket = self._last_ticket = self._tickets
         # with requests outstanding the worker may have died computing them: result() finds
@@ -203,17 +204,20 @@ class Worker:
             self._answers[ticket] = failure
             return ticket
         self._outstanding[ticket] = _Request(msg if resend is None else resend, phase, timeout or self.timeout)
-        self._send(msg, self._outstanding[ticket])
+        self._send(msg, self._outstanding[ticket], pickled)
         return ticket
 
-    def _send(self, msg: dict, request: "_Request") -> None:
+    def _send(self, msg: dict, request: "_Request", pickled: bytes | None = None) -> None:
         request.sent = time.monotonic()
         request.generation = self._generation
         if self.conn is None:
             return  # killed: result() sends it again to a fresh worker
         try:
             self._busy = True
-            self.conn.send(msg)
+            if pickled is None:
+                self.conn.send(msg)
+            else:
+                self.conn.send_bytes(pickled)  # what send(msg) writes, pickled once for several workers
         except OSError:
             pass  # the death shows up in result()
 
@@ -445,6 +449,14 @@ class Pool:
         if isinstance(got, WorkerFailure):
             raise RuntimeError(f"{label}: {got.message}\n{got.traceback}")
         return got["value"]
+
+
+def pickled(msg: dict) -> bytes:
+    """``msg`` as ``Connection.send`` pickles it: a request several workers get (a GA
+    generation's weight sets, megabytes) is pickled once."""
+    from multiprocessing.reduction import ForkingPickler
+
+    return bytes(ForkingPickler.dumps(msg))
 
 
 def _check_timeout(seconds: float, name: str) -> None:

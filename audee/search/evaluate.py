@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from audee.backends.pool import Pool, WorkerFailure
+from audee.backends.pool import Pool, WorkerFailure, pickled
 from audee.fitness import inconsistency_fitness, nan_fitness, relative_inconsistency_fitness
 from audee.oracle.deviation import (FULL, Tolerances, as_tolerances, deviation_score, finite_rows, pair_compute,
                                     relative_tie_margin)
@@ -95,10 +95,11 @@ class PopulationEvaluator:
         items = [{"weights_key": tag, "weights": self.encoding.weights_of(genes),
                   "inputs": self.encoding.inputs_of(genes), "layers": self._layers, "keep": tag}
                  for genes, tag in zip(population, tags)]
-        kwargs = {"spec": self.spec.to_json(), "key": key, "items": items}
+        msg = {"op": "call", "name": "run_many", "kwargs": {"spec": self.spec.to_json(), "key": key, "items": items}}
+        payload = pickled(msg)
         for label in self.labels:
             worker = self.pool.workers[label]  # each individual keeps its own time limit
-            worker.submit({"op": "call", "name": "run_many", "kwargs": kwargs}, timeout=worker.timeout * len(items))
+            worker.submit(msg, timeout=worker.timeout * len(items), pickled=payload)
         got = {label: self.pool.workers[label].result() for label in self.labels}
         if any(isinstance(r, WorkerFailure) or "error" in r for r in got.values()):
             return None
