@@ -35,7 +35,9 @@ class Result:
     outcomes: dict[str, Outcome]
     pairs: dict[str, dict] = field(default_factory=dict)      # per backend pair: distance, flips, ties
     layer_distances: dict[str, dict[str, float]] = field(default_factory=dict)
-    seconds: float = 0.0   # from submission to verdict (the fuzz loop overlaps a case with the next)
+    # from submission to verdict; in the fuzz loop, whose cases overlap, the wall time the
+    # case added to the run (from the verdict before it: a run's rows add up to its wall time)
+    seconds: float = 0.0
     # backend -> phase -> seconds its worker spent on this case (audee.backends.base.TIMED_PHASES):
     # the build of a spec is counted for the first case that runs it, diagnosis runs included
     phases: dict[str, dict[str, float]] = field(default_factory=dict)

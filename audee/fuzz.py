@@ -291,15 +291,28 @@ def _run_pipelined(ex: Executor, cases: Iterable[tuple[TestCase, dict[str, Any]]
     (mutation, its builds queued behind case k in each worker) while case k computes, and
     case k is judged and written while case k+1 computes, so neither the workers nor the
     parent wait for each other (issue 13).  Rows are written in order; a case in flight
-    when the run stops has no row and runs again on resume."""
+    when the run stops has no row and runs again on resume.  A row's ``seconds`` is the
+    wall time the case added to the run (from the verdict before it)."""
     waiting: tuple[Submitted, dict[str, Any]] | None = None
+    last_verdict: float | None = None
+
+    def judge(sub: Submitted) -> Result:
+        # the wall time this case added to the run: from the verdict before it (its own
+        # submission for the first), so a run's rows add up to its wall time
+        nonlocal last_verdict
+        result = ex.finish(sub)
+        now = time.perf_counter()
+        result.seconds = now - (sub.started if last_verdict is None else max(last_verdict, sub.started))
+        last_verdict = now
+        return result
+
     for case, extra in cases:
         submitted = ex.submit(case)
         if waiting is not None:
-            _record(ex.finish(waiting[0]), ex.pool, waiting[1], cfg, table, stats, progress)
+            _record(judge(waiting[0]), ex.pool, waiting[1], cfg, table, stats, progress)
         waiting = (submitted, extra)
     if waiting is not None:
-        _record(ex.finish(waiting[0]), ex.pool, waiting[1], cfg, table, stats, progress)
+        _record(judge(waiting[0]), ex.pool, waiting[1], cfg, table, stats, progress)
 
 
 def _record(result: Result, pool: Pool, extra: dict[str, Any], cfg: FuzzConfig, table: ResultsTable,

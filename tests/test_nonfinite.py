@@ -134,6 +134,12 @@ class _Only:
     def run(self, *args, labels=None, **kwargs):
         return self.pool.run(*args, labels=labels or self.labels, **kwargs)
 
+    def submit_run(self, *args, labels=None, **kwargs):
+        return self.pool.submit_run(*args, labels=labels or self.labels, **kwargs)
+
+    def collect_run(self, tickets):
+        return self.pool.collect_run(tickets)
+
     @property
     def precisions(self):
         return {k: v for k, v in self.pool.precisions.items() if k in self.labels}
