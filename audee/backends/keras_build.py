@@ -34,20 +34,29 @@ def default_layer(keras: Any, layer: LayerSpec) -> Any:
     return cls(**params, name=layer.name)
 
 
+ToNative = Callable[[np.ndarray], Any]
+
+
 class _Placeholder:
     """Stands in for a Keras initializer while a model is built for weights that replace
     every layer weight anyway: zeros from numpy, no framework op.  Running the real
     initializers costs a random draw per variable, and on JAX a compilation per new
-    weight shape (1 to 2.3 s per LeNet-5 variant, issue 13)."""
+    weight shape (1 to 2.3 s per LeNet-5 variant, issue 13).  ``native`` hands the zeros
+    over as the backend's own array where the variable would otherwise convert them with
+    a framework op (JAX's ``asarray`` is a small compilation per new shape)."""
 
-    def __call__(self, shape: Any, dtype: Any = None) -> np.ndarray:
+    def __init__(self, native: ToNative | None = None):
+        self.native = native
+
+    def __call__(self, shape: Any, dtype: Any = None) -> Any:
         from audee.weights import numpy_dtype
 
-        return np.zeros(tuple(int(d) for d in shape), numpy_dtype(dtype or "float32"))
+        zeros = np.zeros(tuple(int(d) for d in shape), numpy_dtype(dtype or "float32"))
+        return zeros if self.native is None else self.native(zeros)
 
 
 @contextmanager
-def placeholder_initializers() -> Iterator[list[tuple[Any, Any]]]:
+def placeholder_initializers(native: ToNative | None = None) -> Iterator[list[tuple[Any, Any]]]:
     """While active, every Keras variable created from a ``keras.initializers.Initializer``
     starts as zeros; yields the (variable, real initializer) pairs so that the variables
     audee does not replace (:meth:`BuiltModel.__init__` checks) get their real values.
@@ -61,10 +70,11 @@ def placeholder_initializers() -> Iterator[list[tuple[Any, Any]]]:
     cls = variables.Variable  # every backend's variable class derives from it
     original = cls.__init__
     skipped: list[tuple[Any, Any]] = []
+    placeholder = _Placeholder(native)
 
     def init(self: Any, initializer: Any, *args: Any, **kwargs: Any) -> None:
         if isinstance(initializer, initializers.Initializer) and not isinstance(initializer, initializers.Orthogonal):
-            original(self, _Placeholder(), *args, **kwargs)
+            original(self, placeholder, *args, **kwargs)
             skipped.append((self, initializer))
         else:
             original(self, initializer, *args, **kwargs)
@@ -81,14 +91,15 @@ class BuiltModel:
 
     ``init_weights=False``: the layer weights start as zeros instead of running their
     initializers (a worker replaces every one of them before a run: ``check_weights``
-    refuses a partial set); any other variable still gets its initializer's value."""
+    refuses a partial set); any other variable still gets its initializer's value.
+    ``native`` turns those zeros into the backend's own arrays (see :class:`_Placeholder`)."""
 
     def __init__(self, spec: ModelSpec, keras: Any, make_layer: LayerFactory | None = None, *,
-                 init_weights: bool = True):
+                 init_weights: bool = True, native: ToNative | None = None):
         if init_weights:
             self._build(spec, keras, make_layer)
             return
-        with placeholder_initializers() as skipped:
+        with placeholder_initializers(native) as skipped:
             self._build(spec, keras, make_layer)
         replaced = {id(v) for layer in self.layers.values() for v in layer.weights}
         for variable, initializer in skipped:
