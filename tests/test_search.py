@@ -25,45 +25,57 @@ def _encoding(level: str) -> Encoding:
     return Encoding(level, inputs, weights, [TOKENS, IMAGE])
 
 
+def _operators_only(cfg: SearchConfig, enc: Encoding) -> Search:
+    """A Search with its operators and no backends (generations made, never evaluated)."""
+    from deap import base, tools
+
+    search = Search.__new__(Search)
+    search.cfg, search.encoding, search.rng = cfg, enc, np.random.default_rng(0)
+    search.scales, search.seed_genes = enc.scales(5.0, 5.0), enc.encode()
+    search.toolbox = base.Toolbox()
+    search.toolbox.register("individual", search._individual)
+    search.toolbox.register("mate", search._crossover)
+    search.toolbox.register("mutate", search._mutate)
+    search.toolbox.register("select", tools.selBest)
+    return search
+
+
 @pytest.mark.parametrize("level", ["input", "weight", "input-weight"])
 def test_operators_preserve_shapes_dtypes_and_token_range(level):
     enc = _encoding(level)
-    cfg = SearchConfig(level=level, input_scale=5.0, weight_scale=5.0, rng=1)
-    search = Search.__new__(Search)  # operators only: no backends needed
-    search.cfg, search.encoding, search.rng = cfg, enc, np.random.default_rng(0)
-    search.scales, search.seed_genes = enc.scales(5.0, 5.0), enc.encode()
-    from deap import base, tools
-
-    search.toolbox = base.Toolbox()
-    search.toolbox.register("individual", search._individual)
-    for _ in range(50):
-        a, b = search._fresh(), search._fresh()
-        child = search._mutate(search._crossover(a, b))
-        assert child.shape == (enc.size,)
-        x, w = enc.inputs_of(child), enc.weights_of(child)
-        assert x["tokens"].dtype == np.int32 and x["tokens"].shape == (1, 6)
-        assert x["tokens"].min() >= 0 and x["tokens"].max() < 20
-        assert x["image"].dtype == np.float32 and x["image"].shape == (1, 2, 2, 1)
-        assert [a.shape for a in w["d"]] == [(3, 2), (2,)] and w["d"][0].dtype == np.float32
-        assert type(x["image"]) is np.ndarray and type(w["d"][0]) is np.ndarray  # picklable into case files
-        if level == "input":
-            assert w is enc.base_weights
-        if level == "weight":
-            np.testing.assert_array_equal(x["tokens"], enc.base_inputs["tokens"])
-    assert len(tools.selBest([a, b], 1)) == 1
+    cfg = SearchConfig(level=level, input_scale=5.0, weight_scale=5.0, rng=1, population=6, parents=2,
+                       mutation_rate=1.0)
+    search = _operators_only(cfg, enc)
+    pop = [search._fresh() for _ in range(cfg.population)]
+    for _ in range(10):
+        for k, ind in enumerate(pop):
+            ind.fitness.values = (float(k),)
+        pop = search._next_generation(pop, search._draw_generation())
+        assert len(pop) == cfg.population
+        for child in pop:
+            assert child.shape == (enc.size,)
+            x, w = enc.inputs_of(child), enc.weights_of(child)
+            assert x["tokens"].dtype == np.int32 and x["tokens"].shape == (1, 6)
+            assert x["tokens"].min() >= 0 and x["tokens"].max() < 20
+            assert x["image"].dtype == np.float32 and x["image"].shape == (1, 2, 2, 1)
+            assert [a.shape for a in w["d"]] == [(3, 2), (2,)] and w["d"][0].dtype == np.float32
+            assert type(x["image"]) is np.ndarray and type(w["d"][0]) is np.ndarray  # picklable into case files
+            if level == "input":
+                assert w is enc.base_weights
+            if level == "weight":
+                np.testing.assert_array_equal(x["tokens"], enc.base_inputs["tokens"])
 
 
 def test_crossover_takes_genes_from_both_parents():
     enc = _encoding("input")
-    search = Search.__new__(Search)
-    search.cfg, search.encoding, search.rng = SearchConfig(crossover_rate=0.5), enc, np.random.default_rng(0)
-    from deap import base
-
-    search.toolbox = base.Toolbox()
-    search.toolbox.register("individual", search._individual)
+    search = _operators_only(SearchConfig(crossover_rate=0.5, population=3, parents=2, mutation_rate=0.0), enc)
     a = search._individual(np.zeros(enc.size))
     b = search._individual(np.concatenate([np.full(6, 7.0), np.ones(4)]))
-    child = search._crossover(a, b)
+    worst = search._individual(np.full(enc.size, 3.0))
+    a.fitness.values, b.fitness.values, worst.fitness.values = (2.0,), (1.0,), (0.0,)
+    (draw,) = search._draw_generation()
+    assert draw.cauchy is None and sorted(draw.pick) == [0, 1]
+    child = search._next_generation([worst, a, b], [draw])[-1]
     assert set(np.unique(child[:6])) == {0.0, 7.0}
 
 
@@ -111,6 +123,20 @@ def test_ga_raises_inconsistency_fitness_across_generations(pool):
     assert all(b2 >= b1 for b1, b2 in zip(best, best[1:]))  # elitism: never worse
     assert best[-1] > best[0]
     assert set(out.trace[-1]["layers"]) == {"conv", "pool", "flat", "logits", "softmax"}
+
+
+def test_the_same_rng_gives_the_same_search(pool):
+    """The next generation's draws are made on a thread while the backends compute: in
+    a fixed order, so a seed still gives one search."""
+    ex = Executor(pool)
+    cfg = SearchConfig(level="input", fitness="inconsistency", population=8, parents=3, max_iter=5,
+                       budget_s=120, input_scale=0.5, rng=3)
+    runs = [Search(ex, _case(ex), cfg, pool.labels, profile_layers=False).run() for _ in range(2)]
+    assert [(t["best"], t["mean"], t["pair"]) for t in runs[0].trace] == \
+           [(t["best"], t["mean"], t["pair"]) for t in runs[1].trace]
+    other = Search(ex, _case(ex), SearchConfig(**{**cfg.__dict__, "rng": 4}), pool.labels,
+                   profile_layers=False).run()
+    assert [t["mean"] for t in other.trace] != [t["mean"] for t in runs[0].trace]
 
 
 def test_weight_level_swaps_weights_and_reaches_nan(pool):

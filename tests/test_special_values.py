@@ -108,6 +108,7 @@ def test_special_values_reach_the_backends_bit_for_bit(pool):
 def test_ga_children_carry_special_values_and_the_nan_fitness_gets_no_nan(pool):
     from audee.case import TestCase
     from audee.execute import Executor
+    from audee.search.encoding import cauchy_draw
     from audee.search.engine import Search
     from audee.settings import SearchSettings
 
@@ -121,7 +122,9 @@ def test_ga_children_carry_special_values_and_the_nan_fitness_gets_no_nan(pool):
         search = Search(ex, case, cfg, labels)
         kinds: dict[str, int] = {}
         for _ in range(40):
-            for k, n in special.describe(search.encoding.inputs_of(search._mutate(search._fresh()))).items():
+            draw = cauchy_draw(search.rng, search.encoding.size)
+            child = search._mutate(search._fresh(), draw, special_values=True)
+            for k, n in special.describe(search.encoding.inputs_of(child)).items():
                 kinds[k] = kinds.get(k, 0) + n
         if fitness == "nan":
             assert kinds and not {"nan", "inf", "-inf"} & set(kinds), kinds

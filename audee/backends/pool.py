@@ -295,18 +295,28 @@ class Worker:
 
     # ---- test-case helpers -------------------------------------------------------------------
     def submit_run(self, spec: ModelSpec, key: str, weights: Weights, wkey: str,
-                   inputs: dict[str, Any], layers: bool | list[str] = False, keep: str | None = None) -> int:
-        """Send a run of ``spec``: its spec and weights only when this worker does not hold them."""
+                   inputs: dict[str, Any], layers: bool | list[str] = False, keep: str | None = None,
+                   shared: dict[tuple[bool, bool], bytes] | None = None) -> int:
+        """Send a run of ``spec``: its spec and weights only when this worker does not hold them.
+        ``shared``: the request as pickled for the other workers of this run, by what it
+        carries (spec, weights): workers holding the same get the same bytes, pickled once
+        (a GA generation's batch, sent to every backend)."""
         alive = self.alive()
         send = self._sent_weights.get(key) != wkey or not alive
         msg = {"op": "run", "spec": None if (alive and key in self._sent_specs) else spec.to_json(), "key": key,
                "weights_key": wkey, "weights": weights if send else None, "inputs": inputs, "layers": layers,
                "keep": keep}
         full = {**msg, "spec": spec.to_json(), "weights": weights}
+        payload = None
+        if shared is not None:
+            carries = (msg["spec"] is not None, msg["weights"] is not None)
+            payload = shared.get(carries)
+            if payload is None:
+                payload = shared[carries] = pickled(msg)
         # taken as sent until answered: the next run of this spec, submitted before, sends nothing again
         self._sent_weights[key] = wkey
         self._sent_specs.add(key)
-        ticket = self.submit(msg, resend=full)
+        ticket = self.submit(msg, resend=full, pickled=payload)
         self._runs[ticket] = full
         return ticket
 
@@ -425,7 +435,8 @@ class Pool:
         requests may go out meanwhile (the next test case's builds): each worker answers in
         order, and each answer reaches the request it belongs to."""
         key = spec.key()
-        return {label: self.workers[label].submit_run(spec, key, weights, wkey, inputs, layers, keep)
+        shared: dict[tuple[bool, bool], bytes] = {}
+        return {label: self.workers[label].submit_run(spec, key, weights, wkey, inputs, layers, keep, shared)
                 for label in labels or self.labels}
 
     def collect_run(self, tickets: dict[str, int]) -> dict[str, dict | WorkerFailure]:

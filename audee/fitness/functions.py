@@ -26,23 +26,29 @@ from audee.oracle.distance import relative_distance
 FITNESSES = ("inconsistency", "nan", "relative-inconsistency")
 
 
-def _largest_pair(outputs: dict[str, np.ndarray],
-                  distance: Callable[[str, str], np.ndarray]) -> tuple[np.ndarray, list[str]]:
-    """Per row, the largest ``distance(a, b)`` over backend pairs (labels; NaN counts as
-    ``inf``), and the pair ('a|b') that gave it."""
-    labels = list(outputs)
-    if len(labels) < 2:
+def largest_pair(scores: Mapping[tuple[str, str], np.ndarray]) -> tuple[np.ndarray, list[str]]:
+    """Per row, the largest score over backend pairs (``scores[(a, b)]``, NaN counting as
+    ``inf``), and the pair ('a|b') that gave it: the scores computed elsewhere (the
+    search's judgement computes each pair's deviation once, for its suspects and this)."""
+    if not scores:
         raise ValueError("the inconsistency fitness needs at least two backends")
-    n = next(iter(outputs.values())).shape[0]
+    n = next(iter(scores.values())).shape[0]
     best = np.full(n, -np.inf)
     pair = [""] * n
-    for a, b in combinations(labels, 2):
-        d = distance(a, b)
+    for (a, b), d in scores.items():
         d = np.where(np.isnan(d), np.inf, d)
         for i in np.flatnonzero(d > best):
             pair[i] = f"{a}|{b}"
         best = np.maximum(best, d)
     return best, pair
+
+
+def _largest_pair(outputs: dict[str, np.ndarray],
+                  distance: Callable[[str, str], np.ndarray]) -> tuple[np.ndarray, list[str]]:
+    """:func:`largest_pair` of ``distance(a, b)`` over the pairs of ``outputs``' labels."""
+    if len(outputs) < 2:
+        raise ValueError("the inconsistency fitness needs at least two backends")
+    return largest_pair({(a, b): distance(a, b) for a, b in combinations(list(outputs), 2)})
 
 
 def inconsistency_fitness(outputs: dict[str, np.ndarray], tolerances: Mapping[str, Any] | Any = None,

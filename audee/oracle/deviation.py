@@ -46,6 +46,7 @@ one side only is an infinite error (what the search's fitness wants).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Iterable, Mapping, NamedTuple
@@ -99,15 +100,21 @@ class Tolerances:
     def dtype_of(self, a: np.ndarray, b: np.ndarray, compute: str = FULL) -> str:
         """The precision a comparison is judged as: the lowest of the two arrays' dtypes
         and the pair's compute mode (:func:`pair_compute`)."""
-        names = [str(x.dtype) for x in (a, b)]
-        known = [n for n in names if n in PRECISION and n != "tf32"]
-        if compute == "tf32":
-            known.append("tf32")
-        return min(known, key=PRECISION.index) if known else "float32"
+        return _judged_dtype(a.dtype, b.dtype, compute)
 
     def for_arrays(self, a: np.ndarray, b: np.ndarray, compute: str = FULL) -> tuple[str, Tolerance]:
         dt = self.dtype_of(a, b, compute)
         return dt, getattr(self, dt)
+
+
+@functools.lru_cache(maxsize=256)
+def _judged_dtype(da: np.dtype, db: np.dtype, compute: str) -> str:
+    """:meth:`Tolerances.dtype_of` for two dtypes (cached: the search judges every
+    generation's pairs, and naming a dtype costs more than comparing the arrays)."""
+    known = [n for n in (str(da), str(db)) if n in PRECISION and n != "tf32"]
+    if compute == "tf32":
+        known.append("tf32")
+    return min(known, key=PRECISION.index) if known else "float32"
 
 
 def as_tolerances(tol: Tolerances | Mapping[str, Any] | None) -> Tolerances:

@@ -59,12 +59,13 @@ def label_flips(out_a: np.ndarray, out_b: np.ndarray, tie_margin: float, rel_mar
     finite = np.isfinite(out_a.reshape(n, -1)).all(1) & np.isfinite(out_b.reshape(n, -1)).all(1)
     differ = (la != lb) & finite
     tie = np.zeros(n, bool)
-    if finite.any():
-        margin = np.full(int(finite.sum()), float(tie_margin))
+    if differ.any():  # a tie only matters where the labels differ: the other rows are neither
+        m = int(differ.sum())
+        margin = np.full(m, float(tie_margin))
         if rel_margin > 0:
-            fa = np.abs(out_a[finite].reshape(int(finite.sum()), -1))
-            fb = np.abs(out_b[finite].reshape(int(finite.sum()), -1))
+            fa = np.abs(out_a[differ].reshape(m, -1))
+            fb = np.abs(out_b[differ].reshape(m, -1))
             scale = np.maximum(fa.max(1, initial=0.0), fb.max(1, initial=0.0)).astype(np.float64)
             margin = np.maximum(margin, rel_margin * scale)
-        tie[finite] = np.minimum(top2_margin(out_a[finite]), top2_margin(out_b[finite])) < margin
+        tie[differ] = np.minimum(top2_margin(out_a[differ]), top2_margin(out_b[differ])) < margin
     return LabelFlips(differ & ~tie, differ & tie, (la, lb))

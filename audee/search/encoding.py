@@ -52,6 +52,7 @@ class Encoding:
                     self.segments.append(Segment("weight", lname, k, arr.shape, str(arr.dtype), pos, pos + arr.size))
                     pos += arr.size
         self.size = pos
+        self._repairs = self._repair_rules()
 
     @property
     def mutates_weights(self) -> bool:
@@ -86,21 +87,38 @@ class Encoding:
         selection see what is actually run.  With ``special``, input genes keep their
         non-finite values and integer ids may leave their range (they were put there to be
         tested); they stay inside the dtype."""
+        for start, stop, integer, lo, hi, keep in self._repairs:
+            seg = genes[start:stop]
+            if integer:
+                np.clip(np.rint(seg), lo, hi, out=seg)
+            elif keep:
+                finite = np.isfinite(seg)
+                seg[finite] = np.clip(seg[finite], lo, hi)
+            else:
+                np.clip(seg, lo, hi, out=seg)  # float64 genes + finite noise: never NaN
+        return genes
+
+    def _repair_rules(self) -> list[tuple[int, int, bool, float, float, bool]]:
+        """The gene ranges :meth:`repair` touches: (start, stop, integer, low, high, keep
+        non-finite), worked out once (repair runs on every new individual); neighbouring
+        segments under the same rule (the weights of one dtype) are one range."""
+        rules: list[tuple[int, int, bool, float, float, bool]] = []
         for s in self.segments:
-            seg = genes[s.start:s.stop]
             spec = self.input_specs.get(s.name) if s.kind == "input" else None
             keep = self.special and s.kind == "input"
             if spec is not None and spec.is_integer:
                 lo, hi = spec.range if spec.range and not keep else (-(2 ** 31), 2 ** 31)
-                np.clip(np.rint(seg), lo, hi - 1, out=seg)
+                rule = (True, float(lo), float(hi - 1), keep)
             elif np.issubdtype(np.dtype(s.dtype), np.floating):
                 big = float(np.finfo(np.dtype(s.dtype)).max)
-                if keep:
-                    finite = np.isfinite(seg)
-                    seg[finite] = np.clip(seg[finite], -big, big)
-                else:
-                    np.clip(seg, -big, big, out=seg)  # float64 genes + finite noise: never NaN
-        return genes
+                rule = (False, -big, big, keep)
+            else:
+                continue
+            if rules and rules[-1][1] == s.start and rules[-1][2:] == rule:
+                rules[-1] = (rules[-1][0], s.stop, *rule)
+            else:
+                rules.append((s.start, s.stop, *rule))
+        return rules
 
     def inputs_of(self, genes: np.ndarray) -> dict[str, np.ndarray]:
         genes = np.asarray(genes)  # plain arrays out, whatever container the search uses
@@ -138,9 +156,21 @@ def cauchy_noise(rng: np.random.Generator, scales: np.ndarray, gene_rate: float 
     term, values can grow geometrically over generations, which is how a search climbs
     to the overflow that produces Inf and NaN (additive noise alone grows linearly).
     """
+    return scaled_noise(cauchy_draw(rng, scales.shape[0], gene_rate), scales, genes, relative)
+
+
+def cauchy_draw(rng: np.random.Generator, size: int, gene_rate: float = 1.0) -> np.ndarray:
+    """The random part of :func:`cauchy_noise`: standard Cauchy values, 0 outside the
+    ``gene_rate`` share of genes.  It depends on no gene, so a search can draw it ahead."""
+    noise = rng.standard_cauchy(size)
+    if gene_rate < 1.0:
+        noise *= rng.random(size) < gene_rate
+    return noise
+
+
+def scaled_noise(draw: np.ndarray, scales: np.ndarray, genes: np.ndarray | None = None,
+                 relative: float = 0.0) -> np.ndarray:
+    """:func:`cauchy_draw`'s values at the per-gene scale (plus ``relative * |gene|``)."""
     if relative and genes is not None:
         scales = scales + relative * np.abs(genes)
-    noise = rng.standard_cauchy(scales.shape[0]) * scales
-    if gene_rate < 1.0:
-        noise *= rng.random(scales.shape[0]) < gene_rate
-    return noise
+    return draw * scales

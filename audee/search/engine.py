@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -23,13 +24,26 @@ from audee.case import TestCase
 from audee.execute import Executor, Result
 from audee.oracle.distance import layer_distances
 from audee.mutation import special
-from audee.search.encoding import Encoding, cauchy_noise
+from audee.search.encoding import Encoding, cauchy_draw, scaled_noise
 from audee.search.evaluate import PopulationEvaluator
 from audee.settings import SearchSettings
 
 if not hasattr(creator, "AudeeFitness"):
     creator.create("AudeeFitness", base.Fitness, weights=(1.0,))
     creator.create("AudeeIndividual", np.ndarray, fitness=creator.AudeeFitness)
+
+
+@dataclass
+class ChildDraws:
+    """The random draws that make one child of the next generation, drawn before the
+    fitness that picks its parents is known: which of the sorted parents (``pick``), the
+    crossover's genes from the first (``take_a``), and the Cauchy mutation's standard
+    values (None: not mutated; special values are drawn at mutation, from the genes)."""
+
+    pick: tuple[int, int]
+    take_a: np.ndarray
+    cauchy: np.ndarray | None
+    special: bool = False
 
 
 # Every knob of the search: one pydantic model (types, ranges, defaults, descriptions) in
@@ -104,43 +118,73 @@ class Search:
         ind.fitness = creator.AudeeFitness()
         return ind
 
-    def _fresh(self) -> Any:
-        return self.toolbox.individual(self.seed_genes + cauchy_noise(self.rng, self.scales, self.cfg.gene_rate))
+    def _fresh(self, draw: np.ndarray | None = None) -> Any:
+        """An individual around the seed (``draw``: its :func:`cauchy_draw`, drawn ahead)."""
+        if draw is None:
+            draw = cauchy_draw(self.rng, self.seed_genes.shape[0], self.cfg.gene_rate)
+        return self.toolbox.individual(self.seed_genes + scaled_noise(draw, self.scales))
 
-    def _crossover(self, a: np.ndarray, b: np.ndarray) -> Any:
-        take_a = self.rng.random(a.shape[0]) < self.cfg.crossover_rate
+    def _crossover(self, a: np.ndarray, b: np.ndarray, take_a: np.ndarray) -> Any:
         return self.toolbox.individual(np.where(take_a, a, b))
 
-    def _mutate(self, ind: np.ndarray) -> Any:
+    def _mutate(self, ind: np.ndarray, draw: np.ndarray, special_values: bool = False) -> Any:
         genes = np.asarray(ind)
-        genes = genes + cauchy_noise(self.rng, self.scales, self.cfg.gene_rate, genes, self.cfg.relative_scale)
-        if self.encoding.special and self.rng.random() < self.cfg.special_rate:
+        genes = genes + scaled_noise(draw, self.scales, genes, self.cfg.relative_scale)
+        if special_values:
             inputs, _ = special.inject(self.encoding.inputs_of(genes), self.case.spec.inputs, self.rng, 1.0,
                                        self.special_kinds)
             genes = self.encoding.with_inputs(genes, inputs)
         return self.toolbox.individual(genes)
 
-    def _next_generation(self, pop: list) -> list:
+    def _draw_generation(self) -> list[Any]:
+        """Every random draw of the next generation that does not depend on this one's
+        fitness, in a fixed order (the same rng seed gives the same search).  It runs on a
+        thread while the backends evaluate this generation: at the weight level the draws
+        (two vectors of every weight per child) took a fifth of a generation's wall time,
+        with the backends idle.  Random search: each individual's noise; GA: one
+        :class:`ChildDraws` per child."""
+        cfg, size = self.cfg, self.seed_genes.shape[0]
+        if cfg.search == "random":
+            return [cauchy_draw(self.rng, size, cfg.gene_rate) for _ in range(cfg.population)]
+        parents = min(cfg.parents, cfg.population)
+        out = []
+        for _ in range(cfg.population - parents):
+            i, j = self.rng.choice(parents, 2, replace=parents < 2)
+            take_a = self.rng.random(size) < cfg.crossover_rate
+            mutated = self.rng.random() < cfg.mutation_rate
+            out.append(ChildDraws(
+                (int(i), int(j)), take_a,
+                cauchy_draw(self.rng, size, cfg.gene_rate) if mutated else None,
+                bool(mutated and self.encoding.special and self.rng.random() < cfg.special_rate)))
+        return out
+
+    def _next_generation(self, pop: list, draws: list[Any]) -> list:
         if self.cfg.search == "random":
-            return [self._fresh() for _ in range(self.cfg.population)]
+            return [self._fresh(d) for d in draws]
         parents = self.toolbox.select(pop, self.cfg.parents)
         nxt = list(parents)
-        while len(nxt) < self.cfg.population:
-            i, j = self.rng.choice(len(parents), 2, replace=len(parents) < 2)
-            child = self.toolbox.mate(parents[i], parents[j])
-            if self.rng.random() < self.cfg.mutation_rate:
-                child = self.toolbox.mutate(child)
+        for d in draws:
+            child = self.toolbox.mate(parents[d.pick[0]], parents[d.pick[1]], d.take_a)
+            if d.cauchy is not None:
+                child = self.toolbox.mutate(child, d.cauchy, d.special)
             nxt.append(child)
         return nxt
 
     # ---- the loop ----------------------------------------------------------------------------
     def run(self) -> SearchOutcome:
+        with ThreadPoolExecutor(1, thread_name_prefix="audee-search-draws") as drawer:
+            return self._run(drawer)
+
+    def _run(self, drawer: ThreadPoolExecutor) -> SearchOutcome:
         cfg, out = self.cfg, SearchOutcome()
         t0 = time.perf_counter()
         pop = [self._fresh() for _ in range(cfg.population)]
         for gen in (range(cfg.max_iter) if cfg.max_iter is not None else itertools.count()):
             todo = [ind for ind in pop if not ind.fitness.valid]
             t_eval = time.perf_counter()
+            last = cfg.max_iter is not None and gen + 1 >= cfg.max_iter
+            # the next generation's draws, while the backends compute (nothing else draws from the rng meanwhile)
+            draws: Future | None = None if last else drawer.submit(self._draw_generation)
             evals = self.evaluator.evaluate(todo)
             eval_s = time.perf_counter() - t_eval
             for ind, ev in zip(todo, evals):
@@ -157,13 +201,13 @@ class Search:
                               "mean": float(np.mean(fits[np.isfinite(fits)])) if np.isfinite(fits).any() else None,
                               "pair": getattr(best, "pair", ""), "evaluated": len(todo),
                               "eval_s": round(eval_s, 4), "failures": len(found),
-                              "elapsed_s": round(time.perf_counter() - t0, 3),
+                              "elapsed_s": round(time.perf_counter() - t0, 4),
                               "layers": self._layer_profile(best) if self.profile_layers else {}})
             out.generations = gen + 1
             out.best_fitness = float(best.fitness.values[0])
-            if (cfg.stop_at_first and out.failures) or time.perf_counter() - t0 >= cfg.budget_s:
+            if draws is None or (cfg.stop_at_first and out.failures) or time.perf_counter() - t0 >= cfg.budget_s:
                 break
-            pop = self._next_generation(pop)
+            pop = self._next_generation(pop, draws.result())
         out.seconds = time.perf_counter() - t0
         return out
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure, pickled
-from audee.fitness import inconsistency_fitness, nan_fitness, relative_inconsistency_fitness
+from audee.fitness import inconsistency_fitness, largest_pair, nan_fitness, relative_inconsistency_fitness
 from audee.oracle.deviation import (FULL, Tolerances, as_tolerances, deviation_score, finite_rows, pair_compute,
                                     relative_tie_margin)
 from audee.oracle.labels import label_flips
@@ -127,6 +127,7 @@ class PopulationEvaluator:
                 for i in rows:
                     if "nan" not in evals[i].suspect:
                         evals[i].suspect.append("nan")
+        deviations: dict[tuple[str, str], np.ndarray] = {}  # the logits' per-row scores, pair by pair
         if len(ok) >= 2:
             for a, b in itertools.combinations(ok, 2):
                 compute = pair_compute(self.modes.get(a, FULL), self.modes.get(b, FULL))
@@ -137,8 +138,9 @@ class PopulationEvaluator:
                     if "inconsistency" not in evals[i].suspect:
                         evals[i].suspect.append("inconsistency")
                 la, lb = ok[a]["logits"], ok[b]["logits"]
+                deviations[(a, b)] = deviation_score(la, lb, self.tolerances, compute)
                 if la.shape == lb.shape:  # the deviation oracle's rule: rows finite on both sides
-                    out = (deviation_score(la, lb, self.tolerances, compute) > 1.0) & finite_rows(la, lb)
+                    out = (deviations[(a, b)] > 1.0) & finite_rows(la, lb)
                     for i in np.flatnonzero(out):
                         if "deviation" not in evals[i].suspect:
                             evals[i].suspect.append("deviation")
@@ -147,11 +149,13 @@ class PopulationEvaluator:
                 for e, v in zip(evals, nan_fitness(self._value(ok[self.nan_backend]))):
                     e.fitness = float(v)
         elif len(ok) >= 2:
-            values_of = {b: self._value(r) for b, r in ok.items()}
-            if self.fitness == "relative-inconsistency":
-                values, pairs = relative_inconsistency_fitness(values_of)
+            if self.fitness == "inconsistency" and self.layer == self.spec.logits_layer:
+                values, pairs = largest_pair(deviations)  # the fitness is the logits' deviation
+            elif self.fitness == "relative-inconsistency":
+                values, pairs = relative_inconsistency_fitness({b: self._value(r) for b, r in ok.items()})
             else:
-                values, pairs = inconsistency_fitness(values_of, self.tolerances, self.modes)
+                values, pairs = inconsistency_fitness({b: self._value(r) for b, r in ok.items()},
+                                                      self.tolerances, self.modes)
             for e, v, p in zip(evals, values, pairs):
                 e.fitness, e.pair = float(v), p
         return evals
