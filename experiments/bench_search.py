@@ -1,15 +1,17 @@
 """Search benchmarks, each measured side by side in one run (issue: search).
 
 (a) overhead: wall time of a GA generation against the bare compiled forward time of the
-    same batches on the same backends (input level: one batch of n; weight level: n
-    batches of one), LeNet-5 on tensorflow, torch, jax, onnxruntime(-fed);
+    same batches on the same backends (the n individuals a generation evaluates, its
+    parents' fitness being known: input level one batch of n, weight level n batches of
+    one), LeNet-5 on tensorflow, torch, jax, onnxruntime(-fed); measured in blocks, each
+    a search then the bare forwards, so that drift in the machine's speed cancels;
 (b) GA against random search on equal budgets: failures found and time to first failure,
     on LeNet-5 and an RNN seed, over several rng seeds, for the NaN fitness (TensorFlow)
     and the inconsistency fitness (TensorFlow vs PyTorch);
 (c) NaN search on ResNet-20 and MobileNet-V2 variants: share of variants with a NaN and
     time to the first one (the paper's Table 3 setting at CPU budgets).
 
-    python experiments/bench_search.py --part a b c [--budget 20] [--rngs 0 1 2]
+    python experiments/bench_search.py --part a b c [--generations 20 --blocks 5] [--budget 20] [--rngs 0 1 2]
 """
 from __future__ import annotations
 
@@ -32,8 +34,10 @@ from audee.search.runner import SearchPlan
 from audee.seeds import load_seed
 
 
-def part_a(generations: int) -> None:
+def part_a(generations: int, blocks: int) -> None:
     print("\n(a) GA generation wall time vs bare compiled forward of the same batches (LeNet-5)")
+    print(f"    {blocks} blocks, each a fresh search of {generations} generations then the bare forwards of "
+          "the batches its generations evaluated (the machine's speed drifts: each block is its own pair)")
     seed = load_seed("lenet5")
     for level, backends in (("input", "tensorflow,torch,jax,onnxruntime"),
                             ("weight", "tensorflow,torch,jax,onnxruntime-fed")):
@@ -47,24 +51,36 @@ def part_a(generations: int) -> None:
                                budget_s=1e9, input_scale=0.01, weight_scale=0.01, rng=0)
             Search(ex, case, SearchConfig(**{**cfg.__dict__, "max_iter": 3}), pool.labels,
                    lambda r: r.case.id, "warm").run()  # compile for these batch sizes
-            out = Search(ex, case, cfg, pool.labels, lambda r: r.case.id, "bench").run()
-            gen_s = statistics.median(np.diff([0.0] + [t["elapsed_s"] for t in out.trace])[1:])
-            n = cfg.population
-            if level == "input":
-                x = {k: np.repeat(v, n, axis=0) for k, v in case.inputs.items()}
-                bare = {b: statistics.median(pool.call(b, "time_forward", spec=case.spec.to_json(),
-                                                       key=case.spec.key(), inputs=x, repeats=20))
-                        for b in pool.labels}
-            else:
-                bare = {b: n * statistics.median(pool.call(b, "time_forward", spec=case.spec.to_json(),
-                                                           key=case.spec.key(), inputs=case.inputs, repeats=50))
-                        for b in pool.labels}
-            bsum = sum(bare.values())
-            print(f"  {level:<6} level, n={n}, {backends}: generation {gen_s * 1e3:.1f} ms, bare sum "
-                  f"{bsum * 1e3:.1f} ms, ratio {gen_s / bsum:.2f} (vs slowest backend alone "
-                  f"{gen_s / max(bare.values()):.2f}); {out.evals_per_s:.0f} evaluations/s; failures "
-                  f"{len(out.failures)}; bare per backend: " +
-                  ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in bare.items()))
+            rows = []
+            for block in range(blocks):
+                out = Search(ex, case, SearchConfig(**{**cfg.__dict__, "rng": block}), pool.labels,
+                             lambda r: r.case.id, "bench").run()
+                steps = np.diff([t["elapsed_s"] for t in out.trace])  # generations 2.. (the first evaluates all)
+                evaluated = statistics.median(t["evaluated"] for t in out.trace[1:])
+                bare = _bare_forward(pool, case, level, int(evaluated))
+                rows.append({"generation_s": float(statistics.median(steps)), "bare": bare,
+                             "evaluated": evaluated, "evals_per_s": out.evals_per_s})
+            ratios = [r["generation_s"] / sum(r["bare"].values()) for r in rows]
+            mid = rows[int(np.argsort(ratios)[len(ratios) // 2])]
+            print(f"  {level:<6} level, {backends}, {mid['evaluated']:.0f} new individuals a generation: ratio to "
+                  f"the bare forward sum, median {statistics.median(ratios):.2f} (blocks: "
+                  + ", ".join(f"{r:.2f}" for r in ratios) + f"); median block: generation "
+                  f"{mid['generation_s'] * 1e3:.1f} ms, bare sum {sum(mid['bare'].values()) * 1e3:.1f} ms ("
+                  + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in mid["bare"].items())
+                  + f"), {mid['evals_per_s']:.0f} evaluations/s")
+
+
+def _bare_forward(pool: Pool, case: TestCase, level: str, n: int) -> dict[str, float]:
+    """Per backend: seconds of the bare compiled forward of what a generation of ``n`` new
+    individuals runs (input level: one batch of n; weight levels: n batches of one)."""
+    spec, key = case.spec.to_json(), case.spec.key()
+    if level == "input":
+        x = {k: np.repeat(v, n, axis=0) for k, v in case.inputs.items()}
+        return {b: statistics.median(pool.call(b, "time_forward", spec=spec, key=key, inputs=x, repeats=20))
+                for b in pool.labels}
+    return {b: n * statistics.median(pool.call(b, "time_forward", spec=spec, key=key, inputs=case.inputs,
+                                               repeats=50))
+            for b in pool.labels}
 
 
 def _searches(seed_name: str, backends: str, plan: SearchPlan, variants: int, rng: int, batch: int = 8) -> list[dict]:
@@ -120,7 +136,8 @@ def part_c(budget: float, variants: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", nargs="+", default=["a", "b", "c"], choices=["a", "b", "c"])
-    ap.add_argument("--generations", type=int, default=20)
+    ap.add_argument("--generations", type=int, default=20, help="(a) generations per block")
+    ap.add_argument("--blocks", type=int, default=5, help="(a) search/bare pairs measured alternately")
     ap.add_argument("--budget", type=float, default=20.0)
     ap.add_argument("--rngs", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--seeds", nargs="+", default=["lenet5", "lstm"])
@@ -128,7 +145,7 @@ def main() -> None:
     ap.add_argument("--nan-variants", type=int, default=5)
     args = ap.parse_args()
     if "a" in args.part:
-        part_a(args.generations)
+        part_a(args.generations, args.blocks)
     if "b" in args.part:
         part_b(args.budget, args.rngs, args.seeds, args.level)
     if "c" in args.part:
