@@ -335,10 +335,14 @@ class JaxBackend(KerasBackend):
         names = list(weights)
         arrays = [np.asarray(a) for n in names for a in weights[n]]
         dtypes = [d for n in names for d in model.weight_dtypes[n]]
-        # one transfer for the arrays already in their variable's dtype (a GA swaps a set per individual)
+        # one transfer for the arrays already in their variable's dtype (a GA swaps a set per
+        # individual); on the CPU none: the compiled call takes numpy arrays as they are, as
+        # fast as device arrays (measured: 0.35 ms a LeNet-5 call either way, bit-identical
+        # outputs), and the transfer cost 0.5 ms of Python a weight set
         same = [k for k, (a, d) in enumerate(zip(arrays, dtypes)) if a.dtype == d]
         values: list[Any] = [None] * len(arrays)
-        for k, put in zip(same, jax.device_put([arrays[k] for k in same])):
+        puts = [arrays[k] for k in same] if self.device == "cpu" else jax.device_put([arrays[k] for k in same])
+        for k, put in zip(same, puts):
             values[k] = put
         for k, (a, d) in enumerate(zip(arrays, dtypes)):
             if values[k] is None:
