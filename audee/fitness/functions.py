@@ -45,9 +45,8 @@ def largest_pair(scores: Mapping[tuple[str, str], np.ndarray]) -> tuple[np.ndarr
 
 def _largest_pair(outputs: dict[str, np.ndarray],
                   distance: Callable[[str, str], np.ndarray]) -> tuple[np.ndarray, list[str]]:
-    """:func:`largest_pair` of ``distance(a, b)`` over the pairs of ``outputs``' labels."""
-    if len(outputs) < 2:
-        raise ValueError("the inconsistency fitness needs at least two backends")
+    """:func:`largest_pair` of ``distance(a, b)`` over the pairs of ``outputs``' labels
+    (fewer than two labels: no pair, which it refuses)."""
     return largest_pair({(a, b): distance(a, b) for a, b in combinations(list(outputs), 2)})
 
 
