@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from audee.backends import wire
 from audee.backends.base import Backend, BackendError, Phase
 from audee.backends.registry import load_class
 from audee.spec import ModelSpec
@@ -277,10 +278,11 @@ def serve(conn: Connection, target: str, device: str, precision: str = "full") -
     cls.prepare_process(device, precision)
     backend = cls(device, precision)
     state = WorkerState(backend)
-    conn.send({"ready": True})
+    fd = conn.fileno()
+    wire.send(fd, {"ready": True})
     while True:
         try:
-            msg = conn.recv()
+            msg = wire.recv(fd)
         except (EOFError, OSError):
             return
         if msg.get("op") == "exit":
@@ -292,7 +294,7 @@ def serve(conn: Connection, target: str, device: str, precision: str = "full") -
         except Exception as exc:  # a bug in the request or the backend wrapper
             reply = {"error": {"phase": Phase.BUILD if msg.get("op") == "build" else Phase.RUN,
                                "message": _msg(exc), "traceback": traceback.format_exc()}}
-        conn.send(reply)
+        wire.send(fd, reply)
         state.work_ahead()
 
 
@@ -344,7 +346,7 @@ def main(argv: list[str] | None = None) -> None:
         serve(conn, args.backend, args.device, args.precision)
     except Exception as exc:
         try:
-            conn.send({"fatal": _msg(exc), "traceback": traceback.format_exc()})
+            wire.send(conn.fileno(), {"fatal": _msg(exc), "traceback": traceback.format_exc()})
         except OSError:
             pass
         sys.exit(3)
