@@ -184,8 +184,14 @@ class Search:
             t_eval = time.perf_counter()
             last = cfg.max_iter is not None and gen + 1 >= cfg.max_iter
             # the next generation's draws, while the backends compute (nothing else draws from the rng meanwhile)
-            draws: Future | None = None if last else drawer.submit(self._draw_generation)
-            evals = self.evaluator.evaluate(todo)
+            pending: list[Future] = []
+
+            def draw_ahead() -> None:
+                if not last:
+                    pending.append(drawer.submit(self._draw_generation))
+
+            evals = self.evaluator.evaluate(todo, meanwhile=draw_ahead)
+            draws = pending[0] if pending else None
             eval_s = time.perf_counter() - t_eval
             for ind, ev in zip(todo, evals):
                 ind.fitness.values = (ev.fitness if np.isfinite(ev.fitness) else 1e300,)
@@ -266,3 +272,4 @@ class Search:
                            else 0.0 for k, v in layers[0].items()}
         best.profile = profile
         return profile
+

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -56,20 +56,29 @@ class PopulationEvaluator:
         self.base_wkey = weights_key(encoding.base_weights)
         self.evaluations = 0
 
-    def evaluate(self, population: list[np.ndarray]) -> list[Evaluation]:
+    def evaluate(self, population: list[np.ndarray], meanwhile: Callable[[], Any] | None = None) -> list[Evaluation]:
+        """Each individual's evaluation.  ``meanwhile`` is called once, as soon as the
+        backends have their requests: the parent's own work then runs while they compute
+        (started before the sends, a Python thread holding the GIL made each send wait
+        for it: a 14-row input-level generation's four sends took 5 ms instead of 1.8)."""
+        meanwhile = meanwhile or _nothing
         if not population:
+            meanwhile()
             return []
         self.evaluations += len(population)
         if not self.encoding.mutates_weights:
             batch = [self.encoding.inputs_of(g) for g in population]
             inputs = {k: np.concatenate([b[k] for b in batch]) for k in batch[0]}
             tag = f"pop-{next(_counter)}"
-            evals = self._judge(self._run(inputs, self.encoding.base_weights, self.base_wkey, tag), len(population))
+            tickets = self.pool.submit_run(self.spec, self.encoding.base_weights, self.base_wkey, inputs,
+                                           self.labels, self._layers, tag)
+            meanwhile()
+            evals = self._judge(self.pool.collect_run(tickets), len(population))
             for i, e in enumerate(evals):
                 e.ref = (tag, i)
             return evals
         tags = [f"ind-{next(_counter)}" for _ in population]
-        batched = self._run_many(population, tags)
+        batched = self._run_many(population, tags, meanwhile)
         stacked = _stacked(batched) if batched is not None else None
         if stacked is not None:  # one judgement over all individuals: every oracle and fitness is row-wise
             evals = self._judge(stacked, len(population))
@@ -87,7 +96,8 @@ class PopulationEvaluator:
             out.append(e)
         return out
 
-    def _run_many(self, population: list[np.ndarray], tags: list[str]) -> dict[str, list] | None:
+    def _run_many(self, population: list[np.ndarray], tags: list[str],
+                  meanwhile: Callable[[], Any]) -> dict[str, list] | None:
         """Every individual of a weight-level generation in one request per backend
         (``run_many``: the workers run their individuals back to back, all backends at
         once); None when a worker failed the request as a whole."""
@@ -100,6 +110,7 @@ class PopulationEvaluator:
         for label in self.labels:
             worker = self.pool.workers[label]  # each individual keeps its own time limit
             worker.submit(msg, timeout=worker.timeout * len(items), pickled=payload)
+        meanwhile()
         got = {label: self.pool.workers[label].result() for label in self.labels}
         if any(isinstance(r, WorkerFailure) or "error" in r for r in got.values()):
             return None
@@ -159,6 +170,10 @@ class PopulationEvaluator:
             for e, v, p in zip(evals, values, pairs):
                 e.fitness, e.pair = float(v), p
         return evals
+
+
+def _nothing() -> None:
+    pass
 
 
 def _stacked(batched: dict[str, list]) -> dict[str, dict] | None:
