@@ -272,4 +272,3 @@ class Search:
                            else 0.0 for k, v in layers[0].items()}
         best.profile = profile
         return profile
-
