@@ -32,10 +32,6 @@ class Frames:
     head: bytes
     buffers: tuple[memoryview, ...]
 
-    @property
-    def nbytes(self) -> int:
-        return len(self.head) + sum(b.nbytes for b in self.buffers)
-
 
 def dumps(obj: Any) -> Frames:
     """``obj`` pickled, its contiguous arrays left out of the pickle stream (not copied)."""
