@@ -160,6 +160,7 @@ class TensorflowBackend(KerasBackend):
 
         built.fn = fn
         built.concrete = {}  # input signature -> the traced graph function, called directly
+        built.assign_fns = {}  # (layers, dtype) -> the graph call that assigns a weight set
 
     #: weight sets a model takes one eager assign per variable before its sets go in one
     #: graph call (tracing that call costs about ten eager sets: a fuzzed model gets one set)
@@ -180,11 +181,10 @@ class TensorflowBackend(KerasBackend):
         if len({a.dtype for a in values}) != 1:
             model.set_weights(weights)  # weights of several dtypes (e.g. integer state): one eager assign each
             return
-        fns = model.__dict__.setdefault("assign_fns", {})  # (layers, dtype) -> its graph call
         key = (tuple(names), values[0].dtype.str)
-        if key not in fns:
-            fns[key] = self._assign_all(model, names, values[0].dtype)
-        fns[key](np.concatenate([a.ravel() for a in values]))
+        if key not in model.assign_fns:
+            model.assign_fns[key] = self._assign_all(model, names, values[0].dtype)
+        model.assign_fns[key](np.concatenate([a.ravel() for a in values]))
 
     @staticmethod
     def _assign_all(model: BuiltModel, names: list[str], dtype: np.dtype) -> Any:

@@ -46,7 +46,7 @@ def dumps(obj: Any) -> Frames:
 def send(fd: int, message: Any) -> None:
     """Write ``message`` (any picklable object, or :class:`Frames` from :func:`dumps`)."""
     frames = message if isinstance(message, Frames) else dumps(message)
-    _write_all(fd, [memoryview(frames.head), *frames.buffers])
+    _transfer(os.writev, fd, [memoryview(frames.head), *frames.buffers])
 
 
 def recv(fd: int) -> Any:
@@ -56,16 +56,8 @@ def recv(fd: int) -> Any:
     (count,) = _COUNT.unpack_from(head)
     sizes = struct.unpack_from(f"!{count}Q", head, _COUNT.size)
     buffers = [bytearray(n) for n in sizes]  # writable: the arrays rebuilt on them are too
-    _read_all(fd, [memoryview(b) for b in buffers])
+    _transfer(os.readv, fd, [memoryview(b) for b in buffers])
     return pickle.loads(memoryview(head)[_COUNT.size + 8 * count:], buffers=buffers)
-
-
-def _write_all(fd: int, views: list[memoryview]) -> None:
-    _transfer(os.writev, fd, views)
-
-
-def _read_all(fd: int, views: list[memoryview]) -> None:
-    _transfer(os.readv, fd, views)
 
 
 def _transfer(call: Any, fd: int, views: list[memoryview]) -> None:
@@ -87,5 +79,5 @@ def _transfer(call: Any, fd: int, views: list[memoryview]) -> None:
 
 def _read_exact(fd: int, n: int) -> bytearray:
     out = bytearray(n)
-    _read_all(fd, [memoryview(out)])
+    _transfer(os.readv, fd, [memoryview(out)])
     return out

@@ -185,12 +185,8 @@ class Search:
             last = cfg.max_iter is not None and gen + 1 >= cfg.max_iter
             # the next generation's draws, while the backends compute (nothing else draws from the rng meanwhile)
             pending: list[Future] = []
-
-            def draw_ahead() -> None:
-                if not last:
-                    pending.append(drawer.submit(self._draw_generation))
-
-            evals = self.evaluator.evaluate(todo, meanwhile=draw_ahead)
+            evals = self.evaluator.evaluate(todo, meanwhile=None if last else (
+                lambda: pending.append(drawer.submit(self._draw_generation))))
             draws = pending[0] if pending else None
             eval_s = time.perf_counter() - t_eval
             for ind, ev in zip(todo, evals):
