@@ -143,8 +143,10 @@ def test_work_done_ahead_of_a_run_fails_the_run_as_its_own(tmp_path):
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_weight_sets_swapped_in_one_call_give_the_same_outputs(tmp_path, dtype):
     """TensorFlow takes a model's later weight sets in one traced call, JAX in one
-    transfer (a weight-level GA swaps a set per individual): the outputs must be
-    bit-identical to the same weights set the first, plain way, on a fresh model."""
+    transfer, PyTorch as copies straight into its parameters, onnxruntime-fed as feeds (a
+    weight-level GA swaps a set per individual): the outputs must be bit-identical to the
+    same weights set the first, plain way, on a fresh model; the same set as float64
+    arrays (PyTorch: through Keras' ``assign``, which rounds them) gives them too."""
     def spec(name: str) -> ModelSpec:
         s = tiny_cnn(name)
         for layer in s.layers:
@@ -152,7 +154,8 @@ def test_weight_sets_swapped_in_one_call_give_the_same_outputs(tmp_path, dtype):
         return s
 
     x = {k: v.astype(dtype) for k, v in tiny_inputs(4).items()}
-    with Pool(parse_backends("tensorflow,jax"), tmp_path, timeout=120) as p:
+    labels = ("tensorflow", "jax", "torch", "onnxruntime-fed")
+    with Pool(parse_backends(",".join(labels)), tmp_path, timeout=120) as p:
         assert p.start() == {}
         ex = Executor(p)
         swapped, fresh = spec("swapped"), spec("fresh")
@@ -161,6 +164,8 @@ def test_weight_sets_swapped_in_one_call_give_the_same_outputs(tmp_path, dtype):
         for k, w in enumerate(sets):  # the last set goes the fast way on TensorFlow
             got = p.run(swapped, w, f"w{k}", x)
         want = p.run(fresh, sets[-1], "w3", x)
-    for label in ("tensorflow", "jax"):
+        wide = p.run(swapped, {n: [a.astype(np.float64) for a in arrs] for n, arrs in sets[-1].items()}, "w64", x)
+    for label in labels:
         assert str(got[label]["logits"].dtype) == dtype
         np.testing.assert_array_equal(got[label]["logits"], want[label]["logits"], err_msg=label)
+        np.testing.assert_array_equal(wide[label]["logits"], want[label]["logits"], err_msg=label)

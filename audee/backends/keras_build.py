@@ -138,18 +138,24 @@ class BuiltModel:
         self.output_index = self.order.index(spec.output)
         # Map every layer weight to its slot among the model's (non-)trainable variables, so
         # stateless calls (JAX, ONNX export) can take weights as plain arguments.
-        tv = {id(v): i for i, v in enumerate(self.model.trainable_variables)}
-        ntv = {id(v): i for i, v in enumerate(self.model.non_trainable_variables)}
+        # The lists are kept: Keras walks every layer for them on each access (0.4 ms for
+        # LeNet-5), and a weight-level GA swaps a weight set per individual.
+        self.trainable_variables = list(self.model.trainable_variables)
+        self.non_trainable_variables = list(self.model.non_trainable_variables)
+        tv = {id(v): i for i, v in enumerate(self.trainable_variables)}
+        ntv = {id(v): i for i, v in enumerate(self.non_trainable_variables)}
         self.slots: dict[str, list[tuple[bool, int]]] = {}
         for name in self.order:
             self.slots[name] = [(id(v) in tv, tv[id(v)] if id(v) in tv else ntv[id(v)])
                                 for v in self.layers[name].weights]
+        self.shapes = {n: [(v.name, tuple(int(d) for d in v.shape)) for v in self.layers[n].weights]
+                       for n in self.order if self.layers[n].weights}
 
     # ---- weights ---------------------------------------------------------------------------
     def weight_shapes(self) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
-        """Layer -> [(variable role such as 'kernel' or 'moving_mean', shape)]."""
-        return {n: [(v.name, tuple(int(d) for d in v.shape)) for v in self.layers[n].weights]
-                for n in self.order if self.layers[n].weights}
+        """Layer -> [(variable role such as 'kernel' or 'moving_mean', shape)] (a copy:
+        the built model's own is what :meth:`check_weights` holds every weight set to)."""
+        return {n: list(vs) for n, vs in self.shapes.items()}
 
     def get_weights(self) -> Weights:
         return {n: [np.asarray(w) for w in self.layers[n].get_weights()]
@@ -157,7 +163,7 @@ class BuiltModel:
 
     def check_weights(self, weights: Weights) -> None:
         """Refuse a weight set that does not fit the built model (names, counts, shapes)."""
-        shapes = {n: [s for _, s in vs] for n, vs in self.weight_shapes().items()}
+        shapes = {n: [s for _, s in vs] for n, vs in self.shapes.items()}
         missing = sorted(set(shapes) - set(weights))
         if missing:
             raise ValueError(f"weights missing for layers {missing}")
@@ -171,8 +177,8 @@ class BuiltModel:
 
     def flat_variables(self, weights: Weights) -> tuple[list[Any], list[Any]]:
         """Trainable and non-trainable variable values with ``weights`` put in their slots."""
-        tv = [v.value for v in self.model.trainable_variables]
-        ntv = [v.value for v in self.model.non_trainable_variables]
+        tv = [v.value for v in self.trainable_variables]
+        ntv = [v.value for v in self.non_trainable_variables]
         for name, slots in self.slots.items():
             for (trainable, idx), arr in zip(slots, weights.get(name, [])):
                 (tv if trainable else ntv)[idx] = arr

@@ -285,8 +285,8 @@ class OnnxRuntimeBackend(Backend):
     def set_weights(self, model: OnnxModel, weights: Weights) -> None:
         model.built.check_weights(weights)
         self.converted(model)
+        n_tv = len(model.built.trainable_variables)
         for lname, slots in model.built.slots.items():
-            n_tv = len(model.built.model.trainable_variables)
             for (trainable, idx), arr in zip(slots, weights.get(lname, [])):
                 k = idx if trainable else n_tv + idx
                 model.feed[f"audee_w{k}"] = model.cast(f"audee_w{k}", arr)

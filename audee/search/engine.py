@@ -37,13 +37,29 @@ if not hasattr(creator, "AudeeFitness"):
 class ChildDraws:
     """The random draws that make one child of the next generation, drawn before the
     fitness that picks its parents is known: which of the sorted parents (``pick``), the
-    crossover's genes from the first (``take_a``), and the Cauchy mutation's standard
-    values (None: not mutated; special values are drawn at mutation, from the genes)."""
+    crossover's genes from the first (``take_a``, as :func:`uniform_crossover`'s mask),
+    and the Cauchy mutation's standard values (None: not mutated; special values are
+    drawn at mutation, from the genes)."""
 
     pick: tuple[int, int]
     take_a: np.ndarray
     cauchy: np.ndarray | None
     special: bool = False
+
+
+def crossover_mask(take_a: np.ndarray) -> np.ndarray:
+    """A uniform crossover's choice of genes (True: from the first parent) as the mask
+    :func:`uniform_crossover` selects with: all 64 bits set where True."""
+    return -take_a.view(np.int8).astype(np.int64)
+
+
+def uniform_crossover(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.where(take_a, a, b)`` for float64 genes, as a bitwise select of their int64
+    views under :func:`crossover_mask`: exact (bits are moved, never computed), and 0.09
+    against 0.25 ms for LeNet-5's 61,706 weights (``where`` branches on a random mask);
+    a generation makes its children serially, while the backends wait."""
+    ai, bi = np.asarray(a, np.float64).view(np.int64), np.asarray(b, np.float64).view(np.int64)
+    return (bi ^ ((ai ^ bi) & mask)).view(np.float64)
 
 
 # Every knob of the search: one pydantic model (types, ranges, defaults, descriptions) in
@@ -113,8 +129,9 @@ class Search:
 
     # ---- operators ---------------------------------------------------------------------------
     def _individual(self, genes: np.ndarray) -> Any:
+        """``genes`` (a new array, never a parent's: it is repaired in place) as an individual."""
         # a view, not DEAP's list-based constructor: chromosomes can hold millions of genes
-        ind = self.encoding.repair(np.array(genes, np.float64)).view(creator.AudeeIndividual)
+        ind = self.encoding.repair(np.asarray(genes, np.float64)).view(creator.AudeeIndividual)
         ind.fitness = creator.AudeeFitness()
         return ind
 
@@ -124,12 +141,13 @@ class Search:
             draw = cauchy_draw(self.rng, self.seed_genes.shape[0], self.cfg.gene_rate)
         return self.toolbox.individual(self.seed_genes + scaled_noise(draw, self.scales))
 
-    def _crossover(self, a: np.ndarray, b: np.ndarray, take_a: np.ndarray) -> Any:
-        return self.toolbox.individual(np.where(take_a, a, b))
+    def _crossover(self, a: np.ndarray, b: np.ndarray, take_a: np.ndarray) -> np.ndarray:
+        """The child's genes (the parents are valid: so is any mix of their genes)."""
+        return uniform_crossover(take_a, a, b)
 
-    def _mutate(self, ind: np.ndarray, draw: np.ndarray, special_values: bool = False) -> Any:
-        genes = np.asarray(ind)
-        genes = genes + scaled_noise(draw, self.scales, genes, self.cfg.relative_scale)
+    def _mutate(self, genes: np.ndarray, draw: np.ndarray, special_values: bool = False) -> Any:
+        """``genes`` (a child's, changed in place) plus Cauchy noise, as an individual."""
+        genes += scaled_noise(draw, self.scales, genes, self.cfg.relative_scale)
         if special_values:
             inputs, _ = special.inject(self.encoding.inputs_of(genes), self.case.spec.inputs, self.rng, 1.0,
                                        self.special_kinds)
@@ -150,7 +168,7 @@ class Search:
         out = []
         for _ in range(cfg.population - parents):
             i, j = self.rng.choice(parents, 2, replace=parents < 2)
-            take_a = self.rng.random(size) < cfg.crossover_rate
+            take_a = crossover_mask(self.rng.random(size) < cfg.crossover_rate)
             mutated = self.rng.random() < cfg.mutation_rate
             out.append(ChildDraws(
                 (int(i), int(j)), take_a,
@@ -164,10 +182,9 @@ class Search:
         parents = self.toolbox.select(pop, self.cfg.parents)
         nxt = list(parents)
         for d in draws:
-            child = self.toolbox.mate(parents[d.pick[0]], parents[d.pick[1]], d.take_a)
-            if d.cauchy is not None:
-                child = self.toolbox.mutate(child, d.cauchy, d.special)
-            nxt.append(child)
+            genes = self.toolbox.mate(parents[d.pick[0]], parents[d.pick[1]], d.take_a)
+            nxt.append(self.toolbox.individual(genes) if d.cauchy is None
+                       else self.toolbox.mutate(genes, d.cauchy, d.special))
         return nxt
 
     # ---- the loop ----------------------------------------------------------------------------
