@@ -57,6 +57,22 @@ def test_abort_and_hang_are_hard_crashes_and_the_run_continues(pool):
     assert pool.workers[ABORT].restarts >= 1 and pool.workers[SLEEP].restarts >= 1
 
 
+def test_answers_are_taken_in_the_order_workers_give_them(pool):
+    """``Pool.as_answered``: every backend once, the ones that answer (or die) first, a
+    hung one last, its own time limit still enforced."""
+    ex = Executor(pool)
+    case = _case(ex, 5)
+    tickets = pool.submit_run(case.spec, case.weights, weights_key(case.weights), case.inputs,
+                              labels=[SLEEP, "jax", ABORT, RAISE])
+    order, got = [], {}
+    for label in pool.as_answered(tickets):
+        order.append(label)
+        got.update(pool.collect_run({label: tickets[label]}))
+    assert sorted(order) == sorted(tickets) and order[-1] == SLEEP, order
+    assert got[SLEEP].kind == "timeout" and got[ABORT].kind == "signal" and got[RAISE].kind == "error"
+    assert got["jax"]["logits"].shape == (4, 5)
+
+
 def test_every_backend_rejecting_is_consistent_rejection(tmp_path):
     spec = tiny_cnn()
     spec.layers[0].params["kernel_size"] = 0  # invalid: every framework must refuse it

@@ -15,9 +15,9 @@ import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from audee.backends import wire
 from audee.backends.registry import BackendRef
@@ -441,6 +441,24 @@ class Pool:
 
     def collect_run(self, tickets: dict[str, int]) -> dict[str, dict | WorkerFailure]:
         return {label: _as_failure(self.workers[label].result_run(t), "run") for label, t in tickets.items()}
+
+    def as_answered(self, labels: Iterable[str]) -> Iterator[str]:
+        """``labels`` (workers each waiting on a request of the caller's), each once, in the
+        order their workers answer: the caller takes each answer (``result``,
+        ``result_run``) and can use it while the others still compute.  A dead worker comes
+        at once (its ``result`` says so); when none answers within the time limit, the
+        first comes, and its ``result`` enforces its own deadline."""
+        pending = list(labels)
+        while len(pending) > 1:
+            conns = {self.workers[label].conn: label for label in pending}
+            if None in conns:
+                label = conns[None]
+            else:
+                ready = wait(list(conns), timeout=max(self.workers[label].timeout for label in pending))
+                label = conns[ready[0]] if ready else pending[0]
+            pending.remove(label)
+            yield label
+        yield from pending
 
     def call_many(self, labels: list[str], name: str, **kwargs: Any) -> dict[str, Any]:
         """The same worker operation on several backends at once."""
