@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -74,11 +74,13 @@ class PopulationEvaluator:
             tag = f"pop-{next(_counter)}"
             tickets = self.pool.submit_run(self.spec, self.encoding.base_weights, self.base_wkey, inputs,
                                            self.send_order(), self._layers, tag)
-            got = {}
+            got: dict[str, Any] = {}
+            pairs: dict[tuple[str, str], _Pair] = {}
             for label in _last_lane_calls(self.pool.as_answered(tickets), len(tickets), meanwhile):
                 got.update(self.pool.collect_run({label: tickets[label]}))
+                self._judge_pairs(got, pairs)  # while the other backends compute
             self.lanes = {b: r["run_s"] for b, r in got.items() if isinstance(r, dict)}
-            evals = self._judge({b: got[b] for b in self.labels}, len(population))
+            evals = self._judge({b: got[b] for b in self.labels}, len(population), pairs)
             for i, e in enumerate(evals):
                 e.ref = (tag, i)
             return evals
@@ -141,7 +143,29 @@ class PopulationEvaluator:
     def _value(self, reply: dict) -> np.ndarray:
         return reply["layers"][self.layer] if "layers" in reply else reply["logits"]
 
-    def _judge(self, replies: dict[str, Any], n: int) -> list[Evaluation]:
+    def _judge_pairs(self, replies: dict[str, Any], pairs: dict[tuple[str, str], "_Pair"]) -> None:
+        """Add to ``pairs`` every pair of answered backends not judged yet (in the
+        backends' order, whatever order they answered in)."""
+        ok = [b for b in self.labels if b in replies and not isinstance(replies[b], WorkerFailure)]
+        for a, b in itertools.combinations(ok, 2):
+            if (a, b) not in pairs:
+                pairs[(a, b)] = self._pair(a, b, replies[a], replies[b])
+
+    def _pair(self, a: str, b: str, ra: dict, rb: dict) -> "_Pair":
+        """One pair's row-wise judgement: label flips, and the logits' deviation scores
+        with the rows out of tolerance (the deviation oracle's rule: finite on both sides)."""
+        compute = pair_compute(self.modes.get(a, FULL), self.modes.get(b, FULL))
+        oa, ob = ra["output"], rb["output"]
+        rel = relative_tie_margin(oa, ob, self.tolerances, compute) if oa.shape == ob.shape else 0.0
+        flips = label_flips(oa, ob, self.tie_margin, rel).flips
+        la, lb = ra["logits"], rb["logits"]
+        scores = deviation_score(la, lb, self.tolerances, compute)
+        out = (scores > 1.0) & finite_rows(la, lb) if la.shape == lb.shape else np.zeros(len(scores), bool)
+        return _Pair(flips, scores, out)
+
+    def _judge(self, replies: dict[str, Any], n: int,
+               pairs: dict[tuple[str, str], "_Pair"] | None = None) -> list[Evaluation]:
+        """``pairs``: pairs already judged (:meth:`_judge_pairs`, as answers came)."""
         evals = [Evaluation(0.0) for _ in range(n)]
         ok = {b: r for b, r in replies.items() if not isinstance(r, WorkerFailure)}
         if len(ok) < len(replies):
@@ -155,20 +179,14 @@ class PopulationEvaluator:
         deviations: dict[tuple[str, str], np.ndarray] = {}  # the logits' per-row scores, pair by pair
         if len(ok) >= 2:
             for a, b in itertools.combinations(ok, 2):
-                compute = pair_compute(self.modes.get(a, FULL), self.modes.get(b, FULL))
-                oa, ob = ok[a]["output"], ok[b]["output"]
-                rel = relative_tie_margin(oa, ob, self.tolerances, compute) if oa.shape == ob.shape else 0.0
-                flips = label_flips(oa, ob, self.tie_margin, rel).flips
-                for i in np.flatnonzero(flips):
+                pair = (pairs or {}).get((a, b)) or self._pair(a, b, ok[a], ok[b])
+                for i in np.flatnonzero(pair.flips):
                     if "inconsistency" not in evals[i].suspect:
                         evals[i].suspect.append("inconsistency")
-                la, lb = ok[a]["logits"], ok[b]["logits"]
-                deviations[(a, b)] = deviation_score(la, lb, self.tolerances, compute)
-                if la.shape == lb.shape:  # the deviation oracle's rule: rows finite on both sides
-                    out = (deviations[(a, b)] > 1.0) & finite_rows(la, lb)
-                    for i in np.flatnonzero(out):
-                        if "deviation" not in evals[i].suspect:
-                            evals[i].suspect.append("deviation")
+                deviations[(a, b)] = pair.scores
+                for i in np.flatnonzero(pair.out):
+                    if "deviation" not in evals[i].suspect:
+                        evals[i].suspect.append("deviation")
         if self.fitness == "nan":
             if self.nan_backend in ok:
                 for e, v in zip(evals, nan_fitness(self._value(ok[self.nan_backend]))):
@@ -184,6 +202,14 @@ class PopulationEvaluator:
             for e, v, p in zip(evals, values, pairs):
                 e.fitness, e.pair = float(v), p
         return evals
+
+
+class _Pair(NamedTuple):
+    """One pair of backends judged row by row (:meth:`PopulationEvaluator._pair`)."""
+
+    flips: np.ndarray   # bool: a label flip
+    scores: np.ndarray  # the logits' deviation score
+    out: np.ndarray     # bool: out of the deviation oracle's tolerance
 
 
 def _nothing() -> None:
