@@ -112,19 +112,24 @@ def test_a_worker_that_evicted_a_model_gets_its_spec_again(pool):
     np.testing.assert_array_equal(before["logits"], after["logits"])
 
 
-def test_a_single_layer_model_runs_on_every_backend(tmp_path):
-    """Localization builds one-layer models: the outputs list has one entry."""
-    from audee.spec import ModelSpec
+@pytest.fixture(scope="module")
+def every_backend(tmp_path_factory):
+    """The shipped backends, healthy, in one pool (started once: four frameworks' imports)."""
+    with Pool(parse_backends("tensorflow,torch,jax,onnxruntime,onnxruntime-fed"), tmp_path_factory.mktemp("every"),
+              timeout=120) as p:
+        assert p.start() == {}
+        yield p
 
+
+def test_a_single_layer_model_runs_on_every_backend(every_backend):
+    """Localization builds one-layer models: the outputs list has one entry."""
     spec = ModelSpec.from_json({"name": "one", "inputs": [{"name": "x", "shape": [6, 6, 2]}],
                                 "layers": [{"name": "c", "api": "Conv2D", "params": {"filters": 3, "kernel_size": 3},
                                             "inputs": ["x"]}], "output": "c"})
-    with Pool(parse_backends("tensorflow,torch,jax,onnxruntime,onnxruntime-fed"), tmp_path) as p:
-        assert p.start() == {}
-        ex = Executor(p)
-        case = TestCase("one", spec, {}, {"x": np.random.default_rng(0).random((2, 6, 6, 2), dtype=np.float32)})
-        ex.complete_weights(case, 0)
-        result = ex.run(case)
+    ex = Executor(every_backend)
+    case = TestCase("one", spec, {}, {"x": np.random.default_rng(0).random((2, 6, 6, 2), dtype=np.float32)})
+    ex.complete_weights(case, 0)
+    result = ex.run(case)
     assert all(o.ok for o in result.outcomes.values()), {b: o.failure for b, o in result.outcomes.items()}
     assert not result.verdict.failed
 
@@ -156,32 +161,32 @@ def test_work_done_ahead_of_a_run_fails_the_run_as_its_own(tmp_path):
     assert same.outcomes["jax"].ok
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_weight_sets_swapped_in_one_call_give_the_same_outputs(tmp_path, dtype):
+def test_weight_sets_swapped_in_one_call_give_the_same_outputs(every_backend):
     """TensorFlow takes a model's later weight sets in one traced call, JAX in one
     transfer, PyTorch as copies straight into its parameters, onnxruntime-fed as feeds (a
     weight-level GA swaps a set per individual): the outputs must be bit-identical to the
     same weights set the first, plain way, on a fresh model; the same set as float64
-    arrays (PyTorch: through Keras' ``assign``, which rounds them) gives them too."""
-    def spec(name: str) -> ModelSpec:
-        s = tiny_cnn(name)
+    arrays (PyTorch: through Keras' ``assign``, which rounds them) gives them too.  In
+    float32 and float16 (onnxruntime's baked sessions too)."""
+    def spec(name: str, dtype: str) -> ModelSpec:
+        s = tiny_cnn(f"{name}-{dtype}")
         for layer in s.layers:
             layer.params["dtype"] = dtype
         return s
 
-    x = {k: v.astype(dtype) for k, v in tiny_inputs(4).items()}
-    labels = ("tensorflow", "jax", "torch", "onnxruntime-fed")
-    with Pool(parse_backends(",".join(labels)), tmp_path, timeout=120) as p:
-        assert p.start() == {}
-        ex = Executor(p)
-        swapped, fresh = spec("swapped"), spec("fresh")
+    p = every_backend
+    labels = p.labels
+    ex = Executor(p)
+    for dtype in ("float32", "float16"):
+        x = {k: v.astype(dtype) for k, v in tiny_inputs(4).items()}
+        swapped, fresh = spec("swapped", dtype), spec("fresh", dtype)
         shapes = ex.shapes(swapped)
         sets = [adapt_weights({}, shapes, k) for k in range(4)]
         for k, w in enumerate(sets):  # the last set goes the fast way on TensorFlow
             got = p.run(swapped, w, f"w{k}", x)
         want = p.run(fresh, sets[-1], "w3", x)
         wide = p.run(swapped, {n: [a.astype(np.float64) for a in arrs] for n, arrs in sets[-1].items()}, "w64", x)
-    for label in labels:
-        assert str(got[label]["logits"].dtype) == dtype
-        np.testing.assert_array_equal(got[label]["logits"], want[label]["logits"], err_msg=label)
-        np.testing.assert_array_equal(wide[label]["logits"], want[label]["logits"], err_msg=label)
+        for label in labels:
+            assert str(got[label]["logits"].dtype) == dtype
+            np.testing.assert_array_equal(got[label]["logits"], want[label]["logits"], err_msg=f"{label} {dtype}")
+            np.testing.assert_array_equal(wide[label]["logits"], want[label]["logits"], err_msg=f"{label} {dtype}")
