@@ -86,6 +86,15 @@ def placeholder_initializers(native: ToNative | None = None) -> Iterator[list[tu
         cls.__init__ = original
 
 
+def numpy_dtype(name: str) -> np.dtype | None:
+    """A Keras variable's dtype as numpy names it (bfloat16 through ml_dtypes), None for
+    one numpy cannot name."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        return None
+
+
 class BuiltModel:
     """A Keras model over all layer outputs, plus the bookkeeping to move weights in and out.
 
@@ -150,6 +159,7 @@ class BuiltModel:
                                 for v in self.layers[name].weights]
         self.shapes = {n: [(v.name, tuple(int(d) for d in v.shape)) for v in self.layers[n].weights]
                        for n in self.order if self.layers[n].weights}
+        self.dtypes = {n: [numpy_dtype(v.dtype) for v in self.layers[n].weights] for n in self.shapes}
 
     # ---- weights ---------------------------------------------------------------------------
     def weight_shapes(self) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
