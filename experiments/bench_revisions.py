@@ -31,8 +31,9 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+from proc_cpu import cpu_seconds  # experiments/ is on the path when run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def export(rev: str, into: Path) -> tuple[str, Path]:
@@ -72,14 +73,6 @@ def _processes(parent: int) -> dict[int, str]:
     return out
 
 
-def _cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
 def _rows(path: Path) -> int:
     try:
         return path.read_bytes().count(b"\n")
@@ -105,13 +98,13 @@ def measure(tree: Path, seed: str, backends: str, window: float, warmup: float, 
             time.sleep(0.2)
         time.sleep(warmup)
         procs = _processes(proc.pid)
-        cpu0 = {pid: _cpu_seconds(pid) for pid in procs}
+        cpu0 = {pid: cpu_seconds(pid) for pid in procs}
         busy0, idle0 = _machine_ticks()
         n0, t0 = _rows(results), time.monotonic()
         time.sleep(window)
         n1, t1 = _rows(results), time.monotonic()
         busy1, idle1 = _machine_ticks()
-        cpu1 = {pid: _cpu_seconds(pid) for pid in procs}
+        cpu1 = {pid: cpu_seconds(pid) for pid in procs}
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()

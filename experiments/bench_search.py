@@ -5,7 +5,9 @@
     parents' fitness being known: input level one batch of n, weight level n batches of
     one), LeNet-5 on tensorflow, torch, jax, onnxruntime(-fed); measured in blocks, each
     a search between two measurements of the bare forwards, so that drift in the
-    machine's speed cancels;
+    machine's speed cancels; with each process's CPU a generation (every worker, this
+    parent) against the CPU of its bare forwards, and the least wall time a generation
+    can take on the task's CPUs (their sum over the CPUs);
 (b) GA against random search on equal budgets: failures found and time to first failure,
     on LeNet-5 and an RNN seed, over several rng seeds, for the NaN fitness (TensorFlow)
     and the inconsistency fitness (TensorFlow vs PyTorch);
@@ -18,16 +20,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from proc_cpu import cpu_seconds  # experiments/ is on the path when run as a script
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.case import TestCase
+from audee.cpus import task_cpus
 from audee.execute import Executor
 from audee.fuzz import FuzzConfig, fuzz
 from audee.search.engine import Search, SearchConfig
@@ -46,6 +52,7 @@ def part_a(generations: int, blocks: int) -> None:
         refs = parse_backends(backends)
         with tempfile.TemporaryDirectory() as tmp, Pool(refs, Path(tmp)) as pool:
             assert not pool.start()
+            pids = {label: pool.workers[label].proc.pid for label in pool.labels} | {"parent": os.getpid()}
             ex = Executor(pool)
             case = TestCase("bench", seed.spec, dict(seed.weights or {}), {k: v[:1] for k, v in seed.inputs.items()})
             ex.complete_weights(case, seed.weight_seed)
@@ -55,11 +62,14 @@ def part_a(generations: int, blocks: int) -> None:
                    lambda r: r.case.id, "warm").run()  # compile for these batch sizes
             rows = []
             evaluated = cfg.population - cfg.parents  # what a generation after the first evaluates
+            cpu = _CpuTally(pids)
             for block in range(blocks):
-                before = _bare_forward(pool, case, level, evaluated)
+                before = _bare_forward(pool, case, level, evaluated, cpu)
+                cpu.start()
                 out = Search(ex, case, SearchConfig(**{**cfg.__dict__, "rng": block}), pool.labels,
                              lambda r: r.case.id, "bench").run()
-                after = _bare_forward(pool, case, level, evaluated)
+                cpu.stop(sum(t["evaluated"] for t in out.trace))
+                after = _bare_forward(pool, case, level, evaluated, cpu)
                 steps = np.diff([t["elapsed_s"] for t in out.trace])  # generations 2.. (the first evaluates all)
                 assert statistics.median(t["evaluated"] for t in out.trace[1:]) == evaluated
                 bare = {b: (before[b] + after[b]) / 2 for b in before}  # bracketing the search: drift cancels
@@ -73,18 +83,61 @@ def part_a(generations: int, blocks: int) -> None:
                   f"{mid['generation_s'] * 1e3:.1f} ms, bare sum {sum(mid['bare'].values()) * 1e3:.1f} ms ("
                   + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in mid["bare"].items())
                   + f"), {mid['evals_per_s']:.0f} evaluations/s")
+            print("         " + cpu.summary(evaluated, statistics.median(r["generation_s"] for r in rows)))
 
 
-def _bare_forward(pool: Pool, case: TestCase, level: str, n: int) -> dict[str, float]:
+class _CpuTally:
+    """CPU seconds of each process of the pool (workers and this parent, every thread)
+    over all blocks' searches, against the CPU of the bare forwards: where a generation's
+    wall time goes beyond the forwards, and the least wall time the cores allow
+    (``experiments/proc_cpu.py``: clock ticks, so summed over every block)."""
+
+    def __init__(self, pids: dict[str, int]):
+        self.pids = pids
+        self.search = {label: 0.0 for label in pids}
+        self.individuals = 0
+        self.bare = {label: 0.0 for label in pids if label != "parent"}
+        self.bare_individuals = {label: 0 for label in self.bare}
+        self._at: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._at = {label: cpu_seconds(pid) for label, pid in self.pids.items()}
+
+    def stop(self, individuals: int) -> None:
+        for label, pid in self.pids.items():
+            self.search[label] += cpu_seconds(pid) - self._at[label]
+        self.individuals += individuals
+
+    def bare_call(self, label: str, individuals: int, call: Any) -> Any:
+        at = cpu_seconds(self.pids[label])
+        value = call()
+        self.bare[label] += cpu_seconds(self.pids[label]) - at
+        self.bare_individuals[label] += individuals
+        return value
+
+    def summary(self, per: int, generation_s: float) -> str:
+        """CPU per generation of ``per`` individuals, each worker against its bare forwards."""
+        gen = {label: s * per / max(self.individuals, 1) for label, s in self.search.items()}
+        bare = {label: s * per / max(self.bare_individuals[label], 1) for label, s in self.bare.items()}
+        total, cpus = sum(gen.values()), task_cpus()
+        return ("CPU ms a generation (bare forwards'): "
+                + ", ".join(f"{label} {gen[label] * 1e3:.1f} ({bare[label] * 1e3:.1f})" for label in bare)
+                + f", parent {gen['parent'] * 1e3:.1f}; total {total * 1e3:.1f} against {sum(bare.values()) * 1e3:.1f}"
+                f" bare: on {cpus} CPUs a generation takes at least {total / cpus * 1e3:.1f} ms "
+                f"(busy {total / (cpus * generation_s):.0%} of the median generation)")
+
+
+def _bare_forward(pool: Pool, case: TestCase, level: str, n: int, cpu: _CpuTally) -> dict[str, float]:
     """Per backend: seconds of the bare compiled forward of what a generation of ``n`` new
     individuals runs (input level: one batch of n; weight levels: n batches of one)."""
     spec, key = case.spec.to_json(), case.spec.key()
     if level == "input":
         x = {k: np.repeat(v, n, axis=0) for k, v in case.inputs.items()}
-        return {b: statistics.median(pool.call(b, "time_forward", spec=spec, key=key, inputs=x, repeats=20))
+        return {b: statistics.median(cpu.bare_call(b, n * 20, lambda: pool.call(
+                    b, "time_forward", spec=spec, key=key, inputs=x, repeats=20)))
                 for b in pool.labels}
-    return {b: n * statistics.median(pool.call(b, "time_forward", spec=spec, key=key, inputs=case.inputs,
-                                               repeats=50))
+    return {b: n * statistics.median(cpu.bare_call(b, 50, lambda: pool.call(
+                b, "time_forward", spec=spec, key=key, inputs=case.inputs, repeats=50)))
             for b in pool.labels}
 
 
