@@ -7,7 +7,7 @@
     a search between two measurements of the bare forwards, so that drift in the
     machine's speed cancels; with each process's CPU a generation (every worker, this
     parent) against the CPU of its bare forwards, and the least wall time a generation
-    can take on the task's CPUs (their sum over the CPUs);
+    can take on the task's CPUs (all processes' CPU over the number of CPUs);
 (b) GA against random search on equal budgets: failures found and time to first failure,
     on LeNet-5 and an RNN seed, over several rng seeds, for the NaN fitness (TensorFlow)
     and the inconsistency fitness (TensorFlow vs PyTorch);
@@ -25,7 +25,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from proc_cpu import cpu_seconds  # experiments/ is on the path when run as a script
@@ -108,7 +108,7 @@ class _CpuTally:
             self.search[label] += cpu_seconds(pid) - self._at[label]
         self.individuals += individuals
 
-    def bare_call(self, label: str, individuals: int, call: Any) -> Any:
+    def bare_call(self, label: str, individuals: int, call: Callable[[], Any]) -> Any:
         at = cpu_seconds(self.pids[label])
         value = call()
         self.bare[label] += cpu_seconds(self.pids[label]) - at
