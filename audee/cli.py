@@ -387,24 +387,30 @@ def _search_plan(args: argparse.Namespace, refs: list, rng: int = 0) -> Any:
     return SearchPlan(cfg, searches, args.ga_on_consistent or 1, args.input_index)
 
 
-def _print_bugs(bugs: list[dict[str, Any]], roots: tuple[int, int] | None = None) -> None:
-    """Unique bugs (one per signature, audee.signature), new first: what a user files upstream;
-    ``roots``: (likely root causes, new ones) when known (audee.known.root_causes)."""
-    new = sum(b["status"] == "new" for b in bugs)
-    print(f"  unique bugs          {len(bugs)}  (new: {new}, known: {len(bugs) - new})" +
-          (f"; likely root causes {roots[0]} (new: {roots[1]})" if roots else ""))
-    for b in bugs:
-        tag = "NEW  " if b["status"] == "new" else "KNOWN"
-        print(f"    {tag} {b['kind']:<20} {', '.join(b['backends']):<24} {b['what']}  "
-              f"[{b['cases']} case{'s' if b['cases'] != 1 else ''}]")
-        if b["status"] == "known":
-            print(f"          known issue {b['known_id']}: {b['link']}")
-        if b.get("error"):
-            print(f"          {(b['phase'] + ': ') if b.get('phase') else ''}{b['error']}")
-        if b.get("case_file"):
-            print(f"          first case: {b['case_file']}")
-        if b.get("repro"):
-            print(f"          repro: {b['repro']}")
+def print_roots(roots: list[dict[str, Any]], unique_bugs: int) -> None:
+    """Root causes (audee.rootcause), counted per class as a maintainer counts them, then
+    one line each: bugs first, new before known."""
+    from audee.rootcause import CLASS_HELP, class_counts
+
+    counts = class_counts(roots)
+    print(f"  root causes          {len(roots)}  (from {unique_bugs} bug signatures; docs/oracles.md)")
+    for klass, c in counts.items():
+        print(f"    {klass:<12} {c['root_causes']:>4}  (new: {c['new']}, known: {c['known']})  {CLASS_HELP[klass]}")
+    for g in roots:
+        tag = "NEW  " if g["status"] == "new" else "KNOWN"
+        who = g.get("component") or ",".join(g.get("odd") or []) or "?" + ",".join(g["backends"])
+        what = g.get("op") or g.get("api") or "-"
+        print(f"    {g['class']:<10} {tag} {g['kind']:<20} {who:<14} {what}  "
+              f"[{g['cases']} case{'s' if g['cases'] != 1 else ''}, {g['signatures']} signature"
+              f"{'s' if g['signatures'] != 1 else ''}]")
+        if g["status"] == "known":
+            print(f"          known issue {g['known_id']}")
+        if g.get("silent"):
+            print(f"          {g['silent']} is silently different from the rest")
+        if g.get("error"):
+            print(f"          {g['error']}")
+        if g.get("first_case"):
+            print(f"          first case: {g['first_case']}")
 
 
 def _write_and_print_summary(args: argparse.Namespace, refs: list, what: str, stats: Any) -> None:
@@ -419,8 +425,8 @@ def _write_and_print_summary(args: argparse.Namespace, refs: list, what: str, st
 
 
 def _print_summary(s: dict[str, Any]) -> None:
-    if "bugs" in s:
-        _print_bugs(s["bugs"], (s["root_causes"], s["new_root_causes"]) if "root_causes" in s else None)
+    if "roots" in s:
+        print_roots(s["roots"], s["unique_bugs"])
     print(f"  test cases           {s['test_cases']}  (failing: {s['failing']})")
     print(f"  crashes   hard       {s['hard_crash']}" +
           (f"  ({', '.join(f'{k}: {v}' for k, v in s['hard_crash_detail'].items())})" if s['hard_crash_detail'] else ""))
@@ -563,6 +569,10 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     for e in status.get("errors", []):
         print(f"  unit {e['unit']} stopped on an internal error (units/{e['unit']}/ERROR.json): {e['error'][:200]}",
               file=sys.stderr)
+    if status["done"]:
+        from audee.report import load_campaign_dir
+
+        _print_campaign_roots(load_campaign_dir(args.out), None)  # the shipped known issues
     return ExitCode.UNIT_ERRORS if status.get("errors") else ExitCode.OK
 
 
@@ -583,12 +593,22 @@ def cmd_localize(args: argparse.Namespace) -> int:
     return ExitCode.OK if report.sources or report.trigger else ExitCode.NOT_LOCALIZED
 
 
+def _print_campaign_roots(data: Any, known: list | None) -> None:
+    """The root causes over every unit of a campaign directory so far, per class."""
+    from audee.report.write import campaign_bugs
+    from audee.rootcause import root_causes
+
+    bugs = campaign_bugs(data, known)
+    print_roots(root_causes(bugs), len(bugs))
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from audee.report import load_campaign_dir, write_report
 
     known = _known_issues(args)
     data = load_campaign_dir(args.dir)
     written = write_report(data, Path(args.out or Path(args.dir) / "report"), known=known)
+    _print_campaign_roots(data, known)
     print(f"report: {written[-1]} ({len(written)} files)")
     return ExitCode.OK
 

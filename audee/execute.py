@@ -17,9 +17,12 @@ import numpy as np
 from audee.backends.pool import Pool, WorkerFailure
 from audee.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
-from audee.oracle.deviation import (FULL, Tolerances, as_tolerances, attributed, compare,
+from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, attributed, compare,
                                     deviation_findings, jump_order, layer_scores, pair_compute, perturbed, rounding_for)
-from audee.oracle.nan import condition_pattern, diagnose_patterns, diagnose_rows, settle_conditioning
+from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dtype
+from audee.oracle.nan import (condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite, overflow_boundary,
+                              settle_conditioning)
+from audee.oracle.odd import mark_odd
 from audee.settings import TIE_MARGIN
 from audee.spec import ModelSpec, weights_key
 from audee.weights import Shapes, adapt_weights
@@ -118,7 +121,7 @@ class Executor:
                                           nonfinite=got["nonfinite"], run_s=got["run_s"],
                                           precision=modes.get(label, FULL))
         ordered = [outcomes[label] for label in self.pool.labels if label in outcomes]
-        nans = nan_findings(ordered, case.inputs)
+        nans = nan_findings(ordered, case.inputs, consumer_compute_dtypes(case.spec))
         findings: list[Finding] = crash_findings(ordered) + nans
         incons, pairs = inconsistency_findings(ordered, self.tie_margin, self.tolerances)
         findings += incons
@@ -133,6 +136,7 @@ class Executor:
             fold_reduced_precision_flips(result.verdict)
         if self.diagnose:
             self._diagnose_nan(result, [f for f in nans if f.detail.get("patterns")])
+        mark_odd(ordered, result.verdict.findings)  # after every change of kind
         self._tally = None
         result.phases = phases.rounded()
         result.seconds = time.perf_counter() - sub.started
@@ -273,7 +277,9 @@ class Executor:
         """Each pair's first differing layer alone, fed backend ``a``'s input to it, on both
         backends, plain and moved by rounding noise: whether the difference stands
         (:func:`audee.oracle.nan.condition_pattern`; ``own_layer`` when it does, ``cleared``
-        with the reason when it does not).  Then :func:`settle_conditioning`."""
+        with the reason when it does not), judged in the layer's compute dtype; a difference
+        that stands is checked against the layer recomputed in float64
+        (:func:`audee.oracle.nan.overflow_boundary`).  Then :func:`settle_conditioning`."""
         case = result.case
         for key, p in finding.detail.get("patterns", {}).items():
             a, b = key.split("|")
@@ -294,15 +300,41 @@ class Executor:
                 continue
             alone = {x: replies[x]["logits"] for x in (a, b)}
             compute = pair_compute(result.outcomes[a].precision, result.outcomes[b].precision)
-            size = rounding_for(compute, {**fed, **alone})
+            dtype = layer_compute_dtype(case.spec.layer(name).params)
+            size = max(rounding_for(compute, {**fed, **alone}), DTYPE_ROUNDING.get(dtype, 0.0))
             moved_replies = self._run_alone(case, name, {}, perturbed(fed, size=size), [a, b], given=True)
             moved = {x: r["logits"] for x, r in moved_replies.items() if isinstance(r, dict)}
-            reason = condition_pattern(fed, alone, moved)
+            reason = condition_pattern(fed, alone, moved, dtype)
             if reason is None:
                 p["own_layer"] = name
+                ran = [x for x, o in result.outcomes.items() if o.ok]  # the exact result: any backend's
+                wide = {} if has_nonfinite(fed) else self._run_wide(case, name, fed, ran)
+                p["overflow_boundary"] = overflow_boundary(fed, alone, wide, dtype)
+                p["overflow_evidence"] = "float64" if wide else "scale"
             else:
                 p["cleared"] = reason
         settle_conditioning(finding)
+
+
+    def _run_wide(self, case: TestCase, layer: str, fed: dict[str, np.ndarray],
+                  labels: list[str]) -> dict[str, np.ndarray]:
+        """``layer`` alone recomputed in float64 (its ``dtype`` policy, weights and float
+        inputs widened) on ``labels``: each backend's float64 output, the near-exact result
+        the overflow-boundary rule reads.  Backends that cannot run it, or that did not
+        compute it in float64 (JAX without x64, torch here, a wrapper's inner layer keeping
+        its own policy: their output comes back float32), are left out."""
+        from audee.localize.onelayer import one_layer_spec
+
+        wide_in = {r: (v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v) for r, v in fed.items()}
+        try:
+            spec1 = one_layer_spec(case.spec, layer, wide_in, override={"dtype": "float64"})
+        except Exception:  # noqa: BLE001 - no float64 evidence; the scale rule stands in
+            return {}
+        weights = {layer: [w.astype(np.float64) if np.issubdtype(w.dtype, np.floating) else w
+                           for w in case.weights[layer]]} if layer in case.weights else {}
+        replies = self._pool_run(spec1, weights, weights_key(weights), wide_in, labels=labels)
+        return {x: r["logits"] for x, r in replies.items()
+                if isinstance(r, dict) and r.get("logits") is not None and np.asarray(r["logits"]).dtype == np.float64}
 
 
 @dataclass

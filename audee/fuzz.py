@@ -112,7 +112,10 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
         "errors": {label: " ".join((o.failure.message or o.failure.kind).split())[:300]
                    for label, o in result.outcomes.items() if not o.ok},
         "pairs": result.pairs,
-        "nan": {layer: b for f in v.findings if f.kind == Kind.NAN for b, layer in f.detail["first_layer"].items()},
+        # backend -> its first non-finite layer (rows before this read {layer: backend})
+        "nan": {b: layer for f in v.findings if f.kind == Kind.NAN for b, layer in f.detail["first_layer"].items()},
+        "nan_finite": sorted({b for f in v.findings if f.kind == Kind.NAN
+                              for b in f.detail.get("finite_backends", [])}),
         "nan_strong": any(f.detail.get("strong") for f in v.findings if f.kind == Kind.NAN),
         # NaN/Inf in the input that every backend propagated identically: information, not a failure
         "propagated_nonfinite": any(f.kind == Kind.NAN_PROPAGATED for f in v.findings),
@@ -421,11 +424,13 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
     """Counts over the whole results table of a run directory (all sessions, resumed too),
     and first the unique bugs (by signature, :mod:`audee.signature`), each new or known
     (``known``: the known issues, :mod:`audee.known`; default the shipped list)."""
-    from audee.known import load_known_issues, root_causes, unique_bugs
+    from audee.known import load_known_issues, unique_bugs
+    from audee.rootcause import class_counts, root_causes, roots_json
 
     rows = list(ResultsTable(Path(out) / "results.jsonl").rows())
     bugs = unique_bugs(rows, load_known_issues() if known is None else known, base=Path(out))
     roots = root_causes(bugs)
+    classes = class_counts(roots)
     by_kind: dict[str, int] = {}
     pairs: dict[str, int] = {}
     for r in rows:
@@ -439,11 +444,13 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
             if s != "ok" and not s.startswith("error:"):
                 hard_how[f"{b} {s}"] = hard_how.get(f"{b} {s}", 0) + 1
     return {
-        "bugs": bugs,
+        "bugs": [{k: v for k, v in b.items() if k != "signature"} for b in bugs],
         "unique_bugs": len(bugs),
-        "new_bugs": sum(b["status"] == "new" for b in bugs),
         "root_causes": len(roots),
-        "new_root_causes": sum(g["status"] == "new" for g in roots),
+        # a maintainer's count (audee.rootcause): new bugs are root causes of class bug not matched upstream
+        "new_bugs": classes["bug"]["new"],
+        "classes": classes,
+        "roots": roots_json(roots),
         "test_cases": len(rows),
         "failing": sum(r["status"] == "fail" for r in rows),
         "hard_crash": by_kind.get(Kind.HARD_CRASH, 0),

@@ -8,28 +8,37 @@ user's own list, ``--no-shipped-known-issues`` leaves the shipped one out.  A fi
         title: one line
         note: what happens and why, what to do
         link: https://github.com/...     # the upstream issue
+        class: limitation                # optional: bug, limitation, undefined, harness (audee.rootcause)
         match:                           # every criterion given must hold; at least one
           kind: divergent_acceptance     # or a list of kinds
-          api: activations.gelu          # the signature's responsible API (exact), or a list: any of them
+          api: activations.gelu          # the signature's responsible API, or a list: any of them
           params: {activation: gelu}     # a subset of the signature's parameters
-          backends: [onnxruntime]        # a subset of the signature's backends
+          backends: [onnxruntime]        # a subset of the odd backends (else of the signature's)
           phase: convert                 # build, convert, weights, run
-          error: 'No Op registered for Erfc'   # a regex searched in the normalized error
+          error: 'No Op registered for Erfc'   # a regex searched in the whole normalized error
 
-Numbers in ``params`` match by sign, as signatures keep them (``units: 3`` matches any
-positive ``units``).  The schema is checked (unknown keys refused) and a bad file is one
-line naming the file and the field, exit code 2.
+An ``api`` matches the signature's blamed API, the layer it pins, and every alias of
+either: another public name of the same Keras class or a Keras layer it subclasses
+(``ReversibleEmbedding`` is an ``Embedding``; ``data/layer_aliases.json``, made from the
+installed Keras by ``python -m audee.known``).  ``backends`` is compared with the odd
+backends where the oracle named them: an entry about TensorFlow dropping NaN does not
+match a finding where onnxruntime is the odd one.  Numbers in ``params`` match by sign, as
+signatures keep them (``units: 3`` matches any positive ``units``).  The schema is checked
+(unknown keys refused) and a bad file is one line naming the file and the field, exit code 2.
 """
 from __future__ import annotations
 
+import json
 import re
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from audee.case import Kind
 from audee.paths import data_dir
+from audee.rootcause import classify, root_key
 from audee.settings import FieldError, validate_settings
 from audee.signature import Signature, value_class
 from audee.yamlio import read_yaml_mapping
@@ -41,8 +50,47 @@ def shipped_file() -> Path:
     return data_dir() / "known_issues.yaml"
 
 
+def alias_file() -> Path:
+    return data_dir() / "layer_aliases.json"
+
+
+@lru_cache(maxsize=1)
+def layer_aliases() -> dict[str, list[str]]:
+    """``{layer API: its other names}``: the public names of the same Keras class and of the
+    Keras layers it subclasses (``Layer`` itself left out), as the pinned Keras has them."""
+    path = alias_file()
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def build_alias_table() -> dict[str, list[str]]:
+    """:func:`layer_aliases` from the installed Keras (any backend)."""
+    import inspect
+
+    import keras
+
+    names = {n: c for n in dir(keras.layers)
+             if inspect.isclass(c := getattr(keras.layers, n)) and issubclass(c, keras.layers.Layer)}
+    by_class: dict[type, list[str]] = {}
+    for n, c in names.items():
+        by_class.setdefault(c, []).append(n)
+    out = {}
+    for n, c in sorted(names.items()):
+        found = {a for b in c.__mro__ if b in by_class and b is not keras.layers.Layer for a in by_class[b]} - {n}
+        if found:
+            out[n] = sorted(found)
+    return out
+
+
+def _apis_of(sig: Signature) -> set[str]:
+    """Every API a signature may be known by: its blamed API's parts, the layer it pins, and
+    their aliases."""
+    apis = {a for a in (sig.api or "").split("+") if a} | ({sig.layer} if sig.layer else set())
+    table = layer_aliases()
+    return apis | {alias for a in apis for alias in table.get(a, ())}
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
 
 class KnownMatch(_Strict):
@@ -90,18 +138,18 @@ class KnownMatch(_Strict):
             return False
         if self.api is not None:
             wanted = [self.api] if isinstance(self.api, str) else self.api
-            if not set(wanted) & set((sig.api or "").split("+")):
+            if not set(wanted) & _apis_of(sig):
                 return False
         if self.params:
             have = set(sig.params)
             for p, v in self.params.items():
                 if not ({(p, value_class(v)), (p, repr(v)), (p, str(v))} & have):
                     return False
-        if self.backends and not set(self.backends) <= set(sig.backends):
+        if self.backends and not set(self.backends) <= set(sig.named_backends):
             return False
         if self.phase is not None and sig.phase != self.phase:
             return False
-        if self.error is not None and not re.search(self.error, sig.error or ""):
+        if self.error is not None and not re.search(self.error, sig.error_full or sig.error or ""):
             return False
         return True
 
@@ -111,6 +159,8 @@ class KnownIssue(_Strict):
     title: str = Field(min_length=1)
     note: str = ""
     link: str = Field(pattern=r"^https?://\S+$", description="the upstream issue")
+    klass: Literal["bug", "limitation", "undefined", "harness"] | None = Field(
+        None, alias="class", description="the class of what it matches (audee.rootcause); default: by the rules")
     match: KnownMatch
     _source: str = PrivateAttr("")  # the file it came from (set on loading)
 
@@ -173,9 +223,11 @@ def unique_bugs(rows: list[dict[str, Any]], issues: list[KnownIssue],
                 base: Path | str | None = None) -> list[dict[str, Any]]:
     """Unique bugs over result rows (``results.jsonl`` rows carrying ``signatures``): one
     entry per signature key, new ones first, then by cases behind it; each with its known
-    issue (if any), the number of cases, the first case (by id) and its case file, and the
-    repro script ``<dir>/repro/<slug>.py`` when one exists (``dir``: the row's ``unit_dir``,
-    else ``base``)."""
+    issue (if any), its class (:func:`audee.rootcause.classify`) and root cause key, the
+    number of cases, the first case (by id) and its case file, and the repro script
+    ``<dir>/repro/<slug>.py`` when one exists (``dir``: the row's ``unit_dir``, else
+    ``base``).  ``signature`` holds the :class:`Signature` (for
+    :func:`audee.rootcause.root_causes`; not JSON)."""
     bugs: dict[str, dict[str, Any]] = {}
     for row in sorted(rows, key=lambda r: str(r.get("id"))):
         sigs = row.get("signatures")
@@ -188,18 +240,20 @@ def unique_bugs(rows: list[dict[str, Any]], issues: list[KnownIssue],
             bug = bugs.get(key)
             if bug is None:
                 issue = match_known(sig, issues)
+                klass, why = classify(sig, issue)
                 case_file = row.get("case_file") if isinstance(row.get("case_file"), str) else None
                 repro = Path(where) / "repro" / f"{sig.slug()}.py" if where is not None else None
                 bug = bugs[key] = {
                     "status": "known" if issue else "new", "known_id": issue.id if issue else None,
                     "known_title": issue.title if issue else None, "link": issue.link if issue else None,
-                    "kind": sig.kind, "backends": list(sig.backends), "api": sig.api,
+                    "class": klass, "class_reason": why,
+                    "kind": sig.kind, "backends": list(sig.backends), "odd": list(sig.odd), "api": sig.api,
                     "params": [f"{p}={v}" for p, v in sig.params], "what": sig.describe(),
                     "phase": sig.phase, "error": sig.error, "cases": 0, "case_ids": set(),
                     "first_case": row.get("id"),
                     "case_file": str(Path(where) / case_file) if case_file and where is not None else case_file,
                     "repro": str(repro) if repro is not None and repro.is_file() else None,
-                    "key": key, "root": sig.root_key(), "slug": sig.slug(), "units": []}
+                    "key": key, "root": root_key(sig), "slug": sig.slug(), "units": [], "signature": sig}
                 if row.get("unit") is not None:
                     bug["units"].append(row["unit"])
             if row.get("id") not in bug["case_ids"]:
@@ -213,30 +267,15 @@ def unique_bugs(rows: list[dict[str, Any]], issues: list[KnownIssue],
     return out
 
 
-def root_causes(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Unique bugs (:func:`unique_bugs`) grouped by :meth:`Signature.root_key`: one entry
-    per likely root cause, with its signatures, the backends involved, the odd one out
-    (the backends every signature of a pairwise kind names: the one that disagrees with
-    all the others), the cases behind it (summed over signatures; a case may count in
-    several) and ``known`` when any of its signatures matches a known issue."""
-    groups: dict[str, dict[str, Any]] = {}
-    for b in bugs:
-        g = groups.setdefault(b["root"], {"root": b["root"], "kind": b["kind"], "api": b["api"],
-                                          "error": b["error"], "signatures": 0, "cases": 0, "backends": set(),
-                                          "odd_one_out": None, "known_id": None, "first_case": b["first_case"],
-                                          "repro": b["repro"]})
-        g["signatures"] += 1
-        g["cases"] += b["cases"]
-        g["backends"].update(b["backends"])
-        g["odd_one_out"] = set(b["backends"]) if g["odd_one_out"] is None else g["odd_one_out"] & set(b["backends"])
-        g["known_id"] = g["known_id"] or b["known_id"]
-        g["repro"] = g["repro"] or b["repro"]
-    out = []
-    for g in groups.values():
-        odd = sorted(g["odd_one_out"] or ())
-        pairwise = g["kind"] in (Kind.DEVIATION, Kind.INCONSISTENCY, Kind.NAN)
-        g["odd_one_out"] = odd if pairwise and g["signatures"] > 1 and len(odd) == 1 else []
-        g["backends"] = sorted(g["backends"])
-        g["status"] = "known" if g["known_id"] else "new"
-        out.append(g)
-    return sorted(out, key=lambda g: (g["status"] != "new", -g["cases"], g["root"]))
+def main() -> None:
+    """Rewrite ``data/layer_aliases.json`` from the installed Keras."""
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "numpy")
+    table = build_alias_table()
+    alias_file().write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    print(f"{alias_file()}: {len(table)} layer APIs with aliases")
+
+
+if __name__ == "__main__":
+    main()

@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from audee.case import Finding, Kind
 
 FUNCTION_PARAMS = ("activation", "recurrent_activation")  # a value that is a Keras function
-MAX_ERROR = 240  # characters of a normalized error kept
+MAX_ERROR = 240  # characters of a normalized error kept in a key
+MAX_ERROR_FULL = 4000  # characters of the whole normalized error kept for matching
 
 
 @dataclass(frozen=True)
@@ -48,21 +49,25 @@ class Signature:
     backends: tuple[str, ...] = ()              # sorted
     phase: str | None = None                    # crash / rejection phase: build, convert, weights, run
     error: str | None = None                    # normalized error message (crashes, rejections)
+    # -- what the root cause and the class are decided on (audee.rootcause); not in key() --
+    odd: tuple[str, ...] = ()                   # the backends unlike the majority (audee.oracle.odd); () can't tell
+    layer: str | None = field(default=None, compare=False)  # the layer API that fails or deviates, no riders
+    op: str | None = field(default=None, compare=False)     # the op or kernel the error names (Erfc, Loop, ...)
+    component: str | None = field(default=None, compare=False)  # a framework, the converter or the runtime
+    error_full: str | None = field(default=None, compare=False)  # the whole normalized error, for matching
+    context: tuple[str, ...] = field(default=(), compare=False)  # facts for the class: invalid:<param>, ...
+
+    @property
+    def named_backends(self) -> tuple[str, ...]:
+        """The backends a key names: the odd ones where the oracle could tell, else all of
+        the finding's (a pairwise deviation of one odd backend is one bug, not three)."""
+        return self.odd or self.backends
 
     def key(self) -> str:
         """A stable string: equal keys, same bug."""
         params = ",".join(f"{p}={v}" for p, v in self.params)
-        return " | ".join([self.kind, self.api or "-", params or "-", ",".join(self.backends) or "-",
+        return " | ".join([self.kind, self.api or "-", params or "-", ",".join(self.named_backends) or "-",
                            self.phase or "-", self.error or "-"])
-
-    def root_key(self) -> str:
-        """Signatures that most likely share one root cause: the same kind, layer API and
-        normalized error, whatever the parameter value classes and the backends.  A
-        rejection that onnxruntime inherits from TensorFlow's conversion joins TensorFlow's
-        own, and the pairwise deviations of one odd backend join up; :func:`audee.known.root_causes`
-        names the odd backend.  Coarser than :meth:`key` on purpose: for counting and
-        triage, never for known-issue matching."""
-        return " | ".join([self.kind, self.api or "-", self.error or "-"])
 
     def short_hash(self) -> str:
         return hashlib.sha1(self.key().encode()).hexdigest()[:8]
@@ -70,7 +75,7 @@ class Signature:
     def slug(self) -> str:
         """Filename-safe and short, unique by a hash of the key: ``repro/<slug>.py``."""
         api = (self.api or "net").replace("activations.", "")
-        words = [self.kind, api, *self.backends[:2]]
+        words = [self.kind, api, *self.named_backends[:2]]
         text = "-".join(re.sub(r"[^A-Za-z0-9]+", "_", w).strip("_") for w in words if w)
         return f"{text[:60]}-{self.short_hash()}"
 
@@ -84,12 +89,23 @@ class Signature:
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key(), "slug": self.slug(), "kind": self.kind, "api": self.api,
                 "params": [list(p) for p in self.params], "backends": list(self.backends),
-                "phase": self.phase, "error": self.error}
+                "phase": self.phase, "error": self.error, "odd": list(self.odd), "layer": self.layer,
+                "op": self.op, "component": self.component, "error_full": self.error_full,
+                "context": list(self.context)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Signature":
+        """A signature from a results row (rows written before the root-cause fields read
+        with those fields empty)."""
         return cls(str(d["kind"]), d.get("api"), tuple((str(p), str(v)) for p, v in d.get("params") or []),
-                   tuple(sorted(str(b) for b in d.get("backends") or [])), d.get("phase"), d.get("error"))
+                   tuple(sorted(str(b) for b in d.get("backends") or [])), d.get("phase"), d.get("error"),
+                   tuple(sorted(str(b) for b in d.get("odd") or [])), _str_or_none(d.get("layer")),
+                   _str_or_none(d.get("op")), _str_or_none(d.get("component")), _str_or_none(d.get("error_full")),
+                   tuple(str(c) for c in d.get("context") or []))
+
+
+def _str_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
 
 
 # ---- error messages ----------------------------------------------------------------------------
@@ -124,23 +140,92 @@ def _without_traceback(lines: list[str]) -> list[str]:
     return out
 
 
-def normalize_error(message: str | None, layer_names: Iterable[str] = ()) -> str | None:
+def normalize_error(message: str | None, layer_names: Iterable[str] = (), whole: bool = False) -> str | None:
     """A crash or rejection message with what changes from case to case taken out: file
     paths, hex addresses, quoted and tensor names, shapes, numbers and the case's layer
-    names.  Keeps the exception type (``InvalidGraph:``) and the stable words."""
+    names.  Keeps the exception type (``InvalidGraph:``) and the stable words.  The head of
+    the message (three lines, :data:`MAX_ERROR` characters) for keys; ``whole``: every line,
+    up to :data:`MAX_ERROR_FULL` characters, for known-issue matching (a known error may be
+    worded past the head)."""
     if not message:
         return None
     lines = _without_traceback([ln for ln in str(message).strip().splitlines() if ln.strip()])
     if not lines:
         return None
-    text = " ".join(" ".join(lines[:3]).split())  # the head of the message: the type and its words
+    text = " ".join(" ".join(lines if whole else lines[:3]).split())
     names = sorted({n for n in layer_names if n}, key=len, reverse=True)
     if names:
         text = re.sub(r"\b(?:" + "|".join(map(re.escape, names)) + r")(?:_\d+)?\b", "<layer>", text)
     for pattern, repl in _SUBS:
         text = pattern.sub(repl, text)
     text = re.sub(r"(<(\w+)>)(?:\s*[,x]?\s*\1)+", r"\1", text)  # "<n>, <n>, <n>" -> "<n>"
-    return text[:MAX_ERROR].strip()
+    return text[:MAX_ERROR_FULL if whole else MAX_ERROR].strip()
+
+
+# ---- the failing op and component -------------------------------------------------------------
+# Where an error names the op or kernel that failed, best first: the converter's or the
+# runtime's node, a TensorFlow kernel, a graph node, the Keras layer whose call raised.
+_OP_PATTERNS = [re.compile(p) for p in (
+    r"No Op registered for (\w+)",                              # ONNX: an op the converter left unconverted
+    r"No OpKernel was registered to support Op '(\w+)'",         # TensorFlow: no kernel for these attrs
+    r"of operator \((\w+)\)",                                  # ONNX type check
+    r"\bOp \((\w+)\)",                                          # ONNX shape inference: Node (...) Op (Add)
+    r"In Node, \([^,()]*, (\w+),",                              # ONNX graph check
+    r"running (\w+) node",                                       # onnxruntime kernel at run
+    r"\b([A-Z]\w*?)(?:Op)?: ",                                   # TensorFlow kernel: Conv3DBackpropInputOp: ...
+    r"The (\w+) op currently",                                   # TensorFlow CPU kernel limits
+    r"\{\{node (?:[^{}]*/)?([A-Z]\w*)\}\}",                        # TensorFlow graph node: .../MaxPool3D
+    r"supported by (\w+)",                                       # JAX: ... is not supported by dot_general
+    r"when calling (\w+)\.call\(\)",                             # the Keras layer whose call raised
+)]
+_NOT_OPS = {"Error", "Exception", "Graph", "InvalidGraph", "Fail", "Status", "Message", "Type", "Node", "Detected",
+            "Arguments", "Traceback"}
+
+
+def op_of(message: str | None) -> str | None:
+    """The op, kernel or Keras layer an error message names as the one that failed (see
+    ``_OP_PATTERNS``), or None."""
+    if not message:
+        return None
+    text = "\n".join(_without_traceback(str(message).splitlines()))
+    for pattern in _OP_PATTERNS:
+        for m in pattern.finditer(text):
+            op = m.group(1)
+            if op not in _NOT_OPS and not op.endswith(("Error", "Exception", "Warning")):
+                return op
+    return None
+
+
+_CONVERTED_GRAPH = re.compile(r"INVALID_GRAPH|ShapeInferenceError|Type Error|No Op registered")
+_TENSORFLOW_WORDS = re.compile(r"Graph execution error|OpKernel|InvalidArgumentError|UnimplementedError|"
+                               r"Exception encountered when calling|tensorflow")
+
+
+def component_of(backends: Iterable[str], phase: str | None, message: str | None, traceback: str | None = None) -> str:
+    """What failed, as the maintainer who would fix it sees it: a framework (``tensorflow``,
+    ``torch``, ``jax``), the converter (``tf2onnx``: its graph is refused by onnxruntime's
+    checks, or conversion itself raised) or the runtime (``onnxruntime`` failing at run on a
+    valid graph).  An onnxruntime failure raised inside TensorFlow or Keras (its traceback's
+    innermost frame; else its words) is TensorFlow's: the model fails in TensorFlow before
+    the converter sees it.  Several backends: TensorFlow first (onnxruntime inherits its
+    graph), else the first."""
+    names = sorted({b.split("@")[0] for b in backends})
+    if "tensorflow" in names:
+        return "tensorflow"
+    name = names[0] if names else "-"
+    if not name.startswith("onnxruntime"):
+        return name
+    text = message or ""
+    if "ONNXRuntimeError" in text:
+        return "tf2onnx" if _CONVERTED_GRAPH.search(text) else "onnxruntime"
+    frames = re.findall(r'File "([^"]+)"', traceback or "")
+    if phase == "convert" and frames:
+        inner = frames[-1].replace("\\", "/")
+        if "/tf2onnx/" not in inner and ("/tensorflow/" in inner or "/keras/" in inner):
+            return "tensorflow"
+    elif phase == "convert" and _TENSORFLOW_WORDS.search(text) and "tf2onnx" not in text:
+        return "tensorflow"
+    return "tf2onnx" if phase == "convert" else name
 
 
 # ---- parameter values --------------------------------------------------------------------------
@@ -271,21 +356,56 @@ def _from_localization(localization: Any) -> tuple[str, str, Any] | None:
     return sources[0].api, sources[0].param, sources[0].old
 
 
+def _primary(api: str | None) -> str | None:
+    """A blamed API without its riders: ``Conv3DTranspose+activations.relu`` ->
+    ``Conv3DTranspose``; an activation alone stays (it is all that was blamed)."""
+    if not api:
+        return None
+    parts = [p for p in api.split("+") if not p.startswith("activations.")]
+    return "+".join(parts) or api
+
+
+def _audee_raised(traceback: str | None) -> bool:
+    """Whether a failure's innermost frame is audee's own code (its conversion glue, its
+    checks): the harness's fault unless a known issue says otherwise."""
+    frames = re.findall(r'File "([^"]+)"', traceback or "")
+    return bool(frames) and "/audee/" in frames[-1].replace("\\", "/") and "site-packages/keras" not in frames[-1]
+
+
+def _input_context(meta: dict[str, Any] | None, nonfinite: bool) -> list[str]:
+    """Facts about the inputs that put a case outside the documented contract."""
+    special = (meta or {}).get("special_inputs") or {}
+    out = []
+    if nonfinite:
+        out.append("nonfinite_input")
+    if isinstance(special, dict) and (special.get("out_of_range") or special.get("negative")):
+        out.append("ids_out_of_range")
+    return out
+
+
 def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dict[str, Any] | None = None,
-                  localization: Any = None, seed_spec: Any = None) -> list[Signature]:
-    """The signatures of one finding (none for a non-failure): one per distinct (phase,
-    error) among the backends that rejected a case, one otherwise.  ``spec``: the case's
-    ModelSpec (or JSON); ``meta``: its provenance (``mutations``); ``localization``: a
-    localization report of the case, where it ran."""
+                  localization: Any = None, seed_spec: Any = None, pair_layer: str | None = None) -> list[Signature]:
+    """The signatures of one finding (none for a non-failure, nor for non-finite values
+    every backend agrees on: the paper's NaN oracle counts those, they are no bug of one
+    backend): one per distinct (phase, error) among the backends that rejected a case, one
+    otherwise.  ``spec``: the case's ModelSpec (or JSON); ``meta``: its provenance
+    (``mutations``, ``api``, ``special_inputs``); ``localization``: a localization report of
+    the case, where it ran; ``pair_layer``: for an inconsistency, the layer its pair's
+    deviation finding pins (the layer deviating on its own input)."""
     if isinstance(finding, dict):
         finding = Finding.from_json(finding)
     if not finding.is_failure:
         return []
+    detail = finding.detail or {}
+    if finding.kind == Kind.NAN and detail.get("agreed"):
+        return []
     layers = _layers(spec)
     muts = _mutations(meta)
-    detail = finding.detail or {}
     top = _from_localization(localization)
     backends = tuple(sorted(finding.backends))
+    odd = tuple(sorted(str(b) for b in detail.get("odd") or []))
+    case_api = (meta or {}).get("api") if isinstance((meta or {}).get("api"), str) else None
+    invalid = sorted({f"invalid:{m['param']}" for m in muts if m.get("invalid")})
 
     def blamed(layer: str | None, error: str | None = None) -> tuple[str | None, tuple]:
         if top is not None:
@@ -294,29 +414,57 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             return api, (p,)
         return _layer_blame(layer, muts, layers, error, seed_spec)
 
+    def layer_api(layer: str | None, api: str | None) -> str | None:
+        """The layer the finding pins, by API: localization's, the layer named, the API a
+        case was made around, else the blamed API without riders."""
+        if top is not None:
+            return top[0]
+        if layer is not None and layer in layers:
+            return layers[layer][0]
+        return case_api or _primary(api)
+
+    def sig(kind: str, api: str | None, params: tuple, bs: tuple, layer: str | None, phase: str | None = None,
+            error: str | None = None, raw: str | None = None, context: list[str] = (),
+            odd: tuple[str, ...] = odd) -> Signature:
+        ctx = tuple(dict.fromkeys([*invalid, *context, *(["localized"] if top is not None else [])]))
+        return Signature(kind, api, params, bs, phase, error, odd, layer_api(layer, api), op_of(raw),
+                         component_of(odd or bs, phase, raw) if raw is not None else None,
+                         normalize_error(raw, layers, whole=True) if raw else None, ctx)
+
     if finding.kind == Kind.DIVERGENT_ACCEPTANCE:
         groups: dict[tuple, list[str]] = {}
-        raw: dict[tuple, str] = {}
+        raw: dict[tuple, dict] = {}
         for b, e in sorted((detail.get("errors") or {}).items()):
             e = e if isinstance(e, dict) else {"message": str(e)}
             key = (e.get("phase"), normalize_error(e.get("message"), layers))
             groups.setdefault(key, []).append(b)
-            raw.setdefault(key, str(e.get("message") or ""))
+            raw.setdefault(key, e)
         if not groups:
             groups[(None, None)] = list(backends)
-            raw[(None, None)] = ""
+            raw[(None, None)] = {}
+        # the rejecting backends name each signature; a lone backend that ran what the
+        # others refused is said apart: it may be silently wrong
+        accepted = set(detail.get("accepted") or [])
+        silent = [f"silent:{odd[0]}"] if len(odd) == 1 and odd[0] in accepted else []
         out = []
         for (phase, error), bs in groups.items():
-            api, params = blamed(named_layer(raw[(phase, error)], layers), raw[(phase, error)])
-            out.append(Signature(finding.kind, api, params, tuple(sorted(bs)), phase, error))
+            message = str(raw[(phase, error)].get("message") or "")
+            named = named_layer(message, layers)
+            api, params = blamed(named, message)
+            context = (["audee_raised"] if _audee_raised(raw[(phase, error)].get("traceback")) else []) + \
+                (_input_context(meta, False) if phase == "run" else []) + silent
+            s = sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context, odd=())
+            out.append(replace(s, component=component_of(bs, phase, message, raw[(phase, error)].get("traceback"))))
         return out
     if finding.kind == Kind.HARD_CRASH:
         message = detail.get("message") or ""
         how = detail.get("how")
         error = normalize_error(message, layers)
         error = f"{how}: {error}" if how and error else (error or how)
-        api, params = blamed(named_layer(message, layers), message)
-        return [Signature(finding.kind, api, params, backends, detail.get("phase"), error)]
+        named = named_layer(message, layers)
+        api, params = blamed(named, message)
+        context = _input_context(meta, False) if detail.get("phase") == "run" else []
+        return [sig(finding.kind, api, params, backends, named, detail.get("phase"), error, message, context)]
     if finding.kind == Kind.NAN:
         # where the backends' non-finite patterns first differ; else where the failing
         # backend first went non-finite (a NaN the input carried may pass layers alike)
@@ -330,28 +478,41 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             layer = next((first[b] for b in finding.backends if b in first), None) if isinstance(first, dict) \
                 else first
         api, params = blamed(layer)
-        return [Signature(finding.kind, api, params, backends)]
+        context = _input_context(meta, bool(detail.get("input_nonfinite"))) + \
+            (["overflow_boundary"] if detail.get("overflow_boundary") else [])
+        return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None, context=context)]
     if finding.kind == "deviation":
         own = detail.get("own_layers") or []
         layer = own[0] if own else detail.get("first_layer")
         pair = detail.get("pair")
         bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
-        api, params = blamed(layer if isinstance(layer, str) else None)
-        return [Signature(finding.kind, api, params, bs)]
+        layer = layer if isinstance(layer, str) else None
+        api, params = blamed(layer)
+        return [sig(finding.kind, api, params, bs, layer, context=[c for c in _input_context(meta, False)])]
     # inconsistency (and any other kind): the pair, and localization or the mutation record
     pair = detail.get("pair")
     bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
     api, params = blamed(None)
-    return [Signature(finding.kind, api, params, bs)]
+    return [sig(finding.kind, api, params, bs, pair_layer, context=_input_context(meta, False))]
 
 
 def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None = None,
                     localization: Any = None, seed_spec: Any = None) -> list[Signature]:
-    """Every failure signature of a verdict (a Verdict or its JSON), duplicates dropped."""
+    """Every failure signature of a verdict (a Verdict or its JSON), duplicates dropped.  An
+    inconsistency takes the layer its pair's deviation finding pins (a label flip is the
+    deviation seen through argmax: one root cause)."""
     findings = verdict.get("findings", []) if isinstance(verdict, dict) else verdict.findings
+    findings = [Finding.from_json(f) if isinstance(f, dict) else f for f in findings]
+    own: dict[str, str] = {}
+    for f in findings:
+        if f.kind == Kind.DEVIATION and isinstance(f.detail.get("pair"), str):
+            layer = (f.detail.get("own_layers") or [None])[0] or f.detail.get("first_layer")
+            if isinstance(layer, str):
+                own[f.detail["pair"]] = layer
     out: list[Signature] = []
     for f in findings:
-        for s in signatures_of(f, spec, meta, localization, seed_spec):
+        pair_layer = own.get(f.detail.get("pair")) if f.kind == Kind.INCONSISTENCY else None
+        for s in signatures_of(f, spec, meta, localization, seed_spec, pair_layer):
             if s not in out:
                 out.append(s)
     return out

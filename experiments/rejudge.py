@@ -72,6 +72,9 @@ def main() -> None:
                              "now": nan_state(result.verdict.findings),
                              "kinds_now": sorted({f.kind for f in result.verdict.findings}),
                              "overflow_scale_input": any(f.detail.get("input_overflow_scale") for f in nans),
+                             "agreed": any(f.detail.get("agreed") for f in nans),
+                             "overflow_boundary": any(f.detail.get("overflow_boundary") for f in nans),
+                             "odd": sorted({b for f in nans for b in f.detail.get("odd", [])}),
                              "pairs": {k: p.get("cleared") or f"stands at {p.get('own_layer')}"
                                        for f in nans for k, p in f.detail.get("patterns", {}).items()}}
                     print(json.dumps(entry), flush=True)

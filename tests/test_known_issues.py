@@ -110,9 +110,10 @@ def test_a_known_signature_is_reported_as_known(tmp_path):
     first = subprocess.run(fuzz + ["--out", str(out)], capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     lines = first.stdout.splitlines()
-    assert "unique bugs          1  (new: 0, known: 1)" in lines[1], first.stdout  # bugs first
-    assert "KNOWN divergent_acceptance" in first.stdout and "tf2onnx-gelu-erfc" in first.stdout
-    assert "cases/gelunet-seed.pkl" in first.stdout
+    assert "root causes          1  (from 1 bug signatures" in lines[1], first.stdout  # root causes first
+    assert "limitation      1  (new: 0, known: 1)" in first.stdout
+    assert "limitation KNOWN divergent_acceptance tf2onnx        Erfc" in first.stdout
+    assert "tf2onnx-gelu-erfc" in first.stdout and "first case: gelunet-seed" in first.stdout
     bugs = json.loads((out / "summary.json").read_text())["bugs"]
     assert len(bugs) == 1
     b = bugs[0]
@@ -126,7 +127,8 @@ def test_a_known_signature_is_reported_as_known(tmp_path):
                             capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "0 test cases run now, 1 resumed" in second.stdout
-    assert "unique bugs          1  (new: 1, known: 0)" in second.stdout and "NEW   divergent_acceptance" in second.stdout
+    assert "limitation      1  (new: 1, known: 0)" in second.stdout
+    assert "limitation NEW   divergent_acceptance" in second.stdout
     b2 = json.loads((out / "summary.json").read_text())["bugs"][0]
     assert (b2["status"], b2["known_id"], b2["key"]) == ("new", None, b["key"])
 
@@ -135,9 +137,10 @@ def test_a_known_signature_is_reported_as_known(tmp_path):
 
     write_report(load_campaign_dir(out), tmp_path / "report")
     index = (tmp_path / "report" / "index.md").read_text()
-    assert index.index("## Unique bugs") < index.index("## Table 1")
+    assert index.index("## Root causes by class") < index.index("## Bug signatures") < index.index("## Table 1")
+    assert "1 root causes ([list](roots.md)): 0 bug (0 new); 0 harness (0 new); 1 limitation (0 new)" in index
     bugs_md = (tmp_path / "report" / "bugs.md").read_text()
-    assert "| known | tf2onnx-gelu-erfc | divergent_acceptance | onnxruntime |" in bugs_md
+    assert "| limitation | known | tf2onnx-gelu-erfc | divergent_acceptance | onnxruntime |" in bugs_md
     assert "domain_version of &lt;n&gt;" in bugs_md  # placeholders survive Markdown
     assert "(../run/cases/gelunet-seed.pkl)" in bugs_md
 

@@ -32,7 +32,15 @@ position: finite, NaN, +Inf or -Inf (:func:`nonfinite_codes`).  The rules:
   how a layer treats NaN and Inf is exactly what differs between frameworks
   (``tf-maxpool-drops-nan``).
 * **NaN from finite inputs** (``nan`` finding, not ``strong``): the input is finite and
-  every backend produces the same non-finite pattern: the paper's NaN oracle.
+  every backend produces the same non-finite pattern: the paper's NaN oracle, counted in
+  its NaN tables; with two or more backends it is recorded ``agreed`` (every backend made
+  the same overflow: no evidence against one of them, so not a bug).
+* **compute dtype**: overflow scale is judged in the dtype a layer computes in
+  (:mod:`audee.oracle.compute_dtype`), not the input array's: 300 in a float32 array fed
+  to a ``mixed_float16`` model is at float16's overflow scale.
+* **overflow boundary** (:func:`overflow_boundary`): a difference that stands at a layer
+  whose finite input gives a result beyond the compute dtype's maximum (the layer
+  recomputed in float64) is recorded ``overflow_boundary``: undefined, not a bug.
 
 Detail keys are documented in ``docs/oracles.md`` ("Non-finite patterns").
 """
@@ -44,6 +52,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from audee.case import Finding, Kind, Outcome
+from audee.oracle.compute_dtype import dtype_max
 
 FINITE, NAN, POSINF, NEGINF = 0, 1, 2, 3
 CODE_NAMES = ("finite", "nan", "+inf", "-inf")
@@ -68,29 +77,25 @@ def has_nonfinite(arrays: Mapping[str, np.ndarray] | None) -> bool:
                for v in (arrays or {}).values())
 
 
-def overflow_scale(arrays: Mapping[str, np.ndarray] | None) -> bool:
+def overflow_scale(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str, str] | str | None = None) -> bool:
     """Whether a float array of ``arrays`` holds a finite value at overflow scale: at least
-    the square root of its dtype's maximum, so that its square, or its product with a
-    value as large, is not representable (3.4e38 for float32 gives 1.8e19).  Such inputs
-    make Inf by plain arithmetic; where exactly a backend crosses the boundary depends on
-    its order of operations."""
-    for v in (arrays or {}).values():
+    the square root of the maximum of the dtype it is computed in, so that its square, or
+    its product with a value as large, is not representable (1.8e19 in float32, 256 in
+    float16).  Such inputs make Inf by plain arithmetic; where exactly a backend crosses
+    the boundary depends on its order of operations.  ``compute``: the compute dtype of
+    the layers reading each array (one for all, or per array name:
+    :func:`audee.oracle.compute_dtype.consumer_compute_dtypes`); an array without one is
+    judged in its own dtype.  A float32 input array feeding a ``mixed_float16`` layer is
+    judged in float16."""
+    for name, v in (arrays or {}).items():
         v = np.asarray(v)
         if not _is_float(v) or v.size == 0:
             continue
+        dtype = compute.get(name) if isinstance(compute, Mapping) else compute
         finite = np.abs(v[np.isfinite(v)].astype(np.float64))
-        if finite.size and finite.max() >= np.sqrt(float(_finfo_max(v.dtype))):
+        if finite.size and finite.max() >= np.sqrt(dtype_max(dtype or v.dtype)):
             return True
     return False
-
-
-def _finfo_max(dtype: np.dtype) -> float:
-    try:
-        return float(np.finfo(dtype).max)
-    except ValueError:  # bfloat16 and other ml_dtypes types
-        import ml_dtypes
-
-        return float(ml_dtypes.finfo(dtype).max)
 
 
 #: why a pair's pattern difference is no evidence against a backend (docs/oracles.md)
@@ -98,22 +103,56 @@ CLEARED = ("accumulated", "overflow", "ill_conditioned", "unstable")
 
 
 def condition_pattern(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray],
-                      moved: Mapping[str, np.ndarray] | None) -> str | None:
+                      moved: Mapping[str, np.ndarray] | None, compute: str | None = None) -> str | None:
     """The conditioning rule on one pair at its first differing layer (module docstring):
     ``fed`` is the layer's input (the same on both backends), ``alone`` each backend's
     output of the layer alone on it, ``moved`` each backend's output on ``fed`` moved by a
-    rounding-level perturbation (None: not run).  Returns the reason the difference is
-    cleared (one of :data:`CLEARED`), or None when it stands against the pair."""
+    rounding-level perturbation (None: not run), ``compute`` the layer's compute dtype
+    (:func:`audee.oracle.compute_dtype.layer_compute_dtype`; None: each array's own).
+    Returns the reason the difference is cleared (one of :data:`CLEARED`), or None when it
+    stands against the pair."""
     (a, out_a), (b, out_b) = list(alone.items())[:2]
     if compare_codes(out_a, out_b) is None:
         return "accumulated"
-    if not has_nonfinite(fed) and overflow_scale(fed):
+    if not has_nonfinite(fed) and overflow_scale(fed, compute):
         return "overflow"
     if moved is not None:
         for label, out in alone.items():
             if label in moved and compare_codes(out, moved[label]) is not None:
                 return "ill_conditioned"
     return None
+
+
+def overflow_boundary(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray],
+                      wide: Mapping[str, np.ndarray] | None, compute: str | None = None) -> bool:
+    """Whether a standing pattern difference sits at the overflow boundary of the compute
+    dtype: the layer's input ``fed`` is finite, and at every element where the two
+    backends' outputs of the layer alone (``alone``) differ in pattern, the exact result
+    is beyond the compute dtype's maximum.  The exact result is the layer recomputed in
+    float64 (``wide``: per backend that could, its float64 output on ``fed``; every one of
+    them must overflow there; an Inf or NaN in float64 counts as overflowing).  Without a
+    float64 result, the backends' own values stand in: every value at those elements, on
+    both backends, is non-finite or at overflow scale (at least the square root of the
+    maximum).  Such a result is not representable in the compute dtype whatever the
+    backend does: which elements end as Inf, NaN or a huge finite value depends on the
+    order of operations (an exploding recurrence), so the difference is undefined
+    behaviour, not evidence against a backend."""
+    if has_nonfinite(fed):
+        return False
+    (a, out_a), (b, out_b) = list(alone.items())[:2]
+    out_a, out_b = np.asarray(out_a), np.asarray(out_b)
+    if out_a.shape != out_b.shape or not _is_float(out_a):
+        return False
+    differ = nonfinite_codes(out_a) != nonfinite_codes(out_b)
+    if not differ.any():
+        return False
+    limit = dtype_max(compute or out_a.dtype)
+    exact = [np.asarray(w, np.float64) for w in (wide or {}).values()
+             if w is not None and np.shape(w) == out_a.shape and np.asarray(w).dtype == np.float64]
+    if exact:
+        return all(bool((~(np.abs(w[differ]) <= limit)).all()) for w in exact)
+    both = np.concatenate([out_a[differ].astype(np.float64), out_b[differ].astype(np.float64)])
+    return bool((~(np.abs(both) < np.sqrt(limit))).all())
 
 
 def compare_codes(a: np.ndarray, b: np.ndarray) -> dict[str, Any] | None:
@@ -163,9 +202,13 @@ def pair_pattern(a: Outcome, b: Outcome) -> dict[str, Any] | None:
             "arrays": sorted(arrays)}
 
 
-def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | None = None) -> list[Finding]:
+def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | None = None,
+                 compute: Mapping[str, str] | str | None = None) -> list[Finding]:
     """The rules of the module docstring on one test case's outcomes; ``inputs`` is the
-    batch that was run (to tell propagation of a non-finite input from a NaN made inside)."""
+    batch that was run (to tell propagation of a non-finite input from a NaN made inside),
+    ``compute`` the compute dtype of the layers reading each input
+    (:func:`audee.oracle.compute_dtype.consumer_compute_dtypes`; overflow scale is judged
+    in it)."""
     ok = [o for o in outcomes if o.ok]
     bad = [o for o in ok if o.nonfinite or any(getattr(o, n) is not None and not np.isfinite(getattr(o, n)).all()
                                                for n in ARRAYS if _is_float(getattr(o, n)))]
@@ -177,20 +220,42 @@ def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | Non
         if p is not None:
             patterns[f"{a.backend}|{b.backend}"] = p
     in_bad = has_nonfinite(inputs)
-    in_big = overflow_scale(inputs)
+    in_big = overflow_scale(inputs, compute)
     bad_names = {o.backend for o in bad}
-    finite = [o.backend for o in ok if o.backend not in bad_names]
     detail: dict[str, Any] = {
         "first_layer": {o.backend: o.nonfinite[0] for o in bad if o.nonfinite},
         "layers": {o.backend: o.nonfinite for o in bad},
-        "strong": bool(patterns), "finite_backends": finite,
+        "strong": bool(patterns), "finite_backends": finite_where_others_are_not(ok),
         "input_nonfinite": in_bad, "input_overflow_scale": in_big, "patterns": patterns,
         "counts": {o.backend: _counts(o.output) for o in bad if o.output is not None},
+        "ran": len(ok), "agreed": False, "overflow_boundary": False,
     }
     if patterns:
         involved = bad_names | {b for k in patterns for b in k.split("|")}
-        return [Finding(Kind.NAN, [o.backend for o in ok if o.backend in involved], detail)]
-    return [Finding(unpatterned_kind(detail), [o.backend for o in bad], detail)]
+        finding = Finding(Kind.NAN, [o.backend for o in ok if o.backend in involved], detail)
+    else:
+        finding = Finding(Kind.NAN, [o.backend for o in bad], detail)
+    _settle_kind(finding)
+    return [finding]
+
+
+def finite_where_others_are_not(ok: list[Outcome]) -> list[str]:
+    """The backends finite somewhere another backend is not: at an element of the output
+    or the logits, or at a whole layer non-finite on the other (layer lists).  A backend
+    that drops a NaN the others propagate is named even if an earlier layer of its own
+    held the NaN."""
+    out = []
+    for o in ok:
+        for other in ok:
+            if other is o:
+                continue
+            if set(other.nonfinite) - set(o.nonfinite) or any(
+                    _is_float(getattr(o, k)) and _is_float(getattr(other, k))
+                    and np.shape(getattr(o, k)) == np.shape(getattr(other, k))
+                    and (np.isfinite(getattr(o, k)) & ~np.isfinite(getattr(other, k))).any() for k in ARRAYS):
+                out.append(o.backend)
+                break
+    return out
 
 
 def unpatterned_kind(detail: Mapping[str, Any]) -> str:
@@ -202,14 +267,32 @@ def unpatterned_kind(detail: Mapping[str, Any]) -> str:
     return Kind.NAN
 
 
+def _settle_kind(finding: Finding) -> None:
+    """Kind and ``agreed`` from ``strong``: a finding with no standing pattern difference
+    takes :func:`unpatterned_kind`; when that is the paper's NaN oracle and at least two
+    backends ran, the backends agree on a non-finite result from finite, ordinary inputs
+    (``agreed``): counted in the paper's NaN tables, not evidence of a bug in any one
+    backend (``audee.known`` classes it)."""
+    d = finding.detail
+    if not d.get("strong"):
+        finding.kind = unpatterned_kind(d)
+    d["agreed"] = bool(finding.kind == Kind.NAN and not d.get("strong") and d.get("ran", 2) >= 2)
+
+
 def settle_conditioning(finding: Finding) -> None:
     """After :func:`condition_pattern` ran on each pair (``patterns[pair]["cleared"]``):
     a finding whose every pair is cleared is not ``strong`` and takes
-    :func:`unpatterned_kind`."""
+    :func:`unpatterned_kind` (and ``agreed`` when that is the paper's NaN oracle).  A
+    strong finding whose every standing pair is at the overflow boundary
+    (``patterns[pair]["overflow_boundary"]``, :func:`overflow_boundary`) records
+    ``overflow_boundary``: undefined behaviour, not a bug."""
     patterns = finding.detail.get("patterns") or {}
     if patterns and all(p.get("cleared") in CLEARED for p in patterns.values()):
         finding.detail["strong"] = False
-        finding.kind = unpatterned_kind(finding.detail)
+    standing = [p for p in patterns.values() if p.get("cleared") not in CLEARED]
+    finding.detail["overflow_boundary"] = bool(finding.detail.get("strong") and standing
+                                               and all(p.get("overflow_boundary") for p in standing))
+    _settle_kind(finding)
 
 
 def diagnose_patterns(finding: Finding, layers: Mapping[str, Mapping[str, np.ndarray]],

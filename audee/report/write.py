@@ -10,6 +10,7 @@ import os
 import re
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -129,7 +130,9 @@ def _backends(r: pd.Series) -> str:
     parts = [f"{b} ({st})" for b, st in status.items() if st != "ok"]
     parts += [p.replace("|", " vs ") for p in _list(r.get("inconsistent_pairs"))]
     nan = r.get("nan") if isinstance(r.get("nan"), dict) else {}
-    parts += sorted({f"{b} (NaN)" for b in nan.values()})
+    # {backend: first non-finite layer}; rows written before it read {layer: backend}
+    nan_backends = set(nan) if set(nan) <= set(status) else set(nan.values())
+    parts += sorted({f"{b} (NaN)" for b in nan_backends})
     return "; ".join(parts) or ", ".join(status)
 
 
@@ -397,13 +400,15 @@ def _cell(v: object) -> str:
     return re.sub(r"<(\w+)>", r"&lt;\1&gt;", " ".join(str(v).split()).replace("|", "\\|"))
 
 
-BUG_COLS = ["status", "known_id", "kind", "backends", "what", "phase", "error", "cases", "units", "first_case",
-            "case_file", "repro", "link", "slug"]
+BUG_COLS = ["class", "status", "known_id", "kind", "backends", "odd", "what", "phase", "error", "cases", "units",
+            "first_case", "case_file", "repro", "report", "link", "slug"]
 
 
 def _relocalized(row: dict, localized: dict) -> dict:
     """A row whose inconsistencies were localized (the RQ2 stage): their signatures take the
     layer API and parameter from the localization (audee.signature: localization first)."""
+    from dataclasses import replace
+
     from audee.signature import Signature, signatures_of
 
     docs = localized.get((row.get("unit"), row.get("id")))
@@ -415,7 +420,8 @@ def _relocalized(row: dict, localized: dict) -> dict:
         doc = docs.get("|".join(sig.backends)) if sig.kind == "inconsistency" else None
         if doc is not None and doc.get("localized"):
             finding = {"kind": sig.kind, "backends": list(sig.backends), "detail": {"pair": "|".join(sig.backends)}}
-            sigs += [x.to_json() for x in signatures_of(finding, localization=doc)]
+            sigs += [replace(x, odd=sig.odd, context=tuple(dict.fromkeys(sig.context + x.context))).to_json()
+                     for x in signatures_of(finding, localization=doc)]
         else:
             sigs.append(d)
     return {**row, "signatures": sigs}
@@ -438,16 +444,17 @@ def campaign_bugs(data: CampaignData, known: list | None = None) -> list[dict[st
     return unique_bugs(rows, load_known_issues() if known is None else known)
 
 
-def bug_table(bugs: list[dict[str, Any]], out: Path) -> pd.DataFrame:
+def bug_table(bugs: list[dict[str, Any]], out: Path, reports: dict[str, Path] | None = None) -> pd.DataFrame:
     """One row per signature (audee.signature), new first: known or new (audee.known),
     kind, backends, API/params, cases behind it, the first case file and the repro script
     (links relative to ``out``)."""
     table = []
     for b in bugs:
-        rel = {k: Path(os.path.relpath(b[k], Path(out).resolve())).as_posix() if b.get(k) else "-"
-               for k in ("case_file", "repro")}
-        table.append({"status": b["status"], "known_id": b["known_id"] or "-", "kind": b["kind"],
-                      "backends": ", ".join(b["backends"]), "what": b["what"], "phase": b["phase"] or "-",
+        paths = {"case_file": b.get("case_file"), "repro": b.get("repro"), "report": (reports or {}).get(b["root"])}
+        rel = {k: Path(os.path.relpath(v, Path(out).resolve())).as_posix() if v else "-" for k, v in paths.items()}
+        table.append({"class": b["class"], "status": b["status"], "known_id": b["known_id"] or "-", "kind": b["kind"],
+                      "backends": ", ".join(b["backends"]), "odd": ", ".join(b["odd"]) or "-",
+                      "what": b["what"], "phase": b["phase"] or "-",
                       "error": b["error"] or "-", "cases": b["cases"], "units": len(b["units"]),
                       "first_case": b["first_case"], **rel, "link": b["link"] or "-", "slug": b["slug"]})
     return pd.DataFrame(table, columns=BUG_COLS)
@@ -468,22 +475,31 @@ def phase_table(cases: pd.DataFrame) -> pd.DataFrame:
                          for b, s in summary.items()], columns=columns)
 
 
-ROOT_COLS = ["status", "known_id", "kind", "api", "odd_one_out", "backends", "error", "signatures", "cases",
-             "first_case", "repro"]
+ROOT_COLS = ["class", "status", "known_id", "kind", "component", "op", "api", "odd", "silent", "backends", "error",
+             "signatures", "cases", "first_case", "repro", "report", "why"]
 
 
-def root_table(bugs: list[dict[str, Any]], out: Path) -> pd.DataFrame:
-    """Unique bugs grouped by likely root cause (audee.known.root_causes), new first."""
-    from audee.known import root_causes
-
+def root_table(roots: list[dict[str, Any]], out: Path, reports: dict[str, Path]) -> pd.DataFrame:
+    """Root causes (audee.rootcause.root_causes), bugs first, new before known; ``reports``:
+    the upstream-ready report of each new bug (audee.report.bugreports)."""
     rows = []
-    for g in root_causes(bugs):
-        repro = Path(os.path.relpath(g["repro"], Path(out).resolve())).as_posix() if g.get("repro") else "-"
-        rows.append({"status": g["status"], "known_id": g["known_id"] or "-", "kind": g["kind"], "api": g["api"] or "-",
-                     "odd_one_out": ", ".join(g["odd_one_out"]) or "-", "backends": ", ".join(g["backends"]),
-                     "error": g["error"] or "-", "signatures": g["signatures"], "cases": g["cases"],
-                     "first_case": g["first_case"], "repro": repro})
+    for g in roots:
+        rel = {k: Path(os.path.relpath(v, Path(out).resolve())).as_posix() if v else "-"
+               for k, v in (("repro", g.get("repro")), ("report", reports.get(g["root"])))}
+        rows.append({"class": g["class"], "status": g["status"], "known_id": g["known_id"] or "-", "kind": g["kind"],
+                     "component": g.get("component") or "-", "op": g.get("op") or "-", "api": g["api"] or "-",
+                     "odd": ", ".join(g["odd"]) or "-", "silent": g.get("silent") or "-",
+                     "backends": ", ".join(g["backends"]), "error": g["error"] or "-",
+                     "signatures": g["signatures"], "cases": g["cases"], "first_case": g["first_case"],
+                     **rel, "why": g["class_reason"]})
     return pd.DataFrame(rows, columns=ROOT_COLS)
+
+
+def class_line(roots: list[dict[str, Any]]) -> str:
+    """Root causes per class, new and known: the count a maintainer reads first."""
+    from audee.rootcause import class_counts
+
+    return "; ".join(f"{c['root_causes']} {k} ({c['new']} new)" for k, c in class_counts(roots).items())
 
 
 def write_report(data: CampaignData, out: Path, known: list | None = None) -> list[Path]:
@@ -491,19 +507,24 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    from audee.report.bugreports import write_bug_reports
+    from audee.rootcause import root_causes
+
     raw_bugs = campaign_bugs(data, known)
-    bugs = bug_table(raw_bugs, out)
-    roots = root_table(raw_bugs, out)
+    raw_roots = root_causes(raw_bugs)
+    reports = write_bug_reports(raw_roots, out)
+    written += list(reports.values())
+    bugs = bug_table(raw_bugs, out, reports)
+    roots = root_table(raw_roots, out, reports)
     unique = unique_inconsistencies(data.cases)
     sigs = signatures(data.localized)
     rates = top1_rates(data)
     failing = failing_cases(data.cases, out)
     errors = backend_errors(data.cases)
     configured = sorted(load_api_configs())
-    sections = [("Unique bugs by signature (new first; known: already reported upstream)", "bugs", bugs),
-                ("Likely root causes: signatures with the same kind, layer API and error, whatever the "
-                 "parameter classes and backends (odd_one_out: the backend every pairwise signature names)",
-                 "roots", roots),
+    sections = [("Root causes by class (bug, harness, limitation, undefined; new first; report: the "
+                 "upstream-ready report of a new bug; docs/oracles.md)", "roots", roots),
+                ("Bug signatures (new first; known: already reported upstream)", "bugs", bugs),
                 ("Table 1: unique inconsistencies (seed x backend pair x level)", "table1",
                  table1(data.cases, data.units)),
                 ("Test cases by outcome", "outcomes", crash_table(data.cases)),
@@ -521,9 +542,9 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
                  phase_table(data.cases))]
     n_units = data.cases["unit"].nunique() if not data.cases.empty else 0
     index = ["# audee report", "",
-             f"{len(bugs)} unique bugs by signature ({int((bugs['status'] == 'new').sum()) if len(bugs) else 0} new; "
-             f"[list](bugs.md)) in {len(roots)} likely root causes "
-             f"({int((roots['status'] == 'new').sum()) if len(roots) else 0} new; [list](roots.md)); "
+             f"{len(roots)} root causes ([list](roots.md)): {class_line(raw_roots)}; "
+             f"{len(reports)} new bugs with an upstream-ready report (bugs/); "
+             f"from {len(bugs)} bug signatures ([list](bugs.md)); "
              f"{len(data.cases)} test cases, {len(data.searches)} search runs, {n_units} units; "
              f"{len(failing)} failing test cases ([list with case files](failing.md)); "
              f"{len(unique)} unique inconsistencies (paper criteria), {len(data.localized)} localized, "

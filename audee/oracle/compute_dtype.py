@@ -1,0 +1,58 @@
+"""The one owner of "the dtype a layer computes in", read from its spec parameters.
+
+The ModelSpec has no model-level dtype: a dtype policy travels as each layer's ``dtype``
+parameter (``audee/mutation/apilevel.py``, ``audee/keras_import.py``), and Keras casts a
+float32 model input to the consuming layer's compute dtype.  So whether a value is at
+overflow scale, or how large a rounding step is, depends on that compute dtype, not on the
+dtype of the array fed in: 192125 in a float32 input array is ordinary for a float32
+layer and already Inf for a ``mixed_float16`` one.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+FLOAT32 = "float32"
+#: a Keras dtype policy name -> the dtype its layers compute in
+POLICY_COMPUTE = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16",
+                  "float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
+                  "half": "float16", "float": "float32", "double": "float64"}
+
+
+def layer_compute_dtype(params: Mapping[str, Any] | None) -> str:
+    """The compute dtype of a layer with spec parameters ``params``: its ``dtype`` policy
+    (a name, or a serialized ``DTypePolicy`` / ``{"name": ...}`` dict), float32 when unset
+    or unknown (audee never sets a global policy)."""
+    policy = (params or {}).get("dtype")
+    if isinstance(policy, Mapping):  # {"class_name": "DTypePolicy", "config": {"name": ...}} or {"name": ...}
+        policy = (policy.get("config") or policy).get("name")
+    return POLICY_COMPUTE.get(str(policy), FLOAT32) if policy is not None else FLOAT32
+
+
+def dtype_max(dtype: Any) -> float:
+    """The largest finite value of a float dtype (bfloat16 through ml_dtypes)."""
+    try:
+        return float(np.finfo(dtype).max)
+    except (TypeError, ValueError):  # bfloat16 and other ml_dtypes types, or their names
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(getattr(ml_dtypes, str(dtype), dtype)).max)
+
+
+def narrowest(dtypes: list[str]) -> str:
+    """The dtype with the smallest maximum among ``dtypes`` (float32 when empty): where a
+    value is consumed by layers of several compute dtypes, the first to overflow decides."""
+    return min(dtypes, key=dtype_max) if dtypes else FLOAT32
+
+
+def consumer_compute_dtypes(spec: Any, names: list[str] | None = None) -> dict[str, str]:
+    """For each model input (or each of ``names``: inputs or layers of ``spec``), the
+    narrowest compute dtype among the layers that read it."""
+    names = list(spec.input_names) if names is None else names
+    readers: dict[str, list[str]] = {n: [] for n in names}
+    for layer in spec.layers:
+        for ref in layer.inputs:
+            if ref in readers:
+                readers[ref].append(layer_compute_dtype(layer.params))
+    return {n: narrowest(d) for n, d in readers.items()}

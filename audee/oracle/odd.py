@@ -1,0 +1,139 @@
+"""The one owner of "the odd backend": which backend(s) of a case behave differently from
+the majority, recorded on every failure finding.
+
+A finding names the backends *involved* (``finding.backends``: the rejecting ones, every
+NaN one, both of a pair); a bug report wants the one that is *wrong*.  With three or more
+backends the majority tells it; with two nobody can.  :func:`mark_odd` sets, on every
+failure finding of a case:
+
+* ``detail["odd"]``: the sorted labels of the backends outside a strict majority of
+  backends that behave alike, or ``[]`` when no strict majority exists (two backends, a
+  tie, every backend different) or every backend behaves alike;
+* ``detail["odd_rule"]``: why, in a few words (``"minority of 4"``, ``"two backends:
+  cannot tell"``, ...).
+
+The rules (``docs/oracles.md``, "The odd backend"):
+
+* **crash, divergent acceptance**: every backend of the case falls into one group: the
+  ones that ran, or one group per distinct ``(phase, failure kind)``; the odd ones are
+  those outside the largest group when it is a strict majority (the backends that failed
+  when most ran, or the ones that ran when most failed alike).
+* **NaN**: the backends that ran are grouped by their element-wise non-finite pattern of
+  the output and the logits; when those agree, by their lists of non-finite layers.  The
+  odd ones are those outside a strict-majority group.
+* **deviation, inconsistency** (one finding per pair): from the pairs with such a finding
+  among the backends that ran, the smallest set of backends that touches every failing
+  pair, when it is the only one of its size and the backends left (every pair among them
+  agrees) are a strict majority: four backends whose pairs with onnxruntime deviate and
+  whose other pairs agree give ``["onnxruntime"]``.
+
+It is a pure function of the outcomes and the findings, so it runs again, unchanged, on
+a re-judged or reproduced case.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any, Hashable
+
+import numpy as np
+
+from audee.case import Finding, Kind, Outcome
+from audee.oracle.nan import ARRAYS, nonfinite_codes
+
+PAIRWISE = (Kind.DEVIATION, Kind.INCONSISTENCY)
+CRASHES = (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE)
+
+
+def mark_odd(outcomes: list[Outcome], findings: list[Finding]) -> None:
+    """Set ``odd`` and ``odd_rule`` on every failure finding of one case (module docstring)."""
+    crash = nan = pairwise = None  # computed once per case, when a finding needs them
+    for f in findings:
+        if not f.is_failure:
+            continue
+        if f.kind in CRASHES:
+            crash = crash or minority(acceptance_groups(outcomes))
+            odd, rule = crash
+        elif f.kind == Kind.NAN:
+            nan = nan or minority(nan_groups(outcomes))
+            odd, rule = nan
+        elif f.kind in PAIRWISE:
+            pairwise = pairwise or odd_of_pairs([o.backend for o in outcomes if o.ok], failing_pairs(findings))
+            odd, rule = pairwise
+        else:
+            odd, rule = [], f"no rule for {f.kind}"
+        f.detail["odd"], f.detail["odd_rule"] = list(odd), rule
+
+
+def acceptance_groups(outcomes: list[Outcome]) -> dict[str, Hashable]:
+    """Each backend's group for crashes and rejections: ``"ran"``, or its failure's
+    ``(phase, kind)``."""
+    return {o.backend: "ran" if o.ok else (getattr(o.failure, "phase", None), getattr(o.failure, "kind", None))
+            for o in outcomes}
+
+
+def nan_groups(outcomes: list[Outcome]) -> dict[str, Hashable]:
+    """Each backend that ran, grouped by its non-finite pattern of the output and the
+    logits (shape and per-element class); when every backend has the same, by its list of
+    non-finite layers."""
+    ok = [o for o in outcomes if o.ok]
+    keys = {o.backend: tuple(_pattern_key(getattr(o, k)) for k in ARRAYS) for o in ok}
+    if len(set(keys.values())) <= 1:
+        keys = {o.backend: tuple(o.nonfinite) for o in ok}
+    return keys
+
+
+def _pattern_key(a: Any) -> Hashable:
+    if a is None:
+        return None
+    codes = nonfinite_codes(np.asarray(a))
+    return codes.shape, codes.tobytes()
+
+
+def minority(groups: dict[str, Hashable]) -> tuple[list[str], str]:
+    """The backends outside the strict-majority group of ``groups`` (backend -> group key),
+    and the rule that decided."""
+    n = len(groups)
+    if n < 2:
+        return [], "one backend: nothing to compare"
+    if n == 2:
+        return [], "two backends: cannot tell"
+    sizes: dict[Hashable, int] = {}
+    for key in groups.values():
+        sizes[key] = sizes.get(key, 0) + 1
+    if len(sizes) == 1:
+        return [], f"all {n} alike"
+    top, count = max(sizes.items(), key=lambda kv: kv[1])
+    if 2 * count <= n:
+        return [], f"no strict majority of {n}"
+    return sorted(b for b, key in groups.items() if key != top), f"minority of {n}"
+
+
+def failing_pairs(findings: list[Finding]) -> set[frozenset[str]]:
+    """The backend pairs with a failing pairwise finding (deviation or inconsistency)."""
+    out = set()
+    for f in findings:
+        if f.kind in PAIRWISE and f.is_failure:
+            pair = f.detail.get("pair")
+            out.add(frozenset(pair.split("|")) if isinstance(pair, str) else frozenset(f.backends))
+    return out
+
+
+def odd_of_pairs(ran: list[str], failing: set[frozenset[str]]) -> tuple[list[str], str]:
+    """The smallest set of backends touching every failing pair, when it is unique and
+    leaves a strict majority of ``ran`` whose pairs all agree (module docstring)."""
+    n = len(ran)
+    if n < 2:
+        return [], "one backend: nothing to compare"
+    if n == 2:
+        return [], "two backends: cannot tell"
+    if not failing:
+        return [], f"all {n} alike"
+    for size in range(1, n):
+        if 2 * (n - size) <= n:
+            break
+        covers = [set(c) for c in combinations(sorted(ran), size) if all(p & set(c) for p in failing)]
+        if len(covers) == 1:
+            return sorted(covers[0]), f"every failing pair holds it; the other {n - size} of {n} agree"
+        if len(covers) > 1:
+            return [], f"{len(covers)} ways to explain the failing pairs: cannot tell"
+    return [], f"no strict majority of {n} agrees"

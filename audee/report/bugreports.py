@@ -1,0 +1,184 @@
+"""One upstream-ready report per new bug: ``report/bugs/<root>.md``.
+
+A root cause of class ``bug`` that no known issue matches (:mod:`audee.rootcause`) is what a
+maintainer would want filed.  Its report holds what the tracker asks for: a title in the
+tracker's style, the versions the case ran on, the standalone repro script inline, what
+was expected against what happened (numbers from the case file's verdict), the class and
+why, and a search query to look for an existing upstream issue first.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from audee.store.atomic import write_atomic
+
+log = logging.getLogger(__name__)
+
+#: where each component's bugs are filed (the first is searched first)
+TRACKERS = {
+    "tensorflow": ["tensorflow/tensorflow", "keras-team/keras"],
+    "torch": ["keras-team/keras", "pytorch/pytorch"],
+    "jax": ["keras-team/keras", "jax-ml/jax"],
+    "tf2onnx": ["onnx/tensorflow-onnx"],
+    "onnxruntime": ["microsoft/onnxruntime"],
+}
+VERSION_KEYS = ("python", "keras", "tensorflow", "torch", "jax", "jaxlib", "onnx", "onnxruntime", "tf2onnx", "numpy")
+
+
+def root_slug(root: dict[str, Any]) -> str:
+    """A file name for a root cause: its kind, who is odd, its op or layer, and a hash of its key."""
+    who = root.get("component") or "-".join(root.get("odd") or []) or "pair"
+    what = root.get("op") or root.get("api") or "net"
+    text = "-".join(re.sub(r"[^A-Za-z0-9]+", "_", str(w)).strip("_") for w in (root["kind"], who, what))
+    return f"{text[:60]}-{hashlib.sha1(root['root'].encode()).hexdigest()[:8]}"
+
+
+def _tracker_component(root: dict[str, Any]) -> str:
+    if root.get("component"):
+        return str(root["component"])
+    odd = root.get("odd") or []
+    return str(odd[0]).split("@")[0] if len(odd) == 1 else "tensorflow"
+
+
+# the words every error of a framework or runtime carries: no help in a title or a search
+_BOILERPLATE = [re.compile(p) for p in (
+    r"^\w*(?:Error|Exception|Graph|Fail):\s*", r"\[ONNXRuntimeError\]\s*:\s*<n>\s*:\s*\w+\s*:\s*",
+    r"This is an invalid model\.\s*", r"Non-zero status code returned while running \w+ node\.\s*",
+    r"Name:<name>\s*", r"Status Message:\s*", r"<path>\s*", r"Graph execution error:\s*",
+    r"Exception encountered when calling \w+\.call\(\)\.\s*", r"\[\[\{\{node [^}]*\}\}\]\]", r"\[Op:[^\]]*\]",
+    r"&lt;|&gt;", r"\x1b\[\d+m|\[\d+m")]
+
+
+def core_message(error: str | None) -> str:
+    """What an error says went wrong, without the words every error of its kind carries."""
+    text = error or ""
+    for _ in range(2):
+        for pattern in _BOILERPLATE:
+            text = pattern.sub("", text)
+    return " ".join(text.split())
+
+
+def search_query(root: dict[str, Any]) -> str:
+    """A query for the tracker's issue search: the repository, the op or layer, and the
+    error's stable words (placeholders and punctuation dropped)."""
+    repo = TRACKERS.get(_tracker_component(root), ["keras-team/keras"])[0]
+    words = re.sub(r"<\w+>|\[[^\]]*\]|[^A-Za-z0-9_ ]", " ", core_message(root.get("error"))).split()
+    stop = {"Error", "error", "the", "of", "in", "for", "is", "a", "an", "and", "to", "with", "was", "by", "n",
+            "void", "onnxruntime", "ptrdiff_t"}
+    key = [w for w in words if w not in stop and not w.endswith(("Error", "Exception")) and len(w) > 1][:6]
+    what = root.get("op") or root.get("api") or ""
+    if not key:
+        key = {"nan": ["NaN"], "deviation": ["different", "results"],
+               "inconsistency": ["different", "results"]}.get(root["kind"], [])
+    return " ".join([f"repo:{repo}", "is:issue", what, *key]).strip()
+
+
+def title(root: dict[str, Any]) -> str:
+    """A one-line title as the tracker's issues are written."""
+    what = root.get("op") or root.get("api") or "model"
+    odd = ", ".join(root.get("odd") or []) or None
+    others = [b for b in root.get("backends", []) if b not in (root.get("odd") or [])]
+    if root["kind"] == "nan":
+        return (f"{root.get('api') or what} returns different NaN/Inf values on {odd} than on "
+                f"{', '.join(others) or 'the other backends'}")
+    if root["kind"] in ("deviation", "inconsistency"):
+        return (f"{root.get('api') or what} gives different results on {odd or ' vs '.join(root['backends'])}"
+                + (f" than on {', '.join(others)}" if odd and others else ""))
+    component = root.get("component") or ", ".join(root.get("backends", []))
+    layer = root.get("api") if root.get("api") not in (None, what) else None
+    error = core_message(root.get("error"))[:120].rstrip(" .,")
+    return f"[{component}] {what}{f' ({layer})' if layer else ''}: {error}"
+
+
+def _case(root: dict[str, Any]) -> Any:
+    """The first case's record, through the restricted loader (None if unreadable)."""
+    from audee.store.caserecord import CaseRecord
+
+    path = root.get("case_file")
+    if not path or not Path(path).is_file():
+        return None
+    try:
+        return CaseRecord.from_file(path)
+    except Exception as exc:  # a case file audee cannot read is reported, not fatal  # noqa: BLE001
+        log.warning("%s: not read for its bug report: %s", path, exc)
+        return None
+
+
+def _versions(record: Any) -> list[str]:
+    versions = getattr(record, "versions", None) or {}
+    flat: dict[str, Any] = {}
+    for k, v in versions.items():
+        if isinstance(v, dict):
+            flat.update(v)
+        else:
+            flat[k] = v
+    lines = [f"- {k} {flat[k]}" for k in VERSION_KEYS if k in flat]
+    return lines or ["- (the case file records no versions)"]
+
+
+def expected_actual(root: dict[str, Any], record: Any) -> list[str]:
+    """Expected against actual, with the numbers the case's verdict holds."""
+    if record is None:
+        return ["(no case file: see the repro script)"]
+    findings = [f for f in record.verdict.get("findings", []) if f.get("kind") == root["kind"]]
+    out: list[str] = []
+    for f in findings[:4]:
+        d = f.get("detail") or {}
+        if root["kind"] == "divergent_acceptance":
+            out.append(f"- expected: every backend computes a result, as {', '.join(d.get('accepted') or [])} do")
+            for b, e in (d.get("errors") or {}).items():
+                msg = " ".join(str((e or {}).get("message", "")).split())[:400]
+                out.append(f"- actual on {b} ({(e or {}).get('phase')}): `{msg}`")
+        elif root["kind"] == "hard_crash":
+            out.append(f"- expected: a result or a clean exception; actual on {', '.join(f.get('backends', []))}: "
+                       f"{d.get('how')} at {d.get('phase')}: `{' '.join(str(d.get('message', '')).split())[:400]}`")
+        elif root["kind"] == "deviation":
+            out.append(f"- {d.get('pair', '').replace('|', ' vs ')}: largest |difference| {d.get('max_abs')}, "
+                       f"largest relative {d.get('max_rel')}, {d.get('n_out')} of {d.get('n')} values beyond "
+                       f"rtol {(d.get('tolerance') or {}).get('rtol')} / atol {(d.get('tolerance') or {}).get('atol')} "
+                       f"({d.get('dtype')}); expected: within tolerance; first layer deviating on its own input: "
+                       f"{(d.get('own_layers') or ['-'])[0]}")
+        elif root["kind"] == "inconsistency":
+            out.append(f"- {d.get('pair', '').replace('|', ' vs ')}: {d.get('n_flips')} predicted labels differ "
+                       f"(distance {d.get('distance')}); expected: the same labels")
+        elif root["kind"] == "nan":
+            out.append(f"- first non-finite layer per backend: {d.get('first_layer')}; finite backends: "
+                       f"{d.get('finite_backends')}; non-finite counts in the output: {d.get('counts')}")
+            for pair, p in (d.get("patterns") or {}).items():
+                out.append(f"  - {pair.replace('|', ' vs ')}: patterns differ first at {p.get('first_layer')}, "
+                           f"example {p.get('layer_example') or p.get('example')}")
+    return out or ["(the case's verdict holds no finding of this kind)"]
+
+
+def write_bug_reports(roots: list[dict[str, Any]], out: Path) -> dict[str, Path]:
+    """``out/bugs/<slug>.md`` for every new root cause of class ``bug``; returns
+    ``{root key: path}`` for the tables to link."""
+    written: dict[str, Path] = {}
+    new_bugs = [g for g in roots if g["class"] == "bug" and g["status"] == "new"]
+    if not new_bugs:
+        return written
+    folder = Path(out) / "bugs"
+    folder.mkdir(parents=True, exist_ok=True)
+    for g in new_bugs:
+        record = _case(g)
+        repro = Path(g["repro"]).read_text() if g.get("repro") and Path(g["repro"]).is_file() else None
+        lines = [f"# {title(g)}", "",
+                 f"- class: **{g['class']}** ({g['class_reason']}); kind `{g['kind']}`; component "
+                 f"{g.get('component') or '-'}; odd backend(s): {', '.join(g.get('odd') or []) or 'cannot tell'}",
+                 f"- backends involved: {', '.join(g['backends'])}; {g['cases']} test case(s), "
+                 f"{g['signatures']} signature(s); first case `{g['first_case']}`",
+                 f"- root cause key: `{g['root']}`", "", "## Versions", "", *_versions(record), "",
+                 "## Expected and actual", "", *expected_actual(g, record), "", "## Reproduce", ""]
+        lines += (["Standalone (no audee needed):", "", "```python", repro.rstrip(), "```"] if repro else
+                  ["(no repro script was written for this case: `audee reproduce` its case file)"])
+        lines += ["", "## Already reported?", "",
+                  "No entry of audee's known-issues list matches it.  Search the tracker first:", "",
+                  f"    {search_query(g)}", ""]
+        path = folder / f"{root_slug(g)}.md"
+        write_atomic(path, "\n".join(lines).encode())
+        written[g["root"]] = path
+    return written

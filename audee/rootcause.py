@@ -1,0 +1,180 @@
+"""Root causes and classes: how many bugs a run found, as a maintainer counts them.
+
+A *signature* (:mod:`audee.signature`) is one bug as a known issue would match it; many
+signatures may come from one fix upstream.  A **root cause** groups them by what a
+maintainer would fix (docs/oracles.md, "Root causes and classes"):
+
+* a crash or rejection: its kind, the **component** that failed (a framework, the converter
+  ``tf2onnx``, the runtime ``onnxruntime``), the **op** or kernel its error names (``Erfc``,
+  ``Loop``, ``Conv3DBackpropInput``; else the layer API that failed) and the normalized
+  error **template**;
+* a NaN pattern difference: the **odd backend** (else the pair, marked ``?``), the layer
+  where the patterns first differ, and whether the input held NaN/Inf;
+* a deviation or an inconsistency (one family: a label flip is a deviation seen through
+  argmax): the odd backend (else the pair) and the layer that deviates on its own input.
+
+What rode along with the failing layer (an activation drawn for it, parameter values)
+enters the key only where localization named it (the signature's ``localized`` context).
+
+Each root cause has a **class**, decided by :func:`classify` in this order: a known issue's
+``class``; ``harness`` (the failure is raised in audee's own code); ``undefined`` (the case
+is outside the documented contract: a crafty invalid parameter value, NaN/Inf inputs to a
+NaN-pattern difference, ids out of range, a pattern difference at the float32 overflow
+boundary); ``limitation`` (an explicit "unsupported" error: no op, no kernel, not
+implemented, only supports ...); else ``bug``.  A group of signatures takes the class of its
+most telling member (:data:`CLASSES` order): one case with valid inputs makes it a bug.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Protocol
+
+from audee.case import Kind
+from audee.signature import Signature
+
+#: the classes, most telling first: a group takes the first class any member has
+CLASSES = ("bug", "harness", "limitation", "undefined")
+CLASS_HELP = {
+    "bug": "a backend computes something wrong or crashes where its docs promise a result",
+    "limitation": "an explicit, documented 'unsupported' error",
+    "undefined": "an input outside the documented contract (worth a report only when one backend is "
+                 "silently different)",
+    "harness": "audee's own fault (its conversion glue, its checks)",
+}
+CRASH_KINDS = (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE)
+NUMERIC_KINDS = (Kind.DEVIATION, Kind.INCONSISTENCY)
+
+# An explicit "this is not supported" from a framework, converter or runtime.
+UNSUPPORTED = re.compile(
+    r"No Op registered for|No OpKernel was registered|not supported|[Uu]nsupported|only supports?\b|"
+    r"[Nn]ot implemented|NotImplementedError|UnimplementedError|do not yet support|currently only support|"
+    r"is not available on")
+_UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_range": "ids out of range",
+                      "overflow_boundary": "at the float32 overflow boundary"}
+
+
+class _Known(Protocol):  # audee.known.KnownIssue, without importing it (known imports this module)
+    id: str
+    klass: str | None
+
+
+def template(error: str | None) -> str:
+    """A normalized error with what varies between layers and graphs folded too: graph
+    node names, the traced op label, ONNX tensor type lists."""
+    if not error:
+        return "-"
+    t = re.sub(r"\[\[\{\{node [^}]*\}\}\]\]", "", error)
+    t = re.sub(r"\[Op:[^\]]*\]", "", t)
+    t = re.sub(r"tensor\(\w+\)", "tensor", t)
+    t = re.sub(r"(?:<name>: tensor,?\s*)+", "<args>", t)
+    return " ".join(t.split())[:200]
+
+
+def _who(sig: Signature) -> str:
+    return ",".join(sig.odd) if sig.odd else "?" + ",".join(sig.backends)
+
+
+def root_key(sig: Signature) -> str:
+    """The root cause a signature belongs to (module docstring)."""
+    if sig.kind in CRASH_KINDS:
+        return " | ".join([sig.kind, sig.component or ",".join(sig.backends) or "-",
+                           sig.op or sig.layer or _primary(sig.api), template(sig.error)])
+    what = sig.layer or _primary(sig.api)
+    if "localized" in sig.context:  # localization named the parameter (a rider too): it matters
+        what = (sig.api or what) + "(" + ",".join(f"{p}={v}" for p, v in sig.params) + ")"
+    if sig.kind == Kind.NAN:
+        source = "from NaN/Inf input" if "nonfinite_input" in sig.context else "from finite input"
+        return " | ".join(["nan", _who(sig), what, source])
+    family = "numeric" if sig.kind in NUMERIC_KINDS else sig.kind
+    return " | ".join([family, _who(sig), what])
+
+
+def _primary(api: str | None) -> str:
+    parts = [p for p in (api or "").split("+") if p and not p.startswith("activations.")]
+    return "+".join(parts) or api or "-"
+
+
+def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
+    """(class, why) of one signature (module docstring); ``issue``: the known issue it
+    matches, whose ``class`` decides when given."""
+    if issue is not None and getattr(issue, "klass", None):
+        return str(issue.klass), f"known issue {issue.id}"
+    ctx = set(sig.context)
+    if "audee_raised" in ctx:
+        return "harness", "raised in audee's own code"
+    invalid = sorted(c.split(":", 1)[1] for c in ctx if c.startswith("invalid:"))
+    if invalid:
+        return "undefined", "a crafty invalid value of " + ", ".join(invalid)
+    reasons = [text for c, text in _UNDEFINED_CONTEXT.items() if c in ctx]
+    if reasons:
+        return "undefined", "; ".join(reasons)
+    if sig.kind in CRASH_KINDS and UNSUPPORTED.search(sig.error_full or sig.error or ""):
+        return "limitation", "an explicit 'unsupported' error"
+    return "bug", "no rule clears it"
+
+
+def silent_backend(sigs: Iterable[Signature]) -> str | None:
+    """The backend that is silently different from the rest, where one is: the lone backend
+    that ran what every other refused, or the lone odd backend of a numeric finding."""
+    for s in sigs:
+        for c in s.context:
+            if c.startswith("silent:"):
+                return c.split(":", 1)[1]
+        if s.kind not in CRASH_KINDS and len(s.odd) == 1:
+            return s.odd[0]
+    return None
+
+
+def root_causes(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Unique bugs (:func:`audee.known.unique_bugs`, each with its ``signature``) grouped by
+    :func:`root_key`: one entry per root cause with its class (the most telling of its
+    signatures'), its signatures, cases (summed: a case may count under several), the
+    backends involved and the odd ones, the component and op, ``known`` when any signature
+    matches a known issue, and for ``undefined`` causes the backend silently different
+    from the rest, if any."""
+    groups: dict[str, dict[str, Any]] = {}
+    for b in bugs:
+        sig: Signature = b["signature"]
+        key = root_key(sig)
+        g = groups.setdefault(key, {
+            "root": key, "kind": b["kind"], "api": sig.layer or _primary(sig.api), "op": sig.op,
+            "component": sig.component, "error": b["error"], "signatures": 0, "cases": 0, "backends": set(),
+            "odd": set(), "class": b["class"], "class_reason": b["class_reason"], "known_id": None,
+            "first_case": b["first_case"], "case_file": b.get("case_file"), "repro": b["repro"],
+            "slug": b["slug"], "members": []})
+        g["signatures"] += 1
+        g["cases"] += b["cases"]
+        g["backends"].update(b["backends"])
+        g["odd"].update(sig.odd)
+        g["members"].append(sig)
+        if CLASSES.index(b["class"]) < CLASSES.index(g["class"]):
+            g["class"], g["class_reason"] = b["class"], b["class_reason"]
+        g["known_id"] = g["known_id"] or b["known_id"]
+        g["repro"] = g["repro"] or b["repro"]
+    out = []
+    for g in groups.values():
+        g["backends"] = sorted(g["backends"])
+        g["odd"] = sorted(g["odd"])
+        g["silent"] = silent_backend(g.pop("members")) if g["class"] == "undefined" else None
+        g["status"] = "known" if g["known_id"] else "new"
+        out.append(g)
+    return sorted(out, key=lambda g: (CLASSES.index(g["class"]), g["status"] != "new", -g["cases"], g["root"]))
+
+
+def class_counts(roots: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per class: root causes, new (not matched upstream) and known."""
+    out = {c: {"root_causes": 0, "new": 0, "known": 0} for c in CLASSES}
+    for g in roots:
+        c = out[g["class"]]
+        c["root_causes"] += 1
+        c["new" if g["status"] == "new" else "known"] += 1
+    return out
+
+
+ROOT_FIELDS = ("class", "status", "known_id", "kind", "component", "op", "api", "odd", "backends", "silent",
+               "signatures", "cases", "first_case", "class_reason", "error", "root")
+
+
+def roots_json(roots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Root causes as a summary keeps them (plain JSON)."""
+    return [{k: g.get(k) for k in ROOT_FIELDS} for g in roots]

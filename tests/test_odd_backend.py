@@ -1,0 +1,137 @@
+"""The odd backend (audee.oracle.odd): which backend behaves differently from the majority.
+
+Unit tests of the pure rules need no framework; the last test runs a NaN through a tiny
+CNN's MaxPooling2D on TensorFlow, PyTorch and JAX: TensorFlow drops the NaN and is named.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audee.case import Finding, Kind, Outcome
+from audee.oracle.nan import nan_findings
+from audee.oracle.odd import mark_odd, minority, odd_of_pairs
+
+NAN = float("nan")
+
+
+class _Fail:
+    """A worker failure as the crash oracle reads it."""
+
+    def __init__(self, phase: str, kind: str = "error", hard: bool = False):
+        self.phase, self.kind, self.hard, self.message, self.traceback, self.log_tail = phase, kind, hard, "m", "", ""
+
+
+def _ok(name: str, out=((0.1, 0.9),), layers: list[str] | None = None) -> Outcome:
+    out = np.asarray(out, np.float32)
+    return Outcome(name, logits=out, output=out, nonfinite=layers if layers is not None else
+                   ([] if np.isfinite(out).all() else ["logits"]))
+
+
+def _pair(kind: str, a: str, b: str) -> Finding:
+    return Finding(kind, [a, b], {"pair": f"{a}|{b}"})
+
+
+# ---- the pure rules ------------------------------------------------------------------------------
+def test_minority_needs_a_strict_majority_and_three_backends():
+    assert minority({"a": 1, "b": 1, "c": 2}) == (["c"], "minority of 3")
+    assert minority({"a": 1, "b": 2}) == ([], "two backends: cannot tell")
+    assert minority({"a": 1, "b": 1, "c": 2, "d": 2})[0] == []       # 2 against 2
+    assert minority({"a": 1, "b": 2, "c": 3})[0] == []               # all different
+    assert minority({"a": 1, "b": 1, "c": 1})[0] == []               # all alike: nobody odd
+
+
+def test_the_backend_in_every_failing_pair_is_odd_when_the_others_agree():
+    ran = ["tensorflow", "torch", "jax", "onnxruntime"]
+    ort = {frozenset({x, "onnxruntime"}) for x in ("tensorflow", "torch", "jax")}
+    assert odd_of_pairs(ran, ort)[0] == ["onnxruntime"]
+    # one failing pair of four: either of the two could be the odd one
+    assert odd_of_pairs(ran, {frozenset({"tensorflow", "onnxruntime"})})[0] == []
+    assert odd_of_pairs(["a", "b"], {frozenset({"a", "b"})}) == ([], "two backends: cannot tell")
+    # three backends, two pairs failing through c; two odd ones of four leave no majority
+    assert odd_of_pairs(["a", "b", "c"], {frozenset("ac"), frozenset("bc")})[0] == ["c"]
+    everything_but_ab = {frozenset(p) for p in ("ac", "ad", "bc", "bd", "cd")}
+    assert odd_of_pairs(["a", "b", "c", "d"], everything_but_ab)[0] == []
+    five = {frozenset(p) for p in ("ad", "bd", "cd", "ae", "be", "ce", "de")}
+    assert odd_of_pairs(list("abcde"), five)[0] == ["d", "e"]         # two odd ones, three agree
+
+
+def test_deviation_findings_of_one_odd_backend_all_name_it():
+    outs = [_ok(b) for b in ("tensorflow", "torch", "jax", "onnxruntime")]
+    findings = [_pair(Kind.DEVIATION, x, "onnxruntime") for x in ("tensorflow", "torch", "jax")]
+    findings.append(_pair(Kind.INCONSISTENCY, "tensorflow", "onnxruntime"))  # one flip: the same odd one
+    findings.append(Finding(Kind.DEVIATION_ACCUMULATED, ["torch", "jax"], {"pair": "torch|jax"}))
+    mark_odd(outs, findings)
+    assert all(f.detail["odd"] == ["onnxruntime"] for f in findings[:4])
+    assert "odd" not in findings[4].detail                              # not a failure: not marked
+
+
+def test_the_backends_that_failed_when_most_ran_are_odd_and_the_reverse():
+    from audee.oracle import crash_findings
+
+    outs = [_ok("tensorflow"), _ok("torch"), _ok("jax"), Outcome("onnxruntime", failure=_Fail("convert"))]
+    (f,) = crash_findings(outs)
+    mark_odd(outs, [f])
+    assert f.kind == Kind.DIVERGENT_ACCEPTANCE and f.detail["odd"] == ["onnxruntime"]
+    outs = [_ok("tensorflow"), Outcome("torch", failure=_Fail("build")), Outcome("jax", failure=_Fail("build"))]
+    (g,) = crash_findings(outs)
+    mark_odd(outs, [g])
+    assert g.detail["odd"] == ["tensorflow"] and g.detail["odd_rule"] == "minority of 3"
+    # failures in different phases are different behaviours: no majority
+    outs = [_ok("tensorflow"), Outcome("torch", failure=_Fail("build")), Outcome("jax", failure=_Fail("run"))]
+    (h,) = crash_findings(outs)
+    mark_odd(outs, [h])
+    assert h.detail["odd"] == []
+    outs = [_ok("tensorflow"), Outcome("torch", failure=_Fail("run", "signal", hard=True))]
+    (c,) = crash_findings(outs)
+    mark_odd(outs, [c])
+    assert c.kind == Kind.HARD_CRASH and c.detail == {**c.detail, "odd": [], "odd_rule": "two backends: cannot tell"}
+
+
+def test_nan_findings_name_the_backend_whose_pattern_is_in_the_minority():
+    x = {"x": np.ones((1, 2), np.float32)}
+    outs = [_ok("tensorflow", [[0.5, 0.5]], ["conv"]), _ok("torch", [[NAN, NAN]], ["conv", "pool", "logits"]),
+            _ok("jax", [[NAN, NAN]], ["conv", "pool", "logits"])]
+    (f,) = nan_findings(outs, x)
+    mark_odd(outs, [f])
+    assert f.detail["odd"] == ["tensorflow"] and f.detail["strong"]
+    # every backend's first non-finite layer, none collapsed; tensorflow is finite where the others are not
+    assert f.detail["first_layer"] == {"tensorflow": "conv", "torch": "conv", "jax": "conv"}
+    assert f.detail["finite_backends"] == ["tensorflow"]
+    # the output patterns agree: the layer lists decide
+    outs = [_ok(b, [[NAN, 1.0]], layers) for b, layers in
+            (("a", ["d1", "logits"]), ("b", ["logits"]), ("c", ["logits"]))]
+    (g,) = nan_findings(outs, x)
+    mark_odd(outs, [g])
+    assert g.detail["odd"] == ["a"]
+    # the same NaN everywhere: agreed, nobody odd
+    outs = [_ok(b, [[NAN, 1.0]]) for b in "abc"]
+    (h,) = nan_findings(outs, x)
+    mark_odd(outs, [h])
+    assert h.kind == Kind.NAN and h.detail["agreed"] and h.detail["odd"] == [] and h.detail["odd_rule"] == "all 3 alike"
+
+
+# ---- on real frameworks ------------------------------------------------------------------------
+def test_tensorflow_dropping_a_nan_in_max_pooling_is_the_odd_one(tmp_path):
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.case import TestCase
+    from audee.execute import Executor
+    from audee.fuzz import result_row
+    from tests.helpers import tiny_cnn, tiny_inputs
+
+    x = tiny_inputs(2)
+    x["image"][0, 4, 5, 0] = np.nan
+    case = TestCase("maxpool-nan", tiny_cnn(), {}, x)
+    with Pool(parse_backends("tensorflow,torch,jax"), tmp_path, timeout=300) as pool:
+        assert pool.start() == {}
+        ex = Executor(pool)
+        ex.complete_weights(case, weight_seed=0)
+        result = ex.run(case)
+    (f,) = [f for f in result.verdict.findings if f.kind == Kind.NAN]
+    assert f.detail["strong"] and f.detail["odd"] == ["tensorflow"], f.detail
+    assert f.detail["finite_backends"] == ["tensorflow"]
+    row = result_row(result, {})
+    # each backend's first non-finite layer: two backends at the same layer stay two entries
+    # (TensorFlow's relu already turns the NaN into 0, so it holds none)
+    assert row["nan"] == {"torch": "conv", "jax": "conv"} and row["nan_finite"] == ["tensorflow"]

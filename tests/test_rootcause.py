@@ -1,0 +1,245 @@
+"""Root causes and classes (audee.rootcause), and known-issue matching as a maintainer
+counts: rules without a framework first, then real TensorFlow + onnxruntime runs where
+riders and the carrying layer must not split one converter failure."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audee.case import Finding, Kind
+from audee.known import KnownIssue, load_known_issues, match_known, unique_bugs
+from audee.rootcause import class_counts, classify, root_causes, root_key, template
+from audee.signature import Signature, op_of, signatures_of
+
+SPEC = {"layers": [{"name": "deconv", "api": "Conv3DTranspose", "params": {"activation": "relu"}},
+                   {"name": "dense", "api": "Dense", "params": {"units": 4}}]}
+SIZE = ("InvalidArgumentError: Graph execution error: Conv3DBackpropInputOp: Size of out_backprop doesn't match "
+        "computed: actual = 4, computed = 3 spatial_dim: 1 input: 5 filter: 2 output: 4 stride: 1 dilation: 1 "
+        "[[{{node functional_1/deconv_1/conv3d_transpose}}]] [Op:__inference_forward_123]")
+
+
+def _divergent(message: str, failing: str = "tensorflow", phase: str = "run", traceback: str = "") -> Finding:
+    return Finding(Kind.DIVERGENT_ACCEPTANCE, [failing],
+                   {"accepted": ["torch", "jax"],
+                    "errors": {failing: {"phase": phase, "message": message, "traceback": traceback}}})
+
+
+def _rows(*sigs: list[Signature]) -> list[dict]:
+    return [{"id": f"c{i}", "signatures": [s.to_json() for s in group]} for i, group in enumerate(sigs)]
+
+
+def test_a_rider_activation_does_not_split_a_root_cause():
+    rows = []
+    for act in ("relu", "selu", "sparse_plus"):
+        meta = {"api": "Conv3DTranspose", "mutations": [
+            {"layer": "deconv", "param": "activation", "old": None, "new": act}]}
+        rows.append(signatures_of(_divergent(SIZE), SPEC, meta))
+    bugs = unique_bugs(_rows(*rows), [])
+    assert len({b["key"] for b in bugs}) == 3            # signatures keep the rider ...
+    (root,) = root_causes(bugs)                           # ... the root cause does not
+    assert root["op"] == "Conv3DBackpropInput" and root["component"] == "tensorflow" and root["cases"] == 3
+    assert root["class"] == "bug" and root["signatures"] == 3
+
+
+def test_ops_are_read_from_framework_and_converter_errors():
+    assert op_of(SIZE) == "Conv3DBackpropInput"
+    assert op_of("InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. In Node, "
+                 "('x', Erfc, '', -1) : () -> () , Error No Op registered for Erfc with domain_version of 15") == "Erfc"
+    assert op_of("Fail: [ONNXRuntimeError] : 1 : FAIL : Node (dense/BiasAdd) Op (Add) [ShapeInferenceError] "
+                 "Incompatible dimensions") == "Add"
+    assert op_of("UnimplementedError: Graph execution error: The Conv2D op currently only supports the NHWC "
+                 "tensor format on the CPU.") == "Conv2D"
+    assert op_of("TypeError: Exception encountered when calling CategoryEncoding.call(). Value passed") \
+        == "CategoryEncoding"
+    assert op_of("ValueError: something plain went wrong") is None
+
+
+def test_pairwise_findings_of_one_odd_backend_are_one_signature_and_one_root():
+    sigs = [signatures_of(Finding(Kind.DEVIATION, ["jax", other], {"pair": f"jax|{other}", "own_layers": ["dense"],
+                                                                      "odd": ["jax"]}), SPEC, {})
+            for other in ("onnxruntime", "tensorflow", "torch")]
+    bugs = unique_bugs(_rows(*sigs), [])
+    assert len(bugs) == 1 and bugs[0]["cases"] == 3 and "jax" in bugs[0]["slug"]
+    (root,) = root_causes(bugs)
+    assert root["odd"] == ["jax"] and root["api"] == "Dense" and root["kind"] == "deviation"
+    # two backends: the oracle cannot tell, the pair names the root
+    two = signatures_of(Finding(Kind.DEVIATION, ["jax", "torch"], {"pair": "jax|torch", "own_layers": ["dense"],
+                                                                   "odd": []}), SPEC, {})
+    assert root_key(two[0]).startswith("numeric | ?jax,torch | Dense")
+
+
+def test_an_inconsistency_joins_its_pairs_deviation():
+    verdict = {"findings": [
+        {"kind": Kind.DEVIATION, "backends": ["jax", "torch"],
+         "detail": {"pair": "jax|torch", "own_layers": ["dense"], "odd": ["jax"]}},
+        {"kind": Kind.INCONSISTENCY, "backends": ["jax", "torch"], "detail": {"pair": "jax|torch", "odd": ["jax"]}}]}
+    from audee.signature import case_signatures
+
+    sigs = case_signatures(verdict, SPEC, {"mutations": [{"layer": "deconv", "param": "activation", "new": "selu"}]})
+    assert len(sigs) == 2 and len({root_key(s) for s in sigs}) == 1
+
+
+@pytest.mark.parametrize("message, klass", [
+    ("InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : In Node, ('b', Bucketize, '', -1) : () -> () , "
+     "Error No Op registered for Bucketize with domain_version of 15", "limitation"),
+    ("UnimplementedError: Graph execution error: The Conv2D op currently only supports the NHWC tensor format",
+     "limitation"),
+    ("InvalidArgumentError: No OpKernel was registered to support Op 'MaxPool3D' used by {{node m}} with these "
+     "attrs: [T=DT_HALF]", "limitation"),
+    (SIZE, "bug"),
+])
+def test_explicit_unsupported_errors_are_limitations(message, klass):
+    (sig,) = signatures_of(_divergent(message, "onnxruntime" if "ONNX" in message else "tensorflow"), SPEC, {})
+    assert classify(sig)[0] == klass
+
+
+def test_undefined_inputs_and_the_harness_are_classed_apart():
+    meta = {"mutations": [{"layer": "dense", "param": "units", "new": -2, "invalid": True}]}
+    (sig,) = signatures_of(_divergent(SIZE), SPEC, meta)
+    assert classify(sig) == ("undefined", "a crafty invalid value of units")
+    nan = Finding(Kind.NAN, ["onnxruntime", "torch", "jax"],
+                  {"strong": True, "input_nonfinite": True, "odd": ["onnxruntime"], "first_layer": {},
+                   "patterns": {"jax|onnxruntime": {"first_layer": "dense"}}})
+    (s,) = signatures_of(nan, SPEC, {"special_inputs": {"nan": 3}})
+    assert classify(s)[0] == "undefined"
+    (root,) = root_causes(unique_bugs(_rows([s]), []))
+    assert root["silent"] == "onnxruntime"                # one backend silently different: said so
+    frame = 'Traceback (most recent call last):\n  File "/x/site-packages/audee/backends/onnx_backend.py", line 9\n'
+    (h,) = signatures_of(_divergent("ValueError: glue", "onnxruntime", "convert", frame), SPEC, {})
+    assert classify(h)[0] == "harness"
+
+
+def test_agreed_nonfinite_values_are_no_bug_signature():
+    agreed = Finding(Kind.NAN, ["jax", "torch"], {"strong": False, "agreed": True, "first_layer": {"jax": "dense"}})
+    assert signatures_of(agreed, SPEC, {}) == []
+
+
+def test_a_known_class_overrides_the_rules_and_counts_per_class():
+    issue = KnownIssue.model_validate({"id": "size", "title": "t", "link": "https://x.org/1", "class": "limitation",
+                                       "match": {"error": "Size of out_backprop"}})
+    (sig,) = signatures_of(_divergent(SIZE), SPEC, {})
+    assert match_known(sig, [issue]) is issue and classify(sig, issue) == ("limitation", "known issue size")
+    roots = root_causes(unique_bugs(_rows([sig]), [issue]))
+    assert class_counts(roots)["limitation"] == {"root_causes": 1, "new": 0, "known": 1}
+
+
+def test_known_matching_reads_the_whole_error_aliases_and_the_odd_backend():
+    long = "ValueError: " + "padding words " * 60 + "\nmore\nlines\nEmbedding.call(). index out of range in self"
+    (sig,) = signatures_of(_divergent(long, "torch"), SPEC, {})
+    assert "index out of range" not in (sig.error or "") and "index out of range" in sig.error_full
+    assert match_known(sig, load_known_issues()).id == "keras-embedding-out-of-range-raise"
+    # an entry about Embedding matches ReversibleEmbedding (a subclass)
+    rev = Signature(Kind.NAN, "ReversibleEmbedding", (), ("jax", "torch"), odd=("jax",), layer="ReversibleEmbedding")
+    assert match_known(rev, load_known_issues()).id == "keras-embedding-out-of-range-jax-nan"
+    # an entry about TensorFlow dropping NaN does not take a finding where onnxruntime is odd
+    pool = Signature(Kind.NAN, "MaxPooling2D", (), ("onnxruntime", "tensorflow", "torch"), odd=("onnxruntime",))
+    assert match_known(pool, load_known_issues()) is None
+    assert match_known(Signature(Kind.NAN, "MaxPooling2D", (), ("tensorflow", "torch"), odd=("tensorflow",)),
+                       load_known_issues()).id == "tf-maxpool-drops-nan"
+
+
+def test_templates_fold_node_names_and_type_lists():
+    a = "InvalidGraph: In Node, (<name>, Loop, <name>, <n>) : (<name>: tensor(int64),<name>: tensor(float16),) -> x"
+    b = "InvalidGraph: In Node, (<name>, Loop, <name>, <n>) : (<name>: tensor(int64),<name>: tensor(float),<name>: " \
+        "tensor(float),) -> x"
+    assert template(a) == template(b)
+
+
+def test_old_rows_without_root_fields_still_read():
+    old = {"kind": "deviation", "api": "Dense", "params": [], "backends": ["jax", "torch"], "phase": None,
+           "error": None, "key": "x", "slug": "y"}
+    (root,) = root_causes(unique_bugs([{"id": "c0", "signatures": [old]}], []))
+    assert root["class"] == "bug" and root["odd"] == [] and root["api"] == "Dense"
+
+
+# ---- on TensorFlow and onnxruntime ---------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+
+    with Pool(parse_backends("tensorflow,onnxruntime"), tmp_path_factory.mktemp("logs"), timeout=300) as p:
+        assert p.start() == {}
+        yield p
+
+
+def _one_layer(pool, api: str, params: dict, shape: list[int], meta: dict) -> dict:
+    """A one-layer model of ``api`` run on the pool; its results row (signatures included)."""
+    from audee.case import TestCase
+    from audee.execute import Executor
+    from audee.fuzz import result_row
+    from audee.spec import ModelSpec
+
+    spec = ModelSpec.from_json({"name": "one", "inputs": [{"name": "x", "shape": shape}],
+                                "layers": [{"name": "layer", "api": api, "params": params, "inputs": ["x"]},
+                                           {"name": "flat", "api": "Flatten", "params": {}, "inputs": ["layer"]}],
+                                "output": "flat", "logits": "flat"})
+    x = {"x": np.random.default_rng(0).normal(size=[4, *shape]).astype(np.float32)}
+    case = TestCase(f"{api}-{params.get('activation')}", spec, {}, x, meta)
+    ex = Executor(pool)
+    ex.complete_weights(case, weight_seed=0)
+    return {"id": case.id, **result_row(ex.run(case), {}, meta=meta)}
+
+
+def _act(layer_params: dict, act: str, api: str) -> dict:
+    return {"api": api, "mutations": [{"layer": "layer", "param": "activation", "old": None, "new": act}],
+            **({} if not layer_params else {})}
+
+
+def test_one_converter_failure_is_one_root_cause_whatever_rides_along_or_carries_it(pool):
+    # tf2onnx's BiasAdd(NCHW) with a non-constant bias, met with two rider activations
+    conv = {"filters": 3, "kernel_size": 2, "data_format": "channels_first", "use_bias": True}
+    riders = [_one_layer(pool, "Conv1DTranspose", {**conv, "activation": a}, [3, 4], _act(conv, a, "Conv1DTranspose"))
+              for a in ("relu", "selu")]
+    # gelu (tf2onnx leaves TensorFlow's Erfc unconverted), carried by a Dense and by a Conv2D
+    gelu = [_one_layer(pool, "Dense", {"units": 3, "activation": "gelu"}, [5], _act({}, "gelu", "Dense")),
+            _one_layer(pool, "Conv2D", {"filters": 2, "kernel_size": 2, "activation": "gelu"}, [4, 4, 1],
+                       _act({}, "gelu", "Conv2D"))]
+    for row in riders + gelu:
+        assert row["status"] == "fail" and row["backends"]["tensorflow"] == "ok", row
+        assert row["backends"]["onnxruntime"] != "ok", row
+    roots = root_causes(unique_bugs(riders, []))
+    assert len(roots) == 1 and roots[0]["cases"] == 2 and roots[0]["component"] in ("tf2onnx", "onnxruntime")
+    (g,) = root_causes(unique_bugs(gelu, []))
+    assert g["op"] == "Erfc" and g["component"] == "tf2onnx" and g["cases"] == 2
+    assert g["class"] == "limitation"                     # an op the converter does not support
+    known = root_causes(unique_bugs(gelu, load_known_issues()))
+    assert known[0]["known_id"] == "tf2onnx-gelu-erfc"
+
+
+def test_a_new_bug_gets_an_upstream_ready_report(tmp_path):
+    """tf2onnx's BiasAdd(NCHW) failure is a new bug: `audee report` writes bugs/<root>.md with
+    a title, the versions, the repro script inline, expected and actual, and a search query,
+    and links it from bugs.md and roots.md."""
+    import json
+    import subprocess
+    import sys
+
+    from audee.report import load_campaign_dir, write_report
+
+    spec = {"name": "nchw", "inputs": [{"name": "x", "shape": [3, 4]}],
+            "layers": [{"name": "deconv", "api": "Conv1DTranspose", "inputs": ["x"],
+                        "params": {"filters": 3, "kernel_size": 2, "data_format": "channels_first", "use_bias": True}},
+                       {"name": "flat", "api": "Flatten", "params": {}, "inputs": ["deconv"]}],
+            "output": "flat", "logits": "flat"}
+    (tmp_path / "nchw.json").write_text(json.dumps(spec))
+    np.savez(tmp_path / "x.npz", x=np.random.default_rng(0).normal(size=(8, 3, 4)).astype(np.float32))
+    out = tmp_path / "run"
+    run = subprocess.run([sys.executable, "-m", "audee", "fuzz", "--seed", str(tmp_path / "nchw.json"), "--inputs",
+                          str(tmp_path / "x.npz"), "--backends", "tensorflow,onnxruntime", "--batch", "8",
+                          "--no-progress", "--variants", "0", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "bug             1  (new: 1, known: 0)" in run.stdout, run.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["new_bugs"] == 1 and summary["classes"]["bug"]["root_causes"] == 1
+    write_report(load_campaign_dir(out), tmp_path / "report")
+    (report,) = (tmp_path / "report" / "bugs").glob("*.md")
+    text = report.read_text()
+    assert text.startswith(("# [tf2onnx] Add (Conv1DTranspose):", "# [onnxruntime] Add (Conv1DTranspose):")), text[:200]
+    for part in ("## Versions", "- keras 3.", "- onnxruntime ", "## Expected and actual",
+                 "- expected: every backend computes a result, as tensorflow do", "```python",
+                 "import", "## Already reported?", "repo:"):
+        assert part in text, part
+    assert f"bugs/{report.name}" in (tmp_path / "report" / "bugs.md").read_text()
+    assert f"bugs/{report.name}" in (tmp_path / "report" / "roots.md").read_text()
