@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="API-level fuzzing instead of a seed: --variants small models around each layer API "
                            "named (see `audee apis`; all: every configured one), ids api-<API>-v<i>; "
                            "--dtypes picks their dtype policies")
-    p.add_argument("--inputs", help="your own inputs: an .npz with one array per model input (batch first)")
+    p.add_argument("--inputs", help="your own inputs: an .npz with one array per model input (batch first); "
+                                    "default: the seed's, an inputs.npz beside a user's model, else generated")
     _backends_arg(p, ",".join(DEFAULT_BACKENDS), settings=False)
     p.add_argument("--out", required=True, help="output directory (rerun to resume)")
     # every fuzz setting's flag, type, help and default: audee.settings.FuzzSettings (as campaign units)
@@ -195,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare each config with its Keras constructor: every parameter configured, skipped "
                         "(with the config's reason), exempt (docs/apis.md) or missing; then the Keras layers with "
                         "no config and no exclusion (exit 5 if any gap)")
+    p.add_argument("--seed", help="with --coverage: only this seed's layers (a name, spec .json, directory or "
+                                  ".keras): which are mutated and which run unmutated, having no config")
     return ap
 
 
@@ -228,6 +231,7 @@ def check_out_dir(out: str | Path, flag: str = "--out") -> None:
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
+    from audee.seeds import load_seed
     from audee.store.lock import dir_lock
 
     # every flag validated (audee.settings models) before anything is written or started
@@ -247,7 +251,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     args.known = _known_issues(args)
     seed = None
     if not args.seed.endswith(".keras"):  # a .keras model is read by a worker, under the lock
-        seed = _load_seed(args.seed, refs, Path(args.out))
+        seed = load_seed(args.seed, Path(args.out) / "logs")
         _check_seed(seed, plan, seed.source or args.seed)
     with dir_lock(args.out):  # one writer per --out: a second `audee fuzz` fails at once, writing nothing
         return _cmd_fuzz(args, refs, cfg, plan, seed)
@@ -319,19 +323,14 @@ def _check_seed(seed: Any, plan: Any, source: str) -> None:
 def _cmd_fuzz(args: argparse.Namespace, refs: list, cfg: Any, plan: Any, seed: Any) -> int:
     from audee.fuzz import fuzz
     from audee.logs import setup_logging
-    from audee.seeds import check_inputs, load_inputs
+    from audee.seeds import load_seed, with_inputs
 
     setup_logging(None, Path(args.out) / "logs" / "audee.log")
     if seed is None:
-        seed = _load_seed(args.seed, refs, Path(args.out))
+        seed = load_seed(args.seed, Path(args.out) / "logs")
         _check_seed(seed, plan, seed.source or args.seed)
+    seed = with_inputs(seed, args.inputs)  # --inputs, inputs.npz beside a user's model, or generated
     inputs = seed.inputs
-    if args.inputs:
-        inputs, _ = load_inputs(args.inputs)
-        inputs = check_inputs(seed.spec, inputs, args.inputs)
-    if not inputs:
-        raise AudeeError(f"seed {args.seed} ships no inputs: give them with --inputs file.npz "
-                         f"(arrays named {', '.join(seed.spec.input_names)}, batch first)", field="--inputs")
     bar = None
     if not args.no_progress:
         from tqdm import tqdm
@@ -448,38 +447,6 @@ def _print_summary(s: dict[str, Any]) -> None:
         for api, a in s["by_api"].items():
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(a["by_kind"].items()))
             print(f"    {api:<24} {a['cases']:>5}  {a['failing']:>7}  {kinds}")
-
-
-def _load_seed(name: str, refs: list, out: Path):
-    from audee.seeds import load_seed
-
-    if name.endswith(".keras"):
-        return _import_keras_seed(name, refs, out)
-    return load_seed(name)
-
-
-def _import_keras_seed(path: str, refs: list, out: Path):
-    """A user's .keras model: converted to a spec inside a TensorFlow worker."""
-    from audee.backends.pool import Pool
-    from audee.backends.registry import parse_backends
-    from audee.seeds import Seed
-    from audee.spec import ModelSpec
-
-    if not Path(path).is_file():
-        raise AudeeError("no such file", source=path)
-    with Pool(parse_backends("tensorflow"), out / "logs") as pool:
-        failed = pool.start()
-        if failed:
-            raise AudeeError(f"cannot start a tensorflow worker to read it: {failed['tensorflow'].message}", source=path)
-        try:
-            got = pool.call("tensorflow", "import_keras", path=str(Path(path).resolve()))
-        except RuntimeError as exc:
-            raise AudeeError(str(exc).splitlines()[0], source=path) from None
-    if "refused" in got:
-        raise AudeeError(got["refused"])
-    spec = ModelSpec.from_json(got["spec"], source=path)
-    return Seed(name=spec.name, spec=spec, inputs={}, labels=None, weights=got["weights"], weight_seed=0,
-                description=f"imported from {path}", data="user", source=path)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -664,6 +631,14 @@ def cmd_apis(args: argparse.Namespace) -> int:
     from audee.apis import load_api_configs
 
     apis = load_api_configs()
+    if args.coverage and args.seed:
+        from audee.apis.coverage import render_seed_coverage, seed_coverage
+        from audee.seeds import load_seed
+
+        with tempfile.TemporaryDirectory(prefix="audee-apis-") as tmp:
+            rows = seed_coverage(load_seed(args.seed, tmp).spec, apis)
+        print(json.dumps(rows, indent=1) if args.json else render_seed_coverage(rows))
+        return ExitCode.OK
     if args.coverage:
         os.environ.setdefault("KERAS_BACKEND", "jax")  # keras is imported here, for this command only
         from audee.apis.coverage import coverage_rows, render_coverage, uncovered_layers

@@ -396,7 +396,10 @@ def fold_reduced_precision_flips(verdict: Verdict) -> None:
 
 def seed_batch(inputs: dict[str, np.ndarray], index: int, size: int) -> tuple[dict[str, np.ndarray], list[int]]:
     """A deterministic window of ``size`` seed inputs for test case ``index``; successive
-    cases rotate through the seed set so every input gets used."""
+    cases rotate through the seed set so every input gets used.  ``inputs`` must hold rows
+    (:func:`audee.seeds.with_inputs` gives every seed some): an empty set is a caller's bug."""
+    if not inputs or not all(np.shape(v)[:1] and np.shape(v)[0] for v in inputs.values()):
+        raise ValueError("seed_batch: no seed inputs (resolve them with audee.seeds.with_inputs)")
     n = int(next(iter(inputs.values())).shape[0])
     size = min(size, n)
     start = (index * size) % n

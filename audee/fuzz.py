@@ -227,8 +227,10 @@ def _variant_ids(seed: Seed, cfg: FuzzConfig) -> list[str]:
 def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
                    table: ResultsTable, stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
     from audee.apis import load_api_configs
+    from audee.mutation.network import log_unconfigured
 
     apis = load_api_configs()
+    log_unconfigured(seed.spec, apis)  # layers without an API config run unmutated: one line per API
     out = Path(cfg.out)
     done = table.done_ids()
     ids = _variant_ids(seed, cfg)

@@ -9,7 +9,9 @@ that differ from the constructor's defaults, as plain JSON data.  Dropped on pur
 inference).
 
 The model arrives as it is: each layer's dtype policy is kept as its name (``"float16"``,
-``"mixed_bfloat16"``; float32, Keras' default, is left out), the inputs keep their
+``"mixed_bfloat16"``; left out only where it is the policy the layer gets without one,
+float32 for most layers), any ``keras.layers`` layer is imported whether or not it has an
+API config (one without runs unmutated), the inputs keep their
 dtypes, and integer inputs get no range: token ids the user gives are run as given, even
 outside an Embedding's vocabulary (what each framework does with those is its own
 behaviour to compare).  Weights keep their variables' dtypes, except bfloat16 ones,
@@ -209,10 +211,24 @@ def layer_params(keras: Any, layer: Any, *, source: str, where: str) -> dict[str
         config = layer.get_config()
     except Exception as exc:
         raise AudeeError(f"get_config() failed: {type(exc).__name__}: {exc}", source=source, field=where) from None
-    return _clean_config(keras, type(layer), config, source, where)
+    return _clean_config(keras, type(layer), config, source, where, _built_policy(type(layer), config))
 
 
-def _clean_config(keras: Any, cls: type, config: dict[str, Any], source: str, where: str) -> dict[str, Any]:
+def _built_policy(cls: type, config: dict[str, Any]) -> str | None:
+    """The dtype policy ``cls`` picks when built from ``config`` without a ``dtype``: float32
+    for most layers, but the lookup and hashing layers choose by their settings
+    (``Discretization(output_mode="int")``: int64), so ``dtype="float32"`` is not always
+    the default.  None when the layer cannot be built that way (the dtype is then kept)."""
+    try:
+        return str(cls.from_config({k: v for k, v in config.items() if k != "dtype"}).dtype_policy.name)
+    except Exception:
+        return None
+
+
+def _clean_config(keras: Any, cls: type, config: dict[str, Any], source: str, where: str,
+                  default_policy: str | None = DEFAULT_POLICY) -> dict[str, Any]:
+    """The constructor arguments in ``config`` worth carrying: every one that differs from
+    its default, and ``dtype`` unless it is the policy the layer would get without it."""
     defaults = _defaults(cls)
     out: dict[str, Any] = {}
     for key, value in config.items():
@@ -220,7 +236,7 @@ def _clean_config(keras: Any, cls: type, config: dict[str, Any], source: str, wh
             continue
         if key == "dtype":
             policy = policy_name(keras, value, source, f"{where}.params.dtype")
-            if policy != DEFAULT_POLICY:
+            if policy != default_policy:
                 out[key] = policy
             continue
         value = _json(keras, value, source, f"{where}.params.{key}")

@@ -19,8 +19,8 @@ user's own list, ``--no-shipped-known-issues`` leaves the shipped one out.  A fi
 
 An ``api`` matches the signature's blamed API, the layer it pins, and every alias of
 either: another public name of the same Keras class or a Keras layer it subclasses
-(``ReversibleEmbedding`` is an ``Embedding``; ``data/layer_aliases.json``, made from the
-installed Keras by ``python -m audee.known``).  ``backends`` is compared with the odd
+(``ReversibleEmbedding`` is an ``Embedding``; :func:`audee.apis.keras_layers.layer_aliases`,
+stored with the Keras layer list).  ``backends`` is compared with the odd
 backends where the oracle named them: an entry about TensorFlow dropping NaN does not
 match a finding where onnxruntime is the odd one.  Numbers in ``params`` match by sign, as
 signatures keep them (``units: 3`` matches any positive ``units``).  The schema is checked
@@ -28,15 +28,14 @@ signatures keep them (``units: 3`` matches any positive ``units``).  The schema 
 """
 from __future__ import annotations
 
-import json
 import re
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from audee.case import Kind
+from audee.apis.keras_layers import layer_aliases
 from audee.paths import data_dir
 from audee.rootcause import classify, root_key
 from audee.settings import FieldError, validate_settings
@@ -48,37 +47,6 @@ KINDS = tuple(dict.fromkeys((*Kind.FAILURES, "deviation")))  # the failure kinds
 
 def shipped_file() -> Path:
     return data_dir() / "known_issues.yaml"
-
-
-def alias_file() -> Path:
-    return data_dir() / "layer_aliases.json"
-
-
-@lru_cache(maxsize=1)
-def layer_aliases() -> dict[str, list[str]]:
-    """``{layer API: its other names}``: the public names of the same Keras class and of the
-    Keras layers it subclasses (``Layer`` itself left out), as the pinned Keras has them."""
-    path = alias_file()
-    return json.loads(path.read_text()) if path.is_file() else {}
-
-
-def build_alias_table() -> dict[str, list[str]]:
-    """:func:`layer_aliases` from the installed Keras (any backend)."""
-    import inspect
-
-    import keras
-
-    names = {n: c for n in dir(keras.layers)
-             if inspect.isclass(c := getattr(keras.layers, n)) and issubclass(c, keras.layers.Layer)}
-    by_class: dict[type, list[str]] = {}
-    for n, c in names.items():
-        by_class.setdefault(c, []).append(n)
-    out = {}
-    for n, c in sorted(names.items()):
-        found = {a for b in c.__mro__ if b in by_class and b is not keras.layers.Layer for a in by_class[b]} - {n}
-        if found:
-            out[n] = sorted(found)
-    return out
 
 
 def _apis_of(sig: Signature) -> set[str]:
@@ -265,17 +233,3 @@ def unique_bugs(rows: list[dict[str, Any]], issues: list[KnownIssue],
     for b in out:
         b.pop("case_ids")
     return out
-
-
-def main() -> None:
-    """Rewrite ``data/layer_aliases.json`` from the installed Keras."""
-    import os
-
-    os.environ.setdefault("KERAS_BACKEND", "numpy")
-    table = build_alias_table()
-    alias_file().write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
-    print(f"{alias_file()}: {len(table)} layer APIs with aliases")
-
-
-if __name__ == "__main__":
-    main()

@@ -4,11 +4,19 @@ A seed directory holds ``spec.json`` (a ModelSpec), ``inputs.npz`` (one array pe
 input, plus ``labels``), ``seed.json`` (provenance, weight seed, input scaling) and, for
 trained seeds, ``weights.npz``.  Untrained seeds get deterministic weights at run time
 (``audee.weights.init_weights``).  No framework is imported here.
+
+A user's seed (a spec ``.json``, a directory, a ``.keras`` model) takes its inputs from,
+in order: ``--inputs`` (a campaign run's ``inputs:``), an ``inputs.npz`` beside its spec
+or model, or inputs generated from the declared shapes and dtypes
+(:func:`generate_inputs`, distribution in docs/architecture.md).  Where they came from is
+kept in ``spec.meta["inputs"]``, so every case file of the run records it.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import logging
+import zlib
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +24,14 @@ import numpy as np
 
 from audee.errors import AudeeError
 from audee.paths import seeds_dir
-from audee.spec import ModelSpec, Weights, load_weights
+from audee.spec import InputSpec, ModelSpec, Weights, load_weights
+
+log = logging.getLogger(__name__)
+#: rows generated for a user seed that brings no inputs (a shipped seed has >= 100)
+GENERATED_ROWS = 128
+#: token ids of a generated integer input: [0, this) unless a range or an Embedding says
+GENERATED_INT_HIGH = 10
+INPUTS_FILE = "inputs.npz"  # the inputs beside a user's spec or .keras model
 
 
 @dataclass
@@ -37,27 +52,68 @@ def list_seeds() -> list[str]:
     return sorted(p.parent.name for p in d.glob("*/spec.json")) if d.is_dir() else []
 
 
-def load_seed(name_or_path: str) -> Seed:
-    """A shipped seed by name, a directory with spec.json, or a spec .json file."""
+def load_seed(name_or_path: str, log_dir: str | Path | None = None) -> Seed:
+    """A shipped seed by name, a directory with spec.json, a spec .json file, or a .keras
+    model (read in a TensorFlow worker logging to ``log_dir``); a user's seed with its
+    inputs (:func:`with_inputs`)."""
     p = Path(name_or_path)
+    if p.suffix == ".keras":
+        return with_inputs(import_keras_seed(p, log_dir))
     if (seeds_dir() / name_or_path / "spec.json").is_file():
         d = seeds_dir() / name_or_path
     elif p.is_dir() and (p / "spec.json").is_file():
         d = p
     elif p.suffix == ".json" and p.is_file():
         spec = ModelSpec.load(p)
-        return Seed(spec.name, spec, {}, None, None, 0, f"spec {p}", "user", str(p))
+        return with_inputs(Seed(spec.name, spec, {}, None, None, 0, f"spec {p}", "user", str(p)))
     else:
         known = ", ".join(list_seeds()) or "none found"
         raise AudeeError(f"no seed named {name_or_path!r} (shipped: {known}; or give a seed directory, a spec "
                          ".json or a .keras model)", field="--seed")
     spec = ModelSpec.load(d / "spec.json")
     meta = _meta(d / "seed.json")
-    inputs, labels = load_inputs(d / "inputs.npz", scale=meta.get("input_scale", {}))
-    inputs = check_inputs(spec, inputs, str(d / "inputs.npz"))
+    inputs, labels = {}, None  # a user's directory may hold no inputs: with_inputs supplies them
+    if (d / INPUTS_FILE).is_file() or d.parent == seeds_dir():
+        inputs, labels = load_inputs(d / INPUTS_FILE, scale=meta.get("input_scale", {}))
+        inputs = check_inputs(spec, inputs, str(d / INPUTS_FILE))
     weights = load_weights(d / "weights.npz") if (d / "weights.npz").is_file() else None
-    return Seed(d.name, spec, inputs, labels, weights, int(meta.get("weight_seed", 0)),
-                str(meta.get("description", "")), str(meta.get("data", "")), str(d))
+    return with_inputs(Seed(d.name, spec, inputs, labels, weights, int(meta.get("weight_seed", 0)),
+                            str(meta.get("description", "")), str(meta.get("data", "")), str(d / "spec.json")))
+
+
+_IMPORTED: dict[tuple[str, float], Seed] = {}  # .keras imports of this process (a campaign checks, then runs)
+
+
+def import_keras_seed(path: str | Path, log_dir: str | Path | None = None) -> Seed:
+    """A user's .keras model: converted to a spec inside a TensorFlow worker (this process
+    imports no framework); any ``keras.layers`` layer, with or without an API config."""
+    import tempfile
+
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+
+    src = str(path)
+    if not Path(path).is_file():
+        raise AudeeError("no such file", source=src)
+    key = (str(Path(path).resolve()), Path(path).stat().st_mtime)
+    if key in _IMPORTED:
+        return _IMPORTED[key]
+    with tempfile.TemporaryDirectory(prefix="audee-import-") as tmp:
+        with Pool(parse_backends("tensorflow"), Path(log_dir or tmp)) as pool:
+            failed = pool.start()
+            if failed:
+                raise AudeeError(f"cannot start a tensorflow worker to read it: {failed['tensorflow'].message}",
+                                 source=src)
+            try:
+                got = pool.call("tensorflow", "import_keras", path=key[0])
+            except RuntimeError as exc:
+                raise AudeeError(str(exc).splitlines()[0], source=src) from None
+    if "refused" in got:
+        raise AudeeError(got["refused"])
+    spec = ModelSpec.from_json(got["spec"], source=src)
+    _IMPORTED[key] = Seed(name=spec.name, spec=spec, inputs={}, labels=None, weights=got["weights"], weight_seed=0,
+                          description=f"imported from {src}", data="user", source=src)
+    return _IMPORTED[key]
 
 
 def _meta(path: Path) -> dict[str, Any]:
@@ -117,3 +173,65 @@ def check_inputs(spec: ModelSpec, inputs: dict[str, np.ndarray], source: str) ->
             raise AudeeError(f"expected numbers, got {arr.dtype}", source=source, field=inp.name)
         out[inp.name] = arr.astype(inp.dtype)
     return out
+
+
+def with_inputs(seed: Seed, path: str | None = None, *, field: str | None = "--inputs") -> Seed:
+    """``seed`` with the inputs a run uses: ``path`` (an .npz, checked against the spec), else
+    the ones it ships, else an ``inputs.npz`` beside a user's spec or model, else generated
+    (:func:`generate_inputs`); never a seed without inputs.  Bad inputs are one line naming
+    the file and the array (``field`` names the setting that gave the path)."""
+    described: dict[str, Any] | None = None
+    if path:
+        if not Path(path).is_file():
+            raise AudeeError("no such file", source=str(path), field=field)
+        raw, _ = load_inputs(path)
+        inputs, described = check_inputs(seed.spec, raw, str(path)), {"file": str(path)}
+    elif seed.inputs:
+        return seed
+    else:
+        beside = Path(seed.source).parent / INPUTS_FILE if seed.source else None
+        beside = beside if beside is not None and beside.parent.resolve() != seeds_dir().resolve() else None
+        if beside is not None and beside.is_file():
+            raw, _ = load_inputs(beside)
+            inputs, described = check_inputs(seed.spec, raw, str(beside)), {"file": str(beside)}
+        else:
+            inputs, described = generate_inputs(seed.spec)
+            log.info("seed %s ships no inputs: %d rows generated from its input shapes (%s)", seed.name,
+                     GENERATED_ROWS, "; ".join(f"{k}: {v}" for k, v in described["generated"].items()))
+    spec = seed.spec.copy()
+    spec.meta = {**spec.meta, "inputs": described}
+    return replace(seed, spec=spec, inputs=inputs, labels=None)
+
+
+def generate_inputs(spec: ModelSpec, rows: int = GENERATED_ROWS) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Deterministic inputs for a model that brings none, drawn from the spec's content key
+    (the same spec gets the same rows on every machine and every rng).  Floats: uniform over
+    the input's ``range`` when it declares one, else standard normal.  Integers: uniform over
+    ``[low, high)`` of its ``range``, else over ``[0, input_dim)`` of an Embedding it feeds,
+    else over ``[0, GENERATED_INT_HIGH)``.  Returns the arrays and their description."""
+    rng_seed = zlib.crc32(spec.key().encode())
+    rng = np.random.default_rng([rng_seed, len(spec.inputs)])
+    out: dict[str, np.ndarray] = {}
+    how: dict[str, str] = {}
+    for inp in spec.inputs:
+        shape = (rows, *inp.shape)
+        if inp.is_integer:
+            low, high = _int_bounds(spec, inp)
+            out[inp.name] = rng.integers(low, high, size=shape).astype(inp.dtype)
+            how[inp.name] = f"uniform integers in [{low}, {high})"
+        elif inp.range is not None:
+            out[inp.name] = rng.uniform(inp.range[0], inp.range[1], size=shape).astype(inp.dtype)
+            how[inp.name] = f"uniform in [{inp.range[0]:g}, {inp.range[1]:g})"
+        else:
+            out[inp.name] = rng.standard_normal(shape).astype(inp.dtype)
+            how[inp.name] = "standard normal"
+    return out, {"generated": how, "rows": rows, "rng": [rng_seed, len(spec.inputs)]}
+
+
+def _int_bounds(spec: ModelSpec, inp: InputSpec) -> tuple[int, int]:
+    if inp.range is not None:
+        return int(np.ceil(inp.range[0])), int(np.ceil(inp.range[1]))
+    dims = [layer.params.get("input_dim") for layer in spec.layers
+            if layer.api == "Embedding" and inp.name in layer.inputs]
+    dims = [d for d in dims if isinstance(d, int) and not isinstance(d, bool) and d > 0]
+    return 0, (min(dims) if dims else GENERATED_INT_HIGH)

@@ -349,6 +349,9 @@ class CampaignRun(FuzzSettings):
                                                            description="one unit per rng (default: [rng])")
     search: CampaignSearch | None = Field(None, description="a search stage for every unit")
     localize: CampaignLocalize | None = Field(None, description="the RQ2 localization stage for every unit")
+    inputs: Name | dict[Name, Name] | None = Field(
+        None, description="with seeds: an .npz of inputs for every seed of the run, or {seed: .npz} (default: the "
+                          "seed's own, an inputs.npz beside a user's spec or .keras model, else generated)")
 
     @field_validator("localize", mode="before")
     @classmethod
@@ -362,9 +365,13 @@ class CampaignRun(FuzzSettings):
         if (self.seeds is None) == (self.apis is None):
             raise FieldError("seeds", "a run names either seeds or apis (exactly one of them)")
         if self.apis is not None:
-            for name in ("search", "localize"):
+            for name in ("search", "localize", "inputs"):
                 if getattr(self, name) is not None:
                     raise FieldError(name, "not available for an API-level run (apis:); use seeds")
+        elif isinstance(self.inputs, dict):
+            for seed in self.inputs:
+                if seed not in self.seeds:
+                    raise FieldError(f"inputs.{seed}", f"not a seed of this run ({', '.join(self.seeds)})")
         elif "api_group" in self.model_fields_set:
             raise FieldError("api_group", "only with apis")
         return self

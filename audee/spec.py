@@ -247,6 +247,8 @@ def _check_json_value(value: Any, source: str, where: str) -> None:
 def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any] | None = None) -> None:
     """Check names, references, acyclicity and (given API configs) APIs and parameter types.
 
+    With ``apis``, a configured layer's parameters are checked against its config, and a
+    layer without one must be a ``keras.layers`` class (it runs unmutated).
     Raises :class:`SpecError` naming the field.  Values an API config lists as *invalid* are
     accepted: a mutated spec carries them on purpose.
     """
@@ -270,9 +272,10 @@ def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any]
             raise SpecError("a layer needs at least one input", source=source, field=f"{where}.inputs")
         _check_json_value(layer.params, source, f"{where}.params")
         if apis is not None:
-            if layer.api not in apis:
-                raise SpecError(f"unknown API {layer.api!r}", source=source, field=f"{where}.api")
-            apis[layer.api].check_params(layer.params, source=source, where=f"{where}.params")
+            if layer.api in apis:
+                apis[layer.api].check_params(layer.params, source=source, where=f"{where}.params")
+            else:
+                _check_keras_layer(layer.api, source, f"{where}.api")
     names = {layer.name for layer in spec.layers} | set(spec.input_names)
     for layer in spec.layers:
         for ref in layer.inputs:
@@ -282,6 +285,16 @@ def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any]
         if ref is not None and ref not in {layer.name for layer in spec.layers}:
             raise SpecError(f"unknown layer {ref!r}", source=source, field=key)
     _toposort(spec, source=source)
+
+
+def _check_keras_layer(api: str, source: str, where: str) -> None:
+    """A layer without an API config runs as it is (mutation leaves it alone), so any
+    ``keras.layers`` class is accepted; a name Keras does not know is an error."""
+    from audee.apis.keras_layers import is_keras_layer, keras_version
+
+    if not is_keras_layer(api):
+        raise SpecError(f"unknown API {api!r}: not a keras.layers layer (Keras {keras_version()})",
+                        source=source, field=where)
 
 
 def _toposort(spec: ModelSpec, *, source: str = "<spec>") -> list[str]:

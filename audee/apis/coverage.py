@@ -149,8 +149,42 @@ def render_coverage(rows: Iterable[Mapping[str, str]], uncovered: Iterable[str] 
                      + (", ".join(gaps) or "-"))
     uncovered = list(uncovered)
     if uncovered:
-        lines.append(f"keras layers with no config and no exclusion: {', '.join(uncovered)}")
+        lines.append(f"keras layers with no config and no exclusion (in a model they run unmutated): "
+                     f"{', '.join(uncovered)}")
     total = Counter(r["status"] for r in rows)
     lines.append(f"{len(per_api)} APIs, {len(rows)} parameters: "
                  + ", ".join(f"{total[s]} {s}" for s in STATUSES) + f"; {len(uncovered)} keras layers uncovered")
+    return "\n".join(lines)
+
+
+def seed_coverage(spec: Any, configs: Mapping[str, ApiConfig]) -> list[dict[str, str]]:
+    """One row per layer of a seed's spec (wrapped layers as ``outer.param``): ``{"layer",
+    "api", "status", "reason"}``, status ``mutated`` (a config draws its parameters) or
+    ``unmutated`` (no config: the layer runs as it is).  No Keras import."""
+    from audee.apis.keras_layers import unconfigured
+
+    bare = {name: api for api, names in unconfigured(spec, configs).items() for name in names}
+    rows = []
+    for layer in spec.layers:
+        names = [layer.name] + [f"{layer.name}.{k}" for k, v in layer.params.items()
+                                if isinstance(v, dict) and "api" in v]
+        for name in names:
+            api = layer.api if name == layer.name else str(layer.params[name.split(".", 1)[1]]["api"])
+            if name in bare:
+                rows.append({"layer": name, "api": api, "status": "unmutated",
+                             "reason": "no API config: runs as it is, its parameters never redrawn"})
+            else:
+                rows.append({"layer": name, "api": api, "status": "mutated", "reason": ""})
+    return rows
+
+
+def render_seed_coverage(rows: Iterable[Mapping[str, str]]) -> str:
+    """A seed's layers, one line each, then a summary line."""
+    rows = list(rows)
+    lines = [f"{r['layer']:<28} {r['api']:<28} {r['status']}" + (f"  ({r['reason']})" if r["reason"] else "")
+             for r in rows]
+    bare = sorted({r["api"] for r in rows if r["status"] == "unmutated"})
+    lines.append(f"{len(rows)} layers: {len(rows) - sum(r['status'] == 'unmutated' for r in rows)} mutated, "
+                 f"{sum(r['status'] == 'unmutated' for r in rows)} unmutated"
+                 + (f" (no config: {', '.join(bare)})" if bare else ""))
     return "\n".join(lines)

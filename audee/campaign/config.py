@@ -8,6 +8,9 @@
         rngs: [0, 1]
         search: {level: input, fitness: inconsistency, search: [ga, random], budget: 30s, ga_on_consistent: 2}
         localize: {consistent: 10}      # RQ2: localize every unique inconsistency of the unit
+      - seeds: [my/spec.json, my/model.keras]   # a user's models: any keras.layers layer
+        inputs: {my/spec.json: my/x.npz}        # or one .npz for all; default: inputs.npz beside, else generated
+        backends: [[tensorflow, torch]]
       - apis: all                       # API-level fuzzing: one unit per API (api_group: N per unit)
         backends: [[tensorflow, torch, jax, onnxruntime]]
         variants: 40                    # cases per API
@@ -41,6 +44,8 @@ class Unit:
     search: dict[str, Any] | None = field(default=None, hash=False)
     localize: dict[str, Any] | None = field(default=None, hash=False)
     apis: tuple[str, ...] | None = None   # an API-level unit: these APIs instead of a seed
+    inputs: str | None = field(default=None, hash=False)  # the run's inputs .npz for this seed (None: the seed's)
+    origin: str = field(default="", hash=False, compare=False)  # the run's field naming the seed: runs[0].seeds[1]
 
 
 @dataclass
@@ -83,10 +88,12 @@ def load_campaign(path: str | Path) -> Campaign:
         seeds = run.seeds or []
         search = _search(run.search)
         localize = run.localize.given() if run.localize is not None else None
-        for seed, backends, rng in itertools.product(seeds, backend_sets, rngs):
+        for (i, seed), backends, rng in itertools.product(enumerate(seeds), backend_sets, rngs):
             tag = f"-{search['level']}-{search['fitness']}" if search else ""
             uid = f"{_seed_tag(seed)}--{'+'.join(_backend_tag(b) for b in backends)}--r{rng}{tag}"
-            units[uid] = Unit(uid, seed, backends, {**settings, "rng": rng}, search, localize)
+            inputs = run.inputs.get(seed) if isinstance(run.inputs, dict) else run.inputs
+            units[uid] = Unit(uid, seed, backends, {**settings, "rng": rng}, search, localize,
+                              inputs=inputs, origin=f"runs[{k}].seeds[{i}]")
     node = ShardSettings(**{k: getattr(cfg, k) for k in cfg.model_fields_set if k in ShardSettings.model_fields})
     return Campaign(name, [units[k] for k in sorted(units)], source, node)
 

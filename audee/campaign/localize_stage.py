@@ -31,7 +31,7 @@ from audee.errors import AudeeError
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
 from audee.localize.rates import top1_rate
 from audee.report.dedup import unique_inconsistencies
-from audee.seeds import load_seed
+from audee.seeds import load_seed, with_inputs
 from audee.spec import ModelSpec
 from audee.store import ResultsTable
 from audee.store.atomic import write_atomic
@@ -129,7 +129,7 @@ def _consistent_rates(unit: Unit, udir: Path, rows: list[dict[str, Any]], pool: 
     if not passing or limit <= 0:
         return len(done)
     chosen = np.random.default_rng([int(unit.settings.get("rng", 0)), 4]).permutation(len(passing))[:limit]
-    seed = load_seed(unit.seed)
+    seed = with_inputs(load_seed(unit.seed), unit.inputs, field=None)  # the inputs its fuzz run used
     loc = Localizer(pool, {}, cfg)
     for k in sorted(int(i) for i in chosen):
         r = passing[k]

@@ -32,7 +32,7 @@ from audee.cpus import default_parallel_units, task_cpus
 from audee.errors import AudeeError
 from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, summarize
 from audee.logs import setup_logging
-from audee.seeds import load_seed
+from audee.seeds import load_seed, with_inputs
 from audee.settings import ShardSettings
 from audee.store.atomic import write_atomic
 from audee.store.lock import dir_lock, locked
@@ -186,10 +186,12 @@ def unit_dir(out: Path, unit: Unit) -> Path:
     return udir
 
 
-def check_seeds(units: list[Unit], source: str) -> None:
-    """Every seed of ``units`` loads and its spec passes the API configs (an unknown API or
-    a wrongly typed parameter would only make every case fail); a search ``layer`` names a
-    layer of it."""
+def check_seeds(units: list[Unit], source: str, log_dir: Path | None = None) -> None:
+    """Every seed of ``units`` loads, its spec passes the API configs (a configured layer's
+    parameters typed right; any other layer a ``keras.layers`` class, run unmutated) and
+    its inputs are there (the run's ``inputs:`` file fits the spec, or the seed's own, or
+    generated); a search ``layer`` names a layer of it.  A bad seed is one line naming the
+    campaign file and the run's field, before the first unit runs."""
     from audee.apis import load_api_configs
     from audee.errors import ConfigError
     from audee.spec import validate
@@ -201,10 +203,18 @@ def check_seeds(units: list[Unit], source: str) -> None:
                 raise ConfigError(f"unknown API {api!r} (unit {u.id})", source=source, field="apis")
     units = [u for u in units if u.apis is None]
     specs = {}
-    for seed in sorted({u.seed for u in units}):
-        s = load_seed(seed)
-        validate(s.spec, source=s.source or seed, apis=apis)
-        specs[seed] = s.spec
+    for u in sorted({(u.seed, u.inputs): u for u in units}.values(), key=lambda u: (u.seed, u.inputs or "")):
+        field = u.origin or "seeds"
+        try:
+            s = load_seed(u.seed, log_dir)
+            validate(s.spec, source=s.source or u.seed, apis=apis)
+        except AudeeError as exc:
+            raise ConfigError(str(exc), source=source, field=field) from None
+        try:
+            with_inputs(s, u.inputs, field=None)
+        except AudeeError as exc:
+            raise ConfigError(str(exc), source=source, field=field.rsplit(".seeds", 1)[0] + ".inputs") from None
+        specs[u.seed] = s.spec
     for u in units:
         layer = (u.search or {}).get("layer")
         if layer is not None and layer not in {x.name for x in specs[u.seed].layers}:
@@ -317,7 +327,8 @@ def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
     units = campaign.shard(index, count)
     for unit in units:
         unit_dir(out, unit)  # every unit directory inside OUT, checked before anything runs
-    check_seeds(units, campaign.source)  # a bad seed, spec or search layer fails now, not hours into the shard
+    # every seed of the campaign (spec, inputs, search layer) checked now, not hours into the shard
+    check_seeds(campaign.units, campaign.source, out / "logs")
     status_path = out / "status" / f"shard-{index}-of-{count}.json"
     status: dict[str, Any] = {"campaign": campaign.name, "shard": index, "shards": count,
                               "host": socket.gethostname(), "pid": os.getpid(), "units": len(units),
@@ -531,7 +542,7 @@ def _run_unit(unit: Unit, udir: Path, stage: Callable[[str], None], pools: "_Poo
         if unit.apis is not None:  # API-level unit: small models around each of its APIs
             fuzz_apis(list(unit.apis), cfg, pool=pool)
         else:
-            seed = load_seed(unit.seed)
+            seed = with_inputs(load_seed(unit.seed, udir / "logs"), unit.inputs, field=None)
             fuzz(seed, seed.inputs, cfg, plan=plan, pool=pool)
         summary = {"unit": unit.id, "seed": unit.seed, "apis": list(unit.apis) if unit.apis else None,
                    "backends": list(unit.backends),

@@ -12,6 +12,7 @@ carries an *invalid* draw is never touched: that value was drawn to be tested.
 """
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator
@@ -22,6 +23,20 @@ from audee.apis import ApiConfig, ParamConfig
 from audee.spec import LayerSpec, ModelSpec
 
 Validate = Callable[[ModelSpec], "str | None"]
+log = logging.getLogger(__name__)
+
+
+def log_unconfigured(spec: ModelSpec, apis: dict[str, ApiConfig]) -> dict[str, list[str]]:
+    """Say once per run, one line per layer API, which layers of ``spec`` have no API
+    config: they run as they are, their parameters never redrawn (a user's model may hold
+    any ``keras.layers`` layer; a config is what mutation needs, not what running needs)."""
+    from audee.apis.keras_layers import unconfigured
+
+    found = unconfigured(spec, apis)
+    for api, layers in found.items():
+        log.info("%s has no API config: %s %s run%s unmutated", api, "layer" if len(layers) == 1 else "layers",
+                 ", ".join(layers), "s" if len(layers) == 1 else "")
+    return found
 
 
 @dataclass

@@ -1,0 +1,103 @@
+"""Every layer class Keras can build, by name, without importing Keras.
+
+A user's model may hold any ``keras.layers`` layer; only mutation needs an API config.
+Validating a spec runs in the parent process, where importing Keras costs seconds and a
+framework, so the names of the pinned Keras are stored in ``keras_layers.json`` beside
+this file (aliases such as ``MaxPool2D`` included, and each layer's other names: the
+known-issue matcher reads them); ``python -m audee.apis.keras_layers``
+rewrites it from the installed Keras, and a test checks it still matches.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+from audee.spec import ModelSpec
+
+TABLE = Path(__file__).resolve().parent / "keras_layers.json"
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[str, Any]:
+    if not TABLE.is_file():  # an installation without the file: every name passes to the workers
+        return {"keras": None, "layers": []}
+    return json.loads(TABLE.read_text())
+
+
+def keras_version() -> str | None:
+    """The Keras version the stored list was made from."""
+    return _table()["keras"]
+
+
+def known_layers() -> frozenset[str]:
+    """Names of every public ``keras.layers`` Layer class (aliases too)."""
+    return frozenset(_table()["layers"])
+
+
+def is_keras_layer(api: str) -> bool:
+    """Whether ``keras.layers.<api>`` is a layer class (True when no list is installed:
+    the backends then say)."""
+    names = known_layers()
+    return not names or api in names
+
+
+def layer_aliases() -> dict[str, list[str]]:
+    """``{layer API: its other names}``: the public names of the same Keras class and of the
+    Keras layers it subclasses (``Layer`` itself left out): ``ReversibleEmbedding`` is an
+    ``Embedding``, ``MaxPool2D`` is ``MaxPooling2D``.  Known issues match on them."""
+    return _table().get("aliases") or {}
+
+
+def aliases_from(keras: Any) -> dict[str, list[str]]:
+    """:func:`layer_aliases` as the given Keras module makes them."""
+    classes = {n: getattr(keras.layers, n) for n in layer_names_from(keras)}
+    by_class: dict[type, list[str]] = {}
+    for n, c in classes.items():
+        by_class.setdefault(c, []).append(n)
+    out = {}
+    for n, c in sorted(classes.items()):
+        found = {a for b in c.__mro__ if b in by_class and b is not keras.layers.Layer for a in by_class[b]} - {n}
+        if found:
+            out[n] = sorted(found)
+    return out
+
+
+def layer_names_from(keras: Any) -> list[str]:
+    """The list as the given Keras module makes it."""
+    def is_layer(obj: Any) -> bool:
+        return inspect.isclass(obj) and issubclass(obj, keras.layers.Layer)
+
+    return sorted(n for n in dir(keras.layers) if is_layer(getattr(keras.layers, n)))
+
+
+def unconfigured(spec: ModelSpec, apis: Mapping[str, Any]) -> dict[str, list[str]]:
+    """``{API: [layer names]}`` of the layers of ``spec`` that have no API config: they run
+    as they are, their parameters never redrawn (wrapped layers included, named
+    ``outer.param``)."""
+    out: dict[str, list[str]] = {}
+    for layer in spec.layers:
+        if layer.api not in apis:
+            out.setdefault(layer.api, []).append(layer.name)
+        for key, value in layer.params.items():
+            if isinstance(value, dict) and isinstance(value.get("api"), str) and value["api"] not in apis:
+                out.setdefault(value["api"], []).append(f"{layer.name}.{key}")
+    return dict(sorted(out.items()))
+
+
+def main() -> None:
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    import keras
+
+    names = layer_names_from(keras)
+    TABLE.write_text(json.dumps({"keras": keras.__version__, "layers": names, "aliases": aliases_from(keras)},
+                                indent=1) + "\n")
+    print(f"{TABLE}: {len(names)} layer names from Keras {keras.__version__}")
+
+
+if __name__ == "__main__":
+    main()
