@@ -5,9 +5,9 @@ signatures may come from one fix upstream.  A **root cause** groups them by what
 maintainer would fix (docs/oracles.md, "Root causes and classes"):
 
 * a crash or rejection: its kind, the **component** that failed (a framework, the converter
-  ``tf2onnx``, the runtime ``onnxruntime``), the **op** or kernel its error names (``Erfc``,
-  ``Loop``, ``Conv3DBackpropInput``; else the layer API that failed) and the normalized
-  error **template**;
+  ``tf2onnx``, the runtime ``onnxruntime``), the **op**, kernel or Keras layer its error
+  names (``Erfc``, ``Conv3DBackpropInput``, ``CategoryEncoding``; an error that names none
+  is known by its words alone) and the normalized error **template**;
 * a NaN pattern difference: the **odd backend** (else the pair, marked ``?``), the layer
   where the patterns first differ, and whether the input held NaN/Inf;
 * a deviation or an inconsistency (one family: a label flip is a deviation seen through
@@ -58,16 +58,41 @@ class _Known(Protocol):  # audee.known.KnownIssue, without importing it (known i
     klass: str | None
 
 
+# What varies between graphs and layers inside one error, and the words every error of a
+# framework or runtime carries: folded out of a template, a title and a search query.
+_VARYING = [re.compile(p) for p in (
+    r"In Node, .*? , Error ",                                   # ONNX: the node's signature before its error
+    r"\b(?:in )?[Nn]ode \([^()]*\)\s*",                              # ONNX: the node's name
+    r"\s*==> Context:.*$",                                       # ONNX: the enclosing graph (a Loop body)
+    r"\[\[\{\{node [^}]*\}\}\]\]", r"\{\{node [^}]*\}\}", r"\[Op:[^\]]*\]",   # TensorFlow node labels
+    r"with these attrs: \[[^\]]*\]", r"Registered (?:devices|kernels):.*$",  # TensorFlow kernel listings
+    r"\(?<name>: tensor\(\w+\),?\s*|tensor\(\w+\)",                  # ONNX type lists
+    r"\x1b\[\d+m|\[\d+m")]
+_BOILERPLATE = [re.compile(p) for p in (
+    r"^\w*(?:Error|Exception|Graph|Fail):\s*", r"\[ONNXRuntimeError\]\s*:\s*<n>\s*:\s*\w+\s*:\s*",
+    r"This is an invalid model\.\s*", r"Non-zero status code returned while running \w+ node\.\s*",
+    r"Name:<name>\s*", r"Status Message:\s*", r"<path>\s*", r"Graph execution error:\s*",
+    r"Exception encountered when calling \w+\.call\(\)\.\s*", r"&lt;|&gt;")]
+
+
+def _fold(text: str, patterns: list[re.Pattern]) -> str:
+    for _ in range(2):
+        for p in patterns:
+            text = p.sub("", text)
+    return " ".join(text.split())
+
+
 def template(error: str | None) -> str:
-    """A normalized error with what varies between layers and graphs folded too: graph
-    node names, the traced op label, ONNX tensor type lists."""
-    if not error:
-        return "-"
-    t = re.sub(r"\[\[\{\{node [^}]*\}\}\]\]", "", error)
-    t = re.sub(r"\[Op:[^\]]*\]", "", t)
-    t = re.sub(r"tensor\(\w+\)", "tensor", t)
-    t = re.sub(r"(?:<name>: tensor,?\s*)+", "<args>", t)
-    return " ".join(t.split())[:200]
+    """A normalized error with what varies between layers and graphs folded too (graph node
+    names and attributes, ONNX node signatures and type lists): the words that say what
+    went wrong, 160 characters at most."""
+    return _fold(error, _VARYING)[:160].strip() or "-" if error else "-"
+
+
+def core_message(error: str | None) -> str:
+    """What an error says went wrong, without the words every error of its kind carries
+    (the exception type, the runtime's status prefix, node labels): for titles and searches."""
+    return _fold(_fold(error or "", _VARYING), _BOILERPLATE)
 
 
 def _who(sig: Signature) -> str:
@@ -76,9 +101,9 @@ def _who(sig: Signature) -> str:
 
 def root_key(sig: Signature) -> str:
     """The root cause a signature belongs to (module docstring)."""
-    if sig.kind in CRASH_KINDS:
-        return " | ".join([sig.kind, sig.component or ",".join(sig.backends) or "-",
-                           sig.op or sig.layer or _primary(sig.api), template(sig.error)])
+    if sig.kind in CRASH_KINDS:  # an error naming no op nor layer is known by its words alone
+        return " | ".join([sig.kind, sig.component or ",".join(sig.backends) or "-", sig.op or "-",
+                           template(sig.error_full or sig.error)])
     what = sig.layer or _primary(sig.api)
     if "localized" in sig.context:  # localization named the parameter (a rider too): it matters
         what = (sig.api or what) + "(" + ",".join(f"{p}={v}" for p, v in sig.params) + ")"
@@ -102,6 +127,8 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
     ctx = set(sig.context)
     if "audee_raised" in ctx:
         return "harness", "raised in audee's own code"
+    if "within_tolerance" in ctx:
+        return "harness", "labels flip on values within the deviation tolerance (a near-tie)"
     invalid = sorted(c.split(":", 1)[1] for c in ctx if c.startswith("invalid:"))
     if invalid:
         return "undefined", "a crafty invalid value of " + ", ".join(invalid)

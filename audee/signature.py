@@ -30,6 +30,7 @@ The one owner of "the same bug"; ``audee.fuzz`` writes each failing row's signat
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
@@ -169,6 +170,7 @@ _OP_PATTERNS = [re.compile(p) for p in (
     r"No Op registered for (\w+)",                              # ONNX: an op the converter left unconverted
     r"No OpKernel was registered to support Op '(\w+)'",         # TensorFlow: no kernel for these attrs
     r"of operator \((\w+)\)",                                  # ONNX type check
+    r"of Optype \((\w+)\)",                                     # ONNX type constraint at load
     r"\bOp \((\w+)\)",                                          # ONNX shape inference: Node (...) Op (Add)
     r"In Node, \([^,()]*, (\w+),",                              # ONNX graph check
     r"running (\w+) node",                                       # onnxruntime kernel at run
@@ -372,26 +374,42 @@ def _audee_raised(traceback: str | None) -> bool:
     return bool(frames) and "/audee/" in frames[-1].replace("\\", "/") and "site-packages/keras" not in frames[-1]
 
 
-def _input_context(meta: dict[str, Any] | None, nonfinite: bool) -> list[str]:
-    """Facts about the inputs that put a case outside the documented contract."""
-    special = (meta or {}).get("special_inputs") or {}
+NONFINITE_KINDS = ("nan", "inf", "-inf")     # special input kinds no backend documents an answer for
+ID_KINDS = ("out_of_range", "negative")      # integer ids outside [0, n)
+
+
+def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[int] | None = None,
+                   values: bool = True) -> list[str]:
+    """Facts about the inputs that put a finding outside the documented contract: the
+    special values the case's rows carry (``meta['special_inputs']``: ``[{input, row,
+    kind}]``), on ``rows`` only where the finding names its rows (None: any row).
+    ``values``: whether NaN/Inf inputs count (not for a crash: it raises for the model,
+    not for a value)."""
+    special = (meta or {}).get("special_inputs") or []
+    wanted = None if rows is None else {int(r) for r in rows}
+    kinds = {str(s.get("kind")) for s in special if isinstance(s, dict)
+             and (wanted is None or s.get("row") in wanted)} if isinstance(special, list) else set()
     out = []
-    if nonfinite:
+    if nonfinite or (values and kinds & set(NONFINITE_KINDS)):
         out.append("nonfinite_input")
-    if isinstance(special, dict) and (special.get("out_of_range") or special.get("negative")):
+    if kinds & set(ID_KINDS):
         out.append("ids_out_of_range")
     return out
 
 
 def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dict[str, Any] | None = None,
-                  localization: Any = None, seed_spec: Any = None, pair_layer: str | None = None) -> list[Signature]:
+                  localization: Any = None, seed_spec: Any = None, pair_layer: str | None = None,
+                  within_tolerance: bool = False) -> list[Signature]:
     """The signatures of one finding (none for a non-failure, nor for non-finite values
     every backend agrees on: the paper's NaN oracle counts those, they are no bug of one
     backend): one per distinct (phase, error) among the backends that rejected a case, one
     otherwise.  ``spec``: the case's ModelSpec (or JSON); ``meta``: its provenance
     (``mutations``, ``api``, ``special_inputs``); ``localization``: a localization report of
     the case, where it ran; ``pair_layer``: for an inconsistency, the layer its pair's
-    deviation finding pins (the layer deviating on its own input)."""
+    deviation finding pins (the layer deviating on its own input); ``within_tolerance``:
+    an inconsistency whose pair has no deviation finding, though both outputs have one
+    shape and a finite distance (its labels flip on values the deviation oracle accepts: a
+    near-tie the tie margin missed)."""
     if isinstance(finding, dict):
         finding = Finding.from_json(finding)
     if not finding.is_failure:
@@ -452,7 +470,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             named = named_layer(message, layers)
             api, params = blamed(named, message)
             context = (["audee_raised"] if _audee_raised(raw[(phase, error)].get("traceback")) else []) + \
-                (_input_context(meta, False) if phase == "run" else []) + silent
+                (_input_context(meta, False, values=False) if phase == "run" else []) + silent
             s = sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context, odd=())
             out.append(replace(s, component=component_of(bs, phase, message, raw[(phase, error)].get("traceback"))))
         return out
@@ -463,7 +481,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         error = f"{how}: {error}" if how and error else (error or how)
         named = named_layer(message, layers)
         api, params = blamed(named, message)
-        context = _input_context(meta, False) if detail.get("phase") == "run" else []
+        context = _input_context(meta, False, values=False) if detail.get("phase") == "run" else []
         return [sig(finding.kind, api, params, backends, named, detail.get("phase"), error, message, context)]
     if finding.kind == Kind.NAN:
         # where the backends' non-finite patterns first differ; else where the failing
@@ -488,12 +506,15 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
         layer = layer if isinstance(layer, str) else None
         api, params = blamed(layer)
-        return [sig(finding.kind, api, params, bs, layer, context=[c for c in _input_context(meta, False)])]
+        return [sig(finding.kind, api, params, bs, layer, context=_input_context(meta, False, detail.get("rows")))]
     # inconsistency (and any other kind): the pair, and localization or the mutation record
     pair = detail.get("pair")
     bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
     api, params = blamed(None)
-    return [sig(finding.kind, api, params, bs, pair_layer, context=_input_context(meta, False))]
+    # outputs of different shapes differ whatever the rows held
+    rows_context = [] if "shape_mismatch" in detail else _input_context(meta, False, detail.get("inputs"))
+    context = rows_context + (["within_tolerance"] if within_tolerance else [])
+    return [sig(finding.kind, api, params, bs, pair_layer, context=context)]
 
 
 def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None = None,
@@ -509,10 +530,14 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
             layer = (f.detail.get("own_layers") or [None])[0] or f.detail.get("first_layer")
             if isinstance(layer, str):
                 own[f.detail["pair"]] = layer
+    deviating = {f.detail.get("pair") for f in findings if f.kind in (Kind.DEVIATION, Kind.DEVIATION_ACCUMULATED)}
     out: list[Signature] = []
     for f in findings:
-        pair_layer = own.get(f.detail.get("pair")) if f.kind == Kind.INCONSISTENCY else None
-        for s in signatures_of(f, spec, meta, localization, seed_spec, pair_layer):
+        incons = f.kind == Kind.INCONSISTENCY
+        pair_layer = own.get(f.detail.get("pair")) if incons else None
+        within = (incons and localization is None and f.detail.get("pair") not in deviating
+                  and "shape_mismatch" not in f.detail and math.isfinite(float(f.detail.get("distance") or 0.0)))
+        for s in signatures_of(f, spec, meta, localization, seed_spec, pair_layer, within):
             if s not in out:
                 out.append(s)
     return out

@@ -70,9 +70,13 @@ def test_overflow_boundary_wants_the_exact_result_beyond_the_maximum_at_every_di
     assert overflow_boundary(fed, alone, {"c": np.array([[3e38, 1.0]], np.float32)})
     assert not overflow_boundary(fed, {"a": alone["a"], "b": np.array([[7.0, 1.0]], np.float32)}, None)
     # the compute dtype sets the maximum: 7e4 is beyond float16's
-    half = {"a": np.array([[INF]], np.float16), "b": np.array([[NAN]], np.float16)}
+    half = {"a": np.array([[INF]], np.float16), "b": np.array([[6e4]], np.float16)}
     assert overflow_boundary(fed, half, {"c": np.array([[7e4]])}, "float16")
     assert not overflow_boundary(fed, half, {"c": np.array([[7e4]])}, "float32")
+    # only the kind of non-finite value differs (Inf against NaN): both overflowed inside the
+    # layer, whatever the exact result
+    kinds = {"a": np.array([[INF]], np.float16), "b": np.array([[NAN]], np.float16)}
+    assert overflow_boundary(fed, kinds, {"c": np.array([[7e4]])}, "float32")
     # a layer fed NaN/Inf is judged on what it does with them: never a boundary
     assert not overflow_boundary({"x": np.array([[NAN]], np.float32)}, alone, {"c": np.array([[5e38, 1.0]])})
 

@@ -243,3 +243,54 @@ def test_a_new_bug_gets_an_upstream_ready_report(tmp_path):
         assert part in text, part
     assert f"bugs/{report.name}" in (tmp_path / "report" / "bugs.md").read_text()
     assert f"bugs/{report.name}" in (tmp_path / "report" / "roots.md").read_text()
+
+
+def test_input_facts_are_read_on_the_rows_a_finding_names():
+    special = {"special_inputs": [{"input": "x", "row": 3, "kind": "nan"}, {"input": "t", "row": 5, "kind": "negative"}]}
+    on_nan_row = Finding(Kind.DEVIATION, ["jax", "tensorflow"],
+                         {"pair": "jax|tensorflow", "own_layers": ["dense"], "rows": [3], "odd": []})
+    elsewhere = Finding(Kind.DEVIATION, ["jax", "tensorflow"],
+                        {"pair": "jax|tensorflow", "own_layers": ["dense"], "rows": [0, 1], "odd": []})
+    (a,), (b,) = signatures_of(on_nan_row, SPEC, special), signatures_of(elsewhere, SPEC, special)
+    assert classify(a)[0] == "undefined" and "nonfinite_input" in a.context
+    assert classify(b)[0] == "bug" and not b.context
+    ids = Finding(Kind.INCONSISTENCY, ["jax", "torch"], {"pair": "jax|torch", "inputs": [5], "odd": []})
+    (c,) = signatures_of(ids, SPEC, special)
+    assert classify(c) == ("undefined", "ids out of range")
+    # a crash at run is undefined for ids out of range anywhere in the batch, not for a NaN row
+    (d,) = signatures_of(_divergent(SIZE), SPEC, {"special_inputs": special["special_inputs"][:1]})
+    assert classify(d)[0] == "bug"
+
+
+def test_a_label_flip_within_tolerance_is_the_harness():
+    from audee.signature import case_signatures
+
+    flip = {"kind": Kind.INCONSISTENCY, "backends": ["jax", "torch"], "detail": {"pair": "jax|torch", "odd": []}}
+    (alone,) = case_signatures({"findings": [flip]}, SPEC, {})
+    assert classify(alone) == ("harness", "labels flip on values within the deviation tolerance (a near-tie)")
+    dev = {"kind": Kind.DEVIATION, "backends": ["jax", "torch"],
+           "detail": {"pair": "jax|torch", "own_layers": ["dense"], "odd": []}}
+    sigs = case_signatures({"findings": [dev, flip]}, SPEC, {})
+    assert [classify(s)[0] for s in sigs] == ["bug", "bug"]
+
+
+def test_only_the_kind_of_nonfinite_value_differing_is_the_overflow_boundary():
+    from audee.oracle.nan import overflow_boundary
+
+    fed = {"x": np.ones((1, 3), np.float32)}
+    kinds = {"a": np.array([[np.nan, 1.0, np.inf]], np.float32), "b": np.array([[np.inf, 1.0, np.nan]], np.float32)}
+    assert overflow_boundary(fed, kinds, {}, "float16")
+    finite = {"a": np.array([[np.nan, 1.0]], np.float32), "b": np.array([[2.0, 1.0]], np.float32)}
+    assert not overflow_boundary(fed, finite, {}, "float32")   # a NaN where the other is finite stands
+
+
+def test_a_label_flip_between_outputs_of_different_shapes_is_no_near_tie():
+    from audee.signature import case_signatures
+
+    flip = {"kind": Kind.INCONSISTENCY, "backends": ["onnxruntime", "torch"],
+            "detail": {"pair": "torch|onnxruntime", "distance": float("inf"), "odd": ["onnxruntime"],
+                       "shape_mismatch": {"torch": [8, 14, 19], "onnxruntime": [8, 14, 18]}}}
+    special = {"special_inputs": [{"input": "x", "row": 0, "kind": "-inf"}]}
+    flip["detail"]["inputs"] = [0, 1]
+    (sig,) = case_signatures({"findings": [flip]}, SPEC, special)
+    assert "within_tolerance" not in sig.context and classify(sig)[0] == "bug"  # nor an input's fault

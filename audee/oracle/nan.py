@@ -136,7 +136,10 @@ def overflow_boundary(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndar
     maximum).  Such a result is not representable in the compute dtype whatever the
     backend does: which elements end as Inf, NaN or a huge finite value depends on the
     order of operations (an exploding recurrence), so the difference is undefined
-    behaviour, not evidence against a backend."""
+    behaviour, not evidence against a backend.  So is a difference in the kind of
+    non-finite value alone (NaN on one backend, Inf on the other, at every differing
+    element) from a finite input: both overflowed inside the layer, and whether an
+    overflow ends as Inf or as Inf - Inf = NaN is the order of operations too."""
     if has_nonfinite(fed):
         return False
     (a, out_a), (b, out_b) = list(alone.items())[:2]
@@ -146,6 +149,8 @@ def overflow_boundary(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndar
     differ = nonfinite_codes(out_a) != nonfinite_codes(out_b)
     if not differ.any():
         return False
+    if not np.isfinite(out_a[differ]).any() and not np.isfinite(out_b[differ]).any():
+        return True
     limit = dtype_max(compute or out_a.dtype)
     exact = [np.asarray(w, np.float64) for w in (wide or {}).values()
              if w is not None and np.shape(w) == out_a.shape and np.asarray(w).dtype == np.float64]

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from audee.rootcause import core_message
 from audee.store.atomic import write_atomic
 
 log = logging.getLogger(__name__)
@@ -24,7 +25,7 @@ TRACKERS = {
     "torch": ["keras-team/keras", "pytorch/pytorch"],
     "jax": ["keras-team/keras", "jax-ml/jax"],
     "tf2onnx": ["onnx/tensorflow-onnx"],
-    "onnxruntime": ["microsoft/onnxruntime"],
+    "onnxruntime": ["microsoft/onnxruntime", "onnx/tensorflow-onnx"],  # a converted graph: either may be at fault
 }
 VERSION_KEYS = ("python", "keras", "tensorflow", "torch", "jax", "jaxlib", "onnx", "onnxruntime", "tf2onnx", "numpy")
 
@@ -44,28 +45,15 @@ def _tracker_component(root: dict[str, Any]) -> str:
     return str(odd[0]).split("@")[0] if len(odd) == 1 else "tensorflow"
 
 
-# the words every error of a framework or runtime carries: no help in a title or a search
-_BOILERPLATE = [re.compile(p) for p in (
-    r"^\w*(?:Error|Exception|Graph|Fail):\s*", r"\[ONNXRuntimeError\]\s*:\s*<n>\s*:\s*\w+\s*:\s*",
-    r"This is an invalid model\.\s*", r"Non-zero status code returned while running \w+ node\.\s*",
-    r"Name:<name>\s*", r"Status Message:\s*", r"<path>\s*", r"Graph execution error:\s*",
-    r"Exception encountered when calling \w+\.call\(\)\.\s*", r"\[\[\{\{node [^}]*\}\}\]\]", r"\[Op:[^\]]*\]",
-    r"&lt;|&gt;", r"\x1b\[\d+m|\[\d+m")]
+def search_queries(root: dict[str, Any]) -> list[str]:
+    """One query per tracker the component's bugs are filed in (:data:`TRACKERS`)."""
+    return [search_query(root, repo) for repo in TRACKERS.get(_tracker_component(root), ["keras-team/keras"])]
 
 
-def core_message(error: str | None) -> str:
-    """What an error says went wrong, without the words every error of its kind carries."""
-    text = error or ""
-    for _ in range(2):
-        for pattern in _BOILERPLATE:
-            text = pattern.sub("", text)
-    return " ".join(text.split())
-
-
-def search_query(root: dict[str, Any]) -> str:
+def search_query(root: dict[str, Any], repo: str | None = None) -> str:
     """A query for the tracker's issue search: the repository, the op or layer, and the
     error's stable words (placeholders and punctuation dropped)."""
-    repo = TRACKERS.get(_tracker_component(root), ["keras-team/keras"])[0]
+    repo = repo or TRACKERS.get(_tracker_component(root), ["keras-team/keras"])[0]
     words = re.sub(r"<\w+>|\[[^\]]*\]|[^A-Za-z0-9_ ]", " ", core_message(root.get("error"))).split()
     stop = {"Error", "error", "the", "of", "in", "for", "is", "a", "an", "and", "to", "with", "was", "by", "n",
             "void", "onnxruntime", "ptrdiff_t"}
@@ -83,6 +71,8 @@ def title(root: dict[str, Any]) -> str:
     odd = ", ".join(root.get("odd") or []) or None
     others = [b for b in root.get("backends", []) if b not in (root.get("odd") or [])]
     if root["kind"] == "nan":
+        if odd is None:
+            return f"{root.get('api') or what} returns different NaN/Inf values on {' and '.join(root['backends'])}"
         return (f"{root.get('api') or what} returns different NaN/Inf values on {odd} than on "
                 f"{', '.join(others) or 'the other backends'}")
     if root["kind"] in ("deviation", "inconsistency"):
@@ -143,8 +133,10 @@ def expected_actual(root: dict[str, Any], record: Any) -> list[str]:
                        f"({d.get('dtype')}); expected: within tolerance; first layer deviating on its own input: "
                        f"{(d.get('own_layers') or ['-'])[0]}")
         elif root["kind"] == "inconsistency":
+            shapes = d.get("shape_mismatch")
             out.append(f"- {d.get('pair', '').replace('|', ' vs ')}: {d.get('n_flips')} predicted labels differ "
-                       f"(distance {d.get('distance')}); expected: the same labels")
+                       f"(distance {d.get('distance')}"
+                       + (f"; output shapes differ: {shapes}" if shapes else "") + "); expected: the same labels")
         elif root["kind"] == "nan":
             out.append(f"- first non-finite layer per backend: {d.get('first_layer')}; finite backends: "
                        f"{d.get('finite_backends')}; non-finite counts in the output: {d.get('counts')}")
@@ -177,7 +169,7 @@ def write_bug_reports(roots: list[dict[str, Any]], out: Path) -> dict[str, Path]
                   ["(no repro script was written for this case: `audee reproduce` its case file)"])
         lines += ["", "## Already reported?", "",
                   "No entry of audee's known-issues list matches it.  Search the tracker first:", "",
-                  f"    {search_query(g)}", ""]
+                  *[f"    {q}" for q in search_queries(g)], ""]
         path = folder / f"{root_slug(g)}.md"
         write_atomic(path, "\n".join(lines).encode())
         written[g["root"]] = path
