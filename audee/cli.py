@@ -19,6 +19,7 @@ from audee.errors import AudeeError, BackendUnavailable
 from audee.exitcodes import ExitCode, describe
 from audee.settings import (FuzzSettings, LocalizeSettings, SearchSettings, ShardSettings, add_model_options,
                             given_options, validate_settings)
+from audee.store.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "configs, run each on every backend with a batch of seed inputs, and record "
                                    "every test case in OUT/results.jsonl and every failing one in OUT/cases/; "
                                    "the log goes to OUT/logs/audee.log. "
-                                   + describe(ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.INTERRUPTED) + ".")
+                                   + describe(ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.BACKEND_UNAVAILABLE,
+                                              ExitCode.INTERRUPTED) + ".")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--seed", default=None,
                       help="a seed name (see `audee seeds`), a seed directory, a spec .json, or a .keras model "
@@ -158,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "a SLURM job array the shard is SLURM_ARRAY_TASK_ID (with --shards N, or the array's layout, "
                                    "recorded in OUT/shards.json so a resubmitted task runs the same units). The "
                                    "shard's log goes to OUT/logs/shard-I-of-N/audee.log. "
-                                   + describe(ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.INTERRUPTED) + ".")
+                                   + describe(ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.BACKEND_UNAVAILABLE,
+                                              ExitCode.UNIT_ERRORS, ExitCode.INTERRUPTED) + ".")
     p.add_argument("config", help="a campaign YAML file (see experiments/)")
     p.add_argument("--out", required=True, help="campaign directory, shared by all shards")
     p.add_argument("--shard", help="I/N: run shard I of N (default: from SLURM, else the whole campaign)")
@@ -352,38 +355,16 @@ def _cmd_fuzz(args: argparse.Namespace, refs: list, cfg: Any, plan: Any, seed: A
     return ExitCode.OK
 
 
-SEARCH_FLAGS = [n for n in SearchSettings.model_fields if n not in ("search", "rng")]
-
-
 def _search_plan(args: argparse.Namespace, refs: list, rng: int = 0) -> Any:
-    """A SearchPlan when --level (or a search config) asks for a search, else None."""
-    from audee.search.config import load_search_config, make_config
-    from audee.search.runner import SearchPlan
-    from audee.settings import flag_of
+    """A SearchPlan when --level (or a search config) asks for a search, else None; every
+    check is the model's (audee.settings.SearchPlan)."""
+    from audee.search.config import load_search_config
+    from audee.settings import SEARCH_FLAGS, SearchPlan
 
     file_values = load_search_config(args.search_config) if args.search_config else {}
-    cli = given_options(args, SEARCH_FLAGS)
-    if "level" not in cli and "level" not in file_values:
-        for name in ["search", "ga_on_consistent", "input_index", *SEARCH_FLAGS]:
-            if getattr(args, name, None) is not None:
-                flag = flag_of(SearchSettings, name) if name in SEARCH_FLAGS else "--" + name.replace("_", "-")
-                raise AudeeError(f"{flag} needs --level (input, weight or input-weight)", field="--level")
-        return None
-    for name, low in (("ga_on_consistent", 1), ("input_index", 0)):
-        value = getattr(args, name)
-        if value is not None and value < low:
-            raise AudeeError(f"must be >= {low}, got {value}", field="--" + name.replace("_", "-"))
-    cfg = make_config(file_values, {**cli, "rng": rng}, "command line")
-    labels = [r.label for r in refs]
-    if cfg.fitness == "inconsistency" and len(labels) < 2:
-        raise AudeeError("the inconsistency fitness needs two or more backends (or use --fitness nan)",
-                         field="--backends")
-    if cfg.nan_backend is not None and cfg.nan_backend not in labels:
-        raise AudeeError(f"{cfg.nan_backend!r} is not among --backends", field="--nan-backend")
-    searches = [s.strip() for s in (args.search or "ga").split(",") if s.strip()]
-    if not searches or any(s not in ("ga", "random") for s in searches):
-        raise AudeeError(f"expected ga, random or ga,random, got {args.search!r}", field="--search")
-    return SearchPlan(cfg, searches, args.ga_on_consistent or 1, args.input_index)
+    plan = {"searches": args.search, "on_consistent": args.ga_on_consistent, "input_index": args.input_index}
+    return SearchPlan.from_options(file_values, given_options(args, SEARCH_FLAGS),
+                                   {k: v for k, v in plan.items() if v is not None}, [r.label for r in refs], rng)
 
 
 def print_roots(roots: list[dict[str, Any]], unique_bugs: int) -> None:
@@ -417,7 +398,7 @@ def _write_and_print_summary(args: argparse.Namespace, refs: list, what: str, st
     from audee.fuzz import summarize
 
     summary = summarize(Path(args.out), known=args.known)
-    Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_atomic(Path(args.out, "summary.json"), (json.dumps(summary, indent=1) + "\n").encode())
     print(f"audee fuzz {what} on {', '.join(r.label for r in refs)}: "
           f"{stats.run} test cases run now, {stats.skipped} resumed from {args.out}")
     _print_summary(summary)
@@ -478,7 +459,7 @@ def _describe(v: Any) -> str:
 
 def cmd_repro(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
-    from audee.repro import EXIT_NOT_REPRODUCED, EXIT_REPRODUCED, repro_case, run_script
+    from audee.repro import EXIT_BAD_DATA, EXIT_NOT_REPRODUCED, EXIT_REPRODUCED, repro_case, run_script
 
     refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
     if args.out:
@@ -499,6 +480,9 @@ def cmd_repro(args: argparse.Namespace) -> int:
     if code == EXIT_NOT_REPRODUCED:
         print("the repro script does NOT reproduce the failure: the case no longer fails")
         return ExitCode.NOT_REPRODUCED
+    if code == EXIT_BAD_DATA:  # audee wrote the data a moment ago: the file system lost it, not the backend
+        print(f"the repro script refused its data (exit {code}): {rep.data} is unreadable; no verdict")
+        return ExitCode.BAD_INPUT
     print(f"the repro script could not run here (exit {code}): its environment is broken")
     return ExitCode.BACKEND_UNAVAILABLE
 
@@ -592,7 +576,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
             f = failed.get(label)
             rows.append({"backend": label, "class": w.ref.target, "device": w.ref.device, "usable": f is None,
                          "precision": w.precision_state or {"mode": w.ref.precision},
-                         "versions": w.versions, "error": (f.message.strip().splitlines() or [""])[-1] if f else ""})
+                         "versions": w.versions, "error": f.line if f else ""})
     if args.json:
         print(json.dumps(rows, indent=1))
     else:

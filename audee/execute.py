@@ -24,7 +24,7 @@ from audee.oracle.nan import (condition_pattern, diagnose_patterns, diagnose_row
                               settle_conditioning)
 from audee.oracle.odd import mark_odd
 from audee.settings import TIE_MARGIN
-from audee.spec import ModelSpec, weights_key
+from audee.spec import ModelSpec, one_layer_spec, weights_key
 from audee.weights import Shapes, adapt_weights
 
 DIAGNOSE_INPUTS = 8  # inputs for which per-layer outputs are fetched on a failure
@@ -243,8 +243,6 @@ class Executor:
         """``layer`` alone (its one-layer model, the case's weights for it) on ``labels`` at
         once, fed one backend's outputs of its predecessors (model inputs as given); the
         replies per backend ({} if it cannot stand alone)."""
-        from audee.localize.onelayer import one_layer_spec
-
         refs = case.spec.layer(layer).inputs
         if not all(r in layers_a or r in inputs for r in refs):
             return {}
@@ -323,8 +321,6 @@ class Executor:
         the overflow-boundary rule reads.  Backends that cannot run it, or that did not
         compute it in float64 (JAX without x64, torch here, a wrapper's inner layer keeping
         its own policy: their output comes back float32), are left out."""
-        from audee.localize.onelayer import one_layer_spec
-
         wide_in = {r: (v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v) for r, v in fed.items()}
         try:
             spec1 = one_layer_spec(case.spec, layer, wide_in, override={"dtype": "float64"})

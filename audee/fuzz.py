@@ -22,18 +22,16 @@ from pydantic import ConfigDict, Field
 from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
 from audee.case import Kind, TestCase
-from audee.errors import AudeeError
 from audee.mutation import special
 from audee.exercised import exercised
 from audee.repro import write_bug_repros
 from audee.execute import Executor, Result, Submitted, seed_batch
-from audee.search.runner import SearchPlan
 from audee.seeds import Seed
 from audee.store import CaseRecord, ResultsTable, save_case
 from audee.store.results import PHASES_FIELD, phase_summary, phases_field
 from audee.store.atomic import write_atomic
 from audee.store.lock import dir_lock
-from audee.settings import FuzzSettings
+from audee.settings import FuzzSettings, SearchPlan
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +39,8 @@ log = logging.getLogger(__name__)
 class FuzzConfig(FuzzSettings):
     """A fuzz run: the settings (types, ranges, defaults: audee.settings.FuzzSettings, the
     same model behind the `audee fuzz` flags and campaign unit settings), the backends and
-    the output directory.  ``FuzzConfig(backends, out, variants=..., ...)``."""
+    the output directory.  ``FuzzConfig(backends, out, variants=..., ...)``.  Frozen and
+    passed down whole: every stage reads the one object."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -93,6 +92,12 @@ def case_record(result: Result, pool: Pool, extra: dict[str, Any], *,
                                   tie_margin=tie_margin, tolerances=tolerances, meta=extra)
 
 
+def judging(cfg: FuzzSettings) -> dict[str, Any]:
+    """What a run's cases are judged with, read from its settings once: the Executor's
+    keywords, and what each case file records it was judged with."""
+    return {"tie_margin": cfg.tie_margin, "tolerances": cfg.tolerances()}
+
+
 def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results-table row of a case; ``meta``: its provenance with the mutation record as
     dicts (default: the case's own meta), read for the bug signatures."""
@@ -134,13 +139,8 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
 
 def start_pool(cfg: FuzzConfig, log_dir: Path) -> Pool:
     """Start the workers for ``cfg.backends``; a backend that cannot start is an error."""
-    pool = Pool(cfg.backends, log_dir, timeout=cfg.timeout, threads=cfg.threads)
-    failed = pool.start()
-    if failed:
-        pool.close()
-        lines = "; ".join(f"{k}: {(v.message.strip().splitlines() or [v.kind])[-1]}" for k, v in failed.items())
-        raise AudeeError(f"backend worker failed to start ({lines}); see {log_dir}", field="--backends")
-    return pool
+    return Pool(cfg.backends, log_dir, timeout=cfg.timeout, threads=cfg.threads).start_or_fail(
+        logs=log_dir, field="--backends")
 
 
 def _run(cfg: FuzzConfig, header: dict[str, Any], pool: Pool | None,
@@ -188,7 +188,7 @@ def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] |
              ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, cfg.out)
 
     def body(p: Pool, table: ResultsTable, stats: FuzzStats) -> None:
-        ex = Executor(p, tie_margin=cfg.tie_margin, tolerances=cfg.tolerances())
+        ex = Executor(p, **judging(cfg))
         _api_stage(ex, apis, cfg, table, stats, progress)
         write_bug_repros(Path(cfg.out), p, list(table.rows()))
 
@@ -201,7 +201,7 @@ def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] |
 def _stages(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Pool, table: ResultsTable,
             stats: FuzzStats, progress: Callable[[int], Any] | None, plan: SearchPlan | None) -> None:
     out = Path(cfg.out)
-    ex = Executor(pool, tie_margin=cfg.tie_margin, tolerances=cfg.tolerances())
+    ex = Executor(pool, **judging(cfg))
     _network_stage(ex, seed, inputs, cfg, table, stats, progress)
     if plan is not None:
         from audee.search.runner import run_searches
@@ -213,9 +213,8 @@ def _stages(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Po
             t.weights = view.weights
         stats.searches = run_searches(
             ex, targets, inputs, plan, out, table,
-            lambda result, extra: _save_failure(result, pool, out, table, stats,
-                                               {"seed": seed.name, "rng": cfg.rng, **result.case.meta, **extra},
-                                               tie_margin=cfg.tie_margin, tolerances=cfg.tolerances()),
+            lambda result, extra: _save_failure(result, pool, cfg, table, stats,
+                                               {"seed": seed.name, "rng": cfg.rng, **result.case.meta, **extra}),
             progress)
     write_bug_repros(out, pool, list(table.rows()))  # one standalone script per unique bug, workers still up
 
@@ -324,8 +323,7 @@ def _record(result: Result, pool: Pool, extra: dict[str, Any], cfg: FuzzConfig, 
             stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
     """A judged case's row, and its case file when it fails."""
     if result.verdict.failed:
-        _save_failure(result, pool, Path(cfg.out), table, stats, extra, tie_margin=cfg.tie_margin,
-                      tolerances=cfg.tolerances())
+        _save_failure(result, pool, cfg, table, stats, extra)
     else:
         _append_row(result, table, stats, extra)
     if progress is not None:
@@ -395,11 +393,10 @@ def _describe_verdict(result: Result) -> str:
     return "; ".join(f"{f.kind} [{', '.join(f.backends)}]" for f in findings)
 
 
-def _save_failure(result: Result, pool: Pool, out: Path, table: ResultsTable, stats: FuzzStats,
-                  extra: dict[str, Any], *, tie_margin: float | None = None,
-                  tolerances: dict[str, Any] | None = None) -> str:
-    path = save_case(out / "cases" / f"{result.case.id}.pkl",
-                     case_record(result, pool, extra, tie_margin=tie_margin, tolerances=tolerances))
+def _save_failure(result: Result, pool: Pool, cfg: FuzzConfig, table: ResultsTable, stats: FuzzStats,
+                  extra: dict[str, Any]) -> str:
+    out = Path(cfg.out)
+    path = save_case(out / "cases" / f"{result.case.id}.pkl", case_record(result, pool, extra, **judging(cfg)))
     _append_row(result, table, stats, extra, str(path.relative_to(out)))
     return result.case.id
 

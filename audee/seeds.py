@@ -1,4 +1,4 @@
-"""Seeds: the shipped seed DNNs (``audee/data/seeds/<name>/``) and user-supplied inputs.
+"""Seeds: the shipped seed DNNs (``seeds/<name>/``) and user-supplied inputs.
 
 A seed directory holds ``spec.json`` (a ModelSpec), ``inputs.npz`` (one array per model
 input, plus ``labels``), ``seed.json`` (provenance, weight seed, input scaling) and, for
@@ -25,6 +25,7 @@ import numpy as np
 from audee.errors import AudeeError
 from audee.paths import seeds_dir
 from audee.spec import InputSpec, ModelSpec, Weights, load_weights
+from audee.yamlio import read_text
 
 log = logging.getLogger(__name__)
 #: rows generated for a user seed that brings no inputs (a shipped seed has >= 100)
@@ -100,10 +101,7 @@ def import_keras_seed(path: str | Path, log_dir: str | Path | None = None) -> Se
         return _IMPORTED[key]
     with tempfile.TemporaryDirectory(prefix="audee-import-") as tmp:
         with Pool(parse_backends("tensorflow"), Path(log_dir or tmp)) as pool:
-            failed = pool.start()
-            if failed:
-                raise AudeeError(f"cannot start a tensorflow worker to read it: {failed['tensorflow'].message}",
-                                 source=src)
+            pool.start_or_fail(source=src)  # no TensorFlow worker to read it: exit 4, as for any command
             try:
                 got = pool.call("tensorflow", "import_keras", path=key[0])
             except RuntimeError as exc:
@@ -120,7 +118,7 @@ def _meta(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        meta = json.loads(path.read_text())
+        meta = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise AudeeError(f"not valid JSON ({exc.msg} at line {exc.lineno})", source=str(path)) from None
     if not isinstance(meta, dict):
@@ -147,7 +145,9 @@ def load_inputs(path: str | Path, scale: dict[str, float] | None = None) -> tupl
 
 
 def check_inputs(spec: ModelSpec, inputs: dict[str, np.ndarray], source: str) -> dict[str, np.ndarray]:
-    """Names, shapes (batch first) and dtypes against the spec; integer inputs in range."""
+    """Names, shapes (batch first) and dtypes against the spec; integer inputs in range.
+    Only real numbers pass: a complex array would lose its imaginary part in the cast to
+    the input's dtype, silently, and a boolean or text one is no model input."""
     out = {}
     n = None
     for inp in spec.inputs:
@@ -163,14 +163,17 @@ def check_inputs(spec: ModelSpec, inputs: dict[str, np.ndarray], source: str) ->
         n = arr.shape[0]
         if n == 0:
             raise AudeeError("no rows", source=source, field=inp.name)
+        if arr.dtype.kind == "c":
+            raise AudeeError(f"complex values ({arr.dtype}): the model takes real numbers, and the cast would "
+                             "drop the imaginary part", source=source, field=inp.name)
+        if arr.dtype.kind not in "iuf":
+            raise AudeeError(f"expected real numbers, got {arr.dtype}", source=source, field=inp.name)
         if inp.is_integer:
             if not np.issubdtype(arr.dtype, np.integer) and not np.all(arr == np.round(arr)):
                 raise AudeeError("expected integer values (token ids)", source=source, field=inp.name)
             if inp.range is not None and (arr.min() < inp.range[0] or arr.max() >= inp.range[1]):
                 raise AudeeError(f"values outside [{inp.range[0]:g}, {inp.range[1]:g})", source=source,
                                  field=inp.name)
-        elif not np.issubdtype(arr.dtype, np.number):
-            raise AudeeError(f"expected numbers, got {arr.dtype}", source=source, field=inp.name)
         out[inp.name] = arr.astype(inp.dtype)
     return out
 

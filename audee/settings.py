@@ -19,12 +19,16 @@ import types
 import typing
 from typing import Annotated, Any, Literal, TypeVar, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from audee.errors import ConfigError
 
 TIE_MARGIN = 1e-5       # label flips whose top-two outputs are closer than this are ties
 TIMEOUT_S = 120.0       # seconds a backend may take on one request before it counts as hung
+# the longest request limit: a week; the OS refuses a wait of more than 2**31 ms (24.8 days),
+# so a unit's `timeout: 1000000000` was an OverflowError traceback hours into a campaign
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_VARIANTS = 1_000_000    # network-level variants per run (ids are listed up front)
 MAX_UNITS = 100_000         # units per campaign (all are expanded when it loads)
 # the search's relative Cauchy scale with the NaN fitness when none is given: with 0 (additive
@@ -41,6 +45,7 @@ DTYPE_WEIGHTS = {"float32": 0.7, "float16": 0.1, "bfloat16": 0.1, "mixed_float16
 # network-level mutation operators and their default weights (audee/mutation/operators.py,
 # docs/mutation.md): the paper's parameter redraw most often, the structural operators of
 # LEMON and Muffin besides, so that every configured API can enter a seed's variants
+OPERATORS = ("redraw", "insert", "replace", "remove", "activation", "duplicate")
 OPERATOR_WEIGHTS = "redraw:3,insert:1,replace:1,remove:0.5,activation:1,duplicate:0.5"
 
 Level = Literal["input", "weight", "input-weight"]
@@ -109,9 +114,7 @@ def parse_dtypes(text: str) -> dict[str, float]:
 
 def parse_operators(text: str) -> dict[str, float]:
     """'redraw:3,insert' -> {operator: weight} (weight 1 where none is given), operators of
-    :data:`audee.mutation.OPERATORS`; ValueError naming the bad item otherwise."""
-    from audee.mutation.operators import OPERATORS
-
+    :data:`OPERATORS`; ValueError naming the bad item otherwise."""
     return parse_weights(text, OPERATORS, "mutation operator")
 
 
@@ -138,7 +141,10 @@ def parse_weights(text: str, known: tuple[str, ...], what: str) -> dict[str, flo
 
 # ---- fuzz (a run of `audee fuzz`, a campaign unit) ------------------------------------------------
 class FuzzSettings(_Settings):
-    """Network-level fuzzing of one seed: `audee fuzz` flags and a campaign's unit settings."""
+    """Network-level fuzzing of one seed: `audee fuzz` flags and a campaign's unit settings.
+    Frozen: a run's settings are passed down whole and never changed on the way."""
+
+    model_config = ConfigDict(frozen=True)
 
     variants: int = Field(50, ge=0, le=MAX_VARIANTS,
                           description="number of network-level variants (on the command line: 0 when --level "
@@ -149,7 +155,7 @@ class FuzzSettings(_Settings):
     max_layers: int = Field(3, ge=0, description="at most this many layers change per variant (0: no cap)")
     invalid_prob: float = Field(0.1, ge=0, le=1, description="probability a variant tests one crafty invalid value")
     max_redraws: int = Field(5, ge=0, description="redraws of a variant no backend can build")
-    timeout: float = Field(TIMEOUT_S, gt=0,
+    timeout: float = Field(TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S,
                            description="seconds a backend may take on one request before it counts as hung")
     tie_margin: float = Field(TIE_MARGIN, ge=0,
                               description="label flips where a backend's top-two outputs are closer than this "
@@ -227,7 +233,9 @@ class FuzzSettings(_Settings):
 # ---- search (the paper's Algorithm 1) -------------------------------------------------------------
 class _SearchFields(_Settings):
     """The settings of one search run shared by `audee fuzz --level`, --search-config files
-    and a campaign's ``search:`` mapping."""
+    and a campaign's ``search:`` mapping.  Frozen, as :class:`FuzzSettings`."""
+
+    model_config = ConfigDict(frozen=True)
 
     level: Level = Field("input", description="what the search mutates: input, weight or input-weight")
     fitness: Fitness = Field("inconsistency", json_schema_extra={"choices": ["inconsistency", "nan"]},
@@ -283,6 +291,77 @@ class SearchSettings(_SearchFields):
     def check(self) -> None:
         """Validate again (a ``model_copy(update=...)`` is not validated)."""
         type(self).model_validate(self.model_dump())
+
+
+SEARCH_KINDS = ("ga", "random")
+#: the SearchSettings a run's flags or search file give (the rng is the run's)
+SEARCH_FLAGS = [n for n in SearchSettings.model_fields if n not in ("search", "rng")]
+
+
+class SearchPlan(_Settings):
+    """A run's search stage, the one shape of it: the settings of each search run, the
+    kinds run on each target, how many targets, which seed input.  `audee fuzz --level`
+    (:meth:`from_options`), campaign units and the experiments all make one; checks
+    against the run's backends run with ``context={"backends": labels}``.
+    ``SearchPlan(config, searches, on_consistent, input_index)``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    config: SearchSettings = Field(description="the settings of each search run")
+    searches: list[SearchKind] = Field(["ga"], min_length=1, json_schema_extra=_flag("searches", "--search"),
+                                       description="search kinds run on every target: ga, random or ga,random")
+    on_consistent: int = Field(1, ge=1, json_schema_extra=_flag("on_consistent", "--ga-on-consistent"),
+                               description="K: search the first K variants that showed no failure")
+    input_index: int | None = Field(None, ge=0, json_schema_extra=_flag("input_index", "--input-index"),
+                                    description="seed input to start from (default: one per target)")
+
+    def __init__(self, config: Any = None, searches: Any = None, on_consistent: Any = None,
+                 input_index: Any = None, /, **data: Any):
+        for key, value in (("config", config), ("searches", searches), ("on_consistent", on_consistent),
+                           ("input_index", input_index)):
+            if value is not None:
+                data[key] = value
+        super().__init__(**data)
+
+    @field_validator("searches", mode="before")
+    @classmethod
+    def _kinds(cls, v: Any) -> Any:
+        items = [s.strip() for s in v.split(",") if s.strip()] if isinstance(v, str) else v
+        if not isinstance(items, list) or not items or any(s not in SEARCH_KINDS for s in items):
+            raise ValueError(f"expected ga, random or ga,random, got {v!r}")
+        return items
+
+    @model_validator(mode="after")
+    def _fits_backends(self, info: ValidationInfo) -> Any:
+        labels = (info.context or {}).get("backends")
+        if labels is None:
+            return self
+        if self.config.fitness == "inconsistency" and len(labels) < 2:
+            raise FieldError("backends", "the inconsistency fitness needs two or more backends (or use --fitness nan)")
+        if self.config.nan_backend is not None and self.config.nan_backend not in labels:
+            raise FieldError("nan_backend", f"{self.config.nan_backend!r} is not among --backends")
+        return self
+
+    @classmethod
+    def from_options(cls, file_values: dict[str, Any], settings: dict[str, Any], plan: dict[str, Any],
+                     backends: list[str], rng: int = 0) -> "SearchPlan | None":
+        """The plan `audee fuzz` flags ask for (None without --level, in the flags or the
+        search file): ``settings`` the SearchSettings flags given, over ``file_values``;
+        ``plan`` the plan's own (searches, on_consistent, input_index).  Errors name the flag."""
+        if "level" not in settings and "level" not in file_values:
+            for name in ("searches", "on_consistent", "input_index", *SEARCH_FLAGS):
+                if name in plan or name in settings:
+                    model = cls if name in cls.model_fields else SearchSettings
+                    raise ConfigError(f"{flag_of(model, name)} needs --level (input, weight or input-weight)",
+                                      field="--level")
+            return None
+        checked = {k: v for k, v in plan.items() if v is not None}
+        config = validate_settings(SearchSettings, {**file_values, **settings, "rng": rng}, flags=True)
+        return validate_settings(cls, {"config": config, **checked}, flags=True, context={"backends": backends})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"config": self.config.model_dump(), "searches": list(self.searches),
+                "on_consistent": self.on_consistent, "input_index": self.input_index}
 
 
 # ---- localization (the paper's Algorithm 2) -------------------------------------------------------
@@ -510,10 +589,11 @@ def settings_error(exc: ValidationError, model: type[BaseModel], source: str | N
 
 
 def validate_settings(model: type[M], data: Any, source: str | None = None, *, prefix: str = "",
-                      flags: bool = False) -> M:
-    """``model`` validated from ``data``, or a :class:`ConfigError` in the one format."""
+                      flags: bool = False, context: dict[str, Any] | None = None) -> M:
+    """``model`` validated from ``data`` (``context``: for checks against the run, such as
+    its backends), or a :class:`ConfigError` in the one format."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise settings_error(exc, model, source, prefix=prefix, flags=flags) from None
 

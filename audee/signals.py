@@ -19,6 +19,7 @@ from audee.exitcodes import ExitCode
 EXIT_TERMINATED = int(ExitCode.TERMINATED)  # 128 + SIGTERM
 
 _terminating = False
+_announce = True   # print the one "terminated" line (a campaign's slot processes leave it to their shard)
 
 
 class Terminated(SystemExit):
@@ -38,14 +39,19 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     if _terminating:
         return  # a second SIGTERM while unwinding: let the cleanup finish (SIGKILL still works)
     _terminating = True
-    try:
-        os.write(2, b"audee: terminated (SIGTERM); cleaning up. Rerun the same command to resume\n")
-    except OSError:
-        pass
+    if _announce:
+        try:
+            os.write(2, b"audee: terminated (SIGTERM); cleaning up. Rerun the same command to resume\n")
+        except OSError:
+            pass
     raise Terminated()
 
 
-def install() -> None:
-    """Make SIGTERM raise :class:`Terminated` in the main thread (no-op elsewhere)."""
+def install(announce: bool = True) -> None:
+    """Make SIGTERM raise :class:`Terminated` in the main thread (no-op elsewhere).
+    ``announce=False``: unwind without the line on stderr, for a process its parent stops
+    (a campaign shard's slot processes), so one stop or one error stays one line."""
+    global _announce
+    _announce = announce
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)

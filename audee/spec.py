@@ -17,6 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from audee.errors import SpecError
+from audee.yamlio import read_text
 
 SPEC_FORMAT = "audee.spec/1"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -152,15 +153,34 @@ class ModelSpec:
 
     @classmethod
     def load(cls, path: str | Path) -> "ModelSpec":
-        path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise SpecError(f"cannot read: {exc.strerror}", source=str(path)) from None
-        return cls.loads(text, source=str(path))
+        return cls.loads(read_text(path, SpecError), source=str(path))
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n")
+        from audee.store.atomic import write_atomic  # deferred: the audee.store package imports this module
+
+        write_atomic(path, (json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n").encode())
+
+
+def one_layer_spec(spec: ModelSpec, layer: str, layer_inputs: dict[str, np.ndarray],
+                   override: dict[str, Any] | None = None) -> ModelSpec:
+    """A model with ``layer`` alone; its inputs are named after the layers feeding it.
+    Localization, the deviation oracle's own-layer check and repro scripts all run a layer
+    alone, so it is built here, beside the spec it is cut from."""
+    ls = spec.layer(layer)
+    names = list(dict.fromkeys(ls.inputs))
+    inputs = []
+    for ref in names:
+        arr = layer_inputs[ref]
+        rng = None
+        if np.issubdtype(arr.dtype, np.integer):
+            src = next((i for i in spec.inputs if i.name == ref), None)
+            rng = src.range if src is not None else None
+        elif arr.size and np.isfinite(arr).all() and float(arr.max()) > float(arr.min()):
+            rng = (float(arr.min()), float(arr.max()))  # the search perturbs at the data's scale
+        inputs.append(InputSpec(ref, tuple(int(d) for d in arr.shape[1:]), str(arr.dtype), rng))
+    params = {**ls.params, **(override or {})}
+    return ModelSpec(f"{spec.name}-{layer}", inputs, [LayerSpec(layer, ls.api, params, list(ls.inputs))],
+                     output=layer, logits=layer)
 
 
 # ---- parsing and validation --------------------------------------------------------------
@@ -314,21 +334,32 @@ def _toposort(spec: ModelSpec, *, source: str = "<spec>") -> list[str]:
 
 
 # ---- weights -----------------------------------------------------------------------------
+def contiguous(a: Any) -> np.ndarray:
+    """``a`` as a C-contiguous array of its own shape: numpy's ``ascontiguousarray`` returns
+    at least one dimension, so a scalar weight (Attention's ``concat_score_weight``) would
+    come back with shape ``(1,)`` and no longer fit its variable."""
+    a = np.asarray(a)
+    return np.ascontiguousarray(a).reshape(a.shape)
+
+
 def weights_key(weights: Weights) -> str:
     """A content hash of a weight set (cheap enough per test case: it hashes bytes once)."""
     h = hashlib.sha1()
     for name in sorted(weights):
         h.update(name.encode())
         for arr in weights[name]:
-            a = np.ascontiguousarray(arr)
+            a = np.asarray(arr)
             h.update(str(a.shape).encode() + a.dtype.str.encode())
-            h.update(a.view(np.uint8).data if a.size else b"")  # raw bytes: bfloat16 has no buffer format
+            flat = np.ascontiguousarray(a)  # at least 1-d: a byte view of a 0-d array is refused
+            h.update(flat.view(np.uint8).data if a.size else b"")  # raw bytes: bfloat16 has no buffer format
     return h.hexdigest()[:16]
 
 
 def save_weights(weights: Weights, path: str | Path) -> None:
+    from audee.store.atomic import write_via  # deferred: the audee.store package imports this module
+
     arrays = {f"{name}/{i}": np.asarray(a) for name, arrs in weights.items() for i, a in enumerate(arrs)}
-    np.savez_compressed(path, **arrays)
+    write_via(path, lambda f: np.savez_compressed(f, **arrays))
 
 
 def load_weights(path: str | Path) -> Weights:

@@ -1,4 +1,5 @@
-"""Reading YAML inputs (API configs, search settings, campaigns) with one-line errors."""
+"""Reading a user's text inputs (API configs, search settings, campaigns, known issues,
+specs) with one-line errors: one reader for the text, one for YAML on top of it."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,17 +7,30 @@ from typing import Any
 
 import yaml
 
-from audee.errors import ConfigError
+from audee.errors import AudeeError, ConfigError
+
+
+def read_text(path: str | Path, error: type[AudeeError] = AudeeError) -> str:
+    """A file's text as UTF-8; an unreadable file or bytes that are not UTF-8 (a Latin-1
+    or binary file given as a config or spec) raise ``error`` naming the file, never a
+    traceback."""
+    source = str(path)
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", source=source) from None
+    except UnicodeDecodeError as exc:
+        raise error(f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+                    "save it as UTF-8", source=source) from None
 
 
 def read_yaml_mapping(path: str | Path, what: str = "a mapping") -> dict[str, Any]:
-    """The top-level mapping of a YAML file; unreadable files, syntax errors (with their
-    line) and non-mappings raise a :class:`ConfigError` naming the file."""
+    """The top-level mapping of a YAML file; unreadable or non-UTF-8 files, syntax errors
+    (with their line) and non-mappings raise a :class:`ConfigError` naming the file."""
     source = str(path)
+    text = read_text(path, ConfigError)
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", source=source) from None
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

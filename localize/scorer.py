@@ -198,10 +198,8 @@ def run_entry(entry: Entry, workdir: Path, cfg: LocalizeConfig, repro: bool = Fa
                            "backend": entry.faulty_backend}
     with Pool(refs, workdir / "logs") as pool:
         t_start = time.perf_counter()
-        failed = pool.start()
+        pool.start_or_fail(logs=workdir / "logs", source=entry.id)
         row["startup_s"] = round(time.perf_counter() - t_start, 2)
-        if failed:
-            raise RuntimeError(f"{entry.id}: backend failed to start: {failed}")
         ex = Executor(pool)
         case = TestCase(entry.id, spec, dict(seed.weights or {}),
                         edited_inputs({k: v[:32] for k, v in seed.inputs.items()}, entry))

@@ -1,14 +1,14 @@
 """Regenerate the seven seed DNNs: spec.json, inputs.npz and seed.json (and, with
 --train, weights.npz for the trained seeds).  Deterministic: fixed numpy and Keras seeds.
 
-    python audee/data/seeds/make_seeds.py                 # specs, inputs, metadata
-    python audee/data/seeds/make_seeds.py --train         # also retrain lenet5, simplernn, lstm, gru
-    python audee/data/seeds/make_seeds.py --out DIR       # write the seed directories under DIR instead
-    python audee/data/seeds/make_seeds.py --digits F      # another copy of digits.csv.gz, or a scikit-learn wheel
+    python seeds/make_seeds.py                            # specs, inputs, metadata
+    python seeds/make_seeds.py --train                    # also retrain lenet5, simplernn, lstm, gru
+    python seeds/make_seeds.py --out DIR                  # write the seed directories under DIR instead
+    python seeds/make_seeds.py --digits F                 # another copy of digits.csv.gz, or a scikit-learn wheel
 
 The digits are scikit-learn's bundled copy of the UCI handwritten digits, shipped as
-audee/data/seeds/data/digits.csv.gz (checked by SHA-256; the same file can be read straight out of
-a scikit-learn wheel, which need not be installed): see audee/data/seeds/README.md.
+seeds/data/digits.csv.gz (checked by SHA-256; the same file can be read straight out of
+a scikit-learn wheel, which need not be installed): see seeds/README.md.
 """
 from __future__ import annotations
 
@@ -308,7 +308,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--train", action="store_true")
     ap.add_argument("--digits", default=str(DIGITS), help="digits.csv.gz or a scikit-learn wheel")
-    ap.add_argument("--out", default=str(HERE), help="directory for the seed directories (default: audee/data/seeds/)")
+    ap.add_argument("--out", default=str(HERE), help="directory for the seed directories (default: seeds/)")
     args = ap.parse_args()
     global OUT
     OUT = Path(args.out)

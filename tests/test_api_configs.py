@@ -258,3 +258,14 @@ def test_apis_coverage_command_reports_no_gap():
     assert statuses <= {"configured", "skipped", "exempt"} and "configured" in statuses
     apis = {r["api"] for r in data["parameters"]}
     assert len(apis) >= 90
+
+
+@pytest.mark.skipif(bool(os.environ.get("AUDEE_API_CONFIGS")), reason="AUDEE_API_CONFIGS points elsewhere")
+def test_the_package_reads_the_top_level_api_configs_folder():
+    """api_configs/ at the top of the repository is the source of truth: the package's
+    audee/data/api_configs is a link to it (a wheel carries copies: tests/test_wheel.py)."""
+    from audee.paths import api_configs_dir
+
+    assert (REPO / "audee" / "data" / "api_configs").is_symlink()
+    assert api_configs_dir().resolve() == (REPO / "api_configs").resolve()
+    assert set(load_api_configs()) == {p.stem for p in (REPO / "api_configs").glob("*.yaml")}

@@ -258,6 +258,9 @@ class _FakePool:
     def start(self):
         return {}
 
+    def start_or_fail(self, **kw):
+        return self
+
     def versions(self):
         return {"tensorflow": {"tensorflow": "x"}}
 

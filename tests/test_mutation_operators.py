@@ -16,9 +16,10 @@ from audee.apis import load_api_configs
 from audee.backends.pool import Pool, WorkerFailure
 from audee.backends.registry import parse_backends
 from audee.mutation import Mutation, mutate_spec
-from audee.mutation.operators import (ACTIVATIONS, OPERATORS, STRUCTURAL, apply_mutations, fit, infer_shapes,
-                                      layer_shape, to_rank)
+from audee.mutation.operators import (ACTIVATIONS, STRUCTURAL, apply_mutations, fit, infer_shapes, layer_shape,
+                                      to_rank)
 from audee.seeds import list_seeds, load_seed
+from audee.settings import OPERATORS
 from tests.helpers import tiny_cnn
 
 APIS = load_api_configs()

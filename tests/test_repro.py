@@ -4,7 +4,9 @@
     ``Erfc`` node that onnxruntime rejects, while TensorFlow runs the model; the script,
     run alone in a fresh process with audee made unimportable, reproduces it (exit 0);
 (b) the same record with the activation set back to relu no longer fails: the script
-    says so (exit 1).
+    says so (exit 1);
+(c) a truncated, hostile or missing ``.npz`` is bad data (exit 3, "BAD DATA"), checked
+    before anything runs: never a verdict, whatever the case's kind.
 """
 from __future__ import annotations
 
@@ -73,7 +75,7 @@ def test_script_text_imports_no_audee(tmp_path):
     text = rep.script.read_text()
     assert "import audee" not in text and "from audee" not in text
     imports = {line.split()[1] for line in text.splitlines() if line.startswith(("import ", "from "))}
-    assert imports <= {"json", "os", "subprocess", "sys", "tempfile", "numpy"}
+    assert imports <= {"json", "os", "subprocess", "sys", "tempfile", "zipfile", "numpy"}
     assert text.startswith("#!/usr/bin/env python3\n# Repro: onnxruntime rejects a model that tensorflow runs.")
     assert "Found with: tensorflow: keras 3.15.1, tensorflow 2.21.0" in text
     assert "python gelu.py" in text and rep.data == tmp_path / "gelu.npz"
@@ -134,3 +136,80 @@ def test_a_case_that_no_longer_fails_says_so(tmp_path):
     assert got.returncode == 1, got.stdout + got.stderr[-3000:]
     assert "NOT REPRODUCED: onnxruntime rejects a model that tensorflow runs" in got.stdout
     assert "onnxruntime  ran" in got.stdout
+
+
+def crash_record() -> CaseRecord:
+    """A hard crash (onnxruntime killed by a signal): what a dying child would have shown."""
+    rec = gelu_record()
+    rec.verdict = {"status": "fail", "findings": [{
+        "kind": "hard_crash", "backends": ["onnxruntime"],
+        "detail": {"how": "signal", "phase": "run", "message": "killed by signal 11"}}]}
+    return rec
+
+
+def inconsistency_record() -> CaseRecord:
+    """A label flip between TensorFlow and JAX on input 0."""
+    rec = gelu_record(backends="tensorflow,jax")
+    rec.verdict = {"status": "fail", "findings": [{
+        "kind": "inconsistency", "backends": ["tensorflow", "jax"],
+        "detail": {"pair": "tensorflow|jax", "inputs": [0], "n_flips": 1, "distance": 0.5}}]}
+    return rec
+
+
+class Hostile:
+    """Unpickling this runs a command: a bad-data check that unpickles would leave the marker."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _spoil(data: Path, how: str, marker: Path) -> None:
+    raw = data.read_bytes()
+    if how == "truncated":
+        data.write_bytes(raw[: len(raw) // 2])
+    elif how == "truncated-tail":
+        data.write_bytes(raw[:-20])
+    elif how == "hostile":  # the same names, one array a pickled object that runs a command
+        with np.load(data) as z:
+            arrays = {k: z[k] for k in z.files}
+        evil = np.empty(1, object)
+        evil[0] = Hostile(marker)
+        arrays["x/x"] = evil
+        np.savez(data, **arrays)
+    elif how == "foreign":  # a well-formed .npz of other arrays
+        np.savez(data, **{"x/x": np.zeros((2, 6), "float32")})
+    else:
+        data.unlink()
+
+
+@pytest.mark.parametrize("how", ["truncated", "truncated-tail", "hostile", "foreign", "missing"])
+@pytest.mark.parametrize("record", [crash_record, inconsistency_record], ids=["crash", "inconsistency"])
+def test_bad_data_is_reported_as_bad_data_never_a_verdict(tmp_path, record, how):
+    """Before: a truncated .npz printed REPRODUCED (exit 0) for a crash case (the children
+    died reading it) and "no longer on these versions" for an inconsistency case; a hostile
+    one was reported as not reproduced.  The data is checked first, before any framework."""
+    from audee.repro import EXIT_BAD_DATA
+
+    rep = write_repro(record(), tmp_path / "out", "case")
+    marker = tmp_path / "PWNED"
+    _spoil(rep.data, how, marker)
+    got = run_alone(rep.script, tmp_path)
+    assert got.returncode == EXIT_BAD_DATA == 3, got.stdout + got.stderr[-3000:]
+    assert got.stdout.startswith("BAD DATA: case.npz: "), got.stdout
+    assert "No verdict" in got.stdout and "REPRODUCED" not in got.stdout and "no longer" not in got.stdout
+    assert not marker.exists()   # nothing in the file ran
+    assert "# Exit: 0 the failure reproduces" in rep.script.read_text()
+
+
+def test_the_data_file_is_written_atomically_with_the_files_mode(tmp_path):
+    """Through audee.store.atomic.write_atomic: no temp file left, mode 0o666 less the umask."""
+    mask = os.umask(0o027)
+    try:
+        rep = write_repro(gelu_record(), tmp_path, "gelu")
+    finally:
+        os.umask(mask)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gelu.npz", "gelu.py"]
+    assert rep.data.stat().st_mode & 0o777 == 0o640 and rep.script.stat().st_mode & 0o777 == 0o750

@@ -1,6 +1,9 @@
 """Every seed on every backend (real frameworks): builds, and the unmutated seed agrees."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -12,10 +15,11 @@ from audee.oracle.deviation import deviation_pairs
 from audee.seeds import check_inputs, list_seeds, load_seed
 from audee.weights import adapt_weights
 
-# measured by audee/data/seeds/make_seeds.py --train (audee/data/seeds/README.md); chance is 0.1 (10 classes) or 0.5
+# measured by seeds/make_seeds.py --train (seeds/README.md); chance is 0.1 (10 classes) or 0.5
 MIN_ACCURACY = {"lenet5": 0.95, "simplernn": 0.7, "lstm": 0.8, "gru": 0.8,
                 "resnet20": 0.4, "vgg16": 0.4, "mobilenetv2": 0.15}
 SEEDS = ["lenet5", "resnet20", "vgg16", "mobilenetv2", "simplernn", "lstm", "gru"]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_all_seven_seeds_ship_with_enough_inputs():
@@ -90,13 +94,13 @@ def test_seed_builds_and_agrees_on_every_backend(pool, name):
 
 def test_make_seeds_regenerates_the_shipped_files(tmp_path):
     """Offline and deterministic: specs, inputs and metadata come out byte-identical
-    (the digits ship as audee/data/seeds/data/digits.csv.gz; no framework is needed without --train)."""
+    (the digits ship as seeds/data/digits.csv.gz; no framework is needed without --train)."""
     import subprocess
     import sys
 
     from audee.paths import seeds_dir
 
-    script = seeds_dir() / "make_seeds.py"
+    script = ROOT / "seeds" / "make_seeds.py"  # a tool of the repository, not shipped in the wheel
     proc = subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -104,3 +108,14 @@ def test_make_seeds_regenerates_the_shipped_files(tmp_path):
         for fname in ("spec.json", "inputs.npz", "seed.json"):
             made, shipped = tmp_path / name / fname, seeds_dir() / name / fname
             assert made.read_bytes() == shipped.read_bytes(), f"{name}/{fname} differs from make_seeds.py's output"
+
+
+@pytest.mark.skipif(bool(os.environ.get("AUDEE_SEEDS")), reason="AUDEE_SEEDS points elsewhere")
+def test_the_package_reads_the_top_level_seeds_folder():
+    """seeds/ at the top of the repository is the source of truth: the package's
+    audee/data/seeds is a link to it (a wheel carries copies: tests/test_wheel.py)."""
+    from audee.paths import seeds_dir
+
+    assert (ROOT / "audee" / "data" / "seeds").is_symlink()
+    assert seeds_dir().resolve() == (ROOT / "seeds").resolve()
+    assert {p.name for p in (ROOT / "seeds").iterdir() if (p / "spec.json").is_file()} == set(SEEDS)

@@ -30,7 +30,7 @@ def _fuzz(tmp: Path, *args: str, env: dict[str, str] | None = None, out: Path | 
 
 
 def _spec_with(tmp: Path, change) -> Path:
-    spec = json.loads((ROOT / "audee" / "data" / "seeds" / "lenet5" / "spec.json").read_text())
+    spec = json.loads((ROOT / "seeds" / "lenet5" / "spec.json").read_text())
     change(spec)
     p = tmp / "spec.json"
     p.write_text(json.dumps(spec))

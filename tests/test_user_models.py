@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from audee.apis import load_api_configs
-from audee.apis.keras_layers import known_layers, unconfigured
+from audee.apis.coverage import unconfigured
+from audee.apis.keras_layers import known_layers
 from audee.errors import SpecError
 from audee.mutation.network import mutate_spec
 from audee.seeds import GENERATED_ROWS, generate_inputs, import_keras_seed, load_seed, with_inputs
@@ -178,6 +179,8 @@ def test_campaign_over_two_user_specs_runs_without_unit_error(tmp_path):
     for u in units:
         done = json.loads((u / "DONE.json").read_text())
         assert done["test_cases"] == 2 and "error" not in done, done
+    # the campaign's closing lines: root causes over its units, counted per class
+    assert "  root causes " in got.stdout and "    bug " in got.stdout and "    limitation " in got.stdout, got.stdout
     # a bad seed stops the campaign before any unit: one line naming the file and the field
     bad = json.loads(json.dumps(MEL_SPEC).replace("MelSpectrogram", "NoSuchLayer"))
     bad["name"] = "bad"

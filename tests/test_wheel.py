@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,10 @@ import pytest
 import audee
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["audee", "setup.cfg", "pyproject.toml", "README.md", "MANIFEST.in", "LICENSE", "setup.py"]
+# seeds/ and api_configs/ are linked into the package (audee/data/): copied as links, so the
+# build follows them as it does in a checkout
+SOURCES = ["audee", "seeds", "api_configs", "setup.cfg", "pyproject.toml", "README.md", "MANIFEST.in", "LICENSE",
+           "setup.py"]
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess:
@@ -40,7 +44,7 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_outside_the_source_tree(tmp_p
     for name in SOURCES:
         p = ROOT / name
         if p.is_dir():
-            shutil.copytree(p, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(p, src / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         elif p.is_file():
             shutil.copy2(p, src / name)
     dist = tmp_path / "dist"
@@ -48,6 +52,15 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_outside_the_source_tree(tmp_p
          src, env)
     wheels = list(dist.glob("audee-*.whl"))
     assert [w.name for w in wheels] == [f"audee-{audee.__version__}-py3-none-any.whl"]
+    assert (src / "audee" / "data" / "seeds").is_symlink()
+    with zipfile.ZipFile(wheels[0]) as whl:  # the files the links point to, as plain files
+        names = set(whl.namelist())
+        links = [i.filename for i in whl.infolist() if (i.external_attr >> 16) & 0o170000 == 0o120000]
+    for shipped in ("audee/data/seeds/lenet5/spec.json", "audee/data/seeds/lenet5/weights.npz",
+                    "audee/data/seeds/README.md", "audee/data/api_configs/Conv2D.yaml",
+                    "audee/data/api_configs/README.md", "audee/data/known_issues.yaml"):
+        assert shipped in names, shipped
+    assert not links, links
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], tmp_path, env)

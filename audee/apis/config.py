@@ -225,7 +225,7 @@ def load_api_config(path: str | Path) -> ApiConfig:
 
 
 def load_api_configs(directory: str | Path | None = None) -> dict[str, ApiConfig]:
-    """All configs in ``directory`` (default: the shipped ``audee/data/api_configs/``), keyed by API."""
+    """All configs in ``directory`` (default: the shipped ``api_configs/``), keyed by API."""
     return dict(_load_dir(str(Path(directory) if directory else api_configs_dir())))
 
 

@@ -1,6 +1,6 @@
 """Coverage of the Keras layer API by the API configs: which constructor parameters each
 config draws, deliberately skips, may ignore, or misses, and which Keras layers have no
-config and are not excluded (with a reason) in ``audee/data/api_configs/README.md``.
+config and are not excluded (with a reason) in ``api_configs/README.md``.
 
 A parameter is *exempt* when it never changes an inference output given the weights audee
 sets (``EXEMPT`` and ``EXEMPT_SUFFIXES`` say why, one reason each); everything else must be
@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping
 
 from audee.apis.config import ApiConfig
 from audee.paths import api_configs_dir
+from audee.spec import ModelSpec
 
 EXEMPT: dict[str, str] = {
     "name": "a label: no effect on the computation",
@@ -157,12 +158,24 @@ def render_coverage(rows: Iterable[Mapping[str, str]], uncovered: Iterable[str] 
     return "\n".join(lines)
 
 
+def unconfigured(spec: ModelSpec, apis: Mapping[str, Any]) -> dict[str, list[str]]:
+    """``{API: [layer names]}`` of the layers of ``spec`` that have no API config: they run
+    as they are, their parameters never redrawn (wrapped layers included, named
+    ``outer.param``)."""
+    out: dict[str, list[str]] = {}
+    for layer in spec.layers:
+        if layer.api not in apis:
+            out.setdefault(layer.api, []).append(layer.name)
+        for key, value in layer.params.items():
+            if isinstance(value, dict) and isinstance(value.get("api"), str) and value["api"] not in apis:
+                out.setdefault(value["api"], []).append(f"{layer.name}.{key}")
+    return dict(sorted(out.items()))
+
+
 def seed_coverage(spec: Any, configs: Mapping[str, ApiConfig]) -> list[dict[str, str]]:
     """One row per layer of a seed's spec (wrapped layers as ``outer.param``): ``{"layer",
     "api", "status", "reason"}``, status ``mutated`` (a config draws its parameters) or
     ``unmutated`` (no config: the layer runs as it is).  No Keras import."""
-    from audee.apis.keras_layers import unconfigured
-
     bare = {name: api for api, names in unconfigured(spec, configs).items() for name in names}
     rows = []
     for layer in spec.layers:

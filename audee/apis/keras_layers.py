@@ -13,9 +13,7 @@ import inspect
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
-
-from audee.spec import ModelSpec
+from typing import Any
 
 TABLE = Path(__file__).resolve().parent / "keras_layers.json"
 
@@ -73,20 +71,6 @@ def layer_names_from(keras: Any) -> list[str]:
     return sorted(n for n in dir(keras.layers) if is_layer(getattr(keras.layers, n)))
 
 
-def unconfigured(spec: ModelSpec, apis: Mapping[str, Any]) -> dict[str, list[str]]:
-    """``{API: [layer names]}`` of the layers of ``spec`` that have no API config: they run
-    as they are, their parameters never redrawn (wrapped layers included, named
-    ``outer.param``)."""
-    out: dict[str, list[str]] = {}
-    for layer in spec.layers:
-        if layer.api not in apis:
-            out.setdefault(layer.api, []).append(layer.name)
-        for key, value in layer.params.items():
-            if isinstance(value, dict) and isinstance(value.get("api"), str) and value["api"] not in apis:
-                out.setdefault(value["api"], []).append(f"{layer.name}.{key}")
-    return dict(sorted(out.items()))
-
-
 def main() -> None:
     import os
 
@@ -94,8 +78,10 @@ def main() -> None:
     import keras
 
     names = layer_names_from(keras)
-    TABLE.write_text(json.dumps({"keras": keras.__version__, "layers": names, "aliases": aliases_from(keras)},
-                                indent=1) + "\n")
+    from audee.store.atomic import write_atomic
+
+    write_atomic(TABLE, (json.dumps({"keras": keras.__version__, "layers": names, "aliases": aliases_from(keras)},
+                                    indent=1) + "\n").encode())
     print(f"{TABLE}: {len(names)} layer names from Keras {keras.__version__}")
 
 

@@ -22,7 +22,8 @@ from typing import Any, Iterable, Iterator, Mapping
 from audee.backends import wire
 from audee.backends.registry import BackendRef
 from audee.cpus import task_cpus, threads_per_worker
-from audee.settings import TIMEOUT_S
+from audee.errors import BackendUnavailable
+from audee.settings import MAX_TIMEOUT_S, TIMEOUT_S
 from audee.spec import ModelSpec, Weights
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,12 @@ class WorkerFailure:
     @property
     def hard(self) -> bool:
         return self.kind != "error"
+
+    @property
+    def line(self) -> str:
+        """The last line of the message (the exception itself, not its traceback): what a
+        one-line error or a table shows; the rest stays in the worker's log."""
+        return (self.message.strip().splitlines() or [self.kind])[-1]
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "phase": self.phase, "message": self.message,
@@ -348,6 +355,12 @@ class _Request:
     generation: int = 0
 
 
+def failed_start_line(failed: Mapping[str, WorkerFailure]) -> str:
+    """The one message for workers that could not start: each backend with the last line
+    of its error (tracebacks stay in the workers' logs)."""
+    return "backend worker failed to start (" + "; ".join(f"{k}: {f.line}" for k, f in failed.items()) + ")"
+
+
 class Pool:
     """All backends of a run, each in its own worker; requests go out to all at once."""
 
@@ -391,15 +404,28 @@ class Pool:
         failed = {}
         for label, w in self.workers.items():
             f = w.wait_ready()
-            if f is not None:
-                log.warning("worker %s could not start: %s", label,
-                            (f.message.strip().splitlines() or [f.kind])[-1])
+            if f is not None:  # the log file's record; the console gets the caller's one line (start_or_fail)
+                log.info("worker %s could not start: %s", label, f.line)
                 failed[label] = f
         return failed
 
     def close(self) -> None:
         for w in self.workers.values():
             w.stop()
+
+    def start_or_fail(self, *, logs: Path | None = None, source: str | None = None,
+                      field: str | None = None) -> "Pool":
+        """Start every worker, or stop them all and raise :class:`BackendUnavailable`:
+        every command (fuzz, campaign, reproduce, localize, repro, a ``.keras`` import)
+        fails a start here, with one line (:func:`failed_start_line`, ``logs`` named for
+        the tracebacks) and one exit code (``ExitCode.BACKEND_UNAVAILABLE``, 4): nothing is
+        fuzzed or judged on backends that are not there."""
+        failed = self.start()
+        if failed:
+            self.close()
+            raise BackendUnavailable(failed_start_line(failed) + (f"; see {logs}" if logs is not None else ""),
+                                     source=source, field=field)
+        return self
 
     def set_timeout(self, seconds: float) -> None:
         """Per-request limit for every worker (a shared pool serves units with their own)."""
@@ -501,9 +527,10 @@ def _widen(sock: socket.socket) -> None:
 
 
 def _check_timeout(seconds: float, name: str) -> None:
-    """A limit of 0 (or less) would count every request as hung: refuse it."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
-        raise ValueError(f"{name} must be a positive number of seconds, got {seconds!r}")
+    """A limit of 0 (or less) would count every request as hung, one beyond
+    ``MAX_TIMEOUT_S`` (or NaN) cannot be waited for: refuse both."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= MAX_TIMEOUT_S:
+        raise ValueError(f"{name} must be a positive number of seconds, at most {MAX_TIMEOUT_S:g}, got {seconds!r}")
 
 
 def _as_failure(reply: dict | WorkerFailure, phase: str) -> dict | WorkerFailure:

@@ -105,5 +105,6 @@ def load_class(target: str) -> type:
     try:
         obj = getattr(importlib.import_module(module), cls)
     except (ImportError, AttributeError) as exc:
-        raise AudeeError(f"cannot load backend class {target!r}: {exc}", field="--backends") from None
+        # no field: the parent's one line (Pool.start_or_fail) says where the name came from
+        raise AudeeError(f"cannot load backend class {target!r}: {exc}") from None
     return obj

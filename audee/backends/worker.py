@@ -24,6 +24,7 @@ import numpy as np
 from audee.backends import wire
 from audee.backends.base import Backend, BackendError, Phase
 from audee.backends.registry import load_class
+from audee.errors import AudeeError
 from audee.spec import ModelSpec
 
 CACHE_SIZE = 6
@@ -230,8 +231,7 @@ class WorkerState:
         return times
 
     def op_import_keras(self, path: str) -> dict:
-        from audee.errors import AudeeError
-        from audee.keras_import import import_keras_model
+        from audee.backends.keras_import import import_keras_model
 
         try:
             spec, weights = import_keras_model(path)
@@ -345,8 +345,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         serve(conn, args.backend, args.device, args.precision)
     except Exception as exc:
+        # an AudeeError (a plugin class that cannot be loaded) is already the line to show
+        fatal = str(exc) if isinstance(exc, AudeeError) else _msg(exc)
         try:
-            wire.send(conn.fileno(), {"fatal": _msg(exc), "traceback": traceback.format_exc()})
+            wire.send(conn.fileno(), {"fatal": fatal, "traceback": traceback.format_exc()})
         except OSError:
             pass
         sys.exit(3)

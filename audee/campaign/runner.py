@@ -29,12 +29,12 @@ from audee.backends.registry import parse_backends
 from audee.campaign.config import Campaign, Unit
 from audee.campaign.localize_stage import localize_unit, pending
 from audee.cpus import default_parallel_units, task_cpus
-from audee.errors import AudeeError
+from audee.errors import AudeeError, BackendUnavailable
 from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, summarize
 from audee.logs import setup_logging
 from audee.seeds import load_seed, with_inputs
 from audee.settings import ShardSettings
-from audee.store.atomic import write_atomic
+from audee.store.atomic import create_atomic, write_atomic
 from audee.store.lock import dir_lock, locked
 
 
@@ -72,15 +72,7 @@ def _record_layout(out: Path, layout: dict[str, Any], how: str) -> None:
     """Write OUT/shards.json unless it exists (atomic create: concurrent first tasks agree)."""
     recorded = read_layout(out)
     if recorded is None:
-        out.mkdir(parents=True, exist_ok=True)
-        tmp = out / f".{LAYOUT}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps({**layout, "from": how}, indent=1) + "\n")
-        try:
-            os.link(tmp, out / LAYOUT)
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink()
+        create_atomic(out / LAYOUT, (json.dumps({**layout, "from": how}, indent=1) + "\n").encode())
         recorded = read_layout(out)
     if recorded != layout:
         raise AudeeError(f"this task's layout ({how}: {layout['count']} shards, task ids {_ids(layout['ids'])}) "
@@ -208,6 +200,8 @@ def check_seeds(units: list[Unit], source: str, log_dir: Path | None = None) -> 
         try:
             s = load_seed(u.seed, log_dir)
             validate(s.spec, source=s.source or u.seed, apis=apis)
+        except BackendUnavailable:
+            raise  # no TensorFlow worker to read a .keras seed: not the file's fault
         except AudeeError as exc:
             raise ConfigError(str(exc), source=source, field=field) from None
         try:
@@ -255,12 +249,7 @@ class _Pools:
             self.close()
             pool = Pool(cfg.backends, self.log_dir, timeout=cfg.timeout, threads=cfg.threads, sets=self.sets,
                         shards_per_gpu=self.shards_per_gpu, cpus=self.cpus)
-            failed = pool.start()
-            if failed:  # the same error as audee.fuzz.start_pool
-                pool.close()
-                lines = "; ".join(f"{k}: {(v.message.strip().splitlines() or [v.kind])[-1]}" for k, v in failed.items())
-                raise AudeeError(f"backend worker failed to start ({lines}); see {self.log_dir}", field="--backends")
-            self.pool, self.key = pool, key
+            self.pool, self.key = pool.start_or_fail(logs=self.log_dir, field="--backends"), key
         return self.pool
 
     def close(self) -> None:
@@ -424,8 +413,8 @@ def _run_parallel(campaign: Campaign, out: Path, index: int, count: int, todo: l
 
     def handle(ev: tuple) -> None:
         kind, slot, uid, payload = ev
-        if kind == "fatal":
-            raise AudeeError(payload)
+        if kind == "fatal":  # the slot's error, its kind kept: a backend that cannot start exits 4 here too
+            raise (BackendUnavailable if payload["unavailable"] else AudeeError)(payload["message"])
         if kind == "stage":
             running[slot] = uid
             status["running"][uid] = payload
@@ -508,7 +497,7 @@ def _slot_main(slot: int, campaign: Campaign, out: Path, index: int, count: int,
     from audee.backends.worker import die_with_parent
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signals.install()
+    signals.install(announce=False)  # the shard says it, once
     die_with_parent(parent)
     log_dir = out / "logs" / f"shard-{index}-of-{count}"
     setup_logging(verbosity, log_dir / "audee.log")
@@ -522,7 +511,7 @@ def _slot_main(slot: int, campaign: Campaign, out: Path, index: int, count: int,
                            lambda name, uid=uid: events.put(("stage", slot, uid, name)))
             events.put(("result", slot, uid, got))
     except AudeeError as exc:
-        events.put(("fatal", slot, uid, str(exc)))
+        events.put(("fatal", slot, uid, {"message": str(exc), "unavailable": isinstance(exc, BackendUnavailable)}))
     finally:
         pools.close()
 

@@ -36,14 +36,14 @@ from audee.backends.pool import Pool, WorkerFailure
 from audee.case import Kind, TestCase
 from audee.execute import Executor
 from audee.localize.evidence import Candidate, rank
-from audee.localize.onelayer import ParamSpace, one_layer_spec, param_spaces, same_value
+from audee.localize.onelayer import ParamSpace, param_spaces, same_value
 from audee.localize.rates import change_rates, cradle_flags
 from audee.oracle.deviation import compare
 from audee.oracle.distance import layer_distances, relative_distance
 from audee.search.engine import Search, SearchConfig
 from audee.settings import LocalizeSettings
 from audee.signature import normalize_error
-from audee.spec import ModelSpec, Weights, weights_key
+from audee.spec import ModelSpec, one_layer_spec, Weights, weights_key
 
 # t1, t2 (the paper's thresholds), precision, GA size, rounds...: one pydantic model in
 # audee.settings (types, ranges, defaults), shared with `audee localize` flags and campaigns.

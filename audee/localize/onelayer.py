@@ -1,8 +1,8 @@
-"""One-layer DNNs: a single spec layer, fed the layer input recorded in a case.
+"""One-layer DNNs: the candidate values of a single layer's parameters.
 
-Algorithm 2 rebuilds the suspicious layer alone, with one parameter replaced, and feeds
-it the same input it saw inside the full model; these helpers build that spec and the
-candidate values to try.
+Algorithm 2 rebuilds the suspicious layer alone (:func:`audee.spec.one_layer_spec`), with
+one parameter replaced, and feeds it the same input it saw inside the full model; these
+helpers say which parameters to replace and the values to try.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from audee.localize.signatures import REQUIRED, defaults_for, skipped
-from audee.spec import InputSpec, LayerSpec, ModelSpec
+from audee.spec import LayerSpec
 
 MISSING = object()  # a parameter with no known Keras default
 # Alternatives for string parameters outside the API configs, by parameter name.
@@ -23,25 +23,6 @@ VOCABULARY: dict[str, list[str]] = {
     "merge_mode": ["concat", "sum", "mul", "ave"],
 }
 
-
-def one_layer_spec(spec: ModelSpec, layer: str, layer_inputs: dict[str, np.ndarray],
-                   override: dict[str, Any] | None = None) -> ModelSpec:
-    """A model with ``layer`` alone; its inputs are named after the layers feeding it."""
-    ls = spec.layer(layer)
-    names = list(dict.fromkeys(ls.inputs))
-    inputs = []
-    for ref in names:
-        arr = layer_inputs[ref]
-        rng = None
-        if np.issubdtype(arr.dtype, np.integer):
-            src = next((i for i in spec.inputs if i.name == ref), None)
-            rng = src.range if src is not None else None
-        elif arr.size and np.isfinite(arr).all() and float(arr.max()) > float(arr.min()):
-            rng = (float(arr.min()), float(arr.max()))  # the search perturbs at the data's scale
-        inputs.append(InputSpec(ref, tuple(int(d) for d in arr.shape[1:]), str(arr.dtype), rng))
-    params = {**ls.params, **(override or {})}
-    return ModelSpec(f"{spec.name}-{layer}", inputs, [LayerSpec(layer, ls.api, params, list(ls.inputs))],
-                     output=layer, logits=layer)
 
 
 def alternatives(pcfg: Any, current: Any, max_values: int = 4) -> list[Any]:

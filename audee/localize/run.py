@@ -12,12 +12,10 @@ from audee.backends.registry import BackendRef
 from audee.case import Kind
 from audee.execute import Executor
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
-from audee.reproduce import start_or_raise
 from audee.settings import TIMEOUT_S
 from audee.signature import normalize_error
 from audee.store.caserecord import CaseRecord
-
-PRIORITY = (Kind.INCONSISTENCY, Kind.NAN, Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE, Kind.DEVIATION)
+from audee.verdicts import main_failure, verdict_holds
 
 
 def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backends: list[BackendRef] | None = None,
@@ -38,7 +36,7 @@ def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backen
     refs = backends or record.backend_refs(allowed_plugins=allowed_plugins)
     with tempfile.TemporaryDirectory(prefix="audee-localize-") as tmp:
         with Pool(refs, log_dir or Path(tmp), timeout=timeout) as own:
-            start_or_raise(own, log_dir, str(path))
+            own.start_or_fail(logs=log_dir, source=str(path))
             return with_repro(_localize(own, record, case, apis, cfg or LocalizeConfig(), pair), record, own,
                                repro_dir)
 
@@ -53,8 +51,12 @@ def with_repro(report: Report, record: CaseRecord, pool: Pool, repro_dir: str | 
 
     layer = report.sources[0].layer if report.sources else report.trigger["layer"]
     try:
-        script = write_repro(record, Path(repro_dir), default_name(record, pick_finding(record)), layer=layer,
-                             model="one-layer", pool=pool)
+        # the recorded finding that was localized (else the case's main failure)
+        findings = record.verdict_obj().findings
+        index = next((i for i, f in enumerate(findings)
+                      if f.kind == report.kind and sorted(f.backends) == sorted(report.backends)), None)
+        script = write_repro(record, Path(repro_dir), default_name(record, pick_finding(record, index)),
+                             layer=layer, model="one-layer", pool=pool, finding=index)
         report.repro = str(script.script)
     except AudeeError as exc:
         report.note = (report.note + "; " if report.note else "") + f"no repro script: {exc}"
@@ -66,15 +68,9 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
     # does the case still fail, and how?  Judged with the tie margin and tolerances it was recorded with
     now = Executor(pool, tie_margin=record.tie_margin, tolerances=record.tolerances or None).run(case)
     recorded = record.verdict_obj()
-    findings = [f for f in now.verdict.findings if f.is_failure]
-    main = None
-    for kind in PRIORITY:
-        main = next((f for f in findings if f.kind == kind and (pair is None or sorted(f.backends) == sorted(pair))),
-                    None)
-        if main is not None:
-            break
+    main = main_failure(now.verdict.findings, pair)
     report = Report(case.id, main.kind if main else "none", main.backends if main else [])
-    report.reproduced = recorded.signatures() <= now.verdict.signatures() and main is not None
+    report.reproduced = verdict_holds(recorded, now.verdict) and main is not None
     if main is None:
         report.note = "the case no longer fails on these backends"
         return report

@@ -80,7 +80,9 @@ def main() -> None:
     from audee.apis import load_api_configs
 
     table = build_table(list(load_api_configs()))
-    TABLE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    from audee.store.atomic import write_atomic
+
+    write_atomic(TABLE, (json.dumps(table, indent=1, sort_keys=True) + "\n").encode())
     print(f"{TABLE}: {len(table)} APIs")
 
 

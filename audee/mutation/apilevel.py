@@ -1,14 +1,14 @@
 """API-level test cases: a small model built around one layer API at a time.
 
 Network mutation (:mod:`audee.mutation.network`) only reaches the APIs the seeds contain;
-here every configured API (``audee/data/api_configs/``) gets models of its own: the layer
+here every configured API (``api_configs/``) gets models of its own: the layer
 alone on an input of a rank it takes, or a short chain where an adapter (a Dense
 projection + Reshape, a Permute, a pooling or a 1x1 convolution) produces the rank and
 size it needs.  Merge layers get two or three inputs of compatible shapes; wrapper layers
 (a ``type: layer`` parameter, e.g. Bidirectional) a drawn inner layer.  Each case draws a
 model dtype policy (float32 mostly; float16, bfloat16, mixed_float16), input shapes with
 odd, even and size-1 dims, both data formats where the config has one, the API's
-parameters with :func:`audee.mutation.network.draw_value` and, with ``invalid_prob``,
+parameters with :func:`audee.mutation.base.draw_value` and, with ``invalid_prob``,
 exactly one crafty invalid value.
 
 Case ``i`` of API ``A`` draws from ``np.random.default_rng([rng, crc32(A), i])`` alone, so
@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from audee.apis import ApiConfig, ParamConfig
-from audee.mutation.network import Mutation, _py, couple_params, draw_value
+from audee.mutation.base import Mutation, _py, couple_params, draw_value
 from audee.spec import InputSpec, LayerSpec, ModelSpec, Weights
 
 Validate = Callable[[ModelSpec], "str | None"]

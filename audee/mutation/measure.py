@@ -21,7 +21,7 @@ import numpy as np
 
 from audee.apis import load_api_configs
 from audee.mutation.network import mutate_spec
-from audee.mutation.operators import OPERATORS
+from audee.settings import OPERATORS
 
 
 def measure(seeds: list[str], operators: list[str], variants: int, backends: str, rng: int = 0,
@@ -35,7 +35,7 @@ def measure(seeds: list[str], operators: list[str], variants: int, backends: str
     apis = load_api_configs()
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, Pool(parse_backends(backends), log_dir or Path(tmp)) as pool:
-        pool.start()
+        pool.start_or_fail()
         for name in seeds:
             seed = load_seed(name)
             for op in operators:

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from audee.apis import ApiConfig, ParamConfig
+from audee.apis import ApiConfig
+from audee.mutation.base import NETWORK_FIXED, Mutation, couple_params, draw_value
+from audee.mutation.operators import STRUCTURAL, ShapeError, infer_shapes
+from audee.settings import OPERATORS
 from audee.spec import LayerSpec, ModelSpec
 
 Validate = Callable[[ModelSpec], "str | None"]
@@ -30,50 +33,13 @@ def log_unconfigured(spec: ModelSpec, apis: dict[str, ApiConfig]) -> dict[str, l
     """Say once per run, one line per layer API, which layers of ``spec`` have no API
     config: they run as they are, their parameters never redrawn (a user's model may hold
     any ``keras.layers`` layer; a config is what mutation needs, not what running needs)."""
-    from audee.apis.keras_layers import unconfigured
+    from audee.apis.coverage import unconfigured
 
     found = unconfigured(spec, apis)
     for api, layers in found.items():
         log.info("%s has no API config: %s %s run%s unmutated", api, "layer" if len(layers) == 1 else "layers",
                  ", ".join(layers), "s" if len(layers) == 1 else "")
     return found
-
-
-@dataclass
-class Mutation:
-    """One change of a variant.  ``op`` says which operator made it (``redraw``: a
-    parameter of ``layer`` went from ``old`` to ``new``, the only kind before structural
-    operators, so records without ``op`` read as redraws).  Structural operators
-    (:mod:`audee.mutation.operators`) also list the layers they ``added`` (LayerSpec JSON,
-    each with ``after``: the layer it follows in the spec's list, None at the start), the
-    layers they ``removed`` and the inputs they ``rewired`` ([consumer, old, new];
-    consumer ``@output`` for the model output)."""
-
-    layer: str
-    param: str
-    old: Any
-    new: Any
-    invalid: bool
-    op: str = "redraw"
-    added: list[dict[str, Any]] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    rewired: list[list[str]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-safe; a plain redraw keeps exactly the five keys it always had."""
-        d = asdict(self)
-        for key in ("added", "removed", "rewired"):
-            if not d[key]:
-                del d[key]
-        if d["op"] == "redraw":
-            del d["op"]
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Mutation":
-        return cls(d["layer"], d["param"], d.get("old"), d.get("new"), bool(d.get("invalid", False)),
-                   d.get("op", "redraw"), list(d.get("added", [])), list(d.get("removed", [])),
-                   [list(r) for r in d.get("rewired", [])])
 
 
 @dataclass
@@ -85,84 +51,6 @@ class Variant:
     @property
     def invalid(self) -> bool:
         return any(m.invalid for m in self.mutations)
-
-
-def _py(v: Any) -> Any:
-    """JSON-safe Python values (never numpy scalars)."""
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, (list, tuple)):
-        return [_py(x) for x in v]
-    return v
-
-
-def draw_value(param: ParamConfig, rng: np.random.Generator, *, invalid: bool) -> Any:
-    """One value for ``param``: from its invalid list, or valid (values, range, None)."""
-    if invalid and param.invalid:
-        v = param.invalid[int(rng.integers(len(param.invalid)))]
-        if param.dims and isinstance(v, int) and not isinstance(v, bool) and rng.random() < 0.5:
-            v = [v] * param.dims
-        return _py(v)
-    if param.nullable and rng.random() < 0.1:
-        return None
-    if param.type == "bool":
-        return bool(rng.random() < 0.5)
-    if param.type == "str":
-        return str(param.values[int(rng.integers(len(param.values)))])
-    if param.values and (param.range is None or rng.random() < 0.3):
-        return _py(param.values[int(rng.integers(len(param.values)))])
-    lo, hi = param.range
-    if param.type == "float":
-        return float(f"{rng.uniform(lo, hi):.4g}")
-    if param.dims and rng.random() < 0.5:
-        if rng.random() < 0.7:
-            return [int(rng.integers(lo, hi + 1))] * param.dims
-        return [int(rng.integers(lo, hi + 1)) for _ in range(param.dims)]
-    return int(rng.integers(lo, hi + 1))
-
-
-#: parameters a network-level draw leaves as they are: a layer's ``data_format`` says how to
-#: read the tensor it is given, and inside a network that layout is fixed by the layers
-#: before it (flipping it reinterprets the tensor, and the network no longer fits
-#: together); API-level cases, built around one layer for either layout, draw it
-NETWORK_FIXED = ("data_format",)
-
-
-def _per_dim(value: Any, n: int) -> list[int] | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return [value] * n
-    if isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return list(value)
-    return None
-
-
-def couple_params(params: dict[str, Any], muts: list[Mutation], rng: np.random.Generator) -> None:
-    """Draw coupled parameters together, so that valid draws make a valid layer: a
-    transposed convolution's ``output_padding`` below its ``strides`` in every dimension,
-    and ``strides`` and ``dilation_rate`` not both above 1 in a dimension (Keras refuses
-    both).  The mutation records follow the values."""
-    for name in ("output_padding", "dilation_rate"):
-        raw, raw_strides = params.get(name), params.get("strides", 1)
-        # as many dimensions as a per-dimension form says; two scalars stay one scalar
-        n = next((len(v) for v in (raw, raw_strides) if isinstance(v, (list, tuple))), 1)
-        value, dims = _per_dim(raw, n), _per_dim(raw_strides, n)
-        if value is None or dims is None or len(value) != len(dims):
-            continue
-        if name == "output_padding":
-            fixed = [min(v, int(rng.integers(0, s))) if s >= 1 else 0 for v, s in zip(value, dims)]
-        else:
-            if any(s > 1 for s in dims) and any(v > 1 for v in value):
-                fixed = [1] * n  # Keras: strides > 1 with dilation_rate > 1 is not supported
-            else:
-                fixed = value
-        if fixed != value:
-            fixed = fixed[0] if not isinstance(raw, (list, tuple)) and len(set(fixed)) == 1 else fixed
-            params[name] = fixed
-            for m in muts:
-                if m.param == name and not m.invalid:
-                    m.new = fixed
 
 
 def _differs(a: Any, b: Any) -> bool:
@@ -249,8 +137,6 @@ def _draw_operator(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.G
                    max_layers: int) -> tuple[ModelSpec, list[Mutation]]:
     """One operator, drawn by weight; one that finds no place in ``spec`` leaves the draw
     to the others (a parameter redraw in the end)."""
-    from audee.mutation.operators import OPERATORS, STRUCTURAL
-
     unknown = sorted(set(operators) - set(OPERATORS))
     if unknown:
         raise ValueError(f"unknown mutation operator {unknown[0]!r} (known: {', '.join(OPERATORS)})")
@@ -283,7 +169,7 @@ def mutate_spec(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Gene
     pure Python: a kernel larger than its input, a residual ``Add`` of two sizes) is redrawn
     before any backend is asked, as one no backend could build would be.
 
-    ``operators`` (weights by name, :data:`audee.mutation.operators.OPERATORS`): each draw
+    ``operators`` (weights by name, :data:`audee.settings.OPERATORS`): each draw
     applies one operator picked by weight (``redraw`` is the parameter redraw above);
     None draws parameter redraws exactly as before operators existed."""
     for attempt in range(max_redraws + 1):
@@ -308,8 +194,6 @@ def mutate_spec(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Gene
 
 def _shape_error(spec: ModelSpec) -> str | None:
     """Why ``spec``'s shapes do not fit together, or None (unknown APIs pass)."""
-    from audee.mutation.operators import ShapeError, infer_shapes
-
     try:
         infer_shapes(spec)
     except ShapeError as exc:

@@ -1,7 +1,7 @@
 """Structural mutation operators (LEMON / Muffin style) over a ModelSpec.
 
 Each operator takes a copy of a spec, the API configs and a numpy Generator, changes the
-spec in place and returns the :class:`~audee.mutation.network.Mutation` records that say
+spec in place and returns the :class:`~audee.mutation.base.Mutation` records that say
 exactly what it did (``None`` when the spec offers it no place to act).  The records
 are complete: :func:`apply_mutations` replays them on the seed and gives the variant back.
 
@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from audee.apis import ApiConfig
-from audee.mutation.network import NETWORK_FIXED, Mutation, couple_params, draw_value
+from audee.mutation.base import NETWORK_FIXED, Mutation, couple_params, draw_value
 from audee.spec import LayerSpec, ModelSpec
 
 Shape = tuple[int, ...]  # without the batch axis
@@ -35,7 +35,6 @@ ACTIVATIONS = (
     "sigmoid", "silu", "soft_shrink", "softmax", "softplus", "softsign", "sparse_plus", "sparse_sigmoid",
     "sparsemax", "squareplus", "swish", "tanh", "tanh_shrink", "threshold",
 )
-OPERATORS = ("redraw", "insert", "replace", "remove", "activation", "duplicate")
 ACTIVATION_PARAMS = ("activation", "recurrent_activation")
 NO_INSERT = frozenset({"Embedding"})  # needs integer token ids: only a model input has them
 MAX_ELEMENTS = 1 << 18  # per-sample elements of any new tensor (beyond the seed's largest)

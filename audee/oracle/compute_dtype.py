@@ -1,7 +1,7 @@
 """The one owner of "the dtype a layer computes in", read from its spec parameters.
 
 The ModelSpec has no model-level dtype: a dtype policy travels as each layer's ``dtype``
-parameter (``audee/mutation/apilevel.py``, ``audee/keras_import.py``), and Keras casts a
+parameter (``audee/mutation/apilevel.py``, ``audee/backends/keras_import.py``), and Keras casts a
 float32 model input to the consuming layer's compute dtype.  So whether a value is at
 overflow scale, or how large a rounding step is, depends on that compute dtype, not on the
 dtype of the array fed in: 192125 in a float32 input array is ordinary for a float32

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from audee.exercised import API_ONLY, exercised  # noqa: F401 - re-exported: what a case exercised
+from audee.store.atomic import write_via
 
 def _triples(cases: pd.DataFrame) -> pd.DataFrame:
     rows = []
@@ -84,6 +85,6 @@ def heatmap(cases: pd.DataFrame, path: Path, configured: Iterable[str] = ()) -> 
     ax.set_title("distinct parameter values exercised (blank: none)", fontsize=8)
     fig.colorbar(im, ax=ax, fraction=0.03)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    write_via(path, lambda f: fig.savefig(f, format="png", dpi=120))
     plt.close(fig)
     return True

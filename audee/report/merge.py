@@ -8,15 +8,64 @@ Shards write disjoint units into the same directory, so merging is reading every
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from audee.errors import AudeeError
 from audee.report.dedup import level_of
 from audee.store import ResultsTable
+
+log = logging.getLogger(__name__)
+
+#: what a results row must hold to count as a test case (every row audee wrote has these,
+#: old ones included): a row with an id but anything else is reported and skipped
+STATUSES = ("pass", "fail", "rejected")
+_OPTIONAL: dict[str, type | tuple[type, ...]] = {
+    "errors": dict, "pairs": dict, "nan": dict, "nan_finite": list, "nan_strong": bool,
+    "propagated_nonfinite": bool, "inconsistent_pairs": list, "deviating_pairs": list, "signatures": list,
+    "exercised": list, "seconds": (int, float), "phases": dict, "variant": int}
+
+
+def case_row_problem(row: dict[str, Any]) -> str | None:
+    """Why ``row`` is not a test case the report can count (its field and what is wrong),
+    or None: the report reads these fields by type, so nonsense in one is a skipped row,
+    not a miscount or a traceback later."""
+    if not isinstance(row.get("id"), str) or not row["id"]:
+        return f"id: expected a non-empty string, got {row.get('id')!r:.60}"
+    if not isinstance(row.get("seed"), str) or not row["seed"]:
+        return f"seed: expected the seed's name, got {row.get('seed')!r:.60}"
+    if row.get("status") not in STATUSES:
+        return f"status: expected one of {', '.join(STATUSES)}, got {row.get('status')!r:.60}"
+    kinds = row.get("kinds")
+    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+        return f"kinds: expected a list of finding kinds, got {kinds!r:.60}"
+    backends = row.get("backends")
+    if not isinstance(backends, dict) or not backends \
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in backends.items()):
+        return f"backends: expected an object of backend -> status, got {backends!r:.60}"
+    for key, typ in _OPTIONAL.items():
+        value = row.get(key)
+        if value is not None and (not isinstance(value, typ) or (typ != bool and isinstance(value, bool))):
+            return f"{key}: expected {getattr(typ, '__name__', 'a number')}, got {value!r:.60}"
+    return None
+
+
+def read_case_rows(path: Path) -> list[dict[str, Any]]:
+    """The test-case rows of a results table; each row that is not one: a warning naming
+    the file, its line and field, and the row skipped."""
+    rows = []
+    for n, row in ResultsTable(path).numbered_rows():
+        problem = case_row_problem(row)
+        if problem is None:
+            rows.append(row)
+        else:
+            log.warning("%s:%d: skipping a row that is not a test case (%s)", path, n, problem)
+    return rows
 
 
 @dataclass
@@ -63,7 +112,7 @@ def load_campaign_dir(root: str | Path) -> CampaignData:
                       "pairs": [f"{a}|{b}" for a, b in combinations(labels, 2)]})
         for r in searches.values():
             search_rows.append({**r, "unit": d.name, "seed": seed})
-        for r in ResultsTable(d / "results.jsonl").rows():
+        for r in read_case_rows(d / "results.jsonl"):
             sid = r.get("search_id")
             if seed is None:
                 units[-1]["seed"] = seed = r.get("seed")

@@ -19,6 +19,7 @@ from audee.apis import load_api_configs
 from audee.report import coverage
 from audee.report.dedup import unique_inconsistencies as unique_inconsistencies_of
 from audee.report.merge import CampaignData
+from audee.store.atomic import write_atomic, write_via
 
 LEVEL_ORDER = ["NET", "IN", "WT", "IN-WT"]
 INDEX_ROWS = 30  # rows of a table shown in index.md; the table's own file has them all
@@ -283,7 +284,7 @@ def figure4(rates: pd.DataFrame, path: Path, t1: float = 1000.0) -> bool:
     ax.set_title("Top-1 change rate: inconsistent vs consistent cases")
     ax.legend(handles.values(), handles.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    write_via(path, lambda f: fig.savefig(f, format="png", dpi=120))
     plt.close(fig)
     return True
 
@@ -375,7 +376,7 @@ def figure3(data: CampaignData, path: Path) -> bool:
                        title_fontsize=7)
     fig.suptitle("Distance amplification over generations", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    write_via(path, lambda f: fig.savefig(f, format="png", dpi=120))
     plt.close(fig)
     return True
 
@@ -550,8 +551,8 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
              f"{len(unique)} unique inconsistencies (paper criteria), {len(data.localized)} localized, "
              f"{len(sigs)} unique localization signatures.", ""]
     for title, name, df in sections:
-        df.to_csv(out / f"{name}.csv", index=False)
-        (out / f"{name}.md").write_text(f"# {title}\n\n{_md(df)}")
+        write_atomic(out / f"{name}.csv", df.to_csv(index=False).encode())
+        write_atomic(out / f"{name}.md", f"# {title}\n\n{_md(df)}".encode())
         written += [out / f"{name}.csv", out / f"{name}.md"]
         shown = _md(df.head(INDEX_ROWS))
         if len(df) > INDEX_ROWS:
@@ -572,6 +573,6 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
     if figure4(rates, out / "figure4.png"):
         written.append(out / "figure4.png")
         index += ["## Figure 4: top-1 change rate, inconsistent vs consistent", "", "![figure 4](figure4.png)", ""]
-    (out / "index.md").write_text("\n".join(index))
+    write_atomic(out / "index.md", "\n".join(index).encode())
     written.append(out / "index.md")
     return written

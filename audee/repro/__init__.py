@@ -5,8 +5,9 @@ numpy and the frameworks only (no audee): it builds the model with Keras' functi
 from a small embedded JSON spec, loads weights and inputs from the ``.npz`` beside it,
 runs each backend in its own process (re-invoking itself with ``--backend NAME``),
 compares the outputs for the recorded finding kind and exits 0 if the failure reproduces,
-1 if it does not, 2 if the environment is broken (a framework missing).  The template is
-:mod:`audee.repro.template`.
+1 if it does not, 2 if the environment is broken (a framework missing), 3 if its ``.npz``
+is missing or not the one it was written with (checked before anything runs: bad data is
+never a verdict).  The template is :mod:`audee.repro.template`.
 
 The model is the smallest one that still fails: with a layer known (``layer=``, the
 deviation finding's ``own_layers``, the NaN finding's first layer, a localization result in
@@ -18,6 +19,7 @@ failure that involves one is refused.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -32,14 +34,16 @@ import numpy as np
 from audee import __version__
 from audee.case import Finding, Kind, TestCase
 from audee.errors import AudeeError
+from audee.oracle.deviation import Tolerances
 from audee.repro.template import SCRIPT
-from audee.spec import ModelSpec, Weights, weights_key
+from audee.spec import ModelSpec, Weights, contiguous, one_layer_spec, weights_key
 from audee.store.atomic import write_atomic
 from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
+from audee.verdicts import finding_holds, main_failure
 
-EXIT_REPRODUCED, EXIT_NOT_REPRODUCED, EXIT_BROKEN = 0, 1, 2
-#: Finding kinds a script can show, most specific first (the one a script is written for).
-KINDS = (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE, Kind.NAN, "deviation", Kind.INCONSISTENCY)
+#: the script's exit codes (its header says them too): the failure reproduces, it does not, the
+#: environment is broken (a framework missing), the data file is missing or damaged (no verdict)
+EXIT_REPRODUCED, EXIT_NOT_REPRODUCED, EXIT_BROKEN, EXIT_BAD_DATA = 0, 1, 2, 3
 SCRIPT_TIMEOUT_S = 600
 
 
@@ -64,17 +68,16 @@ class ReproScript:
 
 # ---- what the script shows ----------------------------------------------------------------------
 def pick_finding(record: CaseRecord, index: int | None = None) -> Finding:
-    """The finding a script is written for: ``index`` into the verdict, else the first
-    failure of the most specific kind."""
+    """The finding a script is written for: ``index`` into the verdict, else the case's
+    main failure (:func:`audee.verdicts.main_failure`)."""
     findings = [Finding.from_json(f) for f in record.verdict.get("findings", [])]
     if index is not None:
         if not 0 <= index < len(findings):
             raise AudeeError(f"the case has {len(findings)} findings, no finding {index}", source=record.source or None)
         return findings[index]
-    for kind in KINDS:
-        for f in findings:
-            if f.kind == kind:
-                return f
+    main = main_failure(findings)
+    if main is not None:
+        return main
     raise AudeeError("the case records no failure to reproduce (verdict: "
                      f"{record.verdict.get('status', '?')})", source=record.source or None)
 
@@ -154,15 +157,7 @@ def _still_fails(pool: Any, record: CaseRecord, f: Finding, case: TestCase) -> b
 
     ex = Executor(pool, tie_margin=record.tie_margin, diagnose=False, tolerances=record.tolerances or None)
     ex.complete_weights(case, 0)
-    verdict = ex.run(case).verdict
-    for g in verdict.findings:
-        if g.kind != f.kind:
-            continue
-        if f.kind == Kind.NAN and set(g.backends) & set(f.backends):
-            return True
-        if sorted(g.backends) == sorted(f.backends):
-            return True
-    return False
+    return finding_holds(f, ex.run(case).verdict.findings)
 
 
 def _layer_inputs(pool: Any, spec: ModelSpec, weights: Weights, inputs: dict[str, np.ndarray], layer: str,
@@ -179,8 +174,6 @@ def _layer_inputs(pool: Any, spec: ModelSpec, weights: Weights, inputs: dict[str
 
 
 def _one_layer(spec: ModelSpec, weights: Weights, layer: str, layer_inputs: dict[str, np.ndarray]) -> TestCase:
-    from audee.localize.onelayer import one_layer_spec
-
     s1 = one_layer_spec(spec, layer, layer_inputs)
     return TestCase(f"{layer}-alone", s1, {layer: weights[layer]} if layer in weights else {}, dict(layer_inputs))
 
@@ -246,9 +239,9 @@ def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "a
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     script, data = out_dir / f"{name}.py", out_dir / f"{name}.npz"
-    _write_data(data, tc)
+    manifest = _write_data(data, tc)
     text = render(record, f, tc.spec, run, failing, name, one=one, compare=_compare_layer(tc.spec, f, one),
-                  rows=kept, timeout=timeout)
+                  rows=kept, timeout=timeout, data=manifest)
     write_atomic(script, text.encode())
     os.chmod(script, 0o755 & ~_umask())
     return ReproScript(script, data, f.kind, run, kind_model, one, kept, verified, notes)
@@ -260,15 +253,25 @@ def _umask() -> int:
     return mask
 
 
-def _write_data(path: Path, case: TestCase) -> None:
-    arrays = {f"x/{k}": np.ascontiguousarray(v) for k, v in case.inputs.items()}
+def _data_arrays(case: TestCase) -> dict[str, np.ndarray]:
+    """The ``.npz``'s arrays: ``x/<input>`` and ``w/<layer>/<k>``."""
+    arrays = {f"x/{k}": contiguous(v) for k, v in case.inputs.items()}
     for lname, arrs in case.weights.items():
         for k, a in enumerate(arrs):
-            arrays[f"w/{lname}/{k}"] = np.ascontiguousarray(a)
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as tmp:
-        np.savez_compressed(tmp, **arrays)
-    os.replace(tmp.name, path)
-    os.chmod(path, 0o644 & ~_umask())
+            arrays[f"w/{lname}/{k}"] = contiguous(a)  # a scalar weight keeps its shape ()
+    return arrays
+
+
+def _write_data(path: Path, case: TestCase) -> dict[str, tuple[list[int], str]]:
+    """Write the ``.npz`` of ``case``; its manifest (array -> shape and dtype, as read
+    back), which the script checks its data file against before it runs anything."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **_data_arrays(case))
+    data = buf.getvalue()
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        manifest = {k: (list(z[k].shape), str(z[k].dtype)) for k in z.files}
+    write_atomic(path, data)   # mode 0o666 less the umask, as every file audee writes
+    return manifest
 
 
 def _versions(record: CaseRecord, labels: list[str]) -> str:
@@ -326,8 +329,9 @@ def _json_literal(obj: Any, lines: bool = False) -> str:
 
 
 def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], failing: list[str], name: str, *,
-           one: str | None, compare: str, rows: list[int], timeout: float) -> str:
-    """The script's text."""
+           one: str | None, compare: str, rows: list[int], timeout: float,
+           data: dict[str, tuple[list[int], str]]) -> str:
+    """The script's text; ``data``: the manifest of its ``.npz`` (:func:`_write_data`)."""
     tol = f.detail.get("tolerance") or (record.tolerances or {}).get("float32") or {}
     rtol, atol = float(tol.get("rtol", 1e-3)), float(tol.get("atol", 1e-5))
     expect = _expect(f, run, failing, compare)
@@ -338,7 +342,10 @@ def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], fail
             "pair": list(f.backends[:2]), "layer": compare, "tie_margin": record.tie_margin, "rtol": rtol,
             "atol": atol, "timeout": timeout,
             "devices": {r.label: r.device for r in record.backends if r.label in run},
-            "precisions": {r.label: r.precision for r in record.backends if r.label in run}}
+            "precisions": {r.label: r.precision for r in record.backends if r.label in run},
+            "tie_rtol": {dt: float(getattr(Tolerances.from_json(record.tolerances), dt).rtol)
+                         for dt in ("bfloat16", "float16", "tf32")},
+            "data": data}
     seed = record.meta.get("seed")
     what = (f"layer {one} ({spec.layer(one).api}) alone, fed the input it saw inside" if one
             else f"the whole model ({len(spec.layers)} layers) of") + f" case {record.id}" \
@@ -353,7 +360,8 @@ def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], fail
               f"# Run:  python {name}.py      ({name}.npz beside it holds the weights and inputs;",
               f"#       needs numpy, keras 3, {', '.join(needs)})",
               f"#       python {name}.py --backend {run[0]} --out OUT.npz   runs one backend alone",
-              "# Exit: 0 the failure reproduces, 1 it does not, 2 the environment is broken.",
+              "# Exit: 0 the failure reproduces, 1 it does not, 2 the environment is broken,",
+              f"#       3 {name}.npz is missing or damaged (checked first: no verdict).",
               f"# Written by audee {__version__} from case {record.id}; the script does not need audee."]
     return (SCRIPT.replace("__HEADER__", "\n".join(header))
             .replace("__MODEL__", _json_literal(model, lines=True))
@@ -398,7 +406,6 @@ def repro_case(path: str | Path, *, out: str | Path | None = None, name: str | N
     script's backends, or ``backends``) compute the one-layer input and check the model
     still fails."""
     from audee.backends.pool import Pool
-    from audee.reproduce import start_or_raise
     from audee.settings import TIMEOUT_S
 
     record = CaseRecord.from_file(path)
@@ -418,7 +425,7 @@ def repro_case(path: str | Path, *, out: str | Path | None = None, name: str | N
     out_dir = Path(out) if out is not None else case_dir.parent / "repro"
     with tempfile.TemporaryDirectory(prefix="audee-repro-") as tmp:
         with Pool([refs[b] for b in run], log_dir or Path(tmp), timeout=TIMEOUT_S) as pool:
-            start_or_raise(pool, None, str(path))
+            pool.start_or_fail(source=str(path))
             return write_repro(record, out_dir, name or default_name(record, f), model=model, layer=layer,
                                pool=pool, finding=finding, timeout=timeout)
 

@@ -3,7 +3,14 @@
 The script imports numpy and the frameworks only: a maintainer runs it without audee.
 ``__HEADER__``, ``__MODEL__``, ``__CASE__`` and ``__DATA__`` are filled in by
 :func:`audee.repro.write_repro`.  Its comparison functions (``label_flips``,
-``normalized_error`` — :mod:`audee.oracle.deviation`'s formula, inline —, ``nonfinite``) are importable for tests.
+``normalized_error`` — :mod:`audee.oracle.deviation`'s formula, inline —, ``nonfinite``) are
+importable for tests, which hold them equal to the package's (``tests/test_decisions.py``;
+``relative_tie_margin`` too).
+
+The data file is checked before anything runs (``check_data``: every array the script
+was written with, its shape and dtype, plain numbers, no pickles, no entry larger than
+its array): a truncated or foreign ``.npz`` is reported as bad data (exit 3), never as a
+verdict.
 """
 
 SCRIPT = r'''#!/usr/bin/env python3
@@ -13,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 import numpy as np
 
@@ -21,7 +29,8 @@ CASE = json.loads(__CASE__)
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), __DATA__)
 MERGE = {"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}
 POSITIONAL = {"MultiHeadAttention", "GroupQueryAttention"}  # call(query, value): one argument per input
-ENV_BROKEN = 3  # a child's exit code when a framework cannot be imported
+ENV_BROKEN = 2  # exit code: a framework cannot be imported (here or in a child)
+BAD_DATA = 3    # exit code: the data file is missing or not the one written with this script
 
 
 # ---- the model: keras.layers.<api>(**params, name=...) in a functional graph -----------------
@@ -47,6 +56,48 @@ def build(keras):
         else:
             tensors[name] = layers[name](args if len(args) > 1 or spec["api"] in MERGE else args[0])
     return keras.Model(inputs, [tensors[s["name"]] for s in MODEL["layers"]]), layers
+
+
+# ---- the data file, checked before anything runs ------------------------------------------------
+def check_data():
+    """None when DATA holds exactly the arrays this script was written with (CASE["data"]:
+    names, shapes, dtypes; plain numbers, no pickled objects), else what is wrong."""
+    want = CASE["data"]
+    if not os.path.exists(DATA):
+        return "missing: keep it next to this script"
+    try:
+        with zipfile.ZipFile(DATA) as zf:
+            members = {info.filename: info for info in zf.infolist()}
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        return f"not a readable .npz file ({type(exc).__name__}: {exc})"
+    extra = sorted(set(members) - {key + ".npy" for key in want})
+    if extra:
+        return f"holds entries this script was not written with: {', '.join(extra[:4])}"
+    for key, (shape, dtype) in want.items():
+        info = members.get(key + ".npy")
+        if info is None:
+            return f"no array {key!r}"
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if info.file_size > size + 65536:  # the .npy header is small: anything more is not this array
+            return f"{key}: {info.file_size} bytes where {size} are expected"
+    key = "the file"
+    try:
+        with np.load(DATA, allow_pickle=False) as z:
+            for key, (shape, dtype) in want.items():
+                got = z[key]
+                if list(got.shape) != list(shape) or str(got.dtype) != dtype:
+                    return f"{key}: {got.dtype} {list(got.shape)} where {dtype} {list(shape)} is expected"
+    except Exception as exc:  # a truncated or corrupt entry, a pickled object array
+        return f"{key}: cannot be read ({type(exc).__name__}: {exc})"
+    return None
+
+
+def bad_data(problem):
+    """Say that the data is bad, and no verdict; the exit code."""
+    print(f"BAD DATA: {os.path.basename(DATA)}: {problem}")
+    print("No verdict: this script needs the weights and inputs it was written with beside it "
+          "(write them again with `audee repro`, or copy the original file)")
+    return BAD_DATA
 
 
 # ---- one backend, in this (child) process ------------------------------------------------------
@@ -142,6 +193,8 @@ def run_all():
                 continue
             if p.returncode == ENV_BROKEN:
                 results[backend] = {"broken": (p.stderr.strip().splitlines() or ["?"])[-1]}
+            elif p.returncode == BAD_DATA:
+                results[backend] = {"bad_data": (p.stdout.strip().splitlines() or ["?"])[0]}
             elif not os.path.exists(out):
                 how = f"killed by signal {-p.returncode}" if p.returncode < 0 else f"exited with code {p.returncode}"
                 results[backend] = {"died": how, "tail": p.stderr[-1500:]}
@@ -154,21 +207,38 @@ def run_all():
 
 
 # ---- the comparisons -----------------------------------------------------------------------------
-def label_flips(a, b, tie_margin):
+def label_flips(a, b, tie_margin, rel_margin=0.0):
     """Rows whose predicted labels (argmax) differ, both rows finite, and neither side's
-    top two outputs closer than ``tie_margin`` (a floating-point tie)."""
+    top two outputs closer than the tie margin: ``tie_margin``, or ``rel_margin`` times the
+    row's largest |value| on both sides (a floating-point tie)."""
     a, b = a.reshape(len(a), -1), b.reshape(len(b), -1)
+    if a.shape[1] == 0:  # an empty output: no label, nothing to flip
+        return np.flatnonzero(np.zeros(len(a), bool))
 
     def top2_gap(x):
         if x.shape[1] < 2:
             return np.full(len(x), np.inf)
         top = np.sort(x, axis=1)[:, -2:]
-        return top[:, 1] - top[:, 0]
+        with np.errstate(invalid="ignore", over="ignore"):
+            return top[:, 1] - top[:, 0]
 
     finite = np.isfinite(a).all(1) & np.isfinite(b).all(1)
+    margin = np.full(len(a), float(tie_margin))
+    if rel_margin > 0:
+        scale = np.maximum(np.abs(a).max(1, initial=0.0), np.abs(b).max(1, initial=0.0)).astype(np.float64)
+        margin = np.maximum(margin, rel_margin * scale)
     with np.errstate(invalid="ignore", over="ignore"):
-        tie = np.minimum(top2_gap(a), top2_gap(b)) < tie_margin
+        tie = np.minimum(top2_gap(a), top2_gap(b)) < margin
     return np.flatnonzero((a.argmax(1) != b.argmax(1)) & finite & ~tie)
+
+
+def relative_tie_margin(a, b, compute):
+    """The relative tie margin of a pair: the rtol of the reduced precision it is judged in
+    (the lowest of the arrays' dtypes and the pair's compute mode: float16, bfloat16, tf32),
+    else 0 (float32 keeps the absolute tie margin alone)."""
+    order = ("bfloat16", "float16", "tf32")
+    known = [str(x.dtype) for x in (a, b) if str(x.dtype) in order[:2]] + (["tf32"] if compute == "tf32" else [])
+    return float(CASE["tie_rtol"][min(known, key=order.index)]) if known else 0.0
 
 
 def normalized_error(a, b, rtol, atol):
@@ -231,7 +301,9 @@ def judge(results):
     diff = np.abs(ya.astype(np.float64) - yb.astype(np.float64))
     lines.append(f"  {CASE['layer']}: max |{a} - {b}| = {np.nanmax(diff):.6g}, max |{a}| = {np.nanmax(np.abs(ya)):.6g}")
     if kind == "inconsistency":
-        rows = label_flips(ya, yb, CASE["tie_margin"])
+        modes = [CASE["precisions"].get(x, "full") for x in (a, b)]
+        rel = relative_tie_margin(ya, yb, "tf32" if "tf32" in modes else "full")
+        rows = label_flips(ya, yb, CASE["tie_margin"], rel)
         la, lb = ya.reshape(len(ya), -1).argmax(1), yb.reshape(len(yb), -1).argmax(1)
         for r in rows[:8]:
             lines.append(f"  input {r}: label {la[r]} on {a}, {lb[r]} on {b}")
@@ -248,13 +320,16 @@ def judge(results):
 
 
 def main():
+    problem = check_data()  # first: bad data is never a verdict
+    if problem is not None:
+        return bad_data(problem)
     if "--backend" in sys.argv:
         run_backend(sys.argv[sys.argv.index("--backend") + 1], sys.argv[sys.argv.index("--out") + 1])
         return 0
-    if not os.path.exists(DATA):
-        print(f"missing {DATA} (weights and inputs): keep it next to this script")
-        return 2
     results = run_all()
+    changed = [r["bad_data"] for r in results.values() if "bad_data" in r]
+    if changed:  # the file changed while the backends ran
+        return bad_data(changed[0].split(": ", 2)[-1])
     broken = {b: r["broken"] for b, r in results.items() if "broken" in r}
     print(CASE["title"])
     if broken:

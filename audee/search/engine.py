@@ -6,7 +6,9 @@ best ``m`` (``tools.selBest``); fill up to ``n`` with gene-wise crossover of two
 parents (rate r1: the share of genes taken from the first parent) followed, with rate
 r2, by Cauchy-noise mutation.  Random search draws a fresh population around the seed
 every generation.  Both stop at the wall-clock budget, at ``max_iter`` generations when
-one is set (no cap by default), or after the first recorded failure when asked.
+one is set (no cap by default), or after the first recorded failure when asked; the
+outcome says which (:data:`STOP_REASONS`), or ``interrupted`` when Ctrl-C or SIGTERM
+ended it (:attr:`Search.outcome` then holds the generations done).
 """
 from __future__ import annotations
 
@@ -67,8 +69,15 @@ def uniform_crossover(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndar
 SearchConfig = SearchSettings
 
 
+BUDGET, MAX_ITER, FIRST_FINDING, INTERRUPTED = "budget", "max_iter", "first_finding", "interrupted"
+#: why a search run stopped: its wall-clock budget spent, ``max_iter`` generations made, its
+#: first recorded failure (``stop_at_first``), or an interrupt (Ctrl-C, SIGTERM)
+STOP_REASONS = (BUDGET, MAX_ITER, FIRST_FINDING, INTERRUPTED)
+
+
 @dataclass
 class SearchOutcome:
+    stopped: str | None = None      # one of STOP_REASONS once the run ends
     generations: int = 0
     evaluations: int = 0
     seconds: float = 0.0
@@ -118,6 +127,7 @@ class Search:
         self.on_failure = on_failure
         self.prefix = case_prefix
         self.profile_layers = profile_layers
+        self.outcome = SearchOutcome()  # the last run's; what was done when an interrupt ended it
         self._seen: set[str] = set()
         self._per_kind: dict[tuple, int] = {}
         tb = base.Toolbox()
@@ -189,12 +199,20 @@ class Search:
 
     # ---- the loop ----------------------------------------------------------------------------
     def run(self) -> SearchOutcome:
-        with ThreadPoolExecutor(1, thread_name_prefix="audee-search-draws") as drawer:
-            return self._run(drawer)
-
-    def _run(self, drawer: ThreadPoolExecutor) -> SearchOutcome:
-        cfg, out = self.cfg, SearchOutcome()
+        """The search to its end; on an interrupt :attr:`outcome` holds what was done,
+        stopped ``interrupted``, and the interrupt goes on."""
+        self.outcome = SearchOutcome()
         t0 = time.perf_counter()
+        try:
+            with ThreadPoolExecutor(1, thread_name_prefix="audee-search-draws") as drawer:
+                return self._run(drawer, self.outcome, t0)
+        except KeyboardInterrupt:
+            self.outcome.stopped = INTERRUPTED
+            self.outcome.seconds = time.perf_counter() - t0
+            raise
+
+    def _run(self, drawer: ThreadPoolExecutor, out: SearchOutcome, t0: float) -> SearchOutcome:
+        cfg = self.cfg
         pop = [self._fresh() for _ in range(cfg.population)]
         for gen in (range(cfg.max_iter) if cfg.max_iter is not None else itertools.count()):
             todo = [ind for ind in pop if not ind.fitness.valid]
@@ -224,7 +242,9 @@ class Search:
                               "layers": self._layer_profile(best) if self.profile_layers else {}})
             out.generations = gen + 1
             out.best_fitness = float(best.fitness.values[0])
-            if draws is None or (cfg.stop_at_first and out.failures) or time.perf_counter() - t0 >= cfg.budget_s:
+            out.stopped = (FIRST_FINDING if cfg.stop_at_first and out.failures else MAX_ITER if draws is None
+                           else BUDGET if time.perf_counter() - t0 >= cfg.budget_s else None)
+            if out.stopped is not None:
                 break
             pop = self._next_generation(pop, draws.result())
         out.seconds = time.perf_counter() - t0

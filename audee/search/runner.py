@@ -2,14 +2,16 @@
 
 A target is the seed or a network-level variant that showed no failure (the paper's
 flow: network mutation first, then fine-grained search where it found nothing).  Each
-search run is one row in ``searches.jsonl`` and one trace in ``traces/``; every confirmed
-failure is a case file and a row in ``results.jsonl`` the moment it is found.
+search run is one row in ``searches.jsonl`` and one trace in ``traces/``, both saying why
+it stopped (``budget``, ``max_iter``, ``first_finding``, ``interrupted``: an interrupted run
+is run again on resume); every confirmed failure is a case file and a row in
+``results.jsonl`` the moment it is found.
 """
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,24 +19,13 @@ import numpy as np
 
 from audee.case import TestCase
 from audee.execute import Executor, Result
-from audee.search.engine import Search, SearchConfig, SearchOutcome
+from audee.search.engine import INTERRUPTED, Search, SearchConfig, SearchOutcome
+from audee.settings import SearchPlan  # the one shape of a search plan (re-exported here)
 from audee.spec import ModelSpec, Weights
 from audee.store import ResultsTable
 from audee.store.atomic import write_atomic
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class SearchPlan:
-    config: SearchConfig
-    searches: list[str] = field(default_factory=lambda: ["ga"])   # "ga", "random", or both
-    on_consistent: int = 1          # K: how many failure-free targets get a search
-    input_index: int | None = None  # seed input to start from (default: rotate per target)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"config": self.config.model_dump(), "searches": list(self.searches),
-                "on_consistent": self.on_consistent, "input_index": self.input_index}
 
 
 @dataclass
@@ -50,7 +41,7 @@ def run_searches(ex: Executor, targets: list[Target], inputs: dict[str, np.ndarr
                  progress: Callable[[int], Any] | None = None) -> list[dict[str, Any]]:
     """Run every (target, search kind) not yet in ``searches.jsonl``; return their rows."""
     searches = ResultsTable(out / "searches.jsonl")
-    done = searches.done_ids()
+    done = finished_ids(searches)
     rows = []
     n_inputs = int(next(iter(inputs.values())).shape[0])
     cfg = plan.config
@@ -70,16 +61,35 @@ def run_searches(ex: Executor, targets: list[Target], inputs: dict[str, np.ndarr
             search = Search(ex, case, scfg, ex.pool.labels, on_failure, sid)
             log.info("search %s: %s search on %s at %s level, fitness %s, budget %s s", sid, kind, target.id,
                      cfg.level, cfg.fitness, cfg.budget_s)
-            outcome: SearchOutcome = search.run()
-            write_atomic(out / "traces" / f"{sid}.json",
-                         json.dumps({"id": sid, "config": scfg.model_dump(), "trace": outcome.trace}, indent=1).encode())
-            row = {"id": sid, "target": target.id, "search": kind, "level": cfg.level, "fitness": cfg.fitness,
-                   "input_row": row_index, **{k: v for k, v in outcome.to_json().items() if k != "trace"}}
-            searches.append(row)
-            rows.append(row)
-            log.info("search %s done: %s generations, %s evaluations, %d failures, best fitness %s", sid,
-                     row.get("generations"), row.get("evaluations"), len(row.get("failures") or []),
-                     row.get("best_fitness"))
+            try:
+                outcome: SearchOutcome = search.run()
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM (audee.signals): say so, then unwind
+                _record(searches, out, sid, target, kind, scfg, row_index, search.outcome)
+                raise
+            rows.append(_record(searches, out, sid, target, kind, scfg, row_index, outcome))
             if progress is not None:
                 progress(1)
     return rows
+
+
+def finished_ids(searches: ResultsTable) -> set[str]:
+    """The search runs a resumed run skips: those whose last row is not ``interrupted``
+    (an interrupted one runs again, and its new row is the one readers keep)."""
+    last = {r["id"]: r for r in searches.rows()}
+    return {sid for sid, r in last.items() if r.get("stopped") != INTERRUPTED}
+
+
+def _record(searches: ResultsTable, out: Path, sid: str, target: Target, kind: str, scfg: SearchConfig,
+            row_index: int, outcome: SearchOutcome) -> dict[str, Any]:
+    """A search run's trace (``traces/<id>.json``) and its ``searches.jsonl`` row, both with
+    why it stopped."""
+    write_atomic(out / "traces" / f"{sid}.json",
+                 json.dumps({"id": sid, "config": scfg.model_dump(), "stopped": outcome.stopped,
+                             "trace": outcome.trace}, indent=1).encode())
+    row = {"id": sid, "target": target.id, "search": kind, "level": scfg.level, "fitness": scfg.fitness,
+           "input_row": row_index, **{k: v for k, v in outcome.to_json().items() if k != "trace"}}
+    searches.append(row)
+    log.info("search %s %s: %s generations, %s evaluations, %d failures, best fitness %s", sid,
+             f"stopped ({outcome.stopped})", row.get("generations"), row.get("evaluations"),
+             len(row.get("failures") or []), row.get("best_fitness"))
+    return row

@@ -1,6 +1,6 @@
 """The database of what was found: case files and the append-only results table."""
-from audee.store.casefile import CASE_FORMAT, load_case, save_case
-from audee.store.caserecord import CaseRecord
+from audee.store.casefile import CASE_FORMAT
+from audee.store.caserecord import CaseRecord, load_case, save_case
 from audee.store.results import ResultsTable
 
 __all__ = ["CASE_FORMAT", "CaseRecord", "load_case", "save_case", "ResultsTable"]

@@ -7,9 +7,11 @@ every file 0600 whatever the umask.)
 """
 from __future__ import annotations
 
+import io
 import os
 import secrets
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 from audee.errors import AudeeError
 
@@ -49,3 +51,28 @@ def write_atomic(path: str | Path, data: bytes) -> None:
         if isinstance(exc, OSError):
             raise AudeeError(f"cannot write: {exc.strerror or exc}", source=str(path)) from None
         raise
+
+
+def write_via(path: str | Path, fill: Callable[[BinaryIO], object]) -> None:
+    """:func:`write_atomic` for writers that want a file object (a figure's ``savefig``,
+    ``np.savez_compressed``): ``fill`` writes into memory, then the bytes land atomically."""
+    buf = io.BytesIO()
+    fill(buf)
+    write_atomic(path, buf.getvalue())
+
+
+def create_atomic(path: str | Path, data: bytes) -> bool:
+    """Write ``path`` whole unless it exists (two writers racing: exactly one wins, and a
+    reader sees either no file or all of it); True when this call created it."""
+    path = Path(path)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.new"
+    write_atomic(tmp, data)
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise AudeeError(f"cannot write: {exc.strerror or exc}", source=str(path)) from None
+    finally:
+        tmp.unlink(missing_ok=True)

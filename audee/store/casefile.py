@@ -360,19 +360,3 @@ def encode(obj: Any) -> bytes:
         raise ValueError(f"case record {obj.get('id') if isinstance(obj, dict) else None!r} holds a type case "
                          f"files may not: {exc}") from None
     return data
-
-
-def save_case(path: str | Path, record: Any) -> Path:
-    """Write a case record (a :class:`~audee.store.caserecord.CaseRecord` or its dict form)."""
-    from audee.store.caserecord import CaseRecord
-
-    if not isinstance(record, CaseRecord):
-        record = CaseRecord.from_dict(record, source=str(path), new=True)
-    return record.to_file(path)
-
-
-def load_case(path: str | Path) -> dict[str, Any]:
-    """Load and check a case file; its dict form (see :meth:`CaseRecord.from_file` for the record)."""
-    from audee.store.caserecord import CaseRecord
-
-    return CaseRecord.from_file(path).to_dict()

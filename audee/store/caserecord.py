@@ -211,6 +211,18 @@ class CaseRecord:
         return list(self.backends)
 
 
+def save_case(path: str | Path, record: Any) -> Path:
+    """Write a case record (a :class:`CaseRecord` or its dict form)."""
+    if not isinstance(record, CaseRecord):
+        record = CaseRecord.from_dict(record, source=str(path), new=True)
+    return record.to_file(path)
+
+
+def load_case(path: str | Path) -> dict[str, Any]:
+    """Load and check a case file; its dict form (see :meth:`CaseRecord.from_file` for the record)."""
+    return CaseRecord.from_file(path).to_dict()
+
+
 # ---- field checks --------------------------------------------------------------------------------
 def _check_verdict(verdict: dict, bad: Any) -> None:
     findings = verdict.get("findings")

@@ -113,21 +113,26 @@ class ResultsTable:
             raise AudeeError(f"cannot write a row: {exc.strerror or exc}", source=str(self.path)) from None
 
     def rows(self) -> Iterator[dict[str, Any]]:
+        for _, row in self.numbered_rows():
+            yield row
+
+    def numbered_rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(line number, row) for every row: a reader that rejects a row names its line."""
         if not self.path.exists():
             return
         with open(self.path, "rb") as f:
-            for raw in f:
+            for n, raw in enumerate(f, 1):
                 if not raw.endswith(b"\n"):
                     break  # torn last line from a kill: that case is redone on resume
                 try:
                     row = json.loads(raw)
                 except (json.JSONDecodeError, UnicodeDecodeError):
-                    log.warning("%s: skipping a line that is not valid JSON", self.path)
+                    log.warning("%s:%d: skipping a line that is not valid JSON", self.path, n)
                     continue
                 if not isinstance(row, dict) or "id" not in row:
-                    log.warning("%s: skipping a line that is not a row (a JSON object with an id)", self.path)
+                    log.warning("%s:%d: skipping a line that is not a row (a JSON object with an id)", self.path, n)
                     continue
-                yield row
+                yield n, row
 
     def done_ids(self) -> set[str]:
         return {r["id"] for r in self.rows()}

@@ -1,0 +1,203 @@
+"""Imports point down: every module of ``audee/`` imports only modules of its own layer or
+of a lower one, in the layering ``docs/architecture.md`` declares (section "Layers"), and no
+two modules import each other, directly or round a longer circle.
+
+Pure Python (``ast``, no audee import): the doc is the one owner of the layering, so the test
+reads the layers from it; imports inside functions count as much as those at the top, since
+a deferred import is the same dependency taken later.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "audee"
+DOC = ROOT / "docs" / "architecture.md"
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's target inside audee, where it stands."""
+
+    source: str   # importing module, dotted
+    target: str   # imported module, dotted
+    where: str    # "audee/execute.py:246"
+
+
+def modules(package: Path = PACKAGE) -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its ``__init__``).  os.walk
+    does not follow symlinks: shipped data linked into the package is not code of it."""
+    out: dict[str, Path] = {}
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for f in sorted(files):
+            if f.endswith(".py"):
+                path = Path(folder) / f
+                parts = path.relative_to(package.parent).with_suffix("").parts
+                out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def layers() -> list[tuple[str, list[str]]]:
+    """The doc's layers, lowest first: ``N. **name**: `mod`, `pkg/`, ... — why``."""
+    text = DOC.read_text()
+    section = text.split("\n## Layers", 1)[1].split("\n## ", 1)[0]
+    out = []
+    for m in re.finditer(r"^\d+\. \*\*(?P<name>[^*]+)\*\*: (?P<names>.*?) — ", section, re.M):
+        out.append((m.group("name"), re.findall(r"`([^`]+)`", m.group("names"))))
+    assert out, f"{DOC}: no layers under '## Layers'"
+    return out
+
+
+def dotted(entry: str) -> tuple[str, bool]:
+    """A doc entry as a dotted module and whether it names a whole package: ``apis/`` ->
+    ("audee.apis", True), ``backends/registry`` -> ("audee.backends.registry", False),
+    ``__init__`` -> ("audee", False)."""
+    package = entry.endswith("/")
+    parts = [p for p in entry.strip("/").split("/") if p != "__init__"]
+    return ".".join(["audee", *parts]), package
+
+
+def layer_of(mods: dict[str, Path]) -> dict[str, tuple[int, str]]:
+    """Each module's (layer index, layer name): an entry naming the module wins over a
+    package entry, the innermost package over an outer one."""
+    entries: dict[str, tuple[int, str, bool]] = {}
+    for i, (name, names) in enumerate(layers()):
+        for entry in names:
+            mod, package = dotted(entry)
+            assert mod not in entries, f"{DOC}: {entry} is in two layers"
+            assert mod in mods, f"{DOC}: layer {name!r} names {entry}, which is no module of audee/"
+            entries[mod] = (i, name, package)
+    out = {}
+    for mod in mods:
+        if mod in entries:
+            out[mod] = entries[mod][:2]
+            continue
+        owners = [m for m, (_, _, pkg) in entries.items() if pkg and mod.startswith(m + ".")]
+        if owners:
+            out[mod] = entries[max(owners, key=len)][:2]
+    return out
+
+
+def imports(mods: dict[str, Path], root: Path = ROOT) -> list[Import]:
+    """Every import of an audee module by an audee module, at any depth of the code.
+    ``from pkg import sub`` is an import of ``pkg.sub`` where that is a module."""
+    found = []
+    for mod, path in mods.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = mod.split(".") if is_package else mod.split(".")[:-1]
+                    base = base[:len(base) - (node.level - 1)]
+                    where = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    where = node.module or ""
+                subs = [f"{where}.{a.name}" for a in node.names if f"{where}.{a.name}" in mods]
+                targets = subs + ([where] if len(subs) < len(node.names) else [])
+            for target in targets:
+                if target != "audee" and not target.startswith("audee."):
+                    continue
+                while target not in mods and "." in target:  # a name inside a module: the module
+                    target = target.rsplit(".", 1)[0]
+                if target != mod:
+                    found.append(Import(mod, target, f"{path.relative_to(root)}:{node.lineno}"))
+    return found
+
+
+def cycles(edges: list[Import]) -> list[list[str]]:
+    """Groups of modules that reach each other through imports (Tarjan's strongly
+    connected components larger than one module)."""
+    graph: dict[str, set[str]] = {}
+    for e in edges:
+        graph.setdefault(e.source, set()).add(e.target)
+        graph.setdefault(e.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_module_has_a_layer():
+    mods = modules()
+    placed = layer_of(mods)
+    missing = sorted(set(mods) - set(placed))
+    assert not missing, f"modules in no layer of {DOC.relative_to(ROOT)} (section Layers): {', '.join(missing)}"
+
+
+def test_imports_point_down_the_layers():
+    mods = modules()
+    placed = layer_of(mods)
+    upward = []
+    for e in imports(mods):
+        if e.source in placed and e.target in placed and placed[e.target][0] > placed[e.source][0]:
+            upward.append(f"{e.where}: {e.source} (layer {placed[e.source][1]}) imports {e.target} "
+                          f"(layer {placed[e.target][1]}, above it)")
+    assert not upward, "imports against the layering of docs/architecture.md:\n" + "\n".join(upward)
+
+
+def test_no_two_modules_import_each_other():
+    edges = imports(modules())
+    found = cycles(edges)
+    lines = []
+    for group in found:
+        inside = [f"{e.where}: {e.source} -> {e.target}" for e in edges if e.source in group and e.target in group]
+        lines.append(" <-> ".join(group) + "\n  " + "\n  ".join(inside))
+    assert not found, "modules that import each other:\n" + "\n".join(lines)
+
+
+def test_the_checker_sees_deferred_relative_and_circular_imports(tmp_path):
+    """The checks themselves, on a package made here: an import inside a function counts,
+    ``from pkg import sub`` is an import of the submodule, relative imports resolve, and a
+    circle of three is one group."""
+    pkg = tmp_path / "audee"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from .low import x\n")
+    (pkg / "sub" / "low.py").write_text("import numpy\nx = 1\n\ndef f():\n    from audee import cli\n")
+    (pkg / "cli.py").write_text("from audee.sub import low\nfrom audee.sub.low import x\n")
+    mods = modules(pkg)
+    assert set(mods) == {"audee", "audee.sub", "audee.sub.low", "audee.cli"}
+    got = {(e.source, e.target, e.where) for e in imports(mods, tmp_path)}
+    assert got == {("audee.sub", "audee.sub.low", "audee/sub/__init__.py:1"),
+                   ("audee.sub.low", "audee.cli", "audee/sub/low.py:5"),
+                   ("audee.cli", "audee.sub.low", "audee/cli.py:1"), ("audee.cli", "audee.sub.low", "audee/cli.py:2")}
+    assert cycles(imports(mods, tmp_path)) == [["audee.cli", "audee.sub.low"]]
+    ring = [Import("a", "b", "a:1"), Import("b", "c", "b:1"), Import("c", "a", "c:1"), Import("c", "d", "c:2")]
+    assert cycles(ring) == [["a", "b", "c"]]
+    assert dotted("apis/") == ("audee.apis", True) and dotted("__init__") == ("audee", False)
+    assert dotted("localize/__main__") == ("audee.localize.__main__", False)
