@@ -13,7 +13,7 @@ import numpy as np
 
 from audee.backends.base import Backend
 from audee.backends.keras_build import BuiltModel, default_layer
-from audee.spec import LayerSpec, ModelSpec, Weights
+from audee.spec import LayerSpec, ModelSpec, Weights, contiguous
 
 
 def gpu_precision_env(device: str, precision: str) -> dict[str, str | None]:
@@ -285,7 +285,7 @@ class TorchBackend(KerasBackend):
         with torch.no_grad():
             for n, arrs in weights.items():
                 for v, a in zip(model.layers[n].weights, arrs):
-                    v.value.copy_(torch.from_numpy(np.ascontiguousarray(a)))
+                    v.value.copy_(torch.from_numpy(contiguous(a)))
 
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         import torch

@@ -32,7 +32,7 @@ import numpy as np
 from audee.backends.base import Backend, BackendError, Phase
 from audee.backends.keras_backends import TensorflowBackend, apply_precision_env
 from audee.backends.keras_build import BuiltModel
-from audee.spec import ModelSpec, Weights
+from audee.spec import ModelSpec, Weights, contiguous
 
 
 class OnnxModel:
@@ -52,7 +52,7 @@ class OnnxModel:
     def cast(self, name: str, array: Any) -> np.ndarray:
         """``array`` in the element type graph input ``name`` takes (round to nearest even,
         as every Keras backend casts a float32 value into a float16 variable)."""
-        return np.ascontiguousarray(np.asarray(array).astype(self.dtypes[name], copy=False))
+        return contiguous(np.asarray(array).astype(self.dtypes[name], copy=False))
 
 
 def graph_input_dtypes(proto: Any) -> dict[str, np.dtype]:
