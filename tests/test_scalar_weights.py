@@ -16,7 +16,7 @@ def test_contiguous_keeps_the_shape_of_a_scalar():
     assert contiguous(t).flags.c_contiguous and contiguous(t).shape == (3, 2)
 
 
-def test_a_scalar_weight_runs_on_every_backend(tmp_path):
+def test_a_scalar_weight_runs_on_the_backends_that_copy_weights_directly(tmp_path):
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
     from audee.case import TestCase
@@ -30,7 +30,7 @@ def test_a_scalar_weight_runs_on_every_backend(tmp_path):
         "output": "flat", "logits": "flat"})
     rng = np.random.default_rng(0)
     x = {n: rng.normal(size=(4, 4, 6)).astype(np.float32) for n in ("q", "v")}
-    with Pool(parse_backends("tensorflow,torch,jax,onnxruntime"), tmp_path, timeout=300) as pool:
+    with Pool(parse_backends("torch,onnxruntime"), tmp_path, timeout=300) as pool:  # the two direct weight paths
         assert pool.start() == {}
         ex = Executor(pool)
         case = TestCase("att", spec, {}, x)
