@@ -14,6 +14,14 @@ import numpy as np
 from audee.spec import ModelSpec, Weights
 
 
+#: Special input values a test case's rows may carry (made by audee.mutation.special and
+#: recorded in ``meta['special_inputs']``; the root-cause classes read them).  Non-finite
+#: values and ids out of range are outside every backend's documented contract.
+NONFINITE_SPECIALS = ("nan", "inf", "-inf")
+SPECIAL_FLOAT_KINDS = NONFINITE_SPECIALS + ("near_max", "offset", "tiny", "subnormal", "signed_zero", "ties")
+SPECIAL_INT_KINDS = ("out_of_range", "negative")  # integer ids outside [0, n)
+
+
 class Kind:
     """Finding kinds.  ``CONSISTENT_REJECTION`` and ``NAN_PROPAGATED`` are expected
     behaviour, not failures."""

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from audee.case import Kind
 from audee.apis.keras_layers import layer_aliases
 from audee.paths import data_dir
-from audee.rootcause import classify, root_key
+from audee.rootcause import CLASSES, classify, root_key
 from audee.settings import FieldError, validate_settings
 from audee.signature import Signature, value_class
 from audee.yamlio import read_yaml_mapping
@@ -127,10 +127,17 @@ class KnownIssue(_Strict):
     title: str = Field(min_length=1)
     note: str = ""
     link: str = Field(pattern=r"^https?://\S+$", description="the upstream issue")
-    klass: Literal["bug", "limitation", "undefined", "harness"] | None = Field(
-        None, alias="class", description="the class of what it matches (audee.rootcause); default: by the rules")
+    klass: str | None = Field(None, alias="class",
+                              description="the class of what it matches (audee.rootcause); default: by the rules")
     match: KnownMatch
-    _source: str = PrivateAttr("")  # the file it came from (set on loading)
+    _source: str = PrivateAttr("")
+
+    @field_validator("klass")
+    @classmethod
+    def _class(cls, v: Any) -> Any:
+        if v is not None and v not in CLASSES:
+            raise ValueError(f"unknown class {v!r} (known: {', '.join(CLASSES)})")
+        return v  # the file it came from (set on loading)
 
     @property
     def source(self) -> str:

@@ -30,7 +30,7 @@ import re
 from typing import Any, Iterable, Protocol
 
 from audee.case import Kind
-from audee.signature import Signature
+from audee.signature import Signature, primary_api
 
 #: the classes, most telling first: a group takes the first class any member has
 CLASSES = ("bug", "harness", "limitation", "undefined")
@@ -104,7 +104,7 @@ def root_key(sig: Signature) -> str:
     if sig.kind in CRASH_KINDS:  # an error naming no op nor layer is known by its words alone
         return " | ".join([sig.kind, sig.component or ",".join(sig.backends) or "-", sig.op or "-",
                            template(sig.error_full or sig.error)])
-    what = sig.layer or _primary(sig.api)
+    what = sig.layer or primary_api(sig.api) or "-"
     if "localized" in sig.context:  # localization named the parameter (a rider too): it matters
         what = (sig.api or what) + "(" + ",".join(f"{p}={v}" for p, v in sig.params) + ")"
     if sig.kind == Kind.NAN:
@@ -112,11 +112,6 @@ def root_key(sig: Signature) -> str:
         return " | ".join(["nan", _who(sig), what, source])
     family = "numeric" if sig.kind in NUMERIC_KINDS else sig.kind
     return " | ".join([family, _who(sig), what])
-
-
-def _primary(api: str | None) -> str:
-    parts = [p for p in (api or "").split("+") if p and not p.startswith("activations.")]
-    return "+".join(parts) or api or "-"
 
 
 def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
@@ -164,7 +159,7 @@ def root_causes(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         sig: Signature = b["signature"]
         key = root_key(sig)
         g = groups.setdefault(key, {
-            "root": key, "kind": b["kind"], "api": sig.layer or _primary(sig.api), "op": sig.op,
+            "root": key, "kind": b["kind"], "api": sig.layer or primary_api(sig.api) or "-", "op": sig.op,
             "component": sig.component, "error": b["error"], "signatures": 0, "cases": 0, "backends": set(),
             "odd": set(), "class": b["class"], "class_reason": b["class_reason"], "known_id": None,
             "first_case": b["first_case"], "case_file": b.get("case_file"), "repro": b["repro"],

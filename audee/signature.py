@@ -32,10 +32,10 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from audee.case import Finding, Kind
+from audee.case import NONFINITE_SPECIALS, SPECIAL_INT_KINDS, Finding, Kind
 
 FUNCTION_PARAMS = ("activation", "recurrent_activation")  # a value that is a Keras function
 MAX_ERROR = 240  # characters of a normalized error kept in a key
@@ -198,6 +198,12 @@ def op_of(message: str | None) -> str | None:
     return None
 
 
+def _innermost_frame(traceback: str | None) -> str:
+    """The file of a Python traceback's innermost frame (``/`` separated), or ``""``."""
+    frames = re.findall(r'File "([^"]+)"', traceback or "")
+    return frames[-1].replace("\\", "/") if frames else ""
+
+
 _CONVERTED_GRAPH = re.compile(r"INVALID_GRAPH|ShapeInferenceError|Type Error|No Op registered")
 _TENSORFLOW_WORDS = re.compile(r"Graph execution error|OpKernel|InvalidArgumentError|UnimplementedError|"
                                r"Exception encountered when calling|tensorflow")
@@ -220,9 +226,8 @@ def component_of(backends: Iterable[str], phase: str | None, message: str | None
     text = message or ""
     if "ONNXRuntimeError" in text:
         return "tf2onnx" if _CONVERTED_GRAPH.search(text) else "onnxruntime"
-    frames = re.findall(r'File "([^"]+)"', traceback or "")
-    if phase == "convert" and frames:
-        inner = frames[-1].replace("\\", "/")
+    inner = _innermost_frame(traceback)
+    if phase == "convert" and inner:
         if "/tf2onnx/" not in inner and ("/tensorflow/" in inner or "/keras/" in inner):
             return "tensorflow"
     elif phase == "convert" and _TENSORFLOW_WORDS.search(text) and "tf2onnx" not in text:
@@ -358,7 +363,7 @@ def _from_localization(localization: Any) -> tuple[str, str, Any] | None:
     return sources[0].api, sources[0].param, sources[0].old
 
 
-def _primary(api: str | None) -> str | None:
+def primary_api(api: str | None) -> str | None:
     """A blamed API without its riders: ``Conv3DTranspose+activations.relu`` ->
     ``Conv3DTranspose``; an activation alone stays (it is all that was blamed)."""
     if not api:
@@ -370,12 +375,7 @@ def _primary(api: str | None) -> str | None:
 def _audee_raised(traceback: str | None) -> bool:
     """Whether a failure's innermost frame is audee's own code (its conversion glue, its
     checks): the harness's fault unless a known issue says otherwise."""
-    frames = re.findall(r'File "([^"]+)"', traceback or "")
-    return bool(frames) and "/audee/" in frames[-1].replace("\\", "/") and "site-packages/keras" not in frames[-1]
-
-
-NONFINITE_KINDS = ("nan", "inf", "-inf")     # special input kinds no backend documents an answer for
-ID_KINDS = ("out_of_range", "negative")      # integer ids outside [0, n)
+    return "/audee/" in _innermost_frame(traceback)
 
 
 def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[int] | None = None,
@@ -390,9 +390,9 @@ def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[
     kinds = {str(s.get("kind")) for s in special if isinstance(s, dict)
              and (wanted is None or s.get("row") in wanted)} if isinstance(special, list) else set()
     out = []
-    if nonfinite or (values and kinds & set(NONFINITE_KINDS)):
+    if nonfinite or (values and kinds & set(NONFINITE_SPECIALS)):
         out.append("nonfinite_input")
-    if kinds & set(ID_KINDS):
+    if kinds & set(SPECIAL_INT_KINDS):
         out.append("ids_out_of_range")
     return out
 
@@ -439,14 +439,14 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             return top[0]
         if layer is not None and layer in layers:
             return layers[layer][0]
-        return case_api or _primary(api)
+        return case_api or primary_api(api)
 
     def sig(kind: str, api: str | None, params: tuple, bs: tuple, layer: str | None, phase: str | None = None,
             error: str | None = None, raw: str | None = None, context: list[str] = (),
-            odd: tuple[str, ...] = odd) -> Signature:
+            odd: tuple[str, ...] = odd, traceback: str | None = None) -> Signature:
         ctx = tuple(dict.fromkeys([*invalid, *context, *(["localized"] if top is not None else [])]))
         return Signature(kind, api, params, bs, phase, error, odd, layer_api(layer, api), op_of(raw),
-                         component_of(odd or bs, phase, raw) if raw is not None else None,
+                         component_of(odd or bs, phase, raw, traceback) if raw is not None else None,
                          normalize_error(raw, layers, whole=True) if raw else None, ctx)
 
     if finding.kind == Kind.DIVERGENT_ACCEPTANCE:
@@ -469,10 +469,11 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             message = str(raw[(phase, error)].get("message") or "")
             named = named_layer(message, layers)
             api, params = blamed(named, message)
-            context = (["audee_raised"] if _audee_raised(raw[(phase, error)].get("traceback")) else []) + \
+            traceback = raw[(phase, error)].get("traceback")
+            context = (["audee_raised"] if _audee_raised(traceback) else []) + \
                 (_input_context(meta, False, values=False) if phase == "run" else []) + silent
-            s = sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context, odd=())
-            out.append(replace(s, component=component_of(bs, phase, message, raw[(phase, error)].get("traceback"))))
+            out.append(sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context,
+                           odd=(), traceback=traceback))
         return out
     if finding.kind == Kind.HARD_CRASH:
         message = detail.get("message") or ""

@@ -291,6 +291,7 @@ def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any]
         if not layer.inputs:
             raise SpecError("a layer needs at least one input", source=source, field=f"{where}.inputs")
         _check_json_value(layer.params, source, f"{where}.params")
+        _refuse_code_layers(layer, source, where)
         if apis is not None:
             if layer.api in apis:
                 apis[layer.api].check_params(layer.params, source=source, where=f"{where}.params")
@@ -305,6 +306,19 @@ def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any]
         if ref is not None and ref not in {layer.name for layer in spec.layers}:
             raise SpecError(f"unknown layer {ref!r}", source=source, field=key)
     _toposort(spec, source=source)
+
+
+def _refuse_code_layers(layer: LayerSpec, source: str, where: str) -> None:
+    """A layer (or a layer nested in its parameters) whose parameters are code to run is
+    refused: nothing a spec or case file holds may choose code (``CODE_LAYERS``)."""
+    from audee.apis.keras_layers import runs_code
+
+    named = [(f"{where}.api", layer.api)] + [(f"{where}.params.{k}.api", v["api"]) for k, v in layer.params.items()
+                                            if isinstance(v, dict) and isinstance(v.get("api"), str)]
+    for field, api in named:
+        if runs_code(api):
+            raise SpecError(f"{api} runs code its parameters name: audee builds no such layer", source=source,
+                            field=field)
 
 
 def _check_keras_layer(api: str, source: str, where: str) -> None:

@@ -45,6 +45,8 @@ def test_shipped_list_loads_and_knows_gelu_erfc():
     ("issues:\n  - {id: a, title: t, link: 'https://x.org/1', match: {kind: nan}}\n"
      "  - {id: a, title: u, link: 'https://x.org/2', match: {kind: nan}}\n", "issues[1].id: duplicate id 'a'"),
     ("- just a list\n", "expected a mapping"),
+    ("issues:\n  - {id: a, title: t, link: 'https://x.org/1', class: bugg, match: {kind: nan}}\n",
+     "issues[0].class: unknown class 'bugg'"),
 ])
 def test_schema_errors_are_one_line_naming_file_and_field(tmp_path, body, field):
     p = _write(tmp_path, body)

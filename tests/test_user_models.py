@@ -188,3 +188,22 @@ def test_campaign_over_two_user_specs_runs_without_unit_error(tmp_path):
     got = _audee("campaign", str(cfg), "--out", str(tmp_path / "out2"), "--no-progress")
     assert got.returncode == 2 and not (tmp_path / "out2" / "units").exists()
     assert f"{cfg}: runs[0].seeds[1]: " in got.stderr and "unknown API 'NoSuchLayer'" in got.stderr, got.stderr
+
+
+def test_layers_whose_parameters_are_code_are_refused(tmp_path):
+    """Any Keras layer may run, but none whose parameters are code or a file of code: a
+    spec (or a case file's spec) must not choose code to run."""
+    apis = load_api_configs()
+    for api, params in (("TFSMLayer", {"filepath": str(tmp_path / "saved"), "call_endpoint": "serve"}),
+                        ("Lambda", {"function": "print"})):
+        body = {"name": "code", "inputs": [{"name": "x", "shape": [4]}],
+                "layers": [{"name": "c", "api": api, "params": params, "inputs": ["x"]}], "output": "c"}
+        with pytest.raises(SpecError) as err:
+            validate(ModelSpec.from_json(body, source="s.json"), source="s.json", apis=apis)
+        assert str(err.value).startswith(f"s.json: layers[c].api: {api} runs code") and "\n" not in str(err.value)
+    nested = {"name": "code", "inputs": [{"name": "x", "shape": [3, 4]}],
+              "layers": [{"name": "t", "api": "TimeDistributed", "params": {"layer": {"api": "Lambda", "params": {}}},
+                          "inputs": ["x"]}], "output": "t"}
+    with pytest.raises(SpecError) as err:
+        ModelSpec.from_json(nested, source="s.json")   # refused when parsed, API configs or not
+    assert "layers[t].params.layer.api: Lambda runs code" in str(err.value)

@@ -35,6 +35,17 @@ def known_layers() -> frozenset[str]:
     return frozenset(_table()["layers"])
 
 
+#: Keras layers whose parameters are code or a file of code (a Python callable, a SavedModel
+#: path, a wrapped torch/JAX/Flax module): a spec or case file naming one would choose code
+#: to run, so audee refuses them wherever a model is validated or built.
+CODE_LAYERS = frozenset({"Lambda", "TFSMLayer", "TorchModuleWrapper", "JaxLayer", "FlaxLayer"})
+
+
+def runs_code(api: str) -> bool:
+    """Whether layer ``api`` would run code its parameters name (:data:`CODE_LAYERS`)."""
+    return api in CODE_LAYERS
+
+
 def is_keras_layer(api: str) -> bool:
     """Whether ``keras.layers.<api>`` is a layer class (True when no list is installed:
     the backends then say)."""

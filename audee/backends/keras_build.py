@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from audee.apis.keras_layers import runs_code
 from audee.spec import LayerSpec, ModelSpec, Weights
 
 MERGE_APIS = frozenset({"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"})
@@ -27,6 +28,8 @@ def default_layer(keras: Any, layer: LayerSpec) -> Any:
         if isinstance(value, dict) and "api" in value:
             inner = LayerSpec(f"{layer.name}_{key}", value["api"], dict(value.get("params", {})), [])
             params[key] = default_layer(keras, inner)
+    if runs_code(layer.api):  # the parent validates specs too; a worker never builds one either way
+        raise ValueError(f"{layer.api} runs code its parameters name: audee builds no such layer")
     try:
         cls = getattr(keras.layers, layer.api)
     except AttributeError:

@@ -18,12 +18,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from audee.case import SPECIAL_FLOAT_KINDS as FLOAT_KINDS  # the element or row patterns special_row makes
+from audee.case import SPECIAL_INT_KINDS as INT_KINDS      # for integer inputs (token ids)
 from audee.spec import InputSpec
 
-#: special kinds for float inputs (the element or row patterns :func:`special_row` makes)
-FLOAT_KINDS = ("nan", "inf", "-inf", "near_max", "offset", "tiny", "subnormal", "signed_zero", "ties")
-#: special kinds for integer inputs (token ids)
-INT_KINDS = ("out_of_range", "negative")
 KINDS = FLOAT_KINDS + INT_KINDS
 
 
