@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RUN ?= runs/default
 PYTEST_ARGS ?=
 
-.PHONY: install fuzz test test-slow test-wheel bench bench-search bench-throughput localize-bench clean help
+.PHONY: install fuzz test test-slow test-wheel bench bench-search bench-throughput bench-nnsmith localize-bench clean help
 
 help:
 	@echo "make install   build $(VENV) with the pinned stack and audee (editable)"
@@ -16,6 +16,7 @@ help:
 	@echo "make bench     overhead benchmark (experiments/bench_overhead.py)"
 	@echo "make bench-search  GA overhead, GA vs random, NaN search (experiments/bench_search.py)"
 	@echo "make bench-throughput  models per second against the bare-framework floor (experiments/bench_throughput.py)"
+	@echo "make bench-nnsmith  test cases per second against NNSmith 0.1.0, installed privately (experiments/bench_vs_nnsmith.py)"
 	@echo "make localize-bench  search + localization on the injected-fault corpus (localize/corpus.yaml)"
 
 $(BIN)/python:
@@ -47,6 +48,9 @@ bench-search:
 
 bench-throughput:
 	$(BIN)/python experiments/bench_throughput.py
+
+bench-nnsmith:
+	$(BIN)/python experiments/bench_vs_nnsmith.py --json experiments/results/vs_nnsmith.json
 
 localize-bench:
 	$(BIN)/python -m localize.scorer

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from audee.records.findings import AnyDetail, Detail, parse_detail
 from audee.spec import ModelSpec, Weights
 
 
@@ -74,20 +75,27 @@ class Outcome:
 
 @dataclass
 class Finding:
+    """What an oracle found: its kind, the backends involved and the kind's detail
+    (:mod:`audee.records.findings`; given as its JSON, it is parsed into the kind's type)."""
+
     kind: str
     backends: list[str]
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: AnyDetail = None  # type: ignore[assignment]  # None or a mapping: parsed in __post_init__
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.detail, Detail):
+            self.detail = parse_detail(self.kind, self.detail or {})
 
     @property
     def is_failure(self) -> bool:
         return self.kind in Kind.FAILURES
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "backends": list(self.backends), "detail": self.detail}
+        return {"kind": self.kind, "backends": list(self.backends), "detail": self.detail.to_json()}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Finding":
-        return cls(d["kind"], list(d["backends"]), dict(d.get("detail", {})))
+        return cls(d["kind"], list(d["backends"]), parse_detail(d["kind"], d.get("detail") or {}))
 
     def signature(self) -> tuple:
         """What makes two findings 'the same' for reproduction checks: kind and backends."""

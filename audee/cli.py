@@ -19,7 +19,7 @@ from audee.errors import AudeeError, BackendUnavailable
 from audee.exitcodes import ExitCode, describe
 from audee.settings import (FuzzSettings, LocalizeSettings, SearchSettings, ShardSettings, add_model_options,
                             given_options, validate_settings)
-from audee.store.atomic import write_atomic
+from audee.store.runstore import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +34,10 @@ def _precision_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _backends_arg(p: argparse.ArgumentParser, default: str, settings: bool = True) -> None:
+    from audee.backends.registry import BUILTIN
+
     p.add_argument("--backends", default=default,
-                   help="comma-separated backends: tensorflow, torch, jax, onnxruntime, onnxruntime-fed, "
+                   help=f"comma-separated backends: {', '.join(BUILTIN)}, "
                         "or a plugin class as package.module:ClassName; append @cuda for a GPU device, "
                         "@cuda:tf32 for a GPU in TF32 mode "
                         f"(default: {default})")
@@ -46,7 +48,7 @@ def _backends_arg(p: argparse.ArgumentParser, default: str, settings: bool = Tru
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from audee.backends.registry import DEFAULT_BACKENDS
+    from audee.backends.registry import BUILTIN, DEFAULT_BACKENDS
 
     ap = argparse.ArgumentParser(prog="audee", description="Differential fuzzing of deep-learning frameworks "
                                  "(Audee, ASE 2020): mutate a seed DNN, run it on several backends, record "
@@ -183,11 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     _known_issues_args(p)
 
     p = sub.add_parser("backends", help="list backends, their framework versions and whether they work here",
-                       description="Start each backend's worker and report its versions (takes ~15 s: "
-                                   "each framework is imported). "
+                       description="Start each backend's worker and report its versions (takes ~15 s "
+                                   "a backend: each framework is imported; by default every built-in one). "
                                    + describe(ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.BACKEND_UNAVAILABLE)
                                    + " (some backend is not usable here).")
-    _backends_arg(p, ",".join(DEFAULT_BACKENDS) + ",onnxruntime-fed")
+    _backends_arg(p, ",".join(BUILTIN))
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("seeds", help="list the seed DNNs and their inputs")
@@ -254,7 +256,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     args.known = _known_issues(args)
     seed = None
     if not args.seed.endswith(".keras"):  # a .keras model is read by a worker, under the lock
-        seed = load_seed(args.seed, Path(args.out) / "logs")
+        seed = load_seed(args.seed, RunStore(args.out).logs)
         _check_seed(seed, plan, seed.source or args.seed)
     with dir_lock(args.out):  # one writer per --out: a second `audee fuzz` fails at once, writing nothing
         return _cmd_fuzz(args, refs, cfg, plan, seed)
@@ -280,7 +282,7 @@ def _cmd_fuzz_apis(args: argparse.Namespace, refs: list, cfg: Any, apis: list[st
     from audee.fuzz import fuzz_apis
     from audee.logs import setup_logging
 
-    setup_logging(None, Path(args.out) / "logs" / "audee.log")
+    setup_logging(None, RunStore(args.out).log_file)
     bar = None
     if not args.no_progress:
         from tqdm import tqdm
@@ -292,7 +294,7 @@ def _cmd_fuzz_apis(args: argparse.Namespace, refs: list, cfg: Any, apis: list[st
         if bar is not None:
             bar.close()
     _write_and_print_summary(args, refs, f"--api ({len(apis)} APIs)", stats)
-    print(f"results: {Path(args.out) / 'results.jsonl'}   cases: {Path(args.out) / 'cases'}")
+    print(f"results: {RunStore(args.out).results_path}   cases: {RunStore(args.out).cases_dir}")
     return ExitCode.OK
 
 
@@ -328,9 +330,9 @@ def _cmd_fuzz(args: argparse.Namespace, refs: list, cfg: Any, plan: Any, seed: A
     from audee.logs import setup_logging
     from audee.seeds import load_seed, with_inputs
 
-    setup_logging(None, Path(args.out) / "logs" / "audee.log")
+    setup_logging(None, RunStore(args.out).log_file)
     if seed is None:
-        seed = load_seed(args.seed, Path(args.out) / "logs")
+        seed = load_seed(args.seed, RunStore(args.out).logs)
         _check_seed(seed, plan, seed.source or args.seed)
     seed = with_inputs(seed, args.inputs)  # --inputs, inputs.npz beside a user's model, or generated
     inputs = seed.inputs
@@ -347,11 +349,11 @@ def _cmd_fuzz(args: argparse.Namespace, refs: list, cfg: Any, plan: Any, seed: A
             bar.close()
     _write_and_print_summary(args, refs, seed.name, stats)
     for r in stats.searches:
-        first = f"{r['first_failure_s']:.1f} s" if r["first_failure_s"] is not None else "none"
-        print(f"  search {r['search']:<6} {r['target']:<18} {r['level']}/{r['fitness']}: {r['generations']} "
-              f"generations, {r['evaluations']} evaluations ({r['evals_per_s']:.1f}/s), failures "
-              f"{len(r['failures'])}, first after {first}, best fitness {r['best_fitness']:.4g}")
-    print(f"results: {Path(args.out) / 'results.jsonl'}   cases: {Path(args.out) / 'cases'}")
+        first = f"{r.first_failure_s:.1f} s" if r.first_failure_s is not None else "none"
+        print(f"  search {r.search:<6} {r.target:<18} {r.level}/{r.fitness}: {r.generations} "
+              f"generations, {r.evaluations} evaluations ({r.evals_per_s:.1f}/s), failures "
+              f"{len(r.failures)}, first after {first}, best fitness {r.best_fitness:.4g}")
+    print(f"results: {RunStore(args.out).results_path}   cases: {RunStore(args.out).cases_dir}")
     return ExitCode.OK
 
 
@@ -398,7 +400,7 @@ def _write_and_print_summary(args: argparse.Namespace, refs: list, what: str, st
     from audee.fuzz import summarize
 
     summary = summarize(Path(args.out), known=args.known)
-    write_atomic(Path(args.out, "summary.json"), (json.dumps(summary, indent=1) + "\n").encode())
+    RunStore(args.out).write_summary(summary)
     print(f"audee fuzz {what} on {', '.join(r.label for r in refs)}: "
           f"{stats.run} test cases run now, {stats.skipped} resumed from {args.out}")
     _print_summary(summary)

@@ -23,6 +23,7 @@ from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dt
 from audee.oracle.nan import (condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite, overflow_boundary,
                               settle_conditioning)
 from audee.oracle.odd import mark_odd
+from audee.records.findings import OwnScore
 from audee.settings import TIE_MARGIN
 from audee.spec import ModelSpec, one_layer_spec, weights_key
 from audee.weights import Shapes, adapt_weights
@@ -44,6 +45,20 @@ class Result:
     # backend -> phase -> seconds its worker spent on this case (audee.backends.base.TIMED_PHASES):
     # the build of a spec is counted for the first case that runs it, diagnosis runs included
     phases: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def first_shapes(built: dict[str, Any]) -> Shapes | None:
+    """The weight shapes of the first backend whose build answered (None if every one failed)."""
+    for got in built.values():
+        if not isinstance(got, WorkerFailure):
+            return {k: [(r, tuple(s)) for r, s in v] for k, v in got.items()}
+    return None
+
+
+def complete_weights(case: TestCase, shapes: Shapes | None, weight_seed: int) -> None:
+    """Fill ``case``'s weights for layers it has none for (new or reshaped layers)."""
+    if shapes is not None:
+        case.weights = adapt_weights(case.weights, shapes, weight_seed)
 
 
 class Executor:
@@ -76,17 +91,12 @@ class Executor:
 
     def shapes(self, spec: ModelSpec) -> Shapes | None:
         """Weight shapes from the first backend that builds ``spec`` (None if none does)."""
-        for got in self.build(spec).values():
-            if not isinstance(got, WorkerFailure):
-                return {k: [(r, tuple(s)) for r, s in v] for k, v in got.items()}
-        return None
+        return first_shapes(self.build(spec))
 
     # ---- running -------------------------------------------------------------------------------
     def complete_weights(self, case: TestCase, weight_seed: int) -> None:
         """Fill weights for layers the case has none for (new or reshaped layers)."""
-        shapes = self.shapes(case.spec)
-        if shapes is not None:
-            case.weights = adapt_weights(case.weights, shapes, weight_seed)
+        complete_weights(case, self.shapes(case.spec), weight_seed)
 
     def run(self, case: TestCase) -> Result:
         return self.finish(self.submit(case))
@@ -109,7 +119,6 @@ class Executor:
         """The runs of a submitted case, judged by the oracles (and diagnosed when it fails)."""
         case, outcomes, phases = sub.case, dict(sub.outcomes), sub.phases
         modes = self.pool.precisions
-        self._tally = phases
         for label, got in self.pool.collect_run(sub.tickets).items():
             if isinstance(got, WorkerFailure):
                 outcomes[label] = Outcome(label, failure=got, precision=modes.get(label, FULL))
@@ -120,6 +129,16 @@ class Executor:
                 outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
                                           nonfinite=got["nonfinite"], run_s=got["run_s"],
                                           precision=modes.get(label, FULL))
+        return self.judge(case, outcomes, phases, sub.started)
+
+    def judge(self, case: TestCase, outcomes: dict[str, Outcome], phases: "PhaseTally", started: float, *,
+              diagnose: bool | None = None) -> Result:
+        """``outcomes`` of ``case`` judged by the oracles, and diagnosed when it fails
+        (``diagnose``: the executor's setting unless given): outcomes it did not run itself
+        too, a packed case's (:mod:`audee.packed`).  ``phases`` takes the diagnosis runs'
+        timings; ``seconds`` counts from ``started``."""
+        diagnose = self.diagnose if diagnose is None else diagnose
+        self._tally = phases
         ordered = [outcomes[label] for label in self.pool.labels if label in outcomes]
         nans = nan_findings(ordered, case.inputs, consumer_compute_dtypes(case.spec))
         findings: list[Finding] = crash_findings(ordered) + nans
@@ -129,17 +148,17 @@ class Executor:
         devs = deviation_findings(ordered, self.tolerances)
         findings += devs
         result = Result(case, Verdict(findings), {o.backend: o for o in ordered}, pairs)
-        if self.diagnose and incons:
+        if diagnose and incons:
             self._diagnose(result, incons)
-        if self.diagnose and devs:
+        if diagnose and devs:
             self._diagnose_deviation(result, devs)
             fold_reduced_precision_flips(result.verdict)
-        if self.diagnose:
-            self._diagnose_nan(result, [f for f in nans if f.detail.get("patterns")])
+        if diagnose:
+            self._diagnose_nan(result, [f for f in nans if f.detail.patterns])
         mark_odd(ordered, result.verdict.findings)  # after every change of kind
         self._tally = None
         result.phases = phases.rounded()
-        result.seconds = time.perf_counter() - sub.started
+        result.seconds = time.perf_counter() - started
         return result
 
     def _pool_run(self, spec: ModelSpec, weights: Any, wkey: str, inputs: dict[str, np.ndarray],
@@ -156,7 +175,7 @@ class Executor:
         """Per-layer distances (Definition 4) for the pairs that flipped labels, on a few
         of the flipped inputs: the data localization starts from."""
         case = result.case
-        rows = sorted({i for f in incons for i in f.detail["inputs"][:DIAGNOSE_INPUTS]})[:DIAGNOSE_INPUTS]
+        rows = sorted({i for f in incons for i in (f.detail.inputs or [])[:DIAGNOSE_INPUTS]})[:DIAGNOSE_INPUTS]
         sub = {k: v[rows] for k, v in case.inputs.items()}
         labels = sorted({b for f in incons for b in f.backends})
         got = self._pool_run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
@@ -165,8 +184,8 @@ class Executor:
             ra, rb = got.get(a), got.get(b)
             if isinstance(ra, dict) and isinstance(rb, dict):
                 d = layer_distances(ra["layers"], rb["layers"])
-                result.layer_distances[f.detail["pair"]] = d
-                f.detail["layer_distances"] = d
+                result.layer_distances[f.detail.pair] = d
+                f.detail.layer_distances = d
 
     def _diagnose_deviation(self, result: Result, devs: list[Finding]) -> None:
         """For each deviating pair, on a few of its worst rows: the first layer out of
@@ -179,7 +198,7 @@ class Executor:
         every judged layer is cleared, the finding becomes ``deviation_accumulated``:
         rounding amplified along the model, no evidence against a backend."""
         case = result.case
-        rows = sorted({i for f in devs for i in f.detail["rows"][:DIAGNOSE_INPUTS // 2]})[:2 * DIAGNOSE_INPUTS]
+        rows = sorted({i for f in devs for i in (f.detail.rows or [])[:DIAGNOSE_INPUTS // 2]})[:2 * DIAGNOSE_INPUTS]
         if not rows:
             return
         sub = {k: v[rows] for k, v in case.inputs.items()}
@@ -195,7 +214,8 @@ class Executor:
             compute = pair_compute(result.outcomes[a].precision, result.outcomes[b].precision)
             scores = layer_scores(ra["layers"], rb["layers"], order, self.tolerances, compute)
             out = [name for name in order if name in scores and scores[name]["score"] > 1.0]
-            f.detail["first_layer"] = out[0] if out else None
+            d = f.detail
+            d.first_layer = out[0] if out else None
             checks = jump_order(scores, order, case.spec.predecessors)[:OWN_LAYER_CHECKS]
             judged = 0
             for name in sorted(checks, key=order.index):
@@ -208,15 +228,17 @@ class Executor:
                 if own is None:
                     continue
                 judged += 1
-                entry = {k: own[k] for k in ("score", "max_abs", "max_rel")}
+                entry = OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"])
                 if own["score"] > 1.0:  # is the layer itself well-conditioned on this input?
-                    entry["self_score"] = self._self_score(case, name, ra["layers"], sub, [a, b], replies, compute)
-                    if not attributed(own["score"], entry["self_score"]):
-                        f.detail.setdefault("ill_conditioned", []).append(name)
+                    entry.self_score = self._self_score(case, name, ra["layers"], sub, [a, b], replies, compute)
+                    if not attributed(own["score"], entry.self_score):
+                        if d.ill_conditioned is None:
+                            d.ill_conditioned = []
+                        d.ill_conditioned.append(name)
                     else:
-                        f.detail["own_layers"].append(name)
-                f.detail["own"][name] = entry
-            if not f.detail["own_layers"] and judged == len(checks):
+                        d.own_layers.append(name)
+                d.own[name] = entry
+            if not d.own_layers and judged == len(checks):
                 # nothing deviates on its own input: rounding amplified along the model
                 f.kind = Kind.DEVIATION_ACCUMULATED
 
@@ -263,7 +285,7 @@ class Executor:
         case = result.case
         rows = diagnose_rows(list(result.outcomes.values()), case.inputs, DIAGNOSE_INPUTS)
         sub = {k: v[rows] for k, v in case.inputs.items()}
-        labels = sorted({b for f in nans for k in f.detail["patterns"] for b in k.split("|")})
+        labels = sorted({b for f in nans for k in f.detail.patterns for b in k.split("|")})
         got = self._pool_run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
         layers = {b: r["layers"] for b, r in got.items() if isinstance(r, dict)}
         for f in nans:
@@ -279,14 +301,14 @@ class Executor:
         that stands is checked against the layer recomputed in float64
         (:func:`audee.oracle.nan.overflow_boundary`).  Then :func:`settle_conditioning`."""
         case = result.case
-        for key, p in finding.detail.get("patterns", {}).items():
+        for key, p in finding.detail.patterns.items():
             a, b = key.split("|")
             if a not in layers or b not in layers:
                 continue
-            if p.get("first_layer_from") == "output":  # every layer and the output agreed on the re-run rows
-                p["cleared"] = "unstable"
+            if p.first_layer_from == "output":  # every layer and the output agreed on the re-run rows
+                p.cleared = "unstable"
                 continue
-            name = p.get("first_layer") if p.get("first_layer_from") == "layers" else None
+            name = p.first_layer if p.first_layer_from == "layers" else None
             if name is None:
                 continue
             refs = case.spec.layer(name).inputs
@@ -304,13 +326,13 @@ class Executor:
             moved = {x: r["logits"] for x, r in moved_replies.items() if isinstance(r, dict)}
             reason = condition_pattern(fed, alone, moved, dtype)
             if reason is None:
-                p["own_layer"] = name
+                p.own_layer = name
                 ran = [x for x, o in result.outcomes.items() if o.ok]  # the exact result: any backend's
                 wide = {} if has_nonfinite(fed) else self._run_wide(case, name, fed, ran)
-                p["overflow_boundary"] = overflow_boundary(fed, alone, wide, dtype)
-                p["overflow_evidence"] = "float64" if wide else "scale"
+                p.overflow_boundary = overflow_boundary(fed, alone, wide, dtype)
+                p.overflow_evidence = "float64" if wide else "scale"
             else:
-                p["cleared"] = reason
+                p.cleared = reason
         settle_conditioning(finding)
 
 
@@ -375,18 +397,18 @@ def fold_reduced_precision_flips(verdict: Verdict) -> None:
     near-tied labels on the way (docs/oracles.md).  The flips are kept in the accumulated
     finding's detail (``label_flips``, ``flip_inputs``).  Full float32 pairs keep the
     paper's Definition 2 unchanged."""
-    accumulated = {f.detail.get("pair"): f for f in verdict.findings
-                   if f.kind == Kind.DEVIATION_ACCUMULATED and f.detail.get("dtype", "float32") != "float32"}
+    accumulated = {f.detail.pair: f for f in verdict.findings
+                   if f.kind == Kind.DEVIATION_ACCUMULATED and (f.detail.dtype or "float32") != "float32"}
     if not accumulated:
         return
     kept = []
     for f in verdict.findings:
-        acc = accumulated.get(f.detail.get("pair")) if f.kind == Kind.INCONSISTENCY else None
+        acc = accumulated.get(f.detail.pair) if f.kind == Kind.INCONSISTENCY else None
         if acc is None:
             kept.append(f)
             continue
-        acc.detail["label_flips"] = int(f.detail.get("n_flips", len(f.detail.get("inputs", []))))
-        acc.detail["flip_inputs"] = list(f.detail.get("inputs", []))
+        acc.detail.label_flips = int(f.detail.flips)
+        acc.detail.flip_inputs = list(f.detail.inputs or [])
     verdict.findings[:] = kept
 
 

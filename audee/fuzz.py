@@ -9,7 +9,6 @@ directory, the rows, the case files, the repro scripts and the summary.
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,9 +26,10 @@ from audee.exercised import exercised
 from audee.repro import write_bug_repros
 from audee.execute import Executor, Result, Submitted, seed_batch
 from audee.seeds import Seed
-from audee.store import CaseRecord, ResultsTable, save_case
+from audee.records.rows import ResultRow
+from audee.records.search import SearchRun
+from audee.store import CaseRecord, RunStore
 from audee.store.results import PHASES_FIELD, phase_summary, phases_field
-from audee.store.atomic import write_atomic
 from audee.store.lock import dir_lock
 from audee.settings import FuzzSettings, SearchPlan
 
@@ -69,7 +69,7 @@ class FuzzStats:
     pairs: dict[str, int] = field(default_factory=dict)
     failing_cases: int = 0
     seconds: float = 0.0
-    searches: list[dict[str, Any]] = field(default_factory=list)
+    searches: list[SearchRun] = field(default_factory=list)
 
     def add(self, result: Result) -> None:
         self.run += 1
@@ -78,7 +78,7 @@ class FuzzStats:
             self.by_kind[k] = self.by_kind.get(k, 0) + 1
         for f in result.verdict.findings:
             if f.kind == Kind.INCONSISTENCY:
-                self.pairs[f.detail["pair"]] = self.pairs.get(f.detail["pair"], 0) + 1
+                self.pairs[f.detail.pair] = self.pairs.get(f.detail.pair, 0) + 1
         self.failing_cases += int(result.verdict.failed)
 
 
@@ -98,16 +98,17 @@ def judging(cfg: FuzzSettings) -> dict[str, Any]:
     return {"tie_margin": cfg.tie_margin, "tolerances": cfg.tolerances()}
 
 
-def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The results-table row of a case; ``meta``: its provenance with the mutation record as
-    dicts (default: the case's own meta), read for the bug signatures."""
+def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | None = None) -> ResultRow:
+    """The results-table row of a case (``extra``: its provenance, audee.records.ResultRow's
+    fields); ``meta``: its provenance with the mutation record as dicts (default: the case's
+    own meta), read for the bug signatures."""
     from audee.signature import case_signatures
 
     v = result.verdict
     backend_status = {}
     for label, o in result.outcomes.items():
         backend_status[label] = "ok" if o.ok else f"{o.failure.kind}:{o.failure.phase}"
-    return {
+    return ResultRow.build({
         "id": result.case.id,
         "status": v.status,
         "kinds": v.kinds(),
@@ -118,14 +119,13 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
                    for label, o in result.outcomes.items() if not o.ok},
         "pairs": result.pairs,
         # backend -> its first non-finite layer (rows before this read {layer: backend})
-        "nan": {b: layer for f in v.findings if f.kind == Kind.NAN for b, layer in f.detail["first_layer"].items()},
-        "nan_finite": sorted({b for f in v.findings if f.kind == Kind.NAN
-                              for b in f.detail.get("finite_backends", [])}),
-        "nan_strong": any(f.detail.get("strong") for f in v.findings if f.kind == Kind.NAN),
+        "nan": {b: layer for f in v.findings if f.kind == Kind.NAN for b, layer in f.detail.first_layer.items()},
+        "nan_finite": sorted({b for f in v.findings if f.kind == Kind.NAN for b in f.detail.finite_backends}),
+        "nan_strong": any(f.detail.strong for f in v.findings if f.kind == Kind.NAN),
         # NaN/Inf in the input that every backend propagated identically: information, not a failure
         "propagated_nonfinite": any(f.kind == Kind.NAN_PROPAGATED for f in v.findings),
-        "inconsistent_pairs": sorted(f.detail["pair"] for f in v.findings if f.kind == Kind.INCONSISTENCY),
-        "deviating_pairs": sorted(f.detail["pair"] for f in v.findings if f.kind == Kind.DEVIATION),
+        "inconsistent_pairs": sorted(f.detail.pair for f in v.findings if f.kind == Kind.INCONSISTENCY),
+        "deviating_pairs": sorted(f.detail.pair for f in v.findings if f.kind == Kind.DEVIATION),
         # one per failure finding (audee.signature): summaries and reports count unique bugs by these
         "signatures": [sig.to_json() for sig in case_signatures(v, result.case.spec,
                                                                  result.case.meta if meta is None else meta)],
@@ -134,7 +134,7 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
         "seconds": round(result.seconds, 4),
         PHASES_FIELD: phases_field(result.phases),  # where each backend's time went (issue 13)
         **extra,
-    }
+    })
 
 
 def start_pool(cfg: FuzzConfig, log_dir: Path) -> Pool:
@@ -144,22 +144,21 @@ def start_pool(cfg: FuzzConfig, log_dir: Path) -> Pool:
 
 
 def _run(cfg: FuzzConfig, header: dict[str, Any], pool: Pool | None,
-         body: Callable[[Pool, ResultsTable, FuzzStats], None]) -> FuzzStats:
+         body: Callable[[Pool, RunStore, FuzzStats], None]) -> FuzzStats:
     """One run directory, under its lock: ``config.json`` (``header`` + the settings), the
     workers (``pool``, or started here for ``cfg.backends``), then ``body``."""
-    out = Path(cfg.out)
-    with dir_lock(out):  # one writer per directory (re-entrant: a campaign or cmd_fuzz may hold it)
-        (out / "cases").mkdir(parents=True, exist_ok=True)
-        write_atomic(out / "config.json", json.dumps({**header, **cfg.to_json()}, indent=1, default=str).encode())
-        table = ResultsTable(out / "results.jsonl")
+    store = RunStore(cfg.out)
+    with dir_lock(store.root):  # one writer per directory (re-entrant: a campaign or cmd_fuzz may hold it)
+        store.prepare()
+        store.write_config({**header, **cfg.to_json()})
         stats = FuzzStats()
         t0 = time.perf_counter()
         if pool is None:
-            with start_pool(cfg, out / "logs") as own:
-                body(own, table, stats)
+            with start_pool(cfg, store.logs) as own:
+                body(own, store, stats)
         else:
             pool.set_timeout(cfg.timeout)
-            body(pool, table, stats)
+            body(pool, store, stats)
         stats.seconds = time.perf_counter() - t0
     return stats
 
@@ -174,7 +173,7 @@ def fuzz(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
              ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, cfg.out,
              f"; then {', '.join(plan.searches)} search at {plan.config.level} level" if plan else "")
     stats = _run(cfg, {"seed": seed.name, "search": plan.to_json() if plan else None}, pool,
-                 lambda p, table, st: _stages(seed, inputs, cfg, p, table, st, progress, plan))
+                 lambda p, store, st: _stages(seed, inputs, cfg, p, store, st, progress, plan))
     log.info("fuzz %s done in %.1f s: %d test cases run, %d resumed, %d failing, %d search runs", seed.name,
              stats.seconds, stats.run, stats.skipped, stats.failing_cases, len(stats.searches))
     return stats
@@ -187,10 +186,10 @@ def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] |
     log.info("fuzz %d APIs on %s: %d cases each, rng %d, batch %d -> %s", len(apis),
              ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, cfg.out)
 
-    def body(p: Pool, table: ResultsTable, stats: FuzzStats) -> None:
+    def body(p: Pool, store: RunStore, stats: FuzzStats) -> None:
         ex = Executor(p, **judging(cfg))
-        _api_stage(ex, apis, cfg, table, stats, progress)
-        write_bug_repros(Path(cfg.out), p, list(table.rows()))
+        _api_stage(ex, apis, cfg, store, stats, progress)
+        write_bug_repros(store, p, list(store.rows()))
 
     stats = _run(cfg, {"apis": list(apis)}, pool, body)
     log.info("fuzz of %d APIs done in %.1f s: %d test cases run, %d resumed, %d failing", len(apis),
@@ -198,25 +197,24 @@ def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] |
     return stats
 
 
-def _stages(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Pool, table: ResultsTable,
+def _stages(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Pool, store: RunStore,
             stats: FuzzStats, progress: Callable[[int], Any] | None, plan: SearchPlan | None) -> None:
-    out = Path(cfg.out)
     ex = Executor(pool, **judging(cfg))
-    _network_stage(ex, seed, inputs, cfg, table, stats, progress)
+    _network_stage(ex, seed, inputs, cfg, store, stats, progress)
     if plan is not None:
         from audee.search.runner import run_searches
 
-        targets = _search_targets(seed, cfg, table, plan.on_consistent, out)
+        targets = _search_targets(seed, cfg, store, plan.on_consistent)
         for t in targets:
             view = TestCase(t.id, t.spec, t.weights, {})
             ex.complete_weights(view, t.meta["weight_seed"])
             t.weights = view.weights
         stats.searches = run_searches(
-            ex, targets, inputs, plan, out, table,
-            lambda result, extra: _save_failure(result, pool, cfg, table, stats,
+            ex, targets, inputs, plan, store,
+            lambda result, extra: _save_failure(result, pool, cfg, store, stats,
                                                {"seed": seed.name, "rng": cfg.rng, **result.case.meta, **extra}),
             progress)
-    write_bug_repros(out, pool, list(table.rows()))  # one standalone script per unique bug, workers still up
+    write_bug_repros(store, pool, list(store.rows()))  # one standalone script per unique bug, workers still up
 
 
 def _variant_ids(seed: Seed, cfg: FuzzConfig) -> list[str]:
@@ -224,23 +222,22 @@ def _variant_ids(seed: Seed, cfg: FuzzConfig) -> list[str]:
 
 
 def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
-                   table: ResultsTable, stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
+                   store: RunStore, stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
     from audee.apis import load_api_configs
     from audee.mutation.network import log_unconfigured
 
     apis = load_api_configs()
     log_unconfigured(seed.spec, apis)  # layers without an API config run unmutated: one line per API
-    out = Path(cfg.out)
-    done = table.done_ids()
+    done = store.done_ids()
     ids = _variant_ids(seed, cfg)
     todo = [i for i in ids if i not in done]
     stats.skipped = len(ids) - len(todo)
-    log.info("network stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, table.path)
-    _run_pipelined(ex, _network_cases(ex, seed, inputs, cfg, todo, apis, out), cfg, table, stats, progress)
+    log.info("network stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, store.results_path)
+    _run_pipelined(ex, _network_cases(ex, seed, inputs, cfg, todo, apis, store), cfg, store, stats, progress)
 
 
 def _network_cases(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, todo: list[str],
-                   apis: Any, out: Path) -> Iterator[tuple[TestCase, dict[str, Any]]]:
+                   apis: Any, store: RunStore) -> Iterator[tuple[TestCase, dict[str, Any]]]:
     """Each network-level case to run, with its row's provenance, made when asked for."""
     from audee.mutation.network import mutate_spec
 
@@ -258,7 +255,7 @@ def _network_cases(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
             spec = variant.spec
             mutations = [m.to_json() for m in variant.mutations]
             meta = {"invalid": variant.invalid}
-        write_atomic(out / "variants" / f"{case_id}.json", json.dumps(spec.to_json(), indent=1).encode())
+        store.write_variant(case_id, spec)
         if index >= 0:
             batch, meta["special_inputs"] = special.inject(
                 batch, spec.inputs, np.random.default_rng([cfg.rng, index, SPECIAL_STREAM]), cfg.special_inputs)
@@ -290,7 +287,7 @@ def _unbuildable(ex: Executor) -> Callable[[Any], str | None]:
 
 
 def _run_pipelined(ex: Executor, cases: Iterable[tuple[TestCase, dict[str, Any]]], cfg: FuzzConfig,
-                   table: ResultsTable, stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
+                   store: RunStore, stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
     """Run ``cases`` (each with its row's provenance) one step apart: case k+1 is made
     (mutation, its builds queued behind case k in each worker) while case k computes, and
     case k is judged and written while case k+1 computes, so neither the workers nor the
@@ -313,19 +310,19 @@ def _run_pipelined(ex: Executor, cases: Iterable[tuple[TestCase, dict[str, Any]]
     for case, extra in cases:
         submitted = ex.submit(case)
         if waiting is not None:
-            _record(judge(waiting[0]), ex.pool, waiting[1], cfg, table, stats, progress)
+            _record(judge(waiting[0]), ex.pool, waiting[1], cfg, store, stats, progress)
         waiting = (submitted, extra)
     if waiting is not None:
-        _record(judge(waiting[0]), ex.pool, waiting[1], cfg, table, stats, progress)
+        _record(judge(waiting[0]), ex.pool, waiting[1], cfg, store, stats, progress)
 
 
-def _record(result: Result, pool: Pool, extra: dict[str, Any], cfg: FuzzConfig, table: ResultsTable,
+def _record(result: Result, pool: Pool, extra: dict[str, Any], cfg: FuzzConfig, store: RunStore,
             stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
     """A judged case's row, and its case file when it fails."""
     if result.verdict.failed:
-        _save_failure(result, pool, cfg, table, stats, extra)
+        _save_failure(result, pool, cfg, store, stats, extra)
     else:
-        _append_row(result, table, stats, extra)
+        _append_row(result, store, stats, extra)
     if progress is not None:
         progress(1)
 
@@ -334,23 +331,32 @@ API_META = ("dtype", "data_format", "rank", "input_shapes", "adapters", "params"
             "redraws", "build_error")
 
 
-def _api_stage(ex: Executor, apis: list[str], cfg: FuzzConfig, table: ResultsTable, stats: FuzzStats,
+def _api_stage(ex: Executor, apis: list[str], cfg: FuzzConfig, store: RunStore, stats: FuzzStats,
                progress: Callable[[int], Any] | None) -> None:
     from audee.apis import load_api_configs
     from audee.mutation.apilevel import case_id
 
     configs = load_api_configs()
-    out = Path(cfg.out)
-    done = table.done_ids()
+    done = store.done_ids()
     ids = [(api, i) for api in apis for i in range(cfg.variants)]
     todo = [(api, i) for api, i in ids if case_id(api, i) not in done]
     stats.skipped = len(ids) - len(todo)
-    log.info("API stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, table.path)
-    _run_pipelined(ex, _api_cases(ex, configs, cfg, todo, out), cfg, table, stats, progress)
+    log.info("API stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, store.results_path)
+    # ---- issue 32: --pack K > 1 runs K cases per build (audee.packed: a planner stands in for
+    # the executor while cases are made; rows and case files as an unpacked run's, timings apart)
+    if cfg.pack > 1:
+        from audee.packed import run_packed
+
+        for result, extra in run_packed(ex, todo, lambda planner, part: _api_cases(planner, configs, cfg, part, store),
+                                        cfg.pack):
+            _record(result, ex.pool, extra, cfg, store, stats, progress)
+        return
+    # ---- end of the issue 32 hook
+    _run_pipelined(ex, _api_cases(ex, configs, cfg, todo, store), cfg, store, stats, progress)
 
 
 def _api_cases(ex: Executor, configs: Any, cfg: FuzzConfig, todo: list[tuple[str, int]],
-               out: Path) -> Iterator[tuple[TestCase, dict[str, Any]]]:
+               store: RunStore) -> Iterator[tuple[TestCase, dict[str, Any]]]:
     """Each API-level case to run, with its row's provenance, made when asked for."""
     from audee.mutation.apilevel import case_id, case_rng, cast_weights, generate_case
 
@@ -360,7 +366,7 @@ def _api_cases(ex: Executor, configs: Any, cfg: FuzzConfig, todo: list[tuple[str
         got = generate_case(api, configs, cfg.rng, index, batch=cfg.batch, invalid_prob=cfg.invalid_prob,
                             dtypes=dtypes, validate=validate, max_redraws=cfg.max_redraws)
         cid = case_id(api, index)
-        write_atomic(out / "variants" / f"{cid}.json", json.dumps(got.spec.to_json(), indent=1).encode())
+        store.write_variant(cid, got.spec)
         inputs, specials = special.inject(got.inputs, got.spec.inputs,
                                           case_rng(cfg.rng, api, index, stream=SPECIAL_STREAM), cfg.special_inputs)
         case = TestCase(cid, got.spec, {}, inputs)
@@ -374,14 +380,14 @@ def _api_cases(ex: Executor, configs: Any, cfg: FuzzConfig, todo: list[tuple[str
         yield case, extra
 
 
-def _append_row(result: Result, table: ResultsTable, stats: FuzzStats, extra: dict[str, Any],
+def _append_row(result: Result, store: RunStore, stats: FuzzStats, extra: dict[str, Any],
                 case_file: str | None = None) -> None:
+    """The case's row; ``extra``: its provenance, the mutation records as dicts (the row
+    keeps each as ``layer.param=value``; a search's settings stay in its own row)."""
     muts = [f"{m['layer']}.{m['param']}={m['new']!r}" for m in extra.get("mutations", [])]
-    row = result_row(result, {k: v for k, v in extra.items() if k not in ("search",)} | {"mutations": muts},
-                     meta={**result.case.meta, **extra})
-    if case_file:
-        row["case_file"] = case_file
-    table.append(row)
+    row = result_row(result, {k: v for k, v in extra.items() if k not in ("search",)} | {"mutations": muts}
+                     | ({"case_file": case_file} if case_file else {}), meta={**result.case.meta, **extra})
+    store.append(row)
     stats.add(result)
     log.debug("case %s: %s", result.case.id, _describe_verdict(result))
 
@@ -393,30 +399,26 @@ def _describe_verdict(result: Result) -> str:
     return "; ".join(f"{f.kind} [{', '.join(f.backends)}]" for f in findings)
 
 
-def _save_failure(result: Result, pool: Pool, cfg: FuzzConfig, table: ResultsTable, stats: FuzzStats,
+def _save_failure(result: Result, pool: Pool, cfg: FuzzConfig, store: RunStore, stats: FuzzStats,
                   extra: dict[str, Any]) -> str:
-    out = Path(cfg.out)
-    path = save_case(out / "cases" / f"{result.case.id}.pkl", case_record(result, pool, extra, **judging(cfg)))
-    _append_row(result, table, stats, extra, str(path.relative_to(out)))
+    case_file = store.save_case(result.case.id, case_record(result, pool, extra, **judging(cfg)))
+    _append_row(result, store, stats, extra, case_file)
     return result.case.id
 
 
-def _search_targets(seed: Seed, cfg: FuzzConfig, table: ResultsTable, k: int, out: Path) -> list[Any]:
+def _search_targets(seed: Seed, cfg: FuzzConfig, store: RunStore, k: int) -> list[Any]:
     """The seed when no variants were asked for; else the first K variants that passed."""
     from audee.search.runner import Target
-    from audee.spec import ModelSpec
 
     if cfg.variants == 0:
         return [Target(f"{seed.name}-seed", seed.spec, dict(seed.weights or {}),
                        {"seed": seed.name, "variant": -1, "weight_seed": seed.weight_seed})]
-    passed = sorted((r for r in table.rows() if r.get("status") == "pass" and r.get("variant", -1) >= 0
-                     and r["id"] in set(_variant_ids(seed, cfg))), key=lambda r: r["variant"])
-    targets = []
-    for r in passed[:k]:
-        spec = ModelSpec.load(out / "variants" / f"{r['id']}.json")
-        targets.append(Target(r["id"], spec, dict(seed.weights or {}),
-                              {"seed": seed.name, "variant": r["variant"], "weight_seed": r["weight_seed"]}))
-    return targets
+    ids = set(_variant_ids(seed, cfg))
+    passed = sorted((r for r in store.rows() if r.status == "pass" and r.variant is not None and r.variant >= 0
+                     and r.id in ids), key=lambda r: r.variant)
+    return [Target(r.id, store.load_variant(r.id), dict(seed.weights or {}),
+                   {"seed": seed.name, "variant": r.variant, "weight_seed": r.weight_seed})
+            for r in passed[:k]]
 
 
 def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
@@ -426,20 +428,21 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
     from audee.known import load_known_issues, unique_bugs
     from audee.rootcause import class_counts, root_causes, roots_json
 
-    rows = list(ResultsTable(Path(out) / "results.jsonl").rows())
-    bugs = unique_bugs(rows, load_known_issues() if known is None else known, base=Path(out))
+    store = RunStore(out)
+    rows = list(store.rows())
+    bugs = unique_bugs([store.placed(r) for r in rows], load_known_issues() if known is None else known)
     roots = root_causes(bugs)
     classes = class_counts(roots)
     by_kind: dict[str, int] = {}
     pairs: dict[str, int] = {}
     for r in rows:
-        for k in r["kinds"]:
+        for k in r.kinds:
             by_kind[k] = by_kind.get(k, 0) + 1
-        for p in r.get("inconsistent_pairs", []):
+        for p in r.inconsistent_pairs:
             pairs[p] = pairs.get(p, 0) + 1
     hard_how: dict[str, int] = {}
     for r in rows:
-        for b, s in r["backends"].items():
+        for b, s in r.backends.items():
             if s != "ok" and not s.startswith("error:"):
                 hard_how[f"{b} {s}"] = hard_how.get(f"{b} {s}", 0) + 1
     return {
@@ -451,32 +454,32 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
         "classes": classes,
         "roots": roots_json(roots),
         "test_cases": len(rows),
-        "failing": sum(r["status"] == "fail" for r in rows),
+        "failing": sum(r.status == "fail" for r in rows),
         "hard_crash": by_kind.get(Kind.HARD_CRASH, 0),
         "hard_crash_detail": hard_how,
         "divergent_acceptance": by_kind.get(Kind.DIVERGENT_ACCEPTANCE, 0),
         "consistent_rejection": by_kind.get(Kind.CONSISTENT_REJECTION, 0),
         "nan": by_kind.get(Kind.NAN, 0),
-        "nan_strong": sum(bool(r.get("nan_strong")) for r in rows),
+        "nan_strong": sum(r.nan_strong for r in rows),
         "nan_propagated": by_kind.get(Kind.NAN_PROPAGATED, 0),
         "deviation": by_kind.get(Kind.DEVIATION, 0),
         "inconsistency": by_kind.get(Kind.INCONSISTENCY, 0),
         "inconsistency_by_pair": pairs,
-        "mean_seconds_per_case": round(float(np.mean([r["seconds"] for r in rows])), 4) if rows else 0.0,
-        "phases": phase_summary(rows),  # per backend: mean seconds per case of each phase
-        **({"by_api": _by_api(rows)} if any("api" in r for r in rows) else {}),
+        "mean_seconds_per_case": round(float(np.mean([r.seconds for r in rows])), 4) if rows else 0.0,
+        "phases": phase_summary(r.phases for r in rows),  # per backend: mean seconds per case of each phase
+        **({"by_api": _by_api(rows)} if any(r.api is not None for r in rows) else {}),
     }
 
 
-def _by_api(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _by_api(rows: list[ResultRow]) -> dict[str, dict[str, Any]]:
     """Per API of an API-level run: cases, failing cases, cases by finding kind."""
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
-        if "api" not in r:
+        if r.api is None:
             continue
-        a = out.setdefault(r["api"], {"cases": 0, "failing": 0, "by_kind": {}})
+        a = out.setdefault(r.api, {"cases": 0, "failing": 0, "by_kind": {}})
         a["cases"] += 1
-        a["failing"] += int(r["status"] == "fail")
-        for k in r["kinds"]:
+        a["failing"] += int(r.status == "fail")
+        for k in r.kinds:
             a["by_kind"][k] = a["by_kind"].get(k, 0) + 1
     return dict(sorted(out.items()))

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from audee.case import Kind
 from audee.apis.keras_layers import layer_aliases
 from audee.paths import data_dir
+from audee.records.rows import PlacedRow, ResultRow
 from audee.rootcause import CLASSES, classify, root_key
 from audee.settings import FieldError, validate_settings
 from audee.signature import Signature, value_class
@@ -194,30 +195,26 @@ def match_known(sig: Signature | dict[str, Any], issues: list[KnownIssue]) -> Kn
     return next((i for i in issues if i.match.matches(sig)), None)
 
 
-def unique_bugs(rows: list[dict[str, Any]], issues: list[KnownIssue],
-                base: Path | str | None = None) -> list[dict[str, Any]]:
-    """Unique bugs over result rows (``results.jsonl`` rows carrying ``signatures``): one
-    entry per signature key, new ones first, then by cases behind it; each with its known
-    issue (if any), its class (:func:`audee.rootcause.classify`) and root cause key, the
-    number of cases, the first case (by id) and its case file, and the repro script
-    ``<dir>/repro/<slug>.py`` when one exists (``dir``: the row's ``unit_dir``, else
-    ``base``).  ``signature`` holds the :class:`Signature` (for
-    :func:`audee.rootcause.root_causes`; not JSON)."""
+def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue]) -> list[dict[str, Any]]:
+    """Unique bugs over result rows (each one's ``signatures``): one entry per signature
+    key, new ones first, then by cases behind it; each with its known issue (if any), its
+    class (:func:`audee.rootcause.classify`) and root cause key, the number of cases, the
+    first case (by id) and its case file, and the repro script ``<slug>.py`` of the row's
+    run directory when one exists (a :class:`PlacedRow` says where a row was read; a bare
+    row has its case file as written and no script).  ``signature`` holds the
+    :class:`Signature` (for :func:`audee.rootcause.root_causes`; not JSON)."""
     bugs: dict[str, dict[str, Any]] = {}
-    for row in sorted(rows, key=lambda r: str(r.get("id"))):
-        sigs = row.get("signatures")
-        if not isinstance(sigs, list):
-            continue
-        where = row.get("unit_dir") if isinstance(row.get("unit_dir"), str) else base
-        for d in sigs:
+    placed = [r if isinstance(r, PlacedRow) else PlacedRow(r) for r in rows]
+    for at in sorted(placed, key=lambda a: a.row.id):
+        row = at.row
+        for d in row.signatures:
             sig = Signature.from_json(d)
             key = sig.key()
             bug = bugs.get(key)
             if bug is None:
                 issue = match_known(sig, issues)
                 klass, why = classify(sig, issue)
-                case_file = row.get("case_file") if isinstance(row.get("case_file"), str) else None
-                repro = Path(where) / "repro" / f"{sig.slug()}.py" if where is not None else None
+                repro = Path(at.repro_dir) / f"{sig.slug()}.py" if at.repro_dir is not None else None
                 bug = bugs[key] = {
                     "status": "known" if issue else "new", "known_id": issue.id if issue else None,
                     "known_title": issue.title if issue else None, "link": issue.link if issue else None,
@@ -225,17 +222,14 @@ def unique_bugs(rows: list[dict[str, Any]], issues: list[KnownIssue],
                     "kind": sig.kind, "backends": list(sig.backends), "odd": list(sig.odd), "api": sig.api,
                     "params": [f"{p}={v}" for p, v in sig.params], "what": sig.describe(),
                     "phase": sig.phase, "error": sig.error, "cases": 0, "case_ids": set(),
-                    "first_case": row.get("id"),
-                    "case_file": str(Path(where) / case_file) if case_file and where is not None else case_file,
+                    "first_case": row.id, "case_file": at.case_path or row.case_file,
                     "repro": str(repro) if repro is not None and repro.is_file() else None,
                     "key": key, "root": root_key(sig), "slug": sig.slug(), "units": [], "signature": sig}
-                if row.get("unit") is not None:
-                    bug["units"].append(row["unit"])
-            if row.get("id") not in bug["case_ids"]:
-                bug["case_ids"].add(row.get("id"))
+            if row.id not in bug["case_ids"]:
+                bug["case_ids"].add(row.id)
                 bug["cases"] += 1
-            if row.get("unit") is not None and row["unit"] not in bug["units"]:
-                bug["units"].append(row["unit"])
+            if at.unit is not None and at.unit not in bug["units"]:
+                bug["units"].append(at.unit)
     out = sorted(bugs.values(), key=lambda b: (b["status"] != "new", -b["cases"], b["key"]))
     for b in out:
         b.pop("case_ids")

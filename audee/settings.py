@@ -30,6 +30,7 @@ TIMEOUT_S = 120.0       # seconds a backend may take on one request before it co
 # so a unit's `timeout: 1000000000` was an OverflowError traceback hours into a campaign
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_VARIANTS = 1_000_000    # network-level variants per run (ids are listed up front)
+MAX_PACK = 256              # API-level cases per build (audee/packed.py)
 MAX_UNITS = 100_000         # units per campaign (all are expanded when it loads)
 # the search's relative Cauchy scale with the NaN fitness when none is given: with 0 (additive
 # noise only) values grow linearly: 60 s GA searches found NaN on 7 of 14 network variants
@@ -202,6 +203,17 @@ class FuzzSettings(_Settings):
                         description="API-level cases: model dtype policies to draw from, each with an optional "
                                     "weight, e.g. float32,float16 or float32:0.7,bfloat16:0.3 (of "
                                     + ", ".join(DTYPE_WEIGHTS) + ")")
+
+    # issue 32 (audee/packed.py): API-level cases built as one model, K at a time
+    pack: int = Field(1, ge=1, le=MAX_PACK,
+                      description="API-level cases per build: K cases side by side in one model, built, "
+                                  "converted and compiled once, each judged on its own; a failing case is "
+                                  "found by bisection and confirmed alone, rows and case files as unpacked. "
+                                  "1 (each case alone) is the default: measured on CPU, a one-layer model "
+                                  "costs about as much to convert and compile inside a pack as alone, and "
+                                  "the third of cases that fail somewhere cost more packed (bisection, "
+                                  "confirmation): packs of 4-32 ran at 0.44-0.97x the cases/s of K=1 "
+                                  "(experiments/bench_pack.py, experiments/results/bench_pack.md)")
 
     @field_validator("dtypes")
     @classmethod

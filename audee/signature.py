@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from audee.case import NONFINITE_SPECIALS, SPECIAL_INT_KINDS, Finding, Kind
+from audee.records.findings import BackendError
+from audee.records.localization import parse_localization
 
 FUNCTION_PARAMS = ("activation", "recurrent_activation")  # a value that is a Keras function
 MAX_ERROR = 240  # characters of a normalized error kept in a key
@@ -169,6 +171,9 @@ def normalize_error(message: str | None, layer_names: Iterable[str] = (), whole:
 _OP_PATTERNS = [re.compile(p) for p in (
     r"No Op registered for (\w+)",                              # ONNX: an op the converter left unconverted
     r"No OpKernel was registered to support Op '(\w+)'",         # TensorFlow: no kernel for these attrs
+    r"'tf\.(\w+)' op is neither a custom op",                    # the TFLite converter: no builtin for a TF op
+    r"No conversion rule found for operations: (\w+)",          # OpenVINO's ONNX frontend
+    r"Failed operations detailed log: -- (\w+)-\d+",             # OpenVINO: ConvTranspose-15 with a message ...
     r"of operator \((\w+)\)",                                  # ONNX type check
     r"of Optype \((\w+)\)",                                     # ONNX type constraint at load
     r"\bOp \((\w+)\)",                                          # ONNX shape inference: Node (...) Op (Add)
@@ -352,15 +357,8 @@ def _from_localization(localization: Any) -> tuple[str, str, Any] | None:
     if localization is None:
         return None
     if isinstance(localization, dict):
-        found = localization.get("localized") or localization.get("sources") or []
-        if not found:
-            return None
-        top = found[0]
-        return str(top["api"]), str(top["param"]), top.get("old")
-    sources = getattr(localization, "sources", None) or []
-    if not sources:
-        return None
-    return sources[0].api, sources[0].param, sources[0].old
+        localization = parse_localization(localization)
+    return localization.top_source()
 
 
 def primary_api(api: str | None) -> str | None:
@@ -414,14 +412,14 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         finding = Finding.from_json(finding)
     if not finding.is_failure:
         return []
-    detail = finding.detail or {}
-    if finding.kind == Kind.NAN and detail.get("agreed"):
+    detail = finding.detail
+    if finding.kind == Kind.NAN and detail.agreed:
         return []
     layers = _layers(spec)
     muts = _mutations(meta)
     top = _from_localization(localization)
     backends = tuple(sorted(finding.backends))
-    odd = tuple(sorted(str(b) for b in detail.get("odd") or []))
+    odd = tuple(sorted(str(b) for b in detail.odd or []))
     case_api = (meta or {}).get("api") if isinstance((meta or {}).get("api"), str) else None
     invalid = sorted({f"invalid:{m['param']}" for m in muts if m.get("invalid")})
 
@@ -451,69 +449,66 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
 
     if finding.kind == Kind.DIVERGENT_ACCEPTANCE:
         groups: dict[tuple, list[str]] = {}
-        raw: dict[tuple, dict] = {}
-        for b, e in sorted((detail.get("errors") or {}).items()):
-            e = e if isinstance(e, dict) else {"message": str(e)}
-            key = (e.get("phase"), normalize_error(e.get("message"), layers))
+        raw: dict[tuple, BackendError] = {}
+        for b, e in sorted(detail.errors.items()):
+            key = (e.phase, normalize_error(e.message, layers))
             groups.setdefault(key, []).append(b)
             raw.setdefault(key, e)
         if not groups:
             groups[(None, None)] = list(backends)
-            raw[(None, None)] = {}
+            raw[(None, None)] = BackendError()
         # the rejecting backends name each signature; a lone backend that ran what the
         # others refused is said apart: it may be silently wrong
-        accepted = set(detail.get("accepted") or [])
+        accepted = set(detail.accepted)
         silent = [f"silent:{odd[0]}"] if len(odd) == 1 and odd[0] in accepted else []
         out = []
         for (phase, error), bs in groups.items():
-            message = str(raw[(phase, error)].get("message") or "")
+            message = str(raw[(phase, error)].message or "")
             named = named_layer(message, layers)
             api, params = blamed(named, message)
-            traceback = raw[(phase, error)].get("traceback")
+            traceback = raw[(phase, error)].traceback
             context = (["audee_raised"] if _audee_raised(traceback) else []) + \
                 (_input_context(meta, False, values=False) if phase == "run" else []) + silent
             out.append(sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context,
                            odd=(), traceback=traceback))
         return out
     if finding.kind == Kind.HARD_CRASH:
-        message = detail.get("message") or ""
-        how = detail.get("how")
+        message = detail.message or ""
+        how = detail.how
         error = normalize_error(message, layers)
         error = f"{how}: {error}" if how and error else (error or how)
         named = named_layer(message, layers)
         api, params = blamed(named, message)
-        context = _input_context(meta, False, values=False) if detail.get("phase") == "run" else []
-        return [sig(finding.kind, api, params, backends, named, detail.get("phase"), error, message, context)]
+        context = _input_context(meta, False, values=False) if detail.phase == "run" else []
+        return [sig(finding.kind, api, params, backends, named, detail.phase, error, message, context)]
     if finding.kind == Kind.NAN:
         # where the backends' non-finite patterns first differ; else where the failing
         # backend first went non-finite (a NaN the input carried may pass layers alike)
-        differ = [p["first_layer"] for p in (detail.get("patterns") or {}).values()
-                  if isinstance(p, dict) and isinstance(p.get("first_layer"), str)]
-        first = detail.get("first_layer") or {}
+        differ = [p.first_layer for p in detail.patterns.values() if isinstance(p.first_layer, str)]
+        first = detail.first_layer
         if differ:
             order = list(layers)
             layer = min(differ, key=lambda n: order.index(n) if n in order else len(order))
         else:
-            layer = next((first[b] for b in finding.backends if b in first), None) if isinstance(first, dict) \
-                else first
+            layer = next((first[b] for b in finding.backends if b in first), None)
         api, params = blamed(layer)
-        context = _input_context(meta, bool(detail.get("input_nonfinite"))) + \
-            (["overflow_boundary"] if detail.get("overflow_boundary") else [])
+        context = _input_context(meta, bool(detail.input_nonfinite)) + \
+            (["overflow_boundary"] if detail.overflow_boundary else [])
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None, context=context)]
     if finding.kind == "deviation":
-        own = detail.get("own_layers") or []
-        layer = own[0] if own else detail.get("first_layer")
-        pair = detail.get("pair")
+        own = detail.own_layers
+        layer = own[0] if own else detail.first_layer
+        pair = detail.pair
         bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
         layer = layer if isinstance(layer, str) else None
         api, params = blamed(layer)
-        return [sig(finding.kind, api, params, bs, layer, context=_input_context(meta, False, detail.get("rows")))]
-    # inconsistency (and any other kind): the pair, and localization or the mutation record
-    pair = detail.get("pair")
+        return [sig(finding.kind, api, params, bs, layer, context=_input_context(meta, False, detail.rows))]
+    # inconsistency: the pair, and localization or the mutation record
+    pair = detail.pair
     bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
     api, params = blamed(None)
     # outputs of different shapes differ whatever the rows held
-    rows_context = [] if "shape_mismatch" in detail else _input_context(meta, False, detail.get("inputs"))
+    rows_context = [] if detail.shape_mismatch is not None else _input_context(meta, False, detail.inputs)
     context = rows_context + (["within_tolerance"] if within_tolerance else [])
     return [sig(finding.kind, api, params, bs, pair_layer, context=context)]
 
@@ -527,17 +522,17 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
     findings = [Finding.from_json(f) if isinstance(f, dict) else f for f in findings]
     own: dict[str, str] = {}
     for f in findings:
-        if f.kind == Kind.DEVIATION and isinstance(f.detail.get("pair"), str):
-            layer = (f.detail.get("own_layers") or [None])[0] or f.detail.get("first_layer")
+        if f.kind == Kind.DEVIATION and isinstance(f.detail.pair, str):
+            layer = (f.detail.own_layers or [None])[0] or f.detail.first_layer
             if isinstance(layer, str):
-                own[f.detail["pair"]] = layer
-    deviating = {f.detail.get("pair") for f in findings if f.kind in (Kind.DEVIATION, Kind.DEVIATION_ACCUMULATED)}
+                own[f.detail.pair] = layer
+    deviating = {f.detail.pair for f in findings if f.kind in (Kind.DEVIATION, Kind.DEVIATION_ACCUMULATED)}
     out: list[Signature] = []
     for f in findings:
         incons = f.kind == Kind.INCONSISTENCY
-        pair_layer = own.get(f.detail.get("pair")) if incons else None
-        within = (incons and localization is None and f.detail.get("pair") not in deviating
-                  and "shape_mismatch" not in f.detail and math.isfinite(float(f.detail.get("distance") or 0.0)))
+        pair_layer = own.get(f.detail.pair) if incons else None
+        within = (incons and localization is None and f.detail.pair not in deviating
+                  and f.detail.shape_mismatch is None and math.isfinite(float(f.detail.distance or 0.0)))
         for s in signatures_of(f, spec, meta, localization, seed_spec, pair_layer, within):
             if s not in out:
                 out.append(s)

@@ -82,6 +82,8 @@ def _rows(path: Path) -> int:
 
 def measure(tree: Path, seed: str, backends: str, window: float, warmup: float, work: Path) -> dict[str, Any]:
     """One fuzz run of the code in ``tree``: its rate over the window."""
+    from audee.store import RunStore
+
     out = work / "run"
     env = {**os.environ, "PYTHONPATH": str(tree)}
     load = os.getloadavg()[0]
@@ -89,7 +91,7 @@ def measure(tree: Path, seed: str, backends: str, window: float, warmup: float, 
                              "--variants", "1000", "--out", str(out), "--rng", "0"],
                             cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    results = out / "results.jsonl"
+    results = RunStore(out).results_path  # counted by lines: the tree measured may be any revision
     try:
         deadline = time.monotonic() + 600
         while _rows(results) == 0:

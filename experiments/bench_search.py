@@ -141,7 +141,7 @@ def _bare_forward(pool: Pool, case: TestCase, level: str, n: int, cpu: _CpuTally
             for b in pool.labels}
 
 
-def _searches(seed_name: str, backends: str, plan: SearchPlan, variants: int, rng: int, batch: int = 8) -> list[dict]:
+def _searches(seed_name: str, backends: str, plan: SearchPlan, variants: int, rng: int, batch: int = 8) -> list[Any]:
     seed = load_seed(seed_name)
     with tempfile.TemporaryDirectory() as tmp:
         cfg = FuzzConfig(parse_backends(backends), Path(tmp), variants=variants, rng=rng, batch=batch)
@@ -161,15 +161,15 @@ def part_b(budget: float, rngs: list[int], seeds: list[str], level: str) -> None
                 cfg = SearchConfig(level=level, fitness=fitness, budget_s=budget, max_iter=10**6, rng=rng,
                                    relative_scale=rel)
                 for r in _searches(seed_name, backends, SearchPlan(cfg, ["ga", "random"], 1, rng), 0, rng):
-                    first = r["first_failure_s"]
-                    agg[r["search"]].append(r)
-                    print(f"  {seed_name:<10} {rng:>3} {r['search']:<7} {len(r['failures']):>8} "
-                          f"{first if first is None else round(first, 2)!s:>16} {r['evaluations']:>7} "
-                          f"{r['best_fitness']:>10.3g}")
+                    first = r.first_failure_s
+                    agg[r.search].append(r)
+                    print(f"  {seed_name:<10} {rng:>3} {r.search:<7} {len(r.failures):>8} "
+                          f"{first if first is None else round(first, 2)!s:>16} {r.evaluations:>7} "
+                          f"{r.best_fitness:>10.3g}")
             for kind, rows in agg.items():
-                firsts = [r["first_failure_s"] for r in rows if r["first_failure_s"] is not None]
-                best = statistics.median(r["best_fitness"] for r in rows)
-                print(f"  {seed_name:<10} all {kind:<7} failures {sum(len(r['failures']) for r in rows)}, runs with a "
+                firsts = [r.first_failure_s for r in rows if r.first_failure_s is not None]
+                best = statistics.median(r.best_fitness for r in rows)
+                print(f"  {seed_name:<10} all {kind:<7} failures {sum(len(r.failures) for r in rows)}, runs with a "
                       f"failure {len(firsts)}/{len(rows)}, median first "
                       f"{round(statistics.median(firsts), 2) if firsts else None} s, median best fitness {best:.3g}")
 
@@ -182,13 +182,13 @@ def part_c(budget: float, variants: int) -> None:
                            relative_scale=0.5, population=10, parents=3, rng=0)
         t = time.perf_counter()
         rows = _searches(seed_name, "tensorflow", SearchPlan(cfg, ["ga"], variants), variants, 0, batch=4)
-        firsts = [r["first_failure_s"] for r in rows if r["first_failure_s"] is not None]
+        firsts = [r.first_failure_s for r in rows if r.first_failure_s is not None]
         print(f"  {seed_name:<12} variants searched {len(rows)}, with NaN {len(firsts)} "
               f"({100 * len(firsts) / max(len(rows), 1):.0f}%), time to first NaN: median "
               f"{statistics.median(firsts) if firsts else float('nan'):.2f} s, min "
               f"{min(firsts) if firsts else float('nan'):.2f} s; wall {time.perf_counter() - t:.0f} s")
-        print("   " + json.dumps([{k: r[k] for k in ("target", "generations", "evaluations", "first_failure_s")}
-                                   for r in rows]))
+        print("   " + json.dumps([{"target": r.target, "generations": r.generations, "evaluations": r.evaluations,
+                                    "first_failure_s": r.first_failure_s} for r in rows]))
 
 
 def main() -> None:

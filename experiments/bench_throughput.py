@@ -145,6 +145,7 @@ def run_audee(backends: list[str], variants: int, apis: list[str], api_cases: in
     from audee.backends.registry import parse_backends
     from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, start_pool, summarize
     from audee.seeds import load_seed
+    from audee.store import RunStore
 
     refs = parse_backends(",".join(backends))
     out: dict[str, Any] = {}
@@ -163,8 +164,9 @@ def run_audee(backends: list[str], variants: int, apis: list[str], api_cases: in
             else:
                 cfg = FuzzConfig(refs, run_dir, variants=api_cases, rng=0, batch=batch)
                 fuzz_apis(apis, cfg, progress=lambda _: stamps.append(time.perf_counter()), pool=pool)
-            ids = [json.loads(line)["id"] for line in open(run_dir / "results.jsonl")]
-            specs = [json.loads((run_dir / "variants" / f"{i}.json").read_text()) for i in ids]
+            store = RunStore(run_dir)
+            ids = [r.id for r in store.rows()]
+            specs = [json.loads(store.variant_path(i).read_text()) for i in ids]
             wall = stamps[-1] - stamps[0]
             out[stream] = {"models": len(stamps), "wall_after_first_s": wall,
                            "rate": (len(stamps) - 1) / wall if wall > 0 else 0.0,

@@ -34,6 +34,7 @@ from audee.execute import Executor
 from audee.oracle.deviation import TENSORS, compare
 from audee.seeds import list_seeds, load_seed
 from audee.settings import TOLERANCES
+from audee.store import RunStore
 
 BACKENDS = "tensorflow,torch,jax,onnxruntime"
 
@@ -56,19 +57,20 @@ def _recording_executor(scores_path: Path):
                     if got is not None and (best is None or got["score"] > best["score"]):
                         best = {"tensor": t, **{k: got[k] for k in ("score", "max_abs", "max_rel", "n_out")}}
                 pairs[f"{a.backend}|{b.backend}"] = best
-            devs = [{"pair": f.detail["pair"], "score": f.detail["score"], "tensor": f.detail["tensor"],
-                     "max_abs": f.detail["max_abs"], "max_rel": f.detail["max_rel"], "n_out": f.detail["n_out"],
-                     "n": f.detail["n"], "first_layer": f.detail.get("first_layer"),
-                     "own_layers": f.detail.get("own_layers", []), "own": f.detail.get("own", {})}
-                    for f in result.verdict.findings if f.kind == Kind.DEVIATION]
-            accumulated = [{"pair": f.detail["pair"], "score": f.detail["score"],
-                            "first_layer": f.detail.get("first_layer"),
-                            "ill_conditioned": f.detail.get("ill_conditioned", []), "own": f.detail.get("own", {})}
-                           for f in result.verdict.findings if f.kind == Kind.DEVIATION_ACCUMULATED]
-            flips = [f.detail["pair"] for f in result.verdict.findings if f.kind == Kind.INCONSISTENCY]
-            nan = [{"backends": f.backends, "strong": f.detail.get("strong"),
-                    "patterns": {k: {kk: v.get(kk) for kk in ("first_layer", "elements", "example")}
-                                 for k, v in f.detail.get("patterns", {}).items()}}
+            devs = [{"pair": d.pair, "score": d.score, "tensor": d.tensor, "max_abs": d.max_abs,
+                     "max_rel": d.max_rel, "n_out": d.n_out, "n": d.n, "first_layer": d.first_layer,
+                     "own_layers": d.own_layers, "own": {k: v.to_json() for k, v in d.own.items()}}
+                    for d in (f.detail for f in result.verdict.findings if f.kind == Kind.DEVIATION)]
+            accumulated = [{"pair": d.pair, "score": d.score, "first_layer": d.first_layer,
+                            "ill_conditioned": d.ill_conditioned or [],
+                            "own": {k: v.to_json() for k, v in d.own.items()}}
+                           for d in (f.detail for f in result.verdict.findings
+                                     if f.kind == Kind.DEVIATION_ACCUMULATED)]
+            flips = [f.detail.pair for f in result.verdict.findings if f.kind == Kind.INCONSISTENCY]
+            nan = [{"backends": f.backends, "strong": f.detail.strong,
+                    "patterns": {k: {"first_layer": v.first_layer, "elements": v.elements,
+                                     "example": v.example.to_json() if v.example is not None else None}
+                                 for k, v in f.detail.patterns.items()}}
                    for f in result.verdict.findings if f.kind == Kind.NAN]
             row = {"id": case.id, "ok": sorted(o.backend for o in ok),
                    "failed": {o: str(f.failure.kind) + ":" + str(f.failure.phase)
@@ -118,7 +120,7 @@ def analyse(seeds: list[str], work: Path) -> dict[str, Any]:
     nan_cases: list[dict] = []
     not_run = {"seeds": 0, "variants": 0}
     for name in seeds:
-        table = {r["id"]: r for r in _rows(work / name / "results.jsonl")}
+        table = {row.id: row for row in RunStore(work / name).rows()}  # a resumed case's last row
         for r in _rows(work / name / "scores.jsonl"):
             group = "seeds" if r["id"].endswith("-seed") else "variants"
             g = groups.setdefault(group, {p: {"judged": 0, "deviations": 0, "accumulated": 0, "label_flips": 0,
@@ -141,12 +143,13 @@ def analyse(seeds: list[str], work: Path) -> dict[str, Any]:
                 elif got["score"] > g[p]["max_score_unflagged"]:
                     g[p]["max_score_unflagged"] = got["score"]
                     g[p]["max_score_unflagged_case"] = r["id"]
-            row = table.get(r["id"], {})
+            row = table.get(r["id"])
+            variant, mutations = (row.variant, row.mutations) if row is not None else (None, [])
             for d in r["deviations"]:
-                flagged.append({"seed": name, "case": r["id"], "variant": row.get("variant"), **d,
-                                "label_flip": d["pair"] in r["flips"], "mutations": row.get("mutations", [])})
+                flagged.append({"seed": name, "case": r["id"], "variant": variant, **d,
+                                "label_flip": d["pair"] in r["flips"], "mutations": mutations})
             if r["nan"]:
-                nan_cases.append({"case": r["id"], "nan": r["nan"], "mutations": row.get("mutations", [])})
+                nan_cases.append({"case": r["id"], "nan": r["nan"], "mutations": mutations})
     for g in groups.values():
         for p in g.values():
             s = np.array(p.pop("scores") or [0.0])

@@ -37,9 +37,15 @@ from audee.case import Kind, TestCase
 from audee.execute import Executor, seed_batch
 from audee.oracle.deviation import FULL, compare, pair_compute
 from audee.oracle.distance import layer_distance
+from audee.records.findings import DeviationDetail
 from audee.seeds import list_seeds, load_seed
 
 BACKENDS = "torch,jax,torch@cuda,jax@cuda,torch@cuda:tf32,jax@cuda:tf32"
+
+
+def own_layers(finding: Any) -> list[str]:
+    """The layers a deviation finding blames on their own input (none for other kinds)."""
+    return finding.detail.own_layers if isinstance(finding.detail, DeviationDetail) else []
 
 
 def run(seeds: list[str], backends: str, batch: int) -> dict[str, Any]:
@@ -67,7 +73,7 @@ def run(seeds: list[str], backends: str, batch: int) -> dict[str, Any]:
                 own = compare(la, lb, ex.tolerances, compute=compute)
                 as_f32 = compare(la, lb, ex.tolerances, compute=FULL)
                 pair = result.pairs.get(key, {})
-                findings = sorted({str(f.kind) + (f" at {f.detail['own_layers']}" if f.detail.get("own_layers") else "")
+                findings = sorted({str(f.kind) + (f" at {own_layers(f)}" if own_layers(f) else "")
                                    for f in result.verdict.findings
                                    if set(f.backends[:2]) == {a.backend, b.backend}})
                 rows.append({"seed": name, "pair": key, "judged_as": own["dtype"] if own else None,

@@ -52,9 +52,8 @@ def run(seeds: list[str], scales: list[str], budget: float, variants: int, work:
             t = time.perf_counter()
             stats = fuzz(seed, seed.inputs, fcfg, plan=SearchPlan(cfg, ["ga"], variants))
             for s in stats.searches:
-                r = {"setting": scale, "seed": name, "target": s["target"], "first_nan_s": s["first_failure_s"],
-                     "generations": s["generations"], "evaluations": s["evaluations"],
-                     "best_fitness": s["best_fitness"]}
+                r = {"setting": scale, "seed": name, "target": s.target, "first_nan_s": s.first_failure_s,
+                     "generations": s.generations, "evaluations": s.evaluations, "best_fitness": s.best_fitness}
                 rows.append(r)
                 with log.open("a") as fh:
                     fh.write(json.dumps(r) + "\n")

@@ -21,19 +21,21 @@ from typing import Any
 from audee.backends.pool import Pool
 from audee.case import Kind
 from audee.execute import Executor
+from audee.records.rows import ResultRow
+from audee.store import RunStore
 from audee.store.caserecord import CaseRecord
 
 NAN_KINDS = (Kind.NAN, Kind.NAN_PROPAGATED)
 
 
-def failing_rows(run: Path, kinds: set[str]) -> list[tuple[Path, dict[str, Any]]]:
-    files = sorted(run.glob("units/*/results.jsonl")) or [run / "results.jsonl"]
+def failing_rows(run: Path, kinds: set[str]) -> list[tuple[Path, ResultRow]]:
+    """Each recorded case of ``kinds`` with its case file, over the run's units (or the run itself)."""
+    units = sorted(d for d in run.glob("units/*") if RunStore(d).has_results()) or [run]
     out = []
-    for f in files:
-        for line in f.read_text().splitlines():
-            row = json.loads(line)
-            if kinds & set(row.get("kinds", [])):
-                out.append((f.parent / row["case_file"], row))
+    for store in map(RunStore, units):
+        for row in store.rows():
+            if kinds & set(row.kinds) and row.case_file is not None:
+                out.append((store.case_file_path(row.case_file), row))
     return out
 
 
@@ -41,7 +43,7 @@ def nan_state(findings: list[Any]) -> str:
     """``strong`` (a pattern difference stands), ``nan`` (the paper's NaN oracle),
     ``propagated`` (the input explains it) or ``none``."""
     kinds = {f.kind for f in findings}
-    if any(f.kind == Kind.NAN and f.detail.get("strong") for f in findings):
+    if any(f.kind == Kind.NAN and f.detail.strong for f in findings):
         return "strong"
     return "nan" if Kind.NAN in kinds else "propagated" if Kind.NAN_PROPAGATED in kinds else "none"
 
@@ -67,16 +69,16 @@ def main() -> None:
                 for path, row, rec in items:
                     result = ex.run(rec.test_case())
                     nans = [f for f in result.verdict.findings if f.kind in NAN_KINDS]
-                    entry = {"id": row["id"], "recorded": "strong" if row.get("nan_strong") else
-                             ("nan" if Kind.NAN in row["kinds"] else "none"),
+                    entry = {"id": row.id, "recorded": "strong" if row.nan_strong else
+                             ("nan" if Kind.NAN in row.kinds else "none"),
                              "now": nan_state(result.verdict.findings),
                              "kinds_now": sorted({f.kind for f in result.verdict.findings}),
-                             "overflow_scale_input": any(f.detail.get("input_overflow_scale") for f in nans),
-                             "agreed": any(f.detail.get("agreed") for f in nans),
-                             "overflow_boundary": any(f.detail.get("overflow_boundary") for f in nans),
-                             "odd": sorted({b for f in nans for b in f.detail.get("odd", [])}),
-                             "pairs": {k: p.get("cleared") or f"stands at {p.get('own_layer')}"
-                                       for f in nans for k, p in f.detail.get("patterns", {}).items()}}
+                             "overflow_scale_input": any(f.detail.input_overflow_scale for f in nans),
+                             "agreed": any(f.detail.agreed for f in nans),
+                             "overflow_boundary": any(f.detail.overflow_boundary for f in nans),
+                             "odd": sorted({b for f in nans for b in f.detail.odd or []}),
+                             "pairs": {k: p.cleared or f"stands at {p.own_layer}"
+                                       for f in nans for k, p in f.detail.patterns.items()}}
                     print(json.dumps(entry), flush=True)
                     table.append(entry)
     counts = collections.Counter((e["recorded"], e["now"]) for e in table)

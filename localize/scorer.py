@@ -223,9 +223,10 @@ def run_entry(entry: Entry, workdir: Path, cfg: LocalizeConfig, repro: bool = Fa
                 row["repro"] = check_repro(report, path, pool, workdir / "repro")
     pairs = list(dict.fromkeys((s.layer, s.param) for s in report.sources))
     row.update(found=True, kind=report.kind, sources=[list(p) for p in pairs], cradle=report.cradle,
-               trigger=report.trigger, seconds=round(time.perf_counter() - t0, 2),
-               top=[{k: c[k] for k in ("layer", "param", "score", "evidence", "named")}
-                    for c in report.candidates[:cfg.top_k]])
+               trigger=report.trigger.to_json() if report.trigger is not None else None,
+               seconds=round(time.perf_counter() - t0, 2),
+               top=[{"layer": c.layer, "param": c.param, "score": c.score, "evidence": c.evidence.model_dump(),
+                     "named": c.named} for c in report.candidates[:cfg.top_k]])
     if not entry.control:
         row["top1"] = list(pairs[0]) if pairs else ("input" if report.trigger else None)
         if entry.truth == {"trigger": "input"}:

@@ -136,13 +136,17 @@ def test_report_merges_units_and_deduplicates_by_the_papers_criteria(tmp_path):
 def test_dedup_counts_inputs_once_and_weights_apart():
     from audee.report.dedup import unique_inconsistencies
 
-    searches = {"s-ga": {"target": "lenet5-v1", "level": "input"}, "s-wt": {"target": "lenet5-v1", "level": "weight"},
-                "s-rnd": {"target": "lenet5-v1", "level": "input"}}
+    from audee.records import ResultRow, SearchRun
+
+    searches = {sid: SearchRun(id=sid, target="lenet5-v1", level=level)
+                for sid, level in (("s-ga", "input"), ("s-wt", "weight"), ("s-rnd", "input"))}
     rows = [{"id": "a", "search_id": "s-ga", "inconsistent_pairs": ["x|y"]},
             {"id": "b", "search_id": "s-rnd", "inconsistent_pairs": ["x|y"]},   # same DNN, other input: same
             {"id": "c", "search_id": "s-wt", "inconsistent_pairs": ["x|y"]},    # other weights: new
             {"id": "d", "search_id": "s-wt", "inconsistent_pairs": ["x|y", "x|z"]},
             {"id": "lenet5-v2", "inconsistent_pairs": ["x|y"]}]                # network level: the DNN itself
+    rows = [ResultRow(**r, seed="lenet5", status="fail", kinds=["inconsistency"], backends={"x": "ok", "y": "ok"})
+            for r in rows]
     got = unique_inconsistencies("u", rows, searches)
     assert sorted((u["level"], u["case_id"], u["pair"]) for u in got) == [
         ("IN", "a", "x|y"), ("NET", "lenet5-v2", "x|y"), ("WT", "c", "x|y"), ("WT", "d", "x|y"), ("WT", "d", "x|z")]

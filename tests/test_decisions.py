@@ -265,7 +265,7 @@ def ex(tmp_path_factory):
 def _search(ex, out: Path, save=None, **settings):
     """One GA search run through the search stage (rows, traces); its searches.jsonl rows."""
     from audee.search.runner import Target, run_searches
-    from audee.store import ResultsTable
+    from audee.store import ResultsTable, RunStore
     from tests.helpers import tiny_cnn, tiny_inputs
 
     case = TestCase("tiny", tiny_cnn(), {}, tiny_inputs(1))
@@ -273,7 +273,7 @@ def _search(ex, out: Path, save=None, **settings):
     target = Target("tiny-seed", case.spec, case.weights, {"seed": "tiny"})
     plan = SearchPlan(SearchSettings(**{"fitness": "nan", "population": 4, "parents": 2, **settings}), ["ga"])
     saved = save or (lambda result, extra: result.case.id)
-    run_searches(ex, [target], case.inputs, plan, out, ResultsTable(out / "results.jsonl"), saved)
+    run_searches(ex, [target], case.inputs, plan, RunStore(out), saved)
     return list(ResultsTable(out / "searches.jsonl").rows())
 
 
@@ -299,7 +299,7 @@ def test_a_search_records_its_first_finding_and_an_interrupt(ex, tmp_path):
     """An interrupt (here from the saving callback, as Ctrl-C would land) writes the row and
     trace, stopped ``interrupted``, and goes on; a resumed run searches again."""
     from audee.search.runner import finished_ids
-    from audee.store import ResultsTable
+    from audee.store import ResultsTable, RunStore
 
     out = tmp_path / "i"
 
@@ -311,11 +311,11 @@ def test_a_search_records_its_first_finding_and_an_interrupt(ex, tmp_path):
     (row,) = list(ResultsTable(out / "searches.jsonl").rows())
     assert row["stopped"] == "interrupted" and row["generations"] >= 0
     assert _trace(out, row)["stopped"] == "interrupted"
-    assert finished_ids(ResultsTable(out / "searches.jsonl")) == set()
+    assert finished_ids(RunStore(out).search_runs()) == set()
     rows = _search(ex, out, **NAN_SEARCH)                        # resumed: run again, to its first finding
     assert [r["stopped"] for r in rows] == ["interrupted", "first_finding"] and rows[1]["failures"]
     assert _trace(out, rows[1])["stopped"] == "first_finding"
-    assert finished_ids(ResultsTable(out / "searches.jsonl")) == {rows[1]["id"]}
+    assert finished_ids(RunStore(out).search_runs()) == {rows[1]["id"]}
     assert _search(ex, out, **NAN_SEARCH) == rows                 # resumed again: nothing left to do
 
 

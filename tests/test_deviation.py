@@ -101,12 +101,12 @@ def test_finding_contract_and_label_flips_stay_inconsistency():
     (f,) = deviation_findings([a, b])
     assert f.kind == Kind.DEVIATION and f.is_failure and f.backends == ["x", "y"]
     d = f.detail
-    assert d["pair"] == "x|y" and d["tensor"] == "logits" and d["rows"] == [0]
-    assert d["n_out"] == 1 and d["n"] == 4 and d["dtype"] == "float32"
-    assert d["max_abs"] == pytest.approx(0.05, rel=1e-4) and d["max_rel"] == pytest.approx(0.05 / 2.05, rel=1e-4)
-    assert d["score"] == pytest.approx(0.05 / (1e-5 + 1e-3 * 2.05), rel=1e-4)
-    assert d["tolerance"] == {"rtol": 1e-3, "atol": 1e-5}
-    assert d["first_layer"] is None and d["own_layers"] == [] and d["own"] == {}
+    assert d.pair == "x|y" and d.tensor == "logits" and d.rows == [0]
+    assert d.n_out == 1 and d.n == 4 and d.dtype == "float32"
+    assert d.max_abs == pytest.approx(0.05, rel=1e-4) and d.max_rel == pytest.approx(0.05 / 2.05, rel=1e-4)
+    assert d.score == pytest.approx(0.05 / (1e-5 + 1e-3 * 2.05), rel=1e-4)
+    assert d.tolerance.to_json() == {"rtol": 1e-3, "atol": 1e-5}
+    assert d.first_layer is None and d.own_layers == [] and d.own == {}
     assert Finding.from_json(f.to_json()).detail == d
     assert deviation_findings([a, b], {"float32": {"rtol": 0.1, "atol": 0.0}}) == []
 
@@ -150,15 +150,15 @@ def test_one_percent_single_layer_fault_is_a_deviation_at_that_layer(fault_pool,
     result = ex.run(case)
     kinds = [f.kind for f in result.verdict.findings]
     assert Kind.INCONSISTENCY not in kinds, result.verdict.to_json()   # no label flips
-    devs = {f.detail["pair"]: f for f in result.verdict.findings if f.kind == Kind.DEVIATION}
+    devs = {f.detail.pair: f for f in result.verdict.findings if f.kind == Kind.DEVIATION}
     assert set(devs) == {f"tensorflow|{FAULTY}", f"jax|{FAULTY}"}   # tensorflow and jax agree
     d = devs[f"tensorflow|{FAULTY}"].detail
-    assert d["pair"] == f"tensorflow|{FAULTY}" and d["tensor"] == "logits"
-    assert d["score"] > 1 and 1e-3 < d["max_rel"] < 0.05 and d["n_out"] > 0 and d["rows"]
-    assert d["first_layer"] == "d2"                       # d1 agrees; d2 is the first one out
-    assert d["own_layers"] == ["d2"]                      # logits and softmax only carry it on
-    assert d["own"]["d2"]["score"] > 1 and d["own"]["logits"]["score"] < 1
-    assert d["own"]["d2"]["max_rel"] == pytest.approx(0.01 / 1.01, rel=0.05)
+    assert d.pair == f"tensorflow|{FAULTY}" and d.tensor == "logits"
+    assert d.score > 1 and 1e-3 < d.max_rel < 0.05 and d.n_out > 0 and d.rows
+    assert d.first_layer == "d2"                          # d1 agrees; d2 is the first one out
+    assert d.own_layers == ["d2"]                         # logits and softmax only carry it on
+    assert d.own["d2"].score > 1 and d.own["logits"].score < 1
+    assert d.own["d2"].max_rel == pytest.approx(0.01 / 1.01, rel=0.05)
     # the tolerances travel with the case file, and a re-judgement with them agrees
     from audee.fuzz import case_record
 

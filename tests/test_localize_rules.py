@@ -72,10 +72,10 @@ def test_a_masking_parameter_loses_to_the_cause(localize):
     # makes both backends agree, exactly as fixing the padding does
     report = localize("mask", _spec([], conv={"padding": "same"}))
     assert _top(report) == ("conv", "padding"), report.to_json()["candidates"]
-    by = {c["param"]: c for c in report.candidates}
-    assert by["kernel_size"]["removing"] == [1] and by["kernel_size"]["failing"]  # it does remove it...
-    assert not by["kernel_size"]["named"] and by["kernel_size"]["score"] < by["padding"]["score"]  # ...but loses
-    assert by["padding"]["evidence"]["default"] == 1.0  # the Keras default 'valid' removes it
+    by = {c.param: c for c in report.candidates}
+    assert by["kernel_size"].removing == [1] and by["kernel_size"].failing  # it does remove it...
+    assert not by["kernel_size"].named and by["kernel_size"].score < by["padding"].score  # ...but loses
+    assert by["padding"].evidence.default == 1.0  # the Keras default 'valid' removes it
     assert len(report.sources) == 1
 
 
@@ -84,7 +84,7 @@ def test_an_immutable_parameter_is_a_candidate(localize):
     # constructor's signature); the configs now draw it too: localized either way
     report = localize("axis", _spec([{"name": "sm", "api": "Softmax", "params": {}}]))
     assert _top(report) == ("sm", "axis"), report.to_json()["candidates"]
-    assert report.candidates[0]["origin"] in ("config", "signature")
+    assert report.candidates[0].origin in ("config", "signature")
 
 
 def test_a_nan_fault_localizes_to_its_parameter(localize):
@@ -101,7 +101,7 @@ def test_a_divergent_acceptance_names_the_rejected_parameter_and_its_error(local
     assert report.kind == "divergent_acceptance"
     assert _top(report) == ("up", "interpolation"), report.to_json()["candidates"]
     assert "not supported" in (report.error or "")
-    by = {c["param"]: c for c in report.candidates}
+    by = {c.param: c for c in report.candidates}
     assert "size" not in by  # no size makes torch accept it
 
 
@@ -112,7 +112,7 @@ def test_a_hard_crash_names_the_parameter_that_makes_it_go_away(localize):
     assert report.kind == "hard_crash" and report.rounds[0].layer == "zp"
     assert _top(report) == ("zp", "padding"), report.to_json()["candidates"]
     assert report.error == "worker exited with code <n>"  # the normalized error: the exit, its code masked
-    by = {c["param"]: c for c in report.candidates}
+    by = {c.param: c for c in report.candidates}
     assert "data_format" not in by  # the crash stays whatever the data format
 
 

@@ -43,31 +43,30 @@ def test_nan_on_one_backend_finite_on_the_other_is_strong_even_when_outputs_agre
     a = _out("a", [[0.1, 0.9], [NAN, NAN]])
     b = _out("b", [[0.1, 0.9], [0.5, 0.5]])
     (f,) = nan_findings([a, b], {"x": np.ones((2, 3))})
-    assert f.kind == Kind.NAN and f.is_failure and f.detail["strong"]
-    p = f.detail["patterns"]["a|b"]
-    assert p["elements"] == 2 and p["example"] == {"array": "output", "index": [1, 0], "a": "nan", "b": "finite"}
-    assert p["first_layer"] == "logits" and p["first_layer_from"] == "layer-lists"
-    assert sorted(f.backends) == ["a", "b"] and f.detail["finite_backends"] == ["b"]
+    assert f.kind == Kind.NAN and f.is_failure and f.detail.strong
+    p = f.detail.patterns["a|b"]
+    assert p.elements == 2 and p.example.to_json() == {"array": "output", "index": [1, 0], "a": "nan", "b": "finite"}
+    assert p.first_layer == "logits" and p.first_layer_from == "layer-lists"
+    assert sorted(f.backends) == ["a", "b"] and f.detail.finite_backends == ["b"]
 
 
 def test_nan_against_inf_at_the_same_element_is_a_pattern_difference():
     (f,) = nan_findings([_out("a", [[NAN, 1.0]]), _out("b", [[INF, 1.0]])])
-    assert f.kind == Kind.NAN and f.detail["strong"]
-    assert f.detail["patterns"]["a|b"]["example"]["a"] == "nan"
-    assert f.detail["patterns"]["a|b"]["example"]["b"] == "+inf"
+    assert f.kind == Kind.NAN and f.detail.strong
+    assert f.detail.patterns["a|b"].example.codes() == {"a": "nan", "b": "+inf"}
 
 
 def test_same_nan_from_finite_inputs_is_the_plain_nan_finding():
     outs = [_out(n, [[NAN, 1.0], [0.0, 1.0]]) for n in ("a", "b", "c")]
     (f,) = nan_findings(outs, {"x": np.ones((2, 3), np.float32)})
-    assert f.kind == Kind.NAN and f.is_failure and not f.detail["strong"] and f.detail["patterns"] == {}
-    assert f.backends == ["a", "b", "c"] and f.detail["first_layer"] == {"a": "logits", "b": "logits", "c": "logits"}
+    assert f.kind == Kind.NAN and f.is_failure and not f.detail.strong and f.detail.patterns == {}
+    assert f.backends == ["a", "b", "c"] and f.detail.first_layer == {"a": "logits", "b": "logits", "c": "logits"}
 
 
 def test_same_nan_propagated_from_a_nan_input_is_not_a_failure():
     outs = [_out(n, [[NAN, NAN], [0.0, 1.0]]) for n in ("a", "b")]
     (f,) = nan_findings(outs, {"x": np.array([[NAN, 1.0], [0.0, 1.0]], np.float32)})
-    assert f.kind == Kind.NAN_PROPAGATED and not f.is_failure and f.detail["input_nonfinite"]
+    assert f.kind == Kind.NAN_PROPAGATED and not f.is_failure and f.detail.input_nonfinite
     assert Verdict([f]).status == "pass"
     # one backend alone: nothing to compare, still propagation
     (f,) = nan_findings(outs[:1], {"x": np.array([INF])})
@@ -76,15 +75,15 @@ def test_same_nan_propagated_from_a_nan_input_is_not_a_failure():
 
 def test_a_nan_input_that_one_backend_drops_is_a_finding():
     (f,) = nan_findings([_out("a", [[NAN, NAN]]), _out("b", [[0.3, 0.7]])], {"x": np.array([[NAN]])})
-    assert f.kind == Kind.NAN and f.detail["strong"] and f.detail["input_nonfinite"]
+    assert f.kind == Kind.NAN and f.detail.strong and f.detail.input_nonfinite
 
 
 def test_an_intermediate_layer_non_finite_on_one_backend_only_is_a_pattern_difference():
     a = _out("a", [[0.0, 1.0]], layers=["conv"])  # NaN in conv, gone by the output (say, a max that drops it)
     b = _out("b", [[0.0, 1.0]], layers=[])
     (f,) = nan_findings([a, b])
-    assert f.detail["strong"] and f.detail["patterns"]["a|b"]["first_layer"] == "conv"
-    assert f.detail["patterns"]["a|b"]["elements"] == 0 and f.detail["patterns"]["a|b"]["arrays"] == []
+    assert f.detail.strong and f.detail.patterns["a|b"].first_layer == "conv"
+    assert f.detail.patterns["a|b"].elements == 0 and f.detail.patterns["a|b"].arrays == []
 
 
 def test_all_finite_gives_nothing():
@@ -96,9 +95,9 @@ def test_diagnosis_finds_the_first_layer_whose_masks_differ():
     la = {"conv": np.array([[1.0, 2.0], [NAN, 0.0]]), "pool": np.array([[1.0], [NAN]]), "out": np.array([[NAN], [NAN]])}
     lb = {"conv": np.array([[1.0, 2.0], [NAN, 0.0]]), "pool": np.array([[1.0], [0.0]]), "out": np.array([[0.0], [0.0]])}
     diagnose_patterns(f, {"a": la, "b": lb}, rows=[4, 9])
-    p = f.detail["patterns"]["a|b"]
-    assert p["first_layer"] == "pool" and p["first_layer_from"] == "layers" and p["layer_elements"] == 1
-    assert p["layer_example"] == {"index": [9, 0], "a": "nan", "b": "finite"}  # row 1 of the subset is batch row 9
+    p = f.detail.patterns["a|b"]
+    assert p.first_layer == "pool" and p.first_layer_from == "layers" and p.layer_elements == 1
+    assert p.layer_example.to_json() == {"index": [9, 0], "a": "nan", "b": "finite"}  # row 1 of the subset is batch row 9
 
 
 def test_diagnose_rows_prefers_rows_with_non_finite_values():
@@ -160,7 +159,7 @@ def _run(pool, labels: list[str], nan_rows: list[int]):
     ex.complete_weights(case, weight_seed=0)
     result = ex.run(case)
     assert np.isnan(case.inputs["image"]).sum() == len(nan_rows)  # nothing scrubbed the case itself
-    return result, result_row(result, {})
+    return result, result_row(result, {}).to_json()
 
 
 def _nan(result) -> Finding:
@@ -173,14 +172,14 @@ def test_a_nan_input_one_backend_propagates_and_another_scrubs_is_flagged(pool):
     assert np.isnan(result.outcomes["jax"].output[0]).all()     # the worker path passed the NaN through
     assert np.isfinite(result.outcomes[SCRUB].output).all()
     f = _nan(result)
-    assert f.kind == Kind.NAN and f.detail["strong"] and result.verdict.failed and row["nan_strong"]
-    p = f.detail["patterns"][f"jax|{SCRUB}"]
-    assert p["example"]["index"][0] == 0 and p["example"]["jax"] == "nan" and p["example"][SCRUB] == "finite"
-    assert p["elements"] == 5
-    assert p["first_layer"] == "conv" and p["first_layer_from"] == "layers"  # from per-layer masks
-    assert p["layer_example"]["index"][0] == 0
+    assert f.kind == Kind.NAN and f.detail.strong and result.verdict.failed and row["nan_strong"]
+    p = f.detail.patterns[f"jax|{SCRUB}"]
+    assert p.example.index[0] == 0 and p.example.codes() == {"jax": "nan", SCRUB: "finite"}
+    assert p.elements == 5
+    assert p.first_layer == "conv" and p.first_layer_from == "layers"  # from per-layer masks
+    assert p.layer_example.index[0] == 0
     # the NaN row is left to this oracle: no label flip is claimed on it
-    assert not [g for g in result.verdict.findings if g.kind == Kind.INCONSISTENCY and 0 in g.detail["inputs"]]
+    assert not [g for g in result.verdict.findings if g.kind == Kind.INCONSISTENCY and 0 in g.detail.inputs]
 
 
 def test_the_same_nan_input_propagated_identically_is_not_a_failure(pool, tmp_path):
@@ -189,7 +188,7 @@ def test_the_same_nan_input_propagated_identically_is_not_a_failure(pool, tmp_pa
 
     result, row = _run(pool, ["jax", "torch"], [0, 2])
     f = _nan(result)
-    assert f.kind == Kind.NAN_PROPAGATED, f.detail["patterns"]
+    assert f.kind == Kind.NAN_PROPAGATED, f.detail.patterns
     assert not result.verdict.failed and result.verdict.status == "pass"
     assert row["propagated_nonfinite"] and not row["nan_strong"] and row["nan"] == {}
     assert np.isnan(result.outcomes["torch"].output[[0, 2]]).all() and np.isfinite(result.outcomes["torch"].output[1]).all()
@@ -203,10 +202,10 @@ def test_nan_on_both_backends_at_different_places_is_flagged(pool):
     assert np.isnan(result.outcomes[SCRUB0].output[1]).all() and np.isfinite(result.outcomes[SCRUB0].output[0]).all()
     f = _nan(result)
     # SCRUB0 is finite in row 0 where jax is not: named, though both hold NaN somewhere
-    assert f.kind == Kind.NAN and f.detail["strong"] and f.detail["finite_backends"] == [SCRUB0]
-    p = f.detail["patterns"][f"jax|{SCRUB0}"]
-    assert p["elements"] == 5 and p["example"]["index"][0] == 0
-    assert p["layer_example"]["index"][0] == 0
+    assert f.kind == Kind.NAN and f.detail.strong and f.detail.finite_backends == [SCRUB0]
+    p = f.detail.patterns[f"jax|{SCRUB0}"]
+    assert p.elements == 5 and p.example.index[0] == 0
+    assert p.layer_example.index[0] == 0
 
 
 # ---- the conditioning rule (audee.oracle.nan.condition_pattern) ----------------------------------
@@ -219,7 +218,7 @@ def test_overflow_scale_is_the_square_root_of_the_dtype_maximum():
 def test_same_overflow_from_an_overflow_scale_input_is_propagation_not_a_nan_bug():
     x = {"x": np.array([[3e38, 1.0]], np.float32)}
     (f,) = nan_findings([_out("a", [[INF, 1.0]]), _out("b", [[INF, 1.0]])], x)
-    assert f.kind == Kind.NAN_PROPAGATED and f.detail["input_overflow_scale"]
+    assert f.kind == Kind.NAN_PROPAGATED and f.detail.input_overflow_scale
     (g,) = nan_findings([_out("a", [[INF, 1.0]]), _out("b", [[INF, 1.0]])], {"x": np.array([[3e3, 1.0]], np.float32)})
     assert g.kind == Kind.NAN  # the paper's NaN oracle: Inf from ordinary finite inputs
 
@@ -240,14 +239,14 @@ def test_condition_pattern_clears_accumulated_overflow_and_ill_conditioned_diffe
 def test_a_finding_whose_pairs_are_all_cleared_is_no_longer_strong():
     x = {"x": np.array([[3e38, 1.0]], np.float32)}
     (f,) = nan_findings([_out("a", [[INF, 1.0]]), _out("b", [[3e38, 1.0]])], x)
-    assert f.kind == Kind.NAN and f.detail["strong"]
-    f.detail["patterns"]["a|b"]["cleared"] = "overflow"
+    assert f.kind == Kind.NAN and f.detail.strong
+    f.detail.patterns["a|b"].cleared = "overflow"
     settle_conditioning(f)
-    assert f.kind == Kind.NAN_PROPAGATED and not f.detail["strong"]
+    assert f.kind == Kind.NAN_PROPAGATED and not f.detail.strong
     (g,) = nan_findings([_out("a", [[INF, 1.0]]), _out("b", [[3e3, 1.0]])], {"x": np.array([[1.0, 1.0]], np.float32)})
-    g.detail["patterns"]["a|b"]["cleared"] = "ill_conditioned"
+    g.detail.patterns["a|b"].cleared = "ill_conditioned"
     settle_conditioning(g)
-    assert g.kind == Kind.NAN and not g.detail["strong"]  # still the paper's NaN: Inf from a plain input
+    assert g.kind == Kind.NAN and not g.detail.strong  # still the paper's NaN: Inf from a plain input
 
 
 OVERFLOW = "tests.plugins:HalvedDenseJax"
@@ -279,7 +278,7 @@ def test_overflow_decided_by_summation_order_is_cleared_end_to_end(tmp_path_fact
         assert np.isinf(big.outcomes["jax"].output).all()               # plain float32: the partial sum overflows
         assert np.isfinite(big.outcomes[OVERFLOW].output).all()        # halved: finite, the exact 3e38
         (f,) = [f for f in big.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
-        assert f.detail["patterns"][f"jax|{OVERFLOW}"]["cleared"] == "overflow"
+        assert f.detail.patterns[f"jax|{OVERFLOW}"].cleared == "overflow"
         assert f.kind == Kind.NAN_PROPAGATED and not big.verdict.failed
         small = ex.run(_dense_case(1.0))
         assert small.verdict.findings == []

@@ -51,11 +51,11 @@ def test_overflow_scale_is_judged_in_the_compute_dtype_not_the_arrays():
     assert not overflow_scale({"x": np.array([300.0], np.float32)}, "bfloat16")
     same = [_out("a", [[INF, 1.0]]), _out("b", [[INF, 1.0]])]
     (f,) = nan_findings(same, x, {"x": "float16"})
-    assert f.kind == Kind.NAN_PROPAGATED and f.detail["input_overflow_scale"] and not f.detail["agreed"]
+    assert f.kind == Kind.NAN_PROPAGATED and f.detail.input_overflow_scale and not f.detail.agreed
     (g,) = nan_findings(same, x)                                   # a float32 model: Inf from an ordinary input
-    assert g.kind == Kind.NAN and g.detail["agreed"] and not g.detail["strong"]
+    assert g.kind == Kind.NAN and g.detail.agreed and not g.detail.strong
     (h,) = nan_findings(same[:1], x)                               # one backend ran: nothing agreed with it
-    assert h.kind == Kind.NAN and not h.detail["agreed"]
+    assert h.kind == Kind.NAN and not h.detail.agreed
 
 
 def test_overflow_boundary_wants_the_exact_result_beyond_the_maximum_at_every_differing_element():
@@ -96,7 +96,7 @@ def executor(tmp_path_factory):
 def _failures_that_are_bugs(result) -> list:
     """Failure findings the classification counts as bugs: not agreed, not at the boundary."""
     return [f for f in result.verdict.findings if f.is_failure
-            and not (f.kind == Kind.NAN and (f.detail.get("agreed") or f.detail.get("overflow_boundary")))]
+            and not (f.kind == Kind.NAN and (f.detail.agreed or f.detail.overflow_boundary))]
 
 
 def test_a_mixed_float16_model_overflowing_on_every_backend_is_no_bug(executor):
@@ -109,7 +109,7 @@ def test_a_mixed_float16_model_overflowing_on_every_backend_is_no_bug(executor):
     result = executor.run(case)
     assert all(not np.isfinite(o.output[0]).all() for o in result.outcomes.values())  # row 0 overflows everywhere
     (f,) = [f for f in result.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
-    assert f.kind == Kind.NAN_PROPAGATED and f.detail["input_overflow_scale"], f.detail
+    assert f.kind == Kind.NAN_PROPAGATED and f.detail.input_overflow_scale, f.detail
     assert not _failures_that_are_bugs(result) and not result.verdict.failed
 
 
@@ -125,8 +125,8 @@ def test_a_recurrence_overflowing_on_every_backend_is_no_bug(executor, api):
     executor.complete_weights(case, weight_seed=0)
     result = executor.run(case)
     (f,) = [f for f in result.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
-    assert f.kind == Kind.NAN and not f.detail["input_overflow_scale"]  # the paper's NaN oracle counts it...
-    assert f.detail["agreed"] or f.detail["overflow_boundary"], f.detail  # ...but it is no bug
+    assert f.kind == Kind.NAN and not f.detail.input_overflow_scale  # the paper's NaN oracle counts it...
+    assert f.detail.agreed or f.detail.overflow_boundary, f.detail  # ...but it is no bug
     assert not _failures_that_are_bugs(result)
 
 
@@ -158,9 +158,9 @@ def test_a_difference_at_the_overflow_boundary_is_told_from_one_below_it(tmp_pat
             case = TestCase(f"ov-{w}", spec, {"d": [np.full((3, 1), w, np.float32)]}, {"x": x})
             (got[w],) = [f for f in ex.run(case).verdict.findings if f.kind == Kind.NAN]
     beyond, below = got[4e19], got[2.5e19]
-    assert not beyond.detail["input_overflow_scale"] and not beyond.detail["agreed"]
-    assert beyond.detail["strong"] and beyond.detail["overflow_boundary"], beyond.detail
-    standing = [pt for pt in beyond.detail["patterns"].values() if not pt.get("cleared")]
-    assert standing and all(pt["overflow_evidence"] == "float64" for pt in standing)  # TensorFlow widened it
-    assert below.detail["strong"] and not below.detail["overflow_boundary"], below.detail
-    assert below.detail["odd"] == [OVERFLOW] and below.detail["finite_backends"] == [OVERFLOW]
+    assert not beyond.detail.input_overflow_scale and not beyond.detail.agreed
+    assert beyond.detail.strong and beyond.detail.overflow_boundary, beyond.detail
+    standing = [pt for pt in beyond.detail.patterns.values() if not pt.cleared]
+    assert standing and all(pt.overflow_evidence == "float64" for pt in standing)  # TensorFlow widened it
+    assert below.detail.strong and not below.detail.overflow_boundary, below.detail
+    assert below.detail.odd == [OVERFLOW] and below.detail.finite_backends == [OVERFLOW]

@@ -62,8 +62,8 @@ def test_deviation_findings_of_one_odd_backend_all_name_it():
     findings.append(_pair(Kind.INCONSISTENCY, "tensorflow", "onnxruntime"))  # one flip: the same odd one
     findings.append(Finding(Kind.DEVIATION_ACCUMULATED, ["torch", "jax"], {"pair": "torch|jax"}))
     mark_odd(outs, findings)
-    assert all(f.detail["odd"] == ["onnxruntime"] for f in findings[:4])
-    assert "odd" not in findings[4].detail                              # not a failure: not marked
+    assert all(f.detail.odd == ["onnxruntime"] for f in findings[:4])
+    assert not findings[4].detail.written("odd")                        # not a failure: not marked
 
 
 def test_the_backends_that_failed_when_most_ran_are_odd_and_the_reverse():
@@ -72,20 +72,20 @@ def test_the_backends_that_failed_when_most_ran_are_odd_and_the_reverse():
     outs = [_ok("tensorflow"), _ok("torch"), _ok("jax"), Outcome("onnxruntime", failure=_Fail("convert"))]
     (f,) = crash_findings(outs)
     mark_odd(outs, [f])
-    assert f.kind == Kind.DIVERGENT_ACCEPTANCE and f.detail["odd"] == ["onnxruntime"]
+    assert f.kind == Kind.DIVERGENT_ACCEPTANCE and f.detail.odd == ["onnxruntime"]
     outs = [_ok("tensorflow"), Outcome("torch", failure=_Fail("build")), Outcome("jax", failure=_Fail("build"))]
     (g,) = crash_findings(outs)
     mark_odd(outs, [g])
-    assert g.detail["odd"] == ["tensorflow"] and g.detail["odd_rule"] == "minority of 3"
+    assert g.detail.odd == ["tensorflow"] and g.detail.odd_rule == "minority of 3"
     # failures in different phases are different behaviours: no majority
     outs = [_ok("tensorflow"), Outcome("torch", failure=_Fail("build")), Outcome("jax", failure=_Fail("run"))]
     (h,) = crash_findings(outs)
     mark_odd(outs, [h])
-    assert h.detail["odd"] == []
+    assert h.detail.odd == []
     outs = [_ok("tensorflow"), Outcome("torch", failure=_Fail("run", "signal", hard=True))]
     (c,) = crash_findings(outs)
     mark_odd(outs, [c])
-    assert c.kind == Kind.HARD_CRASH and c.detail == {**c.detail, "odd": [], "odd_rule": "two backends: cannot tell"}
+    assert c.kind == Kind.HARD_CRASH and (c.detail.odd, c.detail.odd_rule) == ([], "two backends: cannot tell")
 
 
 def test_nan_findings_name_the_backend_whose_pattern_is_in_the_minority():
@@ -94,21 +94,21 @@ def test_nan_findings_name_the_backend_whose_pattern_is_in_the_minority():
             _ok("jax", [[NAN, NAN]], ["conv", "pool", "logits"])]
     (f,) = nan_findings(outs, x)
     mark_odd(outs, [f])
-    assert f.detail["odd"] == ["tensorflow"] and f.detail["strong"]
+    assert f.detail.odd == ["tensorflow"] and f.detail.strong
     # every backend's first non-finite layer, none collapsed; tensorflow is finite where the others are not
-    assert f.detail["first_layer"] == {"tensorflow": "conv", "torch": "conv", "jax": "conv"}
-    assert f.detail["finite_backends"] == ["tensorflow"]
+    assert f.detail.first_layer == {"tensorflow": "conv", "torch": "conv", "jax": "conv"}
+    assert f.detail.finite_backends == ["tensorflow"]
     # the output patterns agree: the layer lists decide
     outs = [_ok(b, [[NAN, 1.0]], layers) for b, layers in
             (("a", ["d1", "logits"]), ("b", ["logits"]), ("c", ["logits"]))]
     (g,) = nan_findings(outs, x)
     mark_odd(outs, [g])
-    assert g.detail["odd"] == ["a"]
+    assert g.detail.odd == ["a"]
     # the same NaN everywhere: agreed, nobody odd
     outs = [_ok(b, [[NAN, 1.0]]) for b in "abc"]
     (h,) = nan_findings(outs, x)
     mark_odd(outs, [h])
-    assert h.kind == Kind.NAN and h.detail["agreed"] and h.detail["odd"] == [] and h.detail["odd_rule"] == "all 3 alike"
+    assert h.kind == Kind.NAN and h.detail.agreed and h.detail.odd == [] and h.detail.odd_rule == "all 3 alike"
 
 
 # ---- on real frameworks ------------------------------------------------------------------------
@@ -129,9 +129,9 @@ def test_tensorflow_dropping_a_nan_in_max_pooling_is_the_odd_one(tmp_path):
         ex.complete_weights(case, weight_seed=0)
         result = ex.run(case)
     (f,) = [f for f in result.verdict.findings if f.kind == Kind.NAN]
-    assert f.detail["strong"] and f.detail["odd"] == ["tensorflow"], f.detail
-    assert f.detail["finite_backends"] == ["tensorflow"]
-    row = result_row(result, {})
+    assert f.detail.strong and f.detail.odd == ["tensorflow"], f.detail
+    assert f.detail.finite_backends == ["tensorflow"]
+    row = result_row(result, {}).to_json()
     # each backend's first non-finite layer: two backends at the same layer stay two entries
     # (TensorFlow's relu already turns the NaN into 0, so it holds none)
     assert row["nan"] == {"torch": "conv", "jax": "conv"} and row["nan_finite"] == ["tensorflow"]

@@ -57,7 +57,7 @@ def test_oracle_uses_the_rule_row_by_row():
     b = _rows([0.1, 0.9], [0.1, 0.9], [0.5 + 1e-7, 0.5], [0.9, 0.1])
     findings, pairs = inconsistency_findings([_outcome("x", a), _outcome("y", b)], TIE_MARGIN)
     (f,) = findings
-    assert f.kind == Kind.INCONSISTENCY and f.detail["inputs"] == [1] and f.detail["ties"] == 1
+    assert f.kind == Kind.INCONSISTENCY and f.detail.inputs == [1] and f.detail.ties == 1
     assert pairs["x|y"]["flips"] == 1 and pairs["x|y"]["ties"] == 1
     # every row non-finite on one side: no inconsistency at all
     findings, _ = inconsistency_findings([_outcome("x", np.full((2, 2), NAN, np.float32)),

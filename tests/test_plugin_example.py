@@ -59,5 +59,5 @@ def test_dense_without_bias_plugin_is_flagged(tmp_path):
     pair = f"tensorflow|{PLUGIN}"
     assert result.pairs[pair]["distance"] > 0.1
     (finding,) = [f for f in result.verdict.findings if f.kind == Kind.INCONSISTENCY]
-    layers = finding.detail["layer_distances"]
+    layers = finding.detail.layer_distances
     assert layers["flat"] < 1e-5 < layers["logits"]   # the jump is at the altered layer

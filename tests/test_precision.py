@@ -107,7 +107,7 @@ def test_a_tf32_pair_is_judged_with_the_tf32_tolerances():
     assert deviation_findings(_pair(5e-3, ("full", "full")))
     assert not deviation_findings(_pair(5e-3, ("full", "tf32")))
     got = deviation_findings(_pair(5e-2, ("tf32", "full")))  # 5%: beyond TF32's too
-    assert got and got[0].detail["dtype"] == "tf32" and got[0].detail["tolerance"] == {"rtol": 1e-2, "atol": 1e-3}
+    assert got and got[0].detail.dtype == "tf32" and got[0].detail.tolerance.to_json() == {"rtol": 1e-2, "atol": 1e-3}
     # the dtype still wins when lower: float16 arrays from a TF32 pair are judged as float16
     h = np.ones((1, 3), np.float16)
     assert compare(h, h, compute="tf32")["dtype"] == "float16"
@@ -136,9 +136,9 @@ def _verdict(dtype: str) -> Verdict:
 def test_flips_of_an_accumulated_tf32_deviation_are_part_of_it():
     v = _verdict("tf32")
     fold_reduced_precision_flips(v)
-    assert [(f.kind, f.detail["pair"]) for f in v.findings] == [(Kind.DEVIATION_ACCUMULATED, "x|y"),
+    assert [(f.kind, f.detail.pair) for f in v.findings] == [(Kind.DEVIATION_ACCUMULATED, "x|y"),
                                                                 (Kind.INCONSISTENCY, "x|z")]
-    assert v.findings[0].detail["label_flips"] == 3 and v.findings[0].detail["flip_inputs"] == [1, 4, 7]
+    assert v.findings[0].detail.label_flips == 3 and v.findings[0].detail.flip_inputs == [1, 4, 7]
     full = _verdict("float32")  # full float32 keeps the paper's Definition 2
     fold_reduced_precision_flips(full)
     assert [f.kind for f in full.findings].count(Kind.INCONSISTENCY) == 2

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from audee.report.merge import CampaignData
+from audee.records.search import SearchTrace
+from audee.report.merge import CampaignData, UnitTrace
 from audee.report.write import FIG3_CEIL, FIG3_FLOOR, _md, backend_errors, clip_series, figure3, table1
 
 INF = float("inf")
@@ -46,11 +47,11 @@ def test_clip_series_marks_values_outside_the_plotted_range():
 
 
 def test_figure3_draws_many_runs(tmp_path):
-    traces = {f"u{k}/s{k}": {"id": f"s{k}", "seed": f"seed{k % 7}",
-                             "config": {"fitness": "inconsistency", "level": ["input", "weight"][k % 2],
-                                        "search": ["ga", "random"][k % 2]},
-                             "trace": [{"generation": g, "best": b} for g, b in
-                                       enumerate([0.0, 1e-6 * (k + 1), 1e300 if k == 3 else 1e-3])]}
+    traces = {f"u{k}/s{k}": UnitTrace(SearchTrace.model_validate(
+                  {"id": f"s{k}", "config": {"fitness": "inconsistency", "level": ["input", "weight"][k % 2],
+                                             "search": ["ga", "random"][k % 2]},
+                   "trace": [{"generation": g, "best": b} for g, b in
+                             enumerate([0.0, 1e-6 * (k + 1), 1e300 if k == 3 else 1e-3])]}), f"u{k}", f"seed{k % 7}")
               for k in range(40)}
     assert figure3(CampaignData(pd.DataFrame(), pd.DataFrame(), traces), tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 10_000

@@ -8,6 +8,7 @@ import pytest
 
 from audee.case import Finding, Kind
 from audee.known import KnownIssue, load_known_issues, match_known, unique_bugs
+from audee.records import ResultRow
 from audee.rootcause import class_counts, classify, root_causes, root_key, template
 from audee.signature import Signature, op_of, signatures_of
 
@@ -24,8 +25,12 @@ def _divergent(message: str, failing: str = "tensorflow", phase: str = "run", tr
                     "errors": {failing: {"phase": phase, "message": message, "traceback": traceback}}})
 
 
-def _rows(*sigs: list[Signature]) -> list[dict]:
-    return [{"id": f"c{i}", "signatures": [s.to_json() for s in group]} for i, group in enumerate(sigs)]
+def _row(case_id: str, signatures: list[dict]) -> ResultRow:
+    return ResultRow(id=case_id, status="fail", kinds=[], backends={"a": "ok"}, signatures=signatures)
+
+
+def _rows(*sigs: list[Signature]) -> list[ResultRow]:
+    return [_row(f"c{i}", [s.to_json() for s in group]) for i, group in enumerate(sigs)]
 
 
 def test_a_rider_activation_does_not_split_a_root_cause():
@@ -148,7 +153,7 @@ def test_templates_fold_node_names_and_type_lists():
 def test_old_rows_without_root_fields_still_read():
     old = {"kind": "deviation", "api": "Dense", "params": [], "backends": ["jax", "torch"], "phase": None,
            "error": None, "key": "x", "slug": "y"}
-    (root,) = root_causes(unique_bugs([{"id": "c0", "signatures": [old]}], []))
+    (root,) = root_causes(unique_bugs([_row("c0", [old])], []))
     assert root["class"] == "bug" and root["odd"] == [] and root["api"] == "Dense"
 
 
@@ -163,7 +168,7 @@ def pool(tmp_path_factory):
         yield p
 
 
-def _one_layer(pool, api: str, params: dict, shape: list[int], meta: dict) -> dict:
+def _one_layer(pool, api: str, params: dict, shape: list[int], meta: dict) -> ResultRow:
     """A one-layer model of ``api`` run on the pool; its results row (signatures included)."""
     from audee.case import TestCase
     from audee.execute import Executor
@@ -178,7 +183,7 @@ def _one_layer(pool, api: str, params: dict, shape: list[int], meta: dict) -> di
     case = TestCase(f"{api}-{params.get('activation')}", spec, {}, x, meta)
     ex = Executor(pool)
     ex.complete_weights(case, weight_seed=0)
-    return {"id": case.id, **result_row(ex.run(case), {}, meta=meta)}
+    return result_row(ex.run(case), {}, meta=meta)
 
 
 def _act(layer_params: dict, act: str, api: str) -> dict:
@@ -196,8 +201,8 @@ def test_one_converter_failure_is_one_root_cause_whatever_rides_along_or_carries
             _one_layer(pool, "Conv2D", {"filters": 2, "kernel_size": 2, "activation": "gelu"}, [4, 4, 1],
                        _act({}, "gelu", "Conv2D"))]
     for row in riders + gelu:
-        assert row["status"] == "fail" and row["backends"]["tensorflow"] == "ok", row
-        assert row["backends"]["onnxruntime"] != "ok", row
+        assert row.status == "fail" and row.backends["tensorflow"] == "ok", row
+        assert row.backends["onnxruntime"] != "ok", row
     roots = root_causes(unique_bugs(riders, []))
     assert len(roots) == 1 and roots[0]["cases"] == 2 and roots[0]["component"] in ("tf2onnx", "onnxruntime")
     (g,) = root_causes(unique_bugs(gelu, []))

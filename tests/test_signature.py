@@ -122,8 +122,10 @@ def test_root_causes_join_parameter_classes_and_name_the_odd_backend_out():
     from audee.known import unique_bugs
     from audee.rootcause import root_causes
 
+    from audee.records import ResultRow
+
     def row(i, sig):
-        return {"id": f"c{i}", "signatures": [sig.to_json()]}
+        return ResultRow(id=f"c{i}", status="fail", kinds=[sig.kind], backends={"a": "ok"}, signatures=[sig.to_json()])
 
     dev = [Signature(Kind.DEVIATION, "CategoryEncoding", (("output_mode", cls),), ("jax", other), odd=("jax",))
            for other, cls in (("onnxruntime", "'count'"), ("tensorflow", "'count'"), ("torch", "'one_hot'"))]

@@ -46,14 +46,14 @@ def test_abort_and_hang_are_hard_crashes_and_the_run_continues(pool):
         alone = pool.run(case.spec, case.weights, weights_key(case.weights), case.inputs, labels=["jax"])["jax"]
         np.testing.assert_array_equal(result.outcomes["jax"].logits, alone["logits"])
         hard = {f.backends[0]: f.detail for f in _by_kind(result, Kind.HARD_CRASH)}
-        assert hard[ABORT]["how"] == "signal" and "SIGABRT" in hard[ABORT]["message"]
-        assert hard[ABORT]["phase"] == "run"
-        assert hard[SLEEP]["how"] == "timeout"
+        assert hard[ABORT].how == "signal" and "SIGABRT" in hard[ABORT].message
+        assert hard[ABORT].phase == "run"
+        assert hard[SLEEP].how == "timeout"
         assert result.outcomes["jax"].ok and result.outcomes["jax"].logits.shape == (4, 5)
         assert result.verdict.failed
         # a clean error while others ran is divergent acceptance, not a hard crash
         (div,) = _by_kind(result, Kind.DIVERGENT_ACCEPTANCE)
-        assert div.backends == [RAISE] and "refusing this batch" in div.detail["errors"][RAISE]["message"]
+        assert div.backends == [RAISE] and "refusing this batch" in div.detail.errors[RAISE].message
     assert pool.workers[ABORT].restarts >= 1 and pool.workers[SLEEP].restarts >= 1
 
 

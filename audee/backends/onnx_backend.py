@@ -145,6 +145,23 @@ def _raised_in_optimizer(exc: BaseException) -> bool:
     return False
 
 
+def baked_proto(om: OnnxModel) -> Any:
+    """``om``'s graph with its current weight feed written in as initializers (a deployed
+    model's constants: what a runtime's constant folding and fusions expect)."""
+    import onnx
+
+    proto = onnx.ModelProto()
+    proto.CopyFrom(om.proto)
+    g = proto.graph
+    baked = set(om.weight_inputs)
+    kept = [i for i in g.input if i.name not in baked]
+    del g.input[:]
+    g.input.extend(kept)
+    for name in om.weight_inputs:
+        g.initializer.append(onnx.numpy_helper.from_array(om.feed[name], name))
+    return proto
+
+
 class OnnxRuntimeBackend(Backend):
     name = "onnxruntime"
     opset: ClassVar[int] = 15
@@ -215,19 +232,18 @@ class OnnxRuntimeBackend(Backend):
             return om
         if om.convert_error is not None:
             raise om.convert_error
-        fn, sig, variables = om.conversion
-        w_sig = sig[len(sig) - len(variables):]
         order, built = om.built.order, om.built
         try:
             with self.clock.timed("convert"):
-                proto = convert_function(fn, sig, self.opset)
-            bake_captured_constants(proto, fn.get_concrete_function(*fn.input_signature))
+                proto = self.export(om)
             graph_outputs = [o.name for o in proto.graph.output]
             if sorted(graph_outputs) != sorted(order):
-                raise RuntimeError(f"tf2onnx produced outputs {graph_outputs}, expected {order}")
+                raise RuntimeError(f"{self.converter} produced outputs {graph_outputs}, expected {order}")
             om.proto, om.dtypes = proto, graph_input_dtypes(proto)
             # Seed-generator states and other non-layer variables keep their built values.
-            om.feed = {s.name: om.cast(s.name, v.value) for s, v in zip(w_sig, variables)}
+            variables = om.conversion[2]
+            om.feed = {name: om.cast(name, self.keras_side.keras.ops.convert_to_numpy(v.value))
+                       for name, v in zip(om.weight_inputs, variables)}
             if not self.bake_weights:
                 self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
                 check_output_dtypes(proto, built)
@@ -238,6 +254,17 @@ class OnnxRuntimeBackend(Backend):
             om.convert_error = BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc())
             raise om.convert_error from exc
         return om
+
+    #: what makes the ONNX graph (named in errors)
+    converter: ClassVar[str] = "tf2onnx"
+
+    def export(self, om: OnnxModel) -> Any:
+        """The ONNX graph of ``om``'s Keras model, weights as graph inputs: tf2onnx on the
+        traced stateless call, captured constants written back in."""
+        fn, sig, _ = om.conversion
+        proto = convert_function(fn, sig, self.opset)
+        bake_captured_constants(proto, fn.get_concrete_function(*fn.input_signature))
+        return proto
 
     def prepare(self, model: OnnxModel) -> None:
         """The export (a failure is kept: the run raises it again as ``convert``'s)."""
@@ -254,10 +281,12 @@ class OnnxRuntimeBackend(Backend):
             self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
             check_output_dtypes(om.proto, om.built)
         except Exception as exc:
+            # no session kept: the next request on this model meets the same refusal (a
+            # session left from a refused graph ran it, unchecked, on a second request)
+            om.session = None
             raise BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
 
     def _new_session(self, om: OnnxModel) -> None:
-        import onnx
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
@@ -266,16 +295,7 @@ class OnnxRuntimeBackend(Backend):
             opts.intra_op_num_threads = int(os.environ["AUDEE_THREADS"])
             opts.inter_op_num_threads = 1
         if self.bake_weights:
-            proto = onnx.ModelProto()
-            proto.CopyFrom(om.proto)
-            g = proto.graph
-            baked = set(om.weight_inputs)
-            kept = [i for i in g.input if i.name not in baked]
-            del g.input[:]
-            g.input.extend(kept)
-            for name in om.weight_inputs:
-                g.initializer.append(onnx.numpy_helper.from_array(om.feed[name], name))
-            om.session = ort.InferenceSession(proto.SerializeToString(), opts, providers=self.providers)
+            om.session = ort.InferenceSession(baked_proto(om).SerializeToString(), opts, providers=self.providers)
         else:
             om.session = ort.InferenceSession(om.proto.SerializeToString(), opts, providers=self.providers)
 

@@ -30,10 +30,11 @@ from audee.case import Kind, TestCase
 from audee.errors import AudeeError
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
 from audee.localize.rates import top1_rate
+from audee.records.localization import LocalizationRecord, LocalizedPair
+from audee.records.rows import ResultRow
 from audee.report.dedup import unique_inconsistencies
 from audee.seeds import load_seed, with_inputs
-from audee.spec import ModelSpec
-from audee.store import ResultsTable
+from audee.store import ResultsTable, RunStore
 from audee.store.atomic import write_atomic
 
 log = logging.getLogger(__name__)
@@ -65,9 +66,9 @@ def localize_unit(unit: Unit, udir: Path, pool: Pool) -> dict[str, Any]:
     cfg = localize_config(settings, int(unit.settings.get("rng", 0)))
     ldir = udir / "localize"
     ldir.mkdir(parents=True, exist_ok=True)
-    searches = {r["id"]: r for r in ResultsTable(udir / "searches.jsonl").rows()}
-    rows = list(ResultsTable(udir / "results.jsonl").rows())
-    picks = [p for p in unique_inconsistencies(unit.id, rows, searches) if p["case_file"]]
+    store = RunStore(udir)
+    rows = list(store.rows())
+    picks = [p for p in unique_inconsistencies(unit.id, rows, store.last_search_runs()) if p["case_file"]]
     picks = picks[: settings["max_cases"]]
     apis = load_api_configs()
     t0 = time.perf_counter()
@@ -78,22 +79,22 @@ def localize_unit(unit: Unit, udir: Path, pool: Pool) -> dict[str, Any]:
         if path.is_file():
             continue
         t = time.perf_counter()
-        doc: dict[str, Any] = {k: v for k, v in pick.items() if k != "key"}
-        doc["key"] = list(pick["key"])
+        doc = LocalizationRecord.of_pick(pick)
         try:
-            report = localize_case(udir / pick["case_file"], cfg, pool=pool, pair=pick["pair"].split("|"), apis=apis)
-            doc.update(summarize_report(report))
+            report = localize_case(store.case_file_path(pick["case_file"]), cfg, pool=pool,
+                                   pair=pick["pair"].split("|"), apis=apis)
+            summarize_report(report, doc)
         except Exception as exc:  # noqa: BLE001 -- one case must not stop an hours-long stage
             # a case file that no longer loads, or a localizer error: recorded (the report
             # counts them), never retried in a loop; delete the file to retry the case
             errors += 1
             detail = str(exc) if isinstance(exc, AudeeError) else traceback.format_exc(limit=8)
-            doc.update({"error": f"{type(exc).__name__}: {detail}"[:4000], "report": None})
+            doc.error, doc.report = f"{type(exc).__name__}: {detail}"[:4000], None
             log.warning("unit %s: localizing %s failed: %s", unit.id, pick["case_id"], f"{type(exc).__name__}: {exc}")
-        doc["seconds"] = round(time.perf_counter() - t, 3)
-        write_atomic(path, json.dumps(doc, indent=1, default=str).encode())
-        log.debug("unit %s: localized %s (%s) in %.1f s", unit.id, pick["case_id"], pick["pair"], doc["seconds"])
-    sampled = _consistent_rates(unit, udir, rows, pool, cfg, settings["consistent"])
+        doc.seconds = round(time.perf_counter() - t, 3)
+        write_atomic(path, json.dumps(doc.to_json(), indent=1, default=str).encode())
+        log.debug("unit %s: localized %s (%s) in %.1f s", unit.id, pick["case_id"], pick["pair"], doc.seconds)
+    sampled = _consistent_rates(unit, store, rows, pool, cfg, settings["consistent"])
     summary = {"unit": unit.id, "settings": settings, "unique_inconsistencies": len(picks),
                "consistent_sampled": sampled, "errors": errors, "seconds": round(time.perf_counter() - t0, 2)}
     write_atomic(ldir / "DONE.json", json.dumps(summary, indent=1).encode())
@@ -102,30 +103,30 @@ def localize_unit(unit: Unit, udir: Path, pool: Pool) -> dict[str, Any]:
     return summary
 
 
-def summarize_report(report: Report) -> dict[str, Any]:
-    """What the campaign report needs from a localization, next to the full report."""
+def summarize_report(report: Report, doc: LocalizationRecord) -> LocalizationRecord:
+    """What the campaign report needs from a localization, next to the full report, set on ``doc``."""
     table = report.rounds[0].table if report.rounds else []
-    pairs: list[dict[str, Any]] = []
+    pairs: list[LocalizedPair] = []
     seen = set()
     for s in report.sources:  # best replacement first within a layer
         if (s.layer, s.param) not in seen:
             seen.add((s.layer, s.param))
-            pairs.append({"layer": s.layer, "api": s.api, "param": s.param, "old": s.old, "new": s.new})
-    return {"reproduced": report.reproduced, "note": report.note, "layers": len(table),
-            "top1_rate": top1_rate(table), "localized": pairs, "cradle": report.cradle,
-            "report": report.to_json()}
+            pairs.append(LocalizedPair(layer=s.layer, api=s.api, param=s.param, old=s.old, new=s.new))
+    doc.reproduced, doc.note, doc.layers, doc.top1_rate = report.reproduced, report.note, len(table), top1_rate(table)
+    doc.localized, doc.cradle, doc.report = pairs, report.cradle, report
+    return doc
 
 
-def _consistent_rates(unit: Unit, udir: Path, rows: list[dict[str, Any]], pool: Pool, cfg: LocalizeConfig,
+def _consistent_rates(unit: Unit, store: RunStore, rows: list[ResultRow], pool: Pool, cfg: LocalizeConfig,
                       limit: int) -> int:
     """Top-1 change rates of up to ``limit`` consistent network-level cases (chosen with the
     unit's rng), per backend pair; appended case by case, so a rerun continues."""
-    table = ResultsTable(udir / "localize" / "consistent.jsonl")
+    table = ResultsTable(store.localize_dir / "consistent.jsonl")
     done = table.done_ids()
     # consistent in the paper's sense: every backend ran, no label flip and no NaN (a value
     # deviation is not a label flip: those cases belong to the consistent sample too)
-    passing = sorted((r for r in rows if set(r.get("kinds") or []) <= CONSISTENT_KINDS and "search_id" not in r
-                      and (udir / "variants" / f"{r['id']}.json").is_file()), key=lambda r: r["id"])
+    passing = sorted((r for r in rows if set(r.kinds) <= CONSISTENT_KINDS and r.search_id is None
+                      and store.has_variant(r.id)), key=lambda r: r.id)
     if not passing or limit <= 0:
         return len(done)
     chosen = np.random.default_rng([int(unit.settings.get("rng", 0)), 4]).permutation(len(passing))[:limit]
@@ -133,16 +134,16 @@ def _consistent_rates(unit: Unit, udir: Path, rows: list[dict[str, Any]], pool: 
     loc = Localizer(pool, {}, cfg)
     for k in sorted(int(i) for i in chosen):
         r = passing[k]
-        for pair in sorted(r.get("pairs") or {}):
-            rid = f"{r['id']}@{pair}"
+        for pair in sorted(r.pairs):
+            rid = f"{r.id}@{pair}"
             if rid in done:
                 continue
-            spec = ModelSpec.load(udir / "variants" / f"{r['id']}.json")
-            rows_in = list(r["input_rows"])[: cfg.max_inputs]
-            case = TestCase(r["id"], spec, dict(seed.weights or {}), {n: v[rows_in] for n, v in seed.inputs.items()})
-            loc.ex.complete_weights(case, int(r["weight_seed"]))
+            spec = store.load_variant(r.id)
+            rows_in = list(r.input_rows)[: cfg.max_inputs]
+            case = TestCase(r.id, spec, dict(seed.weights or {}), {n: v[rows_in] for n, v in seed.inputs.items()})
+            loc.ex.complete_weights(case, int(r.weight_seed))  # type: ignore[arg-type] # network rows have it
             got = loc.rate_table(spec, case.weights, case.inputs, pair.split("|"))
-            row = {"id": rid, "case_id": r["id"], "pair": pair, "seed": unit.seed, "unit": unit.id}
+            row = {"id": rid, "case_id": r.id, "pair": pair, "seed": unit.seed, "unit": unit.id}
             if isinstance(got, str):
                 row.update({"top1_rate": None, "error": got[:300]})
             else:

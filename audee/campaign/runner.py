@@ -36,6 +36,7 @@ from audee.seeds import load_seed, with_inputs
 from audee.settings import ShardSettings
 from audee.store.atomic import create_atomic, write_atomic
 from audee.store.lock import dir_lock, locked
+from audee.store.runstore import RunStore
 
 
 log = logging.getLogger(__name__)
@@ -270,7 +271,7 @@ def parallel_units(units: list[Unit], node: ShardSettings, cpus: int) -> int:
 
 
 def _finished(unit: Unit, udir: Path) -> bool:
-    return (udir / "DONE.json").is_file() and not pending(unit, udir)
+    return RunStore(udir).committed() and not pending(unit, udir)
 
 
 def _attempt(unit: Unit, udir: Path, pools: _Pools, device: str, precision: str | None,
@@ -288,14 +289,14 @@ def _attempt(unit: Unit, udir: Path, pools: _Pools, device: str, precision: str 
     except Exception as exc:
         log.exception("unit %s: stopped by an internal error; the shard goes on", unit.id)
         return {"error": _error_record(unit, udir, f"{type(exc).__name__}: {exc}", traceback.format_exc())}
-    (udir / "ERROR.json").unlink(missing_ok=True)
+    RunStore(udir).clear_error()
     return {"done": time.perf_counter() - t_unit, "cpu": time.process_time() - cpu0}
 
 
 def _error_record(unit: Unit, udir: Path, error: str, tb: str) -> dict[str, Any]:
     record = {"unit": unit.id, "error": error[:2000], "traceback": tb[-8000:],
               "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    write_atomic(udir / "ERROR.json", json.dumps(record, indent=1).encode())
+    RunStore(udir).write_error(record)
     return record
 
 
@@ -519,7 +520,8 @@ def _slot_main(slot: int, campaign: Campaign, out: Path, index: int, count: int,
 def _run_unit(unit: Unit, udir: Path, stage: Callable[[str], None], pools: "_Pools",
               device: str, precision: str | None) -> None:
     """One unit, under its directory lock: the fuzz run (DONE.json commits it), then the RQ2 stage."""
-    done = (udir / "DONE.json").is_file()  # read again under the lock: another task may have finished it
+    store = RunStore(udir)
+    done = store.committed()  # read again under the lock: another task may have finished it
     if done and not pending(unit, udir):
         return
     stage("localize" if done else "fuzz")
@@ -531,13 +533,13 @@ def _run_unit(unit: Unit, udir: Path, stage: Callable[[str], None], pools: "_Poo
         if unit.apis is not None:  # API-level unit: small models around each of its APIs
             fuzz_apis(list(unit.apis), cfg, pool=pool)
         else:
-            seed = with_inputs(load_seed(unit.seed, udir / "logs"), unit.inputs, field=None)
+            seed = with_inputs(load_seed(unit.seed, store.logs), unit.inputs, field=None)
             fuzz(seed, seed.inputs, cfg, plan=plan, pool=pool)
         summary = {"unit": unit.id, "seed": unit.seed, "apis": list(unit.apis) if unit.apis else None,
                    "backends": list(unit.backends),
                    "settings": unit.settings, "search": unit.search, "localize": unit.localize,
                    "seconds": round(time.perf_counter() - t0, 2), **summarize(udir)}
-        write_atomic(udir / "DONE.json", json.dumps(summary, indent=1, default=str).encode())  # commit
+        store.commit(summary)  # the unit's commit point, written last
     if pending(unit, udir):
         if not done:
             stage("localize")

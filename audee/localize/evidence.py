@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from audee.records.localization import RankedCandidate
+
 TIE = 0.05  # candidates this close to the top score are named together
 
 
@@ -69,6 +71,10 @@ class Candidate:
         d = asdict(self)
         d.update(share=round(self.share, 3), evidence=self.evidence())
         return d
+
+    def to_record(self) -> RankedCandidate:
+        """The candidate as the report records it (a round's ``candidates``)."""
+        return RankedCandidate.model_validate(self.to_json())
 
 
 def score(c: Candidate) -> float:

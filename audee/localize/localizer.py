@@ -27,7 +27,6 @@ floor of the layer's output (``precision`` x mean |output|).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,6 +39,7 @@ from audee.localize.onelayer import ParamSpace, param_spaces, same_value
 from audee.localize.rates import change_rates, cradle_flags
 from audee.oracle.deviation import compare
 from audee.oracle.distance import layer_distances, relative_distance
+from audee.records.localization import LocalizationReport, RateRow, Round, Source, Trial, Trigger
 from audee.search.engine import Search, SearchConfig
 from audee.settings import LocalizeSettings
 from audee.signature import normalize_error
@@ -52,77 +52,8 @@ LocalizeConfig = LocalizeSettings
 REMOVED, FAILS, UNBUILDABLE, CRASH, NAN = "removed", "fails", "unbuildable", "crash", "nan"
 INPUT = "<input>"  # the pseudo-parameter for the layer input's special values
 
-
-@dataclass
-class Trial:
-    layer: str
-    param: str
-    old: Any
-    new: Any
-    verdict: str                # removed | fails | unbuildable | crash | nan
-    rate: float = float("nan")
-    detail: str = ""
-    context: dict[str, Any] | None = None   # masking test: the other parameter moved
-
-
-@dataclass
-class Source:
-    layer: str
-    api: str
-    param: str
-    old: Any
-    new: Any
-    kind: str                   # the finding kind localized
-    rate: float = float("nan")
-
-    def signature(self) -> tuple:
-        return (self.layer, self.param)
-
-
-@dataclass
-class Round:
-    layer: str | None
-    table: list[dict[str, Any]]           # per layer: distance, change rate (inconsistency)
-    trials: list[Trial] = field(default_factory=list)
-    baseline_rate: float = float("nan")   # the layer alone with its original parameters
-    candidates: list[dict[str, Any]] = field(default_factory=list)   # ranked, with evidence
-    baseline: str = ""                    # the probe's verdict on the layer alone, unchanged
-
-
-@dataclass
-class Report:
-    case_id: str
-    kind: str
-    backends: list[str]
-    rounds: list[Round] = field(default_factory=list)
-    sources: list[Source] = field(default_factory=list)
-    cradle: list[str] = field(default_factory=list)
-    reproduced: bool = True
-    note: str = ""
-    trigger: dict[str, Any] | None = None   # input-borne: {"layer", "sanitized"}
-    error: str | None = None                # crash / rejection: the normalized error
-    repro: str | None = None                # one-layer repro script of the top candidate
-
-    @property
-    def candidates(self) -> list[dict[str, Any]]:
-        return [c for rnd in self.rounds for c in rnd.candidates]
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["candidates"] = self.candidates
-        return _jsonable(d)
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, float) and not np.isfinite(x):
-        return str(x)
-    if isinstance(x, np.generic):
-        return x.item()
-    return x
+#: the report the loop fills in (its parts, Trial, Source, Round, are audee.records.localization's)
+Report = LocalizationReport
 
 
 def sanitized(arrays: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -307,17 +238,17 @@ class Localizer:
                 cands.append(Candidate(probe.target, layer.api, INPUT, "special values", "input",
                                        removing=["sanitized"], order=len(cands) + 1000))
         ranked = rank(cands)
-        rnd.candidates = [c.to_json() for c in ranked]
+        rnd.candidates = [c.to_record() for c in ranked]
         for c in ranked:
             if c.named and c.param == INPUT:
-                report.trigger = {"layer": probe.target, "sanitized": what}
+                report.trigger = Trigger(layer=probe.target, sanitized=what)
             elif c.named:
                 report.sources.append(Source(c.layer, c.api, c.param, c.old, c.fix, kind, c.best_rate))
         return [c for c in ranked if c.param != INPUT]
 
     # ---- inconsistency ---------------------------------------------------------------------------
     def rate_table(self, spec: ModelSpec, weights: Weights, inputs: dict[str, np.ndarray],
-                   pair: list[str]) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]] | str:
+                   pair: list[str]) -> tuple[list[RateRow], dict[str, np.ndarray]] | str:
         """Per layer (topological order): distance and change rate between the pair, and
         the first backend's layer outputs; or why the model does not run."""
         got = self._layers(spec, weights, inputs, pair)
@@ -327,7 +258,7 @@ class Localizer:
         la, lb = got[pair[0]]["layers"], got[pair[1]]["layers"]
         dists = layer_distances(la, lb)
         rates = change_rates(spec, dists)
-        table = [{"layer": n, "api": spec.layer(n).api, "distance": dists[n], "rate": rates[n]}
+        table = [RateRow(layer=n, api=spec.layer(n).api, distance=dists[n], rate=rates[n])
                  for n in spec.topological_order() if n in rates]
         return table, la
 
@@ -367,7 +298,7 @@ class Localizer:
                 report.note = "the (fixed) model fails to run: " + got
                 return
             table, la = got
-            rates = {row["layer"]: row["rate"] for row in table}
+            rates = {row.layer: row.rate for row in table}
             if not report.rounds:
                 report.cradle = cradle_flags(rates)
             target = next((n for n in spec.topological_order()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from audee.records.localization import RateRow
 from audee.spec import ModelSpec
 
 EPS = 1e-7
@@ -39,7 +40,7 @@ def cradle_flags(rates: dict[str, float]) -> list[str]:
     return [k for k, v in zip(rates, values) if v >= cut and v > 0]
 
 
-def top1_rate(table: list[dict]) -> float | None:
+def top1_rate(table: list[RateRow]) -> float | None:
     """The paper's Top1-CR: the largest change rate over a rate table's layers."""
-    rates = [float(row["rate"]) for row in table if row.get("rate") is not None and not np.isnan(row["rate"])]
+    rates = [float(row.rate) for row in table if row.rate is not None and not np.isnan(row.rate)]
     return max(rates) if rates else None

@@ -49,7 +49,7 @@ def with_repro(report: Report, record: CaseRecord, pool: Pool, repro_dir: str | 
     from audee.errors import AudeeError
     from audee.repro import default_name, pick_finding, write_repro
 
-    layer = report.sources[0].layer if report.sources else report.trigger["layer"]
+    layer = report.sources[0].layer if report.sources else report.trigger.layer
     try:
         # the recorded finding that was localized (else the case's main failure)
         findings = record.verdict_obj().findings
@@ -76,17 +76,17 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
         return report
     loc = Localizer(pool, apis, cfg, tolerances=record.tolerances or None)
     if main.kind == Kind.INCONSISTENCY:
-        rows = main.detail["inputs"][: cfg.max_inputs]
+        rows = (main.detail.inputs or [])[: cfg.max_inputs]
         inputs = {k: v[rows] for k, v in case.inputs.items()}
         loc.localize_inconsistency(case, list(main.backends), inputs, report)
     elif main.kind == Kind.DEVIATION:
         d = main.detail
-        rows = list(d.get("rows") or range(case.batch))[: cfg.max_inputs]
+        rows = list(d.rows or range(case.batch))[: cfg.max_inputs]
         inputs = {k: v[rows] for k, v in case.inputs.items()}
-        layers = list(d.get("own_layers") or []) or ([d["first_layer"]] if d.get("first_layer") else [])
-        report.note = (f"{d.get('tensor', 'logits')} out of tolerance (score {d.get('score', 0):.3g}); first layer "
-                       f"out of tolerance: {d.get('first_layer') or 'none'}; deviating on their own input: "
-                       f"{', '.join(d.get('own_layers') or []) or 'none'}")
+        layers = list(d.own_layers) or ([d.first_layer] if d.first_layer else [])
+        report.note = (f"{d.tensor or 'logits'} out of tolerance (score {d.score or 0:.3g}); first layer "
+                       f"out of tolerance: {d.first_layer or 'none'}; deviating on their own input: "
+                       f"{', '.join(d.own_layers) or 'none'}")
         loc.localize_deviation(case, list(main.backends), inputs, layers, report)
     elif main.kind == Kind.NAN:
         bad, ref, first = nan_roles(main)
@@ -108,16 +108,15 @@ def nan_roles(finding: Any) -> tuple[str, str | None, str | None]:
     whose non-finite patterns differ and the first layer where they do; else the first
     backend with NaN/Inf and its first such layer."""
     d = finding.detail
-    nonfinite = d.get("layers") or {}
-    for key, p in (d.get("patterns") or {}).items():
+    nonfinite = d.layers  # backend -> its non-finite layers
+    for key, p in d.patterns.items():
         a, b = key.split("|")
-        layer = p.get("first_layer")
-        bad = next((x for x in (a, b) if layer and layer in (nonfinite.get(x) or [])),
-                   a if a in nonfinite else b)
-        return bad, (b if bad == a else a), layer or (d.get("first_layer") or {}).get(bad)
-    bad = next(iter(d.get("first_layer") or {}), finding.backends[0])
-    ok = d.get("finite_backends") or []
-    return bad, (ok[0] if ok else None), (d.get("first_layer") or {}).get(bad)
+        layer = p.first_layer
+        bad = next((x for x in (a, b) if layer and layer in nonfinite.get(x, [])), a if a in nonfinite else b)
+        return bad, (b if bad == a else a), layer or d.first_layer.get(bad)
+    bad = next(iter(d.first_layer), finding.backends[0])
+    ok = d.finite_backends
+    return bad, (ok[0] if ok else None), d.first_layer.get(bad)
 
 
 def _nan_rows(outcome: Any, batch: int) -> list[int]:
@@ -147,8 +146,8 @@ def render(report: Report, top_k: int = 3, trials: bool = True) -> str:
         if rnd.table:
             lines.append(f"  {'layer':<22} {'api':<22} {'distance':>12} {'change rate':>14}")
             for row in rnd.table:
-                mark = "  <-" if row["layer"] == rnd.layer else ""
-                lines.append(f"  {row['layer']:<22} {row['api']:<22} {row['distance']:>12.4g} {row['rate']:>14.4g}{mark}")
+                mark = "  <-" if row.layer == rnd.layer else ""
+                lines.append(f"  {row.layer:<22} {row.api:<22} {row.distance:>12.4g} {row.rate:>14.4g}{mark}")
         if rnd.layer and rnd.baseline:
             rate = f", one-layer rate {rnd.baseline_rate:.4g}" if np.isfinite(rnd.baseline_rate) else ""
             lines.append(f"  {rnd.layer} alone, original parameters: {rnd.baseline}{rate}")
@@ -162,23 +161,23 @@ def render(report: Report, top_k: int = 3, trials: bool = True) -> str:
             lines.append(f"  candidates (top {min(top_k, len(rnd.candidates))} of {len(rnd.candidates)}; "
                          "evidence: share of values that remove it, default removes it, masking test):")
             for c in rnd.candidates[:top_k]:
-                ev = c["evidence"]
-                removing = ", ".join(repr(v) for v in c["removing"][:4]) + (" ..." if len(c["removing"]) > 4 else "")
-                parts = [f"share {len(c['removing'])}/{len(c['removing']) + len(c['failing'])}"]
-                if "default" in ev:
-                    parts.append(f"default {c['default']!r} {'removes' if ev['default'] else 'keeps'} it")
-                if c["contexts"]:
-                    parts.append(f"masking {c['toggles']}/{c['contexts']}")
-                lines.append(f"   {'*' if c['named'] else ' '} {c['param']:<20} score {c['score']:.2f}  "
-                             f"({'; '.join(parts)}) {c['old']!r} -> {removing} [{c['origin']}]")
+                ev = c.evidence
+                removing = ", ".join(repr(v) for v in c.removing[:4]) + (" ..." if len(c.removing) > 4 else "")
+                parts = [f"share {len(c.removing)}/{len(c.removing) + len(c.failing)}"]
+                if ev.default is not None:
+                    parts.append(f"default {c.default!r} {'removes' if ev.default else 'keeps'} it")
+                if c.contexts:
+                    parts.append(f"masking {c.toggles}/{c.contexts}")
+                lines.append(f"   {'*' if c.named else ' '} {c.param:<20} score {c.score:.2f}  "
+                             f"({'; '.join(parts)}) {c.old!r} -> {removing} [{c.origin}]")
     lines.append("\nlocalized (layer, parameter): value -> fix (* = top-1)")
     if not report.sources:
         lines.append("  nothing")
     for k, s in enumerate(report.sources):
         lines.append(f"  {'*' if k == 0 else ' '} {s.layer} ({s.api}) {s.param}: {s.old!r} -> {s.new!r}  [{s.kind}]")
     if report.trigger:
-        lines.append(f"\ntrigger: the input of {report.trigger['layer']}: sanitizing "
-                     f"{'; '.join(report.trigger['sanitized'])} removes the failure")
+        lines.append(f"\ntrigger: the input of {report.trigger.layer}: sanitizing "
+                     f"{'; '.join(report.trigger.sanitized)} removes the failure")
     if report.repro:
         lines.append(f"\none-layer repro script: {report.repro}")
     if report.cradle:

@@ -256,9 +256,10 @@ def deviation_findings(outcomes: list[Any], tol: Tolerances | Mapping | None = N
     are out of tolerance on some row finite on both sides.  The per-layer fields
     (``first_layer``, ``own_layers``, ``own``) start empty: the Executor fills them in."""
     from audee.case import Finding, Kind
+    from audee.records.findings import DeviationDetail
 
-    return [Finding(Kind.DEVIATION, [a, b], {"pair": f"{a}|{b}", "tensor": tensor, **got,
-                                             "first_layer": None, "own_layers": [], "own": {}})
+    return [Finding(Kind.DEVIATION, [a, b], DeviationDetail(pair=f"{a}|{b}", tensor=tensor, **got,
+                                                            first_layer=None, own_layers=[], own={}))
             for a, b, tensor, got in deviation_pairs(outcomes, tol)]
 
 

@@ -17,6 +17,7 @@ from audee.case import Finding, Kind, Outcome
 from audee.oracle.deviation import pair_compute, relative_tie_margin
 from audee.oracle.distance import layer_distance, per_input_distance
 from audee.oracle.labels import label_flips
+from audee.records.findings import InconsistencyDetail
 
 
 def pair_report(a: Outcome, b: Outcome, tie_margin: float, tolerances: Any = None) -> dict:
@@ -49,12 +50,12 @@ def inconsistency_findings(outcomes: list[Outcome], tie_margin: float,
         key = f"{a.backend}|{b.backend}"
         pairs[key] = {"distance": rep["distance"], "flips": len(rep["flips"]), "ties": len(rep["ties"])}
         if rep["flips"]:
-            detail = {"pair": key, "distance": rep["distance"], "inputs": rep["flips"][:64],
-                      "n_flips": len(rep["flips"]), "ties": len(rep["ties"]),
-                      "input_distance": {str(i): rep["per_input"][i] for i in rep["flips"][:64]}}
+            detail = InconsistencyDetail(pair=key, distance=rep["distance"], inputs=rep["flips"][:64],
+                                         n_flips=len(rep["flips"]), ties=len(rep["ties"]),
+                                         input_distance={str(i): rep["per_input"][i] for i in rep["flips"][:64]})
             if "shape_mismatch" in rep:
-                detail["shape_mismatch"] = rep["shape_mismatch"]
+                detail.shape_mismatch = rep["shape_mismatch"]
             else:
-                detail["labels"] = {k: [v[i] for i in rep["flips"][:64]] for k, v in rep["labels"].items()}
+                detail.labels = {k: [v[i] for i in rep["flips"][:64]] for k, v in rep["labels"].items()}
             findings.append(Finding(Kind.INCONSISTENCY, [a.backend, b.backend], detail))
     return findings, pairs

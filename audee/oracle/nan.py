@@ -53,6 +53,7 @@ import numpy as np
 
 from audee.case import Finding, Kind, Outcome
 from audee.oracle.compute_dtype import dtype_max
+from audee.records.findings import NanDetail, NanExample, NanPattern
 
 FINITE, NAN, POSINF, NEGINF = 0, 1, 2, 3
 CODE_NAMES = ("finite", "nan", "+inf", "-inf")
@@ -187,7 +188,7 @@ def _first_layer_by_lists(a: Outcome, b: Outcome) -> str | None:
     return None
 
 
-def pair_pattern(a: Outcome, b: Outcome) -> dict[str, Any] | None:
+def pair_pattern(a: Outcome, b: Outcome) -> NanPattern | None:
     """Where two backends' non-finite patterns differ (output, logits, layer lists), or None."""
     arrays = {}
     for name in ARRAYS:
@@ -200,11 +201,10 @@ def pair_pattern(a: Outcome, b: Outcome) -> dict[str, Any] | None:
     if not arrays and layer is None:
         return None
     first = next(iter(arrays.values()), None)
-    return {"first_layer": layer, "first_layer_from": "layer-lists" if layer is not None else None,
-            "elements": first["elements"] if first else 0,
-            "example": ({"array": next(iter(arrays)), "index": first["index"],
-                         a.backend: first["values"][0], b.backend: first["values"][1]} if first else None),
-            "arrays": sorted(arrays)}
+    example = NanExample(array=next(iter(arrays)), index=first["index"],
+                         **{a.backend: first["values"][0], b.backend: first["values"][1]}) if first else None
+    return NanPattern(first_layer=layer, first_layer_from="layer-lists" if layer is not None else None,
+                      elements=first["elements"] if first else 0, example=example, arrays=sorted(arrays))
 
 
 def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | None = None,
@@ -227,14 +227,14 @@ def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | Non
     in_bad = has_nonfinite(inputs)
     in_big = overflow_scale(inputs, compute)
     bad_names = {o.backend for o in bad}
-    detail: dict[str, Any] = {
-        "first_layer": {o.backend: o.nonfinite[0] for o in bad if o.nonfinite},
-        "layers": {o.backend: o.nonfinite for o in bad},
-        "strong": bool(patterns), "finite_backends": finite_where_others_are_not(ok),
-        "input_nonfinite": in_bad, "input_overflow_scale": in_big, "patterns": patterns,
-        "counts": {o.backend: _counts(o.output) for o in bad if o.output is not None},
-        "ran": len(ok), "agreed": False, "overflow_boundary": False,
-    }
+    detail = NanDetail(
+        first_layer={o.backend: o.nonfinite[0] for o in bad if o.nonfinite},
+        layers={o.backend: o.nonfinite for o in bad},
+        strong=bool(patterns), finite_backends=finite_where_others_are_not(ok),
+        input_nonfinite=in_bad, input_overflow_scale=in_big, patterns=patterns,
+        counts={o.backend: _counts(o.output) for o in bad if o.output is not None},
+        ran=len(ok), agreed=False, overflow_boundary=False,
+    )
     if patterns:
         involved = bad_names | {b for k in patterns for b in k.split("|")}
         finding = Finding(Kind.NAN, [o.backend for o in ok if o.backend in involved], detail)
@@ -263,11 +263,11 @@ def finite_where_others_are_not(ok: list[Outcome]) -> list[str]:
     return out
 
 
-def unpatterned_kind(detail: Mapping[str, Any]) -> str:
+def unpatterned_kind(detail: NanDetail) -> str:
     """The kind of a NaN finding with no standing pattern difference: propagation when the
     input explains the non-finite values (NaN/Inf or overflow-scale values in it), else
     the paper's NaN oracle (NaN/Inf made from ordinary finite inputs)."""
-    if detail.get("input_nonfinite") or detail.get("input_overflow_scale"):
+    if detail.input_nonfinite or detail.input_overflow_scale:
         return Kind.NAN_PROPAGATED
     return Kind.NAN
 
@@ -279,9 +279,9 @@ def _settle_kind(finding: Finding) -> None:
     (``agreed``): counted in the paper's NaN tables, not evidence of a bug in any one
     backend (``audee.known`` classes it)."""
     d = finding.detail
-    if not d.get("strong"):
+    if not d.strong:
         finding.kind = unpatterned_kind(d)
-    d["agreed"] = bool(finding.kind == Kind.NAN and not d.get("strong") and d.get("ran", 2) >= 2)
+    d.agreed = bool(finding.kind == Kind.NAN and not d.strong and d.ran >= 2)
 
 
 def settle_conditioning(finding: Finding) -> None:
@@ -291,12 +291,12 @@ def settle_conditioning(finding: Finding) -> None:
     strong finding whose every standing pair is at the overflow boundary
     (``patterns[pair]["overflow_boundary"]``, :func:`overflow_boundary`) records
     ``overflow_boundary``: undefined behaviour, not a bug."""
-    patterns = finding.detail.get("patterns") or {}
-    if patterns and all(p.get("cleared") in CLEARED for p in patterns.values()):
-        finding.detail["strong"] = False
-    standing = [p for p in patterns.values() if p.get("cleared") not in CLEARED]
-    finding.detail["overflow_boundary"] = bool(finding.detail.get("strong") and standing
-                                               and all(p.get("overflow_boundary") for p in standing))
+    d = finding.detail
+    patterns = d.patterns
+    if patterns and all(p.cleared in CLEARED for p in patterns.values()):
+        d.strong = False
+    standing = [p for p in patterns.values() if p.cleared not in CLEARED]
+    d.overflow_boundary = bool(d.strong and standing and all(p.overflow_boundary for p in standing))
     _settle_kind(finding)
 
 
@@ -307,7 +307,7 @@ def diagnose_patterns(finding: Finding, layers: Mapping[str, Mapping[str, np.nda
     element-wise non-finite patterns differ, with its element count and an example index
     (row numbers of the full batch).  Pairs whose layer outputs all agree keep the
     output-level record, marked ``first_layer_from: "output"``."""
-    for key, p in finding.detail.get("patterns", {}).items():
+    for key, p in finding.detail.patterns.items():
         a, b = key.split("|")
         la, lb = layers.get(a), layers.get(b)
         if not isinstance(la, Mapping) or not isinstance(lb, Mapping):
@@ -320,11 +320,11 @@ def diagnose_patterns(finding: Finding, layers: Mapping[str, Mapping[str, np.nda
                 index = list(got["index"])
                 if rows is not None and index:
                     index[0] = int(rows[index[0]])
-                p.update({"first_layer": name, "first_layer_from": "layers", "layer_elements": got["elements"],
-                          "layer_example": {"index": index, a: got["values"][0], b: got["values"][1]}})
+                p.first_layer, p.first_layer_from, p.layer_elements = name, "layers", got["elements"]
+                p.layer_example = NanExample(index=index, **{a: got["values"][0], b: got["values"][1]})
                 break
         else:
-            p.update({"first_layer_from": "output" if p.get("arrays") else p.get("first_layer_from")})
+            p.first_layer_from = "output" if p.arrays else p.first_layer_from
 
 
 def diagnose_rows(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | None, limit: int) -> list[int]:

@@ -6,10 +6,10 @@ NaN one, both of a pair); a bug report wants the one that is *wrong*.  With thre
 backends the majority tells it; with two nobody can.  :func:`mark_odd` sets, on every
 failure finding of a case:
 
-* ``detail["odd"]``: the sorted labels of the backends outside a strict majority of
+* ``detail.odd``: the sorted labels of the backends outside a strict majority of
   backends that behave alike, or ``[]`` when no strict majority exists (two backends, a
   tie, every backend different) or every backend behaves alike;
-* ``detail["odd_rule"]``: why, in a few words (``"minority of 4"``, ``"two backends:
+* ``detail.odd_rule``: why, in a few words (``"minority of 4"``, ``"two backends:
   cannot tell"``, ...).
 
 The rules (``docs/oracles.md``, "The odd backend"):
@@ -61,7 +61,7 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding]) -> None:
             odd, rule = pairwise
         else:
             odd, rule = [], f"no rule for {f.kind}"
-        f.detail["odd"], f.detail["odd_rule"] = list(odd), rule
+        f.detail.odd, f.detail.odd_rule = list(odd), rule
 
 
 def acceptance_groups(outcomes: list[Outcome]) -> dict[str, Hashable]:
@@ -113,7 +113,7 @@ def failing_pairs(findings: list[Finding]) -> set[frozenset[str]]:
     out = set()
     for f in findings:
         if f.kind in PAIRWISE and f.is_failure:
-            pair = f.detail.get("pair")
+            pair = f.detail.pair
             out.add(frozenset(pair.split("|")) if isinstance(pair, str) else frozenset(f.backends))
     return out
 

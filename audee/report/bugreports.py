@@ -114,35 +114,37 @@ def expected_actual(root: dict[str, Any], record: Any) -> list[str]:
     """Expected against actual, with the numbers the case's verdict holds."""
     if record is None:
         return ["(no case file: see the repro script)"]
-    findings = [f for f in record.verdict.get("findings", []) if f.get("kind") == root["kind"]]
+    findings = [f for f in record.verdict_obj().findings if f.kind == root["kind"]]
     out: list[str] = []
     for f in findings[:4]:
-        d = f.get("detail") or {}
+        d = f.detail  # the kind's detail type (audee.records.findings)
         if root["kind"] == "divergent_acceptance":
-            out.append(f"- expected: every backend computes a result, as {', '.join(d.get('accepted') or [])} do")
-            for b, e in (d.get("errors") or {}).items():
-                msg = " ".join(str((e or {}).get("message", "")).split())[:400]
-                out.append(f"- actual on {b} ({(e or {}).get('phase')}): `{msg}`")
+            out.append(f"- expected: every backend computes a result, as {', '.join(d.accepted)} do")
+            for b, e in d.errors.items():
+                msg = " ".join(str(e.message or "").split())[:400]
+                out.append(f"- actual on {b} ({e.phase}): `{msg}`")
         elif root["kind"] == "hard_crash":
-            out.append(f"- expected: a result or a clean exception; actual on {', '.join(f.get('backends', []))}: "
-                       f"{d.get('how')} at {d.get('phase')}: `{' '.join(str(d.get('message', '')).split())[:400]}`")
+            out.append(f"- expected: a result or a clean exception; actual on {', '.join(f.backends)}: "
+                       f"{d.how} at {d.phase}: `{' '.join(str(d.message or '').split())[:400]}`")
         elif root["kind"] == "deviation":
-            out.append(f"- {d.get('pair', '').replace('|', ' vs ')}: largest |difference| {d.get('max_abs')}, "
-                       f"largest relative {d.get('max_rel')}, {d.get('n_out')} of {d.get('n')} values beyond "
-                       f"rtol {(d.get('tolerance') or {}).get('rtol')} / atol {(d.get('tolerance') or {}).get('atol')} "
-                       f"({d.get('dtype')}); expected: within tolerance; first layer deviating on its own input: "
-                       f"{(d.get('own_layers') or ['-'])[0]}")
+            tol = d.tolerance
+            out.append(f"- {(d.pair or '').replace('|', ' vs ')}: largest |difference| {d.max_abs}, "
+                       f"largest relative {d.max_rel}, {d.n_out} of {d.n} values beyond "
+                       f"rtol {tol.rtol if tol else None} / atol {tol.atol if tol else None} "
+                       f"({d.dtype}); expected: within tolerance; first layer deviating on its own input: "
+                       f"{(d.own_layers or ['-'])[0]}")
         elif root["kind"] == "inconsistency":
-            shapes = d.get("shape_mismatch")
-            out.append(f"- {d.get('pair', '').replace('|', ' vs ')}: {d.get('n_flips')} predicted labels differ "
-                       f"(distance {d.get('distance')}"
+            shapes = d.shape_mismatch
+            out.append(f"- {(d.pair or '').replace('|', ' vs ')}: {d.n_flips} predicted labels differ "
+                       f"(distance {d.distance}"
                        + (f"; output shapes differ: {shapes}" if shapes else "") + "); expected: the same labels")
         elif root["kind"] == "nan":
-            out.append(f"- first non-finite layer per backend: {d.get('first_layer')}; finite backends: "
-                       f"{d.get('finite_backends')}; non-finite counts in the output: {d.get('counts')}")
-            for pair, p in (d.get("patterns") or {}).items():
-                out.append(f"  - {pair.replace('|', ' vs ')}: patterns differ first at {p.get('first_layer')}, "
-                           f"example {p.get('layer_example') or p.get('example')}")
+            out.append(f"- first non-finite layer per backend: {d.first_layer}; finite backends: "
+                       f"{d.finite_backends}; non-finite counts in the output: {d.counts}")
+            for pair, p in d.patterns.items():
+                example = p.layer_example or p.example
+                out.append(f"  - {pair.replace('|', ' vs ')}: patterns differ first at {p.first_layer}, "
+                           f"example {example.to_json() if example is not None else None}")
     return out or ["(the case's verdict holds no finding of this kind)"]
 
 

@@ -7,48 +7,71 @@ case itself; the DNN of a search-found case is the search's target variant.  Uni
 part of the key because two units (other rng, other backends) draw different variants
 under the same ids.
 
-Plain dict rows in, so both the campaign's localization stage and the pandas report
-share one definition.
+Typed rows in (audee.records: a results row and its search run), so the campaign's
+localization stage and the report share one definition; the report's frames, whose
+level and DNN the merge worked out from the same rows, come in as :class:`Seen`.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from audee.records.rows import ResultRow
+from audee.records.search import SearchRun
 
 LEVELS = {"input": "IN", "weight": "WT", "input-weight": "IN-WT"}
 
 
-def level_of(row: dict[str, Any], searches: dict[str, dict[str, Any]]) -> str:
-    """NET for network-level rows, else IN / WT / IN-WT from the row's search."""
-    sid = row.get("search_id")
-    if not sid:
+def level_of(row: ResultRow, searches: Mapping[str, SearchRun]) -> str:
+    """NET for network-level rows, else IN / WT / IN-WT from the row's search (the row's
+    own record of its level when the search run is missing)."""
+    if not row.search_id:
         return "NET"
-    level = (searches.get(sid) or {}).get("level") or row.get("level", "")
+    run = searches.get(row.search_id)
+    level = (run.level if run is not None else None) or row.level or ""
     return level if level in LEVELS.values() else LEVELS.get(level, "?")
 
 
-def dnn_of(row: dict[str, Any], searches: dict[str, dict[str, Any]]) -> str:
-    sid = row.get("search_id")
-    if not sid:
-        return str(row["id"])
-    return str((searches.get(sid) or {}).get("target") or row.get("target") or sid)
+def dnn_of(row: ResultRow, searches: Mapping[str, SearchRun]) -> str:
+    """The DNN a case ran: itself at network level, else its search's target."""
+    if not row.search_id:
+        return row.id
+    run = searches.get(row.search_id)
+    return str((run.target if run is not None else None) or row.search_id)
 
 
-def inconsistency_key(unit: str, row: dict[str, Any], pair: str,
-                      searches: dict[str, dict[str, Any]]) -> tuple[str, str, str, str]:
-    level = level_of(row, searches)
-    weights = str(row["id"]) if level in ("WT", "IN-WT") else ""
-    return (unit, dnn_of(row, searches), pair, weights)
+@dataclass(frozen=True)
+class Seen:
+    """What deduplication reads of one results row: its id, seed, case file, inconsistent
+    pairs, level (NET / IN / WT / IN-WT) and DNN."""
+
+    id: str
+    seed: str | None
+    level: str
+    dnn: str
+    pairs: tuple[str, ...]
+    case_file: str | None = None
+
+    @classmethod
+    def of(cls, row: ResultRow, searches: Mapping[str, SearchRun]) -> "Seen":
+        return cls(row.id, row.seed, level_of(row, searches), dnn_of(row, searches), tuple(row.inconsistent_pairs),
+                   row.case_file)
 
 
-def unique_inconsistencies(unit: str, rows: Iterable[dict[str, Any]],
-                           searches: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def inconsistency_key(unit: str, seen: Seen, pair: str) -> tuple[str, str, str, str]:
+    weights = seen.id if seen.level in ("WT", "IN-WT") else ""
+    return (unit, seen.dnn, pair, weights)
+
+
+def unique_inconsistencies(unit: str, rows: Iterable[Seen | ResultRow],
+                           searches: Mapping[str, SearchRun] | None = None) -> list[dict[str, Any]]:
     """One entry per unique inconsistency: the first case (by id) that shows it."""
+    seen = [r if isinstance(r, Seen) else Seen.of(r, searches or {}) for r in rows]
     picked: dict[tuple, dict[str, Any]] = {}
-    for row in sorted(rows, key=lambda r: str(r["id"])):
-        for pair in row.get("inconsistent_pairs") or []:
-            key = inconsistency_key(unit, row, pair, searches)
+    for s in sorted(seen, key=lambda s: s.id):
+        for pair in s.pairs:
+            key = inconsistency_key(unit, s, pair)
             if key not in picked:
-                picked[key] = {"key": key, "unit": unit, "seed": row.get("seed"), "pair": pair,
-                               "level": level_of(row, searches), "dnn": key[1], "case_id": row["id"],
-                               "case_file": row.get("case_file")}
+                picked[key] = {"key": key, "unit": unit, "seed": s.seed, "pair": pair, "level": s.level,
+                               "dnn": key[1], "case_id": s.id, "case_file": s.case_file}
     return list(picked.values())

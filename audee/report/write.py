@@ -16,8 +16,10 @@ import numpy as np
 import pandas as pd
 
 from audee.apis import load_api_configs
+from audee.records.localization import LocalizationRecord
+from audee.records.rows import PlacedRow
 from audee.report import coverage
-from audee.report.dedup import unique_inconsistencies as unique_inconsistencies_of
+from audee.report.dedup import Seen, unique_inconsistencies as unique_inconsistencies_of
 from audee.report.merge import CampaignData
 from audee.store.atomic import write_atomic, write_via
 
@@ -33,11 +35,20 @@ def unique_inconsistencies(cases: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     rows = []
     for unit, group in cases.groupby("unit"):
-        records = [{k: v for k, v in r.items() if not _missing(v)} for r in group.to_dict("records")]
-        for u in unique_inconsistencies_of(str(unit), records, {}):
+        for u in unique_inconsistencies_of(str(unit), [_seen(r) for r in group.to_dict("records")]):
             rows.append({"seed": u["seed"], "pair": u["pair"].replace("|", " vs "), "level": u["level"],
                          "key": u["key"], "case_id": u["case_id"]})
     return pd.DataFrame(rows, columns=cols)
+
+
+def _seen(r: dict[str, Any]) -> Seen:
+    """A frame row as deduplication reads it: level and DNN as the merge worked them out
+    from the typed row and its search (a frame without a ``dnn`` column holds network-level
+    cases, each its own DNN)."""
+    seed, level, dnn, case_file = r.get("seed"), r.get("level"), r.get("dnn"), r.get("case_file")
+    return Seen(str(r["id"]), None if _missing(seed) else seed, "NET" if _missing(level) else str(level),
+                str(r["id"] if _missing(dnn) else dnn), tuple(_list(r.get("inconsistent_pairs"))),
+                case_file if isinstance(case_file, str) else None)
 
 
 def _missing(v: object) -> bool:
@@ -94,8 +105,8 @@ def failing_cases(cases: pd.DataFrame, out: Path) -> pd.DataFrame:
     rows = []
     for _, r in cases[cases["status"] == "fail"].sort_values(["unit", "id"]).iterrows():
         link = "-"
-        if isinstance(r.get("case_file"), str) and isinstance(r.get("unit_dir"), str):
-            link = Path(os.path.relpath(Path(r["unit_dir"]) / r["case_file"], Path(out).resolve())).as_posix()
+        if isinstance(r.get("case_path"), str):  # the case file as the merge found it (audee.store.RunStore)
+            link = Path(os.path.relpath(r["case_path"], Path(out).resolve())).as_posix()
         rows.append({"unit": r["unit"], "case": r["id"], "kinds": ", ".join(_list(r.get("kinds"))),
                      "backends": _backends(r), "case_file": link})
     return pd.DataFrame(rows, columns=cols)
@@ -183,7 +194,7 @@ def table2(localized: pd.DataFrame) -> pd.DataFrame:
         flags = g["cradle"].apply(lambda v: len(v) if isinstance(v, list) else 0)
         flagged = fp = 0
         for _, r in g[pairs > 0].iterrows():
-            layers = {p["layer"] for p in r["localized"]}
+            layers = {p.layer for p in r["localized"]}
             flagged += len(r["cradle"])
             fp += sum(layer not in layers for layer in r["cradle"])
         rows.append({"seed": seed, "#M": len(g), "#Layer": int(g["layers"].max()), "located": int((pairs > 0).sum()),
@@ -206,11 +217,10 @@ def signatures(localized: pd.DataFrame) -> pd.DataFrame:
         if not found:
             continue
         top = found[0]
-        rows.append({"api": top["api"], "param": top["param"], "pair": r["pair"].replace("|", " vs "),
+        rows.append({"api": top.api, "param": top.param, "pair": r["pair"].replace("|", " vs "),
                      "seed": r["seed"], "level": r["level"], "case": r["case_id"],
-                     "fix": f"{top['old']!r} -> {top['new']!r}",
-                     "also": [f"{p['api']}.{p['param']}" for p in found[1:]
-                              if (p["api"], p["param"]) != (top["api"], top["param"])]})
+                     "fix": f"{top.old!r} -> {top.new!r}",
+                     "also": [f"{p.api}.{p.param}" for p in found[1:] if (p.api, p.param) != (top.api, top.param)]})
     if not rows:
         return pd.DataFrame(columns=cols)
     df = pd.DataFrame(rows)
@@ -324,26 +334,26 @@ def figure3(data: CampaignData, path: Path) -> bool:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    traces = [t for t in data.traces.values() if t.get("config", {}).get("fitness") == "inconsistency" and t["trace"]]
+    traces = [t for t in data.traces.values() if t.trace.fitness == "inconsistency" and t.trace.trace]
     if not traces:
         return False
     level_name = {"input": "IN", "weight": "WT", "input-weight": "IN-WT"}
-    levels = [lv for lv in LEVEL_ORDER if any(level_name.get(t["config"].get("level"), "?") == lv for t in traces)]
-    levels += sorted({level_name.get(t["config"].get("level"), "?") for t in traces} - set(levels))
-    seeds = sorted({str(t.get("seed")) for t in traces})
+    levels = [lv for lv in LEVEL_ORDER if any(level_name.get(t.trace.level, "?") == lv for t in traces)]
+    levels += sorted({level_name.get(t.trace.level, "?") for t in traces} - set(levels))
+    seeds = sorted({str(t.seed) for t in traces})
     palette = plt.get_cmap("tab10" if len(seeds) <= 10 else "tab20")
     color = {seed: palette(i % palette.N) for i, seed in enumerate(seeds)}
     fig, axes = plt.subplots(1, len(levels), figsize=(3.2 + 3.6 * len(levels), 4.4), sharey=True, squeeze=False)
     clipped = {"high": 0, "low": 0}
     shown: list[float] = []
     for ax, level in zip(axes[0], levels):
-        runs = [t for t in traces if level_name.get(t["config"].get("level"), "?") == level]
-        for t in sorted(runs, key=lambda t: (str(t.get("seed")), t["config"].get("search", "ga"), t["id"])):
-            gens = np.array([g["generation"] for g in t["trace"]], dtype=float) + 1
-            best = np.array([np.nan if g["best"] is None else g["best"] for g in t["trace"]], dtype=float)
+        runs = [t for t in traces if level_name.get(t.trace.level, "?") == level]
+        for t in sorted(runs, key=lambda t: (str(t.seed), t.trace.search, t.trace.id)):
+            gens = np.array([g.generation for g in t.trace.trace], dtype=float) + 1
+            best = np.array([np.nan if g.best is None else g.best for g in t.trace.trace], dtype=float)
             best = np.fmax.accumulate(best)  # best so far; a generation without a value keeps the last
-            ga = t["config"].get("search", "ga") == "ga"
-            c = color[str(t.get("seed"))]
+            ga = t.trace.search == "ga"
+            c = color[str(t.seed)]
             y, solid, hi, lo = clip_series(best)
             ax.plot(gens, np.where(solid, y, np.nan), ls="-" if ga else "--", lw=1.3 if ga else 1.0, color=c,
                     alpha=0.85)
@@ -405,27 +415,29 @@ BUG_COLS = ["class", "status", "known_id", "kind", "backends", "odd", "what", "p
             "first_case", "case_file", "repro", "report", "link", "slug"]
 
 
-def _relocalized(row: dict, localized: dict) -> dict:
+def _relocalized(at: PlacedRow, localized: dict) -> PlacedRow:
     """A row whose inconsistencies were localized (the RQ2 stage): their signatures take the
     layer API and parameter from the localization (audee.signature: localization first)."""
     from dataclasses import replace
 
+    from audee.case import Finding
+    from audee.records.findings import InconsistencyDetail
     from audee.signature import Signature, signatures_of
 
-    docs = localized.get((row.get("unit"), row.get("id")))
-    if not docs or not isinstance(row.get("signatures"), list):
-        return row
+    docs = localized.get((at.unit, at.row.id))
+    if not docs:
+        return at
     sigs = []
-    for d in row["signatures"]:
+    for d in at.row.signatures:
         sig = Signature.from_json(d)
         doc = docs.get("|".join(sig.backends)) if sig.kind == "inconsistency" else None
-        if doc is not None and doc.get("localized"):
-            finding = {"kind": sig.kind, "backends": list(sig.backends), "detail": {"pair": "|".join(sig.backends)}}
+        if doc is not None and doc.localized:
+            finding = Finding(sig.kind, list(sig.backends), InconsistencyDetail(pair="|".join(sig.backends)))
             sigs += [replace(x, odd=sig.odd, context=tuple(dict.fromkeys(sig.context + x.context))).to_json()
                      for x in signatures_of(finding, localization=doc)]
         else:
             sigs.append(d)
-    return {**row, "signatures": sigs}
+    return replace(at, row=at.row.model_copy(update={"signatures": sigs}))
 
 
 def campaign_bugs(data: CampaignData, known: list | None = None) -> list[dict[str, Any]]:
@@ -433,15 +445,14 @@ def campaign_bugs(data: CampaignData, known: list | None = None) -> list[dict[st
     where the localize stage ran."""
     from audee.known import load_known_issues, unique_bugs
 
-    if data.cases.empty or "signatures" not in data.cases:
+    if not data.rows:
         return []
     localized: dict = {}
     for _, r in data.localized.iterrows() if not data.localized.empty else []:
         if isinstance(r.get("localized"), list):
             pair = "|".join(sorted(str(r["pair"]).split("|")))
-            localized.setdefault((r["unit"], r["case_id"]), {})[pair] = {"localized": r["localized"]}
-    rows = [_relocalized({k: v for k, v in r.items() if not _missing(v)}, localized)
-            for r in data.cases[data.cases["status"] == "fail"].to_dict("records")]
+            localized.setdefault((r["unit"], r["case_id"]), {})[pair] = LocalizationRecord(localized=r["localized"])
+    rows = [_relocalized(at, localized) for at in data.rows if at.row.status == "fail"]
     return unique_bugs(rows, load_known_issues() if known is None else known)
 
 
@@ -470,8 +481,7 @@ def phase_table(cases: pd.DataFrame) -> pd.DataFrame:
     columns = ["backend", "cases", *TIMED_PHASES, "total"]
     if cases.empty or PHASES_FIELD not in cases:
         return pd.DataFrame(columns=columns)
-    rows = [{PHASES_FIELD: v} for v in cases[PHASES_FIELD] if isinstance(v, dict)]
-    summary = phase_summary(rows)
+    summary = phase_summary(v for v in cases[PHASES_FIELD] if isinstance(v, dict))
     return pd.DataFrame([{"backend": b, "cases": s["cases"], **s["mean_s"], "total": s["mean_total_s"]}
                          for b, s in summary.items()], columns=columns)
 

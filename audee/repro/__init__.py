@@ -35,10 +35,14 @@ from audee import __version__
 from audee.case import Finding, Kind, TestCase
 from audee.errors import AudeeError
 from audee.oracle.deviation import Tolerances
+from audee.records.findings import DeviationDetail, HardCrashDetail
+from audee.records.localization import LocalizationReport
+from audee.records.rows import ResultRow
 from audee.repro.template import SCRIPT
 from audee.spec import ModelSpec, Weights, contiguous, one_layer_spec, weights_key
 from audee.store.atomic import write_atomic
 from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
+from audee.store.runstore import RunStore
 from audee.verdicts import finding_holds, main_failure
 
 #: the script's exit codes (its header says them too): the failure reproduces, it does not, the
@@ -86,9 +90,9 @@ def _roles(record: CaseRecord, f: Finding) -> tuple[list[str], list[str]]:
     """(backends the script runs, the failing ones among them), in the case's order."""
     d = f.detail
     if f.kind == Kind.DIVERGENT_ACCEPTANCE:
-        run = list(f.backends) + [b for b in d.get("accepted", []) if b not in f.backends][:1]
+        run = list(f.backends) + [b for b in d.accepted if b not in f.backends][:1]
     elif f.kind == Kind.NAN:
-        run = list(f.backends) + [b for b in d.get("finite_backends", []) if b not in f.backends][:1]
+        run = list(f.backends) + [b for b in d.finite_backends if b not in f.backends][:1]
     else:
         run = list(f.backends)
     order = [r.label for r in record.backends]
@@ -118,18 +122,16 @@ def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str
                              field="--layer")
         return layer
     d = f.detail
-    cands: list[Any] = list(d.get("own_layers") or [])
+    cands: list[Any] = list(d.own_layers) if isinstance(d, DeviationDetail) else []
     if f.kind == Kind.NAN:
-        first = d.get("first_layer") or {}
-        cands += [first[b] for b in f.backends if isinstance(first, dict) and b in first]
+        cands += [d.first_layer[b] for b in f.backends if b in d.first_layer]
     loc = record.meta.get("localization")
     if isinstance(loc, dict):
-        cands += [s.get("layer") for s in loc.get("sources", []) if isinstance(s, dict)]
+        cands += [s.layer for s in LocalizationReport.from_json(loc).sources]
     if f.kind in (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE):  # a layer the error message names
         from audee.signature import named_layer
 
-        errors = d.get("errors") or {}
-        texts = [d.get("message")] + [e.get("message") if isinstance(e, dict) else e for e in errors.values()]
+        texts = [d.message] if isinstance(d, HardCrashDetail) else [e.message for e in d.errors.values()]
         spec_layers = {ls.name: ls for ls in record.model_spec.layers}
         cands += [named_layer(t, spec_layers) for t in texts if isinstance(t, str)]
     return next((c for c in cands if isinstance(c, str) and c in names), None)
@@ -138,7 +140,7 @@ def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str
 def failing_rows(f: Finding, n: int) -> list[int]:
     """The batch rows the finding names (all rows when it names none)."""
     d = f.detail
-    rows = d.get("rows") if f.kind == "deviation" else d.get("inputs") if f.kind == Kind.INCONSISTENCY else None
+    rows = d.rows if f.kind == "deviation" else d.inputs if f.kind == Kind.INCONSISTENCY else None
     rows = sorted({int(r) for r in rows or [] if 0 <= int(r) < n})
     return rows or list(range(n))
 
@@ -147,7 +149,7 @@ def _compare_layer(spec: ModelSpec, f: Finding, one_layer: str | None) -> str:
     if one_layer is not None:
         return one_layer
     if f.kind == "deviation":  # the tensor the whole-model check found out of tolerance
-        return spec.output if f.detail.get("tensor") == "output" else spec.logits_layer
+        return spec.output if f.detail.tensor == "output" else spec.logits_layer
     return spec.output
 
 
@@ -286,8 +288,8 @@ def _versions(record: CaseRecord, labels: list[str]) -> str:
 def _expect(f: Finding, run: list[str], failing: list[str], layer: str) -> str:
     others = [b for b in run if b not in failing]
     if f.kind == Kind.HARD_CRASH:
-        how = f.detail.get("how", "crash")
-        return f"{', '.join(failing)} crashes ({how}, {f.detail.get('phase', '?')} phase)"
+        how = f.detail.how or "crash"
+        return f"{', '.join(failing)} crashes ({how}, {f.detail.phase or '?'} phase)"
     if f.kind == Kind.DIVERGENT_ACCEPTANCE:
         return f"{', '.join(failing)} rejects a model that {', '.join(others)} runs"
     if f.kind == Kind.NAN:
@@ -301,18 +303,21 @@ def _expect(f: Finding, run: list[str], failing: list[str], layer: str) -> str:
 def _recorded(f: Finding) -> str:
     d = f.detail
     if f.kind == Kind.DIVERGENT_ACCEPTANCE:
-        errs = d.get("errors", {})
-        return "; ".join(f"{b} {e.get('phase', '?')} error: {(e.get('message') or '').strip().splitlines()[0][:160]}"
-                         for b, e in errs.items() if isinstance(e, dict) and (e.get("message") or "").strip())
+        return "; ".join(f"{b} {e.phase or '?'} error: {(e.message or '').strip().splitlines()[0][:160]}"
+                         for b, e in d.errors.items() if (e.message or "").strip())
     if f.kind == Kind.HARD_CRASH:
-        return f"{', '.join(f.backends)}: {(d.get('message') or d.get('how') or '').strip()[:160]}"
+        return f"{', '.join(f.backends)}: {(d.message or d.how or '').strip()[:160]}"
     if f.kind == Kind.INCONSISTENCY:
-        return f"{d.get('n_flips', '?')} label flips, logits distance {d.get('distance', float('nan')):.4g}"
+        flips = d.n_flips if d.n_flips is not None else "?"
+        return f"{flips} label flips, logits distance {d.distance if d.distance is not None else float('nan'):.4g}"
     if f.kind == Kind.NAN:
-        first = d.get("first_layer", {})
+        first = d.first_layer
         return "first non-finite layer " + ", ".join(f"{k}: {v}" for k, v in first.items()) if first else ""
-    keys = [k for k in ("score", "max_abs", "max_rel", "n_out", "first_layer", "own_layers") if k in d]
-    return ", ".join(f"{k} {d[k]}" for k in keys)
+    if not isinstance(d, DeviationDetail):
+        return ""
+    shown = {"score": d.score, "max_abs": d.max_abs, "max_rel": d.max_rel, "n_out": d.n_out,
+             "first_layer": d.first_layer, "own_layers": d.own_layers}
+    return ", ".join(f"{k} {v}" for k, v in shown.items() if d.written(k))
 
 
 def _json_literal(obj: Any, lines: bool = False) -> str:
@@ -332,7 +337,8 @@ def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], fail
            one: str | None, compare: str, rows: list[int], timeout: float,
            data: dict[str, tuple[list[int], str]]) -> str:
     """The script's text; ``data``: the manifest of its ``.npz`` (:func:`_write_data`)."""
-    tol = f.detail.get("tolerance") or (record.tolerances or {}).get("float32") or {}
+    given = f.detail.tolerance if isinstance(f.detail, DeviationDetail) else None
+    tol = (given.to_json() if given is not None else None) or (record.tolerances or {}).get("float32") or {}
     rtol, atol = float(tol.get("rtol", 1e-3)), float(tol.get("atol", 1e-5))
     expect = _expect(f, run, failing, compare)
     model = {"inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in spec.inputs],
@@ -422,7 +428,7 @@ def repro_case(path: str | Path, *, out: str | Path | None = None, name: str | N
         raise AudeeError(f"--backends names the plugin {plugins[0]!r}: a repro script runs built-in backends only",
                          field="--backends")
     case_dir = Path(path).resolve().parent
-    out_dir = Path(out) if out is not None else case_dir.parent / "repro"
+    out_dir = Path(out) if out is not None else RunStore(case_dir.parent).repro_dir  # cases/ is in a run directory
     with tempfile.TemporaryDirectory(prefix="audee-repro-") as tmp:
         with Pool([refs[b] for b in run], log_dir or Path(tmp), timeout=TIMEOUT_S) as pool:
             pool.start_or_fail(source=str(path))
@@ -431,34 +437,34 @@ def repro_case(path: str | Path, *, out: str | Path | None = None, name: str | N
 
 
 # ---- one script per unique bug of a run ---------------------------------------------------------
-def write_bug_repros(out: Path, pool: Any, rows: list[dict[str, Any]]) -> list[Path]:
-    """For every unique bug (signature) of a run directory's results rows whose script is not
-    written yet, write ``out/repro/<slug>.py`` from the bug's first case file, on ``pool``
-    (the run's workers, still up: they compute one-layer inputs and check the smallest model
-    still fails).  A bug that needs a plugin backend gets no script (logged); nothing here
-    stops the run."""
+def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[Path]:
+    """For every unique bug (signature) of a run's results rows whose script is not written
+    yet, write ``<slug>.py`` into the run's repro folder from the bug's first case file, on
+    ``pool`` (the run's workers, still up: they compute one-layer inputs and check the
+    smallest model still fails).  A bug that needs a plugin backend gets no script (logged);
+    nothing here stops the run."""
     import logging
 
     from audee.signature import Signature, signatures_of
 
     log = logging.getLogger(__name__)
     written: list[Path] = []
-    first: dict[str, dict[str, Any]] = {}
-    for row in sorted(rows, key=lambda r: str(r.get("id"))):
-        for d in row.get("signatures") or []:
-            if isinstance(row.get("case_file"), str):
+    first: dict[str, ResultRow] = {}
+    for row in sorted(rows, key=lambda r: r.id):
+        for d in row.signatures:
+            if row.case_file is not None:
                 first.setdefault(Signature.from_json(d).slug(), row)
     for slug, row in first.items():
-        if (Path(out) / "repro" / f"{slug}.py").is_file():
+        if (store.repro_dir / f"{slug}.py").is_file():
             continue
         try:
-            record = CaseRecord.from_file(Path(out) / row["case_file"])
+            record = store.load_case(row.case_file)
             findings = [Finding.from_json(f) for f in record.verdict.get("findings", [])]
             index = next((i for i, f in enumerate(findings)
                           if any(s.slug() == slug for s in signatures_of(f, record.spec, record.meta))), None)
             if index is None:
                 continue
-            script = write_repro(record, Path(out) / "repro", slug, pool=pool, finding=index)
+            script = write_repro(record, store.repro_dir, slug, pool=pool, finding=index)
             written.append(script.script)
             log.info("repro script %s: %s", script.script, script.describe())
         except AudeeError as exc:

@@ -9,11 +9,9 @@ is run again on resume); every confirmed failure is a case file and a row in
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -21,9 +19,9 @@ from audee.case import TestCase
 from audee.execute import Executor, Result
 from audee.search.engine import INTERRUPTED, Search, SearchConfig, SearchOutcome
 from audee.settings import SearchPlan  # the one shape of a search plan (re-exported here)
+from audee.records.search import SearchRun, SearchTrace
 from audee.spec import ModelSpec, Weights
-from audee.store import ResultsTable
-from audee.store.atomic import write_atomic
+from audee.store import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +35,11 @@ class Target:
 
 
 def run_searches(ex: Executor, targets: list[Target], inputs: dict[str, np.ndarray], plan: SearchPlan,
-                 out: Path, table: ResultsTable, save: Callable[[Result, dict[str, Any]], str],
-                 progress: Callable[[int], Any] | None = None) -> list[dict[str, Any]]:
-    """Run every (target, search kind) not yet in ``searches.jsonl``; return their rows."""
-    searches = ResultsTable(out / "searches.jsonl")
-    done = finished_ids(searches)
+                 store: RunStore, save: Callable[[Result, dict[str, Any]], str],
+                 progress: Callable[[int], Any] | None = None) -> list[SearchRun]:
+    """Run every (target, search kind) not yet finished in the run's search runs; return
+    their rows (``save``: writes a confirmed failure's case file and row, returns its id)."""
+    done = finished_ids(store.search_runs())
     rows = []
     n_inputs = int(next(iter(inputs.values())).shape[0])
     cfg = plan.config
@@ -64,32 +62,30 @@ def run_searches(ex: Executor, targets: list[Target], inputs: dict[str, np.ndarr
             try:
                 outcome: SearchOutcome = search.run()
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM (audee.signals): say so, then unwind
-                _record(searches, out, sid, target, kind, scfg, row_index, search.outcome)
+                _record(store, sid, target, kind, scfg, row_index, search.outcome)
                 raise
-            rows.append(_record(searches, out, sid, target, kind, scfg, row_index, outcome))
+            rows.append(_record(store, sid, target, kind, scfg, row_index, outcome))
             if progress is not None:
                 progress(1)
     return rows
 
 
-def finished_ids(searches: ResultsTable) -> set[str]:
+def finished_ids(runs: Iterable[SearchRun]) -> set[str]:
     """The search runs a resumed run skips: those whose last row is not ``interrupted``
     (an interrupted one runs again, and its new row is the one readers keep)."""
-    last = {r["id"]: r for r in searches.rows()}
-    return {sid for sid, r in last.items() if r.get("stopped") != INTERRUPTED}
+    last = {r.id: r for r in runs}
+    return {sid for sid, r in last.items() if r.stopped != INTERRUPTED}
 
 
-def _record(searches: ResultsTable, out: Path, sid: str, target: Target, kind: str, scfg: SearchConfig,
-            row_index: int, outcome: SearchOutcome) -> dict[str, Any]:
-    """A search run's trace (``traces/<id>.json``) and its ``searches.jsonl`` row, both with
-    why it stopped."""
-    write_atomic(out / "traces" / f"{sid}.json",
-                 json.dumps({"id": sid, "config": scfg.model_dump(), "stopped": outcome.stopped,
-                             "trace": outcome.trace}, indent=1).encode())
-    row = {"id": sid, "target": target.id, "search": kind, "level": scfg.level, "fitness": scfg.fitness,
-           "input_row": row_index, **{k: v for k, v in outcome.to_json().items() if k != "trace"}}
-    searches.append(row)
+def _record(store: RunStore, sid: str, target: Target, kind: str, scfg: SearchConfig,
+            row_index: int, outcome: SearchOutcome) -> SearchRun:
+    """A search run's trace and its row, both with why it stopped."""
+    done = {k: v for k, v in outcome.to_json().items() if k != "trace"}
+    store.write_trace(SearchTrace.model_validate({"id": sid, "config": scfg.model_dump(), "stopped": outcome.stopped,
+                                                  "trace": outcome.trace}, strict=False))
+    row = SearchRun.model_validate({"id": sid, "target": target.id, "search": kind, "level": scfg.level,
+                                    "fitness": scfg.fitness, "input_row": row_index, **done}, strict=False)
+    store.append_search(row)
     log.info("search %s %s: %s generations, %s evaluations, %d failures, best fitness %s", sid,
-             f"stopped ({outcome.stopped})", row.get("generations"), row.get("evaluations"),
-             len(row.get("failures") or []), row.get("best_fitness"))
+             f"stopped ({outcome.stopped})", row.generations, row.evaluations, len(row.failures), row.best_fitness)
     return row

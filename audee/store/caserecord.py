@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
+from pydantic import ValidationError
 
 from audee.backends.registry import BUILTIN, DEFAULT_PRECISION, BackendRef, parse_placement
 from audee.case import Kind, TestCase, Verdict
 from audee.errors import CaseFileError
+from audee.records.findings import parse_detail
 from audee.settings import TIE_MARGIN
 from audee.store.atomic import write_atomic
 from audee.store.casefile import CASE_FORMAT, READ_FORMATS, encode, read_case_bytes
@@ -243,6 +245,11 @@ def _check_verdict(verdict: dict, bad: Any) -> None:
             raise bad("expected a list of backend labels", f"{where}.backends")
         if not isinstance(f.get("detail", {}), dict):
             raise bad(f"expected a mapping, got {type(f.get('detail')).__name__}", f"{where}.detail")
+        try:  # each kind's detail type (audee.records.findings): a wrong value is named here
+            parse_detail(f["kind"], f.get("detail") or {})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise bad(first["msg"], ".".join([f"{where}.detail", *(str(x) for x in first["loc"])])) from None
 
 
 def _check_backends(raw: list, bad: Any) -> list[BackendRef]:

@@ -11,11 +11,12 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
 from audee.errors import AudeeError
+from audee.records.rows import RowRejected, parse_object
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +44,17 @@ def phases_field(phases: dict[str, dict[str, float]]) -> dict[str, dict[str, flo
             for label, ph in sorted(phases.items())}
 
 
-def phase_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per backend over the rows that carry phase timings: cases, mean seconds per case of
-    each phase (over all those cases: a phase a case skipped, such as a cached build, counts
-    0) and their total; the summary's and the report's phase table."""
+def phase_summary(phases: Iterable[Mapping[str, Mapping[str, float]]]) -> dict[str, dict[str, Any]]:
+    """Per backend over the rows' phase timings (each row's ``phases`` field; rows without
+    timings hold none): cases, mean seconds per case of each phase (over all those cases: a
+    phase a case skipped, such as a cached build, counts 0) and their total; the summary's
+    and the report's phase table."""
     from audee.backends.base import TIMED_PHASES
 
     sums: dict[str, dict[str, float]] = {}
     cases: dict[str, int] = {}
-    for r in rows:
-        for label, ph in (r.get(PHASES_FIELD) or {}).items():
+    for timings in phases:
+        for label, ph in (timings or {}).items():
             cases[label] = cases.get(label, 0) + 1
             mine = sums.setdefault(label, {})
             for p, s in ph.items():
@@ -116,23 +118,26 @@ class ResultsTable:
         for _, row in self.numbered_rows():
             yield row
 
-    def numbered_rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(line number, row) for every row: a reader that rejects a row names its line."""
+    def numbered_lines(self) -> Iterator[tuple[int, bytes]]:
+        """(line number, bytes) of every whole line: a typed reader parses each and names
+        the line it rejects (audee.store.runstore)."""
         if not self.path.exists():
             return
         with open(self.path, "rb") as f:
             for n, raw in enumerate(f, 1):
                 if not raw.endswith(b"\n"):
                     break  # torn last line from a kill: that case is redone on resume
-                try:
-                    row = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    log.warning("%s:%d: skipping a line that is not valid JSON", self.path, n)
-                    continue
-                if not isinstance(row, dict) or "id" not in row:
-                    log.warning("%s:%d: skipping a line that is not a row (a JSON object with an id)", self.path, n)
-                    continue
-                yield n, row
+                yield n, raw
+
+    def numbered_rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(line number, JSON object with an id) for every row, any table; a line that is
+        none is a warning naming it, and skipped.  Results rows are read typed, through
+        :class:`audee.store.runstore.RunStore`."""
+        for n, raw in self.numbered_lines():
+            try:
+                yield n, parse_object(raw)
+            except RowRejected as exc:
+                log.warning("%s:%d: skipping %s", self.path, n, exc.what)
 
     def done_ids(self) -> set[str]:
         return {r["id"] for r in self.rows()}

@@ -1,0 +1,261 @@
+"""Each finding kind's detail, as a declared type.
+
+A :class:`audee.case.Finding` carries a *detail*: what its oracle measured, then what the
+Executor's diagnosis and :func:`audee.oracle.odd.mark_odd` added.  Its shape depends on the
+kind, so each kind has one model here (:data:`DETAIL_TYPES`), and code writes and reads a
+detail through its fields, never by key.
+
+Why these rules:
+
+* **same JSON as the dicts before them**: :meth:`Detail.to_json` dumps exactly the keys that
+  were written (``exclude_unset``), in the order the writers add them (fields are declared
+  in that order), so case files, repro scripts and bug signatures do not change.  A key
+  added later (``ill_conditioned``, ``layer_distances``, ``odd`` ...) is absent until set;
+  its default (None) is what a reader sees meanwhile.
+* **old files load**: every field has a default, so a detail written before a field
+  existed still validates; an unknown key is kept (``extra="allow"``) and dumped again.
+* **plain values**: numpy scalars and arrays are turned into Python numbers and lists on
+  construction (:func:`plain`); NaN and Inf floats stay floats (the case file is a pickle,
+  and the JSON writers allow them).
+
+The kind names are spelled here as strings because this module sits below
+:mod:`audee.case` (which owns :class:`~audee.case.Kind`); ``tests/test_records_findings.py``
+holds the two equal.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, model_validator
+
+
+def plain(x: Any) -> Any:
+    """``x`` with numpy scalars and arrays made Python numbers and lists, through dicts,
+    lists and tuples (tuples stay tuples)."""
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, dict):
+        return {k: plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [plain(v) for v in x]
+    if isinstance(x, tuple):
+        return tuple(plain(v) for v in x)
+    return x
+
+
+class Record(BaseModel):
+    """A part of a detail: open to keys it does not declare (an old or newer file's), dumped
+    with the keys that were written only."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_values(cls, data: Any) -> Any:
+        return plain(dict(data)) if isinstance(data, Mapping) else data
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form: the keys written (on construction or by assignment), unknown ones included."""
+        return plain(self.model_dump(exclude_unset=True))
+
+    def written(self, name: str) -> bool:
+        """Whether ``name`` was written (a declared field set, or an unknown key kept): a
+        reader that lists what a detail holds, as ``key in dict`` did."""
+        return name in self.model_fields_set or name in (self.model_extra or {})
+
+
+class Detail(Record):
+    """A finding's detail of a kind without a declared type (an unknown kind): every key kept."""
+
+
+# ---- crashes and rejections ------------------------------------------------------------------------
+class BackendError(Record):
+    """One backend's clean error (``traceback`` only for a divergent acceptance)."""
+
+    phase: str | None = None
+    message: str | None = None
+    traceback: str | None = None
+
+
+class HardCrashDetail(Detail):
+    """``hard_crash``: a signal, abort, exit or timeout on one backend."""
+
+    how: str | None = None            # the failure kind: signal, exit, timeout
+    phase: str | None = None          # build, convert, weights, run
+    message: str | None = None
+    log_tail: str | None = None       # the worker's last log lines
+    odd: list[str] | None = None      # audee.oracle.odd: the backends outside the majority
+    odd_rule: str | None = None       # ... and why
+
+
+class DivergentAcceptanceDetail(Detail):
+    """``divergent_acceptance``: some backends ran the case, the others raised a clean error."""
+
+    accepted: list[str] = []
+    errors: dict[str, BackendError] = {}
+    odd: list[str] | None = None
+    odd_rule: str | None = None
+
+
+class ConsistentRejectionDetail(Detail):
+    """``consistent_rejection``: every backend raised a clean error (expected, no failure)."""
+
+    errors: dict[str, BackendError] = {}
+    odd: list[str] | None = None
+    odd_rule: str | None = None
+
+
+# ---- non-finite values -----------------------------------------------------------------------------
+class NanExample(Record):
+    """An element where two backends' non-finite patterns differ: the array (``example``
+    only), its index, and each backend's code there (``finite``, ``nan``, ``+inf``,
+    ``-inf``) under the backend's label (kept as undeclared keys: :meth:`codes`)."""
+
+    array: str | None = None
+    index: list[int] = []
+
+    def codes(self) -> dict[str, Any]:
+        """Backend label -> its code at :attr:`index`."""
+        return dict(self.model_extra or {})
+
+
+class NanPattern(Record):
+    """One backend pair's pattern difference (``audee.oracle.nan.pair_pattern``), refined
+    per layer (``diagnose_patterns``) and judged by the conditioning rule (``execute``)."""
+
+    first_layer: str | None = None
+    first_layer_from: str | None = None   # layer-lists | layers | output
+    elements: int = 0
+    example: NanExample | None = None
+    arrays: list[str] = []
+    layer_elements: int | None = None
+    layer_example: NanExample | None = None
+    cleared: str | None = None            # audee.oracle.nan.CLEARED: why it is no evidence
+    own_layer: str | None = None          # the layer where it stands
+    overflow_boundary: bool = False
+    overflow_evidence: str | None = None  # float64 | scale
+
+
+class NanDetail(Detail):
+    """``nan`` and ``nan_propagated`` (:func:`audee.oracle.nan.nan_findings`)."""
+
+    first_layer: dict[str, str] = {}          # backend -> its first non-finite layer
+    layers: dict[str, list[str]] = {}         # backend -> its non-finite layers
+    strong: bool = False
+    finite_backends: list[str] = []
+    input_nonfinite: bool = False
+    input_overflow_scale: bool = False
+    patterns: dict[str, NanPattern] = {}      # "a|b" -> how the pair's patterns differ
+    counts: dict[str, dict[str, int]] = {}    # backend -> {"nan", "+inf", "-inf"} in its output
+    ran: int = 2                              # backends that ran
+    agreed: bool = False
+    overflow_boundary: bool = False
+    odd: list[str] | None = None
+    odd_rule: str | None = None
+
+
+# ---- label flips and deviations --------------------------------------------------------------------
+class InconsistencyDetail(Detail):
+    """``inconsistency`` (:func:`audee.oracle.inconsistency.inconsistency_findings`): labels
+    differ between a pair; ``shape_mismatch`` or ``labels``; ``layer_distances`` after the
+    diagnosis."""
+
+    pair: str | None = None
+    distance: float | None = None
+    inputs: list[int] | None = None           # flipped rows (at most 64); None: not recorded
+    n_flips: int | None = None
+    ties: int = 0
+    input_distance: dict[str, float] = {}     # row -> its distance
+    shape_mismatch: dict[str, list[int]] | None = None
+    labels: dict[str, list[int]] | None = None
+    layer_distances: dict[str, float] | None = None
+    odd: list[str] | None = None
+    odd_rule: str | None = None
+
+    @property
+    def flips(self) -> int:
+        """How many rows flipped (``n_flips``; the recorded rows where an old detail lacks it)."""
+        return self.n_flips if self.n_flips is not None else len(self.inputs or [])
+
+
+class ToleranceDetail(Record):
+    """The tolerance a comparison was judged with."""
+
+    rtol: float | None = None
+    atol: float | None = None
+
+
+class OwnScore(Record):
+    """A layer judged on its own input: its deviation, and (when out of tolerance) how far
+    rounding noise moves it (``self_score``)."""
+
+    score: float | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    self_score: float | None = None
+
+
+class DeviationDetail(Detail):
+    """``deviation`` and ``deviation_accumulated`` (:mod:`audee.oracle.deviation`), with the
+    per-layer judgement of ``audee.execute`` and, for a reduced-precision pair, the label
+    flips folded into it (``label_flips``, ``flip_inputs``)."""
+
+    pair: str | None = None
+    tensor: str | None = None                 # logits | output
+    score: float | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    n_out: int | None = None
+    n: int | None = None
+    rows: list[int] | None = None             # rows out of tolerance, worst first
+    dtype: str | None = None                  # the precision judged as
+    tolerance: ToleranceDetail | None = None
+    first_layer: str | None = None
+    own_layers: list[str] = []
+    own: dict[str, OwnScore] = {}
+    ill_conditioned: list[str] | None = None
+    label_flips: int | None = None
+    flip_inputs: list[int] | None = None
+    odd: list[str] | None = None
+    odd_rule: str | None = None
+
+
+#: finding kind -> its detail type (the names of audee.case.Kind)
+DETAIL_TYPES: dict[str, type[Detail]] = {
+    "hard_crash": HardCrashDetail,
+    "divergent_acceptance": DivergentAcceptanceDetail,
+    "consistent_rejection": ConsistentRejectionDetail,
+    "nan": NanDetail,
+    "nan_propagated": NanDetail,
+    "inconsistency": InconsistencyDetail,
+    "deviation": DeviationDetail,
+    "deviation_accumulated": DeviationDetail,
+}
+
+#: what a finding's detail may be
+AnyDetail = (Detail | HardCrashDetail | DivergentAcceptanceDetail | ConsistentRejectionDetail | NanDetail
+             | InconsistencyDetail | DeviationDetail)
+
+
+def detail_type(kind: str) -> type[Detail]:
+    """The detail type of ``kind`` (:class:`Detail` for a kind without one)."""
+    return DETAIL_TYPES.get(kind, Detail)
+
+
+def parse_detail(kind: str, data: Mapping[str, Any] | Detail | None) -> Detail:
+    """``data`` (a detail's JSON, or a detail) as ``kind``'s detail type; a detail already
+    of that type is returned as it is.  Raises pydantic's ValidationError on a wrong value."""
+    cls = detail_type(kind)
+    if isinstance(data, cls):
+        return data
+    if isinstance(data, Record):
+        data = data.to_json()
+    return cls.model_validate(dict(data or {}))
+
+
+__all__ = ["AnyDetail", "BackendError", "DETAIL_TYPES", "Detail", "DeviationDetail", "DivergentAcceptanceDetail",
+           "ConsistentRejectionDetail", "HardCrashDetail", "InconsistencyDetail", "NanDetail", "NanExample",
+           "NanPattern", "OwnScore", "Record", "ToleranceDetail", "detail_type", "parse_detail", "plain"]

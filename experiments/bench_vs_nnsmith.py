@@ -1,0 +1,337 @@
+"""Test cases per second, audee against NNSmith 0.1.0, side by side in one run (issue 32, part 3).
+
+In one run, one after the other on the same machine:
+
+* **NNSmith 0.1.0**, its fuzzer (``nnsmith.cli.fuzz``, hydra) with its defaults for
+  ``model.type=onnx backend.type=onnxruntime``: 5-node graphs (``mgen.max_nodes``),
+  symbolic generation, each model made in PyTorch, exported to ONNX, run on onnxruntime
+  and compared with PyTorch's outputs.  Run for ``--seconds`` (``fuzz.time``); a test case
+  is one ``Timing:`` line of its ``fuzz.log`` (written once per tested model), the rate is
+  the cases over the time from the start of its loop (its "Test success info supressed"
+  line) to the last case's end: after start-up (imports, the once-per-stack operator
+  dtype test, cached in the private directory).
+* **audee**, API-level one-layer cases (``audee.fuzz.fuzz_apis``) on (tensorflow,
+  onnxruntime), then on its four default backends, unpacked and (when this build's
+  ``FuzzSettings`` has a ``pack`` field) packed ``K`` cases a model for each ``--pack K``.
+  Per configuration: a started pool, one untimed warm-up case (the frameworks' lazy
+  imports, tf2onnx's first conversion), then rounds of one new case per API (every
+  configured API in a fixed shuffled order, so any prefix is a mix; a round resumes the
+  run directory) for ``--seconds``; the rate is cases over the time from the first round's
+  start to the last case's end (the progress callback stamps each case and stops the run
+  once the time is up).  Rows' ``seconds`` and ``phases`` go into the JSON.
+
+Prints one table (tool, backends, pack, cases, seconds, cases/s, ratio to NNSmith) and
+writes it with the details as JSON with ``--json PATH``.  On a shared machine compare the
+ratios of one run, not absolute rates across runs.
+
+    python experiments/bench_vs_nnsmith.py [--seconds 60] [--pack 8] [--json OUT.json]
+
+NNSmith is no dependency of audee.  It is installed once into a private directory
+(``--cache``, default ``experiments/.cache/``, git-ignored), as ``pip install --target
+DIR/site --no-deps`` of ``NNSMITH_REQS`` (NNSmith and the dependencies it imports that
+the venv lacks), reusing the venv's torch, onnx and onnxruntime; a marker file naming the
+list skips the install when it is there.  NNSmith then runs in a subprocess of this venv's
+Python with ``DIR/site`` first on ``PYTHONPATH``, started through a small bootstrap
+(``BOOT``, written into the private directory) that patches at import time and runs
+``nnsmith.cli.fuzz`` as ``__main__``; no installed file is modified.
+
+What breaks on today's stack, and what this script does about it:
+
+* ``torch.onnx.export`` uses the torch.export-based (dynamo) exporter by default since
+  PyTorch 2.9; NNSmith was written for the TorchScript one: the bootstrap wraps
+  ``torch.onnx.export`` to default to ``dynamo=False`` (and silences the legacy exporter's
+  DeprecationWarning, printed once per model otherwise).
+* ``onnx._serialize`` is gone from onnx; NNSmith's onnxruntime backend calls it to hand the
+  model to the session: the bootstrap puts it back (bytes as they are, else
+  ``SerializeToString()``).
+* z3-solver 4.12.2 and older import ``pkg_resources``, which this venv lacks (no
+  setuptools): z3-solver is pinned to 4.13.0.0, the first that finds its library through
+  ``importlib.resources``.
+* NNSmith keeps its operator dtype cache under ``appdirs.user_cache_dir`` (``~/.cache``):
+  ``XDG_CACHE_HOME`` points into the private directory.  Hydra writes its log directory
+  under the working directory (``outputs/DATE/TIME``): ``hydra.run.dir`` is a temp dir.
+* Not a breakage, NNSmith's own findings: with onnxruntime 1.31 a share of its models
+  fail to load (float64 GELU is exported as ``Erf`` on doubles, for which onnxruntime has
+  no CPU kernel, although its dtype test passed GELU on float64), and some differ from
+  PyTorch beyond its tolerance; each is still one test case (its "bugs" count is in the
+  JSON).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CACHE = ROOT / "experiments" / ".cache"
+ONNX_PAIR = ["tensorflow", "onnxruntime"]
+FOUR = ["tensorflow", "torch", "jax", "onnxruntime"]
+
+#: NNSmith and the dependencies it imports that the venv lacks (numpy, PyYAML, packaging,
+#: six, torch, onnx, onnxruntime come from the venv); pinned so the install is one thing
+NNSMITH_REQS = ["nnsmith==0.1.0", "z3-solver==4.13.0.0", "hydra-core==1.3.2", "omegaconf==2.3.0",
+                "antlr4-python3-runtime==4.9.3", "hydra-colorlog==1.2.0", "colorlog==6.7.0",
+                "multipledispatch==0.6.0", "appdirs==1.4.4"]
+
+#: the bootstrap NNSmith runs under: the two shims, then its hydra entry point as __main__
+BOOT = '''"""Runs NNSmith 0.1.0's fuzzer on today's stack (written by experiments/bench_vs_nnsmith.py)."""
+import runpy
+import warnings
+
+import onnx
+import torch.onnx
+
+if not hasattr(onnx, "_serialize"):  # removed from onnx; nnsmith.backends.onnxruntime calls it
+    def _serialize(proto):
+        return proto if isinstance(proto, bytes) else proto.SerializeToString()
+
+    onnx._serialize = _serialize
+
+_export = torch.onnx.export
+
+
+def _legacy_export(*args, **kwargs):  # NNSmith was written for the TorchScript exporter
+    kwargs.setdefault("dynamo", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return _export(*args, **kwargs)
+
+
+torch.onnx.export = _legacy_export
+runpy.run_module("nnsmith.cli.fuzz", run_name="__main__", alter_sys=True)
+'''
+
+
+# ---- NNSmith ---------------------------------------------------------------------------------------
+def install_nnsmith(cache: Path) -> Path:
+    """NNSmith's private directory (``site/`` for PYTHONPATH, ``xdg/``, the bootstrap),
+    installed unless its marker names exactly ``NNSMITH_REQS``."""
+    home = cache / "nnsmith-0.1.0"
+    site, marker = home / "site", home / "installed.txt"
+    want = "\n".join(NNSMITH_REQS) + "\n"
+    if not (marker.is_file() and marker.read_text() == want and site.is_dir()):
+        print(f"installing NNSmith 0.1.0 into {site} ...", flush=True)
+        home.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="site-", dir=home))
+        got = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                              "--no-warn-script-location", "--no-deps", "--target", str(tmp), *NNSMITH_REQS],
+                             capture_output=True, text=True)
+        if got.returncode != 0:  # pip's own words; its warnings are noise otherwise
+            _remove(tmp)
+            raise SystemExit(f"installing NNSmith failed (pip exited {got.returncode}):\n{got.stderr[-3000:]}")
+        if site.exists():
+            _remove(site)
+        tmp.rename(site)  # a half-done install never looks installed
+        marker.write_text(want)
+    (home / "boot").mkdir(exist_ok=True)
+    (home / "boot" / "nnsmith_boot.py").write_text(BOOT)
+    return home
+
+
+def _remove(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path)
+
+
+LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[(\w+)\]\[\w+\] - (.*)$")
+
+
+def _stamp(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def run_nnsmith(home: Path, seconds: int, rng: int, tmp: Path) -> dict[str, Any]:
+    """NNSmith's fuzzer for ``seconds`` on onnxruntime; its rate from its own log.  Its
+    seed is ``rng + 1``: NNSmith reads a seed of 0 as "draw one"."""
+    out = tmp / "nnsmith"
+    out.mkdir(parents=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(home / "site"), os.environ.get("PYTHONPATH", "")]),
+           "XDG_CACHE_HOME": str(home / "xdg"), "CUDA_VISIBLE_DEVICES": ""}
+    cached = any((home / "xdg").glob("nnsmith-0.1.0/*.yaml"))
+    cmd = [sys.executable, str(home / "boot" / "nnsmith_boot.py"), "model.type=onnx", "backend.type=onnxruntime",
+           f"fuzz.time={seconds}s", f"fuzz.seed={rng + 1}", f"fuzz.root={out / 'root'}",
+           f"hydra.run.dir={out / 'hydra'}"]
+    t0 = time.time()
+    with open(out / "console.txt", "w") as console:
+        rc = subprocess.run(cmd, env=env, cwd=out, stdout=console, stderr=subprocess.STDOUT).returncode
+    wall = time.time() - t0
+    log_file = out / "hydra" / "fuzz.log"
+    if rc != 0 or not log_file.is_file():
+        tail = (out / "console.txt").read_text(errors="replace")[-3000:]
+        raise SystemExit(f"NNSmith exited {rc}; the end of its output:\n{tail}")
+    loop_start, ends, gen, evl, totals = None, [], [], [], {}
+    for line in log_file.read_text(errors="replace").splitlines():
+        m = LOG_LINE.match(line)
+        if not m or m.group(2) != "fuzz":
+            continue
+        msg = m.group(3)
+        if msg.startswith("Test success info supressed"):
+            loop_start = _stamp(m.group(1))
+        elif msg.startswith("Timing:"):
+            ends.append(_stamp(m.group(1)))
+            t = dict(re.findall(r"(\w+): ([\d.]+)ms", msg))
+            gen.append(float(t.get("gen", "nan")))
+            evl.append(float(t.get("eval", "nan")))
+        elif (t := re.match(r"Total (\d+) (testcases generated|bugs found|failed to make testcases)", msg)):
+            totals[t.group(2)] = int(t.group(1))
+    start = loop_start if loop_start is not None else (ends[0] if ends else t0)
+    window = (ends[-1] - start) if ends else 0.0
+    return {"tool": "nnsmith 0.1.0", "backends": "onnxruntime (vs torch)", "pack": "-", "cases": len(ends),
+            "seconds": window, "rate": len(ends) / window if window > 0 else 0.0,
+            "startup_s": start - t0, "process_wall_s": wall, "topset_cached": cached,
+            "testcases_logged": totals.get("testcases generated"), "bugs": totals.get("bugs found"),
+            "failed_to_make": totals.get("failed to make testcases"),
+            "mean_ms": {"gen": float(np.nanmean(gen)) if gen else None,
+                        "eval": float(np.nanmean(evl)) if evl else None},
+            "command": " ".join(cmd[1:])}
+
+
+# ---- audee -----------------------------------------------------------------------------------------
+class TimeUp(Exception):
+    """Raised from the progress callback to end a timed audee run (its pool is then closed)."""
+
+
+def pack_supported() -> bool:
+    """Whether this build's FuzzSettings has the ``pack`` setting (issue 32, part 1)."""
+    from audee.settings import FuzzSettings
+
+    return "pack" in FuzzSettings.model_fields
+
+
+def api_order(apis: list[str], rng: int) -> list[str]:
+    """The APIs in a fixed shuffled order, so that a timed run's prefix is a mix of them."""
+    order = np.random.default_rng([rng, 32]).permutation(len(apis))
+    return [apis[i] for i in order]
+
+
+def run_audee(backends: list[str], pack: int | None, seconds: float, apis: list[str], rng: int, batch: int,
+              tmp: Path) -> dict[str, Any]:
+    """audee's API-level cases on ``backends`` for ``seconds`` after start-up and a warm-up
+    case; ``pack``: FuzzConfig's ``pack`` (None: the field is not passed)."""
+    from audee.backends.registry import parse_backends
+    from audee.fuzz import FuzzConfig, fuzz_apis, start_pool
+    from audee.store import ResultsTable
+    from audee.store.results import phase_summary
+
+    refs = parse_backends(",".join(backends))
+    extra: dict[str, Any] = {} if pack is None else {"pack": pack}
+    name = f"{'-'.join(backends)}-pack{pack or 0}"
+    run_dir = tmp / name
+    stamps: list[float] = []
+    t = time.perf_counter()
+    with start_pool(FuzzConfig(refs, tmp / f"{name}-start", variants=0), tmp / f"{name}-logs") as pool:
+        startup = time.perf_counter() - t
+        warmup = ["Dense"] if "Dense" in apis else apis[:1]
+        fuzz_apis(warmup, FuzzConfig(refs, tmp / f"{name}-warmup", variants=1, rng=rng + 1, batch=batch,
+                                        **extra), pool=pool)
+        warm = time.perf_counter() - t - startup
+        t0 = time.perf_counter()
+
+        def progress(_: int) -> None:
+            stamps.append(time.perf_counter())
+            if stamps[-1] - t0 >= seconds:
+                raise TimeUp
+
+        try:
+            for rounds in range(1, 10_000):  # one new case per API a round; resumes the run directory
+                fuzz_apis(apis, FuzzConfig(refs, run_dir, variants=rounds, rng=rng, batch=batch, **extra),
+                          progress=progress, pool=pool)
+        except TimeUp:
+            pass
+        threads = next(iter(pool.workers.values())).threads
+    rows = list(ResultsTable(run_dir / "results.jsonl").rows())
+    window = (stamps[-1] - t0) if stamps else 0.0
+    return {"tool": "audee", "backends": ",".join(backends), "pack": pack or 1, "cases": len(stamps),
+            "seconds": window, "rate": len(stamps) / window if window > 0 else 0.0,
+            "startup_s": startup, "warmup_s": warm, "threads": threads, "rows": len(rows),
+            "failing": sum(r["status"] == "fail" for r in rows),
+            "mean_row_seconds": float(np.mean([r["seconds"] for r in rows])) if rows else None,
+            "phases": phase_summary(rows)}
+
+
+# ---- the table -------------------------------------------------------------------------------------
+COLUMNS = ["tool", "backends", "pack", "cases", "seconds", "cases/s", "ratio to NNSmith"]
+
+
+def table_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The one table, as aligned text."""
+    cells = [COLUMNS] + [[r["tool"], r["backends"], str(r["pack"]), str(r["cases"]), f"{r['seconds']:.1f}",
+                          f"{r['rate']:.2f}", f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"] for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
+    return ["  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+            for row in cells]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=60, help="time each tool and configuration fuzzes, after start-up")
+    ap.add_argument("--pack", default="8", help="K[,K...]: API-level cases per model for audee's packed runs "
+                                                "(used when this build has the pack setting; an unpacked run always)")
+    ap.add_argument("--apis", default="all", help="audee's APIs (comma-separated, or all)")
+    ap.add_argument("--rng", type=int, default=0, help="random seed of both tools")
+    ap.add_argument("--batch", type=int, default=32, help="audee's batch per case")
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where NNSmith is installed (once)")
+    ap.add_argument("--json", type=Path, help="also write the table, with details, here")
+    args = ap.parse_args()
+    packs = [int(k) for k in args.pack.split(",") if k.strip()]
+    if any(k < 1 for k in packs):
+        ap.error("--pack takes positive integers")
+
+    from audee.apis import load_api_configs
+
+    known = load_api_configs()
+    apis = sorted(known) if args.apis == "all" else [a.strip() for a in args.apis.split(",") if a.strip()]
+    unknown = [a for a in apis if a not in known]
+    if unknown:
+        ap.error(f"unknown APIs: {', '.join(unknown)}")
+    apis = api_order(apis, args.rng)
+
+    settings: list[int | None]
+    if pack_supported():
+        settings = [1] + [k for k in dict.fromkeys(packs) if k != 1]  # pack=1: one case a model, unpacked
+    else:
+        print("unpacked only: this build has no pack setting", flush=True)
+        settings = [None]
+
+    home = install_nnsmith(args.cache)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-vs-nnsmith-") as tmp:
+        jobs: list[Callable[[], dict[str, Any]]] = [lambda: run_nnsmith(home, args.seconds, args.rng, Path(tmp))]
+        for backends in (ONNX_PAIR, FOUR):
+            for pack in settings:
+                jobs.append(lambda b=backends, p=pack: run_audee(b, p, args.seconds, apis, args.rng, args.batch,
+                                                                 Path(tmp)))
+        for job in jobs:
+            rows.append(job())
+            r = rows[-1]
+            print(f"{r['tool']:<14} {r['backends']:<36} pack {r['pack']!s:<3} {r['cases']:>5} cases in "
+                  f"{r['seconds']:6.1f} s = {r['rate']:7.2f}/s (start-up {r['startup_s']:.1f} s)", flush=True)
+    base = rows[0]["rate"]
+    for r in rows:
+        r["ratio"] = r["rate"] / base if base > 0 else None
+    print()
+    print("\n".join(table_lines(rows)))
+    if args.json:
+        meta = {"command": "python experiments/bench_vs_nnsmith.py " + " ".join(sys.argv[1:]),
+                "cpus": os.cpu_count(), "machine": platform.platform(), "load_avg_at_end": os.getloadavg(),
+                "date": time.strftime("%Y-%m-%d %H:%M"), "pack_supported": pack_supported(),
+                "nnsmith_install": NNSMITH_REQS, "apis": len(apis)}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"meta": meta, "columns": COLUMNS, "rows": rows}, indent=1) + "\n")
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
