@@ -48,7 +48,9 @@ NUMERIC_KINDS = (Kind.DEVIATION, Kind.INCONSISTENCY)
 UNSUPPORTED = re.compile(
     r"No Op registered for|No OpKernel was registered|not supported|[Uu]nsupported|only supports?\b|"
     r"[Nn]ot implemented|NotImplementedError|UnimplementedError|do not yet support|currently only support|"
-    r"is not available on")
+    r"is not available on|"
+    r"neither a custom op nor a flex op|"       # the TFLite converter: no builtin op (Flex is off)
+    r"No conversion rule found for operations")  # OpenVINO's ONNX frontend: an op it has no translator for
 _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_range": "ids out of range",
                       "overflow_boundary": "at the float32 overflow boundary"}
 

@@ -9,6 +9,7 @@ import os
 import time
 
 from audee.backends.keras_backends import JaxBackend, TensorflowBackend, TorchBackend
+from audee.backends.modes import TensorflowXlaBackend
 
 
 class AbortingBackend(JaxBackend):
@@ -150,3 +151,13 @@ class CompileRefusingBackend(JaxBackend):
     def compile_for(self, model, inputs):
         type(self).attempts += 1
         raise ValueError(f"refusing to compile, attempt {type(self).attempts}")
+
+
+class ScaledXlaConv(_ScalesOneLayer, TensorflowXlaBackend):
+    """TensorFlow compiled by XLA, except that the layer named ``conv`` returns its output
+    times 1.05: a fault in one op of one framework's compiled mode only (its other mode,
+    the traced graph ``tensorflow``, is untouched), for the execution-mode tests."""
+
+    name = "scaled-xla-conv"
+    target = "conv"
+    factor = 1.05

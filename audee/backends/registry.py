@@ -19,6 +19,16 @@ BUILTIN = {
     "jax": "audee.backends.keras_backends:JaxBackend",
     "onnxruntime": "audee.backends.onnx_backend:OnnxRuntimeBackend",
     "onnxruntime-fed": "audee.backends.onnx_backend:OnnxRuntimeFedBackend",
+    # the other execution mode of each framework (audee/backends/modes.py)
+    "tensorflow-eager": "audee.backends.modes:TensorflowEagerBackend",
+    "tensorflow-xla": "audee.backends.modes:TensorflowXlaBackend",
+    "tensorflow-noonednn": "audee.backends.modes:TensorflowNoOneDnnBackend",
+    "torch-compile": "audee.backends.modes:TorchCompileBackend",
+    "jax-eager": "audee.backends.modes:JaxEagerBackend",
+    # more converters and runtimes
+    "openvino": "audee.backends.openvino_backend:OpenVinoBackend",
+    "torch-onnx": "audee.backends.torch_onnx_backend:TorchOnnxBackend",
+    "litert": "audee.backends.litert_backend:LiteRtBackend",
 }
 DEFAULT_BACKENDS = ("tensorflow", "torch", "jax", "onnxruntime")
 

@@ -160,6 +160,9 @@ class WorkerState:
         try:
             with self.backend.clock.timed("compile"):
                 self.backend.compile_for(e.model, inputs)
+        except BackendError as exc:  # a backend that knows the phase (a converter run per signature: convert)
+            e.compile_errors[sig] = exc
+            raise
         except Exception as exc:
             e.compile_errors[sig] = BackendError(Phase.RUN, _msg(exc), traceback.format_exc())
             raise e.compile_errors[sig] from exc

@@ -104,7 +104,10 @@ def bad_data(problem):
 def run_backend(backend, out):
     """Build, load weights, run; save every layer's output (or the error) to ``out``."""
     name = backend.partition("@")[0].replace("onnxruntime-fed", "onnxruntime")  # "torch@cuda" runs torch
+    name, _, mode = name.partition("-")  # an execution mode: "torch-compile" runs torch under torch.compile
     os.environ["KERAS_BACKEND"] = "tensorflow" if name == "onnxruntime" else name
+    if mode == "noonednn":  # TensorFlow's own CPU kernels instead of oneDNN's (read at import)
+        os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     device = CASE["devices"].get(backend, "cpu")
     full = CASE.get("precisions", {}).get(backend, "full") == "full"  # tf32: the GPU's TF32 math mode
@@ -155,21 +158,30 @@ def run_backend(backend, out):
             session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
             phase = "run"
             outs = session.run(None, {i["name"]: x for i, x in zip(MODEL["inputs"], xs)})
-        elif name == "jax":  # compiled, as deployed
+        elif name == "jax":  # jitted, as deployed ("jax-eager": op by op)
             import jax
             phase = "run"
-            fn = jax.jit(lambda tv, ntv, xs: model.stateless_call(tv, ntv, xs, training=False)[0])
-            outs = fn([v.value for v in model.trainable_variables],
-                      [v.value for v in model.non_trainable_variables], xs)
-        elif name == "tensorflow":
+            fn = lambda tv, ntv, xs: model.stateless_call(tv, ntv, xs, training=False)[0]  # noqa: E731
+            args = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables], xs)
+            if mode == "eager":
+                with jax.disable_jit():
+                    outs = fn(*args)
+            else:
+                outs = jax.jit(fn)(*args)
+        elif name == "tensorflow":  # a traced graph ("tensorflow-eager": eagerly; "tensorflow-xla": XLA)
             import tensorflow as tf
             phase = "run"
-            outs = tf.function(lambda xs: model(xs, training=False), autograph=False)(xs)
-        else:  # torch
+            if mode == "eager":
+                outs = model(xs, training=False)
+            else:
+                outs = tf.function(lambda xs: model(xs, training=False), autograph=False,
+                                   jit_compile=mode == "xla")(xs)
+        else:  # torch eagerly ("torch-compile": under torch.compile)
             import torch
             phase = "run"
+            call = torch.compile(model, dynamic=False) if mode == "compile" else model
             with torch.no_grad():
-                outs = model([keras.ops.convert_to_tensor(x) for x in xs], training=False)
+                outs = call([keras.ops.convert_to_tensor(x) for x in xs], training=False)
         outs = [keras.ops.convert_to_numpy(o) for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
     except Exception as exc:  # a clean rejection: the error is the finding
         info["error"] = {"phase": phase, "message": f"{type(exc).__name__}: {exc}"[:2000]}

@@ -1,0 +1,150 @@
+"""The other execution mode of each Keras framework, each a backend of its own.
+
+audee's default backends run each framework one way: TensorFlow as a traced graph,
+PyTorch eagerly, JAX jitted.  Users run the other ways too (eager TensorFlow in custom
+loops, XLA through ``jit_compile=True``, ``torch.compile``, JAX op by op), and the bugs of
+graph compilers live exactly between a function and its compiled version (EAGLE's Rule 1,
+Opera).  Each mode here is the default backend with one thing changed, so a pair of the
+two modes of one framework differs only in that thing:
+
+* ``tensorflow-eager``: the Keras model called eagerly, no ``tf.function``;
+* ``tensorflow-xla``: ``tf.function(jit_compile=True)``, what Keras uses on accelerators;
+* ``tensorflow-noonednn``: the traced graph with oneDNN off (``TF_ENABLE_ONEDNN_OPTS=0``):
+  TensorFlow's own CPU kernels instead of oneDNN's (they accept different models);
+* ``torch-compile``: the Keras torch model under ``torch.compile`` (Inductor, C++ on the CPU);
+* ``jax-eager``: ``stateless_call`` op by op, without ``jax.jit``.
+
+A compiled mode compiles once per model and input signature (``compile_for``), never per
+weight set: weights stay variables (TensorFlow, torch) or arguments (JAX).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from audee.backends.keras_backends import JaxBackend, TensorflowBackend, TorchBackend
+from audee.backends.keras_build import BuiltModel
+
+
+class TensorflowEagerBackend(TensorflowBackend):
+    """The Keras model called eagerly: every op dispatched on its own, no graph, no Grappler."""
+
+    name = "tensorflow-eager"
+
+    def compile(self, built: BuiltModel) -> None:
+        built.fn = None
+        built.assign_fns = {}
+
+    def compile_for(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> None:
+        """Nothing to trace: eager execution has no ahead-of-time step."""
+
+    def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        import tensorflow as tf
+
+        device = "/GPU:0" if self.device.startswith("cuda") else "/CPU:0"
+        with tf.device(device):
+            outs = model.model(self._ordered(model, inputs), training=False)
+        return [np.asarray(o) for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
+
+
+class TensorflowXlaBackend(TensorflowBackend):
+    """The forward call compiled by XLA (``jit_compile=True``): TensorFlow's graph lowered
+    to HLO, fused and code-generated, as Keras does with ``jit_compile`` on a GPU."""
+
+    name = "tensorflow-xla"
+
+    def compile(self, built: BuiltModel) -> None:
+        import tensorflow as tf
+
+        model = built.model
+        device = "/GPU:0" if self.device.startswith("cuda") else "/CPU:0"
+
+        @tf.function(reduce_retracing=True, autograph=False, jit_compile=True)
+        def fn(xs: list) -> list:
+            with tf.device(device):
+                return model(xs, training=False)
+
+        built.fn = fn
+        built.concrete = {}
+        built.assign_fns = {}
+
+
+class TensorflowNoOneDnnBackend(TensorflowBackend):
+    """The default traced graph on TensorFlow's own CPU kernels: oneDNN off for the whole
+    process (read once, at TensorFlow's import, hence set in :meth:`prepare_process`)."""
+
+    name = "tensorflow-noonednn"
+
+    @classmethod
+    def prepare_process(cls, device: str, precision: str = "full") -> None:
+        super().prepare_process(device, precision)
+        os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+
+    def precision_state(self) -> dict[str, str]:
+        return {**super().precision_state(), "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "")}
+
+
+class TorchCompileBackend(TorchBackend):
+    """The Keras torch model under ``torch.compile`` (TorchDynamo + Inductor).  Compiled for
+    each input signature on its first call (``compile_for``), with ``dynamic=False`` so a new
+    batch size is a new, fully static compile rather than a guess at symbolic shapes; weights
+    are parameters, so a new weight set reuses the compiled code."""
+
+    name = "torch-compile"
+
+    def compile(self, built: BuiltModel) -> None:
+        import torch
+
+        super().compile(built)
+        built.fn = torch.compile(built.model, dynamic=False, fullgraph=False)
+
+    def compile_for(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> None:
+        """Inductor compiles on the first call: made here, on zeros of these inputs' shapes
+        and dtypes, so its seconds count as ``compile`` and not as the case's run."""
+        self._call(model, {k: np.zeros_like(v) for k, v in inputs.items()})
+
+    def _call(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> Any:
+        import torch
+
+        xs = [torch.from_numpy(np.ascontiguousarray(a)).to(model.torch_device) for a in self._ordered(model, inputs)]
+        with torch.no_grad():
+            return model.fn(xs, training=False)
+
+    def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        from audee.backends.keras_backends import _torch_to_numpy
+
+        outs = self._call(model, inputs)
+        outs = outs if isinstance(outs, (list, tuple)) else [outs]
+        return [_torch_to_numpy(o) for o in outs]
+
+
+class JaxEagerBackend(JaxBackend):
+    """``stateless_call`` without ``jax.jit``: each op dispatched and run on its own by
+    JAX's eager path, with no XLA fusion across ops."""
+
+    name = "jax-eager"
+
+    def compile(self, built: BuiltModel) -> None:
+        super().compile(built)
+        model = built.model
+
+        def forward(tv: list, ntv: list, xs: list) -> list:
+            outs, _ = model.stateless_call(tv, ntv, xs, training=False)
+            return outs
+
+        built.fn = forward
+
+    def compile_for(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> None:
+        """Nothing to compile ahead: eager JAX compiles each primitive when first met."""
+
+    def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        import jax
+
+        xs = self._ordered(model, inputs)
+        with jax.disable_jit():
+            outs = model.fn(model.tv, model.ntv, xs)
+        outs = outs if isinstance(outs, (list, tuple)) else [outs]
+        return [np.asarray(o) for o in outs]
+
