@@ -419,7 +419,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     muts = _mutations(meta)
     top = _from_localization(localization)
     backends = tuple(sorted(finding.backends))
-    odd = tuple(sorted(str(b) for b in detail.odd or []))
+    odd = tuple(sorted(str(b) for b in getattr(detail, "odd", None) or []))  # a new kind may not declare it
     case_api = (meta or {}).get("api") if isinstance((meta or {}).get("api"), str) else None
     invalid = sorted({f"invalid:{m['param']}" for m in muts if m.get("invalid")})
 
@@ -503,6 +503,12 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         layer = layer if isinstance(layer, str) else None
         api, params = blamed(layer)
         return [sig(finding.kind, api, params, bs, layer, context=_input_context(meta, False, detail.rows))]
+    if finding.kind != Kind.INCONSISTENCY:
+        # a kind without rules of its own (a new oracle's): its backends and the layer its
+        # detail names, if any (a detail's ``layer`` field), and the localization or mutation record
+        layer = getattr(detail, "layer", None)
+        api, params = blamed(layer if isinstance(layer, str) else None)
+        return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None)]
     # inconsistency: the pair, and localization or the mutation record
     pair = detail.pair
     bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends

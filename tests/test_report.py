@@ -55,3 +55,32 @@ def test_figure3_draws_many_runs(tmp_path):
               for k in range(40)}
     assert figure3(CampaignData(pd.DataFrame(), pd.DataFrame(), traces), tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 10_000
+
+
+def test_per_backend_api_coverage_names_what_never_ran_and_why():
+    """The compilers report: per backend, APIs given, run in some case, never run; each API a
+    backend never ran with its first error, an explicit refusal marked a limitation."""
+    import pandas as pd
+
+    from audee.report.coverage import backend_api_tables
+
+    refusal = "ConverterError: error: 'tf.AvgPool' op is neither a custom op nor a flex op"
+    cases = pd.DataFrame([
+        {"api": "AveragePooling2D", "backends": {"tensorflow": "ok", "litert": "error:convert"},
+         "errors": {"litert": refusal}},
+        {"api": "AveragePooling2D", "backends": {"tensorflow": "ok", "litert": "error:convert"},
+         "errors": {"litert": refusal}},
+        {"api": "Conv2DTranspose", "backends": {"tensorflow": "ok", "litert": "error:run"},
+         "errors": {"litert": "RuntimeError: transpose_conv.cc:315 computed_input_height != SizeOfDimension"}},
+        {"api": "Dense", "backends": {"tensorflow": "ok", "litert": "ok"}, "errors": {}},
+        {"api": "Dense", "backends": {"tensorflow": "ok", "litert": "hard_crash:run"}, "errors": {"litert": "died"}},
+        {"api": None, "backends": {"tensorflow": "ok"}, "errors": {}},  # a network-level row: not counted
+    ])
+    summary, rest = backend_api_tables(cases)
+    by = summary.set_index("backend")
+    assert by.loc["tensorflow", ["apis", "ran", "never_ran"]].tolist() == [3, 3, 0]
+    assert by.loc["litert", ["apis", "ran", "never_ran", "never_ran_limitation"]].tolist() == [3, 1, 2, 1]
+    r = rest.set_index("api")
+    assert r.loc["AveragePooling2D", "cases"] == 2 and r.loc["AveragePooling2D", "phase"] == "convert"
+    assert bool(r.loc["AveragePooling2D", "limitation"]) and not bool(r.loc["Conv2DTranspose", "limitation"])
+    assert "Dense" not in r.index  # ran once, crashed once: it converts and runs

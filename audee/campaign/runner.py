@@ -398,6 +398,13 @@ def _run_parallel(campaign: Campaign, out: Path, index: int, count: int, todo: l
     change comes back as an event and is recorded here, in the shard process."""
     from audee import logs
 
+    # The queues' semaphores are tracked by multiprocessing's resource tracker, a process of
+    # its own started with them; when a failing shard stops its slots, the tracker may find
+    # one already unlinked at shutdown and print a "leaked semaphore" warning after the
+    # shard's one-line error.  Nothing leaks (the tracker cleans up whatever is left), so its
+    # process (which takes the warning filters from the environment) is told to keep quiet.
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"),
+                                                          "ignore:resource_tracker:UserWarning"]))
     ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads and open locks
     tasks, events = ctx.Queue(), ctx.Queue()
     for unit in todo:

@@ -88,3 +88,40 @@ def heatmap(cases: pd.DataFrame, path: Path, configured: Iterable[str] = ()) -> 
     write_via(path, lambda f: fig.savefig(f, format="png", dpi=120))
     plt.close(fig)
     return True
+
+
+def backend_api_tables(cases: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per backend, over API-level cases (rows with an ``api``): how many APIs it was given,
+    how many it converted and ran in at least one case, and how many it never ran; and one
+    row per (backend, API) never run, with the phase and the normalized error of its first
+    failure (:func:`audee.rootcause.template`) and that error's class when it is an explicit
+    refusal (limitation) — what a converter or compiler covers, and why not the rest."""
+    from audee.rootcause import UNSUPPORTED, template
+
+    summary_cols = ["backend", "apis", "ran", "never_ran", "never_ran_limitation"]
+    rest_cols = ["backend", "api", "cases", "phase", "error", "limitation"]
+    if cases.empty or "api" not in cases.columns:
+        return pd.DataFrame(columns=summary_cols), pd.DataFrame(columns=rest_cols)
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for api, backends, errors in zip(cases["api"], cases["backends"], cases.get("errors", [None] * len(cases))):
+        if not isinstance(api, str) or not isinstance(backends, dict):
+            continue
+        for label, status in backends.items():
+            s = seen.setdefault((label, api), {"cases": 0, "ran": False, "phase": "", "error": None})
+            s["cases"] += 1
+            if status == "ok":
+                s["ran"] = True
+            elif s["error"] is None:
+                s["phase"] = str(status).partition(":")[2] or str(status)
+                s["error"] = (errors or {}).get(label, "") if isinstance(errors, dict) else ""
+    rest = [{"backend": label, "api": api, "cases": s["cases"], "phase": s["phase"], "error": template(s["error"]),
+             "limitation": bool(UNSUPPORTED.search(s["error"] or ""))}
+            for (label, api), s in sorted(seen.items()) if not s["ran"]]
+    rest_df = pd.DataFrame(rest, columns=rest_cols)
+    summary = []
+    for label in sorted({label for label, _ in seen}):
+        mine = {api: s for (b, api), s in seen.items() if b == label}
+        never = [r for r in rest if r["backend"] == label]
+        summary.append({"backend": label, "apis": len(mine), "ran": sum(s["ran"] for s in mine.values()),
+                        "never_ran": len(never), "never_ran_limitation": sum(r["limitation"] for r in never)})
+    return pd.DataFrame(summary, columns=summary_cols), rest_df

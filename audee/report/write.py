@@ -533,6 +533,7 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
     failing = failing_cases(data.cases, out)
     errors = backend_errors(data.cases)
     configured = sorted(load_api_configs())
+    api_runs, api_rest = coverage.backend_api_tables(data.cases)
     sections = [("Root causes by class (bug, harness, limitation, undefined; new first; report: the "
                  "upstream-ready report of a new bug; docs/oracles.md)", "roots", roots),
                 ("Bug signatures (new first; known: already reported upstream)", "bugs", bugs),
@@ -549,6 +550,10 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
                  coverage.api_table(data.cases, configured)),
                 ("Coverage by parameter value: test cases run and failing", "coverage_values",
                  coverage.coverage_table(data.cases)),
+                ("APIs each backend converts and runs (API-level cases; limitation: an explicit refusal)",
+                 "backend_apis", api_runs),
+                ("APIs a backend never ran, with its first error (phase, normalized message)", "backend_apis_rest",
+                 api_rest),
                 ("Phase timings: mean seconds per test case in each backend's worker", "phases",
                  phase_table(data.cases))]
     n_units = data.cases["unit"].nunique() if not data.cases.empty else 0
