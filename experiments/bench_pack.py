@@ -40,11 +40,9 @@ TIMING = ("seconds", "phases")
 
 
 def _rows(out: Path) -> dict[str, dict[str, Any]]:
-    rows = {}
-    for line in (out / "results.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        rows[row["id"]] = row
-    return rows
+    from audee.store import RunStore
+
+    return {r.id: r.to_json() for r in RunStore(out).rows()}
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -222,7 +222,7 @@ def run_audee(backends: list[str], pack: int | None, seconds: float, apis: list[
     case; ``pack``: FuzzConfig's ``pack`` (None: the field is not passed)."""
     from audee.backends.registry import parse_backends
     from audee.fuzz import FuzzConfig, fuzz_apis, start_pool
-    from audee.store import ResultsTable
+    from audee.store import RunStore
     from audee.store.results import phase_summary
 
     refs = parse_backends(",".join(backends))
@@ -251,14 +251,14 @@ def run_audee(backends: list[str], pack: int | None, seconds: float, apis: list[
         except TimeUp:
             pass
         threads = next(iter(pool.workers.values())).threads
-    rows = list(ResultsTable(run_dir / "results.jsonl").rows())
+    rows = list(RunStore(run_dir).rows())
     window = (stamps[-1] - t0) if stamps else 0.0
     return {"tool": "audee", "backends": ",".join(backends), "pack": pack or 1, "cases": len(stamps),
             "seconds": window, "rate": len(stamps) / window if window > 0 else 0.0,
             "startup_s": startup, "warmup_s": warm, "threads": threads, "rows": len(rows),
-            "failing": sum(r["status"] == "fail" for r in rows),
-            "mean_row_seconds": float(np.mean([r["seconds"] for r in rows])) if rows else None,
-            "phases": phase_summary(rows)}
+            "failing": sum(r.status == "fail" for r in rows),
+            "mean_row_seconds": float(np.mean([r.seconds for r in rows])) if rows else None,
+            "phases": phase_summary(r.phases for r in rows)}
 
 
 # ---- the table -------------------------------------------------------------------------------------

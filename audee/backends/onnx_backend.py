@@ -242,8 +242,7 @@ class OnnxRuntimeBackend(Backend):
             om.proto, om.dtypes = proto, graph_input_dtypes(proto)
             # Seed-generator states and other non-layer variables keep their built values.
             variables = om.conversion[2]
-            om.feed = {name: om.cast(name, self.keras_side.keras.ops.convert_to_numpy(v.value))
-                       for name, v in zip(om.weight_inputs, variables)}
+            om.feed = {name: om.cast(name, self.variable_value(v)) for name, v in zip(om.weight_inputs, variables)}
             if not self.bake_weights:
                 self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
                 check_output_dtypes(proto, built)
@@ -254,6 +253,10 @@ class OnnxRuntimeBackend(Backend):
             om.convert_error = BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc())
             raise om.convert_error from exc
         return om
+
+    def variable_value(self, variable: Any) -> np.ndarray:
+        """A Keras variable's current value as numpy (the weight feed's start)."""
+        return self.keras_side.keras.ops.convert_to_numpy(variable.value)
 
     #: what makes the ONNX graph (named in errors)
     converter: ClassVar[str] = "tf2onnx"

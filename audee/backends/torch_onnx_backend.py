@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from audee.backends.keras_backends import TorchBackend, apply_precision_env
 from audee.backends.keras_build import BuiltModel
 from audee.backends.onnx_backend import OnnxModel, OnnxRuntimeBackend
@@ -38,6 +40,12 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
 
         return {**self.keras_side.versions(), "onnxscript": onnxscript.__version__, "onnx": onnx.__version__,
                 "onnxruntime": onnxruntime.__version__}
+
+    def variable_value(self, variable: Any) -> np.ndarray:
+        """As numpy, bfloat16 included (``convert_to_numpy`` has no numpy type for torch's bfloat16)."""
+        from audee.backends.keras_backends import _torch_to_numpy
+
+        return _torch_to_numpy(variable.value)
 
     def build(self, spec: ModelSpec) -> OnnxModel:
         keras = self.keras_side.keras
