@@ -26,7 +26,7 @@ install: $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements.txt
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
-	$(BIN)/audee backends
+	$(BIN)/audee backends --backends tensorflow,torch,jax,onnxruntime,openvino,litert,torch-onnx  # the modes run on these frameworks
 
 fuzz:
 	$(BIN)/audee fuzz --seed lenet5 --backends tensorflow,torch,jax,onnxruntime --variants 50 --out $(RUN) --rng 0

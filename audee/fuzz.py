@@ -342,8 +342,8 @@ def _api_stage(ex: Executor, apis: list[str], cfg: FuzzConfig, store: RunStore, 
     todo = [(api, i) for api, i in ids if case_id(api, i) not in done]
     stats.skipped = len(ids) - len(todo)
     log.info("API stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, store.results_path)
-    # ---- issue 32: --pack K > 1 runs K cases per build (audee.packed: a planner stands in for
-    # the executor while cases are made; rows and case files as an unpacked run's, timings apart)
+    # --pack K > 1 runs K cases per build (audee.packed: a planner stands in for the executor
+    # while cases are made; rows and case files as an unpacked run's, timings apart)
     if cfg.pack > 1:
         from audee.packed import run_packed
 
@@ -351,7 +351,6 @@ def _api_stage(ex: Executor, apis: list[str], cfg: FuzzConfig, store: RunStore, 
                                         cfg.pack):
             _record(result, ex.pool, extra, cfg, store, stats, progress)
         return
-    # ---- end of the issue 32 hook
     _run_pipelined(ex, _api_cases(ex, configs, cfg, todo, store), cfg, store, stats, progress)
 
 
