@@ -232,7 +232,7 @@ class OnnxRuntimeBackend(Backend):
             return om
         if om.convert_error is not None:
             raise om.convert_error
-        order, built = om.built.order, om.built
+        order, built = self.output_names(om), om.built
         try:
             with self.clock.timed("convert"):
                 proto = self.export(om)
@@ -257,6 +257,10 @@ class OnnxRuntimeBackend(Backend):
     def variable_value(self, variable: Any) -> np.ndarray:
         """A Keras variable's current value as numpy (the weight feed's start)."""
         return self.keras_side.keras.ops.convert_to_numpy(variable.value)
+
+    def output_names(self, om: OnnxModel) -> list[str]:
+        """The graph's output names, one per layer in topological order (tf2onnx: the layer names)."""
+        return list(om.built.order)
 
     #: what makes the ONNX graph (named in errors)
     converter: ClassVar[str] = "tf2onnx"
@@ -325,7 +329,7 @@ class OnnxRuntimeBackend(Backend):
         feed = {i.name: model.cast(i.name, inputs[i.name]) for i in model.built.spec.inputs}
         if not self.bake_weights:
             feed.update(model.feed)
-        return model.session.run(model.built.order, feed)
+        return model.session.run(self.output_names(model), feed)
 
 
 class OnnxRuntimeFedBackend(OnnxRuntimeBackend):

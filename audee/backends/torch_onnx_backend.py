@@ -47,6 +47,12 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
 
         return _torch_to_numpy(variable.value)
 
+    def output_names(self, om: OnnxModel) -> list[str]:
+        """``audee_y<k>`` for layer k: the exporter names its own values after the modules
+        that make them (``conv2d_1``), and a graph output named after a layer collided with
+        one of those ("Duplicate definition of name" on ResNet-20, MobileNet-V2, VGG-16)."""
+        return [f"audee_y{k}" for k in range(len(om.built.order))]
+
     def build(self, spec: ModelSpec) -> OnnxModel:
         keras = self.keras_side.keras
         built = BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights)
@@ -75,6 +81,6 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         shapes = tuple([{0: batch}] * n_x + [None] * len(ws))
         program = torch.onnx.export(Stateless(), tuple(xs + ws), dynamo=True, opset_version=self.opset,
                                     input_names=[i.name for i in spec.inputs] + om.weight_inputs,
-                                    output_names=list(built.order), dynamic_shapes=(shapes,), verbose=False)
+                                    output_names=self.output_names(om), dynamic_shapes=(shapes,), verbose=False)
         return program.model_proto
 
