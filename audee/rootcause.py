@@ -55,6 +55,11 @@ _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_ran
                       "overflow_boundary": "at the float32 overflow boundary"}
 
 
+def explicit_refusal(error: str | None) -> bool:
+    """Whether an error is an explicit "this is not supported" (the limitation rule)."""
+    return bool(UNSUPPORTED.search(error or ""))
+
+
 class _Known(Protocol):  # audee.known.KnownIssue, without importing it (known imports this module)
     id: str
     klass: str | None
@@ -132,7 +137,7 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
     reasons = [text for c, text in _UNDEFINED_CONTEXT.items() if c in ctx]
     if reasons:
         return "undefined", "; ".join(reasons)
-    if sig.kind in CRASH_KINDS and UNSUPPORTED.search(sig.error_full or sig.error or ""):
+    if sig.kind in CRASH_KINDS and explicit_refusal(sig.error_full or sig.error):
         return "limitation", "an explicit 'unsupported' error"
     return "bug", "no rule clears it"
 

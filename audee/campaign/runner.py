@@ -403,8 +403,9 @@ def _run_parallel(campaign: Campaign, out: Path, index: int, count: int, todo: l
     # one already unlinked at shutdown and print a "leaked semaphore" warning after the
     # shard's one-line error.  Nothing leaks (the tracker cleans up whatever is left), so its
     # process (which takes the warning filters from the environment) is told to keep quiet.
-    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"),
-                                                          "ignore:resource_tracker:UserWarning"]))
+    quiet = "ignore:resource_tracker:UserWarning"
+    if quiet not in os.environ.get("PYTHONWARNINGS", "").split(","):
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), quiet]))
     ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads and open locks
     tasks, events = ctx.Queue(), ctx.Queue()
     for unit in todo:

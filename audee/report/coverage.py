@@ -96,7 +96,7 @@ def backend_api_tables(cases: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     row per (backend, API) never run, with the phase and the normalized error of its first
     failure (:func:`audee.rootcause.template`) and that error's class when it is an explicit
     refusal (limitation) — what a converter or compiler covers, and why not the rest."""
-    from audee.rootcause import UNSUPPORTED, template
+    from audee.rootcause import explicit_refusal, template
 
     summary_cols = ["backend", "apis", "ran", "never_ran", "never_ran_limitation"]
     rest_cols = ["backend", "api", "cases", "phase", "error", "limitation"]
@@ -115,7 +115,7 @@ def backend_api_tables(cases: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
                 s["phase"] = str(status).partition(":")[2] or str(status)
                 s["error"] = (errors or {}).get(label, "") if isinstance(errors, dict) else ""
     rest = [{"backend": label, "api": api, "cases": s["cases"], "phase": s["phase"], "error": template(s["error"]),
-             "limitation": bool(UNSUPPORTED.search(s["error"] or ""))}
+             "limitation": explicit_refusal(s["error"])}
             for (label, api), s in sorted(seen.items()) if not s["ran"]]
     rest_df = pd.DataFrame(rest, columns=rest_cols)
     summary = []
