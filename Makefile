@@ -4,6 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 RUN ?= runs/default
 PYTEST_ARGS ?=
+# test processes (pytest-xdist): each test file runs whole on one of them (module fixtures start their
+# backend workers once); a serial run uses about one of a 2-core machine's cores
+TEST_JOBS ?= 2
 
 .PHONY: install fuzz test test-slow test-wheel bench bench-search bench-throughput bench-nnsmith localize-bench clean help
 
@@ -32,7 +35,7 @@ fuzz:
 	$(BIN)/audee fuzz --seed lenet5 --backends tensorflow,torch,jax,onnxruntime --variants 50 --out $(RUN) --rng 0
 
 test:
-	$(BIN)/python -m pytest -q --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --durations=15 -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
