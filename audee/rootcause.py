@@ -30,7 +30,7 @@ import re
 from typing import Any, Iterable, Protocol
 
 from audee.case import Kind
-from audee.signature import Signature, primary_api
+from audee.signature import Signature, invalid_graph_complaint, primary_api
 
 #: the classes, most telling first: a group takes the first class any member has
 CLASSES = ("bug", "harness", "limitation", "undefined")
@@ -109,8 +109,11 @@ def _who(sig: Signature) -> str:
 def root_key(sig: Signature) -> str:
     """The root cause a signature belongs to (module docstring)."""
     if sig.kind in CRASH_KINDS:  # an error naming no op nor layer is known by its words alone
+        error = sig.error_full or sig.error
+        # an invalid converted graph is the converter's one bug, whichever runtimes refuse it
+        error = invalid_graph_complaint(error) or error
         return " | ".join([sig.kind, sig.component or ",".join(sig.backends) or "-", sig.op or "-",
-                           template(sig.error_full or sig.error)])
+                           template(error)])
     what = sig.layer or primary_api(sig.api) or "-"
     if "localized" in sig.context:  # localization named the parameter (a rider too): it matters
         what = (sig.api or what) + "(" + ",".join(f"{p}={v}" for p, v in sig.params) + ")"

@@ -174,6 +174,7 @@ _OP_PATTERNS = [re.compile(p) for p in (
     r"'tf\.(\w+)' op is neither a custom op",                    # the TFLite converter: no builtin for a TF op
     r"No conversion rule found for operations: (\w+)",          # OpenVINO's ONNX frontend
     r"Failed operations detailed log: -- (\w+)-\d+",             # OpenVINO: ConvTranspose-15 with a message ...
+    r"\(op_type:(\w+), node name",                             # the ONNX checker: (op_type:Mul, node name: ...)
     r"of operator \((\w+)\)",                                  # ONNX type check
     r"of Optype \((\w+)\)",                                     # ONNX type constraint at load
     r"\bOp \((\w+)\)",                                          # ONNX shape inference: Node (...) Op (Add)
@@ -209,9 +210,22 @@ def _innermost_frame(traceback: str | None) -> str:
     return frames[-1].replace("\\", "/") if frames else ""
 
 
+#: a runtime's refusal of a converted graph that the ONNX checker rejects too (``OnnxRuntimeBackend.refusal``)
+_INVALID_GRAPH = re.compile(r"([\w.-]+) produced an invalid ONNX graph \(onnx\.checker: ")
 _CONVERTED_GRAPH = re.compile(r"INVALID_GRAPH|ShapeInferenceError|Type Error|No Op registered")
 _TENSORFLOW_WORDS = re.compile(r"Graph execution error|OpKernel|InvalidArgumentError|UnimplementedError|"
                                r"Exception encountered when calling|tensorflow")
+
+
+def invalid_graph_complaint(message: str | None) -> str | None:
+    """The converter's part of a runtime's refusal of an invalid converted graph ("tf2onnx
+    produced an invalid ONNX graph (onnx.checker: ...)", without the runtime's own words),
+    or None: every runtime refusing the same invalid graph is one converter bug."""
+    m = _INVALID_GRAPH.search(message or "")
+    if m is None:
+        return None
+    end = (message or "").find("); ", m.end())
+    return (message or "")[m.start(): end + 1 if end >= 0 else None]
 
 
 def component_of(backends: Iterable[str], phase: str | None, message: str | None, traceback: str | None = None) -> str:
@@ -220,12 +234,16 @@ def component_of(backends: Iterable[str], phase: str | None, message: str | None
     checks, or conversion itself raised) or the runtime (``onnxruntime`` failing at run on a
     valid graph).  An onnxruntime failure raised inside TensorFlow or Keras (its traceback's
     innermost frame; else its words) is TensorFlow's: the model fails in TensorFlow before
-    the converter sees it.  Several backends: TensorFlow first (onnxruntime inherits its
-    graph), else the first."""
+    the converter sees it.  A refusal of a graph the ONNX checker rejects too is the
+    converter's, whichever runtime refused it.  Several backends: TensorFlow first
+    (onnxruntime inherits its graph), else the first."""
     names = sorted({b.split("@")[0] for b in backends})
     if "tensorflow" in names:
         return "tensorflow"
     name = names[0] if names else "-"
+    invalid = _INVALID_GRAPH.search(message or "")
+    if invalid:  # the ONNX checker rejects the converted graph: the converter's (backends/onnx_backend.py)
+        return invalid.group(1)
     if not name.startswith("onnxruntime"):
         return name
     text = message or ""

@@ -98,6 +98,31 @@ def test_an_op_the_tflite_converter_has_no_builtin_for_is_a_limitation(converter
     assert sig.op == "AvgPool" and classify(sig)[0] == "limitation"
 
 
+def test_openvino_refusing_an_invalid_converted_graph_blames_the_converter(converters_pool):
+    """A bfloat16 Rescaling: tf2onnx writes a Mul of a float16 tensor and a bfloat16
+    constant; OpenVINO's frontend refuses it, and so does the ONNX checker: the refusal names
+    the checker's verdict and tf2onnx as the failing component (the known
+    tensorflow-onnx#2337), not OpenVINO."""
+    from audee.case import Kind, TestCase
+    from audee.known import load_known_issues, match_known
+    from audee.signature import case_signatures
+    from audee.spec import ModelSpec
+
+    spec = ModelSpec.from_json({
+        "name": "scale16", "inputs": [{"name": "x", "shape": [6, 3], "range": [-1, 1]}],
+        "layers": [{"name": "scale", "api": "Rescaling", "params": {"scale": 0.5, "offset": 0.1, "dtype": "bfloat16"},
+                    "inputs": ["x"]}],
+        "output": "scale", "logits": "scale"})
+    x = np.random.default_rng(0).standard_normal((2, 6, 3)).astype(np.float32)
+    result = _run(converters_pool, TestCase("scale16", spec, {}, {"x": x}))
+    (f,) = [f for f in result.verdict.findings if f.kind == Kind.DIVERGENT_ACCEPTANCE and "openvino" in f.backends]
+    err = f.detail.errors["openvino"]
+    assert err.phase == "convert" and err.message.startswith("tf2onnx produced an invalid ONNX graph (onnx.checker:")
+    (sig,) = [s for s in case_signatures(result.verdict, spec, {}) if s.backends == ("openvino",)]
+    assert sig.component == "tf2onnx" and sig.op == "Mul"
+    assert match_known(sig, load_known_issues()).id == "tf2onnx-bfloat16-mixed-types"
+
+
 @pytest.fixture(scope="module")
 def fault_pool(tmp_path_factory):
     from audee.backends.pool import Pool

@@ -299,3 +299,25 @@ def test_a_label_flip_between_outputs_of_different_shapes_is_no_near_tie():
     flip["detail"]["inputs"] = [0, 1]
     (sig,) = case_signatures({"findings": [flip]}, SPEC, special)
     assert "within_tolerance" not in sig.context and classify(sig)[0] == "bug"  # nor an input's fault
+
+
+def test_runtimes_refusing_one_invalid_converted_graph_are_one_converter_root_cause():
+    """onnxruntime and OpenVINO both refuse tf2onnx's bfloat16 graph, each in its own words;
+    the ONNX checker's complaint leads both messages (OnnxRuntimeBackend.refusal): one
+    root cause, tf2onnx's, the known tensorflow-onnx#2337, not two runtime bugs."""
+    checker = ("tf2onnx produced an invalid ONNX graph (onnx.checker: [ShapeInferenceError] (op_type:Mul, node name: "
+               "elu_1/mul): B has inconsistent type tensor(bfloat16)); ")
+    words = {"onnxruntime": "Fail: [ONNXRuntimeError] : 1 : FAIL : Type Error: Type parameter (T) of Optype (Mul) "
+                            "bound to different types (tensor(float16) and tensor(bfloat16) in node (elu_1/mul).",
+             "openvino": "RuntimeError: FrontEnd API failed with OpConversionFailure: Arguments do not have the "
+                         "same element type (arg0 element type: f16, arg1 element type: bf16)"}
+    spec = {"layers": [{"name": "elu", "api": "Rescaling", "params": {"dtype": "bfloat16"}}]}
+    sigs = {b: signatures_of(_divergent(checker + f"{b} refused it: " + w, b, "convert"), spec, {})[0]
+            for b, w in words.items()}
+    assert {s.component for s in sigs.values()} == {"tf2onnx"} and {s.op for s in sigs.values()} == {"Mul"}
+    assert root_key(sigs["onnxruntime"]) == root_key(sigs["openvino"])
+    known = load_known_issues()
+    assert {match_known(s, known).id for s in sigs.values()} == {"tf2onnx-bfloat16-mixed-types"}
+    # without the checker's verdict the runtime's refusal stays the runtime's
+    plain = signatures_of(_divergent(words["openvino"], "openvino", "convert"), spec, {})[0]
+    assert plain.component == "openvino"

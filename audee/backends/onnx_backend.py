@@ -135,6 +135,20 @@ def convert_function(fn: Any, signature: list[Any], opset: int) -> Any:
     return proto
 
 
+def onnx_checker_error(proto: Any) -> str | None:
+    """The ONNX checker's first complaint about ``proto`` (full check: types and shapes
+    inferred node by node, ``strict_mode``), or None for a valid graph; one line."""
+    import onnx
+
+    if proto is None:
+        return None
+    try:
+        onnx.checker.check_model(proto, full_check=True)
+    except Exception as exc:  # ValidationError, InferenceError
+        return " ".join(str(exc).split())[:600]
+    return None
+
+
 def _raised_in_optimizer(exc: BaseException) -> bool:
     """Whether ``exc`` came out of one of tf2onnx's optimizer passes."""
     tb = exc.__traceback__
@@ -249,8 +263,9 @@ class OnnxRuntimeBackend(Backend):
             # baked: the first session is made with the first real weight set (set_weights) and
             # both checks run there, still as convert: a session for placeholder weights is waste
         except Exception as exc:
+            message = self.refusal(om, exc) if om.proto is not None else f"{type(exc).__name__}: {exc}"
             om.proto = om.session = None
-            om.convert_error = BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            om.convert_error = BackendError(Phase.CONVERT, message, traceback.format_exc())
             raise om.convert_error from exc
         return om
 
@@ -291,7 +306,19 @@ class OnnxRuntimeBackend(Backend):
             # no session kept: the next request on this model meets the same refusal (a
             # session left from a refused graph ran it, unchecked, on a second request)
             om.session = None
-            raise BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
+            raise BackendError(Phase.CONVERT, self.refusal(om, exc), traceback.format_exc()) from exc
+
+    def refusal(self, om: OnnxModel, exc: BaseException) -> str:
+        """The message of a runtime's refusal of the converted graph, led by the ONNX
+        checker's verdict when the checker rejects the graph too: then the graph is invalid
+        ONNX and the converter's bug, not the runtime's (OpenVINO's frontend refusing a
+        graph that mixes float16 and bfloat16 operands is right to; ``audee.signature``
+        names the converter as the failing component)."""
+        own = f"{type(exc).__name__}: {exc}"
+        invalid = onnx_checker_error(om.proto)
+        if invalid is None:
+            return own
+        return f"{self.converter} produced an invalid ONNX graph (onnx.checker: {invalid}); {self.name} refused it: {own}"
 
     def _new_session(self, om: OnnxModel) -> None:
         import onnxruntime as ort

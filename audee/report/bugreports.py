@@ -26,8 +26,19 @@ TRACKERS = {
     "jax": ["keras-team/keras", "jax-ml/jax"],
     "tf2onnx": ["onnx/tensorflow-onnx"],
     "onnxruntime": ["microsoft/onnxruntime", "onnx/tensorflow-onnx"],  # a converted graph: either may be at fault
+    # the other execution modes (audee/backends/modes.py) and the converters and runtimes
+    "tensorflow-eager": ["tensorflow/tensorflow", "keras-team/keras"],
+    "tensorflow-noonednn": ["tensorflow/tensorflow", "keras-team/keras"],
+    "tensorflow-xla": ["tensorflow/tensorflow", "openxla/xla"],
+    "torch-compile": ["pytorch/pytorch", "keras-team/keras"],
+    "jax-eager": ["jax-ml/jax", "keras-team/keras"],
+    "openvino": ["openvinotoolkit/openvino", "onnx/tensorflow-onnx"],  # tf2onnx's graph: either may be at fault
+    "litert": ["google-ai-edge/LiteRT", "tensorflow/tensorflow"],
+    "torch-onnx": ["pytorch/pytorch", "microsoft/onnxscript", "microsoft/onnxruntime"],
+    "torch.onnx": ["pytorch/pytorch", "microsoft/onnxscript"],
 }
-VERSION_KEYS = ("python", "keras", "tensorflow", "torch", "jax", "jaxlib", "onnx", "onnxruntime", "tf2onnx", "numpy")
+VERSION_KEYS = ("python", "keras", "tensorflow", "torch", "jax", "jaxlib", "onnx", "onnxruntime", "tf2onnx", "openvino",
+                "ai-edge-litert", "onnxscript", "numpy")
 
 
 def root_slug(root: dict[str, Any]) -> str:
