@@ -38,7 +38,7 @@ from audee.case import Kind
 from audee.apis.keras_layers import layer_aliases
 from audee.paths import data_dir
 from audee.records.rows import PlacedRow, ResultRow
-from audee.rootcause import CLASSES, classify, root_key
+from audee.rootcause import CLASSES, classify, known_root, root_key
 from audee.settings import FieldError, validate_settings
 from audee.signature import Signature, value_class
 from audee.yamlio import read_yaml_mapping
@@ -224,7 +224,8 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
                     "phase": sig.phase, "error": sig.error, "cases": 0, "case_ids": set(),
                     "first_case": row.id, "case_file": at.case_path or row.case_file,
                     "repro": str(repro) if repro is not None and repro.is_file() else None,
-                    "key": key, "root": root_key(sig), "slug": sig.slug(), "units": [], "signature": sig}
+                    "key": key, "root": known_root(issue.link) if issue else root_key(sig), "slug": sig.slug(),
+                    "units": [], "signature": sig}
             if row.id not in bug["case_ids"]:
                 bug["case_ids"].add(row.id)
                 bug["cases"] += 1

@@ -121,7 +121,15 @@ def root_key(sig: Signature) -> str:
         source = "from NaN/Inf input" if "nonfinite_input" in sig.context else "from finite input"
         return " | ".join(["nan", _who(sig), what, source])
     family = "numeric" if sig.kind in NUMERIC_KINDS else sig.kind
+    if sig.kind == Kind.EQUIVALENCE:  # one rule's failure on one layer API: the rule is part of it
+        what += "".join(f"[{v}]" for p, v in sig.params if p == "rule")
     return " | ".join([family, _who(sig), what])
+
+
+def known_root(link: str) -> str:
+    """The root cause of every signature matching a known issue at ``link``: one upstream
+    issue is one fix, however many entries, backends or error texts reach it."""
+    return f"known | {link}"
 
 
 def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
@@ -159,7 +167,7 @@ def silent_backend(sigs: Iterable[Signature]) -> str | None:
 
 def root_causes(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Unique bugs (:func:`audee.known.unique_bugs`, each with its ``signature``) grouped by
-    :func:`root_key`: one entry per root cause with its class (the most telling of its
+    their ``root`` (:func:`known_root` for a known issue, else :func:`root_key`): one entry per root cause with its class (the most telling of its
     signatures'), its signatures, cases (summed: a case may count under several), the
     backends involved and the odd ones, the component and op, ``known`` when any signature
     matches a known issue, and for ``undefined`` causes the backend silently different
@@ -167,7 +175,7 @@ def root_causes(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for b in bugs:
         sig: Signature = b["signature"]
-        key = root_key(sig)
+        key = b.get("root") or root_key(sig)  # audee.known.unique_bugs: a known issue's link, else root_key
         g = groups.setdefault(key, {
             "root": key, "kind": b["kind"], "api": sig.layer or primary_api(sig.api) or "-", "op": sig.op,
             "component": sig.component, "error": b["error"], "signatures": 0, "cases": 0, "backends": set(),

@@ -321,3 +321,18 @@ def test_runtimes_refusing_one_invalid_converted_graph_are_one_converter_root_ca
     # without the checker's verdict the runtime's refusal stays the runtime's
     plain = signatures_of(_divergent(words["openvino"], "openvino", "convert"), spec, {})[0]
     assert plain.component == "openvino"
+
+
+def test_signatures_matching_known_issues_at_one_link_are_one_root_cause():
+    """Two entries reaching one upstream issue (the Keras bug seen as TensorFlow's refusal and
+    as LiteRT's) count as one root cause; without the entries they are two."""
+    link = "https://github.com/keras-team/keras/issues/15666"
+    issues = [KnownIssue.model_validate({"id": i, "title": "t", "link": link, "match": {"error": e}})
+              for i, e in (("a", "Size of out_backprop"), ("b", "computed_input_height"))]
+    tf = signatures_of(_divergent(SIZE), SPEC, {})[0]
+    lite = signatures_of(_divergent("RuntimeError: computed_input_height != SizeOfDimension(input, 1) (15 != 16)",
+                                    "litert"), SPEC, {})[0]
+    rows = _rows([tf], [lite])
+    assert len(root_causes(unique_bugs(rows, []))) == 2
+    (root,) = root_causes(unique_bugs(rows, issues))
+    assert root["status"] == "known" and root["cases"] == 2
