@@ -159,6 +159,7 @@ def test_every_draw_is_json_data_of_the_right_kind():
     ("api: Conv3D\ncategory: conv\nparams: {}\n", "api"),
     ("api: Conv2D\ncategory: convolution\nparams: {}\n", "category"),
     ("api: Conv2D\ncategory: conv\nparams:\n  padding: {type: str}\n", "params.padding.values"),
+    ("api: Conv2D\ncategory: conv\nids: filters\nparams: {}\n", "ids"),
 ])
 def test_malformed_config_names_file_and_field(tmp_path, body, field):
     path = tmp_path / "Conv2D.yaml"
@@ -269,3 +270,18 @@ def test_the_package_reads_the_top_level_api_configs_folder():
     assert (REPO / "audee" / "data" / "api_configs").is_symlink()
     assert api_configs_dir().resolve() == (REPO / "api_configs").resolve()
     assert set(load_api_configs()) == {p.stem for p in (REPO / "api_configs").glob("*.yaml")}
+
+
+def test_layers_taking_token_ids_get_int_ids_below_their_bound():
+    """CategoryEncoding (ids: num_tokens) and Embedding (ids: input_dim) are fed int32 ids in
+    [0, bound) by the API-level generator, not float data that casts to negative ids."""
+    from audee.mutation.apilevel import generate_case
+
+    configs = load_api_configs()
+    for api, bound in (("CategoryEncoding", "num_tokens"), ("Embedding", "input_dim")):
+        assert configs[api].ids == bound
+        for i in range(6):
+            case = generate_case(api, configs, 0, i, invalid_prob=0.0, dtypes={"float32": 1.0})
+            (x,) = case.inputs.values()
+            high = case.meta["params"][bound]
+            assert x.dtype == np.int32 and x.min() >= 0 and x.max() < high, (api, i, high)

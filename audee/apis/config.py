@@ -20,7 +20,7 @@ from audee.yamlio import read_yaml_mapping
 CATEGORIES = ("conv", "pool", "norm", "activation", "reshape", "merge", "recurrent", "core", "embedding",
               "wrapper", "regularization", "attention", "preprocessing")
 TYPES = ("int", "float", "bool", "str", "layer")
-TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version"}
+TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids"}
 PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip"}
 LIST_VALUE_TYPES = ("int", "float")  # draw_value stringifies str values, and a bool is drawn as a coin
 
@@ -81,6 +81,9 @@ class ApiConfig:
     note: str = ""
     source: str = ""
     ranks: list[int] = field(default_factory=list)  # input ranks (batch included); [rank] if only rank is given
+    #: the parameter whose value bounds the integer ids the layer takes, [0, value): its input
+    #: is int32 token ids, not float data (Embedding's input_dim, CategoryEncoding's num_tokens)
+    ids: str | None = None
 
     def __post_init__(self) -> None:
         if not self.ranks and self.rank is not None:
@@ -219,9 +222,13 @@ def load_api_config(path: str | Path) -> ApiConfig:
     params = data.get("params", {})
     if not isinstance(params, dict):
         raise _err(source, "params", "expected a mapping of parameter name to settings")
+    ids = data.get("ids")
+    if ids is not None and not (isinstance(ids, str) and isinstance(params.get(ids), dict)
+                                and params[ids].get("type") == "int"):
+        raise _err(source, "ids", f"expected the name of an int parameter bounding the input ids, got {ids!r}")
     return ApiConfig(api, data["category"], inputs, {n: _check_param(n, p, source) for n, p in params.items()},
                      rank if rank is not None else (ranks[0] if ranks and len(ranks) == 1 else None),
-                     str(data.get("note", "")), source, list(ranks or []))
+                     str(data.get("note", "")), source, list(ranks or []), ids)
 
 
 def load_api_configs(directory: str | Path | None = None) -> dict[str, ApiConfig]:

@@ -258,8 +258,8 @@ def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.ran
     rank = int(ranks[int(rng.integers(len(ranks)))])
     chain = _Chain()
     derived: dict[str, Any] = {}
-    if cfg.category == "embedding":
-        vocab = params.get("input_dim")
+    if cfg.ids is not None:  # integer token ids in [0, the bounding parameter's value)
+        vocab = params.get(cfg.ids)
         high = int(vocab) if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab > 0 else 1
         shape = _draw_shape(rank, rng)
         srcs = [chain.input(shape, "int32", (0, high))]
