@@ -4,19 +4,93 @@ translation and optimizer), run in onnxruntime.
 
 A second, independent path into ONNX beside tf2onnx: the same Keras layers, another
 framework's ops, another converter, the same runtime.  As for ``onnxruntime``, the stateless
-call is exported with every weight as a graph input (the batch axis dynamic), so a new
-weight set is baked in as constants and a new session, never a new export.
+call is exported with every weight as a graph input (the batch axis marked dynamic), so a
+new weight set is baked in as constants and a new session, never a new export.
+
+The export waits for the first input (:meth:`TorchOnnxBackend.compile_for`, which the worker
+calls once per input signature, ahead of the run when it can guess the inputs): it traces
+on zeros of the inputs' own shapes.  ``torch.export`` keeps the batch axis dynamic only
+where nothing in the model depends on its size; where something does (Keras' recurrent
+layers, an activity regularizer dividing by the batch size) it specializes the axis
+silently, and the graph takes that one batch size ("Got invalid dimensions for input ...
+Expected: 2" when it was traced on a placeholder batch of 2).  So a graph is kept per input
+shapes it was exported for, and a new one is exported only for inputs none of them takes:
+once per model when the batch stays dynamic, once per batch size when it does not; never
+per weight set.
+
+onnxruntime's Python ``run`` has no numpy type for a bfloat16 output ("No corresponding
+Numpy type for Tensor Type. bfloat16"); the outputs are read as ``OrtValue`` objects and a
+bfloat16 one reinterpreted as ``ml_dtypes.bfloat16``, the dtype the Keras backends give.
 """
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 import numpy as np
 
+from audee.backends.base import BackendError, Phase
 from audee.backends.keras_backends import TorchBackend, apply_precision_env
 from audee.backends.keras_build import BuiltModel
-from audee.backends.onnx_backend import OnnxModel, OnnxRuntimeBackend
-from audee.spec import ModelSpec
+from audee.backends.onnx_backend import OnnxModel, OnnxRuntimeBackend, graph_input_dtypes
+from audee.spec import ModelSpec, Weights
+
+Shapes = tuple  # one shape (batch first) per model input, in spec order
+
+
+class TorchOnnxModel(OnnxModel):
+    """An :class:`OnnxModel` whose graph is exported per input shapes: ``proto`` is the graph
+    the session runs, exported for ``shapes``; ``exports`` every graph made, by the shapes
+    it was traced on (one serves all batch sizes when its batch axis stayed dynamic)."""
+
+    def __init__(self, built: BuiltModel, weight_inputs: list[str], conversion: tuple):
+        super().__init__(built, weight_inputs, conversion)
+        self.shapes: Shapes | None = None
+        self.exports: dict[Shapes, Any] = {}
+        self.failed: dict[Shapes, BackendError] = {}  # an export that failed fails again at once
+        self.pending: Weights | None = None  # a weight set that came before the first export
+        self.weighted = False  # a weight set came (before it, a session would run placeholder weights)
+
+
+def accepts(proto: Any, shapes: dict[str, tuple[int, ...]]) -> bool:
+    """Whether ``proto``'s graph inputs take inputs of these shapes (a symbolic dim takes any size)."""
+    for graph_input in proto.graph.input:
+        shape = shapes.get(graph_input.name)
+        if shape is None:
+            continue
+        dims = graph_input.type.tensor_type.shape.dim
+        if len(dims) != len(shape):
+            return False
+        if any(d.HasField("dim_value") and d.dim_value != n for d, n in zip(dims, shape)):
+            return False
+    return True
+
+
+def ort_to_numpy(value: Any) -> np.ndarray:
+    """An onnxruntime ``OrtValue`` (on the CPU) as numpy, bfloat16 included (``OrtValue.numpy``
+    has no numpy type for it: its bytes are copied and read as ``ml_dtypes.bfloat16``)."""
+    if value.data_type() != "tensor(bfloat16)":
+        return value.numpy()
+    import ctypes
+
+    import ml_dtypes
+
+    shape, size = tuple(value.shape()), value.tensor_size_in_bytes()
+    if size == 0:
+        return np.zeros(shape, ml_dtypes.bfloat16)
+    raw = ctypes.string_at(value.data_ptr(), size)
+    return np.frombuffer(raw, dtype=ml_dtypes.bfloat16).reshape(shape).copy()
+
+
+def numpy_to_ort(array: np.ndarray) -> Any:
+    """``array`` as an ``OrtValue``; a bfloat16 one (``ml_dtypes``) by its bits, typed bfloat16."""
+    import onnxruntime as ort
+
+    if array.dtype.name == "bfloat16":
+        from onnx import TensorProto
+
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint16), TensorProto.BFLOAT16)
+    return ort.OrtValue.ortvalue_from_numpy(array)
 
 
 class TorchOnnxBackend(OnnxRuntimeBackend):
@@ -53,21 +127,80 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         one of those ("Duplicate definition of name" on ResNet-20, MobileNet-V2, VGG-16)."""
         return [f"audee_y{k}" for k in range(len(om.built.order))]
 
-    def build(self, spec: ModelSpec) -> OnnxModel:
+    def build(self, spec: ModelSpec) -> TorchOnnxModel:
         keras = self.keras_side.keras
         built = BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights)
         variables = list(built.model.trainable_variables) + list(built.model.non_trainable_variables)
-        return OnnxModel(built, [f"audee_w{k}" for k in range(len(variables))], (None, None, variables))
+        return TorchOnnxModel(built, [f"audee_w{k}" for k in range(len(variables))], (None, None, variables))
 
-    def export(self, om: OnnxModel) -> Any:
-        """``torch.onnx.export`` of the stateless call, inputs then weights, on zeros of
-        batch 2 with the batch axis marked dynamic (``torch.export`` specializes a size 1)."""
+    # ---- the export, per input shapes -----------------------------------------------------------
+    def prepare(self, model: TorchOnnxModel) -> None:
+        """Nothing: the export needs the inputs' shapes, and waits for :meth:`compile_for`
+        (which the worker calls ahead of the run, on the last run's shapes, when it can)."""
+
+    def compile_for(self, model: TorchOnnxModel, inputs: dict[str, np.ndarray]) -> None:
+        """The graph for these inputs' shapes: the one in use, another kept one that takes
+        them, else a new export (a failure is ``convert``'s, kept per shapes)."""
+        self.graph_for(model, inputs)
+
+    def graph_for(self, om: TorchOnnxModel, inputs: dict[str, np.ndarray]) -> TorchOnnxModel:
+        names = [i.name for i in om.built.spec.inputs]
+        shapes: Shapes = tuple(tuple(int(n) for n in np.shape(inputs[name])) for name in names)
+        if om.proto is not None and (om.shapes == shapes or accepts(om.proto, dict(zip(names, shapes)))):
+            return om
+        for traced, proto in om.exports.items():
+            if accepts(proto, dict(zip(names, shapes))):
+                self._use(om, proto, traced)
+                return om
+        if shapes in om.failed:
+            raise om.failed[shapes]
+        try:
+            with self.clock.timed("convert"):
+                proto = self.export(om, shapes)
+            graph_outputs = [o.name for o in proto.graph.output]
+            if sorted(graph_outputs) != sorted(self.output_names(om)):
+                raise RuntimeError(f"{self.converter} produced outputs {graph_outputs}, "
+                                   f"expected {self.output_names(om)}")
+        except Exception as exc:
+            om.failed[shapes] = BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            raise om.failed[shapes] from exc
+        om.exports[shapes] = proto
+        self._use(om, proto, shapes)
+        return om
+
+    def _use(self, om: TorchOnnxModel, proto: Any, shapes: Shapes) -> None:
+        """Make ``proto`` the graph the session runs, with the weights set so far.  Its first
+        session is made now if weights came (onnxruntime refusing the graph is a conversion
+        failure), else by the first weight set or run: an export ahead of the run (the
+        worker's guess) makes none for placeholder weights."""
+        first = om.proto is None
+        om.proto, om.shapes, om.dtypes, om.session = proto, shapes, graph_input_dtypes(proto), None
+        if first:  # the weight feed starts from the built values (seed-generator states keep theirs)
+            variables = om.conversion[2]
+            om.feed = {name: om.cast(name, self.variable_value(v)) for name, v in zip(om.weight_inputs, variables)}
+            if om.pending is not None:
+                self._feed_weights(om, om.pending)
+                om.pending = None
+        if om.weighted:
+            self._first_session(om)
+
+    def converted(self, om: OnnxModel) -> OnnxModel:
+        """``om`` with a graph: only :meth:`compile_for` exports (it knows the inputs' shapes)."""
+        if om.proto is None:
+            raise RuntimeError("torch-onnx exports for the inputs' shapes: compile_for comes before a run")
+        return om
+
+    def export(self, om: OnnxModel, shapes: Shapes | None = None) -> Any:
+        """``torch.onnx.export`` of the stateless call, inputs then weights, on zeros of the
+        inputs' ``shapes``, the batch axis marked dynamic (``torch.export`` may still
+        specialize it: see the module's docstring; a batch of 1 is always specialized)."""
         import torch
 
         built = om.built
         model, spec = built.model, built.spec
         n_x, n_tv = len(spec.inputs), len(built.trainable_variables)
         variables = om.conversion[2]
+        shapes = shapes or tuple((2, *i.shape) for i in spec.inputs)
 
         class Stateless(torch.nn.Module):
             def forward(self, *args: Any) -> tuple:
@@ -75,12 +208,42 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
                                                list(args[:n_x]), training=False)
                 return tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
 
-        xs = [torch.zeros((2, *i.shape), dtype=getattr(torch, i.dtype)) for i in spec.inputs]
+        xs = [torch.zeros(shape, dtype=getattr(torch, i.dtype)) for i, shape in zip(spec.inputs, shapes)]
         ws = [v.value.detach() for v in variables]
+        dynamic = all(len(s) > 0 and s[0] >= 2 for s in shapes)
         batch = torch.export.Dim("batch")
-        shapes = tuple([{0: batch}] * n_x + [None] * len(ws))
+        dynamic_shapes = ((tuple([{0: batch}] * n_x + [None] * len(ws)),) if dynamic else None)
         program = torch.onnx.export(Stateless(), tuple(xs + ws), dynamo=True, opset_version=self.opset,
                                     input_names=[i.name for i in spec.inputs] + om.weight_inputs,
-                                    output_names=self.output_names(om), dynamic_shapes=(shapes,), verbose=False)
+                                    output_names=self.output_names(om), dynamic_shapes=dynamic_shapes,
+                                    verbose=False)
         return program.model_proto
 
+    # ---- weights and runs -------------------------------------------------------------------------
+    def _feed_weights(self, om: OnnxModel, weights: Weights) -> None:
+        n_tv = len(om.built.trainable_variables)
+        for lname, slots in om.built.slots.items():
+            for (trainable, idx), arr in zip(slots, weights.get(lname, [])):
+                k = idx if trainable else n_tv + idx
+                om.feed[f"audee_w{k}"] = om.cast(f"audee_w{k}", arr)
+
+    def set_weights(self, model: TorchOnnxModel, weights: Weights) -> None:
+        """Before the first export the weights wait for it (the first session is made there);
+        after, as for ``onnxruntime``: the feed, and a new session with them baked in."""
+        if model.proto is None:
+            model.built.check_weights(weights)
+            model.pending, model.weighted = weights, True
+            return
+        model.weighted = True
+        super().set_weights(model, weights)
+
+    def run(self, model: TorchOnnxModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        self.graph_for(model, inputs)  # the worker's compile_for made it; a bare call (a benchmark) may not have
+        if model.session is None:  # no weights came yet (built values), or onnxruntime refused the graph: again
+            self._first_session(model)
+        feed = {i.name: model.cast(i.name, inputs[i.name]) for i in model.built.spec.inputs}
+        if not self.bake_weights:
+            feed.update(model.feed)
+        values = model.session.run_with_ort_values(self.output_names(model),
+                                                   {k: numpy_to_ort(v) for k, v in feed.items()})
+        return [ort_to_numpy(v) for v in values]
