@@ -349,9 +349,11 @@ def test_a_second_fuzz_on_the_same_out_fails_at_once_naming_the_holder(tmp_path)
 
 def test_one_writer_per_shard_and_per_unit(tmp_path):
     """Two tasks on one shard, or two shard layouts on one unit: the second fails at once
-    naming the first one's pid, and nothing is recorded twice."""
+    naming the first one's pid, and nothing is recorded twice.  The first runs 40 variants, so
+    that it still holds its locks while the three others start (4 were done before the third
+    on a loaded machine)."""
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("name: lock\ndefaults: {variants: 4, batch: 4}\nruns:\n  - seeds: [lenet5]\n"
+    cfg.write_text("name: lock\ndefaults: {variants: 40, batch: 4}\nruns:\n  - seeds: [lenet5]\n"
                    "    backends: [[jax]]\n")
     out = tmp_path / "o"
     first = subprocess.Popen([sys.executable, "-m", "audee", "campaign", str(cfg), "--out", str(out),
@@ -376,8 +378,8 @@ def test_one_writer_per_shard_and_per_unit(tmp_path):
             first.kill()
             first.wait()
     rows = list(ResultsTable(out / "units" / unit / "results.jsonl").rows())
-    assert len(rows) == len({r["id"] for r in rows}) == 5
-    assert json.loads((out / "units" / unit / "DONE.json").read_text())["test_cases"] == 5
+    assert len(rows) == len({r["id"] for r in rows}) == 41
+    assert json.loads((out / "units" / unit / "DONE.json").read_text())["test_cases"] == 41
     assert not (out / "status" / "shard-0-of-2.json").exists()
 
 
