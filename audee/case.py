@@ -35,8 +35,17 @@ class Kind:
     INCONSISTENCY = "inconsistency"                # predicted labels differ between two backends
     DEVIATION = "deviation"                        # outputs differ beyond tolerance (audee/oracle/deviation.py)
     DEVIATION_ACCUMULATED = "deviation_accumulated"  # beyond tolerance, but no layer deviates on its own input
+    # the training phase (audee/train/oracle.py): loss, gradients or updated weights
+    TRAIN_DEVIATION = "train_deviation"            # beyond tolerance between two backends
+    TRAIN_DEVIATION_ACCUMULATED = "train_deviation_accumulated"  # ... but no layer deviates on its own input
+    TRAIN_NAN = "train_nan"                        # NaN/Inf in loss, gradients or weights on some backends only
 
     FAILURES = (HARD_CRASH, DIVERGENT_ACCEPTANCE, NAN, INCONSISTENCY, DEVIATION)
+    FAILURES += (TRAIN_DEVIATION, TRAIN_NAN)
+    # equivalent models (issue 27, audee/oracle/equivalence.py): one backend, a model and its equivalent
+    EQUIVALENCE = "equivalence"                    # the backend computes the two differently (or refuses one)
+    EQUIVALENCE_ACCUMULATED = "equivalence_accumulated"  # ... but no rewritten layer differs on its own input
+    FAILURES += (EQUIVALENCE,)
 
 
 @dataclass

@@ -253,6 +253,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             return _cmd_fuzz_apis(args, refs, cfg, apis)
     args.seed = args.seed or "lenet5"
     cfg, plan = _fuzz_config(args, refs)
+    if plan is not None and cfg.phase == "train" and plan.config.fitness != "inconsistency":
+        raise AudeeError("the training phase searches the gradient distance (--fitness inconsistency, the default)",
+                         field="--fitness")
     args.known = _known_issues(args)
     seed = None
     if not args.seed.endswith(".keras"):  # a .keras model is read by a worker, under the lock
@@ -417,6 +420,9 @@ def _print_summary(s: dict[str, Any]) -> None:
     print(f"  NaN/Inf              {s['nan']}  (strong, patterns differ between backends: {s['nan_strong']}; "
           f"explained by the input (NaN/Inf or overflow-scale values), not failures: {s.get('nan_propagated', 0)})")
     print(f"  deviations           {s.get('deviation', 0)}  (outputs differ beyond tolerance, see docs/oracles.md)")
+    if s.get("equivalence"):
+        print(f"  equivalences         {s['equivalence']}  (a backend computes a model and its equivalent differently, "
+              "--equivalence)")
     print(f"  inconsistencies      {s['inconsistency']}")
     for pair, n in sorted(s["inconsistency_by_pair"].items()):
         print(f"    {pair.replace('|', ' vs '):<30} {n}")
@@ -466,6 +472,8 @@ def cmd_repro(args: argparse.Namespace) -> int:
     refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
     if args.out:
         check_out_dir(args.out)
+    if _training_case(args.case):  # the training phase (audee.train.repro): a script that trains one step
+        return _train_repro(args, refs)
     rep = repro_case(args.case, out=args.out, name=args.name, layer=args.layer, model=args.model, backends=refs,
                      allowed_plugins=args.allow_plugin, finding=args.finding)
     print(f"wrote {rep.script} (+ {rep.data.name}): {rep.describe()}")
@@ -538,12 +546,58 @@ def cmd_localize(args: argparse.Namespace) -> int:
     pair = [p.strip() for p in args.pair.split(",")] if args.pair else None
     cfg = validate_settings(LocalizeConfig, given_options(args, list(LocalizeConfig.model_fields)), flags=True)
     timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
+    if _training_case(args.case):  # the training phase (audee.train.localize): its own localizer
+        from audee.train.localize import localize_train_case
+
+        found = localize_train_case(args.case, backends=refs, allowed_plugins=args.allow_plugin, timeout=timeout,
+                                    max_values=cfg.max_values)
+        print(json.dumps(found.to_json(), indent=1, default=str) if args.json else found.render(cfg.top_k))
+        if not found.reproduced:
+            return ExitCode.NOT_REPRODUCED
+        return ExitCode.OK if found.layer else ExitCode.NOT_LOCALIZED
     report = localize_case(args.case, cfg, backends=refs, pair=pair,
                            timeout=timeout, allowed_plugins=args.allow_plugin, repro_dir=args.repro)
     print(json.dumps(report.to_json(), indent=1) if args.json else render(report, top_k=cfg.top_k))
     if not report.reproduced:
         return ExitCode.NOT_REPRODUCED
     return ExitCode.OK if report.sources or report.trigger else ExitCode.NOT_LOCALIZED
+
+
+def _train_repro(args: argparse.Namespace, refs: list | None) -> int:
+    """``audee repro`` of a training-phase case: write the script on the case's workers, run it once."""
+    from audee.backends.pool import Pool
+    from audee.store.caserecord import CaseRecord
+    from audee.train.repro import run_train_script, write_train_repro
+
+    record = CaseRecord.from_file(args.case)
+    out = Path(args.out) if args.out else Path(args.case).resolve().parent.parent / "repro"
+    with tempfile.TemporaryDirectory(prefix="audee-repro-") as tmp:
+        with Pool(refs or record.backend_refs(allowed_plugins=args.allow_plugin), Path(tmp)) as pool:
+            pool.start_or_fail(source=args.case)
+            rep = write_train_repro(record, out, args.name or f"{record.id}-train", pool, args.finding)
+    print(f"wrote {rep.script} (+ {rep.data.name}): {rep.describe()}")
+    for note in rep.notes:
+        print(f"  note: {note}")
+    if args.no_run:
+        return ExitCode.OK
+    print(f"running python {rep.script} in a fresh process ...", flush=True)
+    code, text = run_train_script(rep.script)
+    print(text)
+    if code == 0:
+        print("the repro script reproduces the failure")
+        return ExitCode.OK
+    if code == 1:
+        print("the repro script does NOT reproduce the failure: the case no longer fails")
+        return ExitCode.NOT_REPRODUCED
+    print(f"the repro script could not run here (exit {code})")
+    return ExitCode.BAD_INPUT if code == 3 else ExitCode.BACKEND_UNAVAILABLE
+
+
+def _training_case(path: str) -> bool:
+    """Whether a case file holds a training-phase case (its ``phase``: ``train``)."""
+    from audee.store.caserecord import CaseRecord
+
+    return CaseRecord.from_file(path).meta.get("phase") == "train"
 
 
 def _print_campaign_roots(data: Any, known: list | None) -> None:

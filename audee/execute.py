@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure
+from audee.equivalence.check import run_equivalence
+from audee.equivalence.rules import rules_named
 from audee.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, attributed, compare,
@@ -45,6 +47,8 @@ class Result:
     # backend -> phase -> seconds its worker spent on this case (audee.backends.base.TIMED_PHASES):
     # the build of a spec is counted for the first case that runs it, diagnosis runs included
     phases: dict[str, dict[str, float]] = field(default_factory=dict)
+    # the equivalence oracle (audee/equivalence): each applied rule's status (pass, fail, accumulated, harness)
+    equivalence: dict[str, str] = field(default_factory=dict)
 
 
 def first_shapes(built: dict[str, Any]) -> Shapes | None:
@@ -66,10 +70,13 @@ class Executor:
     already built costs one round trip per backend, not two."""
 
     def __init__(self, pool: Pool, *, tie_margin: float = TIE_MARGIN, diagnose: bool = True,
-                 tolerances: Tolerances | dict[str, Any] | None = None):
+                 tolerances: Tolerances | dict[str, Any] | None = None, equivalence: Iterable[str] = ()):
         """``tolerances``: the deviation oracle's, per dtype (a :class:`Tolerances`, or the
-        ``{dtype: {"rtol", "atol"}}`` form settings and case files hold; default: the defaults)."""
+        ``{dtype: {"rtol", "atol"}}`` form settings and case files hold; default: the defaults).
+        ``equivalence``: the equivalence rules whose rewrites run beside every case
+        (:data:`audee.settings.EQUIVALENCE_RULES`; none by default)."""
         self.pool = pool
+        self.equivalence = rules_named(tuple(equivalence))
         self.tie_margin = tie_margin
         self.tolerances = as_tolerances(tolerances)
         self.diagnose = diagnose
@@ -155,11 +162,26 @@ class Executor:
             fold_reduced_precision_flips(result.verdict)
         if diagnose:
             self._diagnose_nan(result, [f for f in nans if f.detail.patterns])
+        if self.equivalence:  # each rule's equivalent model on every backend that ran the case (issue 27)
+            eq, result.equivalence = run_equivalence(self, case, result.outcomes, self.equivalence, diagnose=diagnose)
+            result.verdict.findings.extend(eq)
         mark_odd(ordered, result.verdict.findings)  # after every change of kind
         self._tally = None
         result.phases = phases.rounded()
         result.seconds = time.perf_counter() - started
         return result
+
+    def pool_run(self, spec: ModelSpec, weights: Any, wkey: str, inputs: dict[str, np.ndarray],
+                 **kwargs: Any) -> dict[str, Any]:
+        """A diagnosis run on the pool (``pool.run``'s arguments), timed into the case being judged."""
+        return self._pool_run(spec, weights, wkey, inputs, **kwargs)
+
+    def add_phases(self, replies: dict[str, Any]) -> None:
+        """Workers' phase timings of ``replies`` added to the case being judged."""
+        if self._tally is not None:
+            for label, reply in replies.items():
+                if isinstance(reply, dict):
+                    self._tally.add(label, reply.get("phases", {}))
 
     def _pool_run(self, spec: ModelSpec, weights: Any, wkey: str, inputs: dict[str, np.ndarray],
                   **kwargs: Any) -> dict[str, Any]:

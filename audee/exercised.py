@@ -31,4 +31,6 @@ def exercised(spec: ModelSpec) -> list[list[str]]:
                 seen.add((str(value["api"]), API_ONLY, ""))
                 for inner, v in (value.get("params") or {}).items():
                     seen.add((str(value["api"]), inner, _value(v)))
+        for name, value in layer.call.items():  # how it is called (training=True): "call.training"
+            seen.add((layer.api, f"call.{name}", _value(value)))
     return [list(t) for t in sorted(seen)]

@@ -98,6 +98,17 @@ def judging(cfg: FuzzSettings) -> dict[str, Any]:
     return {"tie_margin": cfg.tie_margin, "tolerances": cfg.tolerances()}
 
 
+def executor(pool: Pool, cfg: FuzzSettings) -> Any:
+    """The run's executor: :class:`audee.execute.Executor`, or for ``--phase train``
+    :class:`audee.train.run.TrainExecutor` (the same interface; its cases are training steps)."""
+    if cfg.phase == "train":
+        from audee.train.run import TrainExecutor
+
+        return TrainExecutor(pool, **judging(cfg), losses=cfg.loss_weights(), optimizers=cfg.optimizer_weights(),
+                             learning_rate=cfg.learning_rate, steps=cfg.steps, rng=cfg.rng)
+    return Executor(pool, **judging(cfg), equivalence=cfg.equivalence_rules())
+
+
 def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | None = None) -> ResultRow:
     """The results-table row of a case (``extra``: its provenance, audee.records.ResultRow's
     fields); ``meta``: its provenance with the mutation record as dicts (default: the case's
@@ -126,6 +137,8 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
         "propagated_nonfinite": any(f.kind == Kind.NAN_PROPAGATED for f in v.findings),
         "inconsistent_pairs": sorted(f.detail.pair for f in v.findings if f.kind == Kind.INCONSISTENCY),
         "deviating_pairs": sorted(f.detail.pair for f in v.findings if f.kind == Kind.DEVIATION),
+        # the equivalence oracle: each rule applied to the case and its status (audee/equivalence/check.py)
+        **({"equivalence": dict(result.equivalence)} if result.equivalence else {}),
         # one per failure finding (audee.signature): summaries and reports count unique bugs by these
         "signatures": [sig.to_json() for sig in case_signatures(v, result.case.spec,
                                                                  result.case.meta if meta is None else meta)],
@@ -187,7 +200,7 @@ def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] |
              ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, cfg.out)
 
     def body(p: Pool, store: RunStore, stats: FuzzStats) -> None:
-        ex = Executor(p, **judging(cfg))
+        ex = executor(p, cfg)
         _api_stage(ex, apis, cfg, store, stats, progress)
         write_bug_repros(store, p, list(store.rows()))
 
@@ -199,10 +212,13 @@ def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] |
 
 def _stages(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Pool, store: RunStore,
             stats: FuzzStats, progress: Callable[[int], Any] | None, plan: SearchPlan | None) -> None:
-    ex = Executor(pool, **judging(cfg))
+    ex = executor(pool, cfg)
     _network_stage(ex, seed, inputs, cfg, store, stats, progress)
     if plan is not None:
         from audee.search.runner import run_searches
+
+        if cfg.phase == "train":  # the training phase's GA: the gradient-distance fitness (audee.train.search)
+            from audee.train.search import run_train_searches as run_searches
 
         targets = _search_targets(seed, cfg, store, plan.on_consistent)
         for t in targets:
@@ -363,6 +379,7 @@ def _api_cases(ex: Executor, configs: Any, cfg: FuzzConfig, todo: list[tuple[str
     dtypes = cfg.dtype_weights()
     for api, index in todo:
         got = generate_case(api, configs, cfg.rng, index, batch=cfg.batch, invalid_prob=cfg.invalid_prob,
+                            call_training=cfg.call_training,
                             dtypes=dtypes, validate=validate, max_redraws=cfg.max_redraws)
         cid = case_id(api, index)
         store.write_variant(cid, got.spec)
@@ -383,6 +400,7 @@ def _append_row(result: Result, store: RunStore, stats: FuzzStats, extra: dict[s
                 case_file: str | None = None) -> None:
     """The case's row; ``extra``: its provenance, the mutation records as dicts (the row
     keeps each as ``layer.param=value``; a search's settings stay in its own row)."""
+    extra = _with_train(result, extra)
     muts = [f"{m['layer']}.{m['param']}={m['new']!r}" for m in extra.get("mutations", [])]
     row = result_row(result, {k: v for k, v in extra.items() if k not in ("search",)} | {"mutations": muts}
                      | ({"case_file": case_file} if case_file else {}), meta={**result.case.meta, **extra})
@@ -398,8 +416,17 @@ def _describe_verdict(result: Result) -> str:
     return "; ".join(f"{f.kind} [{', '.join(f.backends)}]" for f in findings)
 
 
+def _with_train(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
+    """``extra`` with a training step's record (audee.train.run.TrainResult: its setup,
+    layers called inactive, backends skipped, losses): rows and case files keep it."""
+    if getattr(result, "train", None):
+        return {**extra, "phase": "train", "train": result.train}
+    return extra
+
+
 def _save_failure(result: Result, pool: Pool, cfg: FuzzConfig, store: RunStore, stats: FuzzStats,
                   extra: dict[str, Any]) -> str:
+    extra = _with_train(result, extra)
     case_file = store.save_case(result.case.id, case_record(result, pool, extra, **judging(cfg)))
     _append_row(result, store, stats, extra, case_file)
     return result.case.id
@@ -462,6 +489,7 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
         "nan_strong": sum(r.nan_strong for r in rows),
         "nan_propagated": by_kind.get(Kind.NAN_PROPAGATED, 0),
         "deviation": by_kind.get(Kind.DEVIATION, 0),
+        "equivalence": by_kind.get(Kind.EQUIVALENCE, 0),
         "inconsistency": by_kind.get(Kind.INCONSISTENCY, 0),
         "inconsistency_by_pair": pairs,
         "mean_seconds_per_case": round(float(np.mean([r.seconds for r in rows])), 4) if rows else 0.0,

@@ -82,8 +82,9 @@ class KnownMatch(_Strict):
     @field_validator("phase")
     @classmethod
     def _phase(cls, v: Any) -> Any:
-        if v is not None and v not in ("build", "convert", "weights", "run"):
-            raise ValueError(f"expected build, convert, weights or run, got {v!r}")
+        if v is not None and v not in ("build", "convert", "weights", "run", "train", "gradient", "update"):
+            raise ValueError(f"expected build, convert, weights, run (or, in training, train, gradient, update), "
+                             f"got {v!r}")
         return v
 
     @field_validator("error")

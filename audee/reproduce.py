@@ -11,7 +11,7 @@ from audee.case import Verdict
 from audee.execute import Executor, Result
 from audee.settings import TIMEOUT_S
 from audee.store.caserecord import CaseRecord
-from audee.verdicts import verdict_holds
+from audee.verdicts import recorded_rules, verdict_holds
 
 
 @dataclass
@@ -39,6 +39,11 @@ def reproduce(path: str | Path, *, backends: list[BackendRef] | None = None, log
     with Pool(refs, log_dir, timeout=timeout) as pool:
         pool.start_or_fail(source=str(path))
         ex = Executor(pool, tie_margin=tie_margin if tie_margin is not None else record.tie_margin,
-                      tolerances=record.tolerances or None)  # judged as recorded (old files: defaults)
+                      tolerances=record.tolerances or None,  # judged as recorded (old files: defaults)
+                      equivalence=recorded_rules(original))  # the equivalence rules its findings name
+        if record.meta.get("phase") == "train":  # a training step (audee.train): its recorded setup again
+            from audee.train.run import TrainExecutor
+
+            ex = TrainExecutor(pool, tie_margin=ex.tie_margin, tolerances=ex.tolerances)
         result = ex.run(case)
     return Reproduction(record, original, result)

@@ -49,6 +49,7 @@ UNSUPPORTED = re.compile(
     r"No Op registered for|No OpKernel was registered|not supported|[Uu]nsupported|only supports?\b|"
     r"[Nn]ot implemented|NotImplementedError|UnimplementedError|do not yet support|currently only support|"
     r"is not available on|"
+    r"NOT_IMPLEMENTED : Could not find an implementation for|"  # onnxruntime: no kernel for the op and type
     r"neither a custom op nor a flex op|"       # the TFLite converter: no builtin op (Flex is off)
     r"No conversion rule found for operations")  # OpenVINO's ONNX frontend: an op it has no translator for
 _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_range": "ids out of range",
@@ -150,6 +151,8 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
         return "undefined", "; ".join(reasons)
     if sig.kind in CRASH_KINDS and explicit_refusal(sig.error_full or sig.error):
         return "limitation", "an explicit 'unsupported' error"
+    if sig.kind == Kind.EQUIVALENCE and sig.error and explicit_refusal(sig.error_full or sig.error):
+        return "limitation", "the equivalent model is refused with an explicit 'unsupported' error"
     return "bug", "no rule clears it"
 
 

@@ -23,6 +23,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationEr
                       model_validator)
 
 from audee.errors import ConfigError
+from audee.train.setup import LOSSES, OPTIMIZERS
 
 TIE_MARGIN = 1e-5       # label flips whose top-two outputs are closer than this are ties
 TIMEOUT_S = 120.0       # seconds a backend may take on one request before it counts as hung
@@ -48,6 +49,15 @@ DTYPE_WEIGHTS = {"float32": 0.7, "float16": 0.1, "bfloat16": 0.1, "mixed_float16
 # LEMON and Muffin besides, so that every configured API can enter a seed's variants
 OPERATORS = ("redraw", "insert", "replace", "remove", "activation", "duplicate")
 OPERATOR_WEIGHTS = "redraw:3,insert:1,replace:1,remove:0.5,activation:1,duplicate:0.5"
+# the training phase (audee/train/): the losses and optimizers a case draws from, by default
+# every one the training step knows, alike (names: audee.train.setup.LOSSES, OPTIMIZERS)
+TRAIN_LOSSES = ",".join(LOSSES)
+TRAIN_OPTIMIZERS = ",".join(OPTIMIZERS)
+# the equivalence oracle's rules (issue 27, audee/equivalence/rules.py: EAGLE's equivalent models; one
+# rewrite per rule runs beside each test case on every backend; docs/oracles.md, "Equivalent models")
+EQUIVALENCE_RULES = ("padding", "rank", "depthwise", "separable", "dilation", "channels", "dense_conv",
+                     "dense_einsum", "activation", "batchnorm", "pad_crop", "rnn_unroll", "float64",
+                     "batch_permuted", "batch_single")
 
 Level = Literal["input", "weight", "input-weight"]
 Fitness = Literal["inconsistency", "nan", "relative-inconsistency"]
@@ -117,6 +127,21 @@ def parse_operators(text: str) -> dict[str, float]:
     """'redraw:3,insert' -> {operator: weight} (weight 1 where none is given), operators of
     :data:`OPERATORS`; ValueError naming the bad item otherwise."""
     return parse_weights(text, OPERATORS, "mutation operator")
+
+
+def parse_rules(text: str) -> tuple[str, ...]:
+    """'padding,channels' -> the rules named (``all``: every one of :data:`EQUIVALENCE_RULES`;
+    ``none`` or empty: none), in their listed order; ValueError naming an unknown rule."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if names in ([], ["none"]):
+        return ()
+    if names == ["all"]:
+        return EQUIVALENCE_RULES
+    for name in names:
+        if name not in EQUIVALENCE_RULES:
+            raise ValueError(f"unknown equivalence rule {name!r} (all, none, or some of "
+                             f"{', '.join(EQUIVALENCE_RULES)})")
+    return tuple(r for r in EQUIVALENCE_RULES if r in names)
 
 
 def parse_weights(text: str, known: tuple[str, ...], what: str) -> dict[str, float]:
@@ -214,6 +239,71 @@ class FuzzSettings(_Settings):
                                   "the third of cases that fail somewhere cost more packed (bisection, "
                                   "confirmation): packs of 4-32 ran at 0.44-0.97x the cases/s of K=1 "
                                   "(experiments/bench_pack.py, experiments/results/bench_pack.md)")
+
+    # issue 27 (audee/equivalence): EAGLE's equivalent models, judged on each backend alone
+    equivalence: str = Field("none",
+                             description="equivalence oracle: rules whose equivalent model runs beside each test "
+                                         "case on every backend, compared with the original on the same backend "
+                                         "(all, none, or a list: " + ", ".join(EQUIVALENCE_RULES) + "; "
+                                         "docs/oracles.md, Equivalent models)")
+
+    @field_validator("equivalence")
+    @classmethod
+    def _equivalence(cls, v: str) -> str:
+        parse_rules(v)
+        return v
+
+    def equivalence_rules(self) -> tuple[str, ...]:
+        """``equivalence`` as the rule names, in :data:`EQUIVALENCE_RULES` order."""
+        return parse_rules(self.equivalence)
+
+    # issue 29 (audee/train/): the training phase, after Muffin
+    phase: Literal["inference", "train"] = Field(
+        "inference", description="inference: every case runs forward (training=False); train: every case runs a "
+                                 "training step on each backend that trains (the Keras backends and their plugins; "
+                                 "converters are skipped): the forward pass in training mode, a loss, the gradients "
+                                 "and --steps optimizer updates, judged on loss, gradients and updated weights "
+                                 "(docs/oracles.md, 'The training phase')")
+    steps: int = Field(1, ge=1, le=1000, description="training phase: optimizer steps per case (the loss of every "
+                                                     "step is compared: a trajectory)")
+    losses: str = Field(TRAIN_LOSSES, description="training phase: the losses a case draws from, each with an "
+                                                  "optional weight, e.g. mean_squared_error or "
+                                                  "categorical_crossentropy:2,huber (of " + ", ".join(LOSSES) + ")")
+    optimizers: str = Field(TRAIN_OPTIMIZERS, description="training phase: the optimizers a case draws from, each "
+                                                          "with an optional weight (of " + ", ".join(OPTIMIZERS) + ")")
+    learning_rate: float | None = Field(None, gt=0, description="training phase: the optimizers' learning rate "
+                                                                "(default: each Keras optimizer's own)")
+    call_training: float = Field(0.0, ge=0, le=1,
+                                 description="API-level cases: probability the layer is called with a drawn "
+                                             "training flag (true/false, whatever mode the model runs in) where "
+                                             "its call takes one; a layer random in training only with its "
+                                             "rate at 0 (docs/mutation.md)")
+
+    @field_validator("losses")
+    @classmethod
+    def _losses(cls, v: str) -> str:
+        parse_weights(v, LOSSES, "loss")
+        return v
+
+    @field_validator("optimizers")
+    @classmethod
+    def _optimizers(cls, v: str) -> str:
+        parse_weights(v, OPTIMIZERS, "optimizer")
+        return v
+
+    @model_validator(mode="after")
+    def _train_fits(self) -> Any:
+        if self.phase == "train" and self.pack > 1:
+            raise FieldError("pack", "the training phase trains each case alone (--pack 1)")
+        return self
+
+    def loss_weights(self) -> dict[str, float]:
+        """``losses`` as {loss: weight}."""
+        return parse_weights(self.losses, LOSSES, "loss")
+
+    def optimizer_weights(self) -> dict[str, float]:
+        """``optimizers`` as {optimizer: weight}."""
+        return parse_weights(self.optimizers, OPTIMIZERS, "optimizer")
 
     @field_validator("dtypes")
     @classmethod
@@ -455,6 +545,8 @@ class CampaignRun(FuzzSettings):
     def _seeds_or_apis(self) -> Any:
         if (self.seeds is None) == (self.apis is None):
             raise FieldError("seeds", "a run names either seeds or apis (exactly one of them)")
+        if self.phase == "train" and self.search is not None and self.search.fitness != "inconsistency":
+            raise FieldError("search", "the training phase searches the gradient distance: fitness inconsistency")
         if self.apis is not None:
             for name in ("search", "localize", "inputs"):
                 if getattr(self, name) is not None:

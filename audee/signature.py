@@ -521,6 +521,18 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         layer = layer if isinstance(layer, str) else None
         api, params = blamed(layer)
         return [sig(finding.kind, api, params, bs, layer, context=_input_context(meta, False, detail.rows))]
+    if finding.kind == Kind.EQUIVALENCE:
+        # one backend against itself: the rule joins the parameters (padding and channels
+        # failing on one layer are two bugs); a refused rewrite keeps its error and phase
+        layer = detail.layer or detail.first_layer
+        layer = layer if isinstance(layer, str) else None
+        api, params = blamed(layer)
+        params = tuple(dict.fromkeys([*params, ("rule", str(detail.rule))]))
+        raw = detail.message if detail.reason in ("rejected", "crashed") and detail.message else None
+        context = [f"equivalence:{detail.reason}"] + (
+            _input_context(meta, False, detail.rows) if detail.reason in ("values", "nonfinite") else [])
+        return [sig(finding.kind, api, params, backends, layer, detail.phase if raw else None,
+                    normalize_error(raw, layers) if raw else None, raw, context)]
     if finding.kind != Kind.INCONSISTENCY:
         # a kind without rules of its own (a new oracle's): its backends and the layer its
         # detail names, if any (a detail's ``layer`` field), and the localization or mutation record

@@ -51,6 +51,9 @@ class LayerSpec:
 
     ``fixed`` lists parameters that network mutation must leave alone (for example the
     classifier's ``units``, or an Embedding's ``input_dim`` that must match the vocabulary).
+    ``call`` holds the arguments the layer is called with, whatever mode the model runs in
+    (``{"training": true}``: a BatchNormalization normalizing with batch statistics at
+    inference too; :data:`audee.apis.call_args.CALL_ARGS`); empty, the model's mode decides.
     """
 
     name: str
@@ -58,11 +61,14 @@ class LayerSpec:
     params: dict[str, Any]
     inputs: list[str]
     fixed: list[str] = field(default_factory=list)
+    call: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name, "api": self.api, "params": self.params, "inputs": self.inputs}
         if self.fixed:
             d["fixed"] = self.fixed
+        if self.call:  # absent when empty: a spec without call arguments keeps its JSON and its key
+            d["call"] = self.call
         return d
 
 
@@ -179,8 +185,8 @@ def one_layer_spec(spec: ModelSpec, layer: str, layer_inputs: dict[str, np.ndarr
             rng = (float(arr.min()), float(arr.max()))  # the search perturbs at the data's scale
         inputs.append(InputSpec(ref, tuple(int(d) for d in arr.shape[1:]), str(arr.dtype), rng))
     params = {**ls.params, **(override or {})}
-    return ModelSpec(f"{spec.name}-{layer}", inputs, [LayerSpec(layer, ls.api, params, list(ls.inputs))],
-                     output=layer, logits=layer)
+    return ModelSpec(f"{spec.name}-{layer}", inputs,
+                     [LayerSpec(layer, ls.api, params, list(ls.inputs), call=dict(ls.call))], output=layer, logits=layer)
 
 
 # ---- parsing and validation --------------------------------------------------------------
@@ -234,8 +240,12 @@ def _parse(data: Any, source: str) -> ModelSpec:
         layer_inputs = _req(raw, "inputs", list, source, where)
         if not all(isinstance(i, str) for i in layer_inputs):
             raise SpecError("must be a list of layer or input names", source=source, field=f"{where}.inputs")
+        call = raw.get("call", {})
+        if not isinstance(call, dict):
+            raise SpecError(f"expected an object of call arguments, got {type(call).__name__}", source=source,
+                            field=f"{where}.call")
         layers.append(LayerSpec(lname, _req(raw, "api", str, source, where), dict(params),
-                                list(layer_inputs), list(fixed)))
+                                list(layer_inputs), list(fixed), dict(call)))
     output = _req(data, "output", str, source, "")
     logits = data.get("logits")
     if logits is not None and not isinstance(logits, str):
@@ -291,6 +301,7 @@ def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any]
         if not layer.inputs:
             raise SpecError("a layer needs at least one input", source=source, field=f"{where}.inputs")
         _check_json_value(layer.params, source, f"{where}.params")
+        _check_call(layer, source, f"{where}.call")
         _refuse_code_layers(layer, source, where)
         if apis is not None:
             if layer.api in apis:
@@ -306,6 +317,25 @@ def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any]
         if ref is not None and ref not in {layer.name for layer in spec.layers}:
             raise SpecError(f"unknown layer {ref!r}", source=source, field=key)
     _toposort(spec, source=source)
+
+
+def _check_call(layer: LayerSpec, source: str, where: str) -> None:
+    """A layer's call arguments: known names (:data:`audee.apis.call_args.CALL_ARGS`), a
+    boolean ``training`` (null: the model's mode), and only for a Keras layer whose call
+    takes it (a name Keras does not know is left to the API check)."""
+    from audee.apis.call_args import CALL_ARGS, takes_training
+    from audee.apis.keras_layers import is_keras_layer
+
+    for key, value in layer.call.items():
+        if key not in CALL_ARGS:
+            raise SpecError(f"unknown call argument {key!r} (one of {', '.join(CALL_ARGS)})", source=source,
+                            field=f"{where}.{key}")
+        if key == "training":
+            if value is not None and not isinstance(value, bool):
+                raise SpecError(f"expected true, false or null, got {value!r}", source=source, field=f"{where}.{key}")
+            if is_keras_layer(layer.api) and not takes_training(layer.api):
+                raise SpecError(f"{layer.api}'s call takes no training argument", source=source,
+                                field=f"{where}.{key}")
 
 
 def _refuse_code_layers(layer: LayerSpec, source: str, where: str) -> None:

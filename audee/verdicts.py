@@ -23,6 +23,8 @@ from audee.case import Finding, Kind, Verdict
 
 #: The main failure's order, most important first (see the module docstring).
 MAIN_FAILURE_ORDER = (Kind.INCONSISTENCY, Kind.NAN, Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE, Kind.DEVIATION)
+MAIN_FAILURE_ORDER += (Kind.EQUIVALENCE,)  # one backend against itself: the last word
+MAIN_FAILURE_ORDER += (Kind.TRAIN_NAN, Kind.TRAIN_DEVIATION)  # the training phase (its cases have no others)
 
 
 def main_failure(findings: Iterable[Finding], pair: Sequence[str] | None = None) -> Finding | None:
@@ -45,9 +47,19 @@ def finding_holds(recorded: Finding, now: Iterable[Finding]) -> bool:
         if recorded.kind == Kind.NAN:
             if set(g.backends) & set(recorded.backends):
                 return True
+        elif recorded.kind == Kind.EQUIVALENCE:  # the same rule failing on the same backend
+            if g.detail.rule == recorded.detail.rule and sorted(g.backends) == sorted(recorded.backends):
+                return True
         elif sorted(g.backends) == sorted(recorded.backends):
             return True
     return False
+
+
+def recorded_rules(verdict: Verdict) -> tuple[str, ...]:
+    """The equivalence rules a verdict's ``equivalence`` findings (failing or accumulated)
+    name: what a re-run must apply to judge them again."""
+    return tuple(dict.fromkeys(f.detail.rule for f in verdict.findings
+                               if f.kind in (Kind.EQUIVALENCE, Kind.EQUIVALENCE_ACCUMULATED) and f.detail.rule))
 
 
 def verdict_holds(recorded: Verdict, now: Verdict) -> bool:

@@ -161,3 +161,27 @@ class ScaledXlaConv(_ScalesOneLayer, TensorflowXlaBackend):
     name = "scaled-xla-conv"
     target = "conv"
     factor = 1.05
+
+
+class GradScaledJax(JaxBackend):
+    """JAX, except that the layer named ``hidden`` passes 1.01 times its gradient back (to
+    its weights and its input): its forward output is exactly JAX's (``z + 0.01 * (z -
+    stop_gradient(z))`` adds an exact zero), so only the training phase can tell it apart."""
+
+    name = "grad-scaled"
+    layer = "hidden"
+    factor = 1.01
+
+    def make_layer(self, layer):
+        built = super().make_layer(layer)
+        if layer.name != self.layer:
+            return built
+        ops = self.keras.ops
+        call, k = built.call, self.factor - 1.0
+
+        def scaled(*args, **kwargs):
+            z = call(*args, **kwargs)
+            return z + k * (z - ops.stop_gradient(z))
+
+        object.__setattr__(built, "call", scaled)
+        return built

@@ -123,6 +123,33 @@ def test_openvino_refusing_an_invalid_converted_graph_blames_the_converter(conve
     assert match_known(sig, load_known_issues()).id == "tf2onnx-bfloat16-mixed-types"
 
 
+@pytest.mark.slow
+def test_a_converter_failure_repro_script_runs_each_converter_and_reproduces_alone(converters_pool, tmp_path):
+    """A bfloat16 Rescaling fails on OpenVINO (tf2onnx's invalid graph) and on torch-onnx (the
+    exporter's); the repro script runs OpenVINO through tf2onnx, LiteRT through the TFLite
+    converter and torch-onnx through torch.onnx (not Keras' own backends of those names, nor
+    eager torch), and reproduces alone: exit 0."""
+    from audee.case import TestCase
+    from audee.fuzz import case_record
+    from audee.repro import write_repro
+    from audee.spec import ModelSpec
+    from tests.test_repro import run_alone
+
+    spec = ModelSpec.from_json({
+        "name": "scale16", "inputs": [{"name": "x", "shape": [6, 3], "range": [-1, 1]}],
+        "layers": [{"name": "scale", "api": "Rescaling", "params": {"scale": 0.5, "offset": 0.1, "dtype": "bfloat16"},
+                    "inputs": ["x"]}],
+        "output": "scale", "logits": "scale"})
+    x = np.random.default_rng(0).standard_normal((2, 6, 3)).astype(np.float32)
+    result = _run(converters_pool, TestCase("scale16", spec, {}, {"x": x}))
+    assert result.verdict.failed, result.verdict.to_json()
+    rep = write_repro(case_record(result, converters_pool, {"seed": "tiny"}), tmp_path, "scale16")
+    got = run_alone(rep.script, tmp_path)
+    assert got.returncode == 0, got.stdout + got.stderr[-3000:]
+    assert "REPRODUCED" in got.stdout and "openvino 20" in got.stdout and "ai_edge_litert" in got.stdout, got.stdout
+    assert "onnxscript" in got.stdout, got.stdout
+
+
 @pytest.fixture(scope="module")
 def fault_pool(tmp_path_factory):
     from audee.backends.pool import Pool

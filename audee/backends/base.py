@@ -23,6 +23,11 @@ class Phase:
     CONVERT = "convert"
     WEIGHTS = "weights"
     RUN = "run"
+    # the training phase (audee.train): the forward pass in training mode and the loss,
+    # the gradients, the optimizer's update
+    TRAIN = "train"
+    GRADIENT = "gradient"
+    UPDATE = "update"
 
 
 #: the phases a worker times per test case, in the order a case goes through them
@@ -125,3 +130,26 @@ class Backend(ABC):
     @abstractmethod
     def run(self, model: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """Run one batch; return every layer's output in ``spec.topological_order()``."""
+
+    #: whether :meth:`train` runs a training step (the Keras backends and their plugins);
+    #: a converter or runtime runs inference only and is left out of the training phase
+    trains: ClassVar[bool] = False
+
+    def train(self, model: Any, inputs: dict[str, np.ndarray], setup: dict[str, Any],
+              *, layers: bool = False, input_grads: bool = False) -> dict[str, Any]:
+        """One training step of a built model from the weights :meth:`set_weights` gave it
+        (``setup``: :class:`audee.train.setup.TrainSetup` as JSON): the forward pass in
+        training mode, the loss, the gradients and ``setup['steps']`` optimizer updates
+        (the model's weights change).  Returns ``losses``
+        (one per step), ``grads`` (the first step's, layer -> one array per weight, None
+        for one not trained), ``weights`` (after the first step), ``output`` (the first
+        step's model output), ``targets``, and, asked for, ``input_grads`` (float inputs)
+        and ``layers`` (every layer's first-step output).  A failure raises a
+        :class:`BackendError` with phase ``train``, ``gradient`` or ``update``.  Only
+        backends with :attr:`trains` are asked."""
+        raise NotImplementedError(f"{self.name} runs inference only: training not supported")
+
+    def training_support(self) -> str | None:
+        """None when this backend trains, else the line saying why not (a results row's
+        ``train.skipped``)."""
+        return None if self.trains else f"{self.name}: training not supported (runs inference only)"

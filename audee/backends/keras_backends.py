@@ -125,6 +125,21 @@ class KerasBackend(Backend):
     def _ordered(model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return [inputs[i.name] for i in model.spec.inputs]
 
+    # the training phase (audee/backends/keras_train.py): each framework's own autodiff
+    trains = True
+    #: how the training step runs: ``compiled`` (tf.function, jax.jit; torch is eager either
+    #: way), ``eager`` (no tf.function, no jit), ``xla`` (tf.function(jit_compile=True))
+    train_mode: ClassVar[str] = "compiled"
+
+    def train(self, model: BuiltModel, inputs: dict[str, np.ndarray], setup: dict[str, Any],
+              *, layers: bool = False, input_grads: bool = False) -> dict[str, Any]:
+        from audee.backends import keras_train
+        from audee.train.setup import TrainSetup
+
+        step = getattr(keras_train, f"train_{self.keras_backend}")
+        return step(self, model, inputs, TrainSetup.from_json(setup), layers=layers, input_grads=input_grads,
+                    mode=self.train_mode)
+
 
 class TensorflowBackend(KerasBackend):
     name = "tensorflow"

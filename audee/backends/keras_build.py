@@ -40,6 +40,25 @@ def default_layer(keras: Any, layer: LayerSpec) -> Any:
 ToNative = Callable[[np.ndarray], Any]
 
 
+def force_call_args(layer: Any, call: dict[str, Any]) -> None:
+    """Make ``layer`` take the spec's call arguments (``training``) on every call, whatever
+    mode the model runs in.  A functional model passes its own ``training`` to every node
+    that takes one (``keras.src.models.functional.operation_fn``), overriding what the node
+    was called with at build, so the value is set inside the layer's ``call`` itself (an
+    instance attribute over the method: plugins' layers keep their own ``call``); the call
+    context the layer hands its sublayers follows it, the layers after it do not."""
+    fixed = {k: v for k, v in call.items() if v is not None}
+    if not fixed:
+        return
+    inner = layer.call
+
+    def call_with(*args: Any, **kwargs: Any) -> Any:
+        kwargs.update(fixed)
+        return inner(*args, **kwargs)
+
+    object.__setattr__(layer, "call", call_with)
+
+
 class _Placeholder:
     """Stands in for a Keras initializer while a model is built for weights that replace
     every layer weight anyway: zeros from numpy, no framework op.  Running the real
@@ -136,6 +155,8 @@ class BuiltModel:
         for name in self.order:
             ls = spec.layer(name)
             layer = make_layer(ls)
+            if ls.call:
+                force_call_args(layer, ls.call)
             args = [tensors[i] for i in ls.inputs]
             if ls.api in POSITIONAL_INPUT_APIS:
                 out = layer(*args)

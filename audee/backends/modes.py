@@ -32,6 +32,7 @@ class TensorflowEagerBackend(TensorflowBackend):
     """The Keras model called eagerly: every op dispatched on its own, no graph, no Grappler."""
 
     name = "tensorflow-eager"
+    train_mode = "eager"  # the training step too (audee/backends/keras_train.py)
 
     def compile(self, built: BuiltModel) -> None:
         built.fn = None
@@ -54,6 +55,7 @@ class TensorflowXlaBackend(TensorflowBackend):
     to HLO, fused and code-generated, as Keras does with ``jit_compile`` on a GPU."""
 
     name = "tensorflow-xla"
+    train_mode = "xla"
 
     def compile(self, built: BuiltModel) -> None:
         import tensorflow as tf
@@ -125,6 +127,7 @@ class JaxEagerBackend(JaxBackend):
     JAX's eager path, with no XLA fusion across ops."""
 
     name = "jax-eager"
+    train_mode = "eager"
 
     def compile(self, built: BuiltModel) -> None:
         super().compile(built)

@@ -88,12 +88,17 @@ class WorkerState:
         if op == "build":
             t = time.perf_counter()
             e = self.entry(msg["spec"], msg["key"])
-            self.ahead = e
+            self.ahead = e if msg.get("ahead", True) else None  # a training step compiles its own call
             return {"shapes": self.backend.weight_shapes(e.model), "build_s": time.perf_counter() - t,
                     "phases": self.backend.clock.reset()}
         if op == "run":
             carried, self.carried = self.carried, {}
             reply = self.run(msg)
+            reply["phases"] = _added(carried, self.backend.clock.reset())
+            return reply
+        if op == "train":  # the training phase (audee.train): one training step, see train()
+            carried, self.carried = self.carried, {}
+            reply = self.train(msg)
             reply["phases"] = _added(carried, self.backend.clock.reset())
             return reply
         if op == "call":  # plugin-specific or maintenance operations
@@ -147,6 +152,36 @@ class WorkerState:
             names = e.order if want is True else [n for n in e.order if n in set(want)]
             reply["layers"] = {n: outs[e.order.index(n)] for n in names}
         return reply
+
+    def train(self, msg: dict) -> dict:
+        """One training step (``Backend.train``) of the spec ``msg`` carries, from the
+        weights it carries (always sent: training changes the model's variables, so the
+        entry's weights are marked unknown afterwards and the next run sets its own).  A
+        backend that does not train answers ``unsupported`` with its reason, building nothing."""
+        why = self.backend.training_support()
+        if why is not None:
+            return {"unsupported": why}
+        e = self.entry(msg["spec"], msg["key"])
+        e.weights_key = None
+        try:
+            with self.backend.clock.timed("weights"):
+                self.backend.set_weights(e.model, msg["weights"])
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise BackendError(Phase.WEIGHTS, _msg(exc), traceback.format_exc()) from exc
+        try:
+            with self.backend.clock.timed("run"):
+                return self.backend.train(e.model, msg["inputs"], msg["setup"], layers=bool(msg.get("layers")),
+                                          input_grads=bool(msg.get("input_grads")))
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise BackendError(Phase.TRAIN, _msg(exc), traceback.format_exc()) from exc
+
+    def op_training_support(self) -> str | None:
+        """None when this worker's backend trains, else why not (``Backend.training_support``)."""
+        return self.backend.training_support()
 
     def compile_for(self, e: _Entry, inputs: dict[str, np.ndarray]) -> None:
         """Compile ``e``'s forward call for a new input signature, once (a failure there is

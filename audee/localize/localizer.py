@@ -91,9 +91,11 @@ class Probe:
     """The target layer alone on its recorded input, judged for one failure kind."""
 
     def __init__(self, loc: "Localizer", spec: ModelSpec, weights: Weights, target: str,
-                 layer_inputs: dict[str, np.ndarray], kind: str, labels: list[str], bad: str | None = None):
+                 layer_inputs: dict[str, np.ndarray], kind: str, labels: list[str], bad: str | None = None,
+                 rule: str | None = None):
         self.loc, self.spec, self.weights, self.target = loc, spec, weights, target
         self.layer_inputs, self.kind, self.labels, self.bad = layer_inputs, kind, labels, bad
+        self.rule = rule  # equivalence: the rule whose equivalent model the layer alone must match
 
     def judge(self, override: dict[str, Any], confirm: bool = True,
               inputs: dict[str, np.ndarray] | None = None) -> Trial:
@@ -107,6 +109,8 @@ class Probe:
         except Exception as exc:  # noqa: BLE001 - the one-layer spec is not even valid
             trial.verdict, trial.detail = UNBUILDABLE, str(exc)[:200]
             return trial
+        if self.kind == Kind.EQUIVALENCE:
+            return self._judge_equivalence(case, trial)
         r = self.loc.ex.run(case)
         kinds = r.verdict.kinds()
         bad_out = r.outcomes.get(self.bad) if self.bad else None
@@ -144,6 +148,25 @@ class Probe:
         return trial
 
 
+    def _judge_equivalence(self, case: TestCase, trial: Trial) -> Trial:
+        """The layer alone and its equivalent by the probe's rule on the failing backend:
+        still an ``equivalence`` finding (fails), none (removed), or the layer alone no
+        longer runs there (unbuildable)."""
+        r = self.loc.equivalence_executor(self.rule).run(case)
+        out = r.outcomes.get(self.bad)
+        if out is None or not out.ok:
+            trial.verdict, trial.detail = UNBUILDABLE, _first_error(r)
+            return trial
+        found = [f for f in r.verdict.findings
+                 if f.kind == Kind.EQUIVALENCE and f.detail.rule == self.rule and self.bad in f.backends]
+        trial.verdict = FAILS if found else REMOVED
+        if found and found[0].detail.score is not None:
+            trial.rate = float(found[0].detail.score)
+        elif found:
+            trial.detail = found[0].detail.reason or ""
+        return trial
+
+
 class Localizer:
     def __init__(self, pool: Pool, apis: dict[str, Any], cfg: LocalizeConfig | None = None,
                  tolerances: Any = None):
@@ -151,6 +174,7 @@ class Localizer:
         self.apis = apis
         self.cfg = cfg or LocalizeConfig()
         self.ex = Executor(pool, diagnose=False, tolerances=tolerances)
+        self._equivalence: dict[str | None, Executor] = {}  # rule -> its executor (equivalence_executor)
 
     # ---- shared pieces -------------------------------------------------------------------------
     def _layers(self, spec: ModelSpec, weights: Weights, inputs: dict[str, np.ndarray],
@@ -355,6 +379,48 @@ class Localizer:
             rnd.baseline, rnd.baseline_rate = base.verdict, base.rate
             if base.verdict == FAILS:
                 self.conclude(probe, rnd, report, Kind.DEVIATION)
+
+    # ---- equivalence -----------------------------------------------------------------------------
+    def equivalence_executor(self, rule: str | None) -> Executor:
+        """An executor that runs ``rule``'s equivalent model beside each case (no diagnosis)."""
+        if rule not in self._equivalence:
+            self._equivalence[rule] = Executor(self.pool, diagnose=False, tolerances=self.ex.tolerances,
+                                               equivalence=[rule] if rule else [])
+        return self._equivalence[rule]
+
+    def localize_equivalence(self, case: TestCase, bad: str, rule: str, inputs: dict[str, np.ndarray],
+                             layer: str | None, rewritten: list[str], report: Report) -> None:
+        """An ``equivalence`` finding: the layer that differs from its equivalent alone on
+        the failing backend (the oracle's ``layer``, else the first rewritten layer whose
+        one-layer model and rewrite differ there), then the parameters whose replacement
+        makes the two agree."""
+        spec, weights = case.spec, case.weights
+        got = self._layers(spec, weights, inputs, [bad])[bad]
+        if isinstance(got, WorkerFailure):
+            report.note = f"{bad} does not run the model ({got.message})"
+            return
+        outs = got["layers"]
+
+        def probe(name: str) -> Probe:
+            feed = {r: (outs[r] if r in outs else inputs[r]) for r in spec.layer(name).inputs}
+            return Probe(self, spec, weights, name, feed, Kind.EQUIVALENCE, [bad], bad, rule=rule)
+
+        order = spec.topological_order()
+        tried = [layer] if layer else [n for n in order if n in set(rewritten)]
+        target = None
+        for name in tried:
+            if probe(name).judge({}).verdict == FAILS:
+                target = name
+                break
+        rnd = Round(target, [])
+        report.rounds.append(rnd)
+        if target is None:
+            report.note = (report.note + "; " if report.note else "") + \
+                "no rewritten layer differs from its equivalent alone"
+            return
+        p = probe(target)
+        rnd.baseline = p.judge({}).verdict
+        self.conclude(p, rnd, report, Kind.EQUIVALENCE)
 
     # ---- NaN and crash ---------------------------------------------------------------------------
     def localize_by_replacement(self, case: TestCase, kind: str, bad: str, ref: str | None,

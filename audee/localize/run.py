@@ -15,7 +15,7 @@ from audee.localize.localizer import LocalizeConfig, Localizer, Report
 from audee.settings import TIMEOUT_S
 from audee.signature import normalize_error
 from audee.store.caserecord import CaseRecord
-from audee.verdicts import main_failure, verdict_holds
+from audee.verdicts import main_failure, recorded_rules, verdict_holds
 
 
 def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backends: list[BackendRef] | None = None,
@@ -66,8 +66,9 @@ def with_repro(report: Report, record: CaseRecord, pool: Pool, repro_dir: str | 
 def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], cfg: LocalizeConfig,
               pair: list[str] | None) -> Report:
     # does the case still fail, and how?  Judged with the tie margin and tolerances it was recorded with
-    now = Executor(pool, tie_margin=record.tie_margin, tolerances=record.tolerances or None).run(case)
     recorded = record.verdict_obj()
+    now = Executor(pool, tie_margin=record.tie_margin, tolerances=record.tolerances or None,
+                   equivalence=recorded_rules(recorded)).run(case)
     main = main_failure(now.verdict.findings, pair)
     report = Report(case.id, main.kind if main else "none", main.backends if main else [])
     report.reproduced = verdict_holds(recorded, now.verdict) and main is not None
@@ -88,6 +89,17 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
                        f"out of tolerance: {d.first_layer or 'none'}; deviating on their own input: "
                        f"{', '.join(d.own_layers) or 'none'}")
         loc.localize_deviation(case, list(main.backends), inputs, layers, report)
+    elif main.kind == Kind.EQUIVALENCE:
+        d = main.detail
+        rows = [r for r in (d.rows or []) if 0 <= r < case.batch]
+        # a batch rule's rows only mean something in their batch: the whole batch then
+        rows = list(range(case.batch)) if d.rule in ("batch_permuted", "batch_single") or not rows \
+            else rows[: cfg.max_inputs]
+        inputs = {k: v[rows] for k, v in case.inputs.items()}
+        report.note = (f"rule {d.rule} on {d.backend}: {d.reason}" + (f" (score {d.score:.3g})" if d.score else "")
+                       + f"; first layer that differs: {d.first_layer or 'none'}; differing alone: "
+                       + f"{d.layer or 'none'}")
+        loc.localize_equivalence(case, main.backends[0], d.rule, inputs, d.layer, list(d.rewritten), report)
     elif main.kind == Kind.NAN:
         bad, ref, first = nan_roles(main)
         rows = _nan_rows(now.outcomes[bad], case.batch)

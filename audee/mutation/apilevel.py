@@ -308,18 +308,47 @@ def make_inputs(spec: ModelSpec, rng: np.random.Generator, batch: int) -> dict[s
     return out
 
 
+#: the random stream of a case's call arguments (``call_training``), apart from its model's
+CALL_STREAM = 3
+
+
+def _call_training(spec: ModelSpec, muts: list[Mutation], meta: dict[str, Any], lname: str,
+                   value: bool | None) -> None:
+    """Call the API's layer with ``training=value`` (None: leave it to the model's mode),
+    where its call takes one and, for ``True``, where it is not random in training mode
+    (its masks would differ on every backend: only with its rate at 0)."""
+    from audee.apis.call_args import random_in_training, takes_training
+
+    layer = spec.layer(lname)
+    if value is None or not takes_training(layer.api):
+        return
+    if value and random_in_training(layer.api, layer.params) is not None:
+        return
+    layer.call = {"training": value}
+    muts.append(Mutation(lname, "call.training", None, value, False))
+    meta["call"] = {"training": value}
+
+
 def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: int, *, batch: int = 8,
                   invalid_prob: float = 0.1, dtypes: dict[str, float] | None = None,
-                  validate: Validate | None = None, max_redraws: int = 5) -> ApiCase:
+                  validate: Validate | None = None, max_redraws: int = 5, call_training: float = 0.0) -> ApiCase:
     """Case ``index`` of ``api``: a model, its inputs and the draw record.  With
     ``validate`` (an error message or None), valid-only draws no backend builds are
-    redrawn up to ``max_redraws`` times; the last error stays in ``meta['build_error']``."""
+    redrawn up to ``max_redraws`` times; the last error stays in ``meta['build_error']``.
+    ``call_training``: the probability the layer is called with a drawn ``training`` flag
+    (from the case's own stream :data:`CALL_STREAM`: every other draw stays as it was)."""
     cfg = apis[api]
     rng = case_rng(rng_seed, api, index)
     weights = parse_dtype_weights(dtypes)
+    flag = None
+    if call_training > 0:
+        g = case_rng(rng_seed, api, index, stream=CALL_STREAM)
+        if g.random() < call_training:
+            flag = bool(g.random() < 0.5)
     error = None
     for attempt in range(max_redraws + 1):
         spec, muts, meta = _draw_case(api, cfg, apis, rng, invalid_prob, weights)
+        _call_training(spec, muts, meta, spec.output, flag)
         error = None
         if validate is not None and not any(m.invalid for m in muts):
             error = validate(spec)

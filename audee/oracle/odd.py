@@ -38,6 +38,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from audee.case import Finding, Kind, Outcome
+from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, nonfinite_codes
 
 PAIRWISE = (Kind.DEVIATION, Kind.INCONSISTENCY)
@@ -59,6 +60,8 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding]) -> None:
         elif f.kind in PAIRWISE:
             pairwise = pairwise or odd_of_pairs([o.backend for o in outcomes if o.ok], failing_pairs(findings))
             odd, rule = pairwise
+        elif f.kind == Kind.EQUIVALENCE:  # the backends where its rule fails, against those where it holds
+            odd, rule = equivalence_odd(f, findings, [o.backend for o in outcomes if o.ok])
         else:
             odd, rule = [], f"no rule for {f.kind}"
         f.detail.odd, f.detail.odd_rule = list(odd), rule

@@ -223,6 +223,97 @@ class DeviationDetail(Detail):
     odd_rule: str | None = None
 
 
+# ---- the training phase (audee/train/oracle.py) ---------------------------------------------------
+class TrainDeviationDetail(Detail):
+    """``train_deviation`` and ``train_deviation_accumulated``: one backend pair's training
+    step out of tolerance (:mod:`audee.train.oracle`), with the per-layer judgement of
+    :mod:`audee.train.run`.  ``quantity``: what deviates first, in the order the step
+    computes it: ``output`` (the forward pass in training mode), ``loss``, ``gradient``,
+    ``weights`` (after the optimizer's steps).  Per-layer scores are kept for the layers
+    out of tolerance only.  ``layer``: the layer a signature pins (the first that deviates
+    on its own input, else ``first_layer``)."""
+
+    pair: str | None = None
+    quantity: str | None = None               # output | loss | gradient | weights
+    score: float | None = None                # the largest normalized error over every quantity
+    max_abs: float | None = None              # ... of the quantity named
+    max_rel: float | None = None
+    step: int | None = None                   # the first step whose loss is out of tolerance
+    dtype: str | None = None
+    tolerance: ToleranceDetail | None = None
+    scores: dict[str, float] = {}             # quantity -> its largest score (output, loss, gradient, weights)
+    losses: dict[str, list[float]] = {}       # backend -> the loss of every step
+    gradients: dict[str, float] = {}          # layer -> its weights' gradient score (out of tolerance)
+    input_gradients: dict[str, float] = {}    # model input -> its gradient score (out of tolerance)
+    weights: dict[str, float] = {}            # layer -> its updated weights' score (out of tolerance)
+    first_layer: str | None = None            # the gradient's first (backward) or the output's first layer out
+    forward_first_layer: str | None = None    # the first layer whose training-mode output is out of tolerance
+    own_layers: list[str] = []
+    own: dict[str, OwnScore] = {}
+    ill_conditioned: list[str] | None = None
+    loss_own: bool | None = None              # the loss alone (its value or its gradient) deviates
+    layer: str | None = None
+    setup: dict[str, Any] = {}                # audee.train.setup.TrainSetup
+    odd: list[str] | None = None
+    odd_rule: str | None = None
+
+
+class TrainNanDetail(Detail):
+    """``train_nan``: NaN/Inf in the training step's output, loss, gradients or updated
+    weights on some backends and not on others (the same quantities non-finite on every
+    backend are no finding).  Quantities are named ``output``, ``loss@<step>``,
+    ``grad:<layer>/<k>``, ``input_grad:<input>``, ``weights:<layer>/<k>``."""
+
+    nonfinite: dict[str, list[str]] = {}      # backend -> its non-finite quantities (the first 32)
+    first: dict[str, str] = {}                # backend -> its first non-finite quantity
+    differ: list[str] = []                    # quantities non-finite on some backends only (the first 32)
+    finite_backends: list[str] = []
+    strong: bool = False                      # some backend is finite everywhere
+    input_nonfinite: bool = False
+    forward_first_layer: dict[str, str] = {}  # backend -> its first non-finite layer in training mode
+    layer: str | None = None
+    losses: dict[str, list[float]] = {}
+    setup: dict[str, Any] = {}
+    odd: list[str] | None = None
+    odd_rule: str | None = None
+
+
+# ---- equivalent models (audee/oracle/equivalence.py) -------------------------------------------------
+class EquivalenceDetail(Detail):
+    """``equivalence`` and ``equivalence_accumulated`` (:mod:`audee.oracle.equivalence`): one
+    backend's outputs of a test case and of its equivalent model (a rule of
+    :mod:`audee.equivalence.rules`) differ: beyond tolerance (``values``), in their
+    non-finite patterns (``nonfinite``), in shape (``shape``), or the backend ran the case
+    and refused or died on its equivalent (``rejected``, ``crashed``).  The per-layer
+    judgement of ``audee.equivalence.check`` adds ``first_layer``, the rewritten layers
+    judged alone with and without the rule (``own``) and the layer blamed (``layer``)."""
+
+    rule: str | None = None
+    backend: str | None = None
+    reason: str | None = None                 # values | nonfinite | shape | rejected | crashed
+    tensor: str | None = None                 # logits | output
+    score: float | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    n_out: int | None = None
+    n: int | None = None
+    rows: list[int] | None = None             # original rows out of tolerance (or whose patterns differ)
+    dtype: str | None = None
+    tolerance: ToleranceDetail | None = None
+    pattern: dict[str, Any] | None = None     # nonfinite: audee.oracle.nan.compare_codes of the tensor
+    shapes: dict[str, list[int]] | None = None  # shape: the original's and the rewrite's
+    phase: str | None = None                  # rejected, crashed: the rewrite's failure
+    message: str | None = None
+    rewritten: list[str] = []                 # the original layers the rule changed (at most 32)
+    first_layer: str | None = None            # the first mapped layer out of tolerance (or whose patterns differ)
+    own: dict[str, OwnScore] = {}             # rewritten layers judged alone, with and without the rule
+    layer: str | None = None                  # the layer that differs alone and well-conditioned: the one blamed
+    ill_conditioned: list[str] | None = None
+    cleared: str | None = None                # equivalence_accumulated: why (accumulated, ill_conditioned, overflow)
+    odd: list[str] | None = None
+    odd_rule: str | None = None
+
+
 #: finding kind -> its detail type (the names of audee.case.Kind)
 DETAIL_TYPES: dict[str, type[Detail]] = {
     "hard_crash": HardCrashDetail,
@@ -235,9 +326,15 @@ DETAIL_TYPES: dict[str, type[Detail]] = {
     "deviation_accumulated": DeviationDetail,
 }
 
+DETAIL_TYPES.update({"train_deviation": TrainDeviationDetail, "train_deviation_accumulated": TrainDeviationDetail,
+                     "train_nan": TrainNanDetail})
+
 #: what a finding's detail may be
 AnyDetail = (Detail | HardCrashDetail | DivergentAcceptanceDetail | ConsistentRejectionDetail | NanDetail
              | InconsistencyDetail | DeviationDetail)
+AnyDetail = AnyDetail | TrainDeviationDetail | TrainNanDetail
+DETAIL_TYPES.update({"equivalence": EquivalenceDetail, "equivalence_accumulated": EquivalenceDetail})
+AnyDetail = AnyDetail | EquivalenceDetail
 
 
 def detail_type(kind: str) -> type[Detail]:
@@ -258,4 +355,5 @@ def parse_detail(kind: str, data: Mapping[str, Any] | Detail | None) -> Detail:
 
 __all__ = ["AnyDetail", "BackendError", "DETAIL_TYPES", "Detail", "DeviationDetail", "DivergentAcceptanceDetail",
            "ConsistentRejectionDetail", "HardCrashDetail", "InconsistencyDetail", "NanDetail", "NanExample",
-           "NanPattern", "OwnScore", "Record", "ToleranceDetail", "detail_type", "parse_detail", "plain"]
+           "NanPattern", "OwnScore", "Record", "ToleranceDetail", "detail_type", "parse_detail", "plain",
+           "TrainDeviationDetail", "TrainNanDetail"]

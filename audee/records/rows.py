@@ -57,6 +57,7 @@ class ResultRow(BaseModel):
     propagated_nonfinite: bool = False
     inconsistent_pairs: list[str] = []
     deviating_pairs: list[str] = []
+    equivalence: dict[str, str] = {}       # equivalence rule -> pass | fail | accumulated | harness (rules applied)
     signatures: list[dict[str, Any]] = []  # audee.signature.Signature.to_json(), one per failure finding
     exercised: list[list[str]] = []        # [api, param, value] triples (audee.exercised)
     seconds: Number = 0.0
@@ -89,6 +90,9 @@ class ResultRow(BaseModel):
     level: str | None = None               # the search level (input, weight, input-weight)
     fitness: str | None = None
     special_values: dict[str, int] = {}     # special values the found input carries (audee.mutation.special.describe)
+    # ---- the training phase (audee.train): absent for an inference case
+    phase: Literal["train"] | None = None
+    train: dict[str, Any] | None = None     # setup (loss, optimizer, ...), inactive/unjudged layers, skipped backends, losses
 
     @model_validator(mode="before")
     @classmethod

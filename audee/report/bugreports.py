@@ -89,6 +89,10 @@ def title(root: dict[str, Any]) -> str:
     if root["kind"] in ("deviation", "inconsistency"):
         return (f"{root.get('api') or what} gives different results on {odd or ' vs '.join(root['backends'])}"
                 + (f" than on {', '.join(others)}" if odd and others else ""))
+    if root["kind"] in ("train_deviation", "train_nan"):  # the training phase (audee/train/)
+        how = "NaN/Inf in a training step" if root["kind"] == "train_nan" else "a different training step"
+        return (f"{root.get('api') or what}: {how} on {odd or ' vs '.join(root['backends'])}"
+                + (f" than on {', '.join(others)}" if odd and others else ""))
     component = root.get("component") or ", ".join(root.get("backends", []))
     layer = root.get("api") if root.get("api") not in (None, what) else None
     error = core_message(root.get("error"))[:120].rstrip(" .,")
@@ -149,6 +153,19 @@ def expected_actual(root: dict[str, Any], record: Any) -> list[str]:
             out.append(f"- {(d.pair or '').replace('|', ' vs ')}: {d.n_flips} predicted labels differ "
                        f"(distance {d.distance}"
                        + (f"; output shapes differ: {shapes}" if shapes else "") + "); expected: the same labels")
+        elif root["kind"] == "train_deviation" and d.quantity == "update":
+            out.append(f"- {', '.join(f.backends)}: the {d.setup.get('optimizer')} optimizer's first step is off "
+                       f"the Keras update rule applied to its own gradient (score {d.score:.3g}, largest "
+                       f"|difference| {d.max_abs}) on {', '.join(d.weights)}; expected: the rule")
+        elif root["kind"] == "train_deviation":
+            out.append(f"- {(d.pair or '').replace('|', ' vs ')}: the training step's {d.quantity} out of tolerance "
+                       f"(score {d.score:.3g}; per quantity {d.scores}); losses {d.losses}; gradients out of "
+                       f"tolerance: {d.gradients or '-'}; layers deviating on their own input: "
+                       f"{d.own_layers or '-'}{'; the loss alone deviates' if d.loss_own else ''}; setup {d.setup}; "
+                       f"expected: within tolerance")
+        elif root["kind"] == "train_nan":
+            out.append(f"- first non-finite quantity per backend: {d.first}; finite backends: {d.finite_backends}; "
+                       f"non-finite on some only: {d.differ[:8]}; setup {d.setup}")
         elif root["kind"] == "nan":
             out.append(f"- first non-finite layer per backend: {d.first_layer}; finite backends: "
                        f"{d.finite_backends}; non-finite counts in the output: {d.counts}")

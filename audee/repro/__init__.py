@@ -35,7 +35,7 @@ from audee import __version__
 from audee.case import Finding, Kind, TestCase
 from audee.errors import AudeeError
 from audee.oracle.deviation import Tolerances
-from audee.records.findings import DeviationDetail, HardCrashDetail
+from audee.records.findings import DeviationDetail, EquivalenceDetail, HardCrashDetail
 from audee.records.localization import LocalizationReport
 from audee.records.rows import ResultRow
 from audee.repro.template import SCRIPT
@@ -99,6 +99,8 @@ def _roles(record: CaseRecord, f: Finding) -> tuple[list[str], list[str]]:
     run = sorted(dict.fromkeys(run), key=lambda b: order.index(b) if b in order else len(order))
     if f.kind in (Kind.INCONSISTENCY, "deviation"):
         run = list(f.backends)  # the pair, reference first
+    if f.kind == Kind.EQUIVALENCE:
+        run = list(f.backends)  # one backend, the model and its equivalent
     return run, list(f.backends)
 
 
@@ -123,6 +125,8 @@ def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str
         return layer
     d = f.detail
     cands: list[Any] = list(d.own_layers) if isinstance(d, DeviationDetail) else []
+    if isinstance(d, EquivalenceDetail) and d.reason in ("values", "nonfinite", "rejected", "crashed"):
+        cands.append(d.layer)  # the layer that differs from its equivalent alone (or whose rewrite is refused)
     if f.kind == Kind.NAN:
         cands += [d.first_layer[b] for b in f.backends if b in d.first_layer]
     loc = record.meta.get("localization")
@@ -140,7 +144,9 @@ def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str
 def failing_rows(f: Finding, n: int) -> list[int]:
     """The batch rows the finding names (all rows when it names none)."""
     d = f.detail
-    rows = d.rows if f.kind == "deviation" else d.inputs if f.kind == Kind.INCONSISTENCY else None
+    if f.kind == Kind.EQUIVALENCE and d.rule in ("batch_permuted", "batch_single"):
+        return list(range(n))  # a batch rule's rows only mean something in their batch
+    rows = d.rows if f.kind in ("deviation", Kind.EQUIVALENCE) else d.inputs if f.kind == Kind.INCONSISTENCY else None
     rows = sorted({int(r) for r in rows or [] if 0 <= int(r) < n})
     return rows or list(range(n))
 
@@ -148,7 +154,7 @@ def failing_rows(f: Finding, n: int) -> list[int]:
 def _compare_layer(spec: ModelSpec, f: Finding, one_layer: str | None) -> str:
     if one_layer is not None:
         return one_layer
-    if f.kind == "deviation":  # the tensor the whole-model check found out of tolerance
+    if f.kind in ("deviation", Kind.EQUIVALENCE):  # the tensor the whole-model check found out of tolerance
         return spec.output if f.detail.tensor == "output" else spec.logits_layer
     return spec.output
 
@@ -157,7 +163,8 @@ def _compare_layer(spec: ModelSpec, f: Finding, one_layer: str | None) -> str:
 def _still_fails(pool: Any, record: CaseRecord, f: Finding, case: TestCase) -> bool:
     from audee.execute import Executor
 
-    ex = Executor(pool, tie_margin=record.tie_margin, diagnose=False, tolerances=record.tolerances or None)
+    ex = Executor(pool, tie_margin=record.tie_margin, diagnose=False, tolerances=record.tolerances or None,
+                  equivalence=[f.detail.rule] if f.kind == Kind.EQUIVALENCE else [])
     ex.complete_weights(case, 0)
     return finding_holds(f, ex.run(case).verdict.findings)
 
@@ -181,6 +188,17 @@ def _one_layer(spec: ModelSpec, weights: Weights, layer: str, layer_inputs: dict
 
 
 # ---- writing ----------------------------------------------------------------------------------
+#: what a repro script imports to run a backend: the converters' whole path (the framework
+#: whose Keras model they take, the converter, the runtime); a mode runs on its framework
+_PACKAGES = {"onnxruntime": ["tensorflow", "tf2onnx", "onnxruntime"], "openvino": ["tensorflow", "tf2onnx", "openvino"],
+             "litert": ["tensorflow", "ai-edge-litert"], "torch-onnx": ["torch", "onnxscript", "onnx", "onnxruntime"]}
+
+
+def _packages(backend: str) -> list[str]:
+    name = backend.partition("@")[0].replace("onnxruntime-fed", "onnxruntime")
+    return _PACKAGES.get(name, [name.partition("-")[0]])
+
+
 def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "auto", layer: str | None = None,
                 pool: Any = None, finding: int | None = None, timeout: float = SCRIPT_TIMEOUT_S) -> ReproScript:
     """Write ``out_dir/<name>.py`` and ``out_dir/<name>.npz`` for one failure of ``record``.
@@ -241,9 +259,10 @@ def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "a
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     script, data = out_dir / f"{name}.py", out_dir / f"{name}.npz"
-    manifest = _write_data(data, tc)
+    equiv = _equivalent(f, tc)
+    manifest = _write_data(data, tc, equiv)
     text = render(record, f, tc.spec, run, failing, name, one=one, compare=_compare_layer(tc.spec, f, one),
-                  rows=kept, timeout=timeout, data=manifest)
+                  rows=kept, timeout=timeout, data=manifest, equiv=equiv)
     write_atomic(script, text.encode())
     os.chmod(script, 0o755 & ~_umask())
     return ReproScript(script, data, f.kind, run, kind_model, one, kept, verified, notes)
@@ -255,20 +274,35 @@ def _umask() -> int:
     return mask
 
 
-def _data_arrays(case: TestCase) -> dict[str, np.ndarray]:
-    """The ``.npz``'s arrays: ``x/<input>`` and ``w/<layer>/<k>``."""
+def _data_arrays(case: TestCase, equiv: Any = None) -> dict[str, np.ndarray]:
+    """The ``.npz``'s arrays: ``x/<input>`` and ``w/<layer>/<k>``; an equivalent model's
+    weights as ``v/<layer>/<k>``."""
     arrays = {f"x/{k}": contiguous(v) for k, v in case.inputs.items()}
     for lname, arrs in case.weights.items():
         for k, a in enumerate(arrs):
             arrays[f"w/{lname}/{k}"] = contiguous(a)  # a scalar weight keeps its shape ()
+    for lname, arrs in (equiv.weights.items() if equiv is not None else ()):
+        for k, a in enumerate(arrs):
+            arrays[f"v/{lname}/{k}"] = contiguous(a)
     return arrays
 
 
-def _write_data(path: Path, case: TestCase) -> dict[str, tuple[list[int], str]]:
+def _equivalent(f: Finding, case: TestCase) -> Any:
+    """The equivalent model of ``case`` by an ``equivalence`` finding's rule (None otherwise,
+    or when the rule no longer applies to it)."""
+    if f.kind != Kind.EQUIVALENCE or not f.detail.rule:
+        return None
+    from audee.equivalence.rules import RULES
+
+    rule = RULES.get(f.detail.rule)
+    return rule.apply(case.spec, case.weights) if rule is not None else None
+
+
+def _write_data(path: Path, case: TestCase, equiv: Any = None) -> dict[str, tuple[list[int], str]]:
     """Write the ``.npz`` of ``case``; its manifest (array -> shape and dtype, as read
     back), which the script checks its data file against before it runs anything."""
     buf = io.BytesIO()
-    np.savez_compressed(buf, **_data_arrays(case))
+    np.savez_compressed(buf, **_data_arrays(case, equiv))
     data = buf.getvalue()
     with np.load(io.BytesIO(data), allow_pickle=False) as z:
         manifest = {k: (list(z[k].shape), str(z[k].dtype)) for k in z.files}
@@ -294,6 +328,11 @@ def _expect(f: Finding, run: list[str], failing: list[str], layer: str) -> str:
         return f"{', '.join(failing)} rejects a model that {', '.join(others)} runs"
     if f.kind == Kind.NAN:
         return f"NaN/Inf on {', '.join(failing)}" + (f" where {', '.join(others)} stays finite" if others else "")
+    if f.kind == Kind.EQUIVALENCE:
+        a, rule = f.backends[0], f.detail.rule
+        if f.detail.reason in ("rejected", "crashed"):
+            return f"{a} runs the model but refuses its equivalent by the rule {rule}"
+        return f"{a} computes {layer} differently in the model and in its equivalent by the rule {rule}"
     a, b = f.backends[:2]
     if f.kind == Kind.INCONSISTENCY:
         return f"{a} and {b} predict different labels for the same inputs"
@@ -313,6 +352,10 @@ def _recorded(f: Finding) -> str:
     if f.kind == Kind.NAN:
         first = d.first_layer
         return "first non-finite layer " + ", ".join(f"{k}: {v}" for k, v in first.items()) if first else ""
+    if isinstance(d, EquivalenceDetail):
+        shown = {"rule": d.rule, "reason": d.reason, "score": d.score, "first_layer": d.first_layer,
+                 "layer": d.layer, "message": (d.message or "")[:160] or None}
+        return ", ".join(f"{k} {v}" for k, v in shown.items() if v is not None)
     if not isinstance(d, DeviationDetail):
         return ""
     shown = {"score": d.score, "max_abs": d.max_abs, "max_rel": d.max_rel, "n_out": d.n_out,
@@ -335,15 +378,17 @@ def _json_literal(obj: Any, lines: bool = False) -> str:
 
 def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], failing: list[str], name: str, *,
            one: str | None, compare: str, rows: list[int], timeout: float,
-           data: dict[str, tuple[list[int], str]]) -> str:
-    """The script's text; ``data``: the manifest of its ``.npz`` (:func:`_write_data`)."""
-    given = f.detail.tolerance if isinstance(f.detail, DeviationDetail) else None
+           data: dict[str, tuple[list[int], str]], equiv: Any = None) -> str:
+    """The script's text; ``data``: the manifest of its ``.npz`` (:func:`_write_data`);
+    ``equiv``: an equivalence finding's equivalent model (:class:`audee.equivalence.Rewrite`)."""
+    given = f.detail.tolerance if isinstance(f.detail, (DeviationDetail, EquivalenceDetail)) else None
     tol = (given.to_json() if given is not None else None) or (record.tolerances or {}).get("float32") or {}
     rtol, atol = float(tol.get("rtol", 1e-3)), float(tol.get("atol", 1e-5))
     expect = _expect(f, run, failing, compare)
     model = {"inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in spec.inputs],
              "layers": [{"name": n, "api": spec.layer(n).api, "params": spec.layer(n).params,
-                         "inputs": spec.layer(n).inputs} for n in spec.topological_order()]}
+                         "inputs": spec.layer(n).inputs} | ({"call": spec.layer(n).call} if spec.layer(n).call else {})
+                        for n in spec.topological_order()]}
     case = {"title": f"{f.kind}: {expect}", "kind": f.kind, "expect": expect, "backends": run, "failing": failing,
             "pair": list(f.backends[:2]), "layer": compare, "tie_margin": record.tie_margin, "rtol": rtol,
             "atol": atol, "timeout": timeout,
@@ -356,8 +401,7 @@ def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], fail
     what = (f"layer {one} ({spec.layer(one).api}) alone, fed the input it saw inside" if one
             else f"the whole model ({len(spec.layers)} layers) of") + f" case {record.id}" \
         + (f" (seed {seed})" if seed else "") + f", {len(rows)} input(s)"
-    needs = sorted({m for b in run for m in (["tensorflow", "tf2onnx", "onnxruntime"] if b.startswith("onnxruntime")
-                                             else [b.partition("@")[0]])})
+    needs = sorted({m for b in run for m in _packages(b)})
     recorded = _recorded(f)
     header = [f"# Repro: {expect}.", "#",
               f"# Shows: {f.kind}. The model: {what}.",
@@ -372,7 +416,20 @@ def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], fail
     return (SCRIPT.replace("__HEADER__", "\n".join(header))
             .replace("__MODEL__", _json_literal(model, lines=True))
             .replace("__CASE__", _json_literal(case))
+            .replace("__EQUIV__", _json_literal(_equiv_json(equiv, len(rows))))
             .replace("__DATA__", repr(f"{name}.npz")))
+
+
+def _equiv_json(equiv: Any, n: int) -> Any:
+    """The script's EQUIV: the equivalent model, its rows, input dtype and layer map (None
+    for other kinds)."""
+    if equiv is None:
+        return None
+    s = equiv.spec
+    return {"rule": equiv.rule, "rows": equiv.rows(n), "input_dtype": equiv.input_dtype, "map": equiv.layer_map,
+            "model": {"inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in s.inputs],
+                      "layers": [{"name": x, "api": s.layer(x).api, "params": s.layer(x).params,
+                                  "inputs": s.layer(x).inputs} for x in s.topological_order()]}}
 
 
 # ---- running one ------------------------------------------------------------------------------
@@ -463,6 +520,11 @@ def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[
             index = next((i for i, f in enumerate(findings)
                           if any(s.slug() == slug for s in signatures_of(f, record.spec, record.meta))), None)
             if index is None:
+                continue
+            if record.meta.get("phase") == "train":  # a training step: its own script (audee.train.repro)
+                from audee.train.repro import write_train_repro
+
+                written.append(write_train_repro(record, store.repro_dir, slug, pool, index).script)
                 continue
             script = write_repro(record, store.repro_dir, slug, pool=pool, finding=index)
             written.append(script.script)

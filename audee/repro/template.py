@@ -26,6 +26,9 @@ import numpy as np
 
 MODEL = json.loads(__MODEL__)
 CASE = json.loads(__CASE__)
+# an equivalence finding: the equivalent model (weights "v/..."), the original rows it runs
+# in order, the dtype its float inputs are cast to, and each original layer's equivalent
+EQUIV = json.loads(__EQUIV__)
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), __DATA__)
 MERGE = {"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}
 POSITIONAL = {"MultiHeadAttention", "GroupQueryAttention"}  # call(query, value): one argument per input
@@ -42,20 +45,33 @@ def make_layer(keras, api, params, name):
     return getattr(keras.layers, api)(**params, name=name)
 
 
-def build(keras):
+def called_with(call, fixed):
+    """A layer's call that always gets ``fixed`` (a functional model passes its own
+    ``training`` to every layer that takes one)."""
+    def wrapped(*args, **kwargs):
+        kwargs.update(fixed)
+        return call(*args, **kwargs)
+    return wrapped
+
+
+def build(keras, model=None):
     """A model returning every layer's output (MODEL["layers"] is in topological order)."""
+    model = MODEL if model is None else model
     tensors, inputs, layers = {}, [], {}
-    for i in MODEL["inputs"]:
+    for i in model["inputs"]:
         tensors[i["name"]] = keras.Input(shape=tuple(i["shape"]), dtype=i["dtype"], name=i["name"])
         inputs.append(tensors[i["name"]])
-    for spec in MODEL["layers"]:
+    for spec in model["layers"]:
         name, args = spec["name"], [tensors[n] for n in spec["inputs"]]
         layers[name] = make_layer(keras, spec["api"], spec["params"], name)
+        call = {k: v for k, v in spec.get("call", {}).items() if v is not None}
+        if call:  # called with these (training=True: batch statistics) whatever mode the model runs in
+            object.__setattr__(layers[name], "call", called_with(layers[name].call, call))
         if spec["api"] in POSITIONAL:
             tensors[name] = layers[name](*args)
         else:
             tensors[name] = layers[name](args if len(args) > 1 or spec["api"] in MERGE else args[0])
-    return keras.Model(inputs, [tensors[s["name"]] for s in MODEL["layers"]]), layers
+    return keras.Model(inputs, [tensors[s["name"]] for s in model["layers"]]), layers
 
 
 # ---- the data file, checked before anything runs ------------------------------------------------
@@ -105,7 +121,9 @@ def run_backend(backend, out):
     """Build, load weights, run; save every layer's output (or the error) to ``out``."""
     name = backend.partition("@")[0].replace("onnxruntime-fed", "onnxruntime")  # "torch@cuda" runs torch
     name, _, mode = name.partition("-")  # an execution mode: "torch-compile" runs torch under torch.compile
-    os.environ["KERAS_BACKEND"] = "tensorflow" if name == "onnxruntime" else name
+    # the converters and runtimes run the Keras model of one framework: tf2onnx's graph on
+    # onnxruntime or OpenVINO and the TFLite converter take TensorFlow's, torch-onnx torch's
+    os.environ["KERAS_BACKEND"] = "tensorflow" if name in ("onnxruntime", "openvino", "litert") else name
     if mode == "noonednn":  # TensorFlow's own CPU kernels instead of oneDNN's (read at import)
         os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -134,30 +152,114 @@ def run_backend(backend, out):
             import tensorflow as tf
             tf.config.experimental.enable_tensor_float_32_execution(not full)
         info["versions"]["keras"] = keras.__version__
-        fw = ["tensorflow", "tf2onnx", "onnxruntime"] if name == "onnxruntime" else [name]
+        fw = {"onnxruntime": ["tensorflow", "tf2onnx", "onnxruntime"], "openvino": ["tensorflow", "tf2onnx", "openvino"],
+              "litert": ["tensorflow", "ai_edge_litert"]}.get(name, [name])
+        if (name, mode) == ("torch", "onnx"):
+            fw = ["torch", "onnxscript", "onnx", "onnxruntime"]
         for mod in fw:
-            info["versions"][mod] = __import__(mod).__version__
+            module = __import__(mod)
+            info["versions"][mod] = getattr(module, "__version__", None) or _dist_version(mod)
     except ImportError as exc:
         print(f"{backend}: cannot import a framework: {exc}", file=sys.stderr)
         sys.exit(ENV_BROKEN)
-    data, phase, outs = np.load(DATA), "build", []
+    data = np.load(DATA)
+    outs, info["error"] = forward(keras, name, mode, MODEL, "w", [data["x/" + i["name"]] for i in MODEL["inputs"]],
+                                  data)
+    arrays = {f"y/{s['name']}": np.asarray(o) for s, o in zip(MODEL["layers"], outs)}
+    if EQUIV is not None and info["error"] is None:  # the same backend on the equivalent model
+        xs = [data["x/" + i["name"]][EQUIV["rows"]] for i in MODEL["inputs"]]
+        xs = [x.astype(EQUIV["input_dtype"]) if EQUIV["input_dtype"] and np.issubdtype(x.dtype, np.floating) else x
+              for x in xs]
+        eq_outs, info["equiv_error"] = forward(keras, name, mode, EQUIV["model"], "v", xs, data)
+        arrays.update({f"z/{s['name']}": np.asarray(o) for s, o in zip(EQUIV["model"]["layers"], eq_outs)})
+    np.savez(out + ".tmp.npz", info=np.array(json.dumps(info)), **arrays)
+    os.replace(out + ".tmp.npz", out)
+
+
+def _dist_version(module):
+    import importlib.metadata as md
     try:
-        model, layers = build(keras)
+        return md.version(module.replace("_", "-"))
+    except md.PackageNotFoundError:
+        return "?"
+
+
+def forward(keras, name, mode, spec, prefix, xs, data):
+    """Build ``spec``, load its weights (``<prefix>/<layer>/<k>``) and run ``xs``: every
+    layer's output, and None; or [] and the error (a clean rejection: the error is the finding)."""
+    phase, outs = "build", []
+    try:
+        model, layers = build(keras, spec)
         phase = "weights"
         for lname, layer in layers.items():
             if layer.weights:
-                layer.set_weights([data[f"w/{lname}/{k}"] for k in range(len(layer.weights))])
-        xs = [data["x/" + i["name"]] for i in MODEL["inputs"]]
-        if name == "onnxruntime":  # tf2onnx from the TensorFlow backend, then an ORT session
-            import onnxruntime as ort
+                layer.set_weights([data[f"{prefix}/{lname}/{k}"] for k in range(len(layer.weights))])
+        if name in ("onnxruntime", "openvino"):  # tf2onnx from the TensorFlow backend, then the runtime
+            import onnx
             import tensorflow as tf
             import tf2onnx
             phase = "convert"
-            sig = [tf.TensorSpec((None, *i["shape"]), i["dtype"], name=i["name"]) for i in MODEL["inputs"]]
-            proto, _ = tf2onnx.convert.from_keras(model, input_signature=sig, opset=15)
-            session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+            ws = list(model.trainable_variables) + list(model.non_trainable_variables)
+            n_x, n_tv = len(spec["inputs"]), len(model.trainable_variables)
+            sig = [tf.TensorSpec((None, *i["shape"]), i["dtype"], name=i["name"]) for i in spec["inputs"]]
+            sig += [tf.TensorSpec(v.shape, v.dtype, name=f"audee_w{k}") for k, v in enumerate(ws)]
+
+            def call(*args):  # the weights as graph inputs, as audee converts (one export, any weights)
+                ys = model.stateless_call(list(args[n_x:n_x + n_tv]), list(args[n_x + n_tv:]), list(args[:n_x]),
+                                          training=False)[0]
+                return {f"y{k}": tf.identity(y) for k, y in enumerate(ys if isinstance(ys, (list, tuple)) else [ys])}
+
+            fn = tf.function(call, input_signature=sig, autograph=False)
+            proto, _ = tf2onnx.convert.from_function(fn, input_signature=sig, opset=15)
+            # then written into the graph as constants (as audee bakes them), with the tensors
+            # the traced call captured (tf2onnx lists those as graph inputs too)
+            values = {f"audee_w{k}": keras.ops.convert_to_numpy(v.value) for k, v in enumerate(ws)}
+            values.update({inner.name: np.asarray(outer.numpy()) for outer, inner
+                           in fn.get_concrete_function().graph.captures if outer.dtype.name != "resource"})
+            baked = [g for g in proto.graph.input if g.name in values]
+            proto.graph.initializer.extend(onnx.numpy_helper.from_array(
+                values[g.name].astype(onnx.helper.tensor_dtype_to_np_dtype(g.type.tensor_type.elem_type)), g.name)
+                for g in baked)
+            kept = [g for g in proto.graph.input if g.name not in values]
+            del proto.graph.input[:]
+            proto.graph.input.extend(kept)
+            feed = {i["name"]: x for i, x in zip(spec["inputs"], xs)}
+            names = [f"y{k}" for k in range(len(spec["layers"]))]
+            if name == "onnxruntime":
+                import onnxruntime as ort
+                session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+                phase = "run"
+                outs = session.run(names, feed)
+            else:  # OpenVINO's CPU plugin, in float32 (no bfloat16 inference on CPUs that have it)
+                import openvino as ov
+                core = ov.Core()
+                compiled = core.compile_model(core.read_model(proto.SerializeToString()), "CPU",
+                                              {"INFERENCE_PRECISION_HINT": "f32"})
+                phase = "run"
+                got = compiled(feed)
+                ports = {n: port for port in compiled.outputs for n in port.get_names()}
+                outs = [np.asarray(got[ports[n]]) for n in names]
+        elif name == "litert":  # the TFLite converter (builtin ops only), then the LiteRT interpreter
+            import tensorflow as tf
+            from ai_edge_litert.interpreter import Interpreter
+            phase = "convert"
+            tv = [tf.constant(v.value) for v in model.trainable_variables]  # the weights as constants
+            ntv = [tf.constant(v.value) for v in model.non_trainable_variables]
+
+            def call(*args):
+                ys = model.stateless_call(tv, ntv, list(args), training=False)[0]
+                return {f"y{k}": tf.identity(y) for k, y in enumerate(ys if isinstance(ys, (list, tuple)) else [ys])}
+
+            sig = [tf.TensorSpec(np.shape(x), tf.as_dtype(np.asarray(x).dtype), name=i["name"])
+                   for x, i in zip(xs, spec["inputs"])]
+            concrete = tf.function(call, input_signature=sig, autograph=False).get_concrete_function()
+            converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], tf.Module())
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+            interpreter = Interpreter(model_content=converter.convert())
+            runner = interpreter.get_signature_runner()
             phase = "run"
-            outs = session.run(None, {i["name"]: x for i, x in zip(MODEL["inputs"], xs)})
+            got = runner(**{i["name"]: np.ascontiguousarray(x) for i, x in zip(spec["inputs"], xs)})
+            outs = [np.asarray(got[f"y{k}"]) for k in range(len(got))]
         elif name == "jax":  # jitted, as deployed ("jax-eager": op by op)
             import jax
             phase = "run"
@@ -176,6 +278,32 @@ def run_backend(backend, out):
             else:
                 outs = tf.function(lambda xs: model(xs, training=False), autograph=False,
                                    jit_compile=mode == "xla")(xs)
+        elif (name, mode) == ("torch", "onnx"):  # torch.onnx.export(dynamo=True), opset 18, then an ORT session
+            import ctypes
+            import onnxruntime as ort
+            import torch
+            phase = "convert"
+
+            class Call(torch.nn.Module):
+                def forward(self, *args):
+                    ys = model(list(args), training=False)
+                    return tuple(ys) if isinstance(ys, (list, tuple)) else (ys,)
+
+            names = [f"y{k}" for k in range(len(spec["layers"]))]
+            program = torch.onnx.export(Call(), tuple(torch.from_numpy(x) for x in xs), dynamo=True, opset_version=18,
+                                        input_names=[i["name"] for i in spec["inputs"]], output_names=names)
+            session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+            phase = "run"
+            feed = {i["name"]: ort.OrtValue.ortvalue_from_numpy(x) for i, x in zip(spec["inputs"], xs)}
+
+            def fetch(v):  # onnxruntime has no numpy type for bfloat16: its bytes, read by torch
+                if v.data_type() != "tensor(bfloat16)":
+                    return v.numpy()
+                raw = bytearray(ctypes.string_at(v.data_ptr(), v.tensor_size_in_bytes()))
+                flat = torch.frombuffer(raw, dtype=torch.bfloat16) if raw else torch.zeros(0, dtype=torch.bfloat16)
+                return flat.reshape(v.shape())
+
+            outs = [fetch(v) for v in session.run_with_ort_values(names, feed)]
         else:  # torch eagerly ("torch-compile": under torch.compile)
             import torch
             phase = "run"
@@ -184,11 +312,8 @@ def run_backend(backend, out):
                 outs = call([keras.ops.convert_to_tensor(x) for x in xs], training=False)
         outs = [keras.ops.convert_to_numpy(o) for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
     except Exception as exc:  # a clean rejection: the error is the finding
-        info["error"] = {"phase": phase, "message": f"{type(exc).__name__}: {exc}"[:2000]}
-        outs = []
-    arrays = {f"y/{s['name']}": np.asarray(o) for s, o in zip(MODEL["layers"], outs)}
-    np.savez(out + ".tmp.npz", info=np.array(json.dumps(info)), **arrays)
-    os.replace(out + ".tmp.npz", out)
+        return [], {"phase": phase, "message": f"{type(exc).__name__}: {exc}"[:2000]}
+    return outs, None
 
 
 def run_all():
@@ -214,6 +339,7 @@ def run_all():
                 with np.load(out) as z:
                     info = json.loads(str(z["info"]))
                     info["layers"] = {k[2:]: z[k] for k in z.files if k.startswith("y/")}
+                    info["equiv_layers"] = {k[2:]: z[k] for k in z.files if k.startswith("z/")}
                 results[backend] = info
     return results
 
@@ -304,6 +430,8 @@ def judge(results):
         hit = any(pattern.get(b) for b in CASE["failing"]) and (inputs_finite or differ)
         why = "inputs finite" if inputs_finite else "the inputs hold NaN/Inf, and the backends' patterns differ"
         return hit, lines + [f"NaN/Inf on {', '.join(b for b in pattern if pattern[b]) or 'no backend'} ({why})"]
+    if kind == "equivalence":
+        return judge_equivalence(results, ran, lines)
     a, b = CASE["pair"]
     if a not in ran or b not in ran:
         return False, lines + [f"{a} and {b} must both run to compare them"]
@@ -329,6 +457,40 @@ def judge(results):
     lines.append(f"  tolerance: rtol {CASE['rtol']:g}, atol {CASE['atol']:g} (above 1 is out of tolerance)")
     n_out = int((err > 1).sum())
     return n_out > 0, lines + [f"{n_out} of {err.size} values out of tolerance on {CASE['layer']}"]
+
+
+def judge_equivalence(results, ran, lines):
+    """One backend, the model and its equivalent (EQUIV): the equivalent refused, or the
+    compared layer's non-finite pattern or values differ beyond the tolerance."""
+    b = CASE["backends"][0]
+    if b not in ran:
+        return False, lines + [f"{b} must run the model to compare it with its equivalent"]
+    err = results[b].get("equiv_error")
+    if err:
+        lines.append(f"  {b} refuses the equivalent model ({EQUIV['rule']}): {err['phase']} error: {err['message']}")
+        return True, lines + [f"{b} runs the model but not its equivalent"]
+    layer = CASE["layer"]
+    ya = ran[b][layer][EQUIV["rows"]]
+    yb = results[b]["equiv_layers"][EQUIV["map"][layer]]
+    if ya.shape != yb.shape:
+        return True, lines + [f"{layer}: shapes differ: model {ya.shape}, equivalent {yb.shape}"]
+    fa, fb = np.isfinite(ya), np.isfinite(yb)
+    differ = (fa != fb) | (~fa & ~fb & ~((ya == yb) | (np.isnan(ya) & np.isnan(yb))))
+    if differ.any():
+        return True, lines + [f"{layer}: {int(differ.sum())} values non-finite in one model only (or NaN against Inf)"]
+    diff = np.abs(ya.astype(np.float64) - yb.astype(np.float64))
+    lines.append(f"  {layer}: max |model - equivalent| = {np.nanmax(diff, initial=0.0):.6g}, "
+                 f"max |model| = {np.nanmax(np.abs(ya), initial=0.0):.6g}")
+    e, rows = normalized_error(ya, yb, CASE["rtol"], CASE["atol"])
+    if not rows.size:
+        return False, lines + ["no input is finite in both models: nothing to compare"]
+    score = e.max(axis=1, initial=0.0)
+    for r in np.argsort(-score)[:4]:
+        lines.append(f"  input {EQUIV['rows'][rows[r]]}: largest |model - equivalent| / (atol + rtol * max |value| "
+                     f"of the row) = {score[r]:.4g}")
+    lines.append(f"  tolerance: rtol {CASE['rtol']:g}, atol {CASE['atol']:g} (above 1 is out of tolerance)")
+    n_out = int((e > 1).sum())
+    return n_out > 0, lines + [f"{n_out} of {e.size} values out of tolerance on {layer} ({b}, rule {EQUIV['rule']})"]
 
 
 def main():

@@ -38,6 +38,8 @@ FIELDS = ("format", "created", "id", "spec", "weights", "inputs", "backends", "v
           "versions", "tie_margin", "tolerances")
 BUILTIN_TARGETS = frozenset(BUILTIN.values())
 FINDING_KINDS = (*Kind.FAILURES, Kind.CONSISTENT_REJECTION, Kind.NAN_PROPAGATED, Kind.DEVIATION_ACCUMULATED)
+FINDING_KINDS += (Kind.TRAIN_DEVIATION_ACCUMULATED,)
+FINDING_KINDS += (Kind.EQUIVALENCE_ACCUMULATED,)
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 

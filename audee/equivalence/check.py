@@ -1,0 +1,319 @@
+"""The equivalence oracle's runs: each selected rule's equivalent model beside the test case,
+on every backend that ran it, judged per backend (:mod:`audee.oracle.equivalence`).
+
+Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in: the rewrites
+are built (the workers cache them like any spec; a batch rule's is the case's own spec)
+and run at once on every backend, then each backend's pair of runs is judged.  A finding
+about values or non-finite patterns is then diagnosed on that backend:
+
+1. the original and its equivalent run again with their layers kept in the worker, and
+   the mapped layers are compared on the worst rows: ``first_layer``, the first one out of
+   tolerance (or whose patterns differ);
+2. each rewritten layer out of tolerance (the first, then those that raise the score most
+   over their inputs', at most :data:`OWN_LAYER_CHECKS`) is judged alone: its one-layer
+   model with and without the rule, fed the original's input of that layer, on the same
+   backend (``own``);
+3. a layer that differs alone is blamed (``layer``) when it is well-conditioned there
+   (moving its input by rounding noise moves its output by less than a tenth of the
+   difference, :func:`audee.oracle.deviation.attributed`); else it is ``ill_conditioned``;
+4. when every layer judged is cleared, the finding is ``equivalence_accumulated`` (no
+   failure): rounding changed by the rewrite (a re-associated sum), amplified along the
+   model.
+
+A rejected (or crashed) rewrite is pinned on the first rewritten layer whose one-layer
+rewrite the backend refuses too.  A rewrite refused while its weights are put in is
+audee's own fault (a rule mapped them wrongly): logged, never a finding.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import numpy as np
+
+from audee.case import Finding, Kind, Outcome, TestCase
+from audee.equivalence.rules import Rewrite, Rule
+from audee.oracle.compute_dtype import layer_compute_dtype
+from audee.oracle.deviation import FULL, attributed, compare, jump_order, pair_compute, perturbed, rounding_for
+from audee.oracle.equivalence import judge_rewrite, pattern_cleared, settle
+from audee.oracle.nan import compare_codes, condition_pattern
+from audee.records.findings import OwnScore
+from audee.spec import one_layer_spec, weights_key
+
+log = logging.getLogger(__name__)
+
+DIAGNOSE_ROWS = 8        # rows whose layers are fetched for a finding
+OWN_LAYER_CHECKS = 6     # rewritten layers judged alone per finding
+REJECTION_CHECKS = 8     # rewritten layers tried alone to pin a rejected rewrite
+#: a rule's status in a case's results row (``equivalence``): every backend agreed; some
+#: backend failed it; only accumulated rounding; audee could not run it (logged)
+STATUSES = ("pass", "fail", "accumulated", "harness")
+
+
+def run_equivalence(ex: Any, case: TestCase, outcomes: dict[str, Outcome], rules: list[Rule], *,
+                    diagnose: bool = True) -> tuple[list[Finding], dict[str, str]]:
+    """The ``equivalence`` findings of ``case`` (whose ``outcomes`` are in) under ``rules``,
+    and each applied rule's status (:data:`STATUSES`).  ``ex``: the Executor (its pool,
+    tolerances, build cache and the case's phase tally)."""
+    ran = [label for label, o in outcomes.items() if o.ok]
+    if not ran or not rules:
+        return [], {}
+    n = case.batch
+    # each applied rule: its rewrite, the rewrite's inputs, the run tickets, the backends that could not build it
+    rewrites: list[tuple[Rule, Rewrite, dict[str, np.ndarray], dict[str, int], dict[str, Outcome]]] = []
+    statuses: dict[str, str] = {}
+    for rule in rules:
+        try:
+            rw = rule.apply(case.spec, case.weights)
+        except Exception:  # noqa: BLE001 - a rule that breaks on a spec is audee's bug: logged, the case goes on
+            log.exception("equivalence rule %s failed on case %s", rule.name, case.id)
+            statuses[rule.name] = "harness"
+            continue
+        if rw is None or (rw.order == "reversed" and n < 2):
+            continue
+        inputs = rw.map_inputs(case.inputs)
+        built = ex.build(rw.spec)
+        ready = [b for b in ran if isinstance(built.get(b), dict)]
+        failed = {b: Outcome(b, failure=built[b]) for b in ran if b not in ready}
+        tickets = ex.pool.submit_run(rw.spec, rw.weights, weights_key(rw.weights), inputs, labels=ready) \
+            if ready else {}
+        rewrites.append((rule, rw, inputs, tickets, failed))
+        statuses[rule.name] = "pass"
+    findings: list[Finding] = []
+    kept: dict[str, str] = {}  # backend -> tag of the original's layers kept in its worker
+    for rule, rw, inputs, tickets, failed in rewrites:
+        replies = ex.pool.collect_run(tickets) if tickets else {}
+        ex.add_phases(replies)
+        got = dict(failed)
+        for b, r in replies.items():
+            got[b] = Outcome(b, failure=r) if not isinstance(r, dict) else \
+                Outcome(b, logits=r["logits"], output=r["output"], nonfinite=r["nonfinite"])
+        rows = rw.rows(n)
+        for b in ran:
+            f = judge_rewrite(rule.name, outcomes[b], got[b], rows, ex.tolerances, nonfinite_exact=rule.nonfinite_exact,
+                              inputs=case.inputs, rewritten_layers=rw.rewritten, compute=_compute(outcomes[b]),
+                              widens=rule.widens)
+            if f is None:
+                continue
+            if f.detail.reason == "rejected" and f.detail.phase == "weights":
+                log.warning("equivalence rule %s: %s refused the weights mapped onto case %s's rewrite (audee's "
+                            "fault, no finding): %s", rule.name, b, case.id, f.detail.message)
+                statuses[rule.name] = "harness"
+                continue
+            if diagnose:
+                try:
+                    _diagnose(ex, case, rule, rw, inputs, b, f, kept)
+                except Exception:  # noqa: BLE001 - a diagnosis that breaks leaves the finding as judged
+                    log.exception("diagnosing equivalence rule %s on %s, case %s", rule.name, b, case.id)
+            findings.append(f)
+            if f.kind == Kind.EQUIVALENCE:
+                statuses[rule.name] = "fail"
+            elif statuses[rule.name] == "pass":
+                statuses[rule.name] = "accumulated"
+    return findings, statuses
+
+
+def _mode(ex: Any, backend: str) -> str:
+    """The compute mode of ``backend`` in the pool (a GPU backend in TF32 mode: tf32)."""
+    return pair_compute(ex.pool.precisions.get(backend, FULL))
+
+
+def _compute(outcome: Outcome) -> str:
+    """The compute mode one backend's two runs are judged in (its own: tf32 on a GPU in TF32 mode)."""
+    return pair_compute(outcome.precision)
+
+
+# ---- the diagnosis ------------------------------------------------------------------------------
+def _keep(ex: Any, spec: Any, weights: Any, inputs: dict[str, np.ndarray], backend: str) -> str | None:
+    """Run ``spec`` on ``backend`` with every layer's output kept in its worker; the tag."""
+    tag = f"eq-{uuid.uuid4().hex[:12]}"
+    got = ex.pool_run(spec, weights, weights_key(weights), inputs, labels=[backend], keep=tag)
+    return tag if isinstance(got.get(backend), dict) else None
+
+
+def _kept(ex: Any, backend: str, tag: str | None, rows: list[int]) -> dict[str, np.ndarray] | None:
+    if tag is None:
+        return None
+    try:
+        return ex.pool.call(backend, "kept_layers", tag=tag, rows=rows)
+    except RuntimeError:
+        return None
+
+
+def _diagnose(ex: Any, case: TestCase, rule: Rule, rw: Rewrite, inputs: dict[str, np.ndarray], backend: str,
+              f: Finding, kept: dict[str, str]) -> None:
+    d = f.detail
+    n = case.batch
+    order_rows = rw.rows(n)
+    if backend not in kept:
+        tag = _keep(ex, case.spec, case.weights, case.inputs, backend)
+        if tag is not None:
+            kept[backend] = tag
+    if d.reason in ("rejected", "crashed"):
+        _pin_rejection(ex, case, rule, backend, kept.get(backend), f)
+        return
+    if d.reason not in ("values", "nonfinite"):
+        return
+    d.own = {}  # written, so that the finding's JSON lists it (empty when no layer could be judged)
+    rows = [r for r in (d.rows or []) if r in order_rows][:DIAGNOSE_ROWS] or order_rows[:DIAGNOSE_ROWS]
+    orig = _kept(ex, backend, kept.get(backend), rows)
+    rw_tag = _keep(ex, rw.spec, rw.weights, inputs, backend)
+    new = _kept(ex, backend, rw_tag, [order_rows.index(r) for r in rows])
+    if orig is None or new is None:
+        return
+    order = case.spec.topological_order()
+    compute = _mode(ex, backend)
+    scores: dict[str, dict[str, Any]] = {}
+    first = None
+    for name in order:
+        mapped = rw.layer_map.get(name)
+        if mapped is None or name not in orig or mapped not in new:
+            continue
+        a, b = np.asarray(orig[name]), np.asarray(new[mapped])
+        if a.shape != b.shape:
+            continue
+        differs = False
+        if d.reason == "nonfinite":
+            differs = compare_codes(a, b) is not None and pattern_cleared(
+                a, b, nonfinite_exact=rule.nonfinite_exact, inputs={k: v[rows] for k, v in case.inputs.items()},
+                widens=rule.widens) is None
+            scores[name] = {"score": 2.0 if differs else 0.0}
+        else:
+            got = compare(a, b, ex.tolerances, compute=compute)
+            if got is not None:
+                scores[name] = got
+                differs = got["score"] > 1.0
+        if differs and first is None:
+            first = name
+    d.first_layer = first
+    rewritten = set(rw.rewritten)
+    candidates = [x for x in jump_order(scores, order, case.spec.predecessors) if x in rewritten][:OWN_LAYER_CHECKS]
+    judged = 0
+    for name in sorted(candidates, key=order.index):
+        if _alone(ex, case, rule, backend, name, orig, rows, f) is not None:
+            judged += 1
+    settle(f, judged, len(candidates))
+
+
+def _layer_feed(ex: Any, case: TestCase, rule: Rule, backend: str, name: str, orig: dict[str, np.ndarray],
+                rows: list[int]) -> dict[str, np.ndarray] | None:
+    """The original's inputs of layer ``name`` on ``backend``: on the diagnosed rows, or for a
+    batch rule the whole batch (its rows only mean something in their batch)."""
+    refs = case.spec.layer(name).inputs
+    if getattr(rule, "order", None) is None:
+        if not all(r in orig or r in case.inputs for r in refs):
+            return None
+        return {r: (orig[r] if r in orig else case.inputs[r][rows]) for r in refs}
+    layers = [r for r in refs if r not in case.inputs]
+    got = ex.pool_run(case.spec, case.weights, weights_key(case.weights), case.inputs, labels=[backend],
+                      layers=layers or [name]).get(backend)
+    if not isinstance(got, dict):
+        return None
+    return {r: (case.inputs[r] if r in case.inputs else got["layers"][r]) for r in refs}
+
+
+def _alone(ex: Any, case: TestCase, rule: Rule, backend: str, name: str, orig: dict[str, np.ndarray],
+           rows: list[int], f: Finding) -> bool | None:
+    """Judge layer ``name`` alone with and without ``rule`` on ``backend`` (module docstring);
+    None when it cannot be judged alone, else whether it was blamed."""
+    d = f.detail
+    feed = _layer_feed(ex, case, rule, backend, name, orig, rows)
+    if feed is None:
+        return None
+    try:
+        spec1 = one_layer_spec(case.spec, name, feed)
+    except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
+        return None
+    w1 = {name: case.weights[name]} if name in case.weights else {}
+    rw1 = rule.apply(spec1, w1)
+    if rw1 is None:
+        return None
+    pair = _pair(ex, spec1, w1, rw1, feed, backend)
+    if pair is None:
+        return None
+    a, b = pair
+    compute = _mode(ex, backend)
+    if d.reason == "nonfinite":
+        if compare_codes(a, b) is None or pattern_cleared(a, b, nonfinite_exact=rule.nonfinite_exact,
+                                                          inputs=feed, widens=rule.widens) is not None:
+            d.own[name] = OwnScore(score=0.0)
+            return False
+        size = rounding_for(compute, feed)
+        moved = _pair(ex, spec1, w1, rw1, perturbed(feed, size=size), backend)
+        reason = condition_pattern(feed, {"original": a, "rewrite": b},
+                                   None if moved is None else {"original": moved[0], "rewrite": moved[1]},
+                                   layer_compute_dtype(case.spec.layer(name).params))
+        d.own[name] = OwnScore(score=float("inf"))
+        if reason is None:
+            d.layer = d.layer or name
+            return True
+        if reason == "ill_conditioned":
+            d.ill_conditioned = [*(d.ill_conditioned or []), name]
+        return False
+    own = compare(a, b, ex.tolerances, compute=compute)
+    if own is None:
+        return None
+    entry = OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"])
+    d.own[name] = entry
+    if own["score"] <= 1.0:
+        return False
+    moved = _pair(ex, spec1, w1, rw1, perturbed(feed, size=rounding_for(compute, feed)), backend)
+    if moved is None:
+        entry.self_score = float("inf")
+    else:
+        s_orig = compare(a, moved[0], ex.tolerances, compute=compute)
+        s_rw = compare(b, moved[1], ex.tolerances, compute=compute)
+        entry.self_score = max(float(s["score"]) if s is not None else float("inf") for s in (s_orig, s_rw))
+    if attributed(own["score"], entry.self_score):
+        d.layer = d.layer or name
+        return True
+    d.ill_conditioned = [*(d.ill_conditioned or []), name]
+    return False
+
+
+def _pair(ex: Any, spec1: Any, w1: Any, rw1: Rewrite, feed: dict[str, np.ndarray],
+          backend: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The one-layer model and its rewrite on ``feed`` on ``backend``: (original rows in the
+    rewrite's order, rewrite), or None when either fails."""
+    ex.build(spec1)
+    ex.build(rw1.spec)
+    o = ex.pool_run(spec1, w1, weights_key(w1), feed, labels=[backend]).get(backend)
+    r = ex.pool_run(rw1.spec, rw1.weights, weights_key(rw1.weights), rw1.map_inputs(feed),
+                    labels=[backend]).get(backend)
+    if not (isinstance(o, dict) and isinstance(r, dict)):
+        return None
+    n = int(next(iter(feed.values())).shape[0])
+    a = np.asarray(o["logits"])[rw1.rows(n)]
+    b = np.asarray(r["logits"])
+    return (a, b) if a.shape == b.shape else None
+
+
+def _pin_rejection(ex: Any, case: TestCase, rule: Rule, backend: str, tag: str | None, f: Finding) -> None:
+    """The first rewritten layer whose one-layer rewrite ``backend`` refuses as well (``layer``)."""
+    d = f.detail
+    orig = _kept(ex, backend, tag, [0])
+    if orig is None:
+        return
+    for name in d.rewritten[:REJECTION_CHECKS]:
+        refs = case.spec.layer(name).inputs
+        if not all(r in orig or r in case.inputs for r in refs):
+            continue
+        feed = {r: (orig[r] if r in orig else case.inputs[r][:1]) for r in refs}
+        try:
+            spec1 = one_layer_spec(case.spec, name, feed)
+        except Exception:  # noqa: BLE001
+            continue
+        w1 = {name: case.weights[name]} if name in case.weights else {}
+        rw1 = rule.apply(spec1, w1)
+        if rw1 is None:
+            continue
+        built = ex.build(rw1.spec).get(backend)
+        got = built if not isinstance(built, dict) else ex.pool_run(
+            rw1.spec, rw1.weights, weights_key(rw1.weights), rw1.map_inputs(feed), labels=[backend]).get(backend)
+        if not isinstance(got, dict):
+            d.layer = name
+            return
+
+
+__all__ = ["STATUSES", "run_equivalence"]

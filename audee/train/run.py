@@ -1,0 +1,414 @@
+"""The training phase's executor: one test case trained one step (or ``steps``) on every
+backend that trains, judged by the training-phase oracles, a deviation pinned on a layer.
+
+:class:`TrainExecutor` has the interface of :class:`audee.execute.Executor` that the fuzz
+loop uses (``build``, ``shapes``, ``complete_weights``, ``submit``, ``finish``, ``run``,
+``pool``), so ``audee fuzz --phase train`` runs seeds, variants and API-level cases through
+the same pipeline, rows and case files.  Per case:
+
+1. the spec as the training phase runs it (:func:`audee.train.setup.train_spec`: layers
+   random in training called in inference mode, the reason recorded) and its setup (loss,
+   optimizer, targets' seed: drawn from the case's own stream, or the case file's);
+2. one ``train`` request per backend that trains, all at once (converters answer that
+   they do not; they are left out of the case, ``train.skipped`` says why);
+3. the oracles (:func:`audee.train.oracle.train_findings`);
+4. for a ``train_deviation``: the step again on the pair with every layer's training-mode
+   output, then, on at most :data:`OWN_LAYER_CHECKS` layers, the layer alone fed backend
+   ``a``'s input to it and trained one step with the probe loss on both backends (its
+   output, its weights' and its input's gradients compared), and its conditioning (the
+   same with the input moved by rounding noise); a layer out of tolerance alone and
+   well-conditioned is blamed (``own_layers``).  The layers checked: where the forward
+   pass deviates, those out of tolerance there (first, then by their jump, as the forward
+   oracle does); where only gradients deviate, the layer nearest the loss whose gradient
+   deviates and the weightless layers after it (a wrong backward pass corrupts its own
+   gradient and every gradient before it, none after).  The loss alone (an Identity fed
+   backend ``a``'s output, trained with the case's loss and targets) is checked when the
+   loss deviates on an output that does not, or every layer's gradient does with none
+   blamed.  Nothing blamed and everything judged: ``train_deviation_accumulated``.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from audee.backends.pool import Pool, WorkerFailure, _as_failure
+from audee.case import Finding, Kind, Outcome, TestCase, Verdict
+from audee.execute import PhaseTally, Result, first_shapes
+from audee.oracle.compute_dtype import layer_compute_dtype
+from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, attributed, jump_order,
+                                    layer_scores, pair_compute, perturbed, rounding_for)
+from audee.records.findings import OwnScore
+from audee.settings import TIE_MARGIN
+from audee.spec import ModelSpec, one_layer_spec, weights_key
+from audee.train.oracle import mark_train_odd, pair_scores, train_findings
+from audee.train.setup import TrainOutcome, TrainSetup, TrainSpec, draw_setup, train_spec
+from audee.weights import Shapes, adapt_weights
+
+log = logging.getLogger(__name__)
+
+OWN_LAYER_CHECKS = 6   # layers judged alone per deviating pair (as the forward pass's diagnosis)
+LOSS_CHECK = "@loss"   # the loss judged alone, in ``own`` and ``own_layers``
+
+
+@dataclass
+class TrainResult(Result):
+    """A judged training-phase case: :class:`audee.execute.Result` (``outcomes`` as the
+    crash oracle reads them) plus each backend's training outcome and ``train``, the
+    case's record (setup, layers called inactive, unjudged ones, backends skipped, losses)."""
+
+    train: dict[str, Any] = field(default_factory=dict)
+    trained: dict[str, TrainOutcome] = field(default_factory=dict)
+
+
+@dataclass
+class TrainSubmitted:
+    case: TestCase
+    spec: TrainSpec
+    setup: TrainSetup
+    outcomes: dict[str, TrainOutcome]
+    tickets: dict[str, int]
+    phases: PhaseTally
+    started: float
+
+
+class TrainExecutor:
+    """Runs training-phase test cases on a :class:`Pool` (see the module docstring).
+
+    ``losses``/``optimizers``: {name: weight} a case draws from; ``rng``: the run's seed
+    (each case's setup comes from ``(rng, crc32(case id))``); ``learning_rate`` None: each
+    optimizer's Keras default."""
+
+    def __init__(self, pool: Pool, *, tie_margin: float = TIE_MARGIN, diagnose: bool = True,
+                 tolerances: Tolerances | dict[str, Any] | None = None, losses: Mapping[str, float] | None = None,
+                 optimizers: Mapping[str, float] | None = None, learning_rate: float | None = None, steps: int = 1,
+                 rng: int = 0, **inference_only: Any):
+        """``inference_only``: the inference executor's other options (the equivalence
+        rules a run judges with), which the training phase has no use for."""
+        from audee.train.setup import LOSSES, OPTIMIZERS
+
+        self.pool = pool
+        self.tie_margin = tie_margin
+        self.tolerances = as_tolerances(tolerances)
+        self.diagnose = diagnose
+        self.losses = dict(losses or {n: 1.0 for n in LOSSES})
+        self.optimizers = dict(optimizers or {n: 1.0 for n in OPTIMIZERS})
+        self.learning_rate = learning_rate
+        self.steps = steps
+        self.rng = rng
+        self._support: dict[str, str | None] | None = None
+        self._built: dict[str, dict[str, Any]] = {}
+        self._build_phases: dict[str, dict[str, dict[str, float]]] = {}
+        self._tally: PhaseTally | None = None
+
+    # ---- which backends train ------------------------------------------------------------------
+    def support(self) -> dict[str, str | None]:
+        """Each backend: None when it trains, else why not (asked once per worker)."""
+        if self._support is None:
+            self._support = self.pool.call_many(self.pool.labels, "training_support")
+        return self._support
+
+    @property
+    def trainers(self) -> list[str]:
+        return [label for label, why in self.support().items() if why is None]
+
+    # ---- building ------------------------------------------------------------------------------
+    def build(self, spec: ModelSpec) -> dict[str, Shapes | WorkerFailure]:
+        """``spec`` as the training phase runs it (:func:`train_spec`) built on every
+        backend that trains (no forward call compiled ahead: a training step compiles its own)."""
+        spec = train_spec(spec).spec
+        key = spec.key()
+        if key not in self._built or any(isinstance(v, WorkerFailure) and v.hard for v in self._built[key].values()):
+            labels = self.trainers
+            tickets = {label: self.pool.workers[label].submit(
+                {"op": "build", "spec": spec.to_json(), "key": key, "ahead": False}, phase="build")
+                for label in labels}
+            replies = {label: _as_failure(self.pool.workers[label].result(t), "build") for label, t in tickets.items()}
+            self._built[key] = {label: (r["shapes"] if isinstance(r, dict) else r) for label, r in replies.items()}
+            self._build_phases[key] = {label: r.get("phases", {}) for label, r in replies.items() if isinstance(r, dict)}
+            if len(self._built) > 64:
+                self._build_phases.pop(next(iter(self._built)), None)
+                self._built.pop(next(iter(self._built)))
+        return self._built[key]
+
+    def shapes(self, spec: ModelSpec) -> Shapes | None:
+        return first_shapes(self.build(spec))
+
+    def complete_weights(self, case: TestCase, weight_seed: int) -> None:
+        shapes = self.shapes(case.spec)
+        if shapes is not None:
+            case.weights = adapt_weights(case.weights, shapes, weight_seed)
+
+    # ---- running -------------------------------------------------------------------------------
+    def setup_for(self, case: TestCase) -> TrainSetup:
+        """The case's setup: the one its record holds (a case file re-run), else drawn."""
+        recorded = (case.meta or {}).get("train")
+        if isinstance(recorded, Mapping) and "loss" in recorded:
+            return TrainSetup.from_json(recorded)
+        spec = case.spec
+        return draw_setup(case.id, self.rng, self.losses, self.optimizers, learning_rate=self.learning_rate,
+                          steps=self.steps, from_logits=spec.output == spec.logits_layer)
+
+    def run(self, case: TestCase) -> TrainResult:
+        return self.finish(self.submit(case))
+
+    def submit(self, case: TestCase) -> TrainSubmitted:
+        t0 = time.perf_counter()
+        ts = train_spec(case.spec)
+        setup = self.setup_for(case)
+        built = self.build(ts.spec)
+        outcomes = {label: TrainOutcome(label, failure=got) for label, got in built.items()
+                    if isinstance(got, WorkerFailure)}
+        ready = [label for label, got in built.items() if not isinstance(got, WorkerFailure)]
+        tickets = self._submit_train(ts.spec, case.weights, case.inputs, setup, ready)
+        return TrainSubmitted(case, ts, setup, outcomes, tickets, PhaseTally(self._build_phases.pop(ts.spec.key(), {})),
+                              t0)
+
+    def _submit_train(self, spec: ModelSpec, weights: Any, inputs: dict[str, np.ndarray], setup: TrainSetup,
+                      labels: list[str], *, layers: bool = False, input_grads: bool = False) -> dict[str, int]:
+        msg = {"op": "train", "spec": spec.to_json(), "key": spec.key(), "weights": weights,
+               "weights_key": weights_key(weights), "inputs": inputs, "setup": setup.to_json(), "layers": layers,
+               "input_grads": input_grads}
+        out = {}
+        for label in labels:
+            worker = self.pool.workers[label]
+            out[label] = worker.submit(msg, phase="train", resend=msg)
+            worker._sent_specs.add(msg["key"])
+        return out
+
+    def _collect(self, tickets: dict[str, int], spec_key: str) -> dict[str, TrainOutcome]:
+        modes = self.pool.precisions
+        out = {}
+        for label, t in tickets.items():
+            got = _as_failure(self.pool.workers[label].result(t), "train")
+            if isinstance(got, WorkerFailure):
+                out[label] = TrainOutcome(label, failure=got, precision=modes.get(label, FULL))
+                if got.hard:
+                    self._built.pop(spec_key, None)  # the worker restarted: its models are gone
+            elif "unsupported" in got:
+                out[label] = TrainOutcome(label, unsupported=str(got["unsupported"]))
+            else:
+                if self._tally is not None:
+                    self._tally.add(label, got.get("phases", {}))
+                out[label] = TrainOutcome.from_reply(label, got, modes.get(label, FULL))
+        return out
+
+    def _train_on(self, spec: ModelSpec, weights: Any, inputs: dict[str, np.ndarray], setup: TrainSetup,
+                  labels: list[str], **kwargs: Any) -> dict[str, TrainOutcome]:
+        """A training step on ``labels`` at once, waited for (the diagnosis' runs)."""
+        return self._collect(self._submit_train(spec, weights, inputs, setup, labels, **kwargs), spec.key())
+
+    def finish(self, sub: TrainSubmitted) -> TrainResult:
+        self._tally = sub.phases
+        outcomes = dict(sub.outcomes)
+        outcomes.update(self._collect(sub.tickets, sub.spec.spec.key()))
+        for label, why in self.support().items():
+            if why is not None:
+                outcomes[label] = TrainOutcome(label, unsupported=why)
+        return self.judge(sub.case, sub.spec, sub.setup, outcomes, sub.phases, sub.started)
+
+    def judge(self, case: TestCase, ts: TrainSpec, setup: TrainSetup, outcomes: dict[str, TrainOutcome],
+              phases: PhaseTally, started: float) -> TrainResult:
+        self._tally = phases
+        order = ts.spec.topological_order()
+        ordered = [outcomes[label] for label in self.pool.labels if label in outcomes]
+        findings, pairs = train_findings(ordered, order, self.tolerances, case.inputs, setup,
+                                         judge_values=not ts.unjudged, initial=case.weights)
+        if self.diagnose:
+            for f in findings:
+                if f.kind == Kind.TRAIN_DEVIATION and f.detail.pair is not None:
+                    self._diagnose_deviation(case, ts, setup, f, outcomes)
+                elif f.kind == Kind.TRAIN_NAN:
+                    self._diagnose_nan(case, ts, setup, f, outcomes)
+            mark_train_odd(ordered, findings)  # after every change of kind
+        judged = {o.backend: Outcome(o.backend, failure=o.failure, output=o.output, run_s=o.run_s,
+                                     precision=o.precision) for o in ordered if o.unsupported is None}
+        record = {**setup.to_json(), **ts.to_json()}
+        skipped = {o.backend: o.unsupported for o in ordered if o.unsupported is not None}
+        if skipped:
+            record["skipped"] = skipped
+        losses = {o.backend: [float(v) for v in np.asarray(o.losses).ravel()] for o in ordered
+                  if o.ok and o.losses is not None}
+        if losses:
+            record["losses"] = losses
+        case.meta["train"] = setup.to_json()
+        result = TrainResult(case, Verdict(findings), judged, pairs, train=record,
+                             trained={o.backend: o for o in ordered})
+        self._tally = None
+        result.phases = phases.rounded()
+        result.seconds = time.perf_counter() - started
+        return result
+
+    # ---- diagnosis -----------------------------------------------------------------------------
+    def _diagnose_deviation(self, case: TestCase, ts: TrainSpec, setup: TrainSetup, f: Finding,
+                            outcomes: dict[str, TrainOutcome]) -> None:
+        a, b = f.backends
+        d = f.detail
+        spec = ts.spec
+        order = spec.topological_order()
+        once = TrainSetup(setup.loss, setup.optimizer, setup.learning_rate, 1, setup.target_seed, setup.from_logits)
+        got = self._train_on(spec, case.weights, case.inputs, once, [a, b], layers=True)
+        if not (got.get(a) is not None and got[a].ok and got.get(b) is not None and got[b].ok):
+            return
+        ra, rb = got[a], got[b]
+        compute = pair_compute(ra.precision, rb.precision)
+        forward = layer_scores(ra.layers, rb.layers, order, self.tolerances, compute)
+        out = [n for n in order if n in forward and forward[n]["score"] > 1.0]
+        d.forward_first_layer = out[0] if out else None
+        first = pair_scores(ra, rb, self.tolerances)
+        grads_out = [n for n in order if n in first["gradient"] and first["gradient"][n]["score"] > 1.0]
+        checks: list[str] = []
+        if out:
+            checks = jump_order(forward, order, spec.predecessors)[:OWN_LAYER_CHECKS]
+        elif grads_out:
+            last = grads_out[-1]
+            checks = [last]
+            for name in order[order.index(last) + 1:]:
+                if len(checks) >= OWN_LAYER_CHECKS:
+                    break
+                if name in first["gradient"]:
+                    break  # a layer with weights whose gradient agrees: the backward pass is right up to it
+                checks.append(name)
+        if d.first_layer is None:
+            d.first_layer = d.forward_first_layer or (grads_out[-1] if grads_out else None)
+        judged = 0
+        for name in sorted(checks, key=order.index):
+            own = self._own(case, spec, name, ra.layers, [a, b], once)
+            if own is None:
+                continue
+            judged += 1
+            score, self_score = own
+            entry = OwnScore(score=score)
+            if score > 1.0:
+                entry.self_score = self_score
+                if attributed(score, self_score):
+                    d.own_layers.append(name)
+                else:
+                    d.ill_conditioned = (d.ill_conditioned or []) + [name]
+            d.own[name] = entry
+        first_loss = first["loss"]
+        loss_moved = first_loss is not None and first_loss["score"] > 1.0 and not out
+        every_grad = bool(grads_out) and not d.own_layers and len(grads_out) == len(first["gradient"])
+        if loss_moved or every_grad:
+            own = self._own_loss(case, spec, once, ra, [a, b])
+            if own is not None:
+                score, self_score = own
+                d.own[LOSS_CHECK] = OwnScore(score=score, self_score=self_score if score > 1.0 else None)
+                d.loss_own = attributed(score, self_score)
+                judged += 1
+                checks.append(LOSS_CHECK)
+        d.layer = (d.own_layers[0] if d.own_layers else None) or (spec.output if d.loss_own else None) \
+            or d.first_layer or (max(d.weights, key=d.weights.get) if d.weights else None)
+        # the losses of later steps alone: the first step agreed, its updates moved the weights apart by rounding
+        later_steps_only = (d.quantity == "loss" and setup.steps > 1 and not out and not grads_out
+                            and (first_loss is None or first_loss["score"] <= 1.0))
+        if later_steps_only or (not d.own_layers and not d.loss_own and checks and judged == len(checks)):
+            f.kind = Kind.TRAIN_DEVIATION_ACCUMULATED
+
+    def _own(self, case: TestCase, spec: ModelSpec, layer: str, layers_a: dict[str, np.ndarray], pair: list[str],
+             setup: TrainSetup) -> tuple[float, float] | None:
+        """``layer`` alone, fed backend ``a``'s training-mode input to it, trained one step
+        with the probe loss on both backends: (its deviation, its conditioning), or None."""
+        refs = spec.layer(layer).inputs
+        if not all(r in layers_a or r in case.inputs for r in refs):
+            return None
+        fed = {r: (layers_a[r] if r in layers_a else case.inputs[r]) for r in refs}
+        try:
+            spec1 = one_layer_spec(spec, layer, fed)
+        except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
+            return None
+        weights = {layer: case.weights[layer]} if layer in case.weights else {}
+        return self._alone(spec1, weights, fed, setup.probe(), pair)
+
+    def _own_loss(self, case: TestCase, spec: ModelSpec, setup: TrainSetup, ra: TrainOutcome,
+                  pair: list[str]) -> tuple[float, float] | None:
+        """The loss with the model's output layer alone (a framework may compute a loss
+        from the op that made its input: TensorFlow's cross-entropies read the logits a
+        softmax or a sigmoid keeps), fed backend ``a``'s input to that layer and trained
+        with the case's loss and targets on both backends: its loss, output and gradients."""
+        name = spec.output
+        refs = spec.layer(name).inputs
+        if not all(r in ra.layers or r in case.inputs for r in refs):
+            return None
+        fed = {r: (ra.layers[r] if r in ra.layers else case.inputs[r]) for r in refs}
+        try:
+            spec1 = one_layer_spec(spec, name, fed)
+        except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
+            return None
+        weights = {name: case.weights[name]} if name in case.weights else {}
+        return self._alone(spec1, weights, fed, setup, pair, keys=("loss", "output", "gradient", "input_gradient"))
+
+    def _alone(self, spec1: ModelSpec, weights: Any, fed: dict[str, np.ndarray], setup: TrainSetup,
+               pair: list[str], keys: tuple[str, ...] = ("output", "gradient", "input_gradient")
+               ) -> tuple[float, float] | None:
+        a, b = pair
+        got = self._train_on(spec1, weights, fed, setup, pair, input_grads=True)
+        if not all(got.get(x) is not None and got[x].ok for x in pair):
+            return None
+        score = _score(pair_scores(got[a], got[b], self.tolerances), keys)
+        if score is None:
+            return None
+        if score <= 1.0:
+            return score, 0.0
+        compute = pair_compute(got[a].precision, got[b].precision)
+        # rounding noise of the precision the layer computes in: a float16 layer fed float32
+        # inputs would round a float32-sized nudge away and look perfectly conditioned
+        outs = {x: got[x].output for x in pair if got[x].output is not None}
+        size = max([rounding_for(compute, {**fed, **outs})]
+                   + [DTYPE_ROUNDING.get(layer_compute_dtype(ls.params), 0.0) for ls in spec1.layers])
+        moved = self._train_on(spec1, weights, perturbed(fed, size=size), setup, pair, input_grads=True)
+        worst = 0.0
+        for x in pair:
+            if moved.get(x) is None or not moved[x].ok:
+                worst = float("inf")
+                continue
+            s = _score(pair_scores(got[x], moved[x], self.tolerances), keys)
+            worst = max(worst, s if s is not None else 0.0)
+        return score, worst
+
+    def _diagnose_nan(self, case: TestCase, ts: TrainSpec, setup: TrainSetup, f: Finding,
+                      outcomes: dict[str, TrainOutcome]) -> None:
+        """Each backend's first non-finite layer in the training-mode forward pass; the
+        first where they differ becomes the blamed layer when no gradient names one."""
+        labels = [b for b, o in outcomes.items() if o.ok]
+        once = TrainSetup(setup.loss, setup.optimizer, setup.learning_rate, 1, setup.target_seed, setup.from_logits)
+        got = self._train_on(ts.spec, case.weights, case.inputs, once, labels, layers=True)
+        order = ts.spec.topological_order()
+        firsts = {}
+        for label, o in got.items():
+            if not o.ok:
+                continue
+            bad = [n for n in order if n in o.layers and _nonfinite(o.layers[n])]
+            if bad:
+                firsts[label] = bad[0]
+        f.detail.forward_first_layer = firsts
+        ran = [label for label, o in got.items() if o.ok]
+        if firsts and (len(set(firsts.values())) > 1 or len(firsts) < len(ran)):
+            f.detail.layer = min(firsts.values(), key=order.index)  # the forward pass differs: it comes first
+
+
+def _score(scores: dict[str, Any], keys: tuple[str, ...]) -> float | None:
+    """The largest score among ``keys`` of a :func:`pair_scores` result (None: nothing compared)."""
+    found = []
+    for k in keys:
+        v = scores.get(k)
+        if v is None:
+            continue
+        if "score" in v:
+            found.append(float(v["score"]))
+        else:
+            found += [float(x["score"]) for x in v.values()]
+    return max(found) if found else None
+
+
+def _nonfinite(a: Any) -> bool:
+    a = np.asarray(a)
+    if not (np.issubdtype(a.dtype, np.floating) or a.dtype.name == "bfloat16"):
+        return False
+    return not bool(np.isfinite(a.astype(np.float32)).all())
+
+
+__all__ = ["LOSS_CHECK", "OWN_LAYER_CHECKS", "TrainExecutor", "TrainResult", "TrainSubmitted"]
