@@ -473,9 +473,10 @@ def cmd_repro(args: argparse.Namespace) -> int:
     if args.out:
         check_out_dir(args.out)
     if _training_case(args.case):  # the training phase (audee.train.repro): a script that trains one step
-        return _train_repro(args, refs)
-    rep = repro_case(args.case, out=args.out, name=args.name, layer=args.layer, model=args.model, backends=refs,
-                     allowed_plugins=args.allow_plugin, finding=args.finding)
+        rep = _train_repro(args, refs)
+    else:
+        rep = repro_case(args.case, out=args.out, name=args.name, layer=args.layer, model=args.model, backends=refs,
+                         allowed_plugins=args.allow_plugin, finding=args.finding)
     print(f"wrote {rep.script} (+ {rep.data.name}): {rep.describe()}")
     for note in rep.notes:
         print(f"  note: {note}")
@@ -563,34 +564,19 @@ def cmd_localize(args: argparse.Namespace) -> int:
     return ExitCode.OK if report.sources or report.trigger else ExitCode.NOT_LOCALIZED
 
 
-def _train_repro(args: argparse.Namespace, refs: list | None) -> int:
-    """``audee repro`` of a training-phase case: write the script on the case's workers, run it once."""
+def _train_repro(args: argparse.Namespace, refs: list | None) -> Any:
+    """The repro script of a training-phase case, written on the case's workers (``audee repro``
+    then runs it as any other)."""
     from audee.backends.pool import Pool
     from audee.store.caserecord import CaseRecord
-    from audee.train.repro import run_train_script, write_train_repro
+    from audee.train.repro import write_train_repro
 
     record = CaseRecord.from_file(args.case)
     out = Path(args.out) if args.out else Path(args.case).resolve().parent.parent / "repro"
     with tempfile.TemporaryDirectory(prefix="audee-repro-") as tmp:
         with Pool(refs or record.backend_refs(allowed_plugins=args.allow_plugin), Path(tmp)) as pool:
             pool.start_or_fail(source=args.case)
-            rep = write_train_repro(record, out, args.name or f"{record.id}-train", pool, args.finding)
-    print(f"wrote {rep.script} (+ {rep.data.name}): {rep.describe()}")
-    for note in rep.notes:
-        print(f"  note: {note}")
-    if args.no_run:
-        return ExitCode.OK
-    print(f"running python {rep.script} in a fresh process ...", flush=True)
-    code, text = run_train_script(rep.script)
-    print(text)
-    if code == 0:
-        print("the repro script reproduces the failure")
-        return ExitCode.OK
-    if code == 1:
-        print("the repro script does NOT reproduce the failure: the case no longer fails")
-        return ExitCode.NOT_REPRODUCED
-    print(f"the repro script could not run here (exit {code})")
-    return ExitCode.BAD_INPUT if code == 3 else ExitCode.BACKEND_UNAVAILABLE
+            return write_train_repro(record, out, args.name or f"{record.id}-train", pool, args.finding)
 
 
 def _training_case(path: str) -> bool:

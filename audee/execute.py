@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -65,6 +65,29 @@ def complete_weights(case: TestCase, shapes: Shapes | None, weight_seed: int) ->
         case.weights = adapt_weights(case.weights, shapes, weight_seed)
 
 
+class BuildCache:
+    """Each spec's build replies (weight shapes, or the failure) per backend, for the last
+    ``size`` specs, so a spec already built costs no second build round trip; a spec whose
+    build killed a worker is built again (the restarted worker has nothing).  ``phases``
+    holds the build's worker timings until the case that runs it takes them."""
+
+    def __init__(self, size: int = 64):
+        self.size = size
+        self.built: dict[str, dict[str, Any]] = {}
+        self.phases: dict[str, dict[str, dict[str, float]]] = {}  # spec key -> not yet charged to a case
+
+    def get(self, key: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The replies for ``key``, asking ``build`` (label -> reply or WorkerFailure) when needed."""
+        if key not in self.built or any(isinstance(v, WorkerFailure) and v.hard for v in self.built[key].values()):
+            replies = build()
+            self.built[key] = {label: (r["shapes"] if isinstance(r, dict) else r) for label, r in replies.items()}
+            self.phases[key] = {label: r.get("phases", {}) for label, r in replies.items() if isinstance(r, dict)}
+            if len(self.built) > self.size:
+                self.phases.pop(next(iter(self.built)), None)
+                self.built.pop(next(iter(self.built)))
+        return self.built[key]
+
+
 class Executor:
     """Runs test cases on a :class:`Pool`; remembers each spec's weight shapes so a spec
     already built costs one round trip per backend, not two."""
@@ -80,21 +103,13 @@ class Executor:
         self.tie_margin = tie_margin
         self.tolerances = as_tolerances(tolerances)
         self.diagnose = diagnose
-        self._built: dict[str, dict[str, Any]] = {}
-        self._build_phases: dict[str, dict[str, dict[str, float]]] = {}  # spec key -> not yet charged to a case
+        self._builds = BuildCache()
+        self._built, self._build_phases = self._builds.built, self._builds.phases
         self._tally: PhaseTally | None = None  # the case being run
 
     # ---- building ------------------------------------------------------------------------------
     def build(self, spec: ModelSpec) -> dict[str, Shapes | WorkerFailure]:
-        key = spec.key()
-        if key not in self._built or any(isinstance(v, WorkerFailure) and v.hard for v in self._built[key].values()):
-            replies = self.pool.build(spec)
-            self._built[key] = {label: (r["shapes"] if isinstance(r, dict) else r) for label, r in replies.items()}
-            self._build_phases[key] = {label: r.get("phases", {}) for label, r in replies.items() if isinstance(r, dict)}
-            if len(self._built) > 64:
-                self._build_phases.pop(next(iter(self._built)), None)
-                self._built.pop(next(iter(self._built)))
-        return self._built[key]
+        return self._builds.get(spec.key(), lambda: self.pool.build(spec))
 
     def shapes(self, spec: ModelSpec) -> Shapes | None:
         """Weight shapes from the first backend that builds ``spec`` (None if none does)."""

@@ -98,14 +98,10 @@ def test_an_op_the_tflite_converter_has_no_builtin_for_is_a_limitation(converter
     assert sig.op == "AvgPool" and classify(sig)[0] == "limitation"
 
 
-def test_openvino_refusing_an_invalid_converted_graph_blames_the_converter(converters_pool):
-    """A bfloat16 Rescaling: tf2onnx writes a Mul of a float16 tensor and a bfloat16
-    constant; OpenVINO's frontend refuses it, and so does the ONNX checker: the refusal names
-    the checker's verdict and tf2onnx as the failing component (the known
-    tensorflow-onnx#2337), not OpenVINO."""
-    from audee.case import Kind, TestCase
-    from audee.known import load_known_issues, match_known
-    from audee.signature import case_signatures
+def _bfloat16_rescaling(pool):
+    """A one-layer bfloat16 Rescaling run on ``pool``: (its spec, the judged result).  tf2onnx
+    writes a Mul of a float16 tensor and a bfloat16 constant for it."""
+    from audee.case import TestCase
     from audee.spec import ModelSpec
 
     spec = ModelSpec.from_json({
@@ -114,7 +110,19 @@ def test_openvino_refusing_an_invalid_converted_graph_blames_the_converter(conve
                     "inputs": ["x"]}],
         "output": "scale", "logits": "scale"})
     x = np.random.default_rng(0).standard_normal((2, 6, 3)).astype(np.float32)
-    result = _run(converters_pool, TestCase("scale16", spec, {}, {"x": x}))
+    return spec, _run(pool, TestCase("scale16", spec, {}, {"x": x}))
+
+
+def test_openvino_refusing_an_invalid_converted_graph_blames_the_converter(converters_pool):
+    """A bfloat16 Rescaling: tf2onnx writes a Mul of a float16 tensor and a bfloat16
+    constant; OpenVINO's frontend refuses it, and so does the ONNX checker: the refusal names
+    the checker's verdict and tf2onnx as the failing component (the known
+    tensorflow-onnx#2337), not OpenVINO."""
+    from audee.case import Kind
+    from audee.known import load_known_issues, match_known
+    from audee.signature import case_signatures
+
+    spec, result = _bfloat16_rescaling(converters_pool)
     (f,) = [f for f in result.verdict.findings if f.kind == Kind.DIVERGENT_ACCEPTANCE and "openvino" in f.backends]
     err = f.detail.errors["openvino"]
     assert err.phase == "convert" and err.message.startswith("tf2onnx produced an invalid ONNX graph (onnx.checker:")
@@ -129,19 +137,11 @@ def test_a_converter_failure_repro_script_runs_each_converter_and_reproduces_alo
     exporter's); the repro script runs OpenVINO through tf2onnx, LiteRT through the TFLite
     converter and torch-onnx through torch.onnx (not Keras' own backends of those names, nor
     eager torch), and reproduces alone: exit 0."""
-    from audee.case import TestCase
     from audee.fuzz import case_record
     from audee.repro import write_repro
-    from audee.spec import ModelSpec
     from tests.test_repro import run_alone
 
-    spec = ModelSpec.from_json({
-        "name": "scale16", "inputs": [{"name": "x", "shape": [6, 3], "range": [-1, 1]}],
-        "layers": [{"name": "scale", "api": "Rescaling", "params": {"scale": 0.5, "offset": 0.1, "dtype": "bfloat16"},
-                    "inputs": ["x"]}],
-        "output": "scale", "logits": "scale"})
-    x = np.random.default_rng(0).standard_normal((2, 6, 3)).astype(np.float32)
-    result = _run(converters_pool, TestCase("scale16", spec, {}, {"x": x}))
+    _, result = _bfloat16_rescaling(converters_pool)
     assert result.verdict.failed, result.verdict.to_json()
     rep = write_repro(case_record(result, converters_pool, {"seed": "tiny"}), tmp_path, "scale16")
     got = run_alone(rep.script, tmp_path)

@@ -436,11 +436,15 @@ class Pool:
     def versions(self) -> dict[str, dict[str, str]]:
         return {label: w.versions for label, w in self.workers.items()}
 
-    def build(self, spec: ModelSpec, labels: list[str] | None = None) -> dict[str, dict | WorkerFailure]:
+    def build(self, spec: ModelSpec, labels: list[str] | None = None, *,
+              ahead: bool = True) -> dict[str, dict | WorkerFailure]:
+        """``spec`` built on ``labels`` (default: every backend); ``ahead=False``: no forward
+        call compiled ahead of the first run (a training step compiles its own)."""
         key = spec.key()
         labels = labels or self.labels
+        msg = {"op": "build", "spec": spec.to_json(), "key": key, **({} if ahead else {"ahead": False})}
         for label in labels:
-            self.workers[label].submit({"op": "build", "spec": spec.to_json(), "key": key}, phase="build")
+            self.workers[label].submit(msg, phase="build")
         out = {label: _as_failure(self.workers[label].result(), "build") for label in labels}
         for label, got in out.items():
             if isinstance(got, dict):

@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +38,6 @@ from audee.store.caserecord import CaseRecord
 from audee.train.run import TrainExecutor
 from audee.train.setup import TrainSetup, train_spec
 
-SCRIPT_TIMEOUT_S = 600.0
 BUILTIN = ("tensorflow", "torch", "jax")
 
 
@@ -166,18 +162,6 @@ def _header(record: CaseRecord, f: Any, model: str, setup: TrainSetup, run: list
             f"Versions: {versions}.\n"
             f"Run: python {{this file}}   (or --backend NAME --out FILE.npz for one backend alone)\n"
             f'Exit: 0 reproduces, 1 does not, 2 environment broken, 3 bad data.\n"""')
-
-
-def run_train_script(script: Path, timeout: float = SCRIPT_TIMEOUT_S) -> tuple[int, str]:
-    """Run a training repro script alone in a fresh process (no audee on its path)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
-    with tempfile.TemporaryDirectory(prefix="audee-repro-run-") as cwd:
-        try:
-            p = subprocess.run([sys.executable, str(Path(script).resolve())], cwd=cwd, env=env, capture_output=True,
-                               text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return 2, f"the script ran past {timeout:.0f} s"
-    return p.returncode, (p.stdout + (p.stderr[-2000:] if p.returncode not in (0, 1) else "")).rstrip()
 
 
 TEMPLATE = r'''#!/usr/bin/env python3
@@ -478,4 +462,4 @@ if __name__ == "__main__":
     sys.exit(main())
 '''
 
-__all__ = ["TrainRepro", "run_train_script", "write_train_repro"]
+__all__ = ["TrainRepro", "write_train_repro"]

@@ -37,7 +37,7 @@ import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure, _as_failure
 from audee.case import Finding, Kind, Outcome, TestCase, Verdict
-from audee.execute import PhaseTally, Result, first_shapes
+from audee.execute import BuildCache, PhaseTally, Result, complete_weights, first_shapes
 from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, attributed, jump_order,
                                     layer_scores, pair_compute, perturbed, rounding_for)
@@ -46,7 +46,7 @@ from audee.settings import TIE_MARGIN
 from audee.spec import ModelSpec, one_layer_spec, weights_key
 from audee.train.oracle import mark_train_odd, pair_scores, train_findings
 from audee.train.setup import TrainOutcome, TrainSetup, TrainSpec, draw_setup, train_spec
-from audee.weights import Shapes, adapt_weights
+from audee.weights import Shapes
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +100,8 @@ class TrainExecutor:
         self.steps = steps
         self.rng = rng
         self._support: dict[str, str | None] | None = None
-        self._built: dict[str, dict[str, Any]] = {}
-        self._build_phases: dict[str, dict[str, dict[str, float]]] = {}
+        self._builds = BuildCache()
+        self._built, self._build_phases = self._builds.built, self._builds.phases
         self._tally: PhaseTally | None = None
 
     # ---- which backends train ------------------------------------------------------------------
@@ -120,27 +120,13 @@ class TrainExecutor:
         """``spec`` as the training phase runs it (:func:`train_spec`) built on every
         backend that trains (no forward call compiled ahead: a training step compiles its own)."""
         spec = train_spec(spec).spec
-        key = spec.key()
-        if key not in self._built or any(isinstance(v, WorkerFailure) and v.hard for v in self._built[key].values()):
-            labels = self.trainers
-            tickets = {label: self.pool.workers[label].submit(
-                {"op": "build", "spec": spec.to_json(), "key": key, "ahead": False}, phase="build")
-                for label in labels}
-            replies = {label: _as_failure(self.pool.workers[label].result(t), "build") for label, t in tickets.items()}
-            self._built[key] = {label: (r["shapes"] if isinstance(r, dict) else r) for label, r in replies.items()}
-            self._build_phases[key] = {label: r.get("phases", {}) for label, r in replies.items() if isinstance(r, dict)}
-            if len(self._built) > 64:
-                self._build_phases.pop(next(iter(self._built)), None)
-                self._built.pop(next(iter(self._built)))
-        return self._built[key]
+        return self._builds.get(spec.key(), lambda: self.pool.build(spec, self.trainers, ahead=False))
 
     def shapes(self, spec: ModelSpec) -> Shapes | None:
         return first_shapes(self.build(spec))
 
     def complete_weights(self, case: TestCase, weight_seed: int) -> None:
-        shapes = self.shapes(case.spec)
-        if shapes is not None:
-            case.weights = adapt_weights(case.weights, shapes, weight_seed)
+        complete_weights(case, self.shapes(case.spec), weight_seed)
 
     # ---- running -------------------------------------------------------------------------------
     def setup_for(self, case: TestCase) -> TrainSetup:
