@@ -185,3 +185,27 @@ class GradScaledJax(JaxBackend):
 
         object.__setattr__(built, "call", scaled)
         return built
+
+
+class GradScaledFarJax(GradScaledJax):
+    """:class:`GradScaledJax` whose 1.01 gradient shows only on a batch with an input beyond
+    ``far`` (in absolute value) at the layer: the seed's inputs stay below it, so only a
+    search that drives the inputs out finds it."""
+
+    name = "grad-scaled-far"
+    far = 12.0
+
+    def make_layer(self, layer):
+        built = JaxBackend.make_layer(self, layer)
+        if layer.name != self.layer:
+            return built
+        ops = self.keras.ops
+        call, k, far = built.call, self.factor - 1.0, self.far
+
+        def scaled(x, *args, **kwargs):
+            z = call(x, *args, **kwargs)
+            beyond = ops.cast(ops.max(ops.abs(x)) > far, z.dtype)
+            return z + k * beyond * (z - ops.stop_gradient(z))
+
+        object.__setattr__(built, "call", scaled)
+        return built

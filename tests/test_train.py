@@ -14,6 +14,7 @@ from audee.spec import ModelSpec
 from audee.train.run import TrainExecutor
 
 PLUGIN = "tests.plugins:GradScaledJax"
+FAR = "tests.plugins:GradScaledFarJax"
 KERAS = ["tensorflow", "torch", "jax"]
 
 MLP = {"name": "mlp", "inputs": [{"name": "x", "shape": [6]}],
@@ -28,7 +29,7 @@ BN = {"name": "bn", "inputs": [{"name": "x", "shape": [5]}],
 
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
-    with Pool(parse_backends(",".join(KERAS + [PLUGIN])), tmp_path_factory.mktemp("logs")) as p:
+    with Pool(parse_backends(",".join(KERAS + [PLUGIN, FAR])), tmp_path_factory.mktemp("logs")) as p:
         p.start_or_fail()
         yield p
 
@@ -80,6 +81,29 @@ def test_a_layer_whose_gradient_is_one_percent_off_is_flagged_in_training_only_a
     assert result.train["loss"] == "mean_squared_error"
 
 
+def test_the_training_search_drives_the_inputs_to_a_gradient_bug_the_seed_input_misses(pool):
+    """The GA (the inference search's DEAP engine, with the gradient-distance fitness) at
+    input level, from a seed input on which the plugin's layer is right: the search pushes
+    an input beyond the plugin's threshold, and the suspect it confirms names the layer."""
+    from audee.settings import SearchSettings
+    from audee.train.search import train_search
+
+    labels = ["jax", FAR]
+    ex = _trainer(pool, labels, losses={"mean_squared_error": 1}, optimizers={"sgd": 1})
+    case = _case(MLP, ex)
+    assert np.abs(case.inputs["x"]).max() < 12.0
+    assert not ex.run(case).verdict.failed  # the seed input's step agrees
+    found = []
+    cfg = SearchSettings(level="input", population=8, parents=3, budget_s=120.0, stop_at_first=True, rng=0)
+    out = train_search(ex, case, cfg, lambda r: found.append(r) or r.case.id, "far")
+    assert out.stopped == "first_finding" and found and out.failures == [r.case.id for r in found], out.to_json()
+    for r in found:
+        assert r.case.meta["fitness"] == "gradient" and r.case.meta["train"]["loss"] == "mean_squared_error"
+        assert np.abs(r.case.inputs["x"]).max() > 12.0
+        (f,) = r.verdict.findings
+        assert f.kind == Kind.TRAIN_DEVIATION and f.backends == labels and f.detail.layer == "hidden"
+
+
 @pytest.mark.parametrize("losses", [
     ["categorical_crossentropy", "mean_squared_error"],
     pytest.param(None, marks=pytest.mark.slow, id="every-loss"),
@@ -94,6 +118,36 @@ def test_each_loss_and_optimizer_agrees_across_the_keras_backends(pool, losses):
         result = ex.run(case)
         assert not result.verdict.failed, (loss, result.verdict.to_json())
         assert len({round(v[0], 4) for v in result.train["losses"].values()}) == 1
+
+
+PROBS = {"name": "probs", "inputs": [{"name": "x", "shape": [6]}],
+         "layers": [{"name": "hidden", "api": "Dense", "params": {"units": 8, "activation": "tanh"}, "inputs": ["x"]},
+                    {"name": "logits", "api": "Dense", "params": {"units": 3}, "inputs": ["hidden"]},
+                    {"name": "probs", "api": "Activation", "params": {"activation": "softmax"}, "inputs": ["logits"]}],
+         "output": "probs", "logits": "logits"}
+
+
+def test_a_cross_entropy_on_saturated_probabilities_is_left_out_and_an_unsaturated_one_judged(pool):
+    """In Keras' clip region (a softmax probability below 1e-7) TensorFlow's cross-entropy
+    (from the attached logits) and PyTorch's and JAX's (from clipped probabilities) are
+    different rules, both intended: the loss and gradients are not compared there, and
+    the record says why; the same model unsaturated is judged as usual."""
+    from audee.train.oracle import pair_scores
+    from audee.train.setup import TrainSetup
+
+    ex = _trainer(pool, KERAS)
+    case = _case(PROBS, ex)
+    case.meta["train"] = TrainSetup("categorical_crossentropy", "sgd", target_seed=3, from_logits=False).to_json()
+    calm = ex.run(case)
+    assert not calm.verdict.failed and "unjudged_loss" not in calm.train, calm.train
+    assert all("loss" in v and "gradient" in v for v in calm.pairs.values())
+    kernel, bias = case.weights["logits"]
+    case.weights["logits"] = [kernel * 60.0, bias]
+    hot = ex.run(case)
+    assert "clip region" in hot.train["unjudged_loss"] and not hot.verdict.failed, hot.verdict.to_json()
+    assert all("loss" not in v and "gradient" not in v and "output" in v for v in hot.pairs.values())
+    tf, torch = hot.trained["tensorflow"], hot.trained["torch"]
+    assert pair_scores(tf, torch)["loss"]["score"] > 1.0   # judged as one rule, the two would differ
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ import itertools
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 from deap import base, creator, tools
@@ -27,7 +27,7 @@ from audee.execute import Executor, Result
 from audee.oracle.distance import layer_distances
 from audee.mutation import special
 from audee.search.encoding import Encoding, cauchy_draw, scaled_noise
-from audee.search.evaluate import PopulationEvaluator
+from audee.search.evaluate import Evaluation, PopulationEvaluator
 from audee.settings import SearchSettings
 
 if not hasattr(creator, "AudeeFitness"):
@@ -99,6 +99,14 @@ class SearchOutcome:
 OnFailure = Callable[[Result], str]
 
 
+class Evaluator(Protocol):
+    """Each individual's :class:`Evaluation` (fitness, the pair that made it, the failure
+    kinds it is suspected of); ``meanwhile`` is called once while the backends compute."""
+
+    def evaluate(self, population: list[np.ndarray],
+                 meanwhile: Callable[[], Any] | None = None) -> list[Evaluation]: ...
+
+
 class Search:
     """One search run over one (spec, seed input, weights).
 
@@ -119,9 +127,8 @@ class Search:
         # the nan fitness looks for a NaN the model makes: a NaN or Inf put into the input is no find
         self.special_kinds = [k for k in special.KINDS
                               if cfg.fitness != "nan" or k not in ("nan", "inf", "-inf")]
-        self.evaluator = PopulationEvaluator(executor.pool, case.spec, self.encoding, fitness=cfg.fitness,
-                                             labels=labels, nan_backend=cfg.nan_backend, layer=cfg.layer,
-                                             tie_margin=executor.tie_margin, tolerances=executor.tolerances)
+        self.labels = labels
+        self.evaluator = self.make_evaluator()
         self.scales = self.encoding.scales(cfg.input_scale, cfg.weight_scale)
         self.seed_genes = self.encoding.encode()
         self.on_failure = on_failure
@@ -136,6 +143,21 @@ class Search:
         tb.register("mutate", self._mutate)
         tb.register("select", tools.selBest)
         self.toolbox = tb
+
+    @property
+    def fitness_name(self) -> str:
+        """The fitness a case found by this search records."""
+        return self.cfg.fitness
+
+    def make_evaluator(self) -> Evaluator:
+        """What gives each individual its fitness: the population on the backends, judged
+        by the inference oracles (:class:`PopulationEvaluator`).  Another phase's search
+        (the training phase's, :mod:`audee.train.search`) gives its own and keeps the rest
+        of the engine."""
+        cfg, ex = self.cfg, self.ex
+        return PopulationEvaluator(ex.pool, self.case.spec, self.encoding, fitness=cfg.fitness, labels=self.labels,
+                                   nan_backend=cfg.nan_backend, layer=cfg.layer, tie_margin=ex.tie_margin,
+                                   tolerances=ex.tolerances)
 
     # ---- operators ---------------------------------------------------------------------------
     def _individual(self, genes: np.ndarray) -> Any:
@@ -272,7 +294,7 @@ class Search:
             case = TestCase(f"{self.prefix}-g{gen:03d}-{digest}", self.case.spec,
                             self.encoding.weights_of(ind), inputs,
                             {**self.case.meta, "generation": gen, "level": self.cfg.level,
-                             "fitness": self.cfg.fitness, "search": self.cfg.search,
+                             "fitness": self.fitness_name, "search": self.cfg.search,
                              **({"special_values": carried} if carried else {})})
             result = self.ex.run(case)
             if result.verdict.failed:

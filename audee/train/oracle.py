@@ -42,6 +42,34 @@ from audee.train.setup import TrainOutcome, TrainSetup, quantity_layer, referenc
 #: the trained ones is judged per backend, quantity ``update``)
 QUANTITIES = ("output", "loss", "gradient", "weights")
 MAX_LISTED = 32
+#: ``keras.config.epsilon()``: Keras' cross-entropies on probabilities clip them to [EPSILON, 1 - EPSILON]
+EPSILON = 1e-7
+PROBABILITY_LOSSES = ("categorical_crossentropy", "sparse_categorical_crossentropy", "binary_crossentropy")
+
+
+def clipped_loss(outcomes: Iterable[TrainOutcome], setup: TrainSetup | None) -> str | None:
+    """Why the loss, and the gradients that follow from it, are not compared across
+    backends on this step (None: they are).  A cross-entropy on probabilities (``from_logits`` False)
+    is not one rule where a probability is in Keras' clip region: Keras on TensorFlow
+    computes the loss from the logits it attached to a softmax or sigmoid output
+    (``_keras_logits``, exact: -log p however small p is, and its gradient ``p - y``),
+    PyTorch and JAX from the probabilities clipped to [1e-7, 1 - 1e-7] (the loss stops at
+    -log 1e-7, the clipped entries pass no gradient).  Both are Keras' intended code
+    (keras/src/backend/*/nn.py); outside the clip region they agree within rounding, so
+    the region is left out, never the loss: a cross-entropy that takes the wrong logits
+    (findings row 22) still shows on every unsaturated case."""
+    if setup is None or setup.from_logits or setup.loss not in PROBABILITY_LOSSES:
+        return None
+    for o in outcomes:
+        if not o.ok or o.output is None:
+            continue
+        p = np.asarray(o.output).astype(np.float64)
+        p = p[np.isfinite(p)]
+        if p.size and (p.min() < EPSILON or p.max() > 1.0 - EPSILON):
+            return (f"{setup.loss} on probabilities in Keras' clip region (a value beyond [{EPSILON:g}, "
+                    f"1 - {EPSILON:g}] on {o.backend}): TensorFlow computes it from the attached logits, PyTorch "
+                    "and JAX from the clipped probabilities; the loss and gradients are not compared across backends")
+    return None
 
 
 def as_outcomes(outcomes: Iterable[TrainOutcome]) -> list[Outcome]:
@@ -83,22 +111,27 @@ def weight_scores(ga: Mapping[str, list], gb: Mapping[str, list], tol: Tolerance
     return out
 
 
-def pair_scores(a: TrainOutcome, b: TrainOutcome, tol: Tolerances | Mapping | None = None) -> dict[str, Any]:
+def pair_scores(a: TrainOutcome, b: TrainOutcome, tol: Tolerances | Mapping | None = None,
+                loss: bool = True) -> dict[str, Any]:
     """Every comparison of a pair's training step: ``output`` (rows of the batch), ``loss``
     (one row per step), ``gradient`` and ``weights`` (per layer, :func:`weight_scores`),
-    ``input_gradient`` (per model input, as one row each)."""
+    ``input_gradient`` (per model input, as one row each).  ``loss`` False (the step's
+    loss is not one rule, :func:`clipped_loss`): the output and the moving statistics
+    only."""
     tol = as_tolerances(tol)
     compute = pair_compute(a.precision, b.precision)
     out: dict[str, Any] = {"output": None, "loss": None}
     if a.output is not None and b.output is not None and np.shape(a.output) == np.shape(b.output) \
             and np.ndim(a.output) > 0:
         out["output"] = compare(np.asarray(a.output), np.asarray(b.output), tol, compute=compute)
+    out["weights"] = weight_scores(_untrained(a), _untrained(b), tol, compute)
+    if not loss:
+        return {**out, "gradient": {}, "input_gradient": {}}
     if a.losses is not None and b.losses is not None and np.size(a.losses) == np.size(b.losses):
         la = np.asarray(a.losses, dtype=np.float32).reshape(-1, 1)
         lb = np.asarray(b.losses, dtype=np.float32).reshape(-1, 1)
         out["loss"] = compare(la, lb, tol, compute=compute)
     out["gradient"] = weight_scores(a.grads, b.grads, tol, compute)
-    out["weights"] = weight_scores(_untrained(a), _untrained(b), tol, compute)
     out["input_gradient"] = {k: got for k in a.input_grads if k in b.input_grads
                              for got in [_compare_rows(a.input_grads[k], b.input_grads[k], tol, compute)]
                              if got is not None}
@@ -299,8 +332,11 @@ def train_findings(outcomes: list[TrainOutcome], order: list[str], tol: Toleranc
     everywhere).  ``initial``: the weights the step started from (with ``setup``, each
     backend's update is judged against its own gradient).  Sets ``odd`` on every failure
     finding (:mod:`audee.oracle.odd`'s rules: crashes by acceptance, NaN by the backends'
-    non-finite lists, deviations by pairs)."""
+    non-finite lists, deviations by pairs).  A step whose loss is not one rule
+    (:func:`clipped_loss`) has its output, moving statistics and each backend's update
+    of its own gradient judged, not the loss and gradients across backends."""
     judged = [o for o in outcomes if o.unsupported is None]
+    loss = clipped_loss(judged, setup) is None
     findings = crash_findings(as_outcomes(judged))
     pairs: dict[str, dict[str, float]] = {}
     meta = setup.to_json() if setup is not None else {}
@@ -310,14 +346,14 @@ def train_findings(outcomes: list[TrainOutcome], order: list[str], tol: Toleranc
             findings.append(nan)
         ok = [o for o in judged if o.ok]
         for a, b in combinations(ok, 2):
-            s = pair_scores(a, b, tol)
+            s = pair_scores(a, b, tol, loss)
             f = deviation_finding(a, b, order, tol, meta, s)
             pairs[f"{a.backend}|{b.backend}"] = {q: round(float(v["score"]), 6) for q, v in (
                 ("output", s["output"]), ("loss", s["loss"]), ("gradient", _worst(s["gradient"])),
                 ("weights", _worst(s["weights"]))) if v is not None}
             if f is not None:
                 findings.append(f)
-        if initial is not None and setup is not None:
+        if initial is not None and setup is not None:  # each backend's own gradient: still one rule
             findings += update_findings(judged, initial, setup, order, tol)
     mark_train_odd(judged, findings)
     return findings, pairs
@@ -344,5 +380,5 @@ def mark_train_odd(outcomes: list[TrainOutcome], findings: list[Finding]) -> Non
         f.detail.odd, f.detail.odd_rule = list(odd), rule
 
 
-__all__ = ["QUANTITIES", "as_outcomes", "deviation_finding", "mark_train_odd", "nan_finding", "pair_scores",
+__all__ = ["EPSILON", "QUANTITIES", "as_outcomes", "clipped_loss", "deviation_finding", "mark_train_odd", "nan_finding", "pair_scores",
            "train_findings", "weight_scores"]

@@ -44,7 +44,7 @@ from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_toleran
 from audee.records.findings import OwnScore
 from audee.settings import TIE_MARGIN
 from audee.spec import ModelSpec, one_layer_spec, weights_key
-from audee.train.oracle import mark_train_odd, pair_scores, train_findings
+from audee.train.oracle import clipped_loss, mark_train_odd, pair_scores, train_findings
 from audee.train.setup import TrainOutcome, TrainSetup, TrainSpec, draw_setup, train_spec
 from audee.weights import Shapes
 
@@ -216,6 +216,9 @@ class TrainExecutor:
         skipped = {o.backend: o.unsupported for o in ordered if o.unsupported is not None}
         if skipped:
             record["skipped"] = skipped
+        clipped = clipped_loss(ordered, setup)
+        if clipped:
+            record["unjudged_loss"] = clipped
         losses = {o.backend: [float(v) for v in np.asarray(o.losses).ravel()] for o in ordered
                   if o.ok and o.losses is not None}
         if losses:

@@ -3,7 +3,8 @@ inputs and/or weights of a target, with the gradient-distance fitness.
 
 ``audee fuzz --phase train --level input|weight|input-weight`` searches each target (the
 seed, or the first K variants that passed) after the network stage, as the inference
-search does: one chromosome per individual (:class:`audee.search.encoding.Encoding`: the
+search does, on its engine (:class:`audee.search.engine.Search`: DEAP, the same draws,
+selection and stopping): one chromosome per individual (:class:`audee.search.encoding.Encoding`: the
 batch's inputs, every weight, or both; Cauchy noise at a share of each input's range or
 weight's spread), the best ``parents`` kept, children by uniform crossover and Cauchy
 mutation, until the budget (or ``max_iter`` generations).  An individual is one training
@@ -19,8 +20,6 @@ search's setup (loss, optimizer, targets) is the target case's own.  Rows go to
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -28,7 +27,8 @@ import numpy as np
 from audee.case import TestCase
 from audee.fitness.gradient import gradient_fitness
 from audee.records.search import SearchRun
-from audee.search.encoding import Encoding, cauchy_draw, scaled_noise
+from audee.search.engine import Search, SearchOutcome
+from audee.search.evaluate import Evaluation
 from audee.settings import SearchPlan, SearchSettings
 from audee.store.runstore import RunStore
 from audee.train.run import TrainExecutor, TrainResult
@@ -37,103 +37,63 @@ from audee.train.setup import TrainSetup, train_spec
 log = logging.getLogger(__name__)
 SEARCH_ROWS = 8   # inputs of a training search's batch (the batch statistics need more than one)
 FITNESS = "gradient"
+SUSPECT = "train_deviation"   # what an individual above 1 is suspected of (confirmed by the full oracles)
 
 
-@dataclass
-class TrainSearchOutcome:
-    stopped: str = "budget"
-    generations: int = 0
-    evaluations: int = 0
-    seconds: float = 0.0
-    best: float = 0.0
-    pair: str = ""
-    first_failure_s: float | None = None
-    failures: list[str] = field(default_factory=list)
-    trace: list[dict[str, Any]] = field(default_factory=list)
+class TrainStepEvaluator:
+    """Each individual as one training step of the target on every backend that trains (a
+    step compiled once per target: weights and inputs are its arguments), its fitness the
+    gradient distance (:func:`audee.fitness.gradient.gradient_fitness`)."""
+
+    def __init__(self, ex: TrainExecutor, search: Search, setup: TrainSetup):
+        self.ex = ex
+        self.encoding = search.encoding
+        self.spec = train_spec(search.case.spec).spec
+        self.once = TrainSetup(setup.loss, setup.optimizer, setup.learning_rate, 1, setup.target_seed,
+                               setup.from_logits)
+        self.labels = ex.trainers
+        self.evaluations = 0
+
+    def evaluate(self, population: list[np.ndarray],
+                 meanwhile: Callable[[], Any] | None = None) -> list[Evaluation]:
+        out = []
+        for i, genes in enumerate(population):
+            got = self.ex._train_on(self.spec, self.encoding.weights_of(genes), self.encoding.inputs_of(genes),
+                                    self.once, self.labels)
+            if i == 0 and meanwhile is not None:
+                meanwhile()   # the next generation's draws, while the backends train the rest
+            value, pair = gradient_fitness(got, self.ex.tolerances)
+            out.append(Evaluation(value, pair, [SUSPECT] if value > 1.0 else []))
+        if not population and meanwhile is not None:
+            meanwhile()
+        self.evaluations += len(population)
+        return out
+
+
+class TrainSearch(Search):
+    """Algorithm 1 (the engine of :mod:`audee.search.engine`: DEAP, Cauchy noise, the same
+    selection, crossover and stopping) with the training step as its evaluation; a
+    suspect is confirmed by :class:`TrainExecutor` and written as a training case."""
+
+    def __init__(self, ex: TrainExecutor, case: TestCase, cfg: SearchSettings,
+                 on_failure: Callable[[TrainResult], str] | None, case_prefix: str):
+        self.setup = ex.setup_for(case)
+        case = TestCase(case.id, case.spec, case.weights, case.inputs,
+                        {**(case.meta or {}), "train": self.setup.to_json()})
+        super().__init__(ex, case, cfg, ex.trainers, on_failure, case_prefix, profile_layers=False)
+
+    @property
+    def fitness_name(self) -> str:
+        return FITNESS
+
+    def make_evaluator(self) -> TrainStepEvaluator:
+        return TrainStepEvaluator(self.ex, self, self.setup)
 
 
 def train_search(ex: TrainExecutor, case: TestCase, cfg: SearchSettings, on_failure: Callable[[TrainResult], str],
-                 search_id: str) -> TrainSearchOutcome:
+                 search_id: str) -> SearchOutcome:
     """One GA (or random) search over ``case`` (module docstring)."""
-    rng = np.random.default_rng(cfg.rng)
-    setup = ex.setup_for(case)
-    once = TrainSetup(setup.loss, setup.optimizer, setup.learning_rate, 1, setup.target_seed, setup.from_logits)
-    spec = train_spec(case.spec).spec
-    enc = Encoding(cfg.level, case.inputs, case.weights, case.spec.inputs)
-    scales = enc.scales(cfg.input_scale, cfg.weight_scale)
-    base = enc.encode()
-    labels = ex.trainers
-    out = TrainSearchOutcome()
-    t0 = time.perf_counter()
-    recorded = 0
-
-    def evaluate(genes: np.ndarray) -> float:
-        got = ex._train_on(spec, enc.weights_of(genes), enc.inputs_of(genes), once, labels)
-        out.evaluations += 1
-        value, pair = gradient_fitness(got, ex.tolerances)
-        if value > out.best:
-            out.best, out.pair = value, pair
-        return value
-
-    def mutate(genes: np.ndarray) -> np.ndarray:
-        draw = cauchy_draw(rng, enc.size, cfg.gene_rate)
-        return enc.repair(genes + scaled_noise(draw, scales, genes, cfg.relative_scale or 0.0))
-
-    def fresh() -> np.ndarray:
-        return mutate(base.copy())
-
-    population = [base.copy()] + [fresh() for _ in range(cfg.population - 1)]
-    fitness: list[float | None] = [None] * len(population)
-    while True:
-        for i, genes in enumerate(population):
-            if fitness[i] is None:
-                fitness[i] = evaluate(genes)
-        order = sorted(range(len(population)), key=lambda i: -float(fitness[i] or 0.0))
-        out.generations += 1
-        found = 0
-        for i in order:
-            if (fitness[i] or 0.0) <= 1.0 or found >= cfg.max_cases_per_generation \
-                    or recorded >= cfg.max_cases_per_kind:
-                break
-            suspect = TestCase(f"{search_id}-g{out.generations}-i{i}", case.spec, enc.weights_of(population[i]),
-                               enc.inputs_of(population[i]), {"train": setup.to_json()})
-            result = ex.run(suspect)
-            if result.verdict.failed:
-                out.failures.append(on_failure(result))
-                out.first_failure_s = out.first_failure_s or time.perf_counter() - t0
-                found += 1
-                recorded += 1
-        out.trace.append({"generation": out.generations, "best": float(fitness[order[0]] or 0.0),
-                          "mean": float(np.mean([f or 0.0 for f in fitness])), "pair": out.pair,
-                          "evaluated": len(population), "failures": found,
-                          "elapsed_s": round(time.perf_counter() - t0, 3)})
-        out.seconds = time.perf_counter() - t0
-        if out.failures and cfg.stop_at_first:
-            out.stopped = "first_finding"
-            break
-        if cfg.max_iter is not None and out.generations >= cfg.max_iter:
-            out.stopped = "max_iter"
-            break
-        if out.seconds >= cfg.budget_s:
-            out.stopped = "budget"
-            break
-        if cfg.search == "random":
-            population = [base.copy()] + [fresh() for _ in range(cfg.population - 1)]
-            fitness = [fitness[0]] + [None] * (cfg.population - 1)
-            continue
-        keep = order[: cfg.parents]
-        parents = [population[i] for i in keep]
-        children, child_fitness = list(parents), [fitness[i] for i in keep]
-        while len(children) < cfg.population:
-            a, b = rng.choice(len(parents), 2)
-            take = rng.random(enc.size) < cfg.crossover_rate
-            child = np.where(take, parents[a], parents[b])
-            if rng.random() < cfg.mutation_rate:
-                child = mutate(child)
-            children.append(enc.repair(child))
-            child_fitness.append(None)
-        population, fitness = children, child_fitness
-    return out
+    return TrainSearch(ex, case, cfg, on_failure, search_id).run()
 
 
 def run_train_searches(ex: TrainExecutor, targets: list[Any], inputs: dict[str, np.ndarray], plan: SearchPlan,
@@ -164,7 +124,7 @@ def run_train_searches(ex: TrainExecutor, targets: list[Any], inputs: dict[str, 
             row = SearchRun(id=sid, target=target.id, search=kind, level=cfg.level, fitness=FITNESS,
                             input_row=idx[0], stopped=got.stopped, generations=got.generations,
                             evaluations=got.evaluations, seconds=round(got.seconds, 3),
-                            first_failure_s=got.first_failure_s, failures=got.failures, best_fitness=got.best,
+                            first_failure_s=got.first_failure_s, failures=got.failures, best_fitness=got.best_fitness,
                             evals_per_s=round(got.evaluations / got.seconds, 3) if got.seconds else 0.0)
             store.append_search(row)
             rows.append(row)
@@ -173,4 +133,4 @@ def run_train_searches(ex: TrainExecutor, targets: list[Any], inputs: dict[str, 
     return rows
 
 
-__all__ = ["FITNESS", "SEARCH_ROWS", "TrainSearchOutcome", "run_train_searches", "train_search"]
+__all__ = ["FITNESS", "SEARCH_ROWS", "TrainSearch", "TrainStepEvaluator", "run_train_searches", "train_search"]
