@@ -533,6 +533,14 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             _input_context(meta, False, detail.rows) if detail.reason in ("values", "nonfinite") else [])
         return [sig(finding.kind, api, params, backends, layer, detail.phase if raw else None,
                     normalize_error(raw, layers) if raw else None, raw, context)]
+    if finding.kind in (Kind.TRAIN_NAN, Kind.TRAIN_DEVIATION):
+        # the training phase: the layer its oracle pins; NaN/Inf or special values the
+        # inputs carried put it outside the contract as for the forward pass
+        layer = getattr(detail, "layer", None)
+        layer = layer if isinstance(layer, str) else None
+        api, params = blamed(layer)
+        nonfinite = bool(getattr(detail, "input_nonfinite", False))
+        return [sig(finding.kind, api, params, backends, layer, context=_input_context(meta, nonfinite))]
     if finding.kind != Kind.INCONSISTENCY:
         # a kind without rules of its own (a new oracle's): its backends and the layer its
         # detail names, if any (a detail's ``layer`` field), and the localization or mutation record

@@ -113,6 +113,21 @@ def test_signature_from_deviation_and_nan_detail():
     assert signatures_of(moved, SPEC, meta)[0].api == "Dense"
 
 
+def test_a_training_nan_from_a_nonfinite_input_is_undefined_and_one_from_finite_input_a_bug():
+    from audee.rootcause import classify
+
+    meta = {"mutations": [_mut("fc1", "units", 50, 120)]}
+    detail = {"nonfinite": {"torch": ["grad:fc1/0"]}, "first": {"torch": "grad:fc1/0"}, "differ": ["grad:fc1/0"],
+              "finite_backends": ["jax"], "strong": True, "layer": "fc1"}
+    fed = signatures_of(Finding(Kind.TRAIN_NAN, ["torch"], {**detail, "input_nonfinite": True}), SPEC, meta)[0]
+    own = signatures_of(Finding(Kind.TRAIN_NAN, ["torch"], {**detail, "input_nonfinite": False}), SPEC, meta)[0]
+    assert (fed.api, fed.layer, fed.context) == ("Dense", "Dense", ("nonfinite_input",))
+    assert classify(fed)[0] == "undefined" and classify(own)[0] == "bug" and own.context == ()
+    special = signatures_of(Finding(Kind.TRAIN_DEVIATION, ["torch", "jax"], {"pair": "torch|jax", "layer": "fc1"}),
+                            SPEC, {**meta, "special_inputs": [{"input": "x", "row": 0, "kind": "inf"}]})[0]
+    assert special.context == ("nonfinite_input",) and classify(special)[0] == "undefined"
+
+
 def test_non_failures_have_no_signature():
     rej = Finding(Kind.CONSISTENT_REJECTION, ["a", "b"], {"errors": {}})
     assert signatures_of(rej, SPEC, {}) == []
