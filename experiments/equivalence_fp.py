@@ -90,10 +90,12 @@ EXPLAINED: list[tuple[str, str, dict[str, str]]] = [
     ("bug", "tf2onnx converts a channels_first convolution with a bias (1-D, or depthwise) into a graph "
             "onnxruntime refuses (ShapeInferenceError in the converted BiasAdd) or computes in another shape "
             "(a SeparableConv1D's (44, 1) output becomes (44, 44); the other three backends agree with the "
-            "channels_last model): the converter, not the model",
+            "channels_last model): the converter, not the model; findings row 7 (BiasAdd NCHW with a "
+            "non-constant bias, the harness's weights-as-inputs conversion)",
      {"rule": "channels", "backend": "onnxruntime", "reason": "rejected|shape|values"}),
-    ("bug", "tf2onnx turns a float64 UpSampling2D (clip_by_value of its size) into Min/Max of mixed types: "
-            "an invalid ONNX graph",
+    ("bug", "tf2onnx converts TF's float64 ResizeBilinear/Bicubic (which return float32) into an ONNX Resize that "
+            "keeps float64 under the declared float32: an invalid graph (findings row 24, "
+            "tf2onnx_resize_float64_dtype.py; new)",
      {"rule": "float64", "backend": "onnxruntime", "reason": "rejected", "layer_api": "UpSampling",
       "message": "inconsistent"}),
     ("imprecision", "fixed: a Dense whose activation changes the last axis (glu halves it) no longer fits the "
