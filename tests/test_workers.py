@@ -190,3 +190,33 @@ def test_weight_sets_swapped_in_one_call_give_the_same_outputs(every_backend):
             assert str(got[label]["logits"].dtype) == dtype
             np.testing.assert_array_equal(got[label]["logits"], want[label]["logits"], err_msg=f"{label} {dtype}")
             np.testing.assert_array_equal(wide[label]["logits"], want[label]["logits"], err_msg=f"{label} {dtype}")
+
+
+def test_a_large_request_behind_a_large_answer_is_sent_without_deadlock(tmp_path):
+    """A request pipelined behind one whose answer is larger than the socket's buffers (a
+    wide layer's outputs) while it is itself larger (a new weight set): each side would
+    block writing, waiting for the other to read.  The worker's answers are read first."""
+    import threading
+
+    spec = ModelSpec.from_json({"name": "wide", "inputs": [{"name": "x", "shape": [1024]}],
+                                "layers": [{"name": "d", "api": "Dense", "params": {"units": 4096},
+                                            "inputs": ["x"]}], "output": "d"})
+    rng = np.random.default_rng(0)
+    x = {"x": rng.standard_normal((1024, 1024)).astype(np.float32)}
+    kernel = rng.standard_normal((1024, 4096)).astype(np.float32)
+    sets = [{"d": [kernel.copy(), np.full(4096, k, np.float32)]}
+            for k in range(2)]  # 16 MB each, answers of 32 MB (the layer's output and the logits)
+    with Pool(parse_backends("torch"), tmp_path, timeout=120) as pool:
+        pool.start_or_fail()
+        worker, got = pool.workers["torch"], {}
+
+        def both() -> None:
+            tickets = [worker.submit_run(spec, spec.key(), w, weights_key(w), x, layers=True) for w in sets]
+            got.update({k: worker.result(t) for k, t in enumerate(tickets)})
+
+        thread = threading.Thread(target=both, daemon=True)
+        thread.start()
+        thread.join(120)
+        assert not thread.is_alive(), "the parent and the worker each wait for the other to read"
+        assert sorted(got) == [0, 1] and all(isinstance(r, dict) and "logits" in r for r in got.values())
+        np.testing.assert_allclose(got[1]["logits"] - got[0]["logits"], 1.0, atol=1e-3)

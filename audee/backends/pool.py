@@ -205,6 +205,10 @@ class Worker:
         taken with (:meth:`result`).  ``resend``: the request in full, for a worker
         started again before answering it (a run that left out a spec or weights sent before);
         ``pickled``: ``msg`` already pickled (:func:`pickled`), when several workers get it."""
+        if self._outstanding:
+            pickled = pickled if pickled is not None else wire.dumps(msg)
+            if pickled.nbytes > SAFE_SEND_BYTES:
+                self._drain()
         self._tickets += 1
         ticket = self._last_ticket = self._tickets
         # with requests outstanding the worker may have died computing them: result() finds
@@ -216,6 +220,17 @@ class Worker:
         self._outstanding[ticket] = _Request(msg if resend is None else resend, phase, timeout or self.timeout)
         self._send(msg, self._outstanding[ticket], pickled)
         return ticket
+
+    def _drain(self) -> None:
+        """Read the answers to every request sent (each kept for its own :meth:`result`).
+        Before a message larger than a socket buffer: a worker computing an earlier request
+        writes its answer while the parent writes the new message, and when both are
+        larger than the buffers each side blocks in its write, waiting for the other to
+        read (a training step's diagnosis of VGG-16 sent 60 MB of weights to a worker
+        answering the next, pipelined case with 120 MB of gradients and weights)."""
+        if self._outstanding:
+            last = next(reversed(self._outstanding))
+            self._answers[last] = self.result(last)
 
     def _send(self, msg: dict, request: "_Request", pickled: wire.Frames | None = None) -> None:
         request.sent = time.monotonic()
@@ -521,6 +536,10 @@ def pickled(msg: dict) -> wire.Frames:
 #: for the worker to read it: the four sends of a LeNet-5 generation went from 17 to 7 ms
 #: (the kernel caps the size at net.core.wmem_max without a word)
 SOCKET_BUFFER = 4 << 20
+#: a request this small is written into the socket's buffer whatever the worker is doing (the
+#: kernel's default buffer, where wmem_max caps SOCKET_BUFFER, holds 208 KB); a larger one waits
+#: for the worker's outstanding answers first (:meth:`Worker._drain`)
+SAFE_SEND_BYTES = 128 << 10
 
 
 def _widen(sock: socket.socket) -> None:

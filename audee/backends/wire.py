@@ -32,6 +32,10 @@ class Frames:
     head: bytes
     buffers: tuple[memoryview, ...]
 
+    @property
+    def nbytes(self) -> int:
+        return len(self.head) + sum(v.nbytes for v in self.buffers)
+
 
 def dumps(obj: Any) -> Frames:
     """``obj`` pickled, its contiguous arrays left out of the pickle stream (not copied)."""
