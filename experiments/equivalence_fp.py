@@ -72,10 +72,10 @@ EXPLAINED: list[tuple[str, str, dict[str, str]]] = [
      {"rule": "float64", "backend": "onnxruntime", "reason": "rejected", "message": "Could not find an implementation"}),
     ("limitation", "TensorFlow's CPU kernels without float64 (or without NCHW) variants: Conv2D/Conv3D and "
                    "Conv2DCustomBackpropInput 'only support NHWC', DepthwiseConv2dNative 'only supports equal length "
-                   "strides', MaxPool3D takes float16/bfloat16/float32 only (float32 runs through oneDNN, which has them)",
+                   "strides', MaxPool3D and AvgPool3D take float16/bfloat16/float32 only (float32 runs through oneDNN, which has them)",
      {"rule": "float64", "backend": "tensorflow|onnxruntime", "reason": "rejected",  # (onnxruntime converts in TF)
       "message": "only supports? (the )?N(D)?HWC|NHWC tensor format|only supports equal length strides|"
-                 "not in list of allowed values"}),
+                 "not in list of allowed values|No OpKernel was registered to support Op '(AvgPool3D|MaxPool3D)'"}),
     ("limitation", "Keras on TensorFlow runs grouped (and channels_first 3-D) convolutions on the CPU through a nested "
                    "XLA function (keras/src/backend/tensorflow/nn.py, _conv_xla); tf2onnx cannot convert the "
                    "PartitionedCall, so onnxruntime never gets the model",
@@ -96,8 +96,9 @@ EXPLAINED: list[tuple[str, str, dict[str, str]]] = [
     ("bug", "tf2onnx converts TF's float64 ResizeBilinear/Bicubic (which return float32) into an ONNX Resize that "
             "keeps float64 under the declared float32: an invalid graph (findings row 24, "
             "tf2onnx_resize_float64_dtype.py; new)",
-     {"rule": "float64", "backend": "onnxruntime", "reason": "rejected", "layer_api": "UpSampling",
-      "message": "inconsistent"}),
+     {"rule": "float64", "backend": "onnxruntime", "reason": "rejected",
+      "message": "(clip_by_value/Minimum|Resize(Bilinear|Bicubic|Area)).*(inconsistent|bound to different types|"
+                 "elem type differs)"}),
     ("imprecision", "fixed: a Dense whose activation changes the last axis (glu halves it) no longer fits the "
                     "dense_conv rewrite's reshape back to (units,); the reshape now keeps whatever size comes",
      {"rule": "dense_conv", "reason": "rejected", "message": "Reshape"}),
