@@ -68,8 +68,17 @@ class KerasBackend(Backend):
     def keras(self) -> Any:
         import keras  # noqa: PLC0415 - imported in the worker only, after prepare_process
 
-        if not self._precision_set and self.device.startswith("cuda"):
-            self.set_precision(self.precision == "tf32")
+        if not self._precision_set:
+            # whole tracebacks: Keras drops its own frames from an error's traceback by
+            # default, so a Keras bug raised in a layer's call ended in audee's frame that
+            # called it and was counted as audee's own ("audee_raised": harness)
+            keras.config.disable_traceback_filtering()
+            if self.keras_backend == "tensorflow":  # TensorFlow drops its own frames too
+                import tensorflow as tf  # noqa: PLC0415 - Keras has imported it already
+
+                tf.debugging.disable_traceback_filtering()
+            if self.device.startswith("cuda"):
+                self.set_precision(self.precision == "tf32")
         self._precision_set = True
         return keras
 
