@@ -59,7 +59,7 @@ def train_search(ex: TrainExecutor, case: TestCase, cfg: SearchSettings, on_fail
     setup = ex.setup_for(case)
     once = TrainSetup(setup.loss, setup.optimizer, setup.learning_rate, 1, setup.target_seed, setup.from_logits)
     spec = train_spec(case.spec).spec
-    enc = Encoding(cfg.level, case.inputs, case.weights, case.spec.inputs)
+    enc = Encoding(cfg.level, case.inputs, case.weights, case.spec.inputs, masks=case.spec.mask_inputs())
     scales = enc.scales(cfg.input_scale, cfg.weight_scale)
     base = enc.encode()
     labels = ex.trainers
