@@ -242,3 +242,25 @@ def test_fuzz_api_with_masks_writes_rows(tmp_path):
     assert all(["LSTM", "call.mask", "true"] in r["exercised"] for r in rows)
     assert all(json.loads((out / "variants" / f"{r['id']}.json").read_text())["layers"][-1]["call"]["mask"]
                for r in rows)
+
+
+def test_a_fully_masked_row_is_the_same_on_every_keras_backend(pool):
+    """What EMPTY_UNDEFINED says: GlobalAveragePooling1D averages a fully masked row over
+    no steps, NaN alike everywhere (a weak NaN, not a strong one); the other rows are the
+    mean over their unmasked steps."""
+    from audee.case import Kind, TestCase
+    from audee.execute import Executor
+
+    spec = ModelSpec.from_json({"name": "gap", "inputs": [{"name": "x", "shape": [STEPS, FEATURES]},
+                                                          {"name": "m", "shape": [STEPS], "dtype": "int32"}],
+                                "layers": [{"name": "gap", "api": "GlobalAveragePooling1D", "params": {},
+                                            "inputs": ["x"], "call": {"mask": "m"}}], "output": "gap"})
+    x = np.random.default_rng(2).standard_normal((len(LENGTHS), STEPS, FEATURES)).astype(np.float32)
+    m = (np.arange(STEPS)[None, :] < np.array(LENGTHS)[:, None]).astype(np.int32)
+    result = Executor(pool).run(TestCase("gap", spec, {}, {"x": x, "m": m}))
+    assert [f.kind for f in result.verdict.findings] == [Kind.NAN] and not result.verdict.findings[0].detail.strong
+    for label in KERAS:
+        got = np.asarray(result.outcomes[label].output)
+        assert np.isnan(got[3]).all() and np.isfinite(np.delete(got, 3, 0)).all()
+        want = np.stack([x[r, :n].mean(0) for r, n in enumerate(LENGTHS) if n])
+        assert np.abs(np.delete(got, 3, 0) - want).max() < 1e-5
