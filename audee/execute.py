@@ -286,7 +286,7 @@ class Executor:
         rounding noise of the pair's compute mode (:func:`audee.oracle.deviation.perturbed`),
         the larger of the two: its conditioning (ill-conditioned on either backend is no
         evidence against one)."""
-        refs = case.spec.layer(layer).inputs
+        refs = case.spec.layer(layer).reads
         given = {r: (layers_a[r] if r in layers_a else inputs[r]) for r in refs}
         size = rounding_for(compute, {**given, **_outputs(replies)})  # the dtype it computes in counts too
         moved = self._run_alone(case, layer, {}, perturbed(given, size=size), labels, given=True)
@@ -302,7 +302,7 @@ class Executor:
         """``layer`` alone (its one-layer model, the case's weights for it) on ``labels`` at
         once, fed one backend's outputs of its predecessors (model inputs as given); the
         replies per backend ({} if it cannot stand alone)."""
-        refs = case.spec.layer(layer).inputs
+        refs = case.spec.layer(layer).reads
         if not all(r in layers_a or r in inputs for r in refs):
             return {}
         layer_inputs = {r: (inputs[r] if given or r not in layers_a else layers_a[r]) for r in refs}
@@ -348,7 +348,7 @@ class Executor:
             name = p.first_layer if p.first_layer_from == "layers" else None
             if name is None:
                 continue
-            refs = case.spec.layer(name).inputs
+            refs = case.spec.layer(name).reads
             if not all(r in layers[a] or r in inputs for r in refs):
                 continue
             fed = {r: (layers[a][r] if r in layers[a] else inputs[r]) for r in refs}

@@ -274,7 +274,8 @@ def _network_cases(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg:
         store.write_variant(case_id, spec)
         if index >= 0:
             batch, meta["special_inputs"] = special.inject(
-                batch, spec.inputs, np.random.default_rng([cfg.rng, index, SPECIAL_STREAM]), cfg.special_inputs)
+                batch, spec.inputs, np.random.default_rng([cfg.rng, index, SPECIAL_STREAM]), cfg.special_inputs,
+                masks=spec.mask_inputs())
         case = TestCase(case_id, spec, dict(seed.weights or {}), batch)
         weight_seed = seed.weight_seed + 7919 * (index + 1)
         ex.complete_weights(case, weight_seed)
@@ -379,12 +380,13 @@ def _api_cases(ex: Executor, configs: Any, cfg: FuzzConfig, todo: list[tuple[str
     dtypes = cfg.dtype_weights()
     for api, index in todo:
         got = generate_case(api, configs, cfg.rng, index, batch=cfg.batch, invalid_prob=cfg.invalid_prob,
-                            call_training=cfg.call_training,
+                            call_training=cfg.call_training, call_mask=cfg.call_mask,
                             dtypes=dtypes, validate=validate, max_redraws=cfg.max_redraws)
         cid = case_id(api, index)
         store.write_variant(cid, got.spec)
         inputs, specials = special.inject(got.inputs, got.spec.inputs,
-                                          case_rng(cfg.rng, api, index, stream=SPECIAL_STREAM), cfg.special_inputs)
+                                          case_rng(cfg.rng, api, index, stream=SPECIAL_STREAM), cfg.special_inputs,
+                                          masks=got.spec.mask_inputs())
         case = TestCase(cid, got.spec, {}, inputs)
         weight_seed = int(case_rng(cfg.rng, api, index, stream=2).integers(2 ** 31))
         ex.complete_weights(case, weight_seed)

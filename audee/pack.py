@@ -89,7 +89,7 @@ def pack_specs(specs: Sequence[ModelSpec]) -> PackedSpec:
             # parameters as they are: a nested layer's name comes from its outer layer's
             # (keras_build.default_layer), so nothing inside needs renaming
             layers.append(LayerSpec(pre + ls.name, ls.api, dict(ls.params), [pre + r for r in ls.inputs],
-                                    list(ls.fixed), dict(ls.call)))
+                                    list(ls.fixed), ls.call_renamed(lambda r, pre=pre: pre + r)))
             owner[pre + ls.name] = (j, ls.name)
     first = specs[0]
     spec = ModelSpec(f"pack{len(specs)}-{first.name}", inputs, layers, prefixes[0] + first.output,

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from audee.apis.call_args import MASK_ROWS, draw_masks
 from audee.errors import AudeeError
 from audee.paths import seeds_dir
 from audee.spec import InputSpec, ModelSpec, Weights, load_weights
@@ -211,14 +212,20 @@ def generate_inputs(spec: ModelSpec, rows: int = GENERATED_ROWS) -> tuple[dict[s
     (the same spec gets the same rows on every machine and every rng).  Floats: uniform over
     the input's ``range`` when it declares one, else standard normal.  Integers: uniform over
     ``[low, high)`` of its ``range``, else over ``[0, input_dim)`` of an Embedding it feeds,
-    else over ``[0, GENERATED_INT_HIGH)``.  Returns the arrays and their description."""
+    else over ``[0, GENERATED_INT_HIGH)``; a mask's input (a layer's ``call.mask``): 0/1
+    rows, padded sequences mostly (:func:`audee.apis.call_args.draw_masks`).  Returns the
+    arrays and their description."""
     rng_seed = zlib.crc32(spec.key().encode())
     rng = np.random.default_rng([rng_seed, len(spec.inputs)])
     out: dict[str, np.ndarray] = {}
     how: dict[str, str] = {}
+    masks = spec.mask_inputs()
     for inp in spec.inputs:
         shape = (rows, *inp.shape)
-        if inp.is_integer:
+        if inp.name in masks:
+            out[inp.name] = draw_masks(shape, rng, inp.dtype, masks[inp.name])
+            how[inp.name] = MASK_ROWS
+        elif inp.is_integer:
             low, high = _int_bounds(spec, inp)
             out[inp.name] = rng.integers(low, high, size=shape).astype(inp.dtype)
             how[inp.name] = f"uniform integers in [{low}, {high})"

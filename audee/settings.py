@@ -278,6 +278,11 @@ class FuzzSettings(_Settings):
                                              "training flag (true/false, whatever mode the model runs in) where "
                                              "its call takes one; a layer random in training only with its "
                                              "rate at 0 (docs/mutation.md)")
+    call_mask: float = Field(0.3, ge=0, le=1,
+                             description="API-level cases: probability a layer whose call takes a mask (recurrent "
+                                         "layers, GlobalAveragePooling1D, BatchNormalization, Softmax, "
+                                         "TimeDistributed) is called with one, made from an integer input of 0/1 "
+                                         "rows, padded sequences mostly (docs/mutation.md)")
 
     @field_validator("losses")
     @classmethod

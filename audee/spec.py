@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -54,6 +54,7 @@ class LayerSpec:
     ``call`` holds the arguments the layer is called with, whatever mode the model runs in
     (``{"training": true}``: a BatchNormalization normalizing with batch statistics at
     inference too; :data:`audee.apis.call_args.CALL_ARGS`); empty, the model's mode decides.
+    ``{"mask": "m"}`` calls it with ``m != 0``, ``m`` an integer model input.
     """
 
     name: str
@@ -70,6 +71,22 @@ class LayerSpec:
         if self.call:  # absent when empty: a spec without call arguments keeps its JSON and its key
             d["call"] = self.call
         return d
+
+    @property
+    def mask(self) -> str | None:
+        """The model input the layer's mask is made from (``call.mask``), or None."""
+        m = self.call.get("mask")
+        return m if isinstance(m, str) else None
+
+    @property
+    def reads(self) -> list[str]:
+        """Every tensor the layer reads: its inputs, then its mask's model input.  Whatever
+        rebuilds the layer alone (:func:`one_layer_spec`) feeds it these."""
+        return list(dict.fromkeys([*self.inputs, *([self.mask] if self.mask else [])]))
+
+    def call_renamed(self, rename: "Callable[[str], str]") -> dict[str, Any]:
+        """``call`` with its mask's input renamed (a spec whose names change: packs)."""
+        return {**self.call, "mask": rename(self.mask)} if self.mask else dict(self.call)
 
 
 @dataclass
@@ -101,6 +118,16 @@ class ModelSpec:
 
     def layer_names(self) -> list[str]:
         return [layer.name for layer in self.layers]
+
+    def mask_inputs(self) -> dict[str, list[str]]:
+        """The model inputs some layer's mask is made from, each with the APIs of the layers
+        it masks: 0/1 data, not ids or values (generated as padded sequences, left alone by
+        special values and the search)."""
+        out: dict[str, list[str]] = {}
+        for ls in self.layers:
+            if ls.mask:
+                out.setdefault(ls.mask, []).append(ls.api)
+        return out
 
     def predecessors(self, name: str) -> list[str]:
         """Names of the layers (not model inputs) whose outputs feed ``name``."""
@@ -171,9 +198,10 @@ def one_layer_spec(spec: ModelSpec, layer: str, layer_inputs: dict[str, np.ndarr
                    override: dict[str, Any] | None = None) -> ModelSpec:
     """A model with ``layer`` alone; its inputs are named after the layers feeding it.
     Localization, the deviation oracle's own-layer check and repro scripts all run a layer
-    alone, so it is built here, beside the spec it is cut from."""
+    alone, so it is built here, beside the spec it is cut from.  ``layer_inputs`` holds
+    every tensor the layer reads (:attr:`LayerSpec.reads`: its mask's input too)."""
     ls = spec.layer(layer)
-    names = list(dict.fromkeys(ls.inputs))
+    names = ls.reads
     inputs = []
     for ref in names:
         arr = layer_inputs[ref]
@@ -301,7 +329,7 @@ def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any]
         if not layer.inputs:
             raise SpecError("a layer needs at least one input", source=source, field=f"{where}.inputs")
         _check_json_value(layer.params, source, f"{where}.params")
-        _check_call(layer, source, f"{where}.call")
+        _check_call(layer, spec, source, f"{where}.call")
         _refuse_code_layers(layer, source, where)
         if apis is not None:
             if layer.api in apis:
@@ -319,10 +347,11 @@ def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any]
     _toposort(spec, source=source)
 
 
-def _check_call(layer: LayerSpec, source: str, where: str) -> None:
+def _check_call(layer: LayerSpec, spec: ModelSpec, source: str, where: str) -> None:
     """A layer's call arguments: known names (:data:`audee.apis.call_args.CALL_ARGS`), a
     boolean ``training`` (null: the model's mode), and only for a Keras layer whose call
-    takes it (a name Keras does not know is left to the API check)."""
+    takes it (a name Keras does not know is left to the API check); a ``mask`` naming an
+    integer model input (:func:`_check_mask`)."""
     from audee.apis.call_args import CALL_ARGS, takes_training
     from audee.apis.keras_layers import is_keras_layer
 
@@ -336,6 +365,38 @@ def _check_call(layer: LayerSpec, source: str, where: str) -> None:
             if is_keras_layer(layer.api) and not takes_training(layer.api):
                 raise SpecError(f"{layer.api}'s call takes no training argument", source=source,
                                 field=f"{where}.{key}")
+        if key == "mask":
+            _check_mask(layer, spec, value, source, f"{where}.{key}")
+
+
+def _check_mask(layer: LayerSpec, spec: ModelSpec, value: Any, source: str, where: str) -> None:
+    """A ``mask``: the name of an integer model input, on a layer whose call takes one
+    (:data:`audee.apis.call_args.MASK_LAYERS`), of the shape the layer takes
+    (:func:`audee.apis.call_args.mask_shape`) where its input is a model input (a layer
+    output's shape is known only when the model is built: ``keras_build`` checks it)."""
+    from audee.apis.call_args import MASK_LEFT_OUT, mask_shape, takes_mask
+
+    if not takes_mask(layer.api):
+        why = MASK_LEFT_OUT.get(layer.api)
+        raise SpecError(f"{layer.api}'s call takes no mask" + (f" a spec can give ({why})" if why else ""),
+                        source=source, field=where)
+    if not isinstance(value, str):
+        raise SpecError(f"expected the name of an integer model input, got {value!r}", source=source, field=where)
+    inputs = {i.name: i for i in spec.inputs}
+    if value not in inputs:
+        what = "a layer, not a model input" if value in set(spec.layer_names()) else "no model input"
+        raise SpecError(f"{value!r} is {what}: a mask is made from an integer model input", source=source,
+                        field=where)
+    m = inputs[value]
+    if not m.is_integer:
+        raise SpecError(f"input {value!r} is {m.dtype}: a mask is made from an integer input (m != 0)",
+                        source=source, field=where)
+    src = inputs.get(layer.inputs[0]) if layer.inputs else None
+    if src is not None:
+        want = mask_shape(layer.api, layer.params, src.shape)
+        if tuple(m.shape) != want:
+            raise SpecError(f"input {value!r} has shape {list(m.shape)}, {layer.api}'s mask for input "
+                            f"{src.name!r} {list(src.shape)} needs {list(want)}", source=source, field=where)
 
 
 def _refuse_code_layers(layer: LayerSpec, source: str, where: str) -> None:

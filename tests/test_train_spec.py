@@ -53,7 +53,7 @@ def test_call_arguments_are_spec_data_and_old_specs_keep_their_json_and_key():
 
 
 @pytest.mark.parametrize("call, message", [
-    ({"mask": "x"}, "unknown call argument 'mask'"),
+    ({"masks": "x"}, "unknown call argument 'masks'"),
     ({"training": "yes"}, "expected true, false or null"),
     ([1], "expected an object of call arguments"),
 ])

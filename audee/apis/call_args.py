@@ -15,14 +15,24 @@ masks, so their training-mode outputs cannot agree across backends.
 :func:`random_in_training` says which and why; the training phase calls them in inference
 mode unless a spec asks otherwise (``audee.train.setup.train_spec``), and API-level
 mutation only draws ``training=True`` for one whose randomness is off (a rate of 0).
+
+A layer may also be called with a ``mask`` (``"call": {"mask": "m"}``): ``m`` names an
+integer *model input* (never a layer output, so the spec's order stays as it is) and the
+layer gets ``m != 0``, a boolean tensor the model makes itself (``keras.ops.not_equal``:
+the converters see an ordinary op).  :data:`MASK_LAYERS` lists the layers whose call takes
+one (``tests/test_mask.py`` checks it against the installed Keras with
+:func:`mask_layers_from`), :func:`mask_shape` the mask's shape for a layer input's shape,
+and :func:`draw_masks` the 0/1 rows a mask input is fed (padded sequences).
 """
 from __future__ import annotations
 
 import inspect
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
+
+import numpy as np
 
 #: the call arguments a spec layer may set (``"call": {...}``)
-CALL_ARGS = ("training",)
+CALL_ARGS = ("training", "mask")
 
 #: every keras.layers class whose ``call`` takes ``training`` (Keras 3.15.1; aliases included)
 TRAINING_LAYERS = frozenset({
@@ -46,6 +56,84 @@ RATE_PARAMS = {"Dropout": "rate", "SpatialDropout1D": "rate", "SpatialDropout2D"
 ALWAYS_RANDOM = frozenset({"AugMix", "CutMix", "MixUp", "RandAugment", "Solarization"})
 #: parameters of other layers (recurrent, attention) that draw masks in training when above 0
 DROPOUT_PARAMS = ("dropout", "recurrent_dropout")
+
+
+#: every keras.layers class whose ``call`` takes ``mask`` and that a spec may call with one
+#: (Keras 3.15.1; aliases included), by the axes of the layer input the mask covers:
+#: ``time`` the steps axis (batch excluded), ``all_but_last`` every axis but the features,
+#: ``all`` the input's own shape
+MASK_LAYERS: dict[str, str] = {
+    "SimpleRNN": "time", "LSTM": "time", "GRU": "time", "RNN": "time", "Bidirectional": "time",
+    "ConvLSTM1D": "time", "ConvLSTM2D": "time", "ConvLSTM3D": "time", "TimeDistributed": "time",
+    "GlobalAveragePooling1D": "time", "GlobalAvgPool1D": "time",
+    "BatchNormalization": "all_but_last", "Softmax": "all"}
+#: layers whose call takes ``mask`` but that a spec may not call with one, and why
+MASK_LEFT_OUT: dict[str, str] = {
+    "Attention": "takes a list of masks, one per input (query, value)",
+    "AdditiveAttention": "takes a list of masks, one per input (query, value)",
+    "Lambda": "runs code its parameters name: audee builds no such layer",
+    "Pipeline": "a list of layers, none of which a spec can name"}
+#: the share of mask rows with a trailing run of zeros (padded), of all-zero rows (each layer
+#: defines a fully masked row its own way: docs/mutation.md), the rest all ones
+MASK_PADDED, MASK_EMPTY = 0.6, 0.1
+#: layers whose output for a fully masked row Keras leaves undefined, and what they make of
+#: it (alike on every backend: tests/test_mask.py); their masks get no all-zero rows.  The
+#: recurrent layers return their initial state (zeros) and Softmax zeros, as documented.
+EMPTY_UNDEFINED: dict[str, str] = {
+    "GlobalAveragePooling1D": "the mean over no steps, 0/0: NaN on every backend",
+    "GlobalAvgPool1D": "the mean over no steps, 0/0: NaN on every backend"}
+#: how :func:`draw_masks` draws, as a spec's ``meta["inputs"]`` records it
+MASK_ROWS = f"0/1 mask rows: a trailing run of zeros ({MASK_PADDED:g}), all zeros ({MASK_EMPTY:g}), else all ones"
+
+
+def takes_mask(api: str) -> bool:
+    """Whether a spec layer of ``api`` may be called with a ``mask`` (:data:`MASK_LAYERS`)."""
+    return api in MASK_LAYERS
+
+
+def mask_shape(api: str, params: Mapping[str, Any], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape (batch excluded) of the mask a layer of ``api`` with ``params`` takes for an
+    input of ``shape`` (batch excluded): the steps axis of recurrent and 1D-pooling layers
+    (the last one for a channels_first ``GlobalAveragePooling1D``), every axis but the
+    features for BatchNormalization, the whole input for Softmax."""
+    how = MASK_LAYERS[api]
+    if how == "all":
+        return tuple(shape)
+    if how == "all_but_last":
+        return tuple(shape[:-1])
+    if api in ("GlobalAveragePooling1D", "GlobalAvgPool1D") and params.get("data_format") == "channels_first":
+        return tuple(shape[-1:])
+    return tuple(shape[:1])
+
+
+def draw_masks(shape: tuple[int, ...], rng: np.random.Generator, dtype: str = "int32",
+               apis: Iterable[str] = ()) -> np.ndarray:
+    """0/1 mask rows of ``shape`` (batch first), as padded sequences make them: each row
+    all ones, or ones then a trailing run of zeros along its first axis after the batch
+    (:data:`MASK_PADDED`; at least one step kept), or all zeros (:data:`MASK_EMPTY`)
+    unless one of ``apis``, the layers the mask is given to, leaves a fully masked row
+    undefined (:data:`EMPTY_UNDEFINED`)."""
+    out = np.ones(shape, dtype=dtype)
+    if len(shape) < 2:
+        return out
+    steps = shape[1]
+    empty = 0.0 if any(a in EMPTY_UNDEFINED for a in apis) else MASK_EMPTY
+    for r in range(shape[0]):
+        u = rng.random()
+        if u < empty:
+            out[r] = 0
+        elif u < MASK_EMPTY + MASK_PADDED and steps > 1:
+            out[r, int(rng.integers(1, steps)):] = 0
+    return out
+
+
+def mask_layers_from(keras: Any) -> frozenset[str]:
+    """The layers whose ``call`` takes ``mask`` as the given Keras module makes them
+    (:data:`MASK_LAYERS` and :data:`MASK_LEFT_OUT` together)."""
+    from audee.apis.keras_layers import layer_names_from
+
+    return frozenset(n for n in layer_names_from(keras)
+                     if "mask" in inspect.signature(getattr(keras.layers, n).call).parameters)
 
 
 def takes_training(api: str) -> bool:
@@ -89,5 +177,6 @@ def training_layers_from(keras: Any) -> frozenset[str]:
                      if "training" in inspect.signature(getattr(keras.layers, n).call).parameters)
 
 
-__all__ = ["ALWAYS_RANDOM", "CALL_ARGS", "DROPOUT_PARAMS", "RATE_PARAMS", "TRAINING_LAYERS", "random_in_training",
+__all__ = ["ALWAYS_RANDOM", "CALL_ARGS", "DROPOUT_PARAMS", "EMPTY_UNDEFINED", "MASK_LAYERS", "MASK_LEFT_OUT", "MASK_ROWS", "RATE_PARAMS",
+           "TRAINING_LAYERS", "draw_masks", "mask_layers_from", "mask_shape", "random_in_training", "takes_mask",
            "takes_training", "training_layers_from"]

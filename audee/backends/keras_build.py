@@ -46,8 +46,9 @@ def force_call_args(layer: Any, call: dict[str, Any]) -> None:
     that takes one (``keras.src.models.functional.operation_fn``), overriding what the node
     was called with at build, so the value is set inside the layer's ``call`` itself (an
     instance attribute over the method: plugins' layers keep their own ``call``); the call
-    context the layer hands its sublayers follows it, the layers after it do not."""
-    fixed = {k: v for k, v in call.items() if v is not None}
+    context the layer hands its sublayers follows it, the layers after it do not.  A
+    ``mask`` is a tensor of the graph, not a constant: the model passes it (:func:`call_mask`)."""
+    fixed = {k: v for k, v in call.items() if v is not None and k != "mask"}
     if not fixed:
         return
     inner = layer.call
@@ -57,6 +58,26 @@ def force_call_args(layer: Any, call: dict[str, Any]) -> None:
         return inner(*args, **kwargs)
 
     object.__setattr__(layer, "call", call_with)
+
+
+def call_mask(keras: Any, ls: LayerSpec, tensors: dict[str, Any], masks: dict[str, Any]) -> dict[str, Any]:
+    """The ``mask`` keyword a layer is called with: ``m != 0`` of its spec's mask input
+    (made once per input in ``masks``), checked against the shape the layer takes for its
+    input (:func:`audee.apis.call_args.mask_shape`; the spec checks it where that input is
+    a model input); {} for a layer called without one."""
+    from audee.apis.call_args import mask_shape
+
+    if not ls.mask:
+        return {}
+    src = tensors[ls.inputs[0]]
+    want = mask_shape(ls.api, ls.params, tuple(src.shape[1:]))
+    got = tuple(tensors[ls.mask].shape[1:])
+    if got != want:
+        raise ValueError(f"layers[{ls.name}].call.mask: input {ls.mask!r} has shape {list(got)}, {ls.api}'s mask "
+                         f"for its input {list(src.shape[1:])} needs {list(want)}")
+    if ls.mask not in masks:
+        masks[ls.mask] = keras.ops.not_equal(tensors[ls.mask], 0)
+    return {"mask": masks[ls.mask]}
 
 
 class _Placeholder:
@@ -152,16 +173,18 @@ class BuiltModel:
             tensors[inp.name] = t
             self.inputs.append(t)
         self.layers: dict[str, Any] = {}
+        masks: dict[str, Any] = {}
         for name in self.order:
             ls = spec.layer(name)
             layer = make_layer(ls)
             if ls.call:
                 force_call_args(layer, ls.call)
             args = [tensors[i] for i in ls.inputs]
+            kwargs = call_mask(keras, ls, tensors, masks)
             if ls.api in POSITIONAL_INPUT_APIS:
-                out = layer(*args)
+                out = layer(*args, **kwargs)
             else:
-                out = layer(args if (len(args) > 1 or ls.api in MERGE_APIS) else args[0])
+                out = layer(args if (len(args) > 1 or ls.api in MERGE_APIS) else args[0], **kwargs)
             if isinstance(out, (list, tuple)):
                 raise ValueError(f"layer {name!r} returns {len(out)} tensors; audee needs one output per layer")
             tensors[name] = out

@@ -200,7 +200,7 @@ def _layer_feed(ex: Any, case: TestCase, rule: Rule, backend: str, name: str, or
                 rows: list[int]) -> dict[str, np.ndarray] | None:
     """The original's inputs of layer ``name`` on ``backend``: on the diagnosed rows, or for a
     batch rule the whole batch (its rows only mean something in their batch)."""
-    refs = case.spec.layer(name).inputs
+    refs = case.spec.layer(name).reads
     if getattr(rule, "order", None) is None:
         if not all(r in orig or r in case.inputs for r in refs):
             return None
@@ -296,7 +296,7 @@ def _pin_rejection(ex: Any, case: TestCase, rule: Rule, backend: str, tag: str |
     if orig is None:
         return
     for name in d.rewritten[:REJECTION_CHECKS]:
-        refs = case.spec.layer(name).inputs
+        refs = case.spec.layer(name).reads
         if not all(r in orig or r in case.inputs for r in refs):
             continue
         feed = {r: (orig[r] if r in orig else case.inputs[r][:1]) for r in refs}

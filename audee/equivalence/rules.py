@@ -220,7 +220,10 @@ def _helper(ls: LayerSpec, api: str, params: dict[str, Any], name: str, inputs: 
 
 def _renamed(ls: LayerSpec, name: str, inputs: list[str], params: dict[str, Any] | None = None,
              api: str | None = None) -> LayerSpec:
-    return LayerSpec(name, api or ls.api, dict(ls.params if params is None else params), inputs, list(ls.fixed))
+    """``ls`` under another name, inputs or parameters, called as it was (``call``: its
+    training flag, its mask)."""
+    return LayerSpec(name, api or ls.api, dict(ls.params if params is None else params), inputs, list(ls.fixed),
+                     dict(ls.call))
 
 
 def _spatial(api: str) -> int:
@@ -535,7 +538,8 @@ class BatchNormRule(LayerRule):
         if ls.api != "BatchNormalization" or not weights or len(ls.inputs) != 1:
             return None
         p = ls.params
-        if p.get("axis", -1) not in (-1,) or p.get("dtype") not in (None, "float32") or p.get("renorm"):
+        if p.get("axis", -1) not in (-1,) or p.get("dtype") not in (None, "float32") or p.get("renorm") \
+                or ls.call.get("training"):  # batch statistics: not the inference formula
             return None
         src = ctx.in_shape(ls)
         if src is None or len(src) not in (2, 3):
@@ -626,7 +630,7 @@ class Float64Rule(Rule):
             return out
 
         inputs = [InputSpec(i.name, i.shape, i.dtype if i.is_integer else "float64", i.range) for i in spec.inputs]
-        layers = [LayerSpec(ls.name, ls.api, wide(dict(ls.params)), list(ls.inputs), list(ls.fixed))
+        layers = [LayerSpec(ls.name, ls.api, wide(dict(ls.params)), list(ls.inputs), list(ls.fixed), dict(ls.call))
                   for ls in spec.layers]
         new_weights = {k: [w.astype(np.float64) if np.issubdtype(np.asarray(w).dtype, np.floating) else w for w in ws]
                        for k, ws in weights.items()}

@@ -333,7 +333,7 @@ class Localizer:
                 return
             handled.add(target)
             layer = spec.layer(target)
-            layer_inputs = {ref: (la[ref] if ref in la else inputs[ref]) for ref in layer.inputs}
+            layer_inputs = {ref: (la[ref] if ref in la else inputs[ref]) for ref in layer.reads}
             probe = Probe(self, spec, weights, target, layer_inputs, Kind.INCONSISTENCY, pair)
             base = self._one_layer_case(spec, weights, target, layer_inputs, {})
             rnd.baseline_rate = self.one_layer_rate(base, pair, enough=self.cfg.t2)
@@ -371,7 +371,7 @@ class Localizer:
         outs = got["layers"]
         for target in layers[:2]:
             layer = case.spec.layer(target)
-            layer_inputs = {r: (outs[r] if r in outs else inputs[r]) for r in layer.inputs}
+            layer_inputs = {r: (outs[r] if r in outs else inputs[r]) for r in layer.reads}
             probe = Probe(self, case.spec, case.weights, target, layer_inputs, Kind.DEVIATION, pair)
             rnd = Round(target, [])
             report.rounds.append(rnd)
@@ -402,7 +402,7 @@ class Localizer:
         outs = got["layers"]
 
         def probe(name: str) -> Probe:
-            feed = {r: (outs[r] if r in outs else inputs[r]) for r in spec.layer(name).inputs}
+            feed = {r: (outs[r] if r in outs else inputs[r]) for r in spec.layer(name).reads}
             return Probe(self, spec, weights, name, feed, Kind.EQUIVALENCE, [bad], bad, rule=rule)
 
         order = spec.topological_order()
@@ -442,7 +442,7 @@ class Localizer:
         target = first_layer
         if target is None:  # the first layer that fails alone on the failing backend
             for name in spec.topological_order():
-                layer_inputs = {r: (outs[r] if r in outs else inputs[r]) for r in spec.layer(name).inputs}
+                layer_inputs = {r: (outs[r] if r in outs else inputs[r]) for r in spec.layer(name).reads}
                 if Probe(self, spec, weights, name, layer_inputs, kind, labels, bad).judge({}).verdict == FAILS:
                     target = name
                     break
@@ -451,7 +451,7 @@ class Localizer:
         if target is None:
             report.note = "no single layer reproduces the failure alone"
             return
-        layer_inputs = {r: (outs[r] if r in outs else inputs[r]) for r in spec.layer(target).inputs}
+        layer_inputs = {r: (outs[r] if r in outs else inputs[r]) for r in spec.layer(target).reads}
         probe = Probe(self, spec, weights, target, layer_inputs, kind, labels, bad)
         base = probe.judge({})
         rnd.baseline = base.verdict

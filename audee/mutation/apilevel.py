@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from audee.apis import ApiConfig, ParamConfig
+from audee.apis.call_args import draw_masks
 from audee.mutation.base import Mutation, _py, couple_params, draw_value
 from audee.spec import InputSpec, LayerSpec, ModelSpec, Weights
 
@@ -286,19 +287,23 @@ def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.ran
                 derived[name] = value
     chain.layers.append(LayerSpec(lname, api, {**params, "dtype": dtype}, srcs))
     spec = ModelSpec(f"api-{api}", chain.inputs, chain.layers, lname, lname)
-    meta = {"api": api, "dtype": dtype, "data_format": data_format, "rank": rank,
+    meta = {"api": api, "dtype": dtype, "data_format": data_format, "rank": rank, "shape": list(shape),
             "input_shapes": {i.name: list(i.shape) for i in chain.inputs}, "adapters": chain.adapters,
             "params": _py(params), "derived": _py(derived), "invalid_param": invalid}
     return spec, muts, meta
 
 
 def make_inputs(spec: ModelSpec, rng: np.random.Generator, batch: int) -> dict[str, np.ndarray]:
-    """Deterministic random data for ``spec``'s inputs: token ids inside each integer
-    input's range, else float32 values of mixed scale (standard normal, a few large)."""
+    """Deterministic random data for ``spec``'s inputs: 0/1 rows for a mask's input
+    (:func:`audee.apis.call_args.draw_masks`), token ids inside each other integer input's
+    range, else float32 values of mixed scale (standard normal, a few large)."""
     out = {}
+    masks = spec.mask_inputs()
     for inp in spec.inputs:
         shape = (batch, *inp.shape)
-        if inp.is_integer:
+        if inp.name in masks:
+            out[inp.name] = draw_masks(shape, rng, inp.dtype, masks[inp.name])
+        elif inp.is_integer:
             lo, hi = inp.range or (0, 1)
             out[inp.name] = rng.integers(int(lo), max(int(hi), int(lo) + 1), size=shape).astype(inp.dtype)
         else:
@@ -310,6 +315,8 @@ def make_inputs(spec: ModelSpec, rng: np.random.Generator, batch: int) -> dict[s
 
 #: the random stream of a case's call arguments (``call_training``), apart from its model's
 CALL_STREAM = 3
+#: the random stream of a case's mask (``call_mask``), apart from its model's and its training flag's
+MASK_STREAM = 4
 
 
 def _call_training(spec: ModelSpec, muts: list[Mutation], meta: dict[str, Any], lname: str,
@@ -329,14 +336,38 @@ def _call_training(spec: ModelSpec, muts: list[Mutation], meta: dict[str, Any], 
     meta["call"] = {"training": value}
 
 
+def _call_mask(spec: ModelSpec, muts: list[Mutation], meta: dict[str, Any], lname: str, shape: tuple[int, ...]
+               ) -> None:
+    """Call the API's layer with a mask, where its call takes one: a new integer input
+    ``<layer>_mask`` of the shape the layer takes for its input ``shape``
+    (:func:`audee.apis.call_args.mask_shape`), fed 0/1 rows by :func:`make_inputs`."""
+    from audee.apis.call_args import mask_shape, takes_mask
+
+    layer = spec.layer(lname)
+    if not takes_mask(layer.api):
+        return
+    want = mask_shape(layer.api, layer.params, shape)
+    if not want:
+        return
+    name = f"{lname}_mask"
+    spec.inputs.append(InputSpec(name, want, "int32"))
+    layer.call = {**layer.call, "mask": name}
+    muts.append(Mutation(lname, "call.mask", None, name, False))
+    meta["call"] = {**meta.get("call", {}), "mask": list(want)}
+
+
 def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: int, *, batch: int = 8,
                   invalid_prob: float = 0.1, dtypes: dict[str, float] | None = None,
-                  validate: Validate | None = None, max_redraws: int = 5, call_training: float = 0.0) -> ApiCase:
+                  validate: Validate | None = None, max_redraws: int = 5, call_training: float = 0.0,
+                  call_mask: float = 0.0) -> ApiCase:
     """Case ``index`` of ``api``: a model, its inputs and the draw record.  With
     ``validate`` (an error message or None), valid-only draws no backend builds are
     redrawn up to ``max_redraws`` times; the last error stays in ``meta['build_error']``.
     ``call_training``: the probability the layer is called with a drawn ``training`` flag
-    (from the case's own stream :data:`CALL_STREAM`: every other draw stays as it was)."""
+    (from the case's own stream :data:`CALL_STREAM`: every other draw stays as it was).
+    ``call_mask``: the probability a layer whose call takes a mask is called with one
+    (drawn from :data:`MASK_STREAM`; the mask's input comes after the others, whose data
+    stay as they were)."""
     cfg = apis[api]
     rng = case_rng(rng_seed, api, index)
     weights = parse_dtype_weights(dtypes)
@@ -345,10 +376,13 @@ def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: in
         g = case_rng(rng_seed, api, index, stream=CALL_STREAM)
         if g.random() < call_training:
             flag = bool(g.random() < 0.5)
+    masked = call_mask > 0 and case_rng(rng_seed, api, index, stream=MASK_STREAM).random() < call_mask
     error = None
     for attempt in range(max_redraws + 1):
         spec, muts, meta = _draw_case(api, cfg, apis, rng, invalid_prob, weights)
         _call_training(spec, muts, meta, spec.output, flag)
+        if masked:
+            _call_mask(spec, muts, meta, spec.output, tuple(meta["shape"]))
         error = None
         if validate is not None and not any(m.invalid for m in muts):
             error = validate(spec)

@@ -14,7 +14,7 @@ special values any batch carries, so every case can record them, whoever made th
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -80,10 +80,13 @@ def special_row(row: np.ndarray, kind: str, rng: np.random.Generator, high: floa
 
 
 def inject(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec], rng: np.random.Generator, rate: float,
-           kinds: Sequence[str] | None = None) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
+           kinds: Sequence[str] | None = None, masks: Collection[str] = ()
+           ) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
     """``inputs`` with each row of each input given one special kind with probability
     ``rate`` (float kinds for float inputs, integer kinds for integer ones; ``kinds``
-    restricts the choice), and the record of what was done: ``[{input, row, kind}]``."""
+    restricts the choice), and the record of what was done: ``[{input, row, kind}]``.
+    The inputs in ``masks`` (a spec's :meth:`~audee.spec.ModelSpec.mask_inputs`) are left
+    as they are: a mask is ``m != 0``, an id out of range is only one more 1 there."""
     by_name = {s.name: s for s in specs}
     allowed = set(kinds) if kinds is not None else set(KINDS)
     out: dict[str, np.ndarray] = {}
@@ -93,7 +96,7 @@ def inject(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec], rng: np
         spec = by_name.get(name)
         integer = np.issubdtype(arr.dtype, np.integer)
         choice = [k for k in (INT_KINDS if integer else FLOAT_KINDS) if k in allowed]
-        if rate <= 0 or not choice or arr.ndim == 0:
+        if rate <= 0 or not choice or arr.ndim == 0 or name in masks:
             out[name] = arr
             continue
         hit = np.flatnonzero(rng.random(arr.shape[0]) < rate)

@@ -179,7 +179,7 @@ def _layer_inputs(pool: Any, spec: ModelSpec, weights: Weights, inputs: dict[str
     if isinstance(got, WorkerFailure):
         return None
     outs = got["layers"]
-    return {ref: (outs[ref] if ref in outs else inputs[ref]) for ref in spec.layer(layer).inputs}
+    return {ref: (outs[ref] if ref in outs else inputs[ref]) for ref in spec.layer(layer).reads}
 
 
 def _one_layer(spec: ModelSpec, weights: Weights, layer: str, layer_inputs: dict[str, np.ndarray]) -> TestCase:
@@ -429,7 +429,8 @@ def _equiv_json(equiv: Any, n: int) -> Any:
     return {"rule": equiv.rule, "rows": equiv.rows(n), "input_dtype": equiv.input_dtype, "map": equiv.layer_map,
             "model": {"inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in s.inputs],
                       "layers": [{"name": x, "api": s.layer(x).api, "params": s.layer(x).params,
-                                  "inputs": s.layer(x).inputs} for x in s.topological_order()]}}
+                                  "inputs": s.layer(x).inputs} | ({"call": s.layer(x).call} if s.layer(x).call else {})
+                                 for x in s.topological_order()]}}
 
 
 # ---- running one ------------------------------------------------------------------------------

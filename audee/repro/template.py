@@ -64,13 +64,15 @@ def build(keras, model=None):
     for spec in model["layers"]:
         name, args = spec["name"], [tensors[n] for n in spec["inputs"]]
         layers[name] = make_layer(keras, spec["api"], spec["params"], name)
-        call = {k: v for k, v in spec.get("call", {}).items() if v is not None}
+        call = {k: v for k, v in spec.get("call", {}).items() if v is not None and k != "mask"}
+        mask = spec.get("call", {}).get("mask")  # called with mask = (that model input != 0)
+        kw = {"mask": keras.ops.not_equal(tensors[mask], 0)} if mask else {}
         if call:  # called with these (training=True: batch statistics) whatever mode the model runs in
             object.__setattr__(layers[name], "call", called_with(layers[name].call, call))
         if spec["api"] in POSITIONAL:
-            tensors[name] = layers[name](*args)
+            tensors[name] = layers[name](*args, **kw)
         else:
-            tensors[name] = layers[name](args if len(args) > 1 or spec["api"] in MERGE else args[0])
+            tensors[name] = layers[name](args if len(args) > 1 or spec["api"] in MERGE else args[0], **kw)
     return keras.Model(inputs, [tensors[s["name"]] for s in model["layers"]]), layers
 
 

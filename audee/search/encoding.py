@@ -7,6 +7,7 @@ inputs (token ids) into their range, so every individual is a valid input.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Collection
 
 import numpy as np
 
@@ -30,13 +31,16 @@ class Encoding:
     """Maps gene vectors to (inputs, weights) and back, for one seed input and weight set."""
 
     def __init__(self, level: str, inputs: dict[str, np.ndarray], weights: Weights, input_specs: list[InputSpec],
-                 *, special: bool = False):
+                 *, special: bool = False, masks: Collection[str] = ()):
         """``special``: input genes may hold special values (NaN, +-Inf, integer ids out of
-        range, :mod:`audee.mutation.special`) that :meth:`repair` then keeps."""
+        range, :mod:`audee.mutation.special`) that :meth:`repair` then keeps.  ``masks``:
+        the inputs a layer's mask is made from (``spec.mask_inputs()``), kept 0/1 whatever
+        ``special`` says."""
         if level not in LEVELS:
             raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
         self.level = level
         self.special = special
+        self.masks = frozenset(masks)
         self.input_specs = {i.name: i for i in input_specs}
         self.base_inputs = {k: np.asarray(v) for k, v in inputs.items()}
         self.base_weights = weights
@@ -86,7 +90,7 @@ class Encoding:
         itself Inf would make any NaN trivial).  Done in the genes, so that crossover and
         selection see what is actually run.  With ``special``, input genes keep their
         non-finite values and integer ids may leave their range (they were put there to be
-        tested); they stay inside the dtype."""
+        tested); they stay inside the dtype.  A mask's input stays 0/1."""
         for start, stop, integer, lo, hi, keep in self._repairs:
             seg = genes[start:stop]
             if integer:
@@ -106,7 +110,9 @@ class Encoding:
         for s in self.segments:
             spec = self.input_specs.get(s.name) if s.kind == "input" else None
             keep = self.special and s.kind == "input"
-            if spec is not None and spec.is_integer:
+            if spec is not None and spec.name in self.masks:
+                rule = (True, 0.0, 1.0, False)
+            elif spec is not None and spec.is_integer:
                 lo, hi = spec.range if spec.range and not keep else (-(2 ** 31), 2 ** 31)
                 rule = (True, float(lo), float(hi - 1), keep)
             elif np.issubdtype(np.dtype(s.dtype), np.floating):

@@ -123,7 +123,8 @@ class Search:
         self.cfg = cfg
         self.rng = np.random.default_rng(cfg.rng)
         self.encoding = Encoding(cfg.level, case.inputs, case.weights, case.spec.inputs,
-                                 special=cfg.special_rate > 0 and cfg.level != "weight")
+                                 special=cfg.special_rate > 0 and cfg.level != "weight",
+                                 masks=case.spec.mask_inputs())
         # the nan fitness looks for a NaN the model makes: a NaN or Inf put into the input is no find
         self.special_kinds = [k for k in special.KINDS
                               if cfg.fitness != "nan" or k not in ("nan", "inf", "-inf")]
@@ -182,7 +183,7 @@ class Search:
         genes += scaled_noise(draw, self.scales, genes, self.cfg.relative_scale)
         if special_values:
             inputs, _ = special.inject(self.encoding.inputs_of(genes), self.case.spec.inputs, self.rng, 1.0,
-                                       self.special_kinds)
+                                       self.special_kinds, masks=self.encoding.masks)
             genes = self.encoding.with_inputs(genes, inputs)
         return self.toolbox.individual(genes)
 

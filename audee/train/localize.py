@@ -131,7 +131,7 @@ def localize_train(pool: Pool, record: CaseRecord, case: TestCase, apis: dict[st
     if got.get(a) is None or not got[a].ok:
         out.note = f"{a} no longer trains the case"
         return out
-    refs = ls.inputs
+    refs = ls.reads
     fed = {r: (got[a].layers[r] if r in got[a].layers else case.inputs[r]) for r in refs}
     keys = ("loss", "output", "gradient", "input_gradient") if loss_own else ("output", "gradient", "input_gradient")
     base = one_layer_spec(ts.spec, out.layer, fed)

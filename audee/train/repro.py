@@ -125,7 +125,7 @@ def _candidates(ex: TrainExecutor, case: TestCase, spec: ModelSpec, setup: Train
     got = ex._train_on(spec, case.weights, case.inputs, once, [source], layers=True)
     if got.get(source) is None or not got[source].ok:
         return [whole]
-    fed = {r: (got[source].layers[r] if r in got[source].layers else case.inputs[r]) for r in spec.layer(layer).inputs}
+    fed = {r: (got[source].layers[r] if r in got[source].layers else case.inputs[r]) for r in spec.layer(layer).reads}
     try:
         alone = one_layer_spec(spec, layer, fed)
     except Exception:  # noqa: BLE001 - a layer that cannot stand alone: the whole model
@@ -214,13 +214,15 @@ def build(keras):
     for spec in MODEL["layers"]:
         name, args = spec["name"], [tensors[n] for n in spec["inputs"]]
         layers[name] = make_layer(keras, spec["api"], spec["params"], name)
-        call = {k: v for k, v in spec.get("call", {}).items() if v is not None}
+        call = {k: v for k, v in spec.get("call", {}).items() if v is not None and k != "mask"}
+        mask = spec.get("call", {}).get("mask")  # called with mask = (that model input != 0)
+        kw = {"mask": keras.ops.not_equal(tensors[mask], 0)} if mask else {}
         if call:  # called with these whatever mode the model runs in (training=True: batch statistics)
             object.__setattr__(layers[name], "call", called_with(layers[name].call, call))
         if spec["api"] in POSITIONAL:
-            tensors[name] = layers[name](*args)
+            tensors[name] = layers[name](*args, **kw)
         else:
-            tensors[name] = layers[name](args if len(args) > 1 or spec["api"] in MERGE else args[0])
+            tensors[name] = layers[name](args if len(args) > 1 or spec["api"] in MERGE else args[0], **kw)
     return keras.Model(inputs, tensors[MODEL["output"]]), layers
 
 

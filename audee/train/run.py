@@ -301,7 +301,7 @@ class TrainExecutor:
              setup: TrainSetup) -> tuple[float, float] | None:
         """``layer`` alone, fed backend ``a``'s training-mode input to it, trained one step
         with the probe loss on both backends: (its deviation, its conditioning), or None."""
-        refs = spec.layer(layer).inputs
+        refs = spec.layer(layer).reads
         if not all(r in layers_a or r in case.inputs for r in refs):
             return None
         fed = {r: (layers_a[r] if r in layers_a else case.inputs[r]) for r in refs}
@@ -319,7 +319,7 @@ class TrainExecutor:
         softmax or a sigmoid keeps), fed backend ``a``'s input to that layer and trained
         with the case's loss and targets on both backends: its loss, output and gradients."""
         name = spec.output
-        refs = spec.layer(name).inputs
+        refs = spec.layer(name).reads
         if not all(r in ra.layers or r in case.inputs for r in refs):
             return None
         fed = {r: (ra.layers[r] if r in ra.layers else case.inputs[r]) for r in refs}
