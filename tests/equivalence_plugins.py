@@ -42,3 +42,81 @@ class ShiftedSameConvJax(JaxBackend):
 
         made.__class__ = ShiftedSame
         return made
+
+
+class LossyRoundTripJax(JaxBackend):
+    """JAX, except that a ``Dense`` layer loaded from a ``.keras`` file loses its kernel (it
+    keeps the initializer's values; the bias loads): a saving bug of the kind a layer's own
+    ``load_own_variables`` makes.  ``get_config``/``from_config`` and ``to_json`` with
+    ``set_weights`` carry every weight, so only the ``roundtrip_keras`` rule sees it."""
+
+    name = "lossy-roundtrip-jax"
+
+    def make_layer(self, layer: Any) -> Any:
+        made = super().make_layer(layer)
+        if layer.api != "Dense":
+            return made
+        made.__class__ = lossy_dense(self.keras)
+        return made
+
+
+_LOSSY: dict[int, type] = {}
+
+
+def lossy_dense(keras: Any) -> type:
+    """The registered ``Dense`` whose ``load_own_variables`` drops the kernel (made once)."""
+    if id(keras) not in _LOSSY:
+        @keras.saving.register_keras_serializable(package="audee_tests")
+        class LossyDense(keras.layers.Dense):
+            def load_own_variables(self, store: Any) -> None:
+                self.bias.assign(store["1"])
+
+        _LOSSY[id(keras)] = LossyDense
+    return _LOSSY[id(keras)]
+
+
+class WrongEpsilonLayerNormJax(JaxBackend):
+    """JAX, except that ``LayerNormalization`` adds 1.0 to the variance instead of its
+    ``epsilon``: only the ``formula`` rule (the documented formula beside it) sees it."""
+
+    name = "wrong-epsilon-layernorm-jax"
+
+    def make_layer(self, layer: Any) -> Any:
+        made = super().make_layer(layer)
+        if layer.api == "LayerNormalization":
+            made.epsilon = 1.0
+        return made
+
+
+class IgnoredGoBackwardsJax(JaxBackend):
+    """JAX, except that an RNN with ``go_backwards=True`` runs forwards: only the
+    ``go_backwards`` rule (the flipped RNN on the reversed sequence) sees it."""
+
+    name = "ignored-go-backwards-jax"
+
+    def make_layer(self, layer: Any) -> Any:
+        if layer.api in ("SimpleRNN", "LSTM", "GRU") and layer.params.get("go_backwards"):
+            layer = type(layer)(layer.name, layer.api, dict(layer.params, go_backwards=False), list(layer.inputs))
+        return super().make_layer(layer)
+
+
+class BatchLeakDenseJax(JaxBackend):
+    """JAX, except that a ``Dense`` layer adds a tenth of the running sum of its outputs over
+    the rows before each row: a row's output depends on the rows before it in the batch (as
+    a kernel reading a neighbour's row would), which the batch rules see."""
+
+    name = "batch-leak-dense-jax"
+
+    def make_layer(self, layer: Any) -> Any:
+        made = super().make_layer(layer)
+        if layer.api != "Dense":
+            return made
+        ops = self.keras.ops
+        inner = made.call
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            y = inner(*args, **kwargs)
+            return y + 0.1 * (ops.cumsum(y, axis=0) - y)
+
+        object.__setattr__(made, "call", call)
+        return made
