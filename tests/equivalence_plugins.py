@@ -1,4 +1,5 @@
-"""Plugin backends for the equivalence oracle's tests (issue 27).
+"""Plugin backends for the equivalence oracle's tests (issue 27): each breaks what one rule
+checks, the rest of the backend JAX's own.
 
 ``ShiftedSameConvJax`` is JAX (the fastest framework to import), except that a ``Conv2D``
 with ``padding="same"`` pads one pixel too many before and one too few after each spatial
@@ -101,22 +102,33 @@ class IgnoredGoBackwardsJax(JaxBackend):
 
 
 class BatchLeakDenseJax(JaxBackend):
-    """JAX, except that a ``Dense`` layer adds a tenth of the running sum of its outputs over
-    the rows before each row: a row's output depends on the rows before it in the batch (as
-    a kernel reading a neighbour's row would), which the batch rules see."""
+    """JAX, except that a ``Dense`` layer adds a tenth of the sum of its outputs over the
+    rows before each row, and a twentieth of their batch mean: a row's output depends on
+    the other rows of the batch (as a kernel reading a neighbour's row would), which both
+    batch rules see.  The layer is a registered class: a round trip keeps it."""
 
     name = "batch-leak-dense-jax"
 
     def make_layer(self, layer: Any) -> Any:
         made = super().make_layer(layer)
-        if layer.api != "Dense":
-            return made
-        ops = self.keras.ops
-        inner = made.call
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            y = inner(*args, **kwargs)
-            return y + 0.1 * (ops.cumsum(y, axis=0) - y)
-
-        object.__setattr__(made, "call", call)
+        if layer.api == "Dense":
+            made.__class__ = leaky_dense(self.keras)
         return made
+
+
+_LEAKY: dict[int, type] = {}
+
+
+def leaky_dense(keras: Any) -> type:
+    """The registered ``Dense`` whose rows leak into each other (made once)."""
+    if id(keras) not in _LEAKY:
+        ops = keras.ops
+
+        @keras.saving.register_keras_serializable(package="audee_tests")
+        class LeakyDense(keras.layers.Dense):
+            def call(self, inputs: Any, training: Any = None) -> Any:
+                y = super().call(inputs, training=training)
+                return y + 0.1 * (ops.cumsum(y, axis=0) - y) + 0.05 * ops.mean(y, axis=0, keepdims=True)
+
+        _LEAKY[id(keras)] = LeakyDense
+    return _LEAKY[id(keras)]

@@ -161,6 +161,61 @@ def test_a_crafty_invalid_value_leaves_its_layer_alone():
     assert apply_rule("dense_einsum", spec, {"dense": [np.ones((2, 2), np.float32)]}).rewritten == ["dense"]
 
 
+def test_roundtrip_go_backwards_and_formula_rewrites():
+    """The round trip is a flag on the same spec (its own build: part of the key); go_backwards
+    reverses the sequence with audee's own layer; formula swaps in audee's formula layer."""
+    spec = _conv_same()
+    w = {"conv": [np.ones((3, 3, 2, 3), np.float32)]}
+    for how in ("keras", "config", "json"):
+        rw = apply_rule(f"roundtrip_{how}", spec, w)
+        assert rw.spec.roundtrip == how and rw.spec.layers == spec.layers and rw.weights is w
+        assert rw.spec.key() != spec.key() and ModelSpec.from_json(rw.spec.to_json()).roundtrip == how
+        assert rw.rewritten == spec.layer_names() and apply_rule(f"roundtrip_{how}", rw.spec, w) is None
+    assert "roundtrip" not in spec.to_json()  # other specs keep their JSON and key
+    seq = _spec([("lstm", "LSTM", {"units": 4, "return_sequences": True}),
+                 ("bi", "Bidirectional", {"layer": {"api": "GRU", "params": {"units": 3}}}),
+                 ("d", "Dense", {"units": 2})], (5, 3))
+    rw = apply_rule("go_backwards", seq, {})
+    assert [(ls.name, ls.api) for ls in rw.spec.layers] == [
+        ("lstm__eqrev", "AudeeReverse"), ("lstm", "LSTM"), ("bi__eqrev", "AudeeReverse"), ("bi", "Bidirectional"),
+        ("d", "Dense")]
+    assert rw.spec.layer("lstm").params["go_backwards"] is True and rw.rewritten == ["lstm", "bi"]
+    bi = rw.spec.layer("bi").params  # Keras builds the backward layer go_backwards=True whatever: given explicitly
+    assert bi["layer"]["params"]["go_backwards"] is True and bi["backward_layer"]["params"]["go_backwards"] is False
+    masked = _spec([("m", "Masking", {}), ("lstm", "LSTM", {"units": 4})], (5, 3))
+    assert apply_rule("go_backwards", masked, {}) is None  # a mask would not be reversed with the sequence
+    norm = _spec([("c", "Conv2D", {"filters": 4, "kernel_size": 3, "activation": "swish"}),
+                  ("ln", "LayerNormalization", {"epsilon": 0.01}), ("gn", "GroupNormalization", {"groups": 2}),
+                  ("a", "Activation", {"activation": "gelu"}), ("half", "Dense", {"units": 2, "dtype": "float16"}),
+                  ("un", "UnitNormalization", {"axis": [1, 2]})], (6, 6, 2))
+    rw = apply_rule("formula", norm, {})
+    got = {ls.name: (ls.api, ls.params.get("formula")) for ls in rw.spec.layers}
+    assert got["c"] == ("AudeeFormula", "silu") and got["c__eq"] == ("Conv2D", None)
+    assert got["ln"] == ("AudeeFormula", "layer_norm") and rw.spec.layer("ln").params["epsilon"] == 0.01
+    assert got["gn"] == ("AudeeFormula", "group_norm") and rw.spec.layer("gn").params["groups"] == 2
+    assert got["a"] == ("AudeeFormula", "gelu") and got["un"] == ("AudeeFormula", "unit_norm")
+    assert got["half"] == ("Dense", None) and rw.rewritten == ["c", "ln", "gn", "a", "un"]  # float32 layers only
+    assert RULES["formula"].nonfinite_exact is False
+
+
+def test_owned_layers_are_a_closed_whitelist():
+    """A spec may name audee's own layers with their closed parameter sets only (one line naming the field)."""
+    from audee.errors import SpecError
+
+    def spec_with(api, params, **top):
+        return {"name": "t", "inputs": [{"name": "x", "shape": [4, 3]}], "output": "o", **top,
+                "layers": [{"name": "o", "api": api, "params": params, "inputs": ["x"]}]}
+
+    assert ModelSpec.from_json(spec_with("AudeeFormula", {"formula": "mish"})).layers[0].api == "AudeeFormula"
+    for bad, field in ((spec_with("AudeeFormula", {"formula": "os.system"}), "layers[o].params"),
+                       (spec_with("AudeeReverse", {"axis": 0}), "layers[o].params"),
+                       (spec_with("AudeeReverse", {"fn": "x"}), "layers[o].params"),
+                       (spec_with("Dense", {"units": 2}, roundtrip="pickle"), "roundtrip")):
+        with pytest.raises(SpecError) as err:
+            ModelSpec.from_json(bad, source="s.json")
+        assert str(err.value).startswith(f"s.json: {field}:") and "\n" not in str(err.value), str(err.value)
+
+
 # ---- the oracle's judgement (no framework) --------------------------------------------------------
 class _Out:
     def __init__(self, backend, logits=None, failure=None):
@@ -289,6 +344,45 @@ def test_a_shifted_same_padding_is_flagged_by_the_padding_rule_alone():
     assert (d.rule, d.reason, d.first_layer, d.layer) == ("padding", "values", "conv", "conv"), d.to_json()
     assert d.own["conv"].score > 10 and d.own["conv"].self_score < 1
     assert result.equivalence == {"padding": "fail", "dense_einsum": "pass", "batch_permuted": "pass"}
+
+
+LOSSY, WRONG_EPS, NO_BACKWARDS, LEAK = (f"tests.equivalence_plugins:{c}" for c in (
+    "LossyRoundTripJax", "WrongEpsilonLayerNormJax", "IgnoredGoBackwardsJax", "BatchLeakDenseJax"))
+
+
+def _sequence_model() -> tuple[ModelSpec, dict[str, np.ndarray]]:
+    spec = _spec([("lstm", "LSTM", {"units": 4, "return_sequences": True}), ("ln", "LayerNormalization", {}),
+                  ("gru", "GRU", {"units": 4}), ("logits", "Dense", {"units": 3})], (5, 3))
+    return spec, {"x": np.random.default_rng(0).normal(size=(6, 5, 3)).astype(np.float32)}
+
+
+def test_a_wrong_layer_norm_epsilon_is_flagged_by_the_formula_rule_alone():
+    spec, x = _sequence_model()
+    result = _executor_run(WRONG_EPS, spec, x, ["roundtrip_keras", "go_backwards", "formula"])
+    failing = [f for f in result.verdict.findings if f.is_failure]
+    assert len(failing) == 1, [f.to_json() for f in result.verdict.findings]
+    d = failing[0].detail
+    assert (d.rule, d.reason, d.first_layer, d.layer) == ("formula", "values", "ln", "ln"), d.to_json()
+    assert result.equivalence == {"roundtrip_keras": "pass", "go_backwards": "pass", "formula": "fail"}
+
+
+@pytest.mark.slow
+def test_each_new_rule_flags_the_plugin_that_breaks_what_it_checks():
+    """Four plugins in one pool, each breaking what one rule checks: a .keras load that drops
+    Dense's kernel (roundtrip_keras), LayerNormalization's epsilon (formula), go_backwards
+    ignored (go_backwards), Dense rows leaking into each other (batch_*); each flagged by its
+    rule alone and pinned on the layer that differs alone."""
+    spec, x = _sequence_model()
+    rules = ["roundtrip_keras", "roundtrip_config", "roundtrip_json", "go_backwards", "formula", "batch_permuted",
+             "batch_single"]
+    result = _executor_run(",".join((LOSSY, WRONG_EPS, NO_BACKWARDS, LEAK)), spec, x, rules)
+    got: dict[str, dict[str, str | None]] = {}
+    for f in result.verdict.findings:
+        if f.kind == Kind.EQUIVALENCE:
+            got.setdefault(f.backends[0], {})[f.detail.rule] = f.detail.layer
+    assert got == {LOSSY: {"roundtrip_keras": "logits"}, WRONG_EPS: {"formula": "ln"},
+                   NO_BACKWARDS: {"go_backwards": "lstm"},
+                   LEAK: {"batch_permuted": "logits", "batch_single": "logits"}}, got
 
 
 # ---- slow: the command line, a real TensorFlow bug, the seeds ----------------------------------------
