@@ -331,7 +331,8 @@ def markdown(res: dict[str, Any], command: str, seconds: float | None) -> str:
     c = res["cases"]
     lines = ["# Equivalence oracle: rules on seeds, valid variants and API-level models", "",
              f"Command: `{command}`" + (f" ({seconds / 60:.0f} min)" if seconds else ""), "",
-             f"Backends: {res['backends']}; every rule (`--equivalence all`), `--invalid-prob 0`. Cases: "
+             f"Backends: {res['backends']}; each run's rules (`--rules`, every rule by default; merged work "
+             f"directories: {', '.join(res.get('also') or []) or 'none'}), `--invalid-prob 0`. Cases: "
              f"{c['seeds']} unmutated seeds, {c['variants']} network variants, {c['api']} API-level models "
              f"({c['judged']} judged by at least one rule; {c['not_run']} run by no backend or rewritten by no rule). "
              "A rule's status per case: pass (every backend agrees with itself), fail (an `equivalence` finding on "
@@ -414,8 +415,10 @@ def main() -> None:
     apply_recheck(res, args.work)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(res, indent=1, default=float))
-    command = "; ".join(r["command"] for r in runs) or "python " + " ".join(sys.argv)
-    seconds = sum(r["seconds"] for r in runs) or None
+    merged = runs + [r for d in args.also if (d / "runs.json").exists()
+                     for r in json.loads((d / "runs.json").read_text())]
+    command = "; ".join(r["command"] for r in merged) or "python " + " ".join(sys.argv)
+    seconds = sum(r["seconds"] for r in merged) or None
     args.out.with_suffix(".md").write_text(markdown(res, command, seconds))
     print(args.out.with_suffix(".md").read_text())
 

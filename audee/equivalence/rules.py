@@ -122,7 +122,7 @@ class Rule:
     """One equivalence rule.  ``name`` (a setting's value), ``eagle`` (EAGLE's rule
     number), ``where`` (the layers it applies to), ``tolerance`` (how the two models are
     compared: ``dtype`` is the deviation oracle's tolerance of the compared values' dtype,
-    ``float32`` float32's whatever the dtypes), ``nonfinite_exact`` (whether NaN/Inf
+    ``float32`` float32's whatever the dtypes, ``exact`` any difference), ``nonfinite_exact`` (whether NaN/Inf
     propagate alike through both models: False where the rewrite multiplies by inserted
     zeros, ``inf * 0`` being NaN), ``widens`` (the rewrite computes in a wider dtype: a
     NaN/Inf of the original where the rewrite stays finite is the narrower dtype's overflow)."""
@@ -608,6 +608,7 @@ class RoundTripRule(Rule):
     on each backend."""
 
     how: ClassVar[str] = "keras"
+    tolerance = "exact"  # the same model, the same kernels: measured bit-identical on the four default backends
 
     def apply(self, spec: ModelSpec, weights: Weights) -> Rewrite | None:
         if spec.roundtrip:
