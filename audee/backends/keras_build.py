@@ -238,15 +238,15 @@ class BuiltModel:
         self.set_weights(weights)
         try:
             loaded = round_trip(keras, self.model, self.spec.roundtrip)
-            self.model = loaded
-            self.layers = {n: loaded.get_layer(n) for n in self.order}
-            for name in self.order:  # the call arguments a spec layer is called with, on the loaded layer too
-                call = self.spec.layer(name).call
-                if call:
-                    force_call_args(self.layers[name], call)
-            self._index()
+            layers = {n: loaded.get_layer(n) for n in self.order}
         except Exception as exc:
             raise RoundTripError(f"round trip ({self.spec.roundtrip}): {type(exc).__name__}: {exc}") from exc
+        for name in self.order:  # the call arguments a spec layer is called with, on the loaded layer too
+            call = self.spec.layer(name).call
+            if call:
+                force_call_args(layers[name], call)
+        self.model, self.layers = loaded, layers
+        self._index()
 
 
 class RoundTripError(Exception):
