@@ -541,7 +541,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 def cmd_localize(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
     from audee.localize import LocalizeConfig
-    from audee.localize.run import localize_case, render
+    from audee.localize.run import localize_case, localized, render
 
     refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
     pair = [p.strip() for p in args.pair.split(",")] if args.pair else None
@@ -561,7 +561,7 @@ def cmd_localize(args: argparse.Namespace) -> int:
     print(json.dumps(report.to_json(), indent=1) if args.json else render(report, top_k=cfg.top_k))
     if not report.reproduced:
         return ExitCode.NOT_REPRODUCED
-    return ExitCode.OK if report.sources or report.trigger else ExitCode.NOT_LOCALIZED
+    return ExitCode.OK if localized(report) else ExitCode.NOT_LOCALIZED
 
 
 def _train_repro(args: argparse.Namespace, refs: list | None) -> Any:

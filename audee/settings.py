@@ -57,7 +57,8 @@ TRAIN_OPTIMIZERS = ",".join(OPTIMIZERS)
 # rewrite per rule runs beside each test case on every backend; docs/oracles.md, "Equivalent models")
 EQUIVALENCE_RULES = ("padding", "rank", "depthwise", "separable", "dilation", "channels", "dense_conv",
                      "dense_einsum", "activation", "batchnorm", "pad_crop", "rnn_unroll", "float64",
-                     "batch_permuted", "batch_single")
+                     "batch_permuted", "batch_single", "roundtrip_keras", "roundtrip_config", "roundtrip_json",
+                     "go_backwards", "formula")
 
 Level = Literal["input", "weight", "input-weight"]
 Fitness = Literal["inconsistency", "nan", "relative-inconsistency"]

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from audee.apis.owned_layers import OWNED_LAYERS, ROUNDTRIPS, check_owned
 from audee.errors import SpecError
 from audee.yamlio import read_text
 
@@ -100,6 +101,10 @@ class ModelSpec:
     output: str
     logits: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    #: built, weighted, then saved and loaded this way before it runs (``keras``, ``config``,
+    #: ``json``: :data:`audee.apis.owned_layers.ROUNDTRIPS`; the equivalence rule ``roundtrip_*``);
+    #: None: run as built.  Part of the key: a round-tripped model is another build.
+    roundtrip: str | None = None
 
     # ---- access -------------------------------------------------------------------------
     @property
@@ -155,6 +160,8 @@ class ModelSpec:
             d["logits"] = self.logits
         if self.meta:
             d["meta"] = self.meta
+        if self.roundtrip:  # absent when unset: other specs keep their JSON and key
+            d["roundtrip"] = self.roundtrip
         return d
 
     def dumps(self) -> str:
@@ -281,7 +288,11 @@ def _parse(data: Any, source: str) -> ModelSpec:
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise SpecError("expected an object", source=source, field="meta")
-    return ModelSpec(name, inputs, layers, output, logits, meta)
+    roundtrip = data.get("roundtrip")
+    if roundtrip is not None and roundtrip not in ROUNDTRIPS:
+        raise SpecError(f"unknown round trip {roundtrip!r} (one of {', '.join(ROUNDTRIPS)})", source=source,
+                        field="roundtrip")
+    return ModelSpec(name, inputs, layers, output, logits, meta, roundtrip)
 
 
 def _check_json_value(value: Any, source: str, where: str) -> None:
@@ -331,7 +342,11 @@ def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any]
         _check_json_value(layer.params, source, f"{where}.params")
         _check_call(layer, spec, source, f"{where}.call")
         _refuse_code_layers(layer, source, where)
-        if apis is not None:
+        if layer.api in OWNED_LAYERS:  # audee's own layers: their closed parameter sets
+            problem = check_owned(layer.api, layer.params)
+            if problem is not None:
+                raise SpecError(problem, source=source, field=f"{where}.params")
+        elif apis is not None:
             if layer.api in apis:
                 apis[layer.api].check_params(layer.params, source=source, where=f"{where}.params")
             else:

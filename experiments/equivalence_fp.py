@@ -12,11 +12,18 @@ backend (``bug``), a documented limitation (``limitation``), or the rule's own i
 ``unexplained``.
 
     python experiments/equivalence_fp.py [--budget 1800] [--work /tmp/equivalence_fp] \\
-        [--out experiments/results/equivalence_fp]
+        [--rules all|RULE,...] [--also DIR ...] [--out experiments/results/equivalence_fp]
 
 Resumable (a rerun with the same --work skips the cases done), in rounds over every seed
 and API so that a run cut short by --budget still covers all of them; ``--analyse-only``
 writes the tables from what is done.  Writes ``OUT.json`` and ``OUT.md``.
+
+``--rules`` runs some rules only (the cases are drawn the same whatever the rules: the same
+seeds, APIs, rounds and ``--rng`` give the same cases), so rules added later run over the
+cases of an earlier run into another ``--work``; ``--also DIR`` (repeated) merges other work
+directories into the analysis: a case is counted once, and each rule's statuses and findings
+come from the first directory (``--work`` first) that ran the rule (``runs.json`` records the
+rules of each run; a directory without them ran every rule its rows name).
 """
 from __future__ import annotations
 
@@ -33,7 +40,7 @@ from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.case import Kind
 from audee.seeds import list_seeds, load_seed
-from audee.settings import EQUIVALENCE_RULES
+from audee.settings import EQUIVALENCE_RULES, parse_rules
 from audee.store import RunStore
 
 BACKENDS = "tensorflow,torch,jax,onnxruntime"
@@ -108,7 +115,7 @@ EXPLAINED: list[tuple[str, str, dict[str, str]]] = [
 SMALL = ("lenet5", "simplernn", "lstm", "gru")  # seeds whose variants cost seconds; the CNNs last
 
 
-def run(rnd: int, work: Path, batch: int, rng: int, deadline: float) -> bool:
+def run(rnd: int, work: Path, batch: int, rng: int, deadline: float, rules: str = "all") -> bool:
     """One round over every seed and API (resumed); False once past the deadline."""
     refs = parse_backends(BACKENDS)
     # no repro scripts: each would re-run its case a few times to check it (the findings are read here)
@@ -119,23 +126,23 @@ def run(rnd: int, work: Path, batch: int, rng: int, deadline: float) -> bool:
             if time.time() > deadline:
                 return False
             cfg = fuzz_mod.FuzzConfig(refs, work / "api" / api, variants=API_ROUNDS[rnd], rng=rng, batch=batch,
-                                      invalid_prob=0.0, equivalence="all")
+                                      invalid_prob=0.0, equivalence=rules)
             t = time.perf_counter()
             stats = fuzz_mod.fuzz_apis([api], cfg, pool=pool)
             print(f"{time.strftime('%H:%M:%S')} round {rnd} api {api}: {stats.run} run ({stats.skipped} resumed) "
                   f"in {time.perf_counter() - t:.0f} s, {stats.failing_cases} failing", flush=True)
-        return _seeds(rnd, work, batch, rng, deadline, pool, refs, SMALL) and \
-            _seeds(rnd, work, batch, rng, deadline, pool, refs, [n for n in ROUNDS[rnd] if n not in SMALL])
+        return _seeds(rnd, work, batch, rng, deadline, pool, refs, SMALL, rules) and \
+            _seeds(rnd, work, batch, rng, deadline, pool, refs, [n for n in ROUNDS[rnd] if n not in SMALL], rules)
 
 
 def _seeds(rnd: int, work: Path, batch: int, rng: int, deadline: float, pool: Pool, refs: list,
-           names: Any) -> bool:
+           names: Any, rules: str) -> bool:
     for name in names:
         if time.time() > deadline:
             return False
         seed = load_seed(name)
         cfg = fuzz_mod.FuzzConfig(refs, work / name, variants=ROUNDS[rnd][name], rng=rng, batch=batch,
-                                  invalid_prob=0.0, equivalence="all")
+                                  invalid_prob=0.0, equivalence=rules)
         t = time.perf_counter()
         stats = fuzz_mod.fuzz(seed, seed.inputs, cfg, pool=pool)
         print(f"{time.strftime('%H:%M:%S')} round {rnd} {name}: {stats.run} run ({stats.skipped} resumed) "
@@ -156,32 +163,57 @@ def explain(f: dict[str, Any]) -> tuple[str, str]:
     return "unexplained", ""
 
 
-def analyse(work: Path) -> dict[str, Any]:
+def rules_run(work: Path) -> set[str]:
+    """The rules the runs into ``work`` ran (``runs.json``'s ``rules``; a directory whose runs
+    do not record them ran every rule its rows name)."""
+    runs_file = work / "runs.json"
+    runs = json.loads(runs_file.read_text()) if runs_file.exists() else []
+    if runs and all("rules" in r for r in runs):
+        return {x for r in runs for x in r["rules"]}
+    return {rule for _, d in _dirs(work) for row in RunStore(d).rows() for rule in (row.equivalence or {})}
+
+
+def _merged_rows(works: list[Path]) -> list[tuple[str, str, list[tuple[Path, Any, set[str]]]]]:
+    """Each case once: (group name, case id, [(its run directory, its row, the rules taken from
+    that directory)]), the rules of each directory that ran them first (``works`` in order)."""
+    cases: dict[tuple[str, str], list[tuple[Path, Any, set[str]]]] = {}
+    for work in works:
+        ran = rules_run(work)
+        for group_name, d in _dirs(work):
+            for row in RunStore(d).rows():
+                got = cases.setdefault((group_name, row.id), [])
+                taken = {r for _, _, rs in got for r in rs}
+                got.append((d, row, ran - taken))
+    return [(g, cid, entries) for (g, cid), entries in cases.items()]
+
+
+def analyse(work: Path, also: list[Path] | None = None) -> dict[str, Any]:
     per_rule = {r: {"applied": 0, "pass": 0, "fail": 0, "accumulated": 0, "harness": 0,
                     "findings": 0, "by_class": {}, "seeds": 0, "variants": 0, "api": 0} for r in EQUIVALENCE_RULES}
     findings: list[dict[str, Any]] = []
     accumulated: list[dict[str, Any]] = []
     cases = {"seeds": 0, "variants": 0, "api": 0, "judged": 0, "not_run": 0}
-    for group_name, d in _dirs(work):
-        store = RunStore(d)
-        for row in store.rows():
-            group = "api" if group_name.startswith("api:") else "seeds" if row.id.endswith("-seed") else "variants"
-            cases[group] += 1
-            if not row.equivalence:
-                cases["not_run"] += 1  # no backend ran it (or no rule applied)
+    for group_name, case_id, entries in _merged_rows([work, *(also or [])]):
+        group = "api" if group_name.startswith("api:") else "seeds" if case_id.endswith("-seed") else "variants"
+        cases[group] += 1
+        statuses = {rule: status for _, row, rules in entries for rule, status in (row.equivalence or {}).items()
+                    if rule in rules}
+        if not statuses:
+            cases["not_run"] += 1  # no backend ran it (or no rule applied)
+            continue
+        cases["judged"] += 1
+        for rule, status in statuses.items():
+            p = per_rule[rule]
+            p["applied"] += 1
+            p[group] += 1
+            p[status] = p.get(status, 0) + 1
+        for d, row, rules in entries:
+            if not row.case_file or not rules:
                 continue
-            cases["judged"] += 1
-            for rule, status in row.equivalence.items():
-                p = per_rule[rule]
-                p["applied"] += 1
-                p[group] += 1
-                p[status] = p.get(status, 0) + 1
-            if not row.case_file:
-                continue
-            rec = store.load_case(row.case_file)
+            rec = RunStore(d).load_case(row.case_file)
             policy = row.dtype or "float32"
             for f in rec.verdict_obj().findings:
-                if f.kind not in (Kind.EQUIVALENCE, Kind.EQUIVALENCE_ACCUMULATED):
+                if f.kind not in (Kind.EQUIVALENCE, Kind.EQUIVALENCE_ACCUMULATED) or f.detail.rule not in rules:
                     continue
                 det = f.detail
                 names = set(rec.model_spec.layer_names())
@@ -302,7 +334,8 @@ def markdown(res: dict[str, Any], command: str, seconds: float | None) -> str:
     c = res["cases"]
     lines = ["# Equivalence oracle: rules on seeds, valid variants and API-level models", "",
              f"Command: `{command}`" + (f" ({seconds / 60:.0f} min)" if seconds else ""), "",
-             f"Backends: {res['backends']}; every rule (`--equivalence all`), `--invalid-prob 0`. Cases: "
+             f"Backends: {res['backends']}; each run's rules (`--rules`, every rule by default; merged work "
+             f"directories: {', '.join(res.get('also') or []) or 'none'}), `--invalid-prob 0`. Cases: "
              f"{c['seeds']} unmutated seeds, {c['variants']} network variants, {c['api']} API-level models "
              f"({c['judged']} judged by at least one rule; {c['not_run']} run by no backend or rewritten by no rule). "
              "A rule's status per case: pass (every backend agrees with itself), fail (an `equivalence` finding on "
@@ -352,32 +385,43 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4, help="input rows per case")
     ap.add_argument("--rng", type=int, default=0)
     ap.add_argument("--work", type=Path, default=Path("/tmp/equivalence_fp"))
+    ap.add_argument("--rules", default="all", help="the rules to run: all, or a list (the same cases are drawn)")
+    ap.add_argument("--also", type=Path, action="append", default=[],
+                    help="another work directory merged into the analysis (repeat; see the module docstring)")
     ap.add_argument("--out", type=Path, default=Path("experiments/results/equivalence_fp"))
     ap.add_argument("--analyse-only", action="store_true")
     ap.add_argument("--recheck", action="store_true",
                     help="judge the cases of imprecision and unexplained findings again under the current rules")
     args = ap.parse_args()
+    try:
+        rules = parse_rules(args.rules)
+    except ValueError as exc:
+        ap.error(f"--rules: {exc}")
     t0 = time.time()
     if not args.analyse_only:
         args.work.mkdir(parents=True, exist_ok=True)
         for rnd in range(min(args.rounds, len(ROUNDS))):
-            if not run(rnd, args.work, args.batch, args.rng, t0 + args.budget):
+            if not run(rnd, args.work, args.batch, args.rng, t0 + args.budget, ",".join(rules)):
                 print(f"budget of {args.budget:.0f} s reached in round {rnd}", flush=True)
                 break
     runs_file = args.work / "runs.json"  # every run into this work directory: command and seconds
     runs = json.loads(runs_file.read_text()) if runs_file.exists() else []
     if not args.analyse_only:
-        runs.append({"command": "python " + " ".join(sys.argv), "seconds": round(time.time() - t0)})
+        runs.append({"command": "python " + " ".join(sys.argv), "seconds": round(time.time() - t0),
+                     "rules": list(rules)})
         runs_file.write_text(json.dumps(runs, indent=1))
-    res = analyse(args.work)
+    res = analyse(args.work, args.also)
     res["runs"] = runs
+    res["also"] = [str(d) for d in args.also]
     if args.recheck:
         recheck(res, args.work)
     apply_recheck(res, args.work)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(res, indent=1, default=float))
-    command = "; ".join(r["command"] for r in runs) or "python " + " ".join(sys.argv)
-    seconds = sum(r["seconds"] for r in runs) or None
+    merged = runs + [r for d in args.also if (d / "runs.json").exists()
+                     for r in json.loads((d / "runs.json").read_text())]
+    command = "; ".join(r["command"] for r in merged) or "python " + " ".join(sys.argv)
+    seconds = sum(r["seconds"] for r in merged) or None
     args.out.with_suffix(".md").write_text(markdown(res, command, seconds))
     print(args.out.with_suffix(".md").read_text())
 

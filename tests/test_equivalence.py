@@ -1,11 +1,14 @@
 """The equivalence oracle (issue 27): EAGLE's rules as a single-backend oracle.
 
-Fast: the rules as spec rewrites (pure Python), the settings and the records; on a real
-framework (JAX, the fastest to start): every rule's equivalent model agrees with the model
-on a clean backend, and a plugin whose ``Conv2D(padding="same")`` is shifted by one pixel is
-flagged by the padding rule with only that backend selected.  Slow: the command-line round
-trip (fuzz, reproduce, localize, repro script), the TensorFlow bug the channels rule found,
-and the seven seeds on the four default backends.
+Fast: the rules as spec rewrites (pure Python), audee's own layers as a closed whitelist, the
+settings and the records; on a real framework (torch, JAX): every rule's equivalent model
+agrees with the model on a clean backend, a plugin whose ``Conv2D(padding="same")`` is
+shifted by one pixel is flagged by the padding rule, and one whose LayerNormalization has
+the wrong epsilon by the formula rule, each with only that backend selected.  Slow: the
+command-line round trip (fuzz, reproduce, localize, repro script), the TensorFlow bug the
+channels rule found, the four plugins that break the round trip, go_backwards, the formula
+and batch independence, a batch finding localized on the command line, the new rules' repro
+scripts, and the seven seeds on the four default backends (the new rules on the Keras ones).
 """
 from __future__ import annotations
 
@@ -161,6 +164,61 @@ def test_a_crafty_invalid_value_leaves_its_layer_alone():
     assert apply_rule("dense_einsum", spec, {"dense": [np.ones((2, 2), np.float32)]}).rewritten == ["dense"]
 
 
+def test_roundtrip_go_backwards_and_formula_rewrites():
+    """The round trip is a flag on the same spec (its own build: part of the key); go_backwards
+    reverses the sequence with audee's own layer; formula swaps in audee's formula layer."""
+    spec = _conv_same()
+    w = {"conv": [np.ones((3, 3, 2, 3), np.float32)]}
+    for how in ("keras", "config", "json"):
+        rw = apply_rule(f"roundtrip_{how}", spec, w)
+        assert rw.spec.roundtrip == how and rw.spec.layers == spec.layers and rw.weights is w
+        assert rw.spec.key() != spec.key() and ModelSpec.from_json(rw.spec.to_json()).roundtrip == how
+        assert rw.rewritten == spec.layer_names() and apply_rule(f"roundtrip_{how}", rw.spec, w) is None
+    assert "roundtrip" not in spec.to_json()  # other specs keep their JSON and key
+    seq = _spec([("lstm", "LSTM", {"units": 4, "return_sequences": True}),
+                 ("bi", "Bidirectional", {"layer": {"api": "GRU", "params": {"units": 3}}}),
+                 ("d", "Dense", {"units": 2})], (5, 3))
+    rw = apply_rule("go_backwards", seq, {})
+    assert [(ls.name, ls.api) for ls in rw.spec.layers] == [
+        ("lstm__eqrev", "AudeeReverse"), ("lstm", "LSTM"), ("bi__eqrev", "AudeeReverse"), ("bi", "Bidirectional"),
+        ("d", "Dense")]
+    assert rw.spec.layer("lstm").params["go_backwards"] is True and rw.rewritten == ["lstm", "bi"]
+    bi = rw.spec.layer("bi").params  # Keras builds the backward layer go_backwards=True whatever: given explicitly
+    assert bi["layer"]["params"]["go_backwards"] is True and bi["backward_layer"]["params"]["go_backwards"] is False
+    masked = _spec([("m", "Masking", {}), ("lstm", "LSTM", {"units": 4})], (5, 3))
+    assert apply_rule("go_backwards", masked, {}) is None  # a mask would not be reversed with the sequence
+    norm = _spec([("c", "Conv2D", {"filters": 4, "kernel_size": 3, "activation": "swish"}),
+                  ("ln", "LayerNormalization", {"epsilon": 0.01}), ("gn", "GroupNormalization", {"groups": 2}),
+                  ("a", "Activation", {"activation": "gelu"}), ("half", "Dense", {"units": 2, "dtype": "float16"}),
+                  ("un", "UnitNormalization", {"axis": [1, 2]})], (6, 6, 2))
+    rw = apply_rule("formula", norm, {})
+    got = {ls.name: (ls.api, ls.params.get("formula")) for ls in rw.spec.layers}
+    assert got["c"] == ("AudeeFormula", "silu") and got["c__eq"] == ("Conv2D", None)
+    assert got["ln"] == ("AudeeFormula", "layer_norm") and rw.spec.layer("ln").params["epsilon"] == 0.01
+    assert got["gn"] == ("AudeeFormula", "group_norm") and rw.spec.layer("gn").params["groups"] == 2
+    assert got["a"] == ("AudeeFormula", "gelu") and got["un"] == ("AudeeFormula", "unit_norm")
+    assert got["half"] == ("Dense", None) and rw.rewritten == ["c", "ln", "gn", "a", "un"]  # float32 layers only
+    assert RULES["formula"].nonfinite_exact is False
+
+
+def test_owned_layers_are_a_closed_whitelist():
+    """A spec may name audee's own layers with their closed parameter sets only (one line naming the field)."""
+    from audee.errors import SpecError
+
+    def spec_with(api, params, **top):
+        return {"name": "t", "inputs": [{"name": "x", "shape": [4, 3]}], "output": "o", **top,
+                "layers": [{"name": "o", "api": api, "params": params, "inputs": ["x"]}]}
+
+    assert ModelSpec.from_json(spec_with("AudeeFormula", {"formula": "mish"})).layers[0].api == "AudeeFormula"
+    for bad, field in ((spec_with("AudeeFormula", {"formula": "os.system"}), "layers[o].params"),
+                       (spec_with("AudeeReverse", {"axis": 0}), "layers[o].params"),
+                       (spec_with("AudeeReverse", {"fn": "x"}), "layers[o].params"),
+                       (spec_with("Dense", {"units": 2}, roundtrip="pickle"), "roundtrip")):
+        with pytest.raises(SpecError) as err:
+            ModelSpec.from_json(bad, source="s.json")
+        assert str(err.value).startswith(f"s.json: {field}:") and "\n" not in str(err.value), str(err.value)
+
+
 # ---- the oracle's judgement (no framework) --------------------------------------------------------
 class _Out:
     def __init__(self, backend, logits=None, failure=None):
@@ -291,6 +349,47 @@ def test_a_shifted_same_padding_is_flagged_by_the_padding_rule_alone():
     assert result.equivalence == {"padding": "fail", "dense_einsum": "pass", "batch_permuted": "pass"}
 
 
+LOSSY, WRONG_EPS, NO_BACKWARDS, LEAK = (f"tests.equivalence_plugins:{c}" for c in (
+    "LossyRoundTripJax", "WrongEpsilonLayerNormJax", "IgnoredGoBackwardsJax", "BatchLeakDenseJax"))
+
+
+def _sequence_model() -> tuple[ModelSpec, dict[str, np.ndarray]]:
+    spec = _spec([("lstm", "LSTM", {"units": 4, "return_sequences": True}), ("ln", "LayerNormalization", {}),
+                  ("gru", "GRU", {"units": 4}), ("logits", "Dense", {"units": 3})], (5, 3))
+    return spec, {"x": np.random.default_rng(0).normal(size=(6, 5, 3)).astype(np.float32)}
+
+
+def test_a_wrong_layer_norm_epsilon_is_flagged_by_the_formula_rule_alone():
+    spec = _spec([("d", "Dense", {"units": 5, "activation": "tanh"}), ("ln", "LayerNormalization", {}),
+                  ("logits", "Dense", {"units": 3})], (4,))
+    x = {"x": np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)}
+    result = _executor_run(WRONG_EPS, spec, x, ["roundtrip_keras", "formula"])
+    failing = [f for f in result.verdict.findings if f.is_failure]
+    assert len(failing) == 1, [f.to_json() for f in result.verdict.findings]
+    d = failing[0].detail
+    assert (d.rule, d.reason, d.first_layer, d.layer) == ("formula", "values", "ln", "ln"), d.to_json()
+    assert result.equivalence == {"roundtrip_keras": "pass", "formula": "fail"}
+
+
+@pytest.mark.slow
+def test_each_new_rule_flags_the_plugin_that_breaks_what_it_checks():
+    """Four plugins in one pool, each breaking what one rule checks: a .keras load that drops
+    Dense's kernel (roundtrip_keras), LayerNormalization's epsilon (formula), go_backwards
+    ignored (go_backwards), Dense rows leaking into each other (batch_*); each flagged by its
+    rule alone and pinned on the layer that differs alone."""
+    spec, x = _sequence_model()
+    rules = ["roundtrip_keras", "roundtrip_config", "roundtrip_json", "go_backwards", "formula", "batch_permuted",
+             "batch_single"]
+    result = _executor_run(",".join((LOSSY, WRONG_EPS, NO_BACKWARDS, LEAK)), spec, x, rules)
+    got: dict[str, dict[str, str | None]] = {}
+    for f in result.verdict.findings:
+        if f.kind == Kind.EQUIVALENCE:
+            got.setdefault(f.backends[0], {})[f.detail.rule] = f.detail.layer
+    assert got == {LOSSY: {"roundtrip_keras": "logits"}, WRONG_EPS: {"formula": "ln"},
+                   NO_BACKWARDS: {"go_backwards": "lstm"},
+                   LEAK: {"batch_permuted": "logits", "batch_single": "logits"}}, got
+
+
 # ---- slow: the command line, a real TensorFlow bug, the seeds ----------------------------------------
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "audee", *args], cwd=cwd, capture_output=True, text=True,
@@ -337,21 +436,16 @@ def test_the_channels_rule_finds_tensorflows_misplaced_bias_and_the_script_shows
     assert scripts and "channels_first" in scripts[0].read_text()
 
 
-@pytest.mark.slow
-def test_clean_backends_give_no_equivalence_finding_on_the_seven_seeds():
-    """Every rule on the seven unmutated seeds, on the four default backends: no finding but
-    onnxruntime's explicit refusals, classed ``limitation`` (no float64 kernels: ``NOT_IMPLEMENTED :
-    Could not find an implementation for Conv(11)``; MobileNet-V2's depthwise convolutions as grouped
-    ones run through a nested XLA function on TensorFlow's CPU, which tf2onnx cannot convert: ``No Op
-    registered for PartitionedCall``)."""
+def _seeds_stay_clean(backends: str, rules) -> None:
+    """Every rule of ``rules`` on the seven unmutated seeds (8 rows each): no finding but
+    onnxruntime's explicit refusals, classed ``limitation``."""
     from audee.rootcause import classify
     from audee.seeds import list_seeds, load_seed, with_inputs
     from audee.signature import signatures_of
 
-    with tempfile.TemporaryDirectory() as tmp, Pool(parse_backends("tensorflow,torch,jax,onnxruntime"),
-                                                    Path(tmp)) as pool:
+    with tempfile.TemporaryDirectory() as tmp, Pool(parse_backends(backends), Path(tmp)) as pool:
         pool.start_or_fail()
-        ex = Executor(pool, equivalence=EQUIVALENCE_RULES)
+        ex = Executor(pool, equivalence=rules)
         for name in list_seeds():
             seed = with_inputs(load_seed(name))
             case = TestCase(name, seed.spec, dict(seed.weights or {}), {k: v[:8] for k, v in seed.inputs.items()})
@@ -361,4 +455,98 @@ def test_clean_backends_give_no_equivalence_finding_on_the_seven_seeds():
             bugs = [f.to_json() for f in failing if f.backends != ["onnxruntime"]
                     or classify(signatures_of(f, seed.spec, {})[0])[0] != "limitation"]
             assert not bugs, (name, bugs)
-            assert "batch_permuted" in result.equivalence, (name, result.equivalence)  # the rules ran
+            assert any(r in result.equivalence for r in rules if r.startswith(("batch_", "roundtrip_"))), \
+                (name, result.equivalence)  # the rules ran
+
+
+@pytest.mark.slow
+def test_clean_backends_give_no_equivalence_finding_on_the_seven_seeds():
+    """Every rule on the seven unmutated seeds, on the four default backends: no finding but
+    onnxruntime's explicit refusals, classed ``limitation`` (no float64 kernels: ``NOT_IMPLEMENTED :
+    Could not find an implementation for Conv(11)``; MobileNet-V2's depthwise convolutions as grouped
+    ones run through a nested XLA function on TensorFlow's CPU, which tf2onnx cannot convert: ``No Op
+    registered for PartitionedCall``)."""
+    _seeds_stay_clean("tensorflow,torch,jax,onnxruntime", EQUIVALENCE_RULES)
+
+
+@pytest.mark.slow
+def test_the_new_rules_keep_the_seven_seeds_clean_on_the_keras_backends():
+    """The round trips, go_backwards and formula on the seven seeds, on TensorFlow, torch and
+    JAX (each seed gets the round trips and go_backwards or formula)."""
+    _seeds_stay_clean("tensorflow,torch,jax", ["roundtrip_keras", "roundtrip_config", "roundtrip_json",
+                                                "go_backwards", "formula"])
+
+
+@pytest.mark.slow
+def test_a_round_trip_that_raises_is_a_rejection_pinned_on_its_layer():
+    """The shifted-same plugin's Conv2D is an unregistered class: saved, it cannot be loaded
+    back (nor rebuilt from the JSON config), while the plain model runs."""
+    x = {"x": np.random.default_rng(1).normal(size=(4, 8, 8, 2)).astype(np.float32)}
+    result = _executor_run(PLUGIN, _conv_same(), x, ["roundtrip_keras", "roundtrip_json"])
+    got = {f.detail.rule: (f.detail.reason, f.detail.phase, f.detail.layer) for f in result.verdict.findings
+           if f.kind == Kind.EQUIVALENCE}
+    assert got == {"roundtrip_keras": ("rejected", "build", "conv"), "roundtrip_json": ("rejected", "build", "conv")}
+    assert all(f.detail.message.startswith("round trip (") for f in result.verdict.findings
+               if f.kind == Kind.EQUIVALENCE)
+
+
+@pytest.mark.slow
+def test_a_batch_finding_is_localized_to_the_layer_whose_rows_leak(tmp_path):
+    """``python -m audee.localize`` on a ``batch_permuted``/``batch_single`` case: each layer's
+    one-layer model on its recorded input in the batch and reordered (or its first row alone);
+    the first that differs is named."""
+    spec = _spec([("d1", "Dense", {"units": 5, "activation": "tanh"}), ("ln", "LayerNormalization", {}),
+                  ("d2", "Dense", {"units": 3})], (6,))
+    (tmp_path / "spec.json").write_text(json.dumps(spec.to_json()))
+    for rule in ("batch_permuted", "batch_single"):
+        out = tmp_path / rule
+        got = _cli("fuzz", "--seed", str(tmp_path / "spec.json"), "--backends", LEAK, "--equivalence", rule,
+                   "--variants", "0", "--batch", "4", "--out", str(out), "--no-progress")
+        assert got.returncode == 0, got.stderr
+        row = json.loads((out / "results.jsonl").read_text().splitlines()[-1])
+        assert row["equivalence"] == {rule: "fail"}, row["equivalence"]
+        loc = _cli("localize", str(out / row["case_file"]), "--allow-plugin", LEAK, "--json")
+        assert loc.returncode == 0, loc.stdout + loc.stderr
+        report = json.loads(loc.stdout)
+        assert report["kind"] == "equivalence" and report["reproduced"], report
+        assert [r["layer"] for r in report["rounds"]] == ["d1"], (rule, report["rounds"], report["note"])
+
+
+@pytest.mark.slow
+def test_repro_scripts_build_the_new_rules_equivalent_models(tmp_path):
+    """The standalone script carries audee's own layers and the round trips: on clean JAX, each
+    new rule's equivalent model runs without audee and computes what the model computes."""
+    import dataclasses
+
+    from audee.repro import write_repro
+    from audee.store.caserecord import CaseRecord
+
+    spec, _ = _sequence_model()
+    (tmp_path / "spec.json").write_text(json.dumps(spec.to_json()))
+    out = tmp_path / "run"
+    got = _cli("fuzz", "--seed", str(tmp_path / "spec.json"), "--backends", WRONG_EPS, "--equivalence", "formula",
+               "--variants", "0", "--batch", "4", "--out", str(out), "--no-progress")
+    assert got.returncode == 0, got.stderr
+    row = json.loads((out / "results.jsonl").read_text().splitlines()[-1])
+    record = CaseRecord.from_file(out / row["case_file"])
+    for rule in ("formula", "go_backwards", "roundtrip_keras", "roundtrip_json"):
+        # the recorded finding, as if clean JAX had made it under this rule: the script builds both models
+        verdict = json.loads(json.dumps(record.verdict).replace(WRONG_EPS, "jax"))
+        verdict["findings"] = [dict(f, detail=dict(f["detail"], rule=rule)) for f in verdict["findings"]
+                               if f["kind"] == "equivalence"]
+        clean = dataclasses.replace(record, backends=parse_backends("jax"), verdict=verdict)
+        script = write_repro(clean, tmp_path / rule, "eq", model="variant").script
+        text = script.read_text()
+        assert "class AudeeFormula" in text and "def round_trip" in text and "from audee" not in text
+        npz = tmp_path / rule / "out.npz"
+        ran = subprocess.run([sys.executable, str(script), "--backend", "jax", "--out", str(npz)], capture_output=True,
+                             text=True, timeout=600, env={"PATH": "/usr/bin:/bin"})
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        with np.load(npz) as z:
+            info = json.loads(str(z["info"]))
+            assert info["error"] is None and info["equiv_error"] is None, (rule, info)
+            y, v = z["y/logits"], z["z/logits"]
+        assert np.allclose(y, v, rtol=1e-3, atol=1e-5) and (rule == "formula" or np.array_equal(y, v)), rule
+        whole = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+                               env={"PATH": "/usr/bin:/bin"})
+        assert whole.returncode == 1 and "NOT REPRODUCED" in whole.stdout, (rule, whole.stdout[-1500:])

@@ -116,6 +116,15 @@ class Backend(ABC):
     def set_weights(self, model: Any, weights: Weights) -> None:
         """Swap ``weights`` into a built model without rebuilding it."""
 
+    def round_trip(self, model: Any, weights: Weights) -> None:
+        """For a spec with ``roundtrip`` set (the equivalence rules ``roundtrip_*``): put
+        ``weights`` into the built Keras model, save and load it that way, and run the
+        loaded model from now on.  The round trip failing is a :class:`BackendError` of
+        phase ``build`` (the rewrite is refused); a backend that cannot do it at all (no
+        Keras model inside) raises NotImplementedError, answered as phase ``weights``: the
+        oracle's harness status, no finding."""
+        raise NotImplementedError(f"{self.name} cannot round-trip a Keras model")
+
     def compile_for(self, model: Any, inputs: dict[str, np.ndarray]) -> None:
         """Trace / compile the forward call for these inputs' shapes and dtypes ahead of
         :meth:`run` (called once per new input signature, timed as ``compile``; the

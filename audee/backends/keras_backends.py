@@ -7,12 +7,13 @@ implementation (fault injection, a patched kernel) and keep everything else.
 from __future__ import annotations
 
 import os
+import traceback
 from typing import Any, ClassVar
 
 import numpy as np
 
-from audee.backends.base import Backend
-from audee.backends.keras_build import BuiltModel, default_layer
+from audee.backends.base import Backend, BackendError, Phase
+from audee.backends.keras_build import BuiltModel, RoundTripError, default_layer
 from audee.spec import LayerSpec, ModelSpec, Weights, contiguous
 
 
@@ -129,6 +130,12 @@ class KerasBackend(Backend):
     def set_weights(self, model: BuiltModel, weights: Weights) -> None:
         model.check_weights(weights)
         model.set_weights(weights)
+
+    def round_trip(self, model: BuiltModel, weights: Weights) -> None:
+        """The weighted model saved and loaded (:meth:`BuiltModel.round_trip`), its forward
+        call compiled anew for the loaded model (the loaded variables hold the weights)."""
+        round_trip_built(model, self.keras, weights)
+        self.compile(model)
 
     @staticmethod
     def _ordered(model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -415,6 +422,14 @@ class JaxBackend(KerasBackend):
         outs = model.compiled.get(_signature(xs), model.fn)(model.tv, model.ntv, xs)
         outs = outs if isinstance(outs, (list, tuple)) else [outs]
         return [np.asarray(o) for o in outs]
+
+
+def round_trip_built(model: BuiltModel, keras: Any, weights: Weights) -> None:
+    """:meth:`BuiltModel.round_trip`, its failure a ``build`` failure (the rewrite refused)."""
+    try:
+        model.round_trip(keras, weights)
+    except RoundTripError as exc:
+        raise BackendError(Phase.BUILD, str(exc), traceback.format_exc()) from exc
 
 
 def _signature(xs: list[np.ndarray]) -> tuple:

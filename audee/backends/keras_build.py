@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from audee.apis.keras_layers import runs_code
+from audee.apis.owned_layers import OWNED_LAYERS, owned_layer, round_trip
 from audee.spec import LayerSpec, ModelSpec, Weights
 
 MERGE_APIS = frozenset({"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"})
@@ -30,6 +31,8 @@ def default_layer(keras: Any, layer: LayerSpec) -> Any:
             params[key] = default_layer(keras, inner)
     if runs_code(layer.api):  # the parent validates specs too; a worker never builds one either way
         raise ValueError(f"{layer.api} runs code its parameters name: audee builds no such layer")
+    if layer.api in OWNED_LAYERS:  # audee's own layers, a closed whitelist (audee.apis.owned_layers)
+        return owned_layer(keras, layer.api, params, layer.name)
     try:
         cls = getattr(keras.layers, layer.api)
     except AttributeError:
@@ -190,8 +193,12 @@ class BuiltModel:
             tensors[name] = out
             self.layers[name] = layer
         self.model = keras.Model(self.inputs, [tensors[n] for n in self.order], name="audee_model")
-        self.logits_index = self.order.index(spec.logits_layer)
-        self.output_index = self.order.index(spec.output)
+        self._index()
+
+    def _index(self) -> None:
+        """Where each layer and weight of :attr:`model` is (after a build or a round trip)."""
+        self.logits_index = self.order.index(self.spec.logits_layer)
+        self.output_index = self.order.index(self.spec.output)
         # Map every layer weight to its slot among the model's (non-)trainable variables, so
         # stateless calls (JAX, ONNX export) can take weights as plain arguments.
         # The lists are kept: Keras walks every layer for them on each access (0.4 ms for
@@ -244,3 +251,26 @@ class BuiltModel:
     def set_weights(self, weights: Weights) -> None:
         for name, arrs in weights.items():
             self.layers[name].set_weights(arrs)
+
+    def round_trip(self, keras: Any, weights: Weights) -> None:
+        """Put ``weights`` in (Keras' own ``set_weights``), then save and load the model the
+        way its spec says (``spec.roundtrip``) and run the loaded model from now on: its
+        layers, variables and the weights it loaded (``audee.apis.owned_layers.round_trip``).
+        A failure of the round trip itself is raised as :class:`RoundTripError`."""
+        self.check_weights(weights)
+        self.set_weights(weights)
+        try:
+            loaded = round_trip(keras, self.model, self.spec.roundtrip)
+            layers = {n: loaded.get_layer(n) for n in self.order}
+        except Exception as exc:
+            raise RoundTripError(f"round trip ({self.spec.roundtrip}): {type(exc).__name__}: {exc}") from exc
+        for name in self.order:  # the call arguments a spec layer is called with, on the loaded layer too
+            call = self.spec.layer(name).call
+            if call:
+                force_call_args(layers[name], call)
+        self.model, self.layers = loaded, layers
+        self._index()
+
+
+class RoundTripError(Exception):
+    """A model that was built and took its weights could not be saved and loaded back."""

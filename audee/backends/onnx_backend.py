@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from audee.backends.base import Backend, BackendError, Phase
-from audee.backends.keras_backends import TensorflowBackend, apply_precision_env
+from audee.backends.keras_backends import TensorflowBackend, apply_precision_env, round_trip_built
 from audee.backends.keras_build import BuiltModel
 from audee.spec import ModelSpec, Weights, contiguous
 
@@ -216,10 +216,22 @@ class OnnxRuntimeBackend(Backend):
         return self.keras_side.make_layer(layer)
 
     def build(self, spec: ModelSpec) -> OnnxModel:
+        built = BuiltModel(spec, self.keras_side.keras, self.make_layer, init_weights=self.init_weights)
+        return self.wrap(built)
+
+    def round_trip(self, model: OnnxModel, weights: Weights) -> None:
+        """The Keras model saved and loaded with its weights in (:meth:`BuiltModel.round_trip`),
+        then the loaded model converted and given the weights it loaded."""
+        round_trip_built(model.built, self.keras_side.keras, weights)
+        fresh = self.wrap(model.built)
+        model.__dict__.update(fresh.__dict__)
+        self.set_weights(model, model.built.get_weights())
+
+    def wrap(self, built: BuiltModel) -> OnnxModel:
+        """A built Keras model ready for its conversion (made at the first weight set or run)."""
         import tensorflow as tf
 
-        keras = self.keras_side.keras
-        built = BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights)
+        spec = built.spec
         model = built.model
         tvars, ntvars = model.trainable_variables, model.non_trainable_variables
         n_tv = len(tvars)

@@ -129,7 +129,9 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
 
     def build(self, spec: ModelSpec) -> TorchOnnxModel:
         keras = self.keras_side.keras
-        built = BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights)
+        return self.wrap(BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights))
+
+    def wrap(self, built: BuiltModel) -> TorchOnnxModel:
         variables = list(built.model.trainable_variables) + list(built.model.non_trainable_variables)
         return TorchOnnxModel(built, [f"audee_w{k}" for k in range(len(variables))], (None, None, variables))
 

@@ -115,7 +115,10 @@ class WorkerState:
                 return {"need_weights": True}
             try:
                 with self.backend.clock.timed("weights"):
-                    self.backend.set_weights(e.model, msg["weights"])
+                    if e.spec.roundtrip:  # saved and loaded with its weights in, inside this worker
+                        self.backend.round_trip(e.model, msg["weights"])
+                    else:
+                        self.backend.set_weights(e.model, msg["weights"])
             except BackendError:
                 raise  # a backend that knows better (ONNX: a first session refused at convert)
             except Exception as exc:

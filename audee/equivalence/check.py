@@ -35,7 +35,8 @@ import numpy as np
 from audee.case import Finding, Kind, Outcome, TestCase
 from audee.equivalence.rules import Rewrite, Rule
 from audee.oracle.compute_dtype import layer_compute_dtype
-from audee.oracle.deviation import FULL, attributed, compare, jump_order, pair_compute, perturbed, rounding_for
+from audee.oracle.deviation import (FULL, Tolerance, Tolerances, attributed, compare, jump_order, pair_compute,
+                                    perturbed, rounding_for)
 from audee.oracle.equivalence import judge_rewrite, pattern_cleared, settle
 from audee.oracle.nan import compare_codes, condition_pattern
 from audee.records.findings import OwnScore
@@ -43,6 +44,9 @@ from audee.spec import one_layer_spec, weights_key
 
 log = logging.getLogger(__name__)
 
+#: a rule judged exactly (``Rule.tolerance == "exact"``: the round trips): any difference is out of
+#: tolerance (the atol keeps scores finite); its layers are still judged alone with the dtype's tolerance
+EXACT = Tolerances(**{dt: Tolerance(0.0, 1e-300) for dt in ("float32", "float16", "bfloat16", "tf32")})
 DIAGNOSE_ROWS = 8        # rows whose layers are fetched for a finding
 OWN_LAYER_CHECKS = 6     # rewritten layers judged alone per finding
 REJECTION_CHECKS = 8     # rewritten layers tried alone to pin a rejected rewrite
@@ -91,7 +95,8 @@ def run_equivalence(ex: Any, case: TestCase, outcomes: dict[str, Outcome], rules
                 Outcome(b, logits=r["logits"], output=r["output"], nonfinite=r["nonfinite"])
         rows = rw.rows(n)
         for b in ran:
-            f = judge_rewrite(rule.name, outcomes[b], got[b], rows, ex.tolerances, nonfinite_exact=rule.nonfinite_exact,
+            tolerances = EXACT if rule.tolerance == "exact" else ex.tolerances
+            f = judge_rewrite(rule.name, outcomes[b], got[b], rows, tolerances, nonfinite_exact=rule.nonfinite_exact,
                               inputs=case.inputs, rewritten_layers=rw.rewritten, compute=_compute(outcomes[b]),
                               widens=rule.widens)
             if f is None:

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from audee.apis.owned_layers import ACTIVATION_ALIASES, ACTIVATION_FORMULAS
 from audee.mutation.operators import MAX_UNROLL, ShapeError, infer_shapes
 from audee.spec import InputSpec, LayerSpec, ModelSpec, Weights
 
@@ -121,7 +122,7 @@ class Rule:
     """One equivalence rule.  ``name`` (a setting's value), ``eagle`` (EAGLE's rule
     number), ``where`` (the layers it applies to), ``tolerance`` (how the two models are
     compared: ``dtype`` is the deviation oracle's tolerance of the compared values' dtype,
-    ``float32`` float32's whatever the dtypes), ``nonfinite_exact`` (whether NaN/Inf
+    ``float32`` float32's whatever the dtypes, ``exact`` any difference), ``nonfinite_exact`` (whether NaN/Inf
     propagate alike through both models: False where the rewrite multiplies by inserted
     zeros, ``inf * 0`` being NaN), ``widens`` (the rewrite computes in a wider dtype: a
     NaN/Inf of the original where the rewrite stays finite is the narrower dtype's overflow)."""
@@ -603,6 +604,149 @@ class UnrollRule(LayerRule):
         return [body], ({ls.name: list(weights)} if weights else {})
 
 
+# ---- save and load (EAGLE rule 16): the model round-tripped inside each backend's worker --------------
+class RoundTripRule(Rule):
+    """The same spec flagged ``roundtrip``: the worker that builds it puts the weights in,
+    saves and loads the Keras model this rule's way and runs the loaded model (the ONNX
+    backends convert the loaded model).  Not a spec rewrite: the round trip is Keras' own code
+    on each backend."""
+
+    how: ClassVar[str] = "keras"
+    tolerance = "exact"  # the same model, the same kernels: measured bit-identical on the four default backends
+
+    def apply(self, spec: ModelSpec, weights: Weights) -> Rewrite | None:
+        if spec.roundtrip:
+            return None
+        new = ModelSpec(spec.name, list(spec.inputs), list(spec.layers), spec.output, spec.logits, dict(spec.meta),
+                        roundtrip=self.how)
+        names = spec.layer_names()
+        return Rewrite(self.name, new, weights, {n: n for n in names}, names)
+
+
+class RoundTripKerasRule(RoundTripRule):
+    name = "roundtrip_keras"
+    eagle = "16"
+    where = ("every model: saved to a .keras file with its weights and loaded back (keras.models.load_model) in the "
+             "worker that built it")
+    how = "keras"
+
+
+class RoundTripConfigRule(RoundTripRule):
+    name = "roundtrip_config"
+    eagle = "16"
+    where = ("every model: Model.from_config(model.get_config()) in the worker that built it, then "
+             "set_weights(get_weights())")
+    how = "config"
+
+
+class RoundTripJsonRule(RoundTripRule):
+    name = "roundtrip_json"
+    eagle = "16"
+    where = ("every model: keras.models.model_from_json(model.to_json()) in the worker that built it, then "
+             "set_weights(get_weights())")
+    how = "json"
+
+
+# ---- go_backwards on the time-reversed sequence (EAGLE rule 10) ----------------------------------------
+#: layers that put a mask on their output (an RNN under one would see the mask unreversed)
+MASKING = ("Masking",)
+
+
+def _masks(spec: ModelSpec) -> bool:
+    return any(ls.api in MASKING or ls.params.get("mask_zero") for ls in spec.layers)
+
+
+class GoBackwardsRule(LayerRule):
+    name = "go_backwards"
+    eagle = "10"
+    where = ("SimpleRNN, LSTM, GRU (and Bidirectional of one, without a backward_layer) on a rank-3 input, in a "
+             "model without a mask (Masking, mask_zero): go_backwards flipped on the input reversed in time "
+             "(AudeeReverse(axis=1)); Keras returns the sequence in processing order, so the outputs (the last "
+             "state, or return_sequences' whole sequence) are the same as they are")
+
+    def layer(self, ls: LayerSpec, weights: list[np.ndarray] | None, ctx: Context) -> Replacement | None:
+        if len(ls.inputs) != 1 or _masks(ctx.spec):
+            return None
+        src = ctx.in_shape(ls)
+        if src is None or len(src) != 2:
+            return None
+        p = dict(ls.params)
+        if ls.api in RNNS:
+            if p.get("return_state") or p.get("stateful"):
+                return None
+            new = dict(p, go_backwards=not p.get("go_backwards", False))
+        elif ls.api == "Bidirectional":
+            inner = p.get("layer")
+            if not isinstance(inner, dict) or inner.get("api") not in RNNS or p.get("backward_layer") is not None:
+                return None
+            ip = dict(inner.get("params", {}))
+            if ip.get("go_backwards") or ip.get("return_state") or ip.get("stateful"):
+                return None
+            # Keras makes the backward layer with go_backwards=True whatever the forward one has (and
+            # refuses two alike): the flipped pair is given explicitly, each with its own weights' slot
+            new = dict(p, layer={"api": inner["api"], "params": dict(ip, go_backwards=True)},
+                       backward_layer={"api": inner["api"], "params": dict(ip, go_backwards=False)})
+        else:
+            return None
+        rev = _helper(ls, "AudeeReverse", {"axis": 1}, ctx.name(ls.name, "rev"), list(ls.inputs))
+        body = _renamed(ls, ls.name, [rev.name], new)
+        return [rev, body], ({ls.name: list(weights)} if weights else {})
+
+
+# ---- a normalization or activation against its documented formula (EAGLE rule 7) ------------------------
+#: the Keras normalization layers the formula layer computes, with the parameters it takes from them
+NORMS = {"LayerNormalization": "layer_norm", "BatchNormalization": "batch_norm", "GroupNormalization": "group_norm",
+         "UnitNormalization": "unit_norm"}
+
+
+def _activation_formula(act: Any) -> str | None:
+    """The formula name of a Keras activation name (None: no formula for it)."""
+    if not isinstance(act, str):
+        return None
+    act = ACTIVATION_ALIASES.get(act, act)
+    return act if act in ACTIVATION_FORMULAS else None
+
+
+class FormulaRule(LayerRule):
+    name = "formula"
+    eagle = "7"
+    nonfinite_exact = False  # a formula's NaN/Inf (exp overflowing in a branch where() drops) is its own
+    where = ("float32 layers (no dtype policy, or float32): LayerNormalization (no rms_scaling), "
+             "BatchNormalization (inference; no renorm), GroupNormalization, UnitNormalization; Activation and "
+             "the activation parameter of Dense, EinsumDense, Conv*, ConvTranspose*, DepthwiseConv*, SeparableConv* "
+             "for " + ", ".join(ACTIVATION_FORMULAS) + " (swish, hard_swish as their aliases): each as "
+             "AudeeFormula, the documented formula written with keras.ops (the layer's weights as they are); "
+             "compared with the deviation oracle's tolerance of the dtype (a formula re-associates)")
+
+    def layer(self, ls: LayerSpec, weights: list[np.ndarray] | None, ctx: Context) -> Replacement | None:
+        p = ls.params
+        if p.get("dtype") not in (None, "float32") or len(ls.inputs) != 1:
+            return None
+        formula = NORMS.get(ls.api)
+        if formula is not None:
+            if p.get("rms_scaling") or p.get("renorm") or ls.call.get("training"):
+                return None
+            fp: dict[str, Any] = {"formula": formula, "axis": p.get("axis", -1)}
+            if formula != "unit_norm":
+                fp |= {"epsilon": p.get("epsilon", 1e-3), "center": p.get("center", True) is not False,
+                       "scale": p.get("scale", True) is not False}
+            if formula == "group_norm":
+                fp["groups"] = p.get("groups", 32)
+            return [_helper(ls, "AudeeFormula", fp, ls.name, list(ls.inputs))], \
+                ({ls.name: list(weights)} if weights else {})
+        if ls.api == "Activation":
+            f = _activation_formula(p.get("activation"))
+            if f is None:
+                return None
+            return [_helper(ls, "AudeeFormula", {"formula": f}, ls.name, list(ls.inputs))], {}
+        f = _activation_formula(p.get("activation"))
+        if ls.api not in WITH_ACTIVATION or f is None:
+            return None
+        body = _renamed(ls, ctx.name(ls.name, ""), list(ls.inputs), dict(p, activation="linear"))
+        out = _helper(ls, "AudeeFormula", {"formula": f}, ls.name, [body.name])
+        return [body, out], ({body.name: list(weights)} if weights else {})
+
+
 # ---- the whole model under a float64 dtype policy (EAGLE rule 12) -------------------------------------
 class Float64Rule(Rule):
     name = "float64"
@@ -693,7 +837,8 @@ class BatchSingleRule(BatchRule):
 RULES: dict[str, Rule] = {r.name: r for r in (
     PaddingRule(), RankRule(), DepthwiseRule(), SeparableRule(), DilationRule(), ChannelsRule(),
     DenseConvRule(), DenseEinsumRule(), ActivationRule(), BatchNormRule(), PadCropRule(), UnrollRule(),
-    Float64Rule(), BatchPermutedRule(), BatchSingleRule())}
+    Float64Rule(), BatchPermutedRule(), BatchSingleRule(), RoundTripKerasRule(), RoundTripConfigRule(),
+    RoundTripJsonRule(), GoBackwardsRule(), FormulaRule())}
 
 
 def rules_named(names: list[str] | tuple[str, ...]) -> list[Rule]:

@@ -115,6 +115,16 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
     return report
 
 
+def localized(report: Report) -> bool:
+    """Whether ``report`` localized its failure: a (layer, parameter) source or an input
+    trigger; for an ``equivalence`` finding the layer that differs from its equivalent alone
+    is the answer already (a batch rule's leaking rows are rarely a parameter's doing), a
+    parameter that removes it a further one."""
+    if report.sources or report.trigger:
+        return True
+    return report.kind == Kind.EQUIVALENCE and any(r.layer for r in report.rounds)
+
+
 def nan_roles(finding: Any) -> tuple[str, str | None, str | None]:
     """(failing backend, reference backend, target layer) of a NaN finding: the first pair
     whose non-finite patterns differ and the first layer where they do; else the first

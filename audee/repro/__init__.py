@@ -19,6 +19,7 @@ failure that involves one is refused.
 """
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import os
@@ -417,7 +418,16 @@ def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], fail
             .replace("__MODEL__", _json_literal(model, lines=True))
             .replace("__CASE__", _json_literal(case))
             .replace("__EQUIV__", _json_literal(_equiv_json(equiv, len(rows))))
+            .replace("__OWNED__", _owned_source())
             .replace("__DATA__", repr(f"{name}.npz")))
+
+
+def _owned_source() -> str:
+    """The text of :mod:`audee.apis.owned_layers` (audee's own layers and the round trips),
+    which the script carries verbatim: it runs without audee, and this stays the one owner."""
+    from audee.apis import owned_layers
+
+    return inspect.getsource(owned_layers).strip()
 
 
 def _equiv_json(equiv: Any, n: int) -> Any:
@@ -430,7 +440,8 @@ def _equiv_json(equiv: Any, n: int) -> Any:
             "model": {"inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in s.inputs],
                       "layers": [{"name": x, "api": s.layer(x).api, "params": s.layer(x).params,
                                   "inputs": s.layer(x).inputs} | ({"call": s.layer(x).call} if s.layer(x).call else {})
-                                 for x in s.topological_order()]}}
+                                 for x in s.topological_order()]}
+            | ({"roundtrip": s.roundtrip} if s.roundtrip else {})}
 
 
 # ---- running one ------------------------------------------------------------------------------

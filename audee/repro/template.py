@@ -36,12 +36,18 @@ ENV_BROKEN = 2  # exit code: a framework cannot be imported (here or in a child)
 BAD_DATA = 3    # exit code: the data file is missing or not the one written with this script
 
 
+# ---- audee's own layers (AudeeReverse, AudeeFormula) and the model round trips, verbatim -------
+__OWNED__
+
+
 # ---- the model: keras.layers.<api>(**params, name=...) in a functional graph -----------------
 def make_layer(keras, api, params, name):
     params = dict(params)
     for key, value in params.items():  # a layer argument (Bidirectional, TimeDistributed)
         if isinstance(value, dict) and "api" in value:
             params[key] = make_layer(keras, value["api"], value.get("params", {}), f"{name}_{key}")
+    if api in OWNED_LAYERS:  # defined above: a closed set of names, no code from the data
+        return owned_layer(keras, api, params, name)
     return getattr(keras.layers, api)(**params, name=name)
 
 
@@ -196,6 +202,9 @@ def forward(keras, name, mode, spec, prefix, xs, data):
         for lname, layer in layers.items():
             if layer.weights:
                 layer.set_weights([data[f"{prefix}/{lname}/{k}"] for k in range(len(layer.weights))])
+        if spec.get("roundtrip"):  # saved and loaded with its weights in; the loaded model runs
+            phase = "build"
+            model = round_trip(keras, model, spec["roundtrip"])
         if name in ("onnxruntime", "openvino"):  # tf2onnx from the TensorFlow backend, then the runtime
             import onnx
             import tensorflow as tf
