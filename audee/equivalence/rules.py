@@ -653,14 +653,16 @@ MASKING = ("Masking",)
 
 
 def _masks(spec: ModelSpec) -> bool:
-    return any(ls.api in MASKING or ls.params.get("mask_zero") for ls in spec.layers)
+    """Whether a mask reaches some layer: made by a layer (Masking, mask_zero), or a call
+    argument naming a mask input (the rewrite would have to reverse it too)."""
+    return any(ls.api in MASKING or ls.params.get("mask_zero") or "mask" in ls.call for ls in spec.layers)
 
 
 class GoBackwardsRule(LayerRule):
     name = "go_backwards"
     eagle = "10"
     where = ("SimpleRNN, LSTM, GRU (and Bidirectional of one, without a backward_layer) on a rank-3 input, in a "
-             "model without a mask (Masking, mask_zero): go_backwards flipped on the input reversed in time "
+             "model without a mask (Masking, mask_zero, a call's mask): go_backwards flipped on the input reversed in time "
              "(AudeeReverse(axis=1)); Keras returns the sequence in processing order, so the outputs (the last "
              "state, or return_sequences' whole sequence) are the same as they are")
 
