@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "no config and no exclusion (exit 5 if any gap)")
     p.add_argument("--seed", help="with --coverage: only this seed's layers (a name, spec .json, directory or "
                                   ".keras): which are mutated and which run unmutated, having no config")
+    p.add_argument("--ops", action="store_true",
+                   help="the keras.ops configs (api_configs/ops/, docs/ops.md) instead of the layers'; with "
+                        "--coverage every keras.ops function is configured or excluded with a reason")
     return ap
 
 
@@ -654,9 +657,11 @@ def cmd_seeds(args: argparse.Namespace) -> int:
 
 
 def cmd_apis(args: argparse.Namespace) -> int:
-    from audee.apis import load_api_configs
+    from audee.apis import load_api_configs, load_op_configs
 
-    apis = load_api_configs()
+    if args.ops and args.seed:
+        raise AudeeError("--seed lists a seed's layers: not with --ops", field="--ops")
+    apis = load_op_configs() if args.ops else load_api_configs()
     if args.coverage and args.seed:
         from audee.apis.coverage import render_seed_coverage, seed_coverage
         from audee.seeds import load_seed
@@ -667,22 +672,27 @@ def cmd_apis(args: argparse.Namespace) -> int:
         return ExitCode.OK
     if args.coverage:
         os.environ.setdefault("KERAS_BACKEND", "jax")  # keras is imported here, for this command only
-        from audee.apis.coverage import coverage_rows, render_coverage, uncovered_layers
+        from audee.apis.coverage import coverage_rows, excluded_ops, render_coverage, uncovered_layers, uncovered_ops
 
-        cov, uncovered = coverage_rows(apis), uncovered_layers(apis)
+        cov = coverage_rows(apis)
+        uncovered = uncovered_ops(apis) if args.ops else uncovered_layers(apis)
+        excluded: dict[str, list[str]] = {}
+        for name, reason in (excluded_ops() if args.ops else {}).items():
+            excluded.setdefault(reason, []).append(name)
         if args.json:
-            print(json.dumps({"parameters": cov, "uncovered_layers": uncovered}, indent=1))
+            print(json.dumps({"parameters": cov, f"uncovered_{'ops' if args.ops else 'layers'}": uncovered,
+                              **({"excluded_ops": excluded} if args.ops else {})}, indent=1))
         else:
-            print(render_coverage(cov, uncovered))
+            print(render_coverage(cov, uncovered, what="ops" if args.ops else "layers", excluded=excluded))
         gaps = uncovered or [r for r in cov if r["status"] in ("missing", "not_in_keras")]
         return ExitCode.COVERAGE_GAP if gaps else ExitCode.OK
-    rows = [{"api": name, "category": c.category, "params": list(c.params)} for name, c in sorted(apis.items())]
+    rows = [{"api": name, "category": c.category, "params": [*c.args, *c.params]} for name, c in sorted(apis.items())]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
         for r in rows:
             print(f"{r['api']:<24} {r['category']:<14} {', '.join(r['params'])}")
-        print(f"{len(rows)} APIs")
+        print(f"{len(rows)} {'ops' if args.ops else 'APIs'}")
     return ExitCode.OK
 
 
