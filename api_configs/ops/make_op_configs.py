@@ -137,11 +137,11 @@ HAND: dict[str, dict[str, Any]] = {
                   "params": {"num": {"type": "int", "range": [0, 12], "invalid": [-1]}, "endpoint": {"type": "bool"},
                              "dtype": {"type": "str", "values": FLOATS, "nullable": True},
                              "axis": {"skip": "the output of scalar start and stop has one axis"}}},
-    "zeros": {"args": {"shape": {"type": "int", "range": [0, 5], "dims": 2, "invalid": [-1]}},
+    "zeros": {"args": {"shape": {"type": "int", "values": [[0], [3], [2, 3], [1, 4, 2]], "dims": 2, "invalid": [-1]}},
               "params": {"dtype": {"type": "str", "values": ALL, "nullable": True}}},
-    "ones": {"args": {"shape": {"type": "int", "range": [0, 5], "dims": 2, "invalid": [-1]}},
+    "ones": {"args": {"shape": {"type": "int", "values": [[0], [3], [2, 3], [1, 4, 2]], "dims": 2, "invalid": [-1]}},
              "params": {"dtype": {"type": "str", "values": ALL, "nullable": True}}},
-    "full": {"args": {"shape": {"type": "int", "range": [0, 5], "dims": 2, "invalid": [-1]},
+    "full": {"args": {"shape": {"type": "int", "values": [[0], [3], [2, 3], [1, 4, 2]], "dims": 2, "invalid": [-1]},
                       "fill_value": {"type": "float", "range": [-5.0, 5.0]}},
              "params": {"dtype": {"type": "str", "values": ALL, "nullable": True}}},
     # shapes and axes
@@ -206,7 +206,8 @@ HAND: dict[str, dict[str, Any]] = {
     "broadcast_to": {"args": {"x": {"type": "tensor", "dtypes": ALL}, "shape": {"type": "int", "mutable": False}},
                      "derive": "broadcast_to"},
     "top_k": {"args": {"x": {"type": "tensor", "dtypes": NUM}, "k": {"type": "int", "mutable": False}},
-              "params": {"sorted": {"type": "bool"}}, "derive": "top_k", "undefined": ["tie_indices"], "ranks": R1},
+              "params": {"sorted": {"skip": "sorted=False leaves the order undefined: the default (True) is kept"}},
+              "derive": "top_k", "undefined": ["tie_indices"], "ranks": R1},
     "one_hot": {"args": {"x": {"type": "tensor", "dtypes": ["int32"], "range": [0, 6]},
                          "num_classes": {"type": "int", "range": [1, 8], "invalid": [0]}},
                 "params": {"axis": {"type": "axis"}, "dtype": {"type": "str", "values": ALL, "nullable": True},
@@ -335,7 +336,8 @@ HAND: dict[str, dict[str, Any]] = {
                           "params": {"data_format": {"type": "str", "values": ["channels_last"], "nullable": True}},
                           "ranks": [4]},
     "image.resize": {"args": {"images": {"type": "tensor", "dtypes": FLOATS},
-                              "size": {"type": "int", "range": [1, 9], "dims": 2, "invalid": [0]}},
+                              "size": {"type": "int", "values": [[1, 1], [2, 3], [4, 4], [7, 5], [3, 9], [9, 9]],
+                                       "dims": 2, "invalid": [0]}},
                      "params": {"interpolation": {"type": "str", "values": ["bilinear", "nearest", "bicubic",
                                                                             "lanczos3", "lanczos5", "area"],
                                                   "invalid": ["trilinear"]},
@@ -477,6 +479,8 @@ def generate(name: str, f: Any) -> dict[str, Any] | None:
         else:
             params[pname] = {"skip": f"default {d!r} kept: no rule to draw it (make_op_configs.HAND)"}
     args.update(hand.get("args", {}))
+    for k in hand.get("args", {}):  # a keyword the hand config passes positionally (where's x1, x2)
+        params.pop(k, None)
     for k, v in hand.get("params", {}).items():
         params[k] = v
     if any(a.get("skip") for a in args.values()):

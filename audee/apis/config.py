@@ -300,6 +300,9 @@ def _check_op_keys(data: dict[str, Any], source: str, is_op: bool) -> tuple[dict
     if not isinstance(raw_args, dict):
         raise _err(source, "args", "expected a mapping of positional argument name to settings")
     args = {n: _check_param(n, p, source, "args") for n, p in raw_args.items()}
+    both = sorted(set(args) & set(data.get("params") or {}))
+    if both:
+        raise _err(source, f"params.{both[0]}", "also a positional argument (args): pass it one way")
     for n, a in args.items():
         first = next((x for x in args.values() if x.type in TENSOR_TYPES), None)
         # a tensor list's rule says how its members follow its own first member

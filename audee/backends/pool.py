@@ -472,6 +472,16 @@ class Pool:
     def collect_run(self, tickets: dict[str, int]) -> dict[str, dict | WorkerFailure]:
         return {label: _as_failure(self.workers[label].result_run(t), "run") for label, t in tickets.items()}
 
+    def submit_op(self, call: dict[str, Any], tensors: dict[str, Any], labels: list[str] | None = None) -> dict[str, int]:
+        """Send one ``keras.ops`` call (an op-level case, issue 30) to every backend without
+        waiting: each backend's ticket for :meth:`collect_op`.  No build, no weights."""
+        msg = {"op": "run_op", "call": call, "tensors": tensors}
+        shared = pickled(msg)
+        return {label: self.workers[label].submit(msg, pickled=shared) for label in labels or self.labels}
+
+    def collect_op(self, tickets: dict[str, int]) -> dict[str, dict | WorkerFailure]:
+        return {label: _as_failure(self.workers[label].result(t), "run") for label, t in tickets.items()}
+
     def as_answered(self, labels: Iterable[str]) -> Iterator[str]:
         """``labels`` (workers each waiting on a request of the caller's), each once, in the
         order their workers answer: the caller takes each answer (``result``,

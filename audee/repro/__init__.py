@@ -521,6 +521,12 @@ def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[
                           if any(s.slug() == slug for s in signatures_of(f, record.spec, record.meta))), None)
             if index is None:
                 continue
+            if record.is_op:  # an op-level case: a few lines calling the op on each backend (audee.repro.ops)
+                from audee.repro.ops import write_op_repro
+
+                written.append(write_op_repro(record, store.repro_dir, slug, index))
+                log.info("repro script %s: keras.ops.%s", written[-1], record.op["op"])
+                continue
             if record.meta.get("phase") == "train":  # a training step: its own script (audee.train.repro)
                 from audee.train.repro import write_train_repro
 
