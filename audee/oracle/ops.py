@@ -7,7 +7,8 @@ oracles judge them, output by output:
 * structure: two backends returning a different number of outputs, or an output of another
   shape or another dtype (Keras promises one result dtype on every backend), are a
   ``deviation`` of that pair with ``tensor`` ``outputs``, ``out<k>:shape`` or ``out<k>:dtype``
-  and an infinite score (``mismatch`` says what each returned);
+  and an infinite score (``mismatch`` says what each returned; ``rows`` empty: no input
+  value explains a structure, so special values do not make it undefined);
 * non-finite patterns: :func:`audee.oracle.nan.nan_findings` on each float output, the
   call's tensors as the input (NaN/Inf given in is propagation, not a bug);
 * values: each float output compared by :func:`audee.oracle.deviation.compare` with the
@@ -123,6 +124,7 @@ def _value_findings(views: list[Outcome], k: int, tol: Tolerances, floats: bool)
         if got is not None and got["score"] > 1.0:
             if not floats:
                 got["dtype"] = str(a.output.dtype)  # judged exactly
+            got["rows"] = None  # the whole output is one row: every tensor's special values may explain it
             found.append(Finding(Kind.DEVIATION, [a.backend, b.backend],
                                  DeviationDetail(pair=f"{a.backend}|{b.backend}", tensor=f"out{k}", **got,
                                                  first_layer=None, own_layers=[], own={})))
@@ -131,5 +133,5 @@ def _value_findings(views: list[Outcome], k: int, tol: Tolerances, floats: bool)
 
 def _mismatch(a: Outcome, b: Outcome, what: str, va: Any, vb: Any) -> Finding:
     return Finding(Kind.DEVIATION, [a.backend, b.backend],
-                   DeviationDetail(pair=f"{a.backend}|{b.backend}", tensor=what, score=float("inf"),
+                   DeviationDetail(pair=f"{a.backend}|{b.backend}", tensor=what, score=float("inf"), rows=[],
                                    first_layer=None, own_layers=[], own={}, mismatch={a.backend: va, b.backend: vb}))
