@@ -225,7 +225,7 @@ def fuzz_ops(ops: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | N
         from audee.opexec import OpExecutor
 
         configs = load_op_configs()
-        ex = OpExecutor(p, tolerances=cfg.tolerances(), undefined={n: c.undefined for n, c in configs.items()})
+        ex = OpExecutor(p, **judging(cfg), undefined={n: c.undefined for n, c in configs.items()})
         done = store.done_ids()
         ids = [(op, i) for op in ops for i in range(cfg.variants)]
         todo = [(op, i) for op, i in ids if op_case_id(op, i) not in done]

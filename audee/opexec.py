@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from audee.backends.pool import Pool, WorkerFailure
-from audee.case import Outcome, Verdict
+from audee.case import Kind, Outcome, Verdict
 from audee.opcase import OpCase
-from audee.oracle.deviation import FULL, Tolerances, as_tolerances
-from audee.oracle.ops import op_findings
+from audee.oracle.deviation import DTYPE_ROUNDING, FULL, ROUNDING, Tolerances, as_tolerances, attributed, perturbed
+from audee.oracle.nan import condition_pattern, settle_conditioning
+from audee.oracle.ops import op_findings, restore, value_compare
 
 
 @dataclass
@@ -74,6 +75,64 @@ class OpExecutor:
             phases[label] = {k: round(float(v), 5) for k, v in got.get("phases", {}).items()}
         ordered = [outcomes[label] for label in self.pool.labels if label in outcomes]
         findings, skipped = op_findings(ordered, outputs, dtypes, sub.case.tensors, self.tolerances,
-                                        self.undefined.get(sub.case.op, ()))
-        return OpResult(sub.case, Verdict(findings), {o.backend: o for o in ordered}, outputs, dtypes, skipped,
-                        seconds=time.perf_counter() - sub.started, phases=phases)
+                                        self.undefined.get(sub.case.op, ()), sub.case.op)
+        result = OpResult(sub.case, Verdict(findings), {o.backend: o for o in ordered}, outputs, dtypes, skipped,
+                          phases=phases)
+        self._condition(result)
+        result.seconds = time.perf_counter() - sub.started
+        return result
+
+    def _condition(self, result: OpResult) -> None:
+        """The conditioning rules of the model oracles, the op being the layer: the call run
+        again on the backends of its numeric findings, every float tensor moved by two ulps
+        of its dtype (:func:`audee.oracle.deviation.perturbed`).  A deviation the op itself
+        turns rounding into on either backend is no evidence against one
+        (:func:`audee.oracle.deviation.attributed`: ``deviation_accumulated``, the op in
+        ``ill_conditioned``), else the op is its ``own_layers``; a non-finite pattern
+        difference is judged by :func:`audee.oracle.nan.condition_pattern`."""
+        case = result.case
+        devs = [f for f in result.verdict.findings if f.kind == Kind.DEVIATION and _output(f.detail.tensor) is not None]
+        nans = [f for f in result.verdict.findings if f.kind == Kind.NAN and f.detail.patterns]
+        if not devs and not nans:
+            return
+        labels = sorted({b for f in devs + nans for b in f.backends if b in result.outputs})
+        size = max([ROUNDING[FULL]] + [DTYPE_ROUNDING.get(d, 0.0) for d in case.dtypes.values()])
+        moved_in = perturbed(case.tensors, size=size)
+        got = self.pool.collect_op(self.pool.submit_op(case.call(), moved_in, labels))
+        moved = {b: r["outputs"] for b, r in got.items() if isinstance(r, dict) and "outputs" in r}
+        for f in devs:
+            k = _output(f.detail.tensor)
+            a, b = f.backends
+            own = float(f.detail.score or 0.0)
+            selves = [value_compare(restore(result.outputs[x][k], result.dtypes[x][k]),
+                                    restore(moved[x][k], result.dtypes[x][k]), self.tolerances)
+                      if x in moved and len(moved[x]) > k else None for x in (a, b)]
+            self_score = max((float(c["score"]) if c is not None else float("inf")) for c in selves)
+            if attributed(own, self_score):
+                f.detail.own_layers = [case.op]
+            else:
+                f.detail.ill_conditioned = [case.op]
+                f.kind = Kind.DEVIATION_ACCUMULATED
+        first = next(iter(case.dtypes.values()), None)
+        for f in nans:
+            for key, p in f.detail.patterns.items():
+                a, b = key.split("|")
+                k = _output(p.first_layer)
+                if k is None or a not in result.outputs or b not in result.outputs:
+                    continue
+                alone = {x: restore(result.outputs[x][k], result.dtypes[x][k]) for x in (a, b)}
+                after = {x: restore(moved[x][k], result.dtypes[x][k]) for x in (a, b)
+                         if x in moved and len(moved[x]) > k}
+                reason = condition_pattern(case.tensors, alone, after, first)
+                if reason is None:
+                    p.own_layer = case.op
+                else:
+                    p.cleared = reason
+            settle_conditioning(f)
+
+
+def _output(name: Any) -> int | None:
+    """The output index a finding names (``out2`` -> 2), None for a shape or dtype mismatch."""
+    if isinstance(name, str) and name.startswith("out") and name[3:].isdigit():
+        return int(name[3:])
+    return None

@@ -17,8 +17,10 @@ oracles judge them, output by output:
   exactly (:data:`EXACT`);
 * what the op's contract leaves undefined is not compared (:data:`audee.apis.config.UNDEFINED`):
   ``tie_indices`` (the indices of tied values: argmax, argsort, top_k) when the input has
-  ties, ``values`` (a factorization's signs and order: qr, eigh).  Each skip is returned
-  with its reason, so counts stay honest.
+  ties, ``values`` (a factorization's signs and order: qr, eigh); nor an integer output
+  of an op fed float values beyond that integer's range (a conversion C leaves undefined;
+  :data:`SATURATING` ops define it).  Each skip is returned with its reason, so counts
+  stay honest.
 """
 from __future__ import annotations
 
@@ -36,14 +38,16 @@ from audee.records.findings import DeviationDetail
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 #: integers and booleans are equal or not: any difference of 1 scores 2 (half a unit of tolerance)
+#: ops whose contract defines float-to-integer conversion out of range (they clamp)
+SATURATING = ("saturate_cast",)
 EXACT = Tolerances(float32=Tolerance(0.0, 0.5), float16=Tolerance(0.0, 0.5), bfloat16=Tolerance(0.0, 0.5))
 
 
 def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarray]],
                 dtypes: Mapping[str, list[str]], inputs: Mapping[str, np.ndarray],
                 tolerances: Tolerances | Mapping[str, Any] | None = None,
-                undefined: Sequence[str] = ()) -> tuple[list[Finding], list[str]]:
-    """The findings of one op call (``outcomes``: one per backend, failures included;
+                undefined: Sequence[str] = (), op: str = "") -> tuple[list[Finding], list[str]]:
+    """The findings of one op call ``op`` (``outcomes``: one per backend, failures included;
     ``outputs``/``dtypes``: each backend that ran, its outputs and their Keras dtypes), and
     what was not compared because the contract leaves it undefined."""
     tol = as_tolerances(tolerances)
@@ -74,11 +78,30 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
         if "values" not in undefined:
             if not floats and "tie_indices" in undefined and has_ties(inputs):
                 skipped.append(f"out{k}: indices of tied values")
+            elif not floats and op not in SATURATING and beyond_int_range(inputs, dtypes[ok[0].backend][k]):
+                skipped.append(f"out{k}: float values beyond {dtypes[ok[0].backend][k]}'s range (conversion undefined)")
             else:
                 group += _value_findings(views, k, tol if floats else EXACT, floats)
         mark_odd(views, group)
         findings += group
     return findings, skipped
+
+
+def beyond_int_range(inputs: Mapping[str, np.ndarray], dtype: str) -> bool:
+    """Whether a float tensor holds a value (NaN and Inf too) an integer output of ``dtype``
+    cannot hold: converting it is undefined (C's rule, which each framework's kernel keeps
+    its own way: saturate, wrap or INT_MIN)."""
+    try:
+        info = np.iinfo(dtype)
+    except (TypeError, ValueError):
+        return False  # bool: any value converts
+    for a in inputs.values():
+        a = np.asarray(a)
+        if _is_float(a):
+            x = a.astype(np.float64)
+            if (~np.isfinite(x)).any() or (x > info.max).any() or (x < info.min).any():
+                return True
+    return False
 
 
 def has_ties(inputs: Mapping[str, np.ndarray]) -> bool:
@@ -91,7 +114,7 @@ def has_ties(inputs: Mapping[str, np.ndarray]) -> bool:
     return False
 
 
-def _restore(a: np.ndarray, dtype: str) -> np.ndarray:
+def restore(a: np.ndarray, dtype: str) -> np.ndarray:
     """An output as its Keras dtype (a bfloat16 one arrives as float32 holding its values)."""
     if dtype == "bfloat16":
         import ml_dtypes  # noqa: PLC0415 - installed with every framework here
@@ -102,25 +125,37 @@ def _restore(a: np.ndarray, dtype: str) -> np.ndarray:
 
 def _view(o: Outcome, out: np.ndarray, dtype: str, k: int) -> Outcome:
     """Output ``k`` of a backend as an Outcome the model oracles read: one row."""
-    a = _restore(out, dtype).reshape(1, -1)
+    a = restore(out, dtype).reshape(1, -1)
     bad = dtype in FLOAT_DTYPES and not np.isfinite(a.astype(np.float32)).all()
     return Outcome(o.backend, logits=a, output=a, nonfinite=[f"out{k}"] if bad else [], run_s=o.run_s,
                    precision=o.precision)
+
+
+def value_compare(xa: np.ndarray, xb: np.ndarray, tol: Tolerances, compute: str = "full") -> dict[str, Any] | None:
+    """:func:`audee.oracle.deviation.compare` of one output on two runs, as one row: floats
+    on the elements finite on both sides (non-finite ones are the NaN oracle's), integers
+    and booleans exactly; None when nothing compares (shapes differ, empty)."""
+    xa, xb = np.asarray(xa).reshape(1, -1), np.asarray(xb).reshape(1, -1)
+    if xa.shape != xb.shape or xa.size == 0:
+        return None
+    if _is_float(xa) and _is_float(xb):
+        both = np.isfinite(xa.astype(np.float64)) & np.isfinite(xb.astype(np.float64))
+        xa, xb = np.where(both, xa, 0).astype(xa.dtype), np.where(both, xb, 0).astype(xb.dtype)
+        return compare(xa, xb, tol, compute=compute)
+    return compare(xa.astype(np.float64), xb.astype(np.float64), EXACT, compute=compute)
+
+
+def _is_float(a: np.ndarray) -> bool:
+    return np.issubdtype(a.dtype, np.floating) or str(a.dtype) == "bfloat16"
 
 
 def _value_findings(views: list[Outcome], k: int, tol: Tolerances, floats: bool) -> list[Finding]:
     """A ``deviation`` per pair out of tolerance on the elements finite on both sides."""
     found = []
     for a, b in combinations(views, 2):
-        xa, xb = a.output, b.output
-        if xa.shape != xb.shape or xa.size == 0 or str(xa.dtype) != str(xb.dtype) and not floats:
+        if str(a.output.dtype) != str(b.output.dtype) and not floats:
             continue
-        if floats:
-            both = np.isfinite(xa.astype(np.float64)) & np.isfinite(xb.astype(np.float64))
-            xa, xb = np.where(both, xa, 0).astype(xa.dtype), np.where(both, xb, 0).astype(xb.dtype)
-        else:
-            xa, xb = xa.astype(np.float64), xb.astype(np.float64)
-        got = compare(xa, xb, tol, compute=pair_compute(a.precision, b.precision))
+        got = value_compare(a.output, b.output, tol, pair_compute(a.precision, b.precision))
         if got is not None and got["score"] > 1.0:
             if not floats:
                 got["dtype"] = str(a.output.dtype)  # judged exactly
