@@ -226,6 +226,11 @@ def fuzz_ops(ops: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | N
 
         configs = load_op_configs()
         ex = OpExecutor(p, **judging(cfg), undefined={n: c.undefined for n, c in configs.items()})
+        models_only = [label for label in p.labels if label not in p.op_labels]
+        if models_only:
+            log.info("op stage: %s run models only (no keras.ops calls): left out of op cases", ", ".join(models_only))
+        if len(p.op_labels) < 2:
+            log.warning("op stage: %d backend runs keras.ops calls: nothing to compare", len(p.op_labels))
         done = store.done_ids()
         ids = [(op, i) for op in ops for i in range(cfg.variants)]
         todo = [(op, i) for op, i in ids if op_case_id(op, i) not in done]

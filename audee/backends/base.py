@@ -149,6 +149,10 @@ class Backend(ABC):
         backends with :attr:`trains` are asked."""
         raise NotImplementedError(f"{self.name} runs inference only: training not supported")
 
+    #: whether :meth:`run_op` calls ``keras.ops`` functions (the Keras backends and their
+    #: plugins); a converter or runtime runs models only and is left out of op-level cases
+    runs_ops: ClassVar[bool] = False
+
     def run_op(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> list[tuple[np.ndarray, str]]:
         """Call one ``keras.ops`` function (issue 30): ``call`` is an op case's plain data
         (:meth:`audee.mutation.oplevel.OpCase.call`: ``op``, ``args``, ``kwargs``, ``dtypes``;

@@ -126,6 +126,8 @@ class KerasBackend(Backend):
         return [inputs[i.name] for i in model.spec.inputs]
 
     # ---- keras.ops calls (issue 30: op-level cases) ----------------------------------------------
+    runs_ops = True
+
     def op_function(self, name: str) -> Any:
         """The ``keras.ops`` function called ``name`` (``add``, ``image.resize``): the worker
         has checked it is a configured op.  Plugins override this to swap one op."""

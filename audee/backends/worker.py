@@ -84,7 +84,7 @@ class WorkerState:
             versions = {str(k): str(v) for k, v in self.backend.versions().items()}  # TorchVersion -> str
             precision = {str(k): str(v) for k, v in self.backend.precision_state().items()}
             return {"versions": versions, "precision": precision, "pid": os.getpid(),
-                    "name": type(self.backend).name}
+                    "name": type(self.backend).name, "runs_ops": bool(self.backend.runs_ops)}
         if op == "build":
             t = time.perf_counter()
             e = self.entry(msg["spec"], msg["key"])
