@@ -71,3 +71,10 @@ def test_campaign_ops_runs_expand_into_op_units(tmp_path):
     with pytest.raises(ConfigError, match="exactly one"):
         load_campaign(path)
     assert len(load_campaign("experiments/campaigns/ops-cpu.yaml").units) >= 28
+
+
+def test_complex_outputs_compare_as_real_and_imaginary_parts():
+    c = np.array([1 + 2j, 3 - 1j], np.complex64)
+    found, _ = judge({"tensorflow": [c], "torch": [c], "jax": [c + 0.5j]},
+                     dtypes={b: ["complex64"] for b in B})
+    assert {f.detail.odd[0] for f in found} == {"jax"} and all(f.kind == Kind.DEVIATION for f in found)

@@ -36,7 +36,7 @@ from audee.oracle.nan import nan_findings
 from audee.oracle.odd import mark_odd
 from audee.records.findings import DeviationDetail
 
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")  # complex: as (re, im)
 #: integers and booleans are equal or not: any difference of 1 scores 2 (half a unit of tolerance)
 #: ops whose contract defines float-to-integer conversion out of range (they clamp)
 SATURATING = ("saturate_cast",)
@@ -120,7 +120,10 @@ def restore(a: np.ndarray, dtype: str) -> np.ndarray:
         import ml_dtypes  # noqa: PLC0415 - installed with every framework here
 
         return np.asarray(a).astype(ml_dtypes.bfloat16)
-    return np.asarray(a)
+    a = np.asarray(a)
+    if np.iscomplexobj(a):  # (angle, conj, fft of a real input): real and imaginary parts, compared as floats
+        return np.stack([a.real, a.imag], axis=-1)
+    return a
 
 
 def _view(o: Outcome, out: np.ndarray, dtype: str, k: int) -> Outcome:
