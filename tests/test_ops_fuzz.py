@@ -116,3 +116,26 @@ def test_fuzz_op_writes_rows_case_files_and_a_repro_that_reproduces_alone(jax_po
     got = subprocess.run([sys.executable, "-P", str(scripts[0])], env={**os.environ, "PYTHONPATH": str(REPO)},
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert got.returncode == 0 and "\nREPRODUCED" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_an_op_case_file_reproduces_and_writes_its_script(jax_pool, tmp_path):
+    """audee reproduce re-runs the call; audee repro writes the op's script; audee localize
+    says there is nothing to localize, in one line."""
+    from audee.errors import AudeeError
+    from audee.fuzz import FuzzConfig, fuzz_ops
+    from audee.localize.run import localize_case
+    from audee.repro import repro_case
+    from audee.reproduce import reproduce
+    from audee.store import RunStore
+
+    fuzz_ops(["cumsum"], FuzzConfig([w.ref for w in jax_pool.workers.values()], tmp_path, variants=1, rng=3),
+             pool=jax_pool)
+    row = next(RunStore(tmp_path).rows())
+    path = tmp_path / row.case_file
+    rep = reproduce(path, log_dir=tmp_path, allowed_plugins=[PLUGIN])
+    assert rep.holds and rep.result.case.op == "cumsum"
+    script = repro_case(path, out=tmp_path / "again", allowed_plugins=[PLUGIN])
+    assert script.script.is_file() and script.model == "op"
+    with pytest.raises(AudeeError, match="no layers to localize"):
+        localize_case(path, log_dir=tmp_path)

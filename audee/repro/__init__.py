@@ -473,6 +473,14 @@ def repro_case(path: str | Path, *, out: str | Path | None = None, name: str | N
 
     record = CaseRecord.from_file(path)
     f = pick_finding(record, finding)
+    if record.is_op:  # an op-level case: the op per backend, nothing to shrink (audee.repro.ops)
+        from audee.repro.ops import write_op_repro
+
+        index = finding if finding is not None else [Finding.from_json(x).to_json() for x in
+                                                     record.verdict["findings"]].index(f.to_json())
+        out_dir = Path(out) if out is not None else RunStore(Path(path).resolve().parent.parent).repro_dir
+        script = write_op_repro(record, out_dir, name or default_name(record, f), index)
+        return ReproScript(script, script, f.kind, list(f.backends), "op", None, [])
     run, _ = _roles(record, f)
     check_builtin(record, run)
     refs = {r.label: r for r in (backends or record.backends)}
