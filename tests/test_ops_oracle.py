@@ -78,3 +78,17 @@ def test_complex_outputs_compare_as_real_and_imaginary_parts():
     found, _ = judge({"tensorflow": [c], "torch": [c], "jax": [c + 0.5j]},
                      dtypes={b: ["complex64"] for b in B})
     assert {f.detail.odd[0] for f in found} == {"jax"} and all(f.kind == Kind.DEVIATION for f in found)
+
+
+def test_unknown_op_and_a_search_are_one_line_errors(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for args, flag in ((["--op", "cumsum,nosuchop"], "--op"), (["--op", "cumsum", "--level", "input"], "--level")):
+        r = subprocess.run([sys.executable, "-m", "audee", "fuzz", *args, "--out", str(tmp_path / "o")], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and flag in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not (tmp_path / "o").exists()
