@@ -92,3 +92,13 @@ def test_unknown_op_and_a_search_are_one_line_errors(tmp_path):
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and flag in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert not (tmp_path / "o").exists()
+
+
+def test_the_report_gives_each_case_levels_rate():
+    import pandas as pd
+
+    from audee.report.write import rate_table
+
+    cases = pd.DataFrame({"seed": ["op:add", "op:sum", "api:Dense", "lenet5"], "seconds": [0.5, 0.5, 2.0, 4.0]})
+    got = {r.level: (r.cases, r.cases_per_s) for r in rate_table(cases).itertuples()}
+    assert got == {"op": (2, 2.0), "api": (1, 0.5), "network": (1, 0.25)}
