@@ -270,7 +270,12 @@ HAND: dict[str, dict[str, Any]] = {
     "moments": {"args": {"x": {"type": "tensor", "dtypes": FLOATS}, "axes": {"type": "axis"}},
                 "params": {"keepdims": {"type": "bool"},
                            "synchronized": {"skip": "distributed training only"}}, "ranks": R1},
-    "logdet": {"args": {"x": {"type": "tensor", "dtypes": ["float32"], "shape": "square"}}, "ranks": [2, 3]},
+    # keras.ops.logdet: "the determinant of a hermitian positive definite matrix" (the contract)
+    "logdet": {"args": {"x": {"type": "tensor", "dtypes": ["float32"], "shape": "square"}}, "derive": "spd",
+               "ranks": [2, 3]},
+    # an integer to a negative integer power is undefined (numpy refuses it): exponents from 0
+    "power": {"args": {"x1": {"type": "tensor", "dtypes": NUM, "range": [-4, 4]},
+                       "x2": {"type": "tensor", "shape": "broadcast", "range": [0, 4]}}},
     "slogdet": {"args": {"x": {"type": "tensor", "dtypes": ["float32"], "shape": "square"}}, "ranks": [2, 3]},
     "det": {"args": {"x": {"type": "tensor", "dtypes": ["float32"], "shape": "square"}}, "ranks": [2, 3]},
     "inv": {"args": {"x": {"type": "tensor", "dtypes": ["float32"], "shape": "square"}}, "ranks": [2, 3]},
