@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="API-level fuzzing instead of a seed: --variants small models around each layer API "
                            "named (see `audee apis`; all: every configured one), ids api-<API>-v<i>; "
                            "--dtypes picks their dtype policies")
+    what.add_argument("--op", default=None, metavar="NAME[,NAME...]|all",
+                      help="op-level fuzzing (docs/ops.md): --variants calls of each keras.ops function named "
+                           "(see `audee apis --ops`; all: every configured one) on the Keras backends, ids "
+                           "op-<op>-v<i>")
     p.add_argument("--inputs", help="your own inputs: an .npz with one array per model input (batch first); "
                                     "default: the seed's, an inputs.npz beside a user's model, else generated")
     _backends_arg(p, ",".join(DEFAULT_BACKENDS), settings=False)
@@ -203,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "no config and no exclusion (exit 5 if any gap)")
     p.add_argument("--seed", help="with --coverage: only this seed's layers (a name, spec .json, directory or "
                                   ".keras): which are mutated and which run unmutated, having no config")
+    p.add_argument("--ops", action="store_true",
+                   help="the keras.ops configs (api_configs/ops/, docs/ops.md) instead of the layers'; with "
+                        "--coverage every keras.ops function is configured or excluded with a reason")
     return ap
 
 
@@ -242,15 +249,16 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     # every flag validated (audee.settings models) before anything is written or started
     check_out_dir(args.out)
     refs = parse_backends(args.backends, args.device, args.gpu_precision)
-    if args.api is not None:
-        apis = _api_names(args.api)
+    if args.api is not None or args.op is not None:  # API-level or op-level cases (issue 30): no seed, no search
+        ops = args.op is not None
+        names = _api_names(args.op if ops else args.api, ops=ops)
         cfg, plan = _fuzz_config(args, refs)
         if plan is not None or args.inputs:
-            raise AudeeError("API-level fuzzing draws its own inputs and runs no search stage",
+            raise AudeeError(f"{'op' if ops else 'API'}-level fuzzing draws its own inputs and runs no search stage",
                              field="--level" if plan is not None else "--inputs")
         args.known = _known_issues(args)
         with dir_lock(args.out):
-            return _cmd_fuzz_apis(args, refs, cfg, apis)
+            return _cmd_fuzz_apis(args, refs, cfg, names, ops=ops)
     args.seed = args.seed or "lenet5"
     cfg, plan = _fuzz_config(args, refs)
     if plan is not None and cfg.phase == "train" and plan.config.fitness != "inconsistency":
@@ -265,38 +273,41 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         return _cmd_fuzz(args, refs, cfg, plan, seed)
 
 
-def _api_names(text: str) -> list[str]:
-    """``--api`` as configured API names (``all``: every one, in name order)."""
-    from audee.apis import load_api_configs
+def _api_names(text: str, ops: bool = False) -> list[str]:
+    """``--api`` as configured API names, ``--op`` as configured op names (``ops``; ``all``:
+    every one, in name order)."""
+    from audee.apis import load_api_configs, load_op_configs
 
-    known = load_api_configs()
+    known = load_op_configs() if ops else load_api_configs()
+    flag, what, listing = ("--op", "op", "audee apis --ops") if ops else ("--api", "API", "audee apis")
     names = [n.strip() for n in text.split(",") if n.strip()]
     if names == ["all"]:
         return sorted(known)
     if not names:
-        raise AudeeError("expected API names (see `audee apis`) or all", field="--api")
+        raise AudeeError(f"expected {what} names (see `{listing}`) or all", field=flag)
     for n in names:
         if n not in known:
-            raise AudeeError(f"unknown API {n!r} (see `audee apis`, or all)", field="--api")
+            raise AudeeError(f"unknown {what} {n!r} (see `{listing}`, or all)", field=flag)
     return list(dict.fromkeys(names))
 
 
-def _cmd_fuzz_apis(args: argparse.Namespace, refs: list, cfg: Any, apis: list[str]) -> int:
-    from audee.fuzz import fuzz_apis
+def _cmd_fuzz_apis(args: argparse.Namespace, refs: list, cfg: Any, apis: list[str], ops: bool = False) -> int:
+    from audee.fuzz import fuzz_apis, fuzz_ops
     from audee.logs import setup_logging
 
     setup_logging(None, RunStore(args.out).log_file)
+    what = "ops" if ops else "APIs"
     bar = None
     if not args.no_progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=cfg.variants * len(apis), desc=f"fuzz {len(apis)} APIs", unit="case", file=sys.stderr)
+        bar = tqdm(total=cfg.variants * len(apis), desc=f"fuzz {len(apis)} {what}", unit="case", file=sys.stderr)
     try:
-        stats = fuzz_apis(apis, cfg, progress=bar.update if bar is not None else None)
+        stats = (fuzz_ops if ops else fuzz_apis)(apis, cfg, progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
-    _write_and_print_summary(args, refs, f"--api ({len(apis)} APIs)", stats)
+    _write_and_print_summary(args, refs, f"--{'op' if ops else 'api'} ({len(apis)} {what})", stats)
     print(f"results: {RunStore(args.out).results_path}   cases: {RunStore(args.out).cases_dir}")
     return ExitCode.OK
 
@@ -654,9 +665,11 @@ def cmd_seeds(args: argparse.Namespace) -> int:
 
 
 def cmd_apis(args: argparse.Namespace) -> int:
-    from audee.apis import load_api_configs
+    from audee.apis import load_api_configs, load_op_configs
 
-    apis = load_api_configs()
+    if args.ops and args.seed:
+        raise AudeeError("--seed lists a seed's layers: not with --ops", field="--ops")
+    apis = load_op_configs() if args.ops else load_api_configs()
     if args.coverage and args.seed:
         from audee.apis.coverage import render_seed_coverage, seed_coverage
         from audee.seeds import load_seed
@@ -667,22 +680,27 @@ def cmd_apis(args: argparse.Namespace) -> int:
         return ExitCode.OK
     if args.coverage:
         os.environ.setdefault("KERAS_BACKEND", "jax")  # keras is imported here, for this command only
-        from audee.apis.coverage import coverage_rows, render_coverage, uncovered_layers
+        from audee.apis.coverage import coverage_rows, excluded_ops, render_coverage, uncovered_layers, uncovered_ops
 
-        cov, uncovered = coverage_rows(apis), uncovered_layers(apis)
+        cov = coverage_rows(apis)
+        uncovered = uncovered_ops(apis) if args.ops else uncovered_layers(apis)
+        excluded: dict[str, list[str]] = {}
+        for name, reason in (excluded_ops() if args.ops else {}).items():
+            excluded.setdefault(reason, []).append(name)
         if args.json:
-            print(json.dumps({"parameters": cov, "uncovered_layers": uncovered}, indent=1))
+            print(json.dumps({"parameters": cov, f"uncovered_{'ops' if args.ops else 'layers'}": uncovered,
+                              **({"excluded_ops": excluded} if args.ops else {})}, indent=1))
         else:
-            print(render_coverage(cov, uncovered))
+            print(render_coverage(cov, uncovered, what="ops" if args.ops else "layers", excluded=excluded))
         gaps = uncovered or [r for r in cov if r["status"] in ("missing", "not_in_keras")]
         return ExitCode.COVERAGE_GAP if gaps else ExitCode.OK
-    rows = [{"api": name, "category": c.category, "params": list(c.params)} for name, c in sorted(apis.items())]
+    rows = [{"api": name, "category": c.category, "params": [*c.args, *c.params]} for name, c in sorted(apis.items())]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
         for r in rows:
             print(f"{r['api']:<24} {r['category']:<14} {', '.join(r['params'])}")
-        print(f"{len(rows)} APIs")
+        print(f"{len(rows)} {'ops' if args.ops else 'APIs'}")
     return ExitCode.OK
 
 

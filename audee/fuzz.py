@@ -142,8 +142,10 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
         # one per failure finding (audee.signature): summaries and reports count unique bugs by these
         "signatures": [sig.to_json() for sig in case_signatures(v, result.case.spec,
                                                                  result.case.meta if meta is None else meta)],
-        # every (layer API, parameter, value) the case ran: the report's coverage tables
-        "exercised": exercised(result.case.spec),
+        # every (layer API, parameter, value) the case ran: the report's coverage tables (an op case: none)
+        "exercised": exercised(result.case.spec) if result.case.spec is not None else [],
+        # an op case (issue 30): what its contract leaves undefined, not compared (audee.oracle.ops)
+        **({"undefined": list(result.undefined)} if getattr(result, "undefined", None) else {}),
         "seconds": round(result.seconds, 4),
         PHASES_FIELD: phases_field(result.phases),  # where each backend's time went (issue 13)
         **extra,
@@ -208,6 +210,66 @@ def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] |
     log.info("fuzz of %d APIs done in %.1f s: %d test cases run, %d resumed, %d failing", len(apis),
              stats.seconds, stats.run, stats.skipped, stats.failing_cases)
     return stats
+
+
+def fuzz_ops(ops: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | None = None,
+             pool: Pool | None = None) -> FuzzStats:
+    """Op-level fuzzing (issue 30): ``cfg.variants`` calls of each ``keras.ops`` function of
+    ``ops`` (configured names, :mod:`audee.mutation.oplevel`), ids ``op-<op>-v<i>``, on the
+    Keras backends of ``cfg.backends``; resumable like :func:`fuzz`."""
+    log.info("fuzz %d ops on %s: %d cases each, rng %d -> %s", len(ops), ", ".join(r.label for r in cfg.backends),
+             cfg.variants, cfg.rng, cfg.out)
+
+    def body(p: Pool, store: RunStore, stats: FuzzStats) -> None:
+        from audee.apis import load_op_configs
+        from audee.opexec import OpExecutor
+
+        configs = load_op_configs()
+        ex = OpExecutor(p, **judging(cfg), undefined={n: c.undefined for n, c in configs.items()})
+        models_only = [label for label in p.labels if label not in p.op_labels]
+        if models_only:
+            log.info("op stage: %s run models only (no keras.ops calls): left out of op cases", ", ".join(models_only))
+        if len(p.op_labels) < 2:
+            log.warning("op stage: %d backend runs keras.ops calls: nothing to compare", len(p.op_labels))
+        done = store.done_ids()
+        ids = [(op, i) for op in ops for i in range(cfg.variants)]
+        todo = [(op, i) for op, i in ids if op_case_id(op, i) not in done]
+        stats.skipped = len(ids) - len(todo)
+        log.info("op stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, store.results_path)
+        _run_pipelined(ex, _op_cases(configs, cfg, todo), cfg, store, stats, progress)
+        write_bug_repros(store, p, list(store.rows()))
+
+    from audee.mutation.oplevel import op_case_id
+
+    stats = _run(cfg, {"ops": list(ops)}, pool, body)
+    log.info("fuzz of %d ops done in %.1f s: %d test cases run, %d resumed, %d failing", len(ops),
+             stats.seconds, stats.run, stats.skipped, stats.failing_cases)
+    return stats
+
+
+def _op_cases(configs: Any, cfg: FuzzConfig, todo: list[tuple[str, int]]) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Each op-level case to run, with its row's provenance: the drawn call, then special
+    values in its tensors (``--special-inputs``, their own random stream)."""
+    from audee.mutation.apilevel import case_rng
+    from audee.mutation.oplevel import generate_op_case, op_case_id, wire_array
+    from audee.spec import InputSpec
+
+    for op, index in todo:
+        case = generate_op_case(op, configs, cfg.rng, index, invalid_prob=cfg.invalid_prob)
+        case.id = op_case_id(op, index)
+        specs = [InputSpec(n, tuple(a.shape[1:]), str(a.dtype)) for n, a in case.tensors.items()
+                 if a.ndim and a.dtype != bool]
+        tensors, specials = special.inject({s.name: case.tensors[s.name] for s in specs}, specs,
+                                           case_rng(cfg.rng, op, index, stream=SPECIAL_STREAM), cfg.special_inputs)
+        case.tensors.update({n: wire_array(a, case.dtypes[n]) for n, a in tensors.items()})
+        bad = next((m for m in case.mutations if m.invalid), None)
+        first = next(iter(case.dtypes.values()), None)
+        case.meta = {"seed": f"op:{op}", "api": op, "variant": index, "rng": cfg.rng,
+                     "mutations": [m.to_json() for m in case.mutations], "invalid": case.invalid,
+                     **({"dtype": first} if first else {}), **case.describe(),
+                     **({"invalid_param": {"param": bad.param, "value": bad.new}} if bad else {}),
+                     **_nonempty({"special_inputs": specials})}
+        yield case, dict(case.meta)
 
 
 def _stages(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Pool, store: RunStore,

@@ -33,8 +33,18 @@ def reproduce(path: str | Path, *, backends: list[BackendRef] | None = None, log
     the tie margin it was recorded with (or ``tie_margin``).  Plugins the case names run
     only when ``allowed_plugins`` names them."""
     record = CaseRecord.from_file(path)
-    case = record.test_case()
     original = record.verdict_obj()
+    if record.is_op:  # an op-level case (issue 30): the call again, judged as recorded
+        from audee.apis import load_op_configs
+        from audee.opexec import OpExecutor
+
+        undefined = {n: c.undefined for n, c in load_op_configs().items()}
+        refs = backends or record.backend_refs(allowed_plugins=allowed_plugins)
+        with Pool(refs, log_dir, timeout=timeout) as pool:
+            pool.start_or_fail(source=str(path))
+            result = OpExecutor(pool, tolerances=record.tolerances or None, undefined=undefined).run(record.op_case())
+        return Reproduction(record, original, result)
+    case = record.test_case()
     refs = backends or record.backend_refs(allowed_plugins=allowed_plugins)
     with Pool(refs, log_dir, timeout=timeout) as pool:
         pool.start_or_fail(source=str(path))

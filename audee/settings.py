@@ -530,6 +530,11 @@ class CampaignRun(FuzzSettings):
                                                                  "names (see `audee apis`) or all; variants is "
                                                                  "the number of cases per API")
     api_group: int = Field(1, ge=1, description="with apis: APIs per unit (consecutive in name order)")
+    ops: list[Name] | Literal["all"] | None = Field(None, min_length=1,
+                                                    description="op-level fuzzing instead of seeds: keras.ops names "
+                                                                "(see `audee apis --ops`) or all; variants is the "
+                                                                "number of calls per op (docs/ops.md)")
+    op_group: int = Field(1, ge=1, description="with ops: ops per unit (consecutive in name order)")
     backends: list[Annotated[list[BackendName], Field(min_length=1)]] = Field(
         min_length=1, description="backend sets, each a list of backend names")
     rngs: list[Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1,
@@ -549,20 +554,25 @@ class CampaignRun(FuzzSettings):
 
     @model_validator(mode="after")
     def _seeds_or_apis(self) -> Any:
-        if (self.seeds is None) == (self.apis is None):
-            raise FieldError("seeds", "a run names either seeds or apis (exactly one of them)")
+        if sum(x is not None for x in (self.seeds, self.apis, self.ops)) != 1:
+            raise FieldError("seeds", "a run names seeds, apis or ops (exactly one of them)")
         if self.phase == "train" and self.search is not None and self.search.fitness != "inconsistency":
             raise FieldError("search", "the training phase searches the gradient distance: fitness inconsistency")
-        if self.apis is not None:
+        if self.apis is not None or self.ops is not None:
+            level = "an API-level run (apis:)" if self.apis is not None else "an op-level run (ops:)"
             for name in ("search", "localize", "inputs"):
                 if getattr(self, name) is not None:
-                    raise FieldError(name, "not available for an API-level run (apis:); use seeds")
+                    raise FieldError(name, f"not available for {level}; use seeds")
+            if self.ops is not None and "api_group" in self.model_fields_set:
+                raise FieldError("api_group", "only with apis (ops: op_group)")
         elif isinstance(self.inputs, dict):
             for seed in self.inputs:
                 if seed not in self.seeds:
                     raise FieldError(f"inputs.{seed}", f"not a seed of this run ({', '.join(self.seeds)})")
         elif "api_group" in self.model_fields_set:
             raise FieldError("api_group", "only with apis")
+        if self.ops is None and "op_group" in self.model_fields_set:
+            raise FieldError("op_group", "only with ops")
         return self
 
     @field_validator("backends")

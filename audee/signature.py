@@ -439,6 +439,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     backends = tuple(sorted(finding.backends))
     odd = tuple(sorted(str(b) for b in getattr(detail, "odd", None) or []))  # a new kind may not declare it
     case_api = (meta or {}).get("api") if isinstance((meta or {}).get("api"), str) else None
+    if not layers and case_api and str((meta or {}).get("seed", "")).startswith("op:"):
+        layers = {case_api: (case_api, {})}  # an op case (issue 30): its drawn arguments are the op's "layer"
     invalid = sorted({f"invalid:{m['param']}" for m in muts if m.get("invalid")})
 
     def blamed(layer: str | None, error: str | None = None) -> tuple[str | None, tuple]:
@@ -446,7 +448,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             api, param, value = top
             api, p = _api_and_param(api, param, value)
             return api, (p,)
-        return _layer_blame(layer, muts, layers, error, seed_spec)
+        api, params = _layer_blame(layer, muts, layers, error, seed_spec)
+        return (api or (case_api if set(layers) == {case_api} else None)), params
 
     def layer_api(layer: str | None, api: str | None) -> str | None:
         """The layer the finding pins, by API: localization's, the layer named, the API a

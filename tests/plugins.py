@@ -209,3 +209,23 @@ class GradScaledFarJax(GradScaledJax):
 
         object.__setattr__(built, "call", scaled)
         return built
+
+
+class CumsumOffByOneJax(JaxBackend):
+    """Keras on JAX whose ``keras.ops.cumsum`` is off by one everywhere (an injected op
+    bug: the op-level oracles must flag this backend alone, and its repro script must show
+    it run alone, outside audee's workers)."""
+
+    name = "jax-cumsum-bug"
+
+    def op_function(self, name):
+        fn = super().op_function(name)
+        if name != "cumsum":
+            return fn
+        ops = self.keras.ops
+
+        def broken(x, axis=None, dtype=None):
+            out = fn(x, axis=axis, dtype=dtype)
+            return ops.subtract(out, ops.cast(ops.greater(ops.abs(out), -1), out.dtype)) if ops.size(out) else out
+
+        return broken

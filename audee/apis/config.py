@@ -1,9 +1,14 @@
-"""API configs: one YAML file per Keras layer API (the paper's section 2.3, Figure 2).
+"""API configs: one YAML file per Keras layer API (the paper's section 2.3, Figure 2), and
+one per ``keras.ops`` function (issue 30, ``api_configs/ops/``), in one schema.
 
 Each parameter has a type, the valid values or range that network mutation draws from,
 and crafty invalid values (0 or negative sizes, None for strings, out-of-range rates).
-Every file is schema-checked when loaded; a malformed one is refused with a one-line
-error naming the file and the field path.
+An op config adds ``args``: the op's positional arguments in order, each a parameter of
+the same schema whose type may also be ``tensor`` (an array with its ``dtypes`` and its
+``shape`` rule relative to the first tensor, :data:`SHAPE_RULES`) or ``tensors`` (a list
+of them); its keyword arguments are ``params`` as for a layer, where ``axis`` is an int
+drawn within the first tensor's rank.  Every file is schema-checked when loaded; a
+malformed one is refused with a one-line error naming the file and the field path.
 """
 from __future__ import annotations
 
@@ -19,9 +24,21 @@ from audee.yamlio import read_yaml_mapping
 
 CATEGORIES = ("conv", "pool", "norm", "activation", "reshape", "merge", "recurrent", "core", "embedding",
               "wrapper", "regularization", "attention", "preprocessing")
-TYPES = ("int", "float", "bool", "str", "layer")
-TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids"}
-PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip"}
+#: an op config's category: the ``keras.src.ops`` module that defines the function
+OP_CATEGORIES = ("op.numpy", "op.nn", "op.linalg", "op.image", "op.math", "op.core", "op.einops")
+TYPES = ("int", "float", "bool", "str", "layer", "tensor", "tensors", "axis")
+TENSOR_TYPES = ("tensor", "tensors")
+TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids",
+            "args", "derive", "undefined"}
+PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip",
+              "dtypes", "shape", "count"}
+#: the dtypes an op's tensors may be drawn in (Keras names; bfloat16 travels as float32 and is cast in the worker)
+OP_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
+#: how a tensor argument's shape follows the op's first tensor (``free``: its own draw in ``ranks``)
+SHAPE_RULES = ("free", "same", "broadcast", "index", "matmul", "square", "vector", "scalar", "last")
+OWN_SHAPES = ("free", "square", "vector", "scalar")  # drawn without another tensor (the first tensor's)
+#: why an op's result is intentionally not compared (undefined by the op's contract)
+UNDEFINED = ("tie_indices", "values")
 LIST_VALUE_TYPES = ("int", "float")  # draw_value stringifies str values, and a bool is drawn as a coin
 
 
@@ -38,6 +55,9 @@ class ParamConfig:
     apis: list[str] = field(default_factory=list)
     note: str = ""
     skip: str = ""  # why the parameter is deliberately never drawn (then mutable is False)
+    dtypes: list[str] = field(default_factory=list)  # a tensor's dtypes (empty: the first tensor's)
+    shape: str = "free"  # a tensor's shape rule (SHAPE_RULES)
+    count: list[int] | None = None  # ``tensors``: how many, [low, high]
 
     def is_invalid_value(self, value: Any) -> bool:
         return any(_same(value, v) for v in self.invalid)
@@ -47,6 +67,10 @@ class ParamConfig:
         may carry any value the config lists)."""
         if value is None:
             return self.nullable
+        if self.type in TENSOR_TYPES:  # drawn arrays: their dtype and shape are the draw's, not a value's
+            return True
+        if self.type == "axis":
+            return _is_int(value) or isinstance(value, (list, tuple)) and all(_is_int(v) for v in value)
         if not self.type:  # a skipped parameter declared without a type: never drawn, never checked
             return True
         if isinstance(value, (list, tuple)) and self.type in LIST_VALUE_TYPES:
@@ -84,6 +108,16 @@ class ApiConfig:
     #: the parameter whose value bounds the integer ids the layer takes, [0, value): its input
     #: is int32 token ids, not float data (Embedding's input_dim, CategoryEncoding's num_tokens)
     ids: str | None = None
+    #: an op config (``keras.ops``): its positional arguments in order (empty for a layer)
+    args: dict[str, ParamConfig] = field(default_factory=dict)
+    #: an op's coupled draw that a schema cannot say (:data:`audee.mutation.oplevel.DERIVE`), or None
+    derive: str | None = None
+    #: what in an op's result its contract leaves undefined (:data:`UNDEFINED`), not compared
+    undefined: list[str] = field(default_factory=list)
+
+    @property
+    def is_op(self) -> bool:
+        return self.category in OP_CATEGORIES
 
     def __post_init__(self) -> None:
         if not self.ranks and self.rank is not None:
@@ -126,8 +160,8 @@ def _err(source: str, fld: str, msg: str) -> ConfigError:
     return ConfigError(msg, source=source, field=fld)
 
 
-def _check_param(name: str, raw: Any, source: str) -> ParamConfig:
-    where = f"params.{name}"
+def _check_param(name: str, raw: Any, source: str, section: str = "params") -> ParamConfig:
+    where = f"{section}.{name}"
     if not isinstance(raw, dict):
         raise _err(source, where, f"expected a mapping, got {type(raw).__name__}")
     unknown = sorted(set(raw) - PARAM_KEYS)
@@ -155,8 +189,8 @@ def _check_param(name: str, raw: Any, source: str) -> ParamConfig:
         p.skip, p.mutable = skip.strip(), False
     if "range" in raw:
         r = raw["range"]
-        if t not in ("int", "float"):
-            raise _err(source, f"{where}.range", "only int and float parameters have a range")
+        if t not in ("int", "float", "tensor", "tensors"):
+            raise _err(source, f"{where}.range", "only int, float and tensor parameters have a range")
         num = (lambda v: _is_int(v)) if t == "int" else (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
         if not (isinstance(r, list) and len(r) == 2 and all(num(v) for v in r) and r[0] <= r[1]):
             raise _err(source, f"{where}.range", f"expected [low, high] with low <= high, got {r!r}")
@@ -184,6 +218,21 @@ def _check_param(name: str, raw: Any, source: str) -> ParamConfig:
         for i, v in enumerate(p.invalid):
             if isinstance(v, dict) and t != "int" or isinstance(v, list) and t not in LIST_VALUE_TYPES:
                 raise _err(source, f"{where}.invalid[{i}]", f"expected a scalar, got {v!r}")
+    if "dtypes" in raw:
+        d = raw["dtypes"]
+        if t not in TENSOR_TYPES or not (isinstance(d, list) and d and all(x in OP_DTYPES for x in d)):
+            raise _err(source, f"{where}.dtypes", f"a tensor's dtypes: a non-empty list of {', '.join(OP_DTYPES)}")
+        p.dtypes = list(d)
+    if "shape" in raw:
+        if t not in TENSOR_TYPES or raw["shape"] not in SHAPE_RULES:
+            raise _err(source, f"{where}.shape", f"a tensor's shape rule: one of {', '.join(SHAPE_RULES)}")
+        p.shape = raw["shape"]
+    if "count" in raw:
+        c = raw["count"]
+        if t != "tensors" or not (isinstance(c, list) and len(c) == 2 and all(_is_int(v) and v >= 1 for v in c)
+                                  and c[0] <= c[1]):
+            raise _err(source, f"{where}.count", "a tensor list's size: [low, high], 1 <= low <= high")
+        p.count = list(c)
     if t == "layer":
         apis = raw.get("apis")
         if not isinstance(apis, list) or not apis or not all(isinstance(a, str) for a in apis):
@@ -204,21 +253,24 @@ def load_api_config(path: str | Path) -> ApiConfig:
     api = data.get("api")
     if api != path.stem:
         raise _err(source, "api", f"must equal the file name {path.stem!r}, got {api!r}")
-    if data.get("category") not in CATEGORIES:
-        raise _err(source, "category", f"expected one of {', '.join(CATEGORIES)}, got {data.get('category')!r}")
+    is_op = data.get("category") in OP_CATEGORIES
+    if data.get("category") not in CATEGORIES and not is_op:
+        raise _err(source, "category", f"expected one of {', '.join(CATEGORIES + OP_CATEGORIES)}, "
+                                       f"got {data.get('category')!r}")
+    low = 0 if is_op else 2  # an op's tensor may be a scalar; a layer's input has a batch axis and more
     inputs = data.get("inputs", 1)
     if inputs != "many" and not (_is_int(inputs) and inputs >= 1):
         raise _err(source, "inputs", f"expected a positive int or 'many', got {inputs!r}")
     rank = data.get("rank")
-    if rank is not None and not (_is_int(rank) and rank >= 2):
-        raise _err(source, "rank", f"expected an int >= 2, got {rank!r}")
+    if rank is not None and not (_is_int(rank) and rank >= low):
+        raise _err(source, "rank", f"expected an int >= {low}, got {rank!r}")
     ranks = data.get("ranks")
     if ranks is not None:
         if rank is not None:
             raise _err(source, "ranks", "give rank (one input rank) or ranks (several), not both")
-        if not (isinstance(ranks, list) and ranks and all(_is_int(r) and r >= 2 for r in ranks)
+        if not (isinstance(ranks, list) and ranks and all(_is_int(r) and r >= low for r in ranks)
                 and len(set(ranks)) == len(ranks)):
-            raise _err(source, "ranks", f"expected a non-empty list of distinct ints >= 2, got {ranks!r}")
+            raise _err(source, "ranks", f"expected a non-empty list of distinct ints >= {low}, got {ranks!r}")
     params = data.get("params", {})
     if not isinstance(params, dict):
         raise _err(source, "params", "expected a mapping of parameter name to settings")
@@ -226,14 +278,60 @@ def load_api_config(path: str | Path) -> ApiConfig:
     if ids is not None and not (isinstance(ids, str) and isinstance(params.get(ids), dict)
                                 and params[ids].get("type") == "int"):
         raise _err(source, "ids", f"expected the name of an int parameter bounding the input ids, got {ids!r}")
+    args, derive, undefined = _check_op_keys(data, source, is_op)
     return ApiConfig(api, data["category"], inputs, {n: _check_param(n, p, source) for n, p in params.items()},
                      rank if rank is not None else (ranks[0] if ranks and len(ranks) == 1 else None),
-                     str(data.get("note", "")), source, list(ranks or []), ids)
+                     str(data.get("note", "")), source, list(ranks or []), ids, args, derive, undefined)
+
+
+def _check_op_keys(data: dict[str, Any], source: str, is_op: bool) -> tuple[dict[str, ParamConfig], str | None,
+                                                                             list[str]]:
+    """An op config's ``args`` (positional, in order), ``derive`` and ``undefined``; a layer
+    config may hold none of them, and a tensor type belongs to an op's arguments only."""
+    if not is_op:
+        for key in ("args", "derive", "undefined"):
+            if key in data:
+                raise _err(source, key, "only an op config (category op.*) has this key")
+        for name, raw in (data.get("params") or {}).items():
+            if isinstance(raw, dict) and raw.get("type") in (*TENSOR_TYPES, "axis"):
+                raise _err(source, f"params.{name}.type", "tensor and axis types are for op configs")
+        return {}, None, []
+    raw_args = data.get("args", {})
+    if not isinstance(raw_args, dict):
+        raise _err(source, "args", "expected a mapping of positional argument name to settings")
+    args = {n: _check_param(n, p, source, "args") for n, p in raw_args.items()}
+    both = sorted(set(args) & set(data.get("params") or {}))
+    if both:
+        raise _err(source, f"params.{both[0]}", "also a positional argument (args): pass it one way")
+    for n, a in args.items():
+        first = next((x for x in args.values() if x.type in TENSOR_TYPES), None)
+        # a tensor list's rule says how its members follow its own first member
+        if a is first and a.shape not in OWN_SHAPES + (("same",) if a.type == "tensors" else ()):
+            raise _err(source, f"args.{n}.shape", f"the first tensor's shape is its own: one of {', '.join(OWN_SHAPES)}")
+    derive = data.get("derive")
+    if derive is not None and not (isinstance(derive, str) and derive):
+        raise _err(source, "derive", f"expected the name of a coupled draw, got {derive!r}")
+    undefined = data.get("undefined", [])
+    if not (isinstance(undefined, list) and all(u in UNDEFINED for u in undefined)):
+        raise _err(source, "undefined", f"expected a list of {', '.join(UNDEFINED)}, got {undefined!r}")
+    return args, derive, list(undefined)
 
 
 def load_api_configs(directory: str | Path | None = None) -> dict[str, ApiConfig]:
     """All configs in ``directory`` (default: the shipped ``api_configs/``), keyed by API."""
     return dict(_load_dir(str(Path(directory) if directory else api_configs_dir())))
+
+
+def load_op_configs(directory: str | Path | None = None) -> dict[str, ApiConfig]:
+    """All ``keras.ops`` configs (default: ``api_configs/ops/``), keyed by op name (the
+    path under ``keras.ops``: ``add``, ``image.resize``); the same loader as the layers'.
+    A file there that is no op config (category op.*) is refused."""
+    configs = dict(_load_dir(str(Path(directory) if directory else api_configs_dir() / "ops")))
+    for name, cfg in configs.items():
+        if not cfg.is_op:
+            raise ConfigError(f"not an op config (category {cfg.category!r}; expected one of "
+                              f"{', '.join(OP_CATEGORIES)})", source=cfg.source, field="category")
+    return configs
 
 
 @lru_cache(maxsize=4)

@@ -66,32 +66,63 @@ def constructor_params(cls: type) -> list[str]:
     return names
 
 
+def op_params(fn: Any) -> list[str]:
+    """The named arguments of a ``keras.ops`` function (positional, ``*x`` too, and keyword)."""
+    return [n for n, p in inspect.signature(fn).parameters.items() if p.kind != p.VAR_KEYWORD]  # *x: positional
+
+
+def keras_op_functions() -> dict[str, Any]:
+    """Every public function under ``keras.ops`` by op name: its name at the top level when
+    re-exported there, else ``image.<f>`` / ``linalg.<f>`` / ``nn.<f>`` / ``numpy.<f>``
+    (the names op configs and ``audee fuzz --op`` use)."""
+    keras = _keras()
+    out: dict[str, Any] = {}
+    top = set()
+    for name in dir(keras.ops):
+        f = getattr(keras.ops, name)
+        if not name.startswith("_") and callable(f) and not inspect.isclass(f):
+            top.add(f)
+            out[name] = f
+    for mod in ("image", "linalg", "nn", "numpy"):
+        m = getattr(keras.ops, mod)
+        for name in dir(m):
+            f = getattr(m, name)
+            if not name.startswith("_") and callable(f) and not inspect.isclass(f) and f not in top:
+                out[f"{mod}.{name}"] = f
+    return dict(sorted(out.items()))
+
+
 def coverage_rows(configs: Mapping[str, ApiConfig]) -> list[dict[str, str]]:
     """One row per (API, parameter): ``{"api", "param", "status", "reason"}``; status is one
-    of ``STATUSES`` (``not_in_keras``: the config names a parameter Keras does not take)."""
+    of ``STATUSES`` (``not_in_keras``: the config names a parameter Keras does not take).
+    Op configs (``keras.ops``) are checked against the function's signature, their
+    positional ``args`` and keyword ``params`` together."""
     keras = _keras()
+    ops = keras_op_functions() if any(c.is_op for c in configs.values()) else {}
     rows = []
     for api in sorted(configs):
         cfg = configs[api]
-        cls = getattr(keras.layers, api, None)
-        if cls is None:
-            rows.append({"api": api, "param": "", "status": "not_in_keras", "reason": "no such keras.layers API"})
+        target = ops.get(api) if cfg.is_op else getattr(keras.layers, api, None)
+        if target is None:
+            rows.append({"api": api, "param": "", "status": "not_in_keras",
+                         "reason": "no such keras.ops function" if cfg.is_op else "no such keras.layers API"})
             continue
-        params = constructor_params(cls)
+        params = op_params(target) if cfg.is_op else constructor_params(target)
+        given = {**cfg.args, **cfg.params}
         for name in params:
-            pcfg = cfg.params.get(name)
+            pcfg = given.get(name)
             if pcfg is not None and pcfg.skip:
                 rows.append({"api": api, "param": name, "status": "skipped", "reason": pcfg.skip})
             elif pcfg is not None:
                 rows.append({"api": api, "param": name, "status": "configured", "reason": ""})
-            elif exempt_reason(name):
+            elif exempt_reason(name) and not cfg.is_op:
                 rows.append({"api": api, "param": name, "status": "exempt", "reason": exempt_reason(name) or ""})
             else:
                 rows.append({"api": api, "param": name, "status": "missing", "reason": "not in the config"})
-        for name in cfg.params:
+        for name in given:
             if name not in params:
                 rows.append({"api": api, "param": name, "status": "not_in_keras",
-                             "reason": f"keras.layers.{api} takes no such parameter"})
+                             "reason": f"keras.{'ops' if cfg.is_op else 'layers'}.{api} takes no such parameter"})
     return rows
 
 
@@ -107,9 +138,9 @@ def keras_layer_names() -> list[str]:
     return sorted(obj.__name__ if obj.__name__ in names else sorted(names)[0] for obj, names in by_class.items())
 
 
-def excluded_layers(readme: str | Path | None = None) -> dict[str, str]:
-    """Layers the README excludes, with the reason: every backticked CamelCase name on a
-    bullet of its ``## Excluded`` section; the reason is the bullet's text before the colon."""
+def excluded_layers(readme: str | Path | None = None, names: re.Pattern[str] = _BACKTICKED) -> dict[str, str]:
+    """Layers the README excludes, with the reason: every backticked CamelCase name (``names``)
+    on a bullet of its ``## Excluded`` section; the reason is the bullet's text before the colon."""
     path = Path(readme) if readme else api_configs_dir() / "README.md"
     if not path.is_file():
         return {}
@@ -122,7 +153,7 @@ def excluded_layers(readme: str | Path | None = None) -> dict[str, str]:
         if section and line.lstrip().startswith(("- ", "* ")):
             text = line.lstrip()[2:]
             reason = text.split(":", 1)[0].strip(" *")
-            for name in _BACKTICKED.findall(text.split(":", 1)[1] if ":" in text else text):
+            for name in names.findall(text.split(":", 1)[1] if ":" in text else text):
                 out[name] = reason
     return out
 
@@ -133,9 +164,25 @@ def uncovered_layers(configs: Mapping[str, ApiConfig], excluded: Mapping[str, st
     return [n for n in keras_layer_names() if n not in configs and n not in excluded]
 
 
-def render_coverage(rows: Iterable[Mapping[str, str]], uncovered: Iterable[str] = ()) -> str:
+_OP_NAME = re.compile(r"`([a-z][a-z0-9_.]*)`")
+
+
+def excluded_ops(readme: str | Path | None = None) -> dict[str, str]:
+    """The ``keras.ops`` functions ``api_configs/ops/README.md`` excludes, with the reason."""
+    return excluded_layers(readme or api_configs_dir() / "ops" / "README.md", _OP_NAME)
+
+
+def uncovered_ops(configs: Mapping[str, ApiConfig], excluded: Mapping[str, str] | None = None) -> list[str]:
+    """``keras.ops`` functions with no op config that the ops README does not exclude."""
+    excluded = excluded_ops() if excluded is None else excluded
+    return [n for n in keras_op_functions() if n not in configs and n not in excluded]
+
+
+def render_coverage(rows: Iterable[Mapping[str, str]], uncovered: Iterable[str] = (), *, what: str = "layers",
+                    excluded: Mapping[str, list[str]] | None = None) -> str:
     """A table, one line per API (counts per status, the missing parameters named), then
-    the uncovered Keras layers and a summary line."""
+    the uncovered Keras layers (or ops: ``what``), the excluded ones by reason, and a
+    summary line."""
     rows = list(rows)
     per_api: dict[str, list[Mapping[str, str]]] = {}
     for r in rows:
@@ -150,11 +197,14 @@ def render_coverage(rows: Iterable[Mapping[str, str]], uncovered: Iterable[str] 
                      + (", ".join(gaps) or "-"))
     uncovered = list(uncovered)
     if uncovered:
-        lines.append(f"keras layers with no config and no exclusion (in a model they run unmutated): "
-                     f"{', '.join(uncovered)}")
+        lines.append(f"keras {what} with no config and no exclusion"
+                     + (" (in a model they run unmutated)" if what == "layers" else "") + f": {', '.join(uncovered)}")
+    for reason, names in (excluded or {}).items():
+        lines.append(f"excluded ({reason}): {', '.join(names)}")
     total = Counter(r["status"] for r in rows)
-    lines.append(f"{len(per_api)} APIs, {len(rows)} parameters: "
-                 + ", ".join(f"{total[s]} {s}" for s in STATUSES) + f"; {len(uncovered)} keras layers uncovered")
+    lines.append(f"{len(per_api)} {'ops' if what == 'ops' else 'APIs'}, {len(rows)} parameters: "
+                 + ", ".join(f"{total[s]} {s}" for s in STATUSES) + f"; {len(uncovered)} keras {what} uncovered"
+                 + (f", {sum(len(v) for v in excluded.values())} excluded with a reason" if excluded else ""))
     return "\n".join(lines)
 
 

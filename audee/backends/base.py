@@ -158,6 +158,18 @@ class Backend(ABC):
         backends with :attr:`trains` are asked."""
         raise NotImplementedError(f"{self.name} runs inference only: training not supported")
 
+    #: whether :meth:`run_op` calls ``keras.ops`` functions (the Keras backends and their
+    #: plugins); a converter or runtime runs models only and is left out of op-level cases
+    runs_ops: ClassVar[bool] = False
+
+    def run_op(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> list[tuple[np.ndarray, str]]:
+        """Call one ``keras.ops`` function (issue 30): ``call`` is an op case's plain data
+        (:meth:`audee.mutation.oplevel.OpCase.call`: ``op``, ``args``, ``kwargs``, ``dtypes``;
+        a tensor is ``{"tensor": name}`` into ``tensors``).  Returns every output (a tuple
+        or list of them flattened in order) as (numpy array, Keras dtype name); bfloat16
+        comes back as float32 holding its values.  Only the Keras backends run ops."""
+        raise NotImplementedError(f"{self.name} runs models only: keras.ops calls not supported")
+
     def training_support(self) -> str | None:
         """None when this backend trains, else the line saying why not (a results row's
         ``train.skipped``)."""

@@ -141,6 +141,47 @@ class KerasBackend(Backend):
     def _ordered(model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return [inputs[i.name] for i in model.spec.inputs]
 
+    # ---- keras.ops calls (issue 30: op-level cases) ----------------------------------------------
+    runs_ops = True
+
+    def op_function(self, name: str) -> Any:
+        """The ``keras.ops`` function called ``name`` (``add``, ``image.resize``): the worker
+        has checked it is a configured op.  Plugins override this to swap one op."""
+        obj: Any = self.keras.ops
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+    def run_op(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> list[tuple[np.ndarray, str]]:
+        ops = self.keras.ops
+        dtypes = call.get("dtypes", {})
+
+        def resolve(v: Any, top: bool = True) -> Any:
+            if isinstance(v, dict) and set(v) == {"tensor"}:
+                a = tensors[v["tensor"]]
+                t = ops.convert_to_tensor(a)
+                want = dtypes.get(v["tensor"], str(a.dtype))
+                return ops.cast(t, want) if want != str(a.dtype) else t
+            if isinstance(v, list):
+                items = [resolve(x, False) for x in v]
+                # numbers (a shape, axes) as a tuple; tensors (a list argument) as a list
+                return tuple(items) if all(isinstance(x, (int, float)) for x in items) else items
+            return v
+
+        fn = self.op_function(str(call["op"]))
+        out = fn(*[resolve(a) for a in call.get("args", [])], **{k: resolve(v) for k, v in call.get("kwargs", {}).items()})
+        return [self._op_output(o) for o in _flat(out)]
+
+    def _op_output(self, t: Any) -> tuple[np.ndarray, str]:
+        keras = self.keras
+        if isinstance(t, (bool, int, float)) or t is None:
+            a = np.asarray(t if t is not None else np.nan)
+            return a, str(a.dtype)
+        dtype = keras.backend.standardize_dtype(t.dtype)
+        if dtype == "bfloat16":
+            t = keras.ops.cast(t, "float32")
+        return np.asarray(keras.ops.convert_to_numpy(t)), dtype
+
     # the training phase (audee/backends/keras_train.py): each framework's own autodiff
     trains = True
     #: how the training step runs: ``compiled`` (tf.function, jax.jit; torch is eager either
@@ -155,6 +196,13 @@ class KerasBackend(Backend):
         step = getattr(keras_train, f"train_{self.keras_backend}")
         return step(self, model, inputs, TrainSetup.from_json(setup), layers=layers, input_grads=input_grads,
                     mode=self.train_mode)
+
+
+def _flat(out: Any) -> list[Any]:
+    """An op's outputs in order: nested tuples and lists flattened."""
+    if isinstance(out, (tuple, list)):
+        return [x for o in out for x in _flat(o)]
+    return [out]
 
 
 class TensorflowBackend(KerasBackend):

@@ -145,6 +145,7 @@ class Worker:
         if "error" in hello:
             return WorkerFailure("error", "start", hello["error"]["message"], hello["error"]["traceback"])
         self.versions = hello["versions"]
+        self.runs_ops = bool(hello.get("runs_ops", False))  # keras.ops calls (op-level cases, issue 30)
         self.precision_state = hello.get("precision", {"mode": self.ref.precision})
         log.info("worker %s: ready after %.1f s (%s)", self.label, time.monotonic() - self._started,
                  ", ".join(f"{k} {v}" for k, v in self.versions.items()))
@@ -486,6 +487,22 @@ class Pool:
 
     def collect_run(self, tickets: dict[str, int]) -> dict[str, dict | WorkerFailure]:
         return {label: _as_failure(self.workers[label].result_run(t), "run") for label, t in tickets.items()}
+
+    @property
+    def op_labels(self) -> list[str]:
+        """The backends that call ``keras.ops`` functions (``Backend.runs_ops``), as started."""
+        return [label for label in self.labels if getattr(self.workers[label], "runs_ops", False)]
+
+    def submit_op(self, call: dict[str, Any], tensors: dict[str, Any], labels: list[str] | None = None) -> dict[str, int]:
+        """Send one ``keras.ops`` call (an op-level case, issue 30) to every backend that
+        runs ops (or ``labels``) without waiting: each backend's ticket for
+        :meth:`collect_op`.  No build, no weights."""
+        msg = {"op": "run_op", "call": call, "tensors": tensors}
+        shared = pickled(msg)
+        return {label: self.workers[label].submit(msg, pickled=shared) for label in labels or self.op_labels}
+
+    def collect_op(self, tickets: dict[str, int]) -> dict[str, dict | WorkerFailure]:
+        return {label: _as_failure(self.workers[label].result(t), "run") for label, t in tickets.items()}
 
     def as_answered(self, labels: Iterable[str]) -> Iterator[str]:
         """``labels`` (workers each waiting on a request of the caller's), each once, in the

@@ -84,7 +84,7 @@ class WorkerState:
             versions = {str(k): str(v) for k, v in self.backend.versions().items()}  # TorchVersion -> str
             precision = {str(k): str(v) for k, v in self.backend.precision_state().items()}
             return {"versions": versions, "precision": precision, "pid": os.getpid(),
-                    "name": type(self.backend).name}
+                    "name": type(self.backend).name, "runs_ops": bool(self.backend.runs_ops)}
         if op == "build":
             t = time.perf_counter()
             e = self.entry(msg["spec"], msg["key"])
@@ -101,6 +101,8 @@ class WorkerState:
             reply = self.train(msg)
             reply["phases"] = _added(carried, self.backend.clock.reset())
             return reply
+        if op == "run_op":  # an op-level case (issue 30): one keras.ops call, see run_op()
+            return self.run_op(msg)
         if op == "call":  # plugin-specific or maintenance operations
             return {"value": getattr(self, "op_" + msg["name"])(**msg.get("kwargs", {}))}
         raise ValueError(f"unknown op {op!r}")
@@ -155,6 +157,26 @@ class WorkerState:
             names = e.order if want is True else [n for n in e.order if n in set(want)]
             reply["layers"] = {n: outs[e.order.index(n)] for n in names}
         return reply
+
+    def run_op(self, msg: dict) -> dict:
+        """One ``keras.ops`` call (``Backend.run_op``): the op must be a configured one (the
+        closed set of ``api_configs/ops/``: a case names data, never code).  Its outputs
+        and their Keras dtypes; a failure is phase ``run``."""
+        from audee.apis import load_op_configs
+
+        call = msg["call"]
+        if str(call.get("op")) not in load_op_configs():
+            raise BackendError(Phase.RUN, f"refused: {call.get('op')!r} is not a configured keras.ops function")
+        t = time.perf_counter()
+        try:
+            with self.backend.clock.timed("run"):
+                outs = self.backend.run_op(call, msg["tensors"])
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise BackendError(Phase.RUN, _msg(exc), traceback.format_exc()) from exc
+        return {"outputs": [a for a, _ in outs], "dtypes": [d for _, d in outs], "run_s": time.perf_counter() - t,
+                "phases": self.backend.clock.reset()}
 
     def train(self, msg: dict) -> dict:
         """One training step (``Backend.train``) of the spec ``msg`` carries, from the

@@ -14,6 +14,9 @@
       - apis: all                       # API-level fuzzing: one unit per API (api_group: N per unit)
         backends: [[tensorflow, torch, jax, onnxruntime]]
         variants: 40                    # cases per API
+      - ops: all                        # op-level fuzzing (docs/ops.md): one unit per op (op_group: N per unit)
+        backends: [[tensorflow, torch, jax]]
+        variants: 20                    # calls per op
 
 
 Every combination of seed (or API group) x backend set x rng in a run is one unit, with a stable id;
@@ -44,6 +47,7 @@ class Unit:
     search: dict[str, Any] | None = field(default=None, hash=False)
     localize: dict[str, Any] | None = field(default=None, hash=False)
     apis: tuple[str, ...] | None = None   # an API-level unit: these APIs instead of a seed
+    ops: tuple[str, ...] | None = None    # an op-level unit: these keras.ops functions instead of a seed
     inputs: str | None = field(default=None, hash=False)  # the run's inputs .npz for this seed (None: the seed's)
     origin: str = field(default="", hash=False, compare=False)  # the run's field naming the seed: runs[0].seeds[1]
 
@@ -80,10 +84,12 @@ def load_campaign(path: str | Path) -> Campaign:
         backend_sets = [tuple(b) for b in run.backends]
         rngs = run.rngs if run.rngs is not None else [settings.get("rng", 0)]
         if groups[k] is not None:
+            ops = run.ops is not None
             for group, backends, rng in itertools.product(groups[k], backend_sets, rngs):
-                tag = _api_tag(group)
+                tag = _api_tag(group, "op" if ops else "api")
                 uid = f"{tag}--{'+'.join(_backend_tag(b) for b in backends)}--r{rng}"
-                units[uid] = Unit(uid, tag, backends, {**settings, "rng": rng}, apis=group)
+                units[uid] = Unit(uid, tag, backends, {**settings, "rng": rng}, apis=None if ops else group,
+                                  ops=group if ops else None)
             continue
         seeds = run.seeds or []
         search = _search(run.search)
@@ -99,28 +105,31 @@ def load_campaign(path: str | Path) -> Campaign:
 
 
 def _api_groups(run: Any, source: str, k: int) -> list[tuple[str, ...]] | None:
-    """A run's APIs (``all``: every configured one, in name order) cut into groups of
-    ``api_group``; None for a seed run.  An unknown API name is an error naming it."""
-    if run.apis is None:
+    """A run's APIs or ops (``all``: every configured one, in name order) cut into groups of
+    ``api_group`` / ``op_group``; None for a seed run.  An unknown name is an error naming it."""
+    if run.apis is None and run.ops is None:
         return None
-    from audee.apis import load_api_configs
+    from audee.apis import load_api_configs, load_op_configs
 
-    known = load_api_configs()
-    names = sorted(known) if run.apis == "all" else list(dict.fromkeys(run.apis))
+    ops = run.ops is not None
+    known = load_op_configs() if ops else load_api_configs()
+    given, field = (run.ops, "ops") if ops else (run.apis, "apis")
+    names = sorted(known) if given == "all" else list(dict.fromkeys(given))
     for i, n in enumerate(names):
         if n not in known:
-            raise ConfigError(f"unknown API {n!r} (see `audee apis`)", source=source, field=f"runs[{k}].apis[{i}]")
-    size = run.api_group
+            raise ConfigError(f"unknown {'op' if ops else 'API'} {n!r} (see `audee apis{' --ops' if ops else ''}`)",
+                              source=source, field=f"runs[{k}].{field}[{i}]")
+    size = run.op_group if ops else run.api_group
     return [tuple(names[i:i + size]) for i in range(0, len(names), size)]
 
 
-def _api_tag(group: tuple[str, ...]) -> str:
-    """An API group's part of a unit id: ``api-Conv2D``, ``api-Add+Average``, or for a long
-    group its first API, its size and a short hash of all names."""
-    tag = "api-" + "+".join(group)
+def _api_tag(group: tuple[str, ...], prefix: str = "api") -> str:
+    """An API (or op) group's part of a unit id: ``api-Conv2D``, ``api-Add+Average``,
+    ``op-cumsum``, or for a long group its first name, its size and a short hash of all names."""
+    tag = f"{prefix}-" + "+".join(group)
     if len(tag) <= 80:
         return tag
-    return f"api-{group[0]}-{len(group)}apis-{hashlib.sha256(','.join(group).encode()).hexdigest()[:8]}"
+    return f"{prefix}-{group[0]}-{len(group)}{prefix}s-{hashlib.sha256(','.join(group).encode()).hexdigest()[:8]}"
 
 
 _SAFE = re.compile(r"[A-Za-z0-9._+-]+")

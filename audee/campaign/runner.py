@@ -30,7 +30,7 @@ from audee.campaign.config import Campaign, Unit
 from audee.campaign.localize_stage import localize_unit, pending
 from audee.cpus import default_parallel_units, task_cpus
 from audee.errors import AudeeError, BackendUnavailable
-from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, summarize
+from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, fuzz_ops, summarize
 from audee.logs import setup_logging
 from audee.seeds import load_seed, with_inputs
 from audee.settings import ShardSettings
@@ -185,7 +185,7 @@ def check_seeds(units: list[Unit], source: str, log_dir: Path | None = None) -> 
     its inputs are there (the run's ``inputs:`` file fits the spec, or the seed's own, or
     generated); a search ``layer`` names a layer of it.  A bad seed is one line naming the
     campaign file and the run's field, before the first unit runs."""
-    from audee.apis import load_api_configs
+    from audee.apis import load_api_configs, load_op_configs
     from audee.errors import ConfigError
     from audee.spec import validate
 
@@ -194,7 +194,12 @@ def check_seeds(units: list[Unit], source: str, log_dir: Path | None = None) -> 
         for api in u.apis or ():
             if api not in apis:  # a config removed since the campaign's units were listed
                 raise ConfigError(f"unknown API {api!r} (unit {u.id})", source=source, field="apis")
-    units = [u for u in units if u.apis is None]
+    ops = load_op_configs()
+    for u in units:
+        for op in u.ops or ():
+            if op not in ops:
+                raise ConfigError(f"unknown op {op!r} (unit {u.id})", source=source, field="ops")
+    units = [u for u in units if u.apis is None and u.ops is None]
     specs = {}
     for u in sorted({(u.seed, u.inputs): u for u in units}.values(), key=lambda u: (u.seed, u.inputs or "")):
         field = u.origin or "seeds"
@@ -540,10 +545,13 @@ def _run_unit(unit: Unit, udir: Path, stage: Callable[[str], None], pools: "_Poo
         t0 = time.perf_counter()
         if unit.apis is not None:  # API-level unit: small models around each of its APIs
             fuzz_apis(list(unit.apis), cfg, pool=pool)
+        elif unit.ops is not None:  # op-level unit: keras.ops calls (docs/ops.md)
+            fuzz_ops(list(unit.ops), cfg, pool=pool)
         else:
             seed = with_inputs(load_seed(unit.seed, store.logs), unit.inputs, field=None)
             fuzz(seed, seed.inputs, cfg, plan=plan, pool=pool)
         summary = {"unit": unit.id, "seed": unit.seed, "apis": list(unit.apis) if unit.apis else None,
+                   **({"ops": list(unit.ops)} if unit.ops else {}),
                    "backends": list(unit.backends),
                    "settings": unit.settings, "search": unit.search, "localize": unit.localize,
                    "seconds": round(time.perf_counter() - t0, 2), **summarize(udir)}

@@ -27,8 +27,12 @@ def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backen
     (or ``backends``): plugins the case names run only when ``allowed_plugins`` names them.
     ``repro_dir``: also write the one-layer repro script of the top candidate's layer there."""
     from audee.apis import load_api_configs
+    from audee.errors import AudeeError
 
     record = CaseRecord.from_file(path)
+    if record.is_op:  # one op call: its arguments are the whole case, nothing to localize
+        raise AudeeError("an op-level case (one keras.ops call) has no layers to localize: its repro script "
+                         "(audee repro) is the minimal case", source=str(path))
     case = record.test_case()
     apis = apis or load_api_configs()
     if pool is not None:

@@ -486,6 +486,23 @@ def phase_table(cases: pd.DataFrame) -> pd.DataFrame:
                          for b, s in summary.items()], columns=columns)
 
 
+def rate_table(cases: pd.DataFrame) -> pd.DataFrame:
+    """Per case level (``op``: one keras.ops call, ``api``: a small model around a layer
+    API, ``network``: a seed or its variant): test cases, the seconds they added to their
+    runs (the rows' ``seconds``) and cases per second, so one campaign compares the levels."""
+    columns = ["level", "cases", "seconds", "cases_per_s"]
+    if cases.empty or "seconds" not in cases:
+        return pd.DataFrame(columns=columns)
+    seed = cases["seed"].astype(str) if "seed" in cases else pd.Series([""] * len(cases))
+    level = seed.map(lambda v: "op" if v.startswith("op:") else "api" if v.startswith("api:") else "network")
+    rows = []
+    for name, group in cases.assign(level=level.values).groupby("level"):
+        secs = float(pd.to_numeric(group["seconds"], errors="coerce").fillna(0).sum())
+        rows.append({"level": name, "cases": len(group), "seconds": round(secs, 1),
+                     "cases_per_s": round(len(group) / secs, 3) if secs else None})
+    return pd.DataFrame(rows, columns=columns)
+
+
 ROOT_COLS = ["class", "status", "known_id", "kind", "component", "op", "api", "odd", "silent", "backends", "error",
              "signatures", "cases", "first_case", "repro", "report", "why"]
 
@@ -555,7 +572,9 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
                 ("APIs a backend never ran, with its first error (phase, normalized message)", "backend_apis_rest",
                  api_rest),
                 ("Phase timings: mean seconds per test case in each backend's worker", "phases",
-                 phase_table(data.cases))]
+                 phase_table(data.cases)),
+                ("Rate by case level (op: a keras.ops call; api: a model around a layer API; network: a seed "
+                 "variant)", "rates", rate_table(data.cases))]
     n_units = data.cases["unit"].nunique() if not data.cases.empty else 0
     index = ["# audee report", "",
              f"{len(roots)} root causes ([list](roots.md)): {class_line(raw_roots)}; "

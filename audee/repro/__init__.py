@@ -485,6 +485,14 @@ def repro_case(path: str | Path, *, out: str | Path | None = None, name: str | N
 
     record = CaseRecord.from_file(path)
     f = pick_finding(record, finding)
+    if record.is_op:  # an op-level case: the op per backend, nothing to shrink (audee.repro.ops)
+        from audee.repro.ops import write_op_repro
+
+        index = finding if finding is not None else [Finding.from_json(x).to_json() for x in
+                                                     record.verdict["findings"]].index(f.to_json())
+        out_dir = Path(out) if out is not None else RunStore(Path(path).resolve().parent.parent).repro_dir
+        script = write_op_repro(record, out_dir, name or default_name(record, f), index)
+        return ReproScript(script, script, f.kind, list(f.backends), "op", None, [])
     run, _ = _roles(record, f)
     check_builtin(record, run)
     refs = {r.label: r for r in (backends or record.backends)}
@@ -532,6 +540,12 @@ def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[
             index = next((i for i, f in enumerate(findings)
                           if any(s.slug() == slug for s in signatures_of(f, record.spec, record.meta))), None)
             if index is None:
+                continue
+            if record.is_op:  # an op-level case: a few lines calling the op on each backend (audee.repro.ops)
+                from audee.repro.ops import write_op_repro
+
+                written.append(write_op_repro(record, store.repro_dir, slug, index))
+                log.info("repro script %s: keras.ops.%s", written[-1], record.op["op"])
                 continue
             if record.meta.get("phase") == "train":  # a training step: its own script (audee.train.repro)
                 from audee.train.repro import write_train_repro

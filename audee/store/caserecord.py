@@ -35,7 +35,7 @@ from audee.store.atomic import write_atomic
 from audee.store.casefile import CASE_FORMAT, READ_FORMATS, encode, read_case_bytes
 
 FIELDS = ("format", "created", "id", "spec", "weights", "inputs", "backends", "verdict", "distances", "outputs",
-          "versions", "tie_margin", "tolerances")
+          "versions", "tie_margin", "tolerances", "op")
 BUILTIN_TARGETS = frozenset(BUILTIN.values())
 FINDING_KINDS = (*Kind.FAILURES, Kind.CONSISTENT_REJECTION, Kind.NAN_PROPAGATED, Kind.DEVIATION_ACCUMULATED)
 FINDING_KINDS += (Kind.TRAIN_DEVIATION_ACCUMULATED,)
@@ -60,6 +60,9 @@ class CaseRecord:
     tie_margin: float = TIE_MARGIN            # the margin the verdict was judged with
     tolerances: dict[str, Any] = field(default_factory=dict)  # deviation oracle: {dtype: {rtol, atol}} judged with
     meta: dict[str, Any] = field(default_factory=dict)        # provenance: seed, variant, rng, mutations, ...
+    #: an op-level case (issue 30): the keras.ops call as data (op, args, kwargs, dtypes; its
+    #: tensors are ``inputs``); then ``spec`` and ``weights`` are empty.  Empty for a model.
+    op: dict[str, Any] = field(default_factory=dict)
     created: str = ""
     format: str = CASE_FORMAT
     source: str = field(default="", compare=False, repr=False)  # the file it was read from
@@ -77,6 +80,15 @@ class CaseRecord:
                     meta: dict[str, Any] | None = None) -> "CaseRecord":
         """The record of an :class:`audee.execute.Result`."""
         case = result.case
+        if case.spec is None:  # an op case (audee.opexec.OpResult): the call and each backend's outputs
+            return cls(
+                id=case.id, spec={}, weights={}, inputs=dict(case.tensors), backends=list(backends),
+                verdict=result.verdict.to_json(), versions=versions,
+                outputs={b: {"outputs": list(result.outputs[b]), "dtypes": list(result.dtypes[b])}
+                         for b in result.outputs},
+                tie_margin=float(TIE_MARGIN if tie_margin is None else tie_margin),
+                tolerances=dict(tolerances or {}), meta=dict(meta or {}), op=case.call(),
+                created=time.strftime("%Y-%m-%dT%H:%M:%S"))
         return cls(
             id=case.id, spec=case.spec.to_json(), weights=case.weights, inputs=case.inputs,
             backends=list(backends), verdict=result.verdict.to_json(), versions=versions,
@@ -95,7 +107,7 @@ class CaseRecord:
                          for b in self.backends],
             "verdict": self.verdict, "distances": self.distances, "outputs": self.outputs,
             "versions": self.versions, "tie_margin": self.tie_margin, "tolerances": self.tolerances,
-            **self.meta,
+            **({"op": self.op} if self.op else {}), **self.meta,
         }
 
     def to_file(self, path: str | Path) -> Path:
@@ -167,12 +179,28 @@ class CaseRecord:
         _check_verdict(verdict, bad)
         refs = _check_backends(raw_backends, bad)
 
+        op = need("op", dict, {})
         rec = cls(id=ident, spec=spec, weights=weights, inputs=inputs, backends=refs, verdict=verdict,
                   versions=versions, distances=distances, outputs=outputs, tie_margin=float(tie),
                   tolerances=tolerances, meta={k: v for k, v in d.items() if k not in FIELDS},
-                  created=created, format=fmt, source=source)
-        _check_inputs(rec.model_spec, inputs, bad)
+                  op=op, created=created, format=fmt, source=source)
+        if op:
+            _check_op(op, inputs, bad)
+        else:
+            _check_inputs(rec.model_spec, inputs, bad)
         return rec
+
+    @property
+    def is_op(self) -> bool:
+        """An op-level case (issue 30), not a model."""
+        return bool(self.op)
+
+    def op_case(self) -> Any:
+        """The op case as :class:`audee.mutation.oplevel.OpCase` (op records only)."""
+        from audee.opcase import OpCase
+
+        return OpCase(str(self.op["op"]), list(self.op.get("args", [])), dict(self.op.get("kwargs", {})),
+                      dict(self.inputs), dict(self.op.get("dtypes", {})), id=self.id, meta=dict(self.meta))
 
     # ---- using one -----------------------------------------------------------------------------
     @property
@@ -283,6 +311,25 @@ def _check_backends(raw: list, bad: Any) -> list[BackendRef]:
             raise bad(f"backend {label!r} listed twice", f"{where}.label")
         refs.append(BackendRef(label, target, device, precision))
     return refs
+
+
+def _check_op(op: dict, inputs: dict, bad: Any) -> None:
+    """An op record's call: a name, its arguments as data, every tensor it names among the
+    inputs (a plain array), every dtype a name.  Which op may run is the worker's closed set."""
+    from audee.opcase import refs
+
+    if not isinstance(op.get("op"), str) or not op["op"]:
+        raise bad("expected the keras.ops function's name", "op.op")
+    if not isinstance(op.get("args", []), list):
+        raise bad("expected a list", "op.args")
+    if not isinstance(op.get("kwargs", {}), dict):
+        raise bad("expected a mapping", "op.kwargs")
+    dtypes = op.get("dtypes", {})
+    if not isinstance(dtypes, dict) or not all(isinstance(v, str) for v in dtypes.values()):
+        raise bad("expected a mapping of tensor to dtype name", "op.dtypes")
+    for name in refs(op.get("args", [])) + refs(list(op.get("kwargs", {}).values())):
+        if not isinstance(inputs.get(name), np.ndarray):
+            raise bad(f"the call names tensor {name!r}, which the case does not hold", "inputs")
 
 
 def _check_inputs(spec: Any, inputs: dict, bad: Any) -> None:

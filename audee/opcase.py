@@ -1,0 +1,60 @@
+"""What an op-level test case is (issue 30): one ``keras.ops`` call as plain data.
+
+The op is named, never given as code: a worker looks the name up in the closed set of
+configured ops (``api_configs/ops/``).  Its positional and keyword arguments are JSON data
+where each tensor is a reference ``{"tensor": name}`` into ``tensors`` (numpy arrays; a
+bfloat16 tensor travels as float32 holding bfloat16 values, ``dtypes`` saying so, and is
+cast in the worker).  Drawn by :mod:`audee.mutation.oplevel`, run by :mod:`audee.opexec`,
+kept in case files by :class:`audee.store.caserecord.CaseRecord` (``op``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class OpCase:
+    """One call of a ``keras.ops`` function, as data."""
+
+    op: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    tensors: dict[str, np.ndarray]
+    dtypes: dict[str, str]                   # tensor -> the Keras dtype it is called with
+    mutations: list[Any] = field(default_factory=list)   # audee.mutation.base.Mutation, one per drawn value
+    invalid: bool = False
+    id: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)  # provenance (a row's fields: api, variant, rng, ...)
+    spec: None = None  # no model: what reads a test case's spec (rows, signatures) finds none
+
+    @property
+    def inputs(self) -> dict[str, np.ndarray]:
+        """The call's tensors: what the NaN oracle and the special values read as its input."""
+        return self.tensors
+
+    def call(self) -> dict[str, Any]:
+        """What a worker needs besides the tensors (and what a case file keeps): op, args,
+        kwargs, dtypes: plain JSON data."""
+        return {"op": self.op, "args": self.args, "kwargs": self.kwargs, "dtypes": dict(self.dtypes)}
+
+    def describe(self) -> dict[str, Any]:
+        """The row's provenance: each tensor's dtype and shape, the drawn values."""
+        return {"input_shapes": {k: list(v.shape) for k, v in self.tensors.items()},
+                "tensor_dtypes": dict(self.dtypes),
+                "params": {k: v for k, v in self.kwargs.items() if not _has_ref(v)}}
+
+
+def _has_ref(v: Any) -> bool:
+    return isinstance(v, dict) and "tensor" in v or isinstance(v, list) and any(_has_ref(x) for x in v)
+
+
+def refs(value: Any) -> list[str]:
+    """The tensor names an argument refers to."""
+    if isinstance(value, dict) and set(value) == {"tensor"}:
+        return [value["tensor"]]
+    if isinstance(value, list):
+        return [n for v in value for n in refs(v)]
+    return []

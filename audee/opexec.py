@@ -1,0 +1,138 @@
+"""Run op-level cases (issue 30) on every backend and judge them.
+
+An op case is one ``keras.ops`` call: no model to build, no weights, nothing to compile
+per model; every worker gets the call at once (``Pool.submit_op``) and answers its
+outputs; :func:`audee.oracle.ops.op_findings` judges them.  The interface is the
+Executor's (``submit`` / ``finish`` / ``run``), so the fuzz loop pipelines op cases as it
+does models: case k+1 is drawn while case k computes.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from audee.backends.pool import Pool, WorkerFailure
+from audee.case import Kind, Outcome, Verdict
+from audee.opcase import OpCase
+from audee.oracle.deviation import DTYPE_ROUNDING, FULL, ROUNDING, Tolerances, as_tolerances, attributed, perturbed
+from audee.oracle.nan import condition_pattern, settle_conditioning
+from audee.oracle.ops import op_findings, restore, value_compare
+
+
+@dataclass
+class OpResult:
+    """A judged op case, read as :class:`audee.execute.Result` is (rows, case files)."""
+
+    case: OpCase
+    verdict: Verdict
+    outcomes: dict[str, Outcome]
+    outputs: dict[str, list[Any]] = field(default_factory=dict)   # backend -> its outputs
+    dtypes: dict[str, list[str]] = field(default_factory=dict)    # backend -> their Keras dtypes
+    undefined: list[str] = field(default_factory=list)            # what was not compared, and why
+    pairs: dict[str, dict] = field(default_factory=dict)
+    layer_distances: dict[str, dict[str, float]] = field(default_factory=dict)
+    equivalence: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    phases: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass
+class OpSubmitted:
+    case: OpCase
+    tickets: dict[str, int]
+    started: float
+
+
+class OpExecutor:
+    """Op cases on a :class:`Pool` of Keras backends, judged with ``tolerances``."""
+
+    def __init__(self, pool: Pool, *, tolerances: Tolerances | dict[str, Any] | None = None,
+                 undefined: dict[str, Sequence[str]] | None = None, **_: Any):
+        """``undefined``: per op, what its contract leaves undefined (the op configs')."""
+        self.pool = pool
+        self.tolerances = as_tolerances(tolerances)
+        self.undefined = dict(undefined or {})
+
+    def run(self, case: OpCase) -> OpResult:
+        return self.finish(self.submit(case))
+
+    def submit(self, case: OpCase) -> OpSubmitted:
+        return OpSubmitted(case, self.pool.submit_op(case.call(), case.tensors), time.perf_counter())
+
+    def finish(self, sub: OpSubmitted) -> OpResult:
+        modes = self.pool.precisions
+        outcomes: dict[str, Outcome] = {}
+        outputs: dict[str, list[Any]] = {}
+        dtypes: dict[str, list[str]] = {}
+        phases: dict[str, dict[str, float]] = {}
+        for label, got in self.pool.collect_op(sub.tickets).items():
+            if isinstance(got, WorkerFailure):
+                outcomes[label] = Outcome(label, failure=got, precision=modes.get(label, FULL))
+                continue
+            outcomes[label] = Outcome(label, run_s=got["run_s"], precision=modes.get(label, FULL))
+            outputs[label], dtypes[label] = list(got["outputs"]), list(got["dtypes"])
+            phases[label] = {k: round(float(v), 5) for k, v in got.get("phases", {}).items()}
+        ordered = [outcomes[label] for label in self.pool.labels if label in outcomes]
+        findings, skipped = op_findings(ordered, outputs, dtypes, sub.case.tensors, self.tolerances,
+                                        self.undefined.get(sub.case.op, ()), sub.case.op)
+        result = OpResult(sub.case, Verdict(findings), {o.backend: o for o in ordered}, outputs, dtypes, skipped,
+                          phases=phases)
+        self._condition(result)
+        result.seconds = time.perf_counter() - sub.started
+        return result
+
+    def _condition(self, result: OpResult) -> None:
+        """The conditioning rules of the model oracles, the op being the layer: the call run
+        again on the backends of its numeric findings, every float tensor moved by two ulps
+        of its dtype (:func:`audee.oracle.deviation.perturbed`).  A deviation the op itself
+        turns rounding into on either backend is no evidence against one
+        (:func:`audee.oracle.deviation.attributed`: ``deviation_accumulated``, the op in
+        ``ill_conditioned``), else the op is its ``own_layers``; a non-finite pattern
+        difference is judged by :func:`audee.oracle.nan.condition_pattern`."""
+        case = result.case
+        devs = [f for f in result.verdict.findings if f.kind == Kind.DEVIATION and _output(f.detail.tensor) is not None]
+        nans = [f for f in result.verdict.findings if f.kind == Kind.NAN and f.detail.patterns]
+        if not devs and not nans:
+            return
+        labels = sorted({b for f in devs + nans for b in f.backends if b in result.outputs})
+        size = max([ROUNDING[FULL]] + [DTYPE_ROUNDING.get(d, 0.0) for d in case.dtypes.values()])
+        moved_in = perturbed(case.tensors, size=size)
+        got = self.pool.collect_op(self.pool.submit_op(case.call(), moved_in, labels))
+        moved = {b: r["outputs"] for b, r in got.items() if isinstance(r, dict) and "outputs" in r}
+        for f in devs:
+            k = _output(f.detail.tensor)
+            a, b = f.backends
+            own = float(f.detail.score or 0.0)
+            selves = [value_compare(restore(result.outputs[x][k], result.dtypes[x][k]),
+                                    restore(moved[x][k], result.dtypes[x][k]), self.tolerances)
+                      if x in moved and len(moved[x]) > k else None for x in (a, b)]
+            self_score = max((float(c["score"]) if c is not None else float("inf")) for c in selves)
+            if attributed(own, self_score):
+                f.detail.own_layers = [case.op]
+            else:
+                f.detail.ill_conditioned = [case.op]
+                f.kind = Kind.DEVIATION_ACCUMULATED
+        first = next(iter(case.dtypes.values()), None)
+        for f in nans:
+            for key, p in f.detail.patterns.items():
+                a, b = key.split("|")
+                k = _output(p.first_layer)
+                if k is None or a not in result.outputs or b not in result.outputs:
+                    continue
+                alone = {x: restore(result.outputs[x][k], result.dtypes[x][k]) for x in (a, b)}
+                after = {x: restore(moved[x][k], result.dtypes[x][k]) for x in (a, b)
+                         if x in moved and len(moved[x]) > k}
+                reason = condition_pattern(case.tensors, alone, after, first)
+                if reason is None:
+                    p.own_layer = case.op
+                else:
+                    p.cleared = reason
+            settle_conditioning(f)
+
+
+def _output(name: Any) -> int | None:
+    """The output index a finding names (``out2`` -> 2), None for a shape or dtype mismatch."""
+    if isinstance(name, str) and name.startswith("out") and name[3:].isdigit():
+        return int(name[3:])
+    return None

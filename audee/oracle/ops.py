@@ -1,0 +1,175 @@
+"""The oracles on an op-level case (issue 30): one ``keras.ops`` call's outputs per backend.
+
+An op returns one or more tensors instead of a model's output and logits.  The existing
+oracles judge them, output by output:
+
+* crashes and rejections: :func:`audee.oracle.crash.crash_findings` on the calls;
+* structure: two backends returning a different number of outputs, or an output of another
+  shape or another dtype (Keras promises one result dtype on every backend), are a
+  ``deviation`` of that pair with ``tensor`` ``outputs``, ``out<k>:shape`` or ``out<k>:dtype``
+  and an infinite score (``mismatch`` says what each returned; ``rows`` empty: no input
+  value explains a structure, so special values do not make it undefined);
+* non-finite patterns: :func:`audee.oracle.nan.nan_findings` on each float output, the
+  call's tensors as the input (NaN/Inf given in is propagation, not a bug);
+* values: each float output compared by :func:`audee.oracle.deviation.compare` with the
+  dtype's tolerances, the whole output one row (its largest |value| the scale) and the
+  elements non-finite on either side left to the NaN oracle; integer and boolean outputs
+  exactly (:data:`EXACT`);
+* what the op's contract leaves undefined is not compared (:data:`audee.apis.config.UNDEFINED`):
+  ``tie_indices`` (the indices of tied values: argmax, argsort, top_k) when the input has
+  ties, ``values`` (a factorization's signs and order: qr, eigh); nor an integer output
+  of an op fed float values beyond that integer's range (a conversion C leaves undefined;
+  :data:`SATURATING` ops define it).  Each skip is returned with its reason, so counts
+  stay honest.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from audee.case import Finding, Kind, Outcome
+from audee.oracle.crash import crash_findings
+from audee.oracle.deviation import Tolerance, Tolerances, as_tolerances, compare, pair_compute
+from audee.oracle.nan import nan_findings
+from audee.oracle.odd import mark_odd
+from audee.records.findings import DeviationDetail
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")  # complex: as (re, im)
+#: integers and booleans are equal or not: any difference of 1 scores 2 (half a unit of tolerance)
+#: ops whose contract defines float-to-integer conversion out of range (they clamp)
+SATURATING = ("saturate_cast",)
+EXACT = Tolerances(float32=Tolerance(0.0, 0.5), float16=Tolerance(0.0, 0.5), bfloat16=Tolerance(0.0, 0.5))
+
+
+def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarray]],
+                dtypes: Mapping[str, list[str]], inputs: Mapping[str, np.ndarray],
+                tolerances: Tolerances | Mapping[str, Any] | None = None,
+                undefined: Sequence[str] = (), op: str = "") -> tuple[list[Finding], list[str]]:
+    """The findings of one op call ``op`` (``outcomes``: one per backend, failures included;
+    ``outputs``/``dtypes``: each backend that ran, its outputs and their Keras dtypes), and
+    what was not compared because the contract leaves it undefined."""
+    tol = as_tolerances(tolerances)
+    findings = crash_findings(list(outcomes))
+    mark_odd(list(outcomes), findings)
+    ok = [o for o in outcomes if o.ok]
+    skipped: list[str] = []
+    if "values" in undefined:
+        skipped.append("values: the op's result is defined up to signs and order")
+    for a, b in combinations(ok, 2):
+        na, nb = len(outputs[a.backend]), len(outputs[b.backend])
+        if na != nb:
+            findings.append(_mismatch(a, b, "outputs", na, nb))
+    n = min((len(outputs[o.backend]) for o in ok), default=0)
+    for k in range(n):
+        group: list[Finding] = []
+        for a, b in combinations(ok, 2):
+            xa, xb = outputs[a.backend][k], outputs[b.backend][k]
+            da, db = dtypes[a.backend][k], dtypes[b.backend][k]
+            if np.shape(xa) != np.shape(xb):
+                group.append(_mismatch(a, b, f"out{k}:shape", list(np.shape(xa)), list(np.shape(xb))))
+            elif da != db:
+                group.append(_mismatch(a, b, f"out{k}:dtype", da, db))
+        views = [_view(o, outputs[o.backend][k], dtypes[o.backend][k], k) for o in ok]
+        floats = all(dtypes[o.backend][k] in FLOAT_DTYPES for o in ok)
+        if floats:
+            group += nan_findings(views, inputs)
+        if "values" not in undefined:
+            if not floats and "tie_indices" in undefined and has_ties(inputs):
+                skipped.append(f"out{k}: indices of tied values")
+            elif not floats and op not in SATURATING and beyond_int_range(inputs, dtypes[ok[0].backend][k]):
+                skipped.append(f"out{k}: float values beyond {dtypes[ok[0].backend][k]}'s range (conversion undefined)")
+            else:
+                group += _value_findings(views, k, tol if floats else EXACT, floats)
+        mark_odd(views, group)
+        findings += group
+    return findings, skipped
+
+
+def beyond_int_range(inputs: Mapping[str, np.ndarray], dtype: str) -> bool:
+    """Whether a float tensor holds a value (NaN and Inf too) an integer output of ``dtype``
+    cannot hold: converting it is undefined (C's rule, which each framework's kernel keeps
+    its own way: saturate, wrap or INT_MIN)."""
+    try:
+        info = np.iinfo(dtype)
+    except (TypeError, ValueError):
+        return False  # bool: any value converts
+    for a in inputs.values():
+        a = np.asarray(a)
+        if _is_float(a):
+            x = a.astype(np.float64)
+            if (~np.isfinite(x)).any() or (x > info.max).any() or (x < info.min).any():
+                return True
+    return False
+
+
+def has_ties(inputs: Mapping[str, np.ndarray]) -> bool:
+    """Whether some tensor holds a value twice (or a NaN, which ties with nothing and
+    everything): the indices of tied values are undefined."""
+    for a in inputs.values():
+        flat = np.asarray(a).reshape(-1)
+        if flat.size != np.unique(flat).size or (np.issubdtype(flat.dtype, np.floating) and np.isnan(flat).any()):
+            return True
+    return False
+
+
+def restore(a: np.ndarray, dtype: str) -> np.ndarray:
+    """An output as its Keras dtype (a bfloat16 one arrives as float32 holding its values)."""
+    if dtype == "bfloat16":
+        import ml_dtypes  # noqa: PLC0415 - installed with every framework here
+
+        return np.asarray(a).astype(ml_dtypes.bfloat16)
+    a = np.asarray(a)
+    if np.iscomplexobj(a):  # (angle, conj, fft of a real input): real and imaginary parts, compared as floats
+        return np.stack([a.real, a.imag], axis=-1)
+    return a
+
+
+def _view(o: Outcome, out: np.ndarray, dtype: str, k: int) -> Outcome:
+    """Output ``k`` of a backend as an Outcome the model oracles read: one row."""
+    a = restore(out, dtype).reshape(1, -1)
+    bad = dtype in FLOAT_DTYPES and not np.isfinite(a.astype(np.float32)).all()
+    return Outcome(o.backend, logits=a, output=a, nonfinite=[f"out{k}"] if bad else [], run_s=o.run_s,
+                   precision=o.precision)
+
+
+def value_compare(xa: np.ndarray, xb: np.ndarray, tol: Tolerances, compute: str = "full") -> dict[str, Any] | None:
+    """:func:`audee.oracle.deviation.compare` of one output on two runs, as one row: floats
+    on the elements finite on both sides (non-finite ones are the NaN oracle's), integers
+    and booleans exactly; None when nothing compares (shapes differ, empty)."""
+    xa, xb = np.asarray(xa).reshape(1, -1), np.asarray(xb).reshape(1, -1)
+    if xa.shape != xb.shape or xa.size == 0:
+        return None
+    if _is_float(xa) and _is_float(xb):
+        both = np.isfinite(xa.astype(np.float64)) & np.isfinite(xb.astype(np.float64))
+        xa, xb = np.where(both, xa, 0).astype(xa.dtype), np.where(both, xb, 0).astype(xb.dtype)
+        return compare(xa, xb, tol, compute=compute)
+    return compare(xa.astype(np.float64), xb.astype(np.float64), EXACT, compute=compute)
+
+
+def _is_float(a: np.ndarray) -> bool:
+    return np.issubdtype(a.dtype, np.floating) or str(a.dtype) == "bfloat16"
+
+
+def _value_findings(views: list[Outcome], k: int, tol: Tolerances, floats: bool) -> list[Finding]:
+    """A ``deviation`` per pair out of tolerance on the elements finite on both sides."""
+    found = []
+    for a, b in combinations(views, 2):
+        if str(a.output.dtype) != str(b.output.dtype) and not floats:
+            continue
+        got = value_compare(a.output, b.output, tol, pair_compute(a.precision, b.precision))
+        if got is not None and got["score"] > 1.0:
+            if not floats:
+                got["dtype"] = str(a.output.dtype)  # judged exactly
+            got["rows"] = None  # the whole output is one row: every tensor's special values may explain it
+            found.append(Finding(Kind.DEVIATION, [a.backend, b.backend],
+                                 DeviationDetail(pair=f"{a.backend}|{b.backend}", tensor=f"out{k}", **got,
+                                                 first_layer=None, own_layers=[], own={})))
+    return found
+
+
+def _mismatch(a: Outcome, b: Outcome, what: str, va: Any, vb: Any) -> Finding:
+    return Finding(Kind.DEVIATION, [a.backend, b.backend],
+                   DeviationDetail(pair=f"{a.backend}|{b.backend}", tensor=what, score=float("inf"), rows=[],
+                                   first_layer=None, own_layers=[], own={}, mismatch={a.backend: va, b.backend: vb}))

@@ -1,0 +1,141 @@
+"""Op-level fuzzing (issue 30) on the real frameworks: ``keras.ops`` calls drawn from the op
+configs, run on TensorFlow, PyTorch and JAX workers, judged by the oracles; a plugin that
+breaks one op on one backend is flagged, its repro script reproducing alone."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audee.apis import load_op_configs
+from audee.backends.pool import Pool
+from audee.backends.registry import parse_backends
+from audee.case import Kind
+from audee.mutation.oplevel import DERIVE, generate_op_case
+from audee.opcase import OpCase
+from audee.opexec import OpExecutor
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+PLUGIN = "tests.plugins:CumsumOffByOneJax"
+
+
+def test_every_op_draws_json_calls_within_its_config():
+    configs = load_op_configs()
+    assert all(c.derive in DERIVE for c in configs.values() if c.derive)
+    for op in configs:
+        for i in range(3):
+            case = generate_op_case(op, configs, 0, i, invalid_prob=0.3)
+            json.dumps(case.call())  # plain data: no array, no code
+    a = generate_op_case("add", configs, 5, 1)
+    b = generate_op_case("add", configs, 5, 1)
+    assert a.call() == b.call() and all(np.array_equal(a.tensors[k], b.tensors[k]) for k in a.tensors)
+    take = generate_op_case("take", configs, 0, 3)
+    axis = take.kwargs["axis"]
+    size = take.tensors["x"].size if axis is None else take.tensors["x"].shape[axis]
+    assert take.tensors["indices"].max(initial=0) < max(size, 1)
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    """The three Keras backends (slow tests: three framework imports)."""
+    with Pool(parse_backends("tensorflow,torch,jax"), tmp_path_factory.mktemp("oplogs"), threads=1) as p:
+        p.start_or_fail()
+        yield p
+
+
+@pytest.fixture(scope="module")
+def jax_pool(tmp_path_factory):
+    """JAX and the JAX plugin whose cumsum is broken: the default suite's pool (one framework)."""
+    with Pool(parse_backends(f"jax,{PLUGIN}"), tmp_path_factory.mktemp("oplogs"), threads=1) as p:
+        p.start_or_fail()
+        yield p
+
+
+def _case(op, tensors, args, kwargs=None, dtypes=None):
+    return OpCase(op, args, kwargs or {}, tensors, dtypes or {k: str(v.dtype) for k, v in tensors.items()})
+
+
+@pytest.mark.slow
+def test_ops_across_dtypes_agree_and_integers_are_compared_exactly(pool):
+    ex = OpExecutor(pool)
+    x = np.arange(-6, 6, dtype=np.float32).reshape(3, 4) / 3
+    for dtype in ("float32", "float16", "bfloat16", "int32"):
+        t = x.astype(np.float32) if dtype == "bfloat16" else (x * 3).astype(dtype) if dtype == "int32" else x.astype(dtype)
+        r = ex.run(_case("sum", {"x": t}, [{"tensor": "x"}], {"axis": 1}, {"x": dtype}))
+        assert set(r.outcomes) == {"tensorflow", "torch", "jax"}
+        assert r.verdict.status == "pass", (dtype, r.verdict.to_json())
+        assert r.dtypes["jax"] == [dtype]
+    # argmax: integer indices, compared exactly; an undefined tie is not compared at all
+    r = ex.run(_case("argmax", {"x": x}, [{"tensor": "x"}], {"axis": 1}))
+    assert r.verdict.status == "pass" and r.outputs["tensorflow"][0].tolist() == [3, 3, 3]
+    ties = OpExecutor(pool, undefined={"argmax": ["tie_indices"]})
+    r = ties.run(_case("argmax", {"x": np.ones((2, 3), np.float32)}, [{"tensor": "x"}], {"axis": 1}))
+    assert r.undefined == ["out0: indices of tied values"]
+
+
+@pytest.mark.slow
+def test_special_values_propagated_alike_are_no_failure(pool):
+    x = np.array([[np.nan, 1.0, np.inf], [-np.inf, 0.5, -0.0]], np.float32)
+    r = OpExecutor(pool).run(_case("add", {"x1": x, "x2": np.ones(3, np.float32)},
+                                   [{"tensor": "x1"}, {"tensor": "x2"}]))
+    assert r.verdict.kinds() == [Kind.NAN_PROPAGATED] and r.verdict.status == "pass"
+
+
+def test_an_op_a_backend_breaks_is_flagged_on_that_backend_alone(jax_pool):
+    pool = jax_pool
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    r = OpExecutor(pool).run(_case("cumsum", {"x": x}, [{"tensor": "x"}], {"axis": 1}))
+    devs = [f for f in r.verdict.findings if f.kind == Kind.DEVIATION]
+    assert devs and all(PLUGIN in f.backends for f in devs)
+    assert {tuple(f.detail.odd or ()) for f in devs} <= {(PLUGIN,), ()}
+    r = OpExecutor(pool).run(_case("cumprod", {"x": x}, [{"tensor": "x"}], {"axis": 1}))
+    assert r.verdict.status == "pass"
+
+
+def test_fuzz_op_writes_rows_case_files_and_a_repro_that_reproduces_alone(jax_pool, tmp_path):
+    pool = jax_pool
+    from audee.fuzz import FuzzConfig, fuzz_ops
+    from audee.store import CaseRecord, RunStore
+
+    cfg = FuzzConfig([w.ref for w in pool.workers.values()], tmp_path, variants=2, rng=3)
+    stats = fuzz_ops(["cumsum", "bitwise_and", "top_k"], cfg, pool=pool)
+    rows = list(RunStore(tmp_path).rows())
+    assert stats.run == len(rows) == 6 and {r.api for r in rows} == {"cumsum", "bitwise_and", "top_k"}
+    bad = [r for r in rows if r.api == "cumsum" and r.status == "fail"]
+    assert bad and bad[0].case_file and all(PLUGIN in s["backends"] for s in bad[0].signatures)
+    rec = CaseRecord.from_file(tmp_path / bad[0].case_file)
+    assert rec.is_op and rec.op["op"] == "cumsum" and rec.spec == {}
+    scripts = sorted((tmp_path / "repro").glob("*cumsum*.py"))
+    assert scripts, list((tmp_path / "repro").glob("*"))
+    got = subprocess.run([sys.executable, "-P", str(scripts[0])], env={**os.environ, "PYTHONPATH": str(REPO)},
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert got.returncode == 0 and "\nREPRODUCED" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_an_op_case_file_reproduces_and_writes_its_script(jax_pool, tmp_path):
+    """audee reproduce re-runs the call; audee repro writes the op's script; audee localize
+    says there is nothing to localize, in one line."""
+    from audee.errors import AudeeError
+    from audee.fuzz import FuzzConfig, fuzz_ops
+    from audee.localize.run import localize_case
+    from audee.repro import repro_case
+    from audee.reproduce import reproduce
+    from audee.store import RunStore
+
+    fuzz_ops(["cumsum"], FuzzConfig([w.ref for w in jax_pool.workers.values()], tmp_path, variants=1, rng=3),
+             pool=jax_pool)
+    row = next(RunStore(tmp_path).rows())
+    path = tmp_path / row.case_file
+    rep = reproduce(path, log_dir=tmp_path, allowed_plugins=[PLUGIN])
+    assert rep.holds and rep.result.case.op == "cumsum"
+    script = repro_case(path, out=tmp_path / "again", allowed_plugins=[PLUGIN])
+    assert script.script.is_file() and script.model == "op"
+    with pytest.raises(AudeeError, match="no layers to localize"):
+        localize_case(path, log_dir=tmp_path)
