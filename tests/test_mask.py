@@ -264,3 +264,26 @@ def test_a_fully_masked_row_is_the_same_on_every_keras_backend(pool):
         assert np.isnan(got[3]).all() and np.isfinite(np.delete(got, 3, 0)).all()
         want = np.stack([x[r, :n].mean(0) for r, n in enumerate(LENGTHS) if n])
         assert np.abs(np.delete(got, 3, 0) - want).max() < 1e-5
+
+
+def test_a_keras_bug_raised_in_a_layer_call_is_a_bug_not_audees_own_error(pool):
+    """Keras on PyTorch raises in its unrolled, reversed, masked RNN (findings row 25).  The
+    workers keep whole tracebacks — Keras and TensorFlow filter their own frames out by
+    default, which left audee's calling frame innermost: counted as audee's own error
+    (class harness) instead of the framework's bug."""
+    from audee.case import Kind, TestCase
+    from audee.execute import Executor
+    from audee.rootcause import classify
+    from audee.signature import case_signatures
+
+    spec = ModelSpec.from_json(_lstm(params={"units": UNITS, "go_backwards": True, "unroll": True}))
+    ex = Executor(pool)
+    case = TestCase("backwards-unrolled", spec, {}, {"x": np.ones((2, STEPS, FEATURES), np.float32),
+                                                     "m": np.array([[1] * STEPS, [1] * (STEPS - 1) + [0]], np.int32)})
+    ex.complete_weights(case, 1)
+    result = ex.run(case)
+    (f,) = [f for f in result.verdict.findings if f.kind == Kind.DIVERGENT_ACCEPTANCE]
+    assert f.backends == ["torch"] and "has no attribute 'shape'" in f.detail.errors["torch"].message
+    assert "keras/src/backend/torch/rnn.py" in f.detail.errors["torch"].traceback.rsplit('File "', 1)[-1]
+    (sig,) = [s for s in case_signatures(result.verdict, spec, case.meta) if s.kind == Kind.DIVERGENT_ACCEPTANCE]
+    assert "audee_raised" not in sig.context and classify(sig)[0] == "bug", (sig.context, classify(sig))
