@@ -125,8 +125,9 @@ def run(rnd: int, work: Path, batch: int, rng: int, deadline: float, rules: str 
         for api in APIS:  # one-layer models first: the cheapest cases, most of them
             if time.time() > deadline:
                 return False
+            # call_mask 0: the draw every run of this experiment makes (masks came after its first run)
             cfg = fuzz_mod.FuzzConfig(refs, work / "api" / api, variants=API_ROUNDS[rnd], rng=rng, batch=batch,
-                                      invalid_prob=0.0, equivalence=rules)
+                                      invalid_prob=0.0, equivalence=rules, call_mask=0.0)
             t = time.perf_counter()
             stats = fuzz_mod.fuzz_apis([api], cfg, pool=pool)
             print(f"{time.strftime('%H:%M:%S')} round {rnd} api {api}: {stats.run} run ({stats.skipped} resumed) "
