@@ -59,6 +59,12 @@ EQUIVALENCE_RULES = ("padding", "rank", "depthwise", "separable", "dilation", "c
                      "dense_einsum", "activation", "batchnorm", "pad_crop", "rnn_unroll", "float64",
                      "batch_permuted", "batch_single")
 
+# the precision oracle (issue 28, audee/oracle/precision.py): a backend out of tolerance against the
+# float64 reference is a `precision` finding when its error is also this many times the best
+# backend's on the case (equally wrong backends are an ill-conditioned case, not one backend's bug);
+# the same order of magnitude the conditioning rule asks of a layer (oracle/deviation.CONDITIONING_FACTOR)
+PRECISION_FACTOR = 10.0
+
 Level = Literal["input", "weight", "input-weight"]
 Fitness = Literal["inconsistency", "nan", "relative-inconsistency"]
 SearchKind = Literal["ga", "random"]
@@ -256,6 +262,28 @@ class FuzzSettings(_Settings):
     def equivalence_rules(self) -> tuple[str, ...]:
         """``equivalence`` as the rule names, in :data:`EQUIVALENCE_RULES` order."""
         return parse_rules(self.equivalence)
+
+    # issue 28 (audee/reference/): precision against a float64 reference (Predoo)
+    reference: Literal["none", "float64"] = Field(
+        "none", description="precision oracle: float64 runs each test case once more under the float64 dtype "
+                            "policy (weights and inputs cast up; float16/bfloat16 cases in float32 too) on "
+                            "--reference-backend; each backend's error against it is recorded, deviations and "
+                            "inconsistencies name their culprit, and a backend far worse than the best gets a "
+                            "precision finding (docs/oracles.md, 'The float64 reference')")
+    reference_backend: str = Field(
+        "auto", description="precision oracle: the backend that computes the reference (auto: the first built-in "
+                            "Keras backend of the run, in --backends order, that runs the model in float64; the "
+                            "others that do cross-check it)")
+    precision_factor: float = Field(
+        PRECISION_FACTOR, ge=1, description="precision oracle: a backend out of tolerance against the reference is "
+                                            "a precision finding when its error is also this many times the best "
+                                            "backend's on the case (the same factor as the conditioning rule's: "
+                                            "docs/oracles.md)")
+
+    @field_validator("reference_backend")
+    @classmethod
+    def _reference_backend(cls, v: str) -> str:
+        return v.strip() if v.strip() == "auto" else check_backend_name(v)
 
     # issue 29 (audee/train/): the training phase, after Muffin
     phase: Literal["inference", "train"] = Field(

@@ -438,6 +438,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     top = _from_localization(localization)
     backends = tuple(sorted(finding.backends))
     odd = tuple(sorted(str(b) for b in getattr(detail, "odd", None) or []))  # a new kind may not declare it
+    if getattr(detail, "culprit", None):  # the float64 reference named the wrong one (audee.oracle.precision)
+        odd = tuple(sorted(str(b) for b in detail.culprit))
     case_api = (meta or {}).get("api") if isinstance((meta or {}).get("api"), str) else None
     invalid = sorted({f"invalid:{m['param']}" for m in muts if m.get("invalid")})
 
@@ -533,6 +535,12 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             _input_context(meta, False, detail.rows) if detail.reason in ("values", "nonfinite") else [])
         return [sig(finding.kind, api, params, backends, layer, detail.phase if raw else None,
                     normalize_error(raw, layers) if raw else None, raw, context)]
+    if finding.kind == Kind.PRECISION:
+        # one backend against the float64 reference: the layer where it loses accuracy alone
+        layer = detail.layer or detail.first_layer
+        layer = layer if isinstance(layer, str) else None
+        api, params = blamed(layer)
+        return [sig(finding.kind, api, params, backends, layer, context=_input_context(meta, False, detail.rows))]
     if finding.kind != Kind.INCONSISTENCY:
         # a kind without rules of its own (a new oracle's): its backends and the layer its
         # detail names, if any (a detail's ``layer`` field), and the localization or mutation record
