@@ -66,7 +66,7 @@ EQUIVALENCE_RULES = ("padding", "rank", "depthwise", "separable", "dilation", "c
 PRECISION_FACTOR = 10.0
 
 Level = Literal["input", "weight", "input-weight"]
-Fitness = Literal["inconsistency", "nan", "relative-inconsistency"]
+Fitness = Literal["inconsistency", "nan", "relative-inconsistency", "precision"]
 SearchKind = Literal["ga", "random"]
 
 M = TypeVar("M", bound=BaseModel)
@@ -368,8 +368,11 @@ class _SearchFields(_Settings):
     model_config = ConfigDict(frozen=True)
 
     level: Level = Field("input", description="what the search mutates: input, weight or input-weight")
-    fitness: Fitness = Field("inconsistency", json_schema_extra={"choices": ["inconsistency", "nan"]},
-                             description="inconsistency: logits distance between backends (largest pair); nan: "
+    fitness: Fitness = Field("inconsistency", json_schema_extra={"choices": ["inconsistency", "nan", "precision"]},
+                             description="precision: the largest error of any backend's logits against the float64 "
+                                         "reference (Predoo's fitness; the search stage runs the reference whether or "
+                                         "not --reference is given); "
+                                         "inconsistency: logits distance between backends (largest pair); nan: "
                                          "max-min spread of the logits on --nan-backend")
     population: int = Field(20, ge=1, le=100_000, description="population size n")
     parents: int = Field(6, ge=1, description="top m kept each generation (at most the population)")

@@ -151,3 +151,40 @@ def test_the_seven_seeds_on_the_four_backends_give_no_precision_finding():
             assert ref.backend == "tensorflow" and not ref.disputed and "torch" in ref.checks, (name, ref.to_json())
             assert set(ref.errors) == {"tensorflow", "torch", "jax", "onnxruntime"}, (name, ref.to_json())
             assert max(ref.errors.values()) < 0.5, (name, ref.to_json())
+
+
+def test_the_precision_fitness_is_the_largest_error_against_the_reference():
+    from audee.fitness import precision_fitness
+
+    ref = np.array([[1.0, 2.0, 3.0], [1.0, -1.0, 0.5]])
+    close = (ref * (1 + 1e-6)).astype(np.float32)
+    off = ref.astype(np.float32).copy()
+    off[1, 0] += 0.03                                            # 3% of the row's scale off: score ~29
+    values, who = precision_fitness({"a": close, "b": off}, ref)
+    assert values[0] < 0.01 and who[1] == "b" and values[1] == pytest.approx(0.03 / (1e-5 + 1e-3 * 1.03), rel=1e-3)
+    scaled, _ = precision_fitness({"a": close * 1e3, "b": off * 1e3}, ref * 1e3)
+    np.testing.assert_allclose(scaled, values, rtol=5e-2)       # normalized: inflating inputs cannot raise it
+
+
+@pytest.mark.slow  # a GA run (about 45 s on two busy cores)
+def test_the_ga_finds_a_large_input_bfloat16_path_from_a_clean_seed(tmp_path):
+    """A plugin whose Dense d2 rounds through bfloat16 only when its input exceeds 8 in
+    magnitude: on the seed input (d1's outputs below 2.1) every backend is within tolerance;
+    the GA with the precision fitness drives the input there and stops at the finding."""
+    from audee.search.engine import FIRST_FINDING, Search
+    from audee.settings import SearchSettings
+
+    large = "tests.plugins:Bf16LargeMatmulJax"
+    with Pool(parse_backends(f"tensorflow,jax,{large}"), tmp_path, timeout=300) as p:
+        assert p.start() == {}
+        case = TestCase("mlp", mlp(), {}, {"x": np.random.default_rng(1).random((1, 8), dtype=np.float32)})
+        ex = Executor(p, reference=Reference())
+        ex.complete_weights(case, 3)
+        plain = ex.run(case)
+        assert not plain.verdict.failed and max(plain.reference.errors.values()) < 0.01
+        found = []
+        cfg = SearchSettings(level="input", fitness="precision", max_iter=40, budget_s=300, stop_at_first=True)
+        out = Search(ex, case, cfg, p.labels, lambda r: (found.append(r), r.case.id)[1], "ga").run()
+        assert out.stopped == FIRST_FINDING and out.best_fitness > 1, out.to_json()
+        prec = [f for r in found for f in r.verdict.findings if f.kind == Kind.PRECISION]
+        assert prec and prec[0].backends == [large] and prec[0].detail.layer == "d2"

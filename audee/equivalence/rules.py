@@ -637,8 +637,12 @@ def widened(spec: ModelSpec, weights: Weights, dtype: str = "float64") -> tuple[
     inputs = [InputSpec(i.name, i.shape, i.dtype if i.is_integer else dtype, i.range) for i in spec.inputs]
     layers = [LayerSpec(ls.name, ls.api, wide(dict(ls.params)), list(ls.inputs), list(ls.fixed), call=dict(ls.call))
               for ls in spec.layers]
-    new_weights = {k: [np.asarray(w).astype(dtype) if _is_float(w) else w for w in ws] for k, ws in weights.items()}
-    return ModelSpec(spec.name, inputs, layers, spec.output, spec.logits, dict(spec.meta)), new_weights
+    return ModelSpec(spec.name, inputs, layers, spec.output, spec.logits, dict(spec.meta)), widened_weights(weights, dtype)
+
+
+def widened_weights(weights: Weights, dtype: str = "float64") -> Weights:
+    """:func:`widened`'s weights: the float ones cast to ``dtype`` (a search widens each individual's)."""
+    return {k: [np.asarray(w).astype(dtype) if _is_float(w) else w for w in ws] for k, ws in weights.items()}
 
 
 def _is_float(w: Any) -> bool:

@@ -27,7 +27,9 @@ from audee.execute import Executor, Result
 from audee.oracle.distance import layer_distances
 from audee.mutation import special
 from audee.search.encoding import Encoding, cauchy_draw, scaled_noise
-from audee.search.evaluate import PopulationEvaluator
+from audee.errors import AudeeError
+from audee.reference.run import Reference
+from audee.search.evaluate import PopulationEvaluator, ReferenceLane
 from audee.settings import SearchSettings
 
 if not hasattr(creator, "AudeeFitness"):
@@ -99,6 +101,21 @@ class SearchOutcome:
 OnFailure = Callable[[Result], str]
 
 
+def reference_lane(executor: Executor, case: TestCase) -> ReferenceLane:
+    """The float64 reference a ``precision`` search evaluates on: the executor's reference
+    (one with the defaults when the run has none: the search's suspects are confirmed by
+    the executor, and a precision finding needs it), run once on the search's seed case to
+    find the backend that computes it.  A one-line error when no backend does."""
+    if executor.reference is None:
+        executor.reference = Reference()
+    rec, wide, tensors = executor.reference.run(executor, case, {})
+    if not tensors or rec.backend is None:
+        why = "; ".join(f"{b}: {m}" for b, m in rec.refused.items()) or "no backend answered"
+        raise AudeeError(f"the precision fitness needs a backend that runs the model in float64 ({why})",
+                         field="--fitness")
+    return ReferenceLane(rec.backend, wide.spec, wide.dtype)
+
+
 class Search:
     """One search run over one (spec, seed input, weights).
 
@@ -121,7 +138,9 @@ class Search:
                               if cfg.fitness != "nan" or k not in ("nan", "inf", "-inf")]
         self.evaluator = PopulationEvaluator(executor.pool, case.spec, self.encoding, fitness=cfg.fitness,
                                              labels=labels, nan_backend=cfg.nan_backend, layer=cfg.layer,
-                                             tie_margin=executor.tie_margin, tolerances=executor.tolerances)
+                                             tie_margin=executor.tie_margin, tolerances=executor.tolerances,
+                                             reference=reference_lane(executor, case) if cfg.fitness == "precision"
+                                             else None)
         self.scales = self.encoding.scales(cfg.input_scale, cfg.weight_scale)
         self.seed_genes = self.encoding.encode()
         self.on_failure = on_failure
