@@ -49,6 +49,7 @@ class Kind:
     # precision against a float64 reference (issue 28, audee/oracle/precision.py): one backend far less
     # accurate than the best, whether or not the backends agree with each other
     PRECISION = "precision"
+    PRECISION_ACCUMULATED = "precision_accumulated"  # ... but no layer loses it on its own input (or only ill-conditioned)
     FAILURES += (PRECISION,)
 
 

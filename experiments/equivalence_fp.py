@@ -23,20 +23,18 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import audee.fuzz as fuzz_mod
+from fp_rounds import BACKENDS, explain as explain_by, record_runs, run_dirs, run_round, write_results
+
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.case import Kind
-from audee.seeds import list_seeds, load_seed
 from audee.settings import EQUIVALENCE_RULES
 from audee.store import RunStore
 
-BACKENDS = "tensorflow,torch,jax,onnxruntime"
 #: network variants per seed in each round (the big CNNs cost seconds per build and rewrite)
 ROUNDS = [{"lenet5": 10, "simplernn": 6, "lstm": 6, "gru": 6, "resnet20": 2, "vgg16": 2, "mobilenetv2": 1},
           {"lenet5": 30, "simplernn": 14, "lstm": 14, "gru": 14, "resnet20": 4, "vgg16": 4, "mobilenetv2": 2},
@@ -102,55 +100,13 @@ EXPLAINED: list[tuple[str, str, dict[str, str]]] = [
 ]
 
 
-SMALL = ("lenet5", "simplernn", "lstm", "gru")  # seeds whose variants cost seconds; the CNNs last
-
-
 def run(rnd: int, work: Path, batch: int, rng: int, deadline: float) -> bool:
-    """One round over every seed and API (resumed); False once past the deadline."""
-    refs = parse_backends(BACKENDS)
-    # no repro scripts: each would re-run its case a few times to check it (the findings are read here)
-    fuzz_mod.write_bug_repros = lambda *args, **kwargs: []
-    with Pool(refs, work / "logs") as pool:
-        pool.start_or_fail()
-        for api in APIS:  # one-layer models first: the cheapest cases, most of them
-            if time.time() > deadline:
-                return False
-            cfg = fuzz_mod.FuzzConfig(refs, work / "api" / api, variants=API_ROUNDS[rnd], rng=rng, batch=batch,
-                                      invalid_prob=0.0, equivalence="all")
-            t = time.perf_counter()
-            stats = fuzz_mod.fuzz_apis([api], cfg, pool=pool)
-            print(f"{time.strftime('%H:%M:%S')} round {rnd} api {api}: {stats.run} run ({stats.skipped} resumed) "
-                  f"in {time.perf_counter() - t:.0f} s, {stats.failing_cases} failing", flush=True)
-        return _seeds(rnd, work, batch, rng, deadline, pool, refs, SMALL) and \
-            _seeds(rnd, work, batch, rng, deadline, pool, refs, [n for n in ROUNDS[rnd] if n not in SMALL])
-
-
-def _seeds(rnd: int, work: Path, batch: int, rng: int, deadline: float, pool: Pool, refs: list,
-           names: Any) -> bool:
-    for name in names:
-        if time.time() > deadline:
-            return False
-        seed = load_seed(name)
-        cfg = fuzz_mod.FuzzConfig(refs, work / name, variants=ROUNDS[rnd][name], rng=rng, batch=batch,
-                                  invalid_prob=0.0, equivalence="all")
-        t = time.perf_counter()
-        stats = fuzz_mod.fuzz(seed, seed.inputs, cfg, pool=pool)
-        print(f"{time.strftime('%H:%M:%S')} round {rnd} {name}: {stats.run} run ({stats.skipped} resumed) "
-              f"in {time.perf_counter() - t:.0f} s, {stats.failing_cases} failing", flush=True)
-    return True
-
-
-def _dirs(work: Path) -> list[tuple[str, Path]]:
-    out = [(name, work / name) for name in list_seeds() if (work / name / "results.jsonl").exists()]
-    out += [(f"api:{p.name}", p) for p in sorted((work / "api").glob("*")) if (p / "results.jsonl").exists()]
-    return out
+    """One round over every API and seed (resumed); False once past the deadline."""
+    return run_round(work, batch, rng, deadline, APIS, API_ROUNDS[rnd], ROUNDS[rnd], {"equivalence": "all"})
 
 
 def explain(f: dict[str, Any]) -> tuple[str, str]:
-    for klass, text, fields in EXPLAINED:
-        if all(re.search(rx, str(f.get(k) or ""), re.S) for k, rx in fields.items()):
-            return klass, text
-    return "unexplained", ""
+    return explain_by(f, EXPLAINED)
 
 
 def analyse(work: Path) -> dict[str, Any]:
@@ -159,7 +115,7 @@ def analyse(work: Path) -> dict[str, Any]:
     findings: list[dict[str, Any]] = []
     accumulated: list[dict[str, Any]] = []
     cases = {"seeds": 0, "variants": 0, "api": 0, "judged": 0, "not_run": 0}
-    for group_name, d in _dirs(work):
+    for group_name, d in run_dirs(work):
         store = RunStore(d)
         for row in store.rows():
             group = "api" if group_name.startswith("api:") else "seeds" if row.id.endswith("-seed") else "variants"
@@ -361,22 +317,12 @@ def main() -> None:
             if not run(rnd, args.work, args.batch, args.rng, t0 + args.budget):
                 print(f"budget of {args.budget:.0f} s reached in round {rnd}", flush=True)
                 break
-    runs_file = args.work / "runs.json"  # every run into this work directory: command and seconds
-    runs = json.loads(runs_file.read_text()) if runs_file.exists() else []
-    if not args.analyse_only:
-        runs.append({"command": "python " + " ".join(sys.argv), "seconds": round(time.time() - t0)})
-        runs_file.write_text(json.dumps(runs, indent=1))
+    runs = record_runs(args.work, t0, not args.analyse_only)
     res = analyse(args.work)
-    res["runs"] = runs
     if args.recheck:
         recheck(res, args.work)
     apply_recheck(res, args.work)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(res, indent=1, default=float))
-    command = "; ".join(r["command"] for r in runs) or "python " + " ".join(sys.argv)
-    seconds = sum(r["seconds"] for r in runs) or None
-    args.out.with_suffix(".md").write_text(markdown(res, command, seconds))
-    print(args.out.with_suffix(".md").read_text())
+    write_results(args.out, res, runs, markdown)
 
 
 if __name__ == "__main__":

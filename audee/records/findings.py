@@ -320,9 +320,10 @@ class EquivalenceDetail(Detail):
 
 # ---- precision against a float64 reference (audee/oracle/precision.py) -------------------------------
 class PrecisionDetail(Detail):
-    """``precision``: one backend's error against the float64 reference (:mod:`audee.reference`)
-    is out of its dtype's tolerance and :data:`audee.settings.PRECISION_FACTOR` times the best
-    backend's.  The per-layer judgement of ``audee.reference.diagnose`` adds each layer's
+    """``precision`` and ``precision_accumulated``: one backend's error against the float64
+    reference (:mod:`audee.reference`) is out of its dtype's tolerance and
+    :data:`audee.settings.PRECISION_FACTOR` times the best backend's; ``precision_accumulated``
+    when no layer judged alone loses accuracy on its own input (or only ill-conditioned ones do).  The per-layer judgement of ``audee.reference.diagnose`` adds each layer's
     error along the whole model (``layer_errors``), ``first_layer``, the layers judged on the
     reference's input (``own``) and the layer blamed (``layer``)."""
 
@@ -372,7 +373,7 @@ AnyDetail = (Detail | HardCrashDetail | DivergentAcceptanceDetail | ConsistentRe
 AnyDetail = AnyDetail | TrainDeviationDetail | TrainNanDetail
 DETAIL_TYPES.update({"equivalence": EquivalenceDetail, "equivalence_accumulated": EquivalenceDetail})
 AnyDetail = AnyDetail | EquivalenceDetail
-DETAIL_TYPES.update({"precision": PrecisionDetail})
+DETAIL_TYPES.update({"precision": PrecisionDetail, "precision_accumulated": PrecisionDetail})
 AnyDetail = AnyDetail | PrecisionDetail
 
 

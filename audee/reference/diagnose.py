@@ -10,9 +10,11 @@ On a few of the finding's worst rows:
    backend, fed the **reference's** input to the layer cast to the backend's dtype: the
    layer's own error against the reference's output of it (``own``);
 3. the first of them out of tolerance, in model order, and well-conditioned (moving its
-   input by rounding noise moves its output by less than a tenth of that error:
-   :func:`audee.oracle.deviation.attributed`) is the layer blamed (``layer``); an
-   ill-conditioned one is listed (``ill_conditioned``) and not blamed.
+   input by rounding noise of the dtype it computes in moves its output by less than a
+   tenth of that error: :func:`audee.oracle.deviation.attributed`) is the layer blamed
+   (``layer``); an ill-conditioned one is listed (``ill_conditioned``) and not blamed;
+4. when every layer judged is cleared, the finding becomes ``precision_accumulated`` (no
+   failure): the deviation oracle's rule for ``deviation_accumulated``.
 """
 from __future__ import annotations
 
@@ -20,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from audee.case import Finding, TestCase
-from audee.oracle.deviation import attributed, compare, jump_order, layer_scores, pair_compute, perturbed, rounding_for
+from audee.case import Finding, Kind, TestCase
+from audee.oracle.compute_dtype import layer_compute_dtype
+from audee.oracle.deviation import (DTYPE_ROUNDING, attributed, compare, jump_order, layer_scores, pair_compute,
+                                    perturbed, rounding_for)
 from audee.records.findings import OwnScore
 from audee.spec import one_layer_spec, weights_key
 
@@ -51,6 +55,7 @@ def diagnose_precision(ex: Any, case: TestCase, wide: Any, reference: str, f: Fi
     d.first_layer = out[0] if out else None
     d.own = {}
     checks = jump_order(scores, order, case.spec.predecessors)[:OWN_LAYER_CHECKS]
+    judged = 0
     for name in sorted(checks, key=order.index):
         refs = case.spec.layer(name).inputs
         if not all(r in ref_layers or r in wide_sub for r in refs):
@@ -64,17 +69,25 @@ def diagnose_precision(ex: Any, case: TestCase, wide: Any, reference: str, f: Fi
         own = compare(alone, np.asarray(ref_layers[name]), ex.tolerances, compute=compute)
         if own is None:
             continue
+        judged += 1
         entry = OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"])
         d.own[name] = entry
         if own["score"] <= 1.0:
             continue
-        moved = _alone(ex, case, name, perturbed(feed, size=rounding_for(compute, feed)), backend)
+        # rounding noise of the dtype the layer computes in (a float16 layer fed float32 rounds 2^-22 away)
+        size = max(rounding_for(compute, {**feed, name: alone}),
+                   DTYPE_ROUNDING.get(layer_compute_dtype(case.spec.layer(name).params), 0.0))
+        moved = _alone(ex, case, name, perturbed(feed, size=size), backend)
         got = compare(alone, moved, ex.tolerances, compute=compute) if moved is not None else None
         entry.self_score = float(got["score"]) if got is not None else float("inf")
         if attributed(own["score"], entry.self_score):
             d.layer = d.layer or name
         else:
             d.ill_conditioned = [*(d.ill_conditioned or []), name]
+    if d.layer is None and judged == len(checks):
+        # no layer loses accuracy on its own input: rounding amplified along the model, or a
+        # computation rounding decides (an input right at a threshold): no evidence against the backend
+        f.kind = Kind.PRECISION_ACCUMULATED
     return dict(d.layer_errors)
 
 
