@@ -50,6 +50,11 @@ def test_precision_needs_out_of_tolerance_and_many_times_the_best():
     # the factor is a setting
     assert len(precision_findings({"a": _score(5.0), "b": _score(1.0)}, 4.0, "b")) == 1
     assert FuzzSettings(reference="float64", precision_factor=3).precision_factor == 3
+    from pydantic import ValidationError
+
+    for bad in ({"reference": "float128"}, {"reference_backend": "nonsense"}, {"precision_factor": 0.5}):
+        with pytest.raises(ValidationError):
+            FuzzSettings(**bad)
 
 
 def test_the_reference_model_is_the_float64_rules_model_and_its_candidates_are_keras_backends():
