@@ -9,8 +9,10 @@ Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in:
    run (:data:`KERAS_BACKENDS`) in the run's order;
 2. the reference is the first candidate whose answer really is float64 (JAX without x64
    answers float32; TensorFlow's CPU has no float64 for some NCHW convolutions: the next
-   one is taken); every other candidate that answered float64 cross-checks it, in
-   float32's tolerance (the deviation oracle judges float64 arrays as float32), and one out of it marks the reference ``disputed``: it judges
+   one is taken; a candidate that has answered :data:`NEVER_AFTER` models in another
+   dtype and none in float64 is asked no more); every other candidate that answered
+   float64 cross-checks it in float32's tolerance (the deviation oracle judges float64
+   arrays as float32), and one out of it marks the reference ``disputed``: it judges
    nothing;
 3. each backend's error against the reference (:func:`audee.oracle.precision.reference_scores`)
    goes into the results row (:class:`audee.records.reference.ReferenceRun`), names the
@@ -23,7 +25,7 @@ Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +35,7 @@ from audee.equivalence.rules import widened
 from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.deviation import TENSORS, compare
 from audee.oracle.precision import mark_culprits, precision_findings, reference_scores
+from audee.reference.diagnose import diagnose_precision
 from audee.records.reference import ReferenceRun
 from audee.settings import PRECISION_FACTOR
 from audee.spec import ModelSpec, Weights, weights_key
@@ -42,6 +45,9 @@ log = logging.getLogger(__name__)
 #: the built-in Keras backends, those the default reference is taken from (in the run's order)
 KERAS_BACKENDS = ("tensorflow", "torch", "jax")
 REDUCED = ("float16", "bfloat16")
+#: a candidate that has answered this many models in another dtype, and none in the asked one,
+#: is asked no more (JAX without x64 answers every float64 model in float32: a compile per case saved)
+NEVER_AFTER = 3
 
 
 def base_name(label: str) -> str:
@@ -95,6 +101,8 @@ class Reference:
 
     backend: str = "auto"
     factor: float = PRECISION_FACTOR
+    # per (candidate, dtype): how many models it answered in the dtype asked, and in another
+    _answered: dict[tuple[str, str], list[int]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_settings(cls, cfg: Any) -> "Reference | None":
@@ -114,29 +122,37 @@ class Reference:
         run = ReferenceRun.model_validate(got)
         return cls(run.backend or "auto", run.factor if run.factor is not None else PRECISION_FACTOR)
 
-    def run(self, ex: Any, case: TestCase, outcomes: dict[str, Outcome],
-            dtype: str = "float64") -> tuple[ReferenceRun, Wide, dict[str, np.ndarray]]:
+    def run(self, ex: Any, case: TestCase, dtype: str = "float64") -> tuple[ReferenceRun, Wide, dict[str, np.ndarray]]:
         """The reference of ``case`` in ``dtype``: its record (errors not yet judged), the
         widened model, and the reference's tensors (empty when no backend computed it)."""
         wide = Wide.of(case, dtype)
-        cands = candidates(ex.pool.labels, self.backend)
         rec = ReferenceRun(dtype=dtype)
+        refused: dict[str, str] = {}
+        cands = []
+        for b in candidates(ex.pool.labels, self.backend):
+            right, other = self._answered.get((b, dtype), [0, 0])
+            if right == 0 and other >= NEVER_AFTER:
+                refused[b] = f"not asked: answered {other} models in another dtype than {dtype}, none in it"
+            else:
+                cands.append(b)
         if not cands:
-            rec.refused = {"-": "no Keras backend in the run"}
+            rec.refused = refused or {"-": "no Keras backend in the run"}
             return rec, wide, {}
         # built where it runs (a worker builds a spec it has not seen), not through the
         # Executor's cache: that one holds every backend's build of a spec
         got = ex.pool_run(wide.spec, wide.weights, weights_key(wide.weights), wide.inputs, labels=cands)
         answers: dict[str, dict[str, np.ndarray]] = {}
-        refused: dict[str, str] = {}
         for b in cands:
             r = got.get(b)
+            tally = self._answered.setdefault((b, dtype), [0, 0])
             if not isinstance(r, dict):
                 refused[b] = _why(r)
             elif str(np.asarray(r["logits"]).dtype) != dtype:
                 refused[b] = f"answered {np.asarray(r['logits']).dtype}, not {dtype}"
+                tally[1] += 1
             else:
                 answers[b] = {t: np.asarray(r[t]) for t in TENSORS if r.get(t) is not None}
+                tally[0] += 1
         if refused:
             rec.refused = refused
         if not answers:
@@ -160,10 +176,10 @@ class Reference:
         culprit of ``findings`` (the case's, changed in place) and return the record and the
         ``precision`` findings (diagnosed per layer when ``diagnose``)."""
         ordered = [outcomes[b] for b in ex.pool.labels if b in outcomes]
-        rec, wide, tensors = self.run(ex, case, outcomes)
+        rec, wide, tensors = self.run(ex, case)
         rec.factor = self.factor
         if reduced(case.spec):
-            lower, _, low = self.run(ex, case, outcomes, "float32")
+            lower, _, low = self.run(ex, case, "float32")
             if low:
                 lower.errors = _errors(reference_scores(ordered, low, ex.tolerances))
             rec.lower = lower
@@ -179,8 +195,6 @@ class Reference:
         mark_culprits(findings, rec.errors)
         found = precision_findings(scores, self.factor, rec.backend, wide.dtype)
         if diagnose and found:
-            from audee.reference.diagnose import diagnose_precision
-
             layers = {}
             for f in found:
                 try:

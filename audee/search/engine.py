@@ -108,7 +108,7 @@ def reference_lane(executor: Executor, case: TestCase) -> ReferenceLane:
     find the backend that computes it.  A one-line error when no backend does."""
     if executor.reference is None:
         executor.reference = Reference()
-    rec, wide, tensors = executor.reference.run(executor, case, {})
+    rec, wide, tensors = executor.reference.run(executor, case)
     if not tensors or rec.backend is None:
         why = "; ".join(f"{b}: {m}" for b, m in rec.refused.items()) or "no backend answered"
         raise AudeeError(f"the precision fitness needs a backend that runs the model in float64 ({why})",
