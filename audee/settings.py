@@ -323,6 +323,8 @@ class FuzzSettings(_Settings):
     def _train_fits(self) -> Any:
         if self.phase == "train" and self.pack > 1:
             raise FieldError("pack", "the training phase trains each case alone (--pack 1)")
+        if self.phase == "train" and self.reference != "none":
+            raise FieldError("reference", "the float64 reference judges inference (--phase inference)")
         return self
 
     def loss_weights(self) -> dict[str, float]:

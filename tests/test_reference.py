@@ -52,7 +52,8 @@ def test_precision_needs_out_of_tolerance_and_many_times_the_best():
     assert FuzzSettings(reference="float64", precision_factor=3).precision_factor == 3
     from pydantic import ValidationError
 
-    for bad in ({"reference": "float128"}, {"reference_backend": "nonsense"}, {"precision_factor": 0.5}):
+    for bad in ({"reference": "float128"}, {"reference_backend": "nonsense"}, {"precision_factor": 0.5},
+                {"reference": "float64", "phase": "train"}):
         with pytest.raises(ValidationError):
             FuzzSettings(**bad)
 
