@@ -194,3 +194,20 @@ def test_the_ga_finds_a_large_input_bfloat16_path_from_a_clean_seed(tmp_path):
         assert out.stopped == FIRST_FINDING and out.best_fitness > 1, out.to_json()
         prec = [f for r in found for f in r.verdict.findings if f.kind == Kind.PRECISION]
         assert prec and prec[0].backends == [large] and prec[0].detail.layer == "d2"
+
+
+def test_a_cross_check_disputes_the_reference_only_when_nobody_corroborates_it():
+    from audee.records.reference import ReferenceRun
+    from audee.reference.run import disputed
+
+    # torch's float64 run carries its float32 bug: jax and onnxruntime corroborate TensorFlow's reference
+    same_bug = ReferenceRun(backend="tensorflow", checks={"torch": 640.0},
+                            errors={"tensorflow": 4e-5, "jax": 4e-5, "onnxruntime": 4e-5, "torch": 640.0})
+    assert not disputed(same_bug)
+    # an ill-conditioned case: every backend out, the two float64 runs apart
+    chaotic = ReferenceRun(backend="tensorflow", checks={"torch": 1.4},
+                           errors={"tensorflow": 1.2, "jax": 3.6, "onnxruntime": 2.0, "torch": 1.4})
+    assert disputed(chaotic)
+    # the reference backend's own float32 run does not corroborate it
+    assert disputed(ReferenceRun(backend="tensorflow", checks={"torch": 5.0}, errors={"tensorflow": 0.0, "torch": 5.0}))
+    assert not disputed(ReferenceRun(backend="tensorflow", checks={"torch": 0.5}, errors={"tensorflow": 3.0}))

@@ -12,8 +12,9 @@ class ReferenceRun(Record):
     """One reference run of a case.  ``errors``: each backend's largest row score against it
     (normalized as the deviation oracle normalizes, in the backend's own dtype's tolerance:
     above 1 is out of tolerance); ``checks``: each other backend that computed the model in
-    float64 too, its score against the reference in float32's tolerance (above 1: the
-    reference itself is ``disputed`` and judges nothing); ``refused``: the candidates that
+    float64 too, its score against the reference in float32's tolerance (above 1, unless
+    another backend corroborates the reference: ``disputed``, it judges nothing;
+    :func:`audee.reference.run.disputed`); ``refused``: the candidates that
     gave no float64 result, and why (a failure, or an answer in another dtype: JAX without
     x64); ``layers``: per backend, each layer's error along the whole model (a diagnosed
     case only); ``lower``: a float16/bfloat16 case's float32 reference."""

@@ -12,8 +12,8 @@ Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in:
    one is taken; a candidate that has answered :data:`NEVER_AFTER` models in another
    dtype and none in float64 is asked no more); every other candidate that answered
    float64 cross-checks it in float32's tolerance (the deviation oracle judges float64
-   arrays as float32), and one out of it marks the reference ``disputed``: it judges
-   nothing;
+   arrays as float32); one out of it marks the reference ``disputed`` (it judges nothing)
+   unless another backend corroborates the reference (:func:`disputed`);
 3. each backend's error against the reference (:func:`audee.oracle.precision.reference_scores`)
    goes into the results row (:class:`audee.records.reference.ReferenceRun`), names the
    culprit of the case's deviations and inconsistencies, and makes ``precision``
@@ -167,7 +167,6 @@ class Reference:
                 checks[b] = max((float(s["score"]) for s in scores if s is not None), default=0.0)
         if checks:
             rec.checks = checks
-            rec.disputed = any(s > 1.0 for s in checks.values())
         return rec, wide, tensors
 
     def judge(self, ex: Any, case: TestCase, outcomes: dict[str, Outcome], findings: list[Finding], *,
@@ -190,6 +189,7 @@ class Reference:
         rec.max_rel = {b: float(s["max_rel"]) for b, s in scores.items()}
         if scores:  # the tensor of the backend furthest off
             rec.tensor = max(scores.values(), key=lambda s: s["score"])["tensor"]
+        rec.disputed = disputed(rec)
         if not rec.usable:
             return rec, []
         mark_culprits(findings, rec.errors)
@@ -203,6 +203,19 @@ class Reference:
                     log.exception("diagnosing precision of %s on case %s", f.detail.backend, case.id)
             rec.layers = layers
         return rec, found
+
+
+def disputed(rec: ReferenceRun) -> bool:
+    """Whether a cross-check overrules the reference: some other float64 answer is out of
+    float32's tolerance of it, and no backend but the reference's own (nor a dissenting
+    one) is within tolerance of it in its own dtype.  A float64 run that carries the same
+    bug as its float32 run (Keras-on-torch's AveragePooling2D and UpSampling2D, measured)
+    cannot overrule a reference the other backends corroborate; an ill-conditioned case
+    (every backend out, two float64 runs apart) is disputed."""
+    dissent = {b for b, s in rec.checks.items() if s > 1.0}
+    if not dissent:
+        return False
+    return not any(e <= 1.0 for b, e in rec.errors.items() if b != rec.backend and b not in dissent)
 
 
 def _errors(scores: dict[str, dict[str, Any]]) -> dict[str, float]:
