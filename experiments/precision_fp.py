@@ -58,7 +58,17 @@ APIS = ["Dense", "EinsumDense", "Conv1D", "Conv2D", "Conv2DTranspose", "Depthwis
 #: (class, explanation, {finding field: regex}): the first entry whose every regex matches (re.search)
 #: a precision finding explains it.  Fields: backend, layer_api (the layer blamed, else the first
 #: out of tolerance), dtype_policy (the case's), best, group (seeds, variants, api).
-EXPLAINED: Explained = []
+EXPLAINED: Explained = [
+    ("bug", "Keras-on-torch UpSampling2D(interpolation='bicubic') differs from TensorFlow, JAX, onnxruntime and the "
+            "float64 reference by 6-8% of the output's scale, in float32 and float64 alike (the deviation oracle "
+            "flags the same cases; torch's cubic kernel uses a = -0.75 where TensorFlow's and JAX's use a = -0.5: "
+            "the likely cause, not verified here)",
+     {"backend": "torch", "layer_api": "UpSampling2D"}),
+    ("bug", "Keras-on-torch AveragePooling2D(padding='same') differs from the three others and the float64 reference "
+            "at the padded border (up to 65% of the output's scale), in float32 and float64 alike (the deviation "
+            "oracle flags the same cases; cause not investigated here)",
+     {"backend": "torch", "layer_api": "AveragePooling"}),
+]
 
 def run(rnd: int, work: Path, batch: int, rng: int, deadline: float, apis: list[str] = APIS) -> bool:
     """One round over ``apis`` and every seed (resumed); False once past the deadline."""
