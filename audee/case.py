@@ -46,6 +46,11 @@ class Kind:
     EQUIVALENCE = "equivalence"                    # the backend computes the two differently (or refuses one)
     EQUIVALENCE_ACCUMULATED = "equivalence_accumulated"  # ... but no rewritten layer differs on its own input
     FAILURES += (EQUIVALENCE,)
+    # precision against a float64 reference (issue 28, audee/oracle/precision.py): one backend far less
+    # accurate than the best, whether or not the backends agree with each other
+    PRECISION = "precision"
+    PRECISION_ACCUMULATED = "precision_accumulated"  # ... but no layer loses it on its own input (or only ill-conditioned)
+    FAILURES += (PRECISION,)
 
 
 @dataclass

@@ -434,6 +434,9 @@ def _print_summary(s: dict[str, Any]) -> None:
     if s.get("equivalence"):
         print(f"  equivalences         {s['equivalence']}  (a backend computes a model and its equivalent differently, "
               "--equivalence)")
+    if s.get("precision"):
+        print(f"  precision            {s['precision']}  (a backend far less accurate than the best against the float64 "
+              "reference, --reference)")
     print(f"  inconsistencies      {s['inconsistency']}")
     for pair, n in sorted(s["inconsistency_by_pair"].items()):
         print(f"    {pair.replace('|', ' vs '):<30} {n}")

@@ -26,6 +26,8 @@ from audee.oracle.nan import (condition_pattern, diagnose_patterns, diagnose_row
                               settle_conditioning)
 from audee.oracle.odd import mark_odd
 from audee.records.findings import OwnScore
+from audee.records.reference import ReferenceRun
+from audee.reference.run import Reference
 from audee.settings import TIE_MARGIN
 from audee.spec import ModelSpec, one_layer_spec, weights_key
 from audee.weights import Shapes, adapt_weights
@@ -49,6 +51,8 @@ class Result:
     phases: dict[str, dict[str, float]] = field(default_factory=dict)
     # the equivalence oracle (audee/equivalence): each applied rule's status (pass, fail, accumulated, harness)
     equivalence: dict[str, str] = field(default_factory=dict)
+    # the float64 reference (audee/reference): every backend's error against it; None: not asked for
+    reference: ReferenceRun | None = None
 
 
 def first_shapes(built: dict[str, Any]) -> Shapes | None:
@@ -93,12 +97,15 @@ class Executor:
     already built costs one round trip per backend, not two."""
 
     def __init__(self, pool: Pool, *, tie_margin: float = TIE_MARGIN, diagnose: bool = True,
-                 tolerances: Tolerances | dict[str, Any] | None = None, equivalence: Iterable[str] = ()):
+                 tolerances: Tolerances | dict[str, Any] | None = None, equivalence: Iterable[str] = (),
+                 reference: Reference | None = None):
         """``tolerances``: the deviation oracle's, per dtype (a :class:`Tolerances`, or the
         ``{dtype: {"rtol", "atol"}}`` form settings and case files hold; default: the defaults).
         ``equivalence``: the equivalence rules whose rewrites run beside every case
-        (:data:`audee.settings.EQUIVALENCE_RULES`; none by default)."""
+        (:data:`audee.settings.EQUIVALENCE_RULES`; none by default).  ``reference``: the
+        float64 reference each case runs beside (:mod:`audee.reference`; none by default)."""
         self.pool = pool
+        self.reference = reference
         self.equivalence = rules_named(tuple(equivalence))
         self.tie_margin = tie_margin
         self.tolerances = as_tolerances(tolerances)
@@ -177,6 +184,10 @@ class Executor:
             fold_reduced_precision_flips(result.verdict)
         if diagnose:
             self._diagnose_nan(result, [f for f in nans if f.detail.patterns])
+        if self.reference is not None and any(o.ok for o in ordered):  # issue 28: against float64
+            result.reference, precise = self.reference.judge(self, case, result.outcomes, result.verdict.findings,
+                                                             diagnose=diagnose)
+            result.verdict.findings.extend(precise)
         if self.equivalence:  # each rule's equivalent model on every backend that ran the case (issue 27)
             eq, result.equivalence = run_equivalence(self, case, result.outcomes, self.equivalence, diagnose=diagnose)
             result.verdict.findings.extend(eq)

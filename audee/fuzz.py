@@ -25,6 +25,7 @@ from audee.mutation import special
 from audee.exercised import exercised
 from audee.repro import write_bug_repros
 from audee.execute import Executor, Result, Submitted, seed_batch
+from audee.reference.run import Reference
 from audee.seeds import Seed
 from audee.records.rows import ResultRow
 from audee.records.search import SearchRun
@@ -87,6 +88,8 @@ def case_record(result: Result, pool: Pool, extra: dict[str, Any], *,
     """Everything needed to re-run and to localize a case: the result, the pool's
     backends and versions, the tie margin and deviation tolerances it was judged with,
     ``extra`` as provenance."""
+    if result.reference is not None:  # judged against float64: a re-run asks for the same reference
+        extra = {**extra, "reference": result.reference.to_json()}
     # bfloat16 arrays are widened to float32 when written (audee.store.casefile.widen_reduced_floats)
     return CaseRecord.from_result(result, [w.ref for w in pool.workers.values()], pool.versions(),
                                   tie_margin=tie_margin, tolerances=tolerances, meta=extra)
@@ -106,7 +109,7 @@ def executor(pool: Pool, cfg: FuzzSettings) -> Any:
 
         return TrainExecutor(pool, **judging(cfg), losses=cfg.loss_weights(), optimizers=cfg.optimizer_weights(),
                              learning_rate=cfg.learning_rate, steps=cfg.steps, rng=cfg.rng)
-    return Executor(pool, **judging(cfg), equivalence=cfg.equivalence_rules())
+    return Executor(pool, **judging(cfg), equivalence=cfg.equivalence_rules(), reference=Reference.from_settings(cfg))
 
 
 def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | None = None) -> ResultRow:
@@ -139,6 +142,8 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
         "deviating_pairs": sorted(f.detail.pair for f in v.findings if f.kind == Kind.DEVIATION),
         # the equivalence oracle: each rule applied to the case and its status (audee/equivalence/check.py)
         **({"equivalence": dict(result.equivalence)} if result.equivalence else {}),
+        # the float64 reference: every backend's error against it (audee/reference)
+        **({"reference": result.reference.to_json()} if result.reference is not None else {}),
         # one per failure finding (audee.signature): summaries and reports count unique bugs by these
         "signatures": [sig.to_json() for sig in case_signatures(v, result.case.spec,
                                                                  result.case.meta if meta is None else meta)],
@@ -554,6 +559,7 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
         "nan_propagated": by_kind.get(Kind.NAN_PROPAGATED, 0),
         "deviation": by_kind.get(Kind.DEVIATION, 0),
         "equivalence": by_kind.get(Kind.EQUIVALENCE, 0),
+        "precision": by_kind.get(Kind.PRECISION, 0),
         "inconsistency": by_kind.get(Kind.INCONSISTENCY, 0),
         "inconsistency_by_pair": pairs,
         "mean_seconds_per_case": round(float(np.mean([r.seconds for r in rows])), 4) if rows else 0.0,

@@ -9,6 +9,7 @@ from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
 from audee.case import Verdict
 from audee.execute import Executor, Result
+from audee.reference.run import Reference
 from audee.settings import TIMEOUT_S
 from audee.store.caserecord import CaseRecord
 from audee.verdicts import recorded_rules, verdict_holds
@@ -50,7 +51,8 @@ def reproduce(path: str | Path, *, backends: list[BackendRef] | None = None, log
         pool.start_or_fail(source=str(path))
         ex = Executor(pool, tie_margin=tie_margin if tie_margin is not None else record.tie_margin,
                       tolerances=record.tolerances or None,  # judged as recorded (old files: defaults)
-                      equivalence=recorded_rules(original))  # the equivalence rules its findings name
+                      equivalence=recorded_rules(original),  # the equivalence rules its findings name
+                      reference=Reference.recorded(record.meta))  # its float64 reference, if it had one
         if record.meta.get("phase") == "train":  # a training step (audee.train): its recorded setup again
             from audee.train.run import TrainExecutor
 

@@ -10,8 +10,10 @@ maintainer would fix (docs/oracles.md, "Root causes and classes"):
   is known by its words alone) and the normalized error **template**;
 * a NaN pattern difference: the **odd backend** (else the pair, marked ``?``), the layer
   where the patterns first differ, and whether the input held NaN/Inf;
-* a deviation or an inconsistency (one family: a label flip is a deviation seen through
-  argmax): the odd backend (else the pair) and the layer that deviates on its own input.
+* a deviation, an inconsistency or a precision finding (one family: a label flip is a
+  deviation seen through argmax, a precision finding the same loss of accuracy seen against
+  float64): the odd backend (the float64 reference's culprit where it named one; else the
+  pair) and the layer that deviates on its own input.
 
 What rode along with the failing layer (an activation drawn for it, parameter values)
 enters the key only where localization named it (the signature's ``localized`` context).
@@ -42,7 +44,7 @@ CLASS_HELP = {
     "harness": "audee's own fault (its conversion glue, its checks)",
 }
 CRASH_KINDS = (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE)
-NUMERIC_KINDS = (Kind.DEVIATION, Kind.INCONSISTENCY)
+NUMERIC_KINDS = (Kind.DEVIATION, Kind.INCONSISTENCY, Kind.PRECISION)  # one numeric fix, whichever oracle saw it
 
 # An explicit "this is not supported" from a framework, converter or runtime.
 UNSUPPORTED = re.compile(

@@ -60,8 +60,14 @@ EQUIVALENCE_RULES = ("padding", "rank", "depthwise", "separable", "dilation", "c
                      "batch_permuted", "batch_single", "roundtrip_keras", "roundtrip_config", "roundtrip_json",
                      "go_backwards", "formula")
 
+# the precision oracle (issue 28, audee/oracle/precision.py): a backend out of tolerance against the
+# float64 reference is a `precision` finding when its error is also this many times the best
+# backend's on the case (equally wrong backends are an ill-conditioned case, not one backend's bug);
+# the same order of magnitude the conditioning rule asks of a layer (oracle/deviation.CONDITIONING_FACTOR)
+PRECISION_FACTOR = 10.0
+
 Level = Literal["input", "weight", "input-weight"]
-Fitness = Literal["inconsistency", "nan", "relative-inconsistency"]
+Fitness = Literal["inconsistency", "nan", "relative-inconsistency", "precision"]
 SearchKind = Literal["ga", "random"]
 
 M = TypeVar("M", bound=BaseModel)
@@ -258,6 +264,28 @@ class FuzzSettings(_Settings):
         """``equivalence`` as the rule names, in :data:`EQUIVALENCE_RULES` order."""
         return parse_rules(self.equivalence)
 
+    # issue 28 (audee/reference/): precision against a float64 reference (Predoo)
+    reference: Literal["none", "float64"] = Field(
+        "none", description="precision oracle: float64 runs each test case once more under the float64 dtype "
+                            "policy (weights and inputs cast up; float16/bfloat16 cases in float32 too) on "
+                            "--reference-backend; each backend's error against it is recorded, deviations and "
+                            "inconsistencies name their culprit, and a backend far worse than the best gets a "
+                            "precision finding (docs/oracles.md, 'The float64 reference')")
+    reference_backend: str = Field(
+        "auto", description="precision oracle: the backend that computes the reference (auto: the first built-in "
+                            "Keras backend of the run, in --backends order, that runs the model in float64; the "
+                            "others that do cross-check it)")
+    precision_factor: float = Field(
+        PRECISION_FACTOR, ge=1, description="precision oracle: a backend out of tolerance against the reference is "
+                                            "a precision finding when its error is also this many times the best "
+                                            "backend's on the case (the same factor as the conditioning rule's: "
+                                            "docs/oracles.md)")
+
+    @field_validator("reference_backend")
+    @classmethod
+    def _reference_backend(cls, v: str) -> str:
+        return v.strip() if v.strip() == "auto" else check_backend_name(v)
+
     # issue 29 (audee/train/): the training phase, after Muffin
     phase: Literal["inference", "train"] = Field(
         "inference", description="inference: every case runs forward (training=False); train: every case runs a "
@@ -301,6 +329,8 @@ class FuzzSettings(_Settings):
     def _train_fits(self) -> Any:
         if self.phase == "train" and self.pack > 1:
             raise FieldError("pack", "the training phase trains each case alone (--pack 1)")
+        if self.phase == "train" and self.reference != "none":
+            raise FieldError("reference", "the float64 reference judges inference (--phase inference)")
         return self
 
     def loss_weights(self) -> dict[str, float]:
@@ -346,8 +376,11 @@ class _SearchFields(_Settings):
     model_config = ConfigDict(frozen=True)
 
     level: Level = Field("input", description="what the search mutates: input, weight or input-weight")
-    fitness: Fitness = Field("inconsistency", json_schema_extra={"choices": ["inconsistency", "nan"]},
-                             description="inconsistency: logits distance between backends (largest pair); nan: "
+    fitness: Fitness = Field("inconsistency", json_schema_extra={"choices": ["inconsistency", "nan", "precision"]},
+                             description="precision: the largest error of any backend's logits against the float64 "
+                                         "reference (Predoo's fitness; the search stage runs the reference whether or "
+                                         "not --reference is given); "
+                                         "inconsistency: logits distance between backends (largest pair); nan: "
                                          "max-min spread of the logits on --nan-backend")
     population: int = Field(20, ge=1, le=100_000, description="population size n")
     parents: int = Field(6, ge=1, description="top m kept each generation (at most the population)")

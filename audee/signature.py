@@ -438,6 +438,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     top = _from_localization(localization)
     backends = tuple(sorted(finding.backends))
     odd = tuple(sorted(str(b) for b in getattr(detail, "odd", None) or []))  # a new kind may not declare it
+    if getattr(detail, "culprit", None):  # the float64 reference named the wrong one (audee.oracle.precision)
+        odd = tuple(sorted(str(b) for b in detail.culprit))
     case_api = (meta or {}).get("api") if isinstance((meta or {}).get("api"), str) else None
     if not layers and case_api and str((meta or {}).get("seed", "")).startswith("op:"):
         layers = {case_api: (case_api, {})}  # an op case (issue 30): its drawn arguments are the op's "layer"
@@ -544,6 +546,12 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         api, params = blamed(layer)
         nonfinite = bool(getattr(detail, "input_nonfinite", False))
         return [sig(finding.kind, api, params, backends, layer, context=_input_context(meta, nonfinite))]
+    if finding.kind == Kind.PRECISION:
+        # one backend against the float64 reference: the layer where it loses accuracy alone
+        layer = detail.layer or detail.first_layer
+        layer = layer if isinstance(layer, str) else None
+        api, params = blamed(layer)
+        return [sig(finding.kind, api, params, backends, layer, context=_input_context(meta, False, detail.rows))]
     if finding.kind != Kind.INCONSISTENCY:
         # a kind without rules of its own (a new oracle's): its backends and the layer its
         # detail names, if any (a detail's ``layer`` field), and the localization or mutation record

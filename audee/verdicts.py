@@ -22,7 +22,9 @@ from typing import Iterable, Sequence
 from audee.case import Finding, Kind, Verdict
 
 #: The main failure's order, most important first (see the module docstring).
-MAIN_FAILURE_ORDER = (Kind.INCONSISTENCY, Kind.NAN, Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE, Kind.DEVIATION)
+MAIN_FAILURE_ORDER = (Kind.INCONSISTENCY, Kind.NAN, Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE)
+MAIN_FAILURE_ORDER += (Kind.PRECISION,)  # one backend against float64: it names the wrong one and its layer
+MAIN_FAILURE_ORDER += (Kind.DEVIATION,)
 MAIN_FAILURE_ORDER += (Kind.EQUIVALENCE,)  # one backend against itself: the last word
 MAIN_FAILURE_ORDER += (Kind.TRAIN_NAN, Kind.TRAIN_DEVIATION)  # the training phase (its cases have no others)
 

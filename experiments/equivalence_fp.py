@@ -35,15 +35,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import audee.fuzz as fuzz_mod
+from fp_rounds import BACKENDS, explain as explain_by, run_dirs, run_round
+
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.case import Kind
-from audee.seeds import list_seeds, load_seed
 from audee.settings import EQUIVALENCE_RULES, parse_rules
 from audee.store import RunStore
-
-BACKENDS = "tensorflow,torch,jax,onnxruntime"
 #: network variants per seed in each round (the big CNNs cost seconds per build and rewrite)
 ROUNDS = [{"lenet5": 10, "simplernn": 6, "lstm": 6, "gru": 6, "resnet20": 2, "vgg16": 2, "mobilenetv2": 1},
           {"lenet5": 30, "simplernn": 14, "lstm": 14, "gru": 14, "resnet20": 4, "vgg16": 4, "mobilenetv2": 2},
@@ -112,56 +110,19 @@ EXPLAINED: list[tuple[str, str, dict[str, str]]] = [
 ]
 
 
-SMALL = ("lenet5", "simplernn", "lstm", "gru")  # seeds whose variants cost seconds; the CNNs last
-
-
 def run(rnd: int, work: Path, batch: int, rng: int, deadline: float, rules: str = "all") -> bool:
-    """One round over every seed and API (resumed); False once past the deadline."""
-    refs = parse_backends(BACKENDS)
-    # no repro scripts: each would re-run its case a few times to check it (the findings are read here)
-    fuzz_mod.write_bug_repros = lambda *args, **kwargs: []
-    with Pool(refs, work / "logs") as pool:
-        pool.start_or_fail()
-        for api in APIS:  # one-layer models first: the cheapest cases, most of them
-            if time.time() > deadline:
-                return False
-            # call_mask 0: the draw every run of this experiment makes (masks came after its first run)
-            cfg = fuzz_mod.FuzzConfig(refs, work / "api" / api, variants=API_ROUNDS[rnd], rng=rng, batch=batch,
-                                      invalid_prob=0.0, equivalence=rules, call_mask=0.0)
-            t = time.perf_counter()
-            stats = fuzz_mod.fuzz_apis([api], cfg, pool=pool)
-            print(f"{time.strftime('%H:%M:%S')} round {rnd} api {api}: {stats.run} run ({stats.skipped} resumed) "
-                  f"in {time.perf_counter() - t:.0f} s, {stats.failing_cases} failing", flush=True)
-        return _seeds(rnd, work, batch, rng, deadline, pool, refs, SMALL, rules) and \
-            _seeds(rnd, work, batch, rng, deadline, pool, refs, [n for n in ROUNDS[rnd] if n not in SMALL], rules)
+    """One round over every API and seed (resumed); False once past the deadline.  No masks
+    are drawn (``call_mask`` 0): every run of this experiment draws the same cases (masks came
+    after its first run)."""
+    return run_round(work, batch, rng, deadline, APIS, API_ROUNDS[rnd], ROUNDS[rnd],
+                     {"equivalence": rules, "call_mask": 0.0})
 
 
-def _seeds(rnd: int, work: Path, batch: int, rng: int, deadline: float, pool: Pool, refs: list,
-           names: Any, rules: str) -> bool:
-    for name in names:
-        if time.time() > deadline:
-            return False
-        seed = load_seed(name)
-        cfg = fuzz_mod.FuzzConfig(refs, work / name, variants=ROUNDS[rnd][name], rng=rng, batch=batch,
-                                  invalid_prob=0.0, equivalence=rules)
-        t = time.perf_counter()
-        stats = fuzz_mod.fuzz(seed, seed.inputs, cfg, pool=pool)
-        print(f"{time.strftime('%H:%M:%S')} round {rnd} {name}: {stats.run} run ({stats.skipped} resumed) "
-              f"in {time.perf_counter() - t:.0f} s, {stats.failing_cases} failing", flush=True)
-    return True
-
-
-def _dirs(work: Path) -> list[tuple[str, Path]]:
-    out = [(name, work / name) for name in list_seeds() if (work / name / "results.jsonl").exists()]
-    out += [(f"api:{p.name}", p) for p in sorted((work / "api").glob("*")) if (p / "results.jsonl").exists()]
-    return out
+_dirs = run_dirs
 
 
 def explain(f: dict[str, Any]) -> tuple[str, str]:
-    for klass, text, fields in EXPLAINED:
-        if all(re.search(rx, str(f.get(k) or ""), re.S) for k, rx in fields.items()):
-            return klass, text
-    return "unexplained", ""
+    return explain_by(f, EXPLAINED)
 
 
 def rules_run(work: Path) -> set[str]:

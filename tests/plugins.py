@@ -229,3 +229,46 @@ class CumsumOffByOneJax(JaxBackend):
             return ops.subtract(out, ops.cast(ops.greater(ops.abs(out), -1), out.dtype)) if ops.size(out) else out
 
         return broken
+
+
+class Bf16MatmulJax(JaxBackend):
+    """JAX, except that the Dense layer named ``target`` computes its float32 matmul on
+    inputs and kernel rounded to bfloat16 (a reduced-precision fast path, as a oneDNN or
+    cuBLAS default can take): the same function to bfloat16's 8 bits, for the precision
+    oracle's tests (a float64 model is left exact).  ``threshold``: the fast path only
+    where the input's largest |value| exceeds it (0: always)."""
+
+    name = "bf16-matmul-jax"
+    target = "d2"
+    threshold = 0.0
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != self.target:
+            return made
+        threshold = self.threshold
+
+        class Rounded(type(made)):
+            def call(self, inputs, *args, **kwargs):
+                from keras import ops
+
+                if str(inputs.dtype) != "float32":
+                    return super().call(inputs, *args, **kwargs)
+                exact = ops.matmul(inputs, self.kernel)
+                rounded = ops.matmul(ops.cast(ops.cast(inputs, "bfloat16"), "float32"),
+                                     ops.cast(ops.cast(self.kernel, "bfloat16"), "float32"))
+                y = ops.where(ops.max(ops.abs(inputs)) > threshold, rounded, exact) if threshold else rounded
+                if self.use_bias:
+                    y = y + self.bias
+                return self.activation(y) if self.activation is not None else y
+
+        made.__class__ = Rounded
+        return made
+
+
+class Bf16LargeMatmulJax(Bf16MatmulJax):
+    """:class:`Bf16MatmulJax` whose fast path starts where layer ``d2``'s input exceeds 8 in
+    magnitude: the seed's inputs in [0, 1) keep it exact, and a search must drive them there."""
+
+    name = "bf16-large-matmul-jax"
+    threshold = 8.0

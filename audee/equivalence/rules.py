@@ -768,21 +768,37 @@ class Float64Rule(Rule):
         floats = [i for i in spec.inputs if not i.is_integer]
         if any(i.dtype != "float32" for i in floats) or not all(policy(ls.params) for ls in spec.layers):
             return None
-
-        def wide(params: dict[str, Any]) -> dict[str, Any]:
-            out = {k: ({**v, "params": wide(dict(v.get("params", {})))} if isinstance(v, dict) and "api" in v else v)
-                   for k, v in params.items()}
-            out["dtype"] = "float64"
-            return out
-
-        inputs = [InputSpec(i.name, i.shape, i.dtype if i.is_integer else "float64", i.range) for i in spec.inputs]
-        layers = [LayerSpec(ls.name, ls.api, wide(dict(ls.params)), list(ls.inputs), list(ls.fixed), dict(ls.call))
-                  for ls in spec.layers]
-        new_weights = {k: [w.astype(np.float64) if np.issubdtype(np.asarray(w).dtype, np.floating) else w for w in ws]
-                       for k, ws in weights.items()}
-        new = ModelSpec(spec.name, inputs, layers, spec.output, spec.logits, dict(spec.meta))
+        new, new_weights = widened(spec, weights, "float64")
         names = spec.layer_names()
         return Rewrite(self.name, new, new_weights, {n: n for n in names}, names, input_dtype="float64")
+
+
+def widened(spec: ModelSpec, weights: Weights, dtype: str = "float64") -> tuple[ModelSpec, Weights]:
+    """``spec`` with every layer (a wrapper's inner layers too) under the ``dtype`` policy,
+    its float inputs declared ``dtype`` and its float weights cast to it: the one way audee
+    makes a wider model (the float64 rule here; the float64 and float32 references of
+    :mod:`audee.reference`).  Cast float inputs with ``astype(dtype)`` to feed it."""
+    def wide(params: dict[str, Any]) -> dict[str, Any]:
+        out = {k: ({**v, "params": wide(dict(v.get("params", {})))} if isinstance(v, dict) and "api" in v else v)
+               for k, v in params.items()}
+        out["dtype"] = dtype
+        return out
+
+    inputs = [InputSpec(i.name, i.shape, i.dtype if i.is_integer else dtype, i.range) for i in spec.inputs]
+    layers = [LayerSpec(ls.name, ls.api, wide(dict(ls.params)), list(ls.inputs), list(ls.fixed), call=dict(ls.call))
+              for ls in spec.layers]
+    return ModelSpec(spec.name, inputs, layers, spec.output, spec.logits, dict(spec.meta)), widened_weights(weights, dtype)
+
+
+def widened_weights(weights: Weights, dtype: str = "float64") -> Weights:
+    """:func:`widened`'s weights: the float ones cast to ``dtype`` (a search widens each individual's)."""
+    return {k: [np.asarray(w).astype(dtype) if _is_float(w) else w for w in ws] for k, ws in weights.items()}
+
+
+def _is_float(w: Any) -> bool:
+    """A float array (bfloat16, which numpy does not count as floating, included)."""
+    dt = np.asarray(w).dtype
+    return bool(np.issubdtype(dt, np.floating)) or str(dt) == "bfloat16"
 
 
 # ---- batch independence (EAGLE rule 15): an inputs rewrite -------------------------------------------

@@ -11,7 +11,10 @@
 * relative-inconsistency — the same with the scale-normalized distance (localization's
   one-layer amplification);
 * nan — max(x) - min(x) of one layer's output on one backend: spread-out values are the
-  ones that overflow into Inf and NaN.  A row that already holds NaN/Inf scores ``inf``.
+  ones that overflow into Inf and NaN.  A row that already holds NaN/Inf scores ``inf``;
+* precision — Predoo's fitness (issue 28): the largest error of any backend's logits
+  against the float64 reference's, normalized as the deviation oracle normalizes (in each
+  backend's own dtype's tolerance: > 1 is out of tolerance), and the backend that gave it.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import numpy as np
 from audee.oracle.deviation import FULL, deviation_score, pair_compute
 from audee.oracle.distance import relative_distance
 
-FITNESSES = ("inconsistency", "nan", "relative-inconsistency")
+FITNESSES = ("inconsistency", "nan", "relative-inconsistency", "precision")
 
 
 def largest_pair(scores: Mapping[tuple[str, str], np.ndarray]) -> tuple[np.ndarray, list[str]]:
@@ -78,3 +81,18 @@ def nan_fitness(output: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         spread = flat.max(axis=1) - flat.min(axis=1)
     return np.where(finite, spread, np.inf)
+
+
+def precision_fitness(outputs: dict[str, np.ndarray], reference: np.ndarray, tolerances: Mapping[str, Any] | Any = None,
+                      modes: Mapping[str, str] | None = None) -> tuple[np.ndarray, list[str]]:
+    """Per row, the largest normalized error of any backend's ``outputs`` against the
+    float64 ``reference`` (:func:`audee.oracle.deviation.deviation_score`, judged in the
+    backend's dtype and compute mode), and the backend that gave it.  A row non-finite on
+    one side only scores ``inf``."""
+    if not outputs:
+        raise ValueError("the precision fitness needs at least one backend")
+    modes = modes or {}
+    values, pairs = largest_pair({(b, "reference"): deviation_score(x, reference, tolerances,
+                                                                    pair_compute(modes.get(b, FULL)))
+                                  for b, x in outputs.items()})
+    return values, [p.split("|")[0] for p in pairs]

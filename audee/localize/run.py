@@ -11,6 +11,8 @@ from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
 from audee.case import Kind
 from audee.execute import Executor
+from audee.records.localization import RateRow, Round
+from audee.reference.run import Reference
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
 from audee.settings import TIMEOUT_S
 from audee.signature import normalize_error
@@ -72,7 +74,7 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
     # does the case still fail, and how?  Judged with the tie margin and tolerances it was recorded with
     recorded = record.verdict_obj()
     now = Executor(pool, tie_margin=record.tie_margin, tolerances=record.tolerances or None,
-                   equivalence=recorded_rules(recorded)).run(case)
+                   equivalence=recorded_rules(recorded), reference=Reference.recorded(record.meta)).run(case)
     main = main_failure(now.verdict.findings, pair)
     report = Report(case.id, main.kind if main else "none", main.backends if main else [])
     report.reproduced = verdict_holds(recorded, now.verdict) and main is not None
@@ -93,6 +95,8 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
                        f"out of tolerance: {d.first_layer or 'none'}; deviating on their own input: "
                        f"{', '.join(d.own_layers) or 'none'}")
         loc.localize_deviation(case, list(main.backends), inputs, layers, report)
+    elif main.kind == Kind.PRECISION:
+        localize_precision(case, main, report)
     elif main.kind == Kind.EQUIVALENCE:
         d = main.detail
         rows = [r for r in (d.rows or []) if 0 <= r < case.batch]
@@ -122,11 +126,25 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
 def localized(report: Report) -> bool:
     """Whether ``report`` localized its failure: a (layer, parameter) source or an input
     trigger; for an ``equivalence`` finding the layer that differs from its equivalent alone
-    is the answer already (a batch rule's leaking rows are rarely a parameter's doing), a
+    (for a ``precision`` one the layer that loses accuracy alone) is the answer already (a batch rule's leaking rows are rarely a parameter's doing), a
     parameter that removes it a further one."""
     if report.sources or report.trigger:
         return True
-    return report.kind == Kind.EQUIVALENCE and any(r.layer for r in report.rounds)
+    return report.kind in (Kind.EQUIVALENCE, Kind.PRECISION) and any(r.layer for r in report.rounds)
+
+
+def localize_precision(case: Any, finding: Any, report: Report) -> None:
+    """A ``precision`` finding, localized by the reference's per-layer judgement
+    (:mod:`audee.reference.diagnose`, run again by the re-judgement): one round whose layer
+    is the first layer out of tolerance on the reference's own input (else the first out of
+    tolerance along the model), with each layer's error along the model as its table."""
+    d = finding.detail
+    report.note = (f"{d.backend} against the {d.reference_dtype or 'float64'} reference on {d.reference}: error "
+                   f"{d.score or 0:.3g} ({d.factor or 0:.3g}x {d.best}'s); first layer out of tolerance: "
+                   f"{d.first_layer or 'none'}; out of tolerance on the reference's input: {d.layer or 'none'}")
+    table = [RateRow(layer=name, api=case.spec.layer(name).api, distance=err, rate=float("nan"))
+             for name, err in (d.layer_errors or {}).items()]
+    report.rounds.append(Round(layer=d.layer or d.first_layer, table=table))
 
 
 def nan_roles(finding: Any) -> tuple[str, str | None, str | None]:
@@ -165,7 +183,9 @@ def render(report: Report, top_k: int = 3, trials: bool = True) -> str:
     if report.error:
         lines.append(f"error (normalized): {report.error}")
     what = {"inconsistency": "first layer with change rate over t1", "nan": "first layer where the non-finite "
-            "patterns differ", "deviation": "layer deviating on its own input"}.get(report.kind,
+            "patterns differ", "deviation": "layer deviating on its own input",
+            "precision": "first layer out of tolerance on the float64 reference's input (table: each layer's "
+                         "error against the reference)"}.get(report.kind,
                                                                                     "first layer that fails alone")
     for i, rnd in enumerate(report.rounds):
         lines.append(f"\nround {i + 1}: {what} -> {rnd.layer or 'none'}")

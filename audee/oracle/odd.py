@@ -62,6 +62,8 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding]) -> None:
             odd, rule = pairwise
         elif f.kind == Kind.EQUIVALENCE:  # the backends where its rule fails, against those where it holds
             odd, rule = equivalence_odd(f, findings, [o.backend for o in outcomes if o.ok])
+        elif f.kind == Kind.PRECISION:  # the float64 reference tells: the backend far worse than the best
+            odd, rule = [f.detail.backend], "against the float64 reference"
         else:
             odd, rule = [], f"no rule for {f.kind}"
         f.detail.odd, f.detail.odd_rule = list(odd), rule

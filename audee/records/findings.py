@@ -174,6 +174,8 @@ class InconsistencyDetail(Detail):
     layer_distances: dict[str, float] | None = None
     odd: list[str] | None = None
     odd_rule: str | None = None
+    culprit: list[str] | None = None          # the float64 reference's verdict (audee.oracle.precision.culprit)
+    reference_errors: dict[str, float] | None = None  # the pair's errors against the reference
 
     @property
     def flips(self) -> int:
@@ -221,6 +223,8 @@ class DeviationDetail(Detail):
     flip_inputs: list[int] | None = None
     odd: list[str] | None = None
     odd_rule: str | None = None
+    culprit: list[str] | None = None          # the float64 reference's verdict (audee.oracle.precision.culprit)
+    reference_errors: dict[str, float] | None = None  # the pair's errors against the reference
 
 
 # ---- the training phase (audee/train/oracle.py) ---------------------------------------------------
@@ -314,6 +318,40 @@ class EquivalenceDetail(Detail):
     odd_rule: str | None = None
 
 
+# ---- precision against a float64 reference (audee/oracle/precision.py) -------------------------------
+class PrecisionDetail(Detail):
+    """``precision`` and ``precision_accumulated``: one backend's error against the float64
+    reference (:mod:`audee.reference`) is out of its dtype's tolerance and
+    :data:`audee.settings.PRECISION_FACTOR` times the best backend's; ``precision_accumulated``
+    when no layer judged alone loses accuracy on its own input (or only ill-conditioned ones do).  The per-layer judgement of ``audee.reference.diagnose`` adds each layer's
+    error along the whole model (``layer_errors``), ``first_layer``, the layers judged on the
+    reference's input (``own``) and the layer blamed (``layer``)."""
+
+    backend: str | None = None
+    reference: str | None = None              # the backend that computed the reference
+    reference_dtype: str | None = None        # float64
+    tensor: str | None = None                 # logits | output
+    score: float | None = None                # the backend's error against the reference (> 1: out of tolerance)
+    max_abs: float | None = None
+    max_rel: float | None = None
+    n_out: int | None = None
+    n: int | None = None
+    rows: list[int] | None = None             # rows out of tolerance, worst first
+    dtype: str | None = None                  # the precision judged as (the backend's)
+    tolerance: ToleranceDetail | None = None
+    best: str | None = None                   # the most accurate other backend
+    best_score: float | None = None
+    factor: float | None = None               # score / best_score
+    errors: dict[str, float] = {}             # every backend's error against the reference
+    layer_errors: dict[str, float] | None = None  # layer -> the backend's error there, along the whole model
+    first_layer: str | None = None            # the first layer out of tolerance along the whole model
+    own: dict[str, OwnScore] = {}             # layers fed the reference's input, against the reference
+    layer: str | None = None                  # the first layer out of tolerance on the reference's input: blamed
+    ill_conditioned: list[str] | None = None
+    odd: list[str] | None = None
+    odd_rule: str | None = None
+
+
 #: finding kind -> its detail type (the names of audee.case.Kind)
 DETAIL_TYPES: dict[str, type[Detail]] = {
     "hard_crash": HardCrashDetail,
@@ -335,6 +373,8 @@ AnyDetail = (Detail | HardCrashDetail | DivergentAcceptanceDetail | ConsistentRe
 AnyDetail = AnyDetail | TrainDeviationDetail | TrainNanDetail
 DETAIL_TYPES.update({"equivalence": EquivalenceDetail, "equivalence_accumulated": EquivalenceDetail})
 AnyDetail = AnyDetail | EquivalenceDetail
+DETAIL_TYPES.update({"precision": PrecisionDetail, "precision_accumulated": PrecisionDetail})
+AnyDetail = AnyDetail | PrecisionDetail
 
 
 def detail_type(kind: str) -> type[Detail]:
@@ -355,5 +395,5 @@ def parse_detail(kind: str, data: Mapping[str, Any] | Detail | None) -> Detail:
 
 __all__ = ["AnyDetail", "BackendError", "DETAIL_TYPES", "Detail", "DeviationDetail", "DivergentAcceptanceDetail",
            "ConsistentRejectionDetail", "HardCrashDetail", "InconsistencyDetail", "NanDetail", "NanExample",
-           "NanPattern", "OwnScore", "Record", "ToleranceDetail", "detail_type", "parse_detail", "plain",
+           "NanPattern", "OwnScore", "PrecisionDetail", "Record", "ToleranceDetail", "detail_type", "parse_detail", "plain",
            "TrainDeviationDetail", "TrainNanDetail"]

@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal, Mapping
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from audee.records.reference import ReferenceRun
+
 #: a row's status: the verdict's (audee.case.Verdict.status)
 STATUSES = ("pass", "fail", "rejected")
 
@@ -58,6 +60,7 @@ class ResultRow(BaseModel):
     inconsistent_pairs: list[str] = []
     deviating_pairs: list[str] = []
     equivalence: dict[str, str] = {}       # equivalence rule -> pass | fail | accumulated | harness (rules applied)
+    reference: ReferenceRun | None = None  # the float64 reference (--reference float64): every backend's error
     signatures: list[dict[str, Any]] = []  # audee.signature.Signature.to_json(), one per failure finding
     exercised: list[list[str]] = []        # [api, param, value] triples (audee.exercised)
     seconds: Number = 0.0

@@ -210,6 +210,9 @@ def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "a
     if model not in ("auto", "one-layer", "variant"):
         raise AudeeError(f"expected auto, one-layer or variant, got {model!r}", field="--model")
     f = pick_finding(record, finding)
+    if f.kind == Kind.PRECISION:  # judged against a float64 model the script does not build
+        raise AudeeError("no standalone script for a precision finding yet (its case's deviation findings, if any, "
+                         "have theirs; `audee localize` names its layer)", source=record.source or None)
     run, failing = _roles(record, f)
     check_builtin(record, run)
     spec = record.model_spec

@@ -27,7 +27,9 @@ from audee.execute import Executor, Result
 from audee.oracle.distance import layer_distances
 from audee.mutation import special
 from audee.search.encoding import Encoding, cauchy_draw, scaled_noise
-from audee.search.evaluate import Evaluation, PopulationEvaluator
+from audee.errors import AudeeError
+from audee.reference.run import Reference
+from audee.search.evaluate import Evaluation, PopulationEvaluator, ReferenceLane
 from audee.settings import SearchSettings
 
 if not hasattr(creator, "AudeeFitness"):
@@ -107,6 +109,21 @@ class Evaluator(Protocol):
                  meanwhile: Callable[[], Any] | None = None) -> list[Evaluation]: ...
 
 
+def reference_lane(executor: Executor, case: TestCase) -> ReferenceLane:
+    """The float64 reference a ``precision`` search evaluates on: the executor's reference
+    (one with the defaults when the run has none: the search's suspects are confirmed by
+    the executor, and a precision finding needs it), run once on the search's seed case to
+    find the backend that computes it.  A one-line error when no backend does."""
+    if executor.reference is None:
+        executor.reference = Reference()
+    rec, wide, tensors = executor.reference.run(executor, case)
+    if not tensors or rec.backend is None:
+        why = "; ".join(f"{b}: {m}" for b, m in rec.refused.items()) or "no backend answered"
+        raise AudeeError(f"the precision fitness needs a backend that runs the model in float64 ({why})",
+                         field="--fitness")
+    return ReferenceLane(rec.backend, wide.spec, wide.dtype)
+
+
 class Search:
     """One search run over one (spec, seed input, weights).
 
@@ -158,7 +175,8 @@ class Search:
         cfg, ex = self.cfg, self.ex
         return PopulationEvaluator(ex.pool, self.case.spec, self.encoding, fitness=cfg.fitness, labels=self.labels,
                                    nan_backend=cfg.nan_backend, layer=cfg.layer, tie_margin=ex.tie_margin,
-                                   tolerances=ex.tolerances)
+                                   tolerances=ex.tolerances,
+                                   reference=reference_lane(ex, self.case) if cfg.fitness == "precision" else None)
 
     # ---- operators ---------------------------------------------------------------------------
     def _individual(self, genes: np.ndarray) -> Any:

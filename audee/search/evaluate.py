@@ -19,14 +19,37 @@ from typing import Any, Callable, Iterator, NamedTuple
 import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure, pickled
-from audee.fitness import inconsistency_fitness, largest_pair, nan_fitness, relative_inconsistency_fitness
+from audee.equivalence.rules import widened_weights
+from audee.fitness import (inconsistency_fitness, largest_pair, nan_fitness, precision_fitness,
+                           relative_inconsistency_fitness)
 from audee.oracle.deviation import (FULL, Tolerances, as_tolerances, deviation_score, finite_rows, pair_compute,
                                     relative_tie_margin)
 from audee.oracle.labels import label_flips
+from audee.reference.run import widened_inputs
 from audee.search.encoding import Encoding
 from audee.spec import ModelSpec, weights_key
 
 _counter = itertools.count()
+
+
+@dataclass
+class ReferenceLane:
+    """The float64 reference a ``precision`` search evaluates each generation on: the
+    backend that computes it (:meth:`audee.reference.run.Reference.run` found it on the
+    search's seed case) and the widened model.  At input level the whole population is one
+    more batched call on that backend, sent with the others; at weight levels one
+    ``run_many`` request of the widened weight sets after them."""
+
+    label: str
+    spec: ModelSpec
+    dtype: str = "float64"
+
+    def weights(self, weights: Any) -> Any:
+        """Weights cast to the reference's dtype (``widened``'s, the one way to widen)."""
+        return widened_weights(weights, self.dtype)
+
+    def inputs(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return widened_inputs(inputs, self.dtype)
 
 
 @dataclass
@@ -40,9 +63,12 @@ class Evaluation:
 class PopulationEvaluator:
     def __init__(self, pool: Pool, spec: ModelSpec, encoding: Encoding, *, fitness: str, labels: list[str],
                  tie_margin: float, nan_backend: str | None = None, layer: str | None = None,
-                 tolerances: Tolerances | dict[str, Any] | None = None):
-        if fitness != "nan" and len(labels) < 2:
+                 tolerances: Tolerances | dict[str, Any] | None = None, reference: ReferenceLane | None = None):
+        if fitness not in ("nan", "precision") and len(labels) < 2:
             raise ValueError("the inconsistency fitness needs two or more backends")
+        if fitness == "precision" and reference is None:
+            raise ValueError("the precision fitness needs the float64 reference (a ReferenceLane)")
+        self.reference = reference
         self.pool = pool
         self.spec = spec
         self.encoding = encoding
@@ -74,21 +100,24 @@ class PopulationEvaluator:
             tag = f"pop-{next(_counter)}"
             tickets = self.pool.submit_run(self.spec, self.encoding.base_weights, self.base_wkey, inputs,
                                            self.send_order(), self._layers, tag)
+            ref_ticket = self._submit_reference(inputs)
             got: dict[str, Any] = {}
             pairs: dict[tuple[str, str], _Pair] = {}
             for label in _last_lane_calls(self.pool.as_answered(tickets), len(tickets), meanwhile):
                 got.update(self.pool.collect_run({label: tickets[label]}))
                 self._judge_pairs(got, pairs)  # while the other backends compute
             self.lanes = {b: r["run_s"] for b, r in got.items() if isinstance(r, dict)}
-            evals = self._judge({b: got[b] for b in self.labels}, len(population), pairs)
+            ref = self._collect_reference(ref_ticket)
+            evals = self._judge({b: got[b] for b in self.labels}, len(population), pairs, ref)
             for i, e in enumerate(evals):
                 e.ref = (tag, i)
             return evals
         tags = [f"ind-{next(_counter)}" for _ in population]
         batched = self._run_many(population, tags, meanwhile)
         stacked = _stacked(batched) if batched is not None else None
+        refs = self._reference_many(population)
         if stacked is not None:  # one judgement over all individuals: every oracle and fitness is row-wise
-            evals = self._judge(stacked, len(population))
+            evals = self._judge(stacked, len(population), None, _rows(refs))
             for e, tag in zip(evals, tags):
                 e.ref = (tag, 0)
             return evals
@@ -98,7 +127,7 @@ class PopulationEvaluator:
                 replies = {label: got[i] for label, got in batched.items()}
             else:  # one request per individual (a worker died on the batch: find which one)
                 replies = self._run(self.encoding.inputs_of(genes), self.encoding.weights_of(genes), tag, tag)
-            (e,) = self._judge(replies, 1)
+            (e,) = self._judge(replies, 1, None, refs[i] if refs is not None else None)
             e.ref = (tag, 0)
             out.append(e)
         return out
@@ -124,6 +153,41 @@ class PopulationEvaluator:
             return None
         self.lanes = {label: sum(r.get("run_s", 0.0) for r in reply["value"]) for label, reply in got.items()}
         return {label: [_reply(r) for r in reply["value"]] for label, reply in got.items()}
+
+    def _submit_reference(self, inputs: dict[str, np.ndarray]) -> dict[str, int] | None:
+        """An input-level generation on the reference backend, widened (None: no reference)."""
+        if self.reference is None:
+            return None
+        lane = self.reference
+        wide = lane.weights(self.encoding.base_weights)
+        return self.pool.submit_run(lane.spec, wide, f"{self.base_wkey}-{lane.dtype}", lane.inputs(inputs),
+                                    [lane.label])
+
+    def _collect_reference(self, ticket: dict[str, int] | None) -> np.ndarray | None:
+        """The reference's logits of a generation (None: none, or it failed: no fitness)."""
+        if ticket is None:
+            return None
+        got = self.pool.collect_run(ticket)[self.reference.label]
+        return np.asarray(got["logits"]) if isinstance(got, dict) else None
+
+    def _reference_many(self, population: list[np.ndarray]) -> list[np.ndarray | None] | None:
+        """A weight-level generation on the reference backend: each individual's widened
+        weights and input in one ``run_many`` request; each one's logits (None where it failed)."""
+        if self.reference is None:
+            return None
+        lane = self.reference
+        items = [{"weights_key": f"ref-{next(_counter)}", "weights": lane.weights(self.encoding.weights_of(genes)),
+                  "inputs": lane.inputs(self.encoding.inputs_of(genes)), "layers": False, "keep": None}
+                 for genes in population]
+        worker = self.pool.workers[lane.label]
+        ticket = worker.submit({"op": "call", "name": "run_many",
+                                "kwargs": {"spec": lane.spec.to_json(), "key": lane.spec.key(), "items": items}},
+                               timeout=worker.timeout * len(items))
+        reply = worker.result(ticket)
+        if isinstance(reply, WorkerFailure) or "error" in reply:
+            return [None] * len(population)
+        return [np.asarray(r["logits"]) if isinstance(r, dict) and "error" not in r else None
+                for r in reply["value"]]
 
     def send_order(self) -> list[str]:
         """The backends, the one that computed longest in the last generation first: its
@@ -163,9 +227,10 @@ class PopulationEvaluator:
         out = (scores > 1.0) & finite_rows(la, lb) if la.shape == lb.shape else np.zeros(len(scores), bool)
         return _Pair(flips, scores, out)
 
-    def _judge(self, replies: dict[str, Any], n: int,
-               pairs: dict[tuple[str, str], "_Pair"] | None = None) -> list[Evaluation]:
-        """``pairs``: pairs already judged (:meth:`_judge_pairs`, as answers came)."""
+    def _judge(self, replies: dict[str, Any], n: int, pairs: dict[tuple[str, str], "_Pair"] | None = None,
+               reference: np.ndarray | None = None) -> list[Evaluation]:
+        """``pairs``: pairs already judged (:meth:`_judge_pairs`, as answers came);
+        ``reference``: the float64 reference's logits (the precision fitness)."""
         evals = [Evaluation(0.0) for _ in range(n)]
         ok = {b: r for b, r in replies.items() if not isinstance(r, WorkerFailure)}
         if len(ok) < len(replies):
@@ -187,7 +252,15 @@ class PopulationEvaluator:
                 for i in np.flatnonzero(pair.out):
                     if "deviation" not in evals[i].suspect:
                         evals[i].suspect.append("deviation")
-        if self.fitness == "nan":
+        if self.fitness == "precision":
+            if reference is not None and ok:
+                values, who = precision_fitness({b: r["logits"] for b, r in ok.items()}, reference,
+                                                self.tolerances, self.modes)
+                for e, v, b in zip(evals, values, who):
+                    e.fitness, e.pair = float(v), b
+                    if v > 1.0 and "precision" not in e.suspect:  # out of tolerance against float64
+                        e.suspect.append("precision")
+        elif self.fitness == "nan":
             if self.nan_backend in ok:
                 for e, v in zip(evals, nan_fitness(self._value(ok[self.nan_backend]))):
                     e.fitness = float(v)
@@ -210,6 +283,13 @@ class _Pair(NamedTuple):
     flips: np.ndarray   # bool: a label flip
     scores: np.ndarray  # the logits' deviation score
     out: np.ndarray     # bool: out of the deviation oracle's tolerance
+
+
+def _rows(refs: list[np.ndarray | None] | None) -> np.ndarray | None:
+    """Individuals' one-row reference logits as one batch (None if any is missing)."""
+    if refs is None or any(r is None for r in refs):
+        return None
+    return np.concatenate(refs)
 
 
 def _nothing() -> None:

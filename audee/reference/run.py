@@ -1,0 +1,233 @@
+"""The float64 reference of a test case, run beside it and judged (issue 28).
+
+Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in:
+
+1. the case's model widened to float64 (:func:`audee.equivalence.rules.widened`, the one
+   way audee makes a wider model: every layer under the ``float64`` policy, float weights
+   and inputs cast up) is built and run at once on the **candidates**: the configured
+   backend (``--reference-backend``), or by default every built-in Keras backend of the
+   run (:data:`KERAS_BACKENDS`) in the run's order;
+2. the reference is the first candidate whose answer really is float64 (JAX without x64
+   answers float32; TensorFlow's CPU has no float64 for some NCHW convolutions: the next
+   one is taken; a candidate that has answered :data:`NEVER_AFTER` models in another
+   dtype and none in float64 is asked no more); every other candidate that answered
+   float64 cross-checks it in float32's tolerance (the deviation oracle judges float64
+   arrays as float32); one out of it marks the reference ``disputed`` (it judges nothing)
+   unless another backend corroborates the reference (:func:`disputed`);
+3. each backend's error against the reference (:func:`audee.oracle.precision.reference_scores`)
+   goes into the results row (:class:`audee.records.reference.ReferenceRun`), names the
+   culprit of the case's deviations and inconsistencies, and makes ``precision``
+   findings (:func:`audee.oracle.precision.precision_findings`), diagnosed per layer by
+   :mod:`audee.reference.diagnose`;
+4. a float16 or bfloat16 case also gets a float32 reference (the same model widened to
+   float32), recorded as ``lower``: how far the reduced dtype moved each backend.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from audee.case import Finding, Outcome, TestCase
+from audee.equivalence.rules import widened
+from audee.oracle.compute_dtype import layer_compute_dtype
+from audee.oracle.deviation import TENSORS, compare
+from audee.oracle.precision import mark_culprits, precision_findings, reference_scores
+from audee.reference.diagnose import diagnose_precision
+from audee.records.reference import ReferenceRun
+from audee.settings import PRECISION_FACTOR
+from audee.spec import ModelSpec, Weights, weights_key
+
+log = logging.getLogger(__name__)
+
+#: the built-in Keras backends, those the default reference is taken from (in the run's order)
+KERAS_BACKENDS = ("tensorflow", "torch", "jax")
+REDUCED = ("float16", "bfloat16")
+#: a candidate that has answered this many models in another dtype, and none in the asked one,
+#: is asked no more (JAX without x64 answers every float64 model in float32: a compile per case saved)
+NEVER_AFTER = 3
+
+
+def base_name(label: str) -> str:
+    """A backend label's name without its placement (``torch@cuda`` -> ``torch``)."""
+    return label.partition("@")[0]
+
+
+def candidates(labels: list[str], backend: str = "auto") -> list[str]:
+    """The backends asked for the reference, the preferred first: ``backend`` (a label or a
+    name of the run's), then the run's built-in Keras backends in its order."""
+    keras = [label for label in labels if base_name(label) in KERAS_BACKENDS]
+    if backend == "auto":
+        return keras
+    first = [label for label in labels if backend in (label, base_name(label))][:1]
+    return first + [label for label in keras if label not in first]
+
+
+def widened_inputs(inputs: dict[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    """Float inputs cast to ``dtype`` (token ids stay as they are)."""
+    return {k: (v.astype(dtype) if np.issubdtype(np.asarray(v).dtype, np.floating) or str(v.dtype) == "bfloat16"
+                else v) for k, v in inputs.items()}
+
+
+def reduced(spec: ModelSpec) -> bool:
+    """Whether some layer computes in float16 or bfloat16 (its ``dtype`` policy)."""
+    return any(layer_compute_dtype(ls.params) in REDUCED for ls in spec.layers)
+
+
+@dataclass
+class Wide:
+    """A case's model widened to one dtype: what the reference runs."""
+
+    spec: ModelSpec
+    weights: Weights
+    inputs: dict[str, np.ndarray]
+    dtype: str
+
+    @classmethod
+    def of(cls, case: TestCase, dtype: str) -> "Wide":
+        spec, weights = widened(case.spec, case.weights, dtype)
+        return cls(spec, weights, widened_inputs(case.inputs, dtype), dtype)
+
+    def rows(self, rows: list[int]) -> dict[str, np.ndarray]:
+        return {k: v[rows] for k, v in self.inputs.items()}
+
+
+@dataclass
+class Reference:
+    """The precision oracle's settings (``--reference``, ``--reference-backend``,
+    ``--precision-factor``) and its run on one case (:meth:`judge`)."""
+
+    backend: str = "auto"
+    factor: float = PRECISION_FACTOR
+    # per (candidate, dtype): how many models it answered in the dtype asked, and in another
+    _answered: dict[tuple[str, str], list[int]] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_settings(cls, cfg: Any) -> "Reference | None":
+        """The reference a run's :class:`audee.settings.FuzzSettings` asks for (None: ``none``)."""
+        if getattr(cfg, "reference", "none") == "none":
+            return None
+        return cls(cfg.reference_backend, cfg.precision_factor)
+
+    @classmethod
+    def recorded(cls, meta: dict[str, Any]) -> "Reference | None":
+        """The reference a case file's provenance says the case was judged with (its
+        ``reference`` record: the backend that computed it first, the same factor); None
+        when it had none."""
+        got = meta.get("reference")
+        if not isinstance(got, dict):
+            return None
+        run = ReferenceRun.model_validate(got)
+        return cls(run.backend or "auto", run.factor if run.factor is not None else PRECISION_FACTOR)
+
+    def run(self, ex: Any, case: TestCase, dtype: str = "float64") -> tuple[ReferenceRun, Wide, dict[str, np.ndarray]]:
+        """The reference of ``case`` in ``dtype``: its record (errors not yet judged), the
+        widened model, and the reference's tensors (empty when no backend computed it)."""
+        wide = Wide.of(case, dtype)
+        rec = ReferenceRun(dtype=dtype)
+        refused: dict[str, str] = {}
+        cands = []
+        for b in candidates(ex.pool.labels, self.backend):
+            right, other = self._answered.get((b, dtype), [0, 0])
+            if right == 0 and other >= NEVER_AFTER:
+                refused[b] = f"not asked: answered {other} models in another dtype than {dtype}, none in it"
+            else:
+                cands.append(b)
+        if not cands:
+            rec.refused = refused or {"-": "no Keras backend in the run"}
+            return rec, wide, {}
+        # built where it runs (a worker builds a spec it has not seen), not through the
+        # Executor's cache: that one holds every backend's build of a spec
+        got = ex.pool_run(wide.spec, wide.weights, weights_key(wide.weights), wide.inputs, labels=cands)
+        answers: dict[str, dict[str, np.ndarray]] = {}
+        for b in cands:
+            r = got.get(b)
+            tally = self._answered.setdefault((b, dtype), [0, 0])
+            if not isinstance(r, dict):
+                refused[b] = _why(r)
+            elif str(np.asarray(r["logits"]).dtype) != dtype:
+                refused[b] = f"answered {np.asarray(r['logits']).dtype}, not {dtype}"
+                tally[1] += 1
+            else:
+                answers[b] = {t: np.asarray(r[t]) for t in TENSORS if r.get(t) is not None}
+                tally[0] += 1
+        if refused:
+            rec.refused = refused
+        if not answers:
+            return rec, wide, {}
+        rec.backend = next(b for b in cands if b in answers)
+        tensors = answers[rec.backend]
+        checks = {}
+        for b, theirs in answers.items():
+            if b != rec.backend:
+                scores = [compare(theirs[t], tensors[t], ex.tolerances) for t in TENSORS
+                          if t in theirs and t in tensors]
+                checks[b] = max((float(s["score"]) for s in scores if s is not None), default=0.0)
+        if checks:
+            rec.checks = checks
+        return rec, wide, tensors
+
+    def judge(self, ex: Any, case: TestCase, outcomes: dict[str, Outcome], findings: list[Finding], *,
+              diagnose: bool = True) -> tuple[ReferenceRun, list[Finding]]:
+        """Run the reference of ``case``, record every backend's error against it, name the
+        culprit of ``findings`` (the case's, changed in place) and return the record and the
+        ``precision`` findings (diagnosed per layer when ``diagnose``)."""
+        ordered = [outcomes[b] for b in ex.pool.labels if b in outcomes]
+        rec, wide, tensors = self.run(ex, case)
+        rec.factor = self.factor
+        if reduced(case.spec):
+            lower, _, low = self.run(ex, case, "float32")
+            if low:
+                lower.errors = _errors(reference_scores(ordered, low, ex.tolerances))
+            rec.lower = lower
+        if not tensors:
+            return rec, []
+        scores = reference_scores(ordered, tensors, ex.tolerances)
+        rec.errors = _errors(scores)
+        rec.max_rel = {b: float(s["max_rel"]) for b, s in scores.items()}
+        if scores:  # the tensor of the backend furthest off
+            rec.tensor = max(scores.values(), key=lambda s: s["score"])["tensor"]
+        rec.disputed = disputed(rec)
+        if not rec.usable:
+            return rec, []
+        mark_culprits(findings, rec.errors)
+        found = precision_findings(scores, self.factor, rec.backend, wide.dtype)
+        if diagnose and found:
+            layers = {}
+            for f in found:
+                try:
+                    layers[f.detail.backend] = diagnose_precision(ex, case, wide, rec.backend, f)
+                except Exception:  # noqa: BLE001 - a diagnosis that breaks leaves the finding as judged
+                    log.exception("diagnosing precision of %s on case %s", f.detail.backend, case.id)
+            rec.layers = layers
+        return rec, found
+
+
+def disputed(rec: ReferenceRun) -> bool:
+    """Whether a cross-check overrules the reference: some other float64 answer is out of
+    float32's tolerance of it, and no backend but the reference's own (nor a dissenting
+    one) is within tolerance of it in its own dtype.  A float64 run that carries the same
+    bug as its float32 run (Keras-on-torch's AveragePooling2D and UpSampling2D, measured)
+    cannot overrule a reference the other backends corroborate; an ill-conditioned case
+    (every backend out, two float64 runs apart) is disputed."""
+    dissent = {b for b, s in rec.checks.items() if s > 1.0}
+    if not dissent:
+        return False
+    return not any(e <= 1.0 for b, e in rec.errors.items() if b != rec.backend and b not in dissent)
+
+
+def _errors(scores: dict[str, dict[str, Any]]) -> dict[str, float]:
+    return {b: float(s["score"]) for b, s in scores.items()}
+
+
+def _why(reply: Any) -> str:
+    """One line: why a candidate gave no reference."""
+    if reply is None:
+        return "not run"
+    message = getattr(reply, "message", None) or getattr(reply, "kind", None) or str(reply)
+    return " ".join(str(message).split())[:200]
+
+
+__all__ = ["KERAS_BACKENDS", "Reference", "Wide", "candidates", "reduced"]
