@@ -225,3 +225,32 @@ def test_torch_normalizing_the_wrong_axis_silently_is_known(tmp_path):
     sigs = [s for s in case_signatures(results[1].verdict, spec(1), {}) if s.kind == "deviation"]
     assert sigs and all(s.api == "RMSNormalization" for s in sigs)
     assert match_known(sigs[0], load_known_issues()).id == "keras-torch-fused-norm-axis-silent"
+
+
+def test_training_campaign_root_causes_are_known():
+    """Three root causes the train-cpu campaign reported as new or harness, as its rows signed
+    them (experiments/results/train_cpu_campaign): JAX's float16 dot_product_attention under
+    jit (was 'harness': JAX's filtered traceback ended in audee's frame), and two forward-pass
+    differences the training phase meets as a train_deviation (torch's bicubic kernel, torch's
+    RMSNormalization over a non-trailing axis)."""
+    from audee.rootcause import classify
+
+    issues = load_known_issues()
+    gqa = Signature("divergent_acceptance", "GroupQueryAttention", (("head_dim", "+int"),), ("jax",), "train",
+                    "ValueError: The precision <name> is not supported by dot_general on CPU",
+                    layer="GroupQueryAttention", op="dot_general", component="jax",
+                    error_full="ValueError: The precision <name> is not supported by dot_general on CPU")
+    hit = match_known(gqa, issues)
+    assert hit is not None and hit.id == "jax-dot-product-attention-fp16-cpu-jit"
+    assert classify(gqa, hit)[0] == "bug"
+    resize = Signature("train_deviation", "Resizing", (("height", "+int"), ("interpolation", "'bicubic'")),
+                       ("tensorflow", "torch"), odd=("torch",), layer="Resizing")
+    assert match_known(resize, issues).id == "torch-bicubic-kernel"
+    rms = Signature("train_deviation", "RMSNormalization", (("axis", "+int"), ("epsilon", "+float")),
+                    ("tensorflow", "torch"), odd=("torch",), layer="RMSNormalization")
+    assert match_known(rms, issues).id == "keras-torch-fused-norm-axis-silent"
+    # the other attention error of the same class on another backend is not this issue
+    assert match_known(Signature("divergent_acceptance", "GroupQueryAttention", (), ("torch",), "train",
+                                 "ValueError: The precision <name> is not supported by dot_general on CPU",
+                                 error_full="ValueError: The precision <name> is not supported by dot_general on CPU"),
+                       issues) is None
