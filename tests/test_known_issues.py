@@ -249,6 +249,11 @@ def test_training_campaign_root_causes_are_known():
     rms = Signature("train_deviation", "RMSNormalization", (("axis", "+int"), ("epsilon", "+float")),
                     ("tensorflow", "torch"), odd=("torch",), layer="RMSNormalization")
     assert match_known(rms, issues).id == "keras-torch-fused-norm-axis-silent"
+    shrink = Signature("train_nan", "ConvLSTM1D+activations.hard_shrink+activations.soft_shrink",
+                       (("activation", "'hard_shrink'"),), ("jax", "tensorflow", "torch"), odd=("torch",),
+                       layer="ConvLSTM1D")
+    hit = match_known(shrink, issues)
+    assert hit is not None and hit.id == "keras-shrink-nan-torch" and classify(shrink, hit)[0] == "undefined"
     # the other attention error of the same class on another backend is not this issue
     assert match_known(Signature("divergent_acceptance", "GroupQueryAttention", (), ("torch",), "train",
                                  "ValueError: The precision <name> is not supported by dot_general on CPU",
