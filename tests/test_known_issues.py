@@ -259,3 +259,23 @@ def test_training_campaign_root_causes_are_known():
                                  "ValueError: The precision <name> is not supported by dot_general on CPU",
                                  error_full="ValueError: The precision <name> is not supported by dot_general on CPU"),
                        issues) is None
+
+
+def test_a_gather_out_of_range_in_the_update_phase_is_not_an_embedding_id_out_of_range(tmp_path):
+    """The train-cpu campaign's simplernn-v00001: TensorFlow's optimizer on an Embedding's
+    sparse gradient with repeated ids gathers out of range in phase `update` (findings row 23),
+    which the run called known issue keras-embedding-out-of-range-raise (same GatherV2 text).
+    That entry now names the phases an id reaches; a phase list is checked like one phase."""
+    issues = load_known_issues()
+    text = ("InvalidArgumentError: {{function_node __wrapped__GatherV2_device_/job:localhost/<name>/<name>/device:<name>}}"
+            " indices<shape> = <n> is not in [<n>) [Op:GatherV2] name:")
+
+    def sig(phase):
+        return Signature("divergent_acceptance", "LSTM", (), ("tensorflow",), phase, text, error_full=text)
+
+    assert match_known(sig("run"), issues).id == "keras-embedding-out-of-range-raise"
+    assert match_known(sig("update"), issues) is None
+    p = _write(tmp_path, "issues:\n  - {id: a, title: t, link: 'https://x.org/1', match: {phase: [run, updat]}}\n")
+    with pytest.raises(ConfigError) as err:
+        load_known_file(p)
+    assert "issues[0].match.phase" in str(err.value) and "'updat'" in str(err.value)
