@@ -14,7 +14,7 @@ user's own list, ``--no-shipped-known-issues`` leaves the shipped one out.  A fi
           api: activations.gelu          # the signature's responsible API, or a list: any of them
           params: {activation: gelu}     # a subset of the signature's parameters
           backends: [onnxruntime]        # a subset of the odd backends (else of the signature's)
-          phase: convert                 # build, convert, weights, run
+          phase: convert                 # build, convert, weights, run (train, gradient, update); or a list
           error: 'No Op registered for Erfc'   # a regex searched in the whole normalized error
 
 An ``api`` matches the signature's blamed API, the layer it pins, and every alias of
@@ -68,7 +68,7 @@ class KnownMatch(_Strict):
                                         description="responsible layer API, or a list of APIs (any of them)")
     params: dict[str, Any] | None = Field(None, description="parameter values (a subset)")
     backends: list[str] | None = Field(None, min_length=1, description="backends (a subset)")
-    phase: str | None = Field(None, description="crash phase")
+    phase: str | list[str] | None = Field(None, description="crash phase, or a list of phases (any of them)")
     error: str | None = Field(None, min_length=1, description="regex on the normalized error message")
 
     @field_validator("kind")
@@ -82,9 +82,10 @@ class KnownMatch(_Strict):
     @field_validator("phase")
     @classmethod
     def _phase(cls, v: Any) -> Any:
-        if v is not None and v not in ("build", "convert", "weights", "run", "train", "gradient", "update"):
-            raise ValueError(f"expected build, convert, weights, run (or, in training, train, gradient, update), "
-                             f"got {v!r}")
+        for p in [v] if isinstance(v, str) else v or []:
+            if p not in ("build", "convert", "weights", "run", "train", "gradient", "update"):
+                raise ValueError(f"expected build, convert, weights, run (or, in training, train, gradient, update), "
+                                 f"got {p!r}")
         return v
 
     @field_validator("error")
@@ -117,7 +118,7 @@ class KnownMatch(_Strict):
                     return False
         if self.backends and not set(self.backends) <= set(sig.named_backends):
             return False
-        if self.phase is not None and sig.phase != self.phase:
+        if self.phase is not None and sig.phase not in ([self.phase] if isinstance(self.phase, str) else self.phase):
             return False
         if self.error is not None and not re.search(self.error, sig.error_full or sig.error or ""):
             return False

@@ -225,3 +225,57 @@ def test_torch_normalizing_the_wrong_axis_silently_is_known(tmp_path):
     sigs = [s for s in case_signatures(results[1].verdict, spec(1), {}) if s.kind == "deviation"]
     assert sigs and all(s.api == "RMSNormalization" for s in sigs)
     assert match_known(sigs[0], load_known_issues()).id == "keras-torch-fused-norm-axis-silent"
+
+
+def test_training_campaign_root_causes_are_known():
+    """Three root causes the train-cpu campaign reported as new or harness, as its rows signed
+    them (experiments/results/train_cpu_campaign): JAX's float16 dot_product_attention under
+    jit (was 'harness': JAX's filtered traceback ended in audee's frame), and two forward-pass
+    differences the training phase meets as a train_deviation (torch's bicubic kernel, torch's
+    RMSNormalization over a non-trailing axis)."""
+    from audee.rootcause import classify
+
+    issues = load_known_issues()
+    gqa = Signature("divergent_acceptance", "GroupQueryAttention", (("head_dim", "+int"),), ("jax",), "train",
+                    "ValueError: The precision <name> is not supported by dot_general on CPU",
+                    layer="GroupQueryAttention", op="dot_general", component="jax",
+                    error_full="ValueError: The precision <name> is not supported by dot_general on CPU")
+    hit = match_known(gqa, issues)
+    assert hit is not None and hit.id == "jax-dot-product-attention-fp16-cpu-jit"
+    assert classify(gqa, hit)[0] == "bug"
+    resize = Signature("train_deviation", "Resizing", (("height", "+int"), ("interpolation", "'bicubic'")),
+                       ("tensorflow", "torch"), odd=("torch",), layer="Resizing")
+    assert match_known(resize, issues).id == "torch-bicubic-kernel"
+    rms = Signature("train_deviation", "RMSNormalization", (("axis", "+int"), ("epsilon", "+float")),
+                    ("tensorflow", "torch"), odd=("torch",), layer="RMSNormalization")
+    assert match_known(rms, issues).id == "keras-torch-fused-norm-axis-silent"
+    shrink = Signature("train_nan", "ConvLSTM1D+activations.hard_shrink+activations.soft_shrink",
+                       (("activation", "'hard_shrink'"),), ("jax", "tensorflow", "torch"), odd=("torch",),
+                       layer="ConvLSTM1D")
+    hit = match_known(shrink, issues)
+    assert hit is not None and hit.id == "keras-shrink-nan-torch" and classify(shrink, hit)[0] == "undefined"
+    # the other attention error of the same class on another backend is not this issue
+    assert match_known(Signature("divergent_acceptance", "GroupQueryAttention", (), ("torch",), "train",
+                                 "ValueError: The precision <name> is not supported by dot_general on CPU",
+                                 error_full="ValueError: The precision <name> is not supported by dot_general on CPU"),
+                       issues) is None
+
+
+def test_a_gather_out_of_range_in_the_update_phase_is_not_an_embedding_id_out_of_range(tmp_path):
+    """The train-cpu campaign's simplernn-v00001: TensorFlow's optimizer on an Embedding's
+    sparse gradient with repeated ids gathers out of range in phase `update` (findings row 23),
+    which the run called known issue keras-embedding-out-of-range-raise (same GatherV2 text).
+    That entry now names the phases an id reaches; a phase list is checked like one phase."""
+    issues = load_known_issues()
+    text = ("InvalidArgumentError: {{function_node __wrapped__GatherV2_device_/job:localhost/<name>/<name>/device:<name>}}"
+            " indices<shape> = <n> is not in [<n>) [Op:GatherV2] name:")
+
+    def sig(phase):
+        return Signature("divergent_acceptance", "LSTM", (), ("tensorflow",), phase, text, error_full=text)
+
+    assert match_known(sig("run"), issues).id == "keras-embedding-out-of-range-raise"
+    assert match_known(sig("update"), issues) is None
+    p = _write(tmp_path, "issues:\n  - {id: a, title: t, link: 'https://x.org/1', match: {phase: [run, updat]}}\n")
+    with pytest.raises(ConfigError) as err:
+        load_known_file(p)
+    assert "issues[0].match.phase" in str(err.value) and "'updat'" in str(err.value)

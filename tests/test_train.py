@@ -183,3 +183,32 @@ class _SubPool:
 
     def call_many(self, labels, name, **kw):
         return {label: None for label in labels} if name == "training_support" else None
+
+
+@pytest.mark.slow
+def test_a_train_nan_finding_gets_a_standalone_script(pool, tmp_path):
+    """A real train_nan: MaxPooling1D over a window holding NaN, which TensorFlow's pooling
+    drops (known issue tf-maxpool-drops-nan) and torch and JAX keep.  The script writer once
+    read a deviation's `quantity` off the NaN finding's detail and raised AttributeError (the
+    train-cpu campaign's ConvLSTM1D case); it writes the script, which reproduces alone."""
+    import subprocess
+    import sys
+
+    from audee.store.caserecord import CaseRecord
+    from audee.train.repro import write_train_repro
+
+    spec = {"name": "pool", "inputs": [{"name": "x", "shape": [4, 2]}],
+            "layers": [{"name": "pool", "api": "MaxPooling1D", "params": {"pool_size": 2}, "inputs": ["x"]}],
+            "output": "pool"}
+    ex = _trainer(pool, KERAS, losses={"mean_squared_error": 1}, optimizers={"sgd": 1})
+    case = _case(spec, ex)
+    case.inputs["x"][0, 0, 0] = np.nan
+    result = ex.run(case)
+    assert any(f.kind == Kind.TRAIN_NAN for f in result.verdict.findings), result.verdict.findings
+    record = CaseRecord.from_result(result, parse_backends(",".join(KERAS)), pool.versions(),
+                                    meta={"phase": "train", "train": result.train})
+    nan = next(i for i, f in enumerate(record.verdict_obj().findings) if f.kind == Kind.TRAIN_NAN)
+    rep = write_train_repro(record, tmp_path, "nan", pool, nan)
+    assert rep.kind == Kind.TRAIN_NAN and rep.script.is_file()
+    run = subprocess.run([sys.executable, str(rep.script)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and "REPRODUCED" in run.stdout, run.stdout + run.stderr

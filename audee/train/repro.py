@@ -68,7 +68,9 @@ def write_train_repro(record: CaseRecord, out_dir: Path, name: str, pool: Any, f
         if picked.kind == Kind.TRAIN_NAN else list(picked.backends)
     run = [b for b in (picked.backends if picked.kind == Kind.TRAIN_DEVIATION and len(picked.backends) == 2
                        else [r.label for r in record.backends]) if b.partition("@")[0] in BUILTIN]
-    if not set(picked.backends) <= set(run) or len(run) < (1 if picked.detail.quantity == "update" else 2):
+    # an update off the Keras rule is one backend's, anything else needs two (a train_nan has no quantity)
+    alone = getattr(picked.detail, "quantity", None) == "update"
+    if not set(picked.backends) <= set(run) or len(run) < (1 if alone else 2):
         raise AudeeError("a finding that involves a plugin or a converter cannot be in a standalone script",
                          source=record.source)
     case = record.test_case()
@@ -152,7 +154,8 @@ def _header(record: CaseRecord, f: Any, model: str, setup: TrainSetup, run: list
                          for b in run)
     what = {"update": "the optimizer's first step off the Keras update rule applied to the backend's own gradient",
             "loss": "the loss differs between the backends", "output": "the training-mode output differs",
-            "gradient": "the gradients differ", "weights": "the moving statistics differ"}.get(d.quantity or "", "")
+            "gradient": "the gradients differ", "weights": "the moving statistics differ",
+            }.get(getattr(d, "quantity", None) or "", "")
     if f.kind == Kind.TRAIN_NAN:
         what = "NaN/Inf in the training step on some backends only"
     return (f'"""Repro ({f.kind}): one training step of a Keras model on {", ".join(run)}, each backend in its own\n'
@@ -431,9 +434,13 @@ def main():
         print(f"{b}: loss {float(r['loss']):.9g}")
     kind, quantity = CASE["kind"], CASE["quantity"]
     if kind == "train_nan":
-        bad = [b for b, r in ran.items() if not all(np.isfinite(np.asarray(v, np.float64)).all() for v in r.values())]
-        print(f"non-finite on: {', '.join(bad) or 'none'}")
-        hit = bool(set(bad) & set(CASE["recorded"])) and len(bad) < len(ran)
+        # the oracle's rule: the quantities holding NaN/Inf differ between the backends
+        sets = {b: {k for k, v in r.items() if not np.isfinite(np.asarray(v, np.float64)).all()}
+                for b, r in ran.items()}
+        differ = set.union(*sets.values()) - set.intersection(*sets.values())
+        for b, q in sets.items():
+            print(f"{b}: non-finite {', '.join(sorted(q)) or 'nothing'}")
+        hit = any(sets[b] & differ for b in CASE["recorded"] if b in sets) and len(ran) > 1
     elif quantity == "update":
         hit = False
         for b in CASE["recorded"]:
