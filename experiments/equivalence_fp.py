@@ -110,11 +110,13 @@ EXPLAINED: list[tuple[str, str, dict[str, str]]] = [
 ]
 
 
-def run(rnd: int, work: Path, batch: int, rng: int, deadline: float, rules: str = "all") -> bool:
+def run(rnd: int, work: Path, batch: int, rng: int, deadline: float, rules: str = "all",
+        seeds: list[str] | None = None) -> bool:
     """One round over every API and seed (resumed); False once past the deadline.  No masks
     are drawn (``call_mask`` 0): every run of this experiment draws the same cases (masks came
     after its first run)."""
-    return run_round(work, batch, rng, deadline, APIS, API_ROUNDS[rnd], ROUNDS[rnd],
+    variants = {n: k for n, k in ROUNDS[rnd].items() if seeds is None or n in seeds}
+    return run_round(work, batch, rng, deadline, APIS, API_ROUNDS[rnd], variants,
                      {"equivalence": rules, "call_mask": 0.0})
 
 
@@ -347,6 +349,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4, help="input rows per case")
     ap.add_argument("--rng", type=int, default=0)
     ap.add_argument("--work", type=Path, default=Path("/tmp/equivalence_fp"))
+    ap.add_argument("--seeds", default=None,
+                    help="the seeds whose network variants this invocation runs (default: all; the API-level "
+                         "models always run): the same draw, the slow seeds left to another invocation")
     ap.add_argument("--rules", default="all", help="the rules to run: all, or a list (the same cases are drawn)")
     ap.add_argument("--also", type=Path, action="append", default=[],
                     help="another work directory merged into the analysis (repeat; see the module docstring)")
@@ -363,7 +368,8 @@ def main() -> None:
     if not args.analyse_only:
         args.work.mkdir(parents=True, exist_ok=True)
         for rnd in range(min(args.rounds, len(ROUNDS))):
-            if not run(rnd, args.work, args.batch, args.rng, t0 + args.budget, ",".join(rules)):
+            if not run(rnd, args.work, args.batch, args.rng, t0 + args.budget, ",".join(rules),
+                       args.seeds.split(",") if args.seeds else None):
                 print(f"budget of {args.budget:.0f} s reached in round {rnd}", flush=True)
                 break
     runs_file = args.work / "runs.json"  # every run into this work directory: command and seconds
