@@ -59,6 +59,19 @@ APIS = ["AveragePooling1D", "AveragePooling2D", "BatchNormalization", "Conv1D", 
 #: Classes: bug (of a backend, a converter or Keras), limitation (documented or explicit 'unsupported'),
 #: imprecision (the rule's own: a false positive; "fixed" says how the rule was corrected after this run)
 EXPLAINED: list[tuple[str, str, dict[str, str]]] = [
+    ("bug", "TensorFlow's Eigen Conv3D with padding='same' and a stride larger than the kernel samples from offset 1 "
+            "where SAME's padding would be negative (float64 always; oneDNN's float32 is right): findings row 29, "
+            "tf_conv3d_same_negative_padding.py; new",
+     {"rule": "float64", "backend": "tensorflow", "reason": "values", "layer_api": "Conv3D"}),
+    ("limitation", "tf2onnx has no conversion for TensorFlow's Log1p (ONNX has no such op; the formula's "
+                   "keras.ops.log1p): a converter gap, the class of findings row 4 (Bucketize, Expm1)",
+     {"backend": "onnxruntime", "reason": "rejected", "message": "No Op registered for (Log1p|Expm1)"}),
+    ("imprecision", "fixed: the rank rule reshaped back to (..., filters) after a layer whose activation changes "
+                    "the last axis (glu halves it); the reshape now keeps whatever size comes (-1)",
+     {"rule": "rank", "reason": "rejected", "activation": "glu", "message": "Reshape"}),
+    ("bug", "tf2onnx's BiasAdd NCHW with a non-constant bias (findings row 7) in the rewrite's channels_first "
+            "depthwise + 1x1 convolutions: onnxruntime computes another shape",
+     {"rule": "separable", "backend": "onnxruntime", "reason": "shape|rejected", "data_format": "channels_first"}),
     ("imprecision", "fixed: a Softmax over axes that reach the batch (axis=[-2, -1] on a rank-2 input) has no "
                     "independent rows; the batch rules no longer apply to a model with a layer whose axis may be 0",
      {"rule": "batch_", "layer_api": "Softmax"}),

@@ -360,7 +360,8 @@ class RankRule(LayerRule):
         unit_in = (src[0], 1, *src[1:]) if cf else (1, *src)
         r_in = _helper(ls, "Reshape", {"target_shape": list(unit_in)}, ctx.name(ls.name, "unit"), list(ls.inputs))
         body = _renamed(ls, ctx.name(ls.name, ""), [r_in.name], new, api=up)
-        r_out = _helper(ls, "Reshape", {"target_shape": list(dst)}, ls.name, [body.name])
+        # -1: the layer's activation may change the last axis (glu halves it) where shape inference does not
+        r_out = _helper(ls, "Reshape", {"target_shape": [*dst[:-1], -1]}, ls.name, [body.name])
         # kernels gain the unit axis in front: (k, Cin, F) -> (1, k, Cin, F); a separable layer's depthwise
         # (k, C, m) and pointwise (1, C*m, F) kernels alike; biases stay
         kernels = 2 if ls.api.startswith("Separable") else 1
