@@ -222,6 +222,12 @@ def fuzz_ops(ops: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | N
     """Op-level fuzzing (issue 30): ``cfg.variants`` calls of each ``keras.ops`` function of
     ``ops`` (configured names, :mod:`audee.mutation.oplevel`), ids ``op-<op>-v<i>``, on the
     Keras backends of ``cfg.backends``; resumable like :func:`fuzz`."""
+    from audee.errors import AudeeError
+
+    for name, flag, off in (("reference", "--reference", "none"), ("equivalence", "--equivalence", "none"),
+                            ("phase", "--phase", "inference")):
+        if getattr(cfg, name) != off:  # each judges a model; an op call is none
+            raise AudeeError(f"{flag} {getattr(cfg, name)} judges models, not keras.ops calls (--op)", field=flag)
     log.info("fuzz %d ops on %s: %d cases each, rng %d -> %s", len(ops), ", ".join(r.label for r in cfg.backends),
              cfg.variants, cfg.rng, cfg.out)
 
