@@ -48,7 +48,9 @@ NUMERIC_KINDS = (Kind.DEVIATION, Kind.INCONSISTENCY, Kind.PRECISION)  # one nume
 
 # An explicit "this is not supported" from a framework, converter or runtime.
 UNSUPPORTED = re.compile(
-    r"No Op registered for|No OpKernel was registered|not supported|[Uu]nsupported|only supports?\b|"
+    r"No Op registered for|No OpKernel was registered|"
+    r"Could not find device for node[\s\S]*?All kernels registered for op|"  # TF eager: no kernel for the dtype
+    r"not supported|[Uu]nsupported|only supports?\b|"
     r"[Nn]ot implemented|NotImplementedError|UnimplementedError|do not yet support|currently only support|"
     r"is not available on|"
     r"NOT_IMPLEMENTED : Could not find an implementation for|"  # onnxruntime: no kernel for the op and type

@@ -186,8 +186,8 @@ _OP_PATTERNS = [re.compile(p) for p in (
     r"supported by (\w+)",                                       # JAX: ... is not supported by dot_general
     r"when calling (\w+)\.call\(\)",                             # the Keras layer whose call raised
 )]
-_NOT_OPS = {"Error", "Exception", "Graph", "InvalidGraph", "Fail", "Status", "Message", "Type", "Node", "Detected",
-            "Arguments", "Traceback"}
+_NOT_OPS = {"Error", "Exception", "Graph", "InvalidGraph", "Fail", "Status", "Message", "Type", "Node", "NodeDef",
+            "Detected", "Arguments", "Traceback"}
 
 
 def op_of(message: str | None) -> str | None:

@@ -65,6 +65,8 @@ def test_generator_and_coverage_agree_with_the_installed_keras():
     ("api: add\ncategory: op.numpy\nargs:\n  x1: {type: tensor, shape: sideways}\n", "args.x1.shape"),
     ("api: add\ncategory: op.numpy\nargs:\n  x1: {type: tensors, count: [3, 1]}\n", "args.x1.count"),
     ("api: add\ncategory: op.numpy\nundefined: [sometimes]\nargs:\n  x1: {type: tensor}\n", "undefined"),
+    ("api: add\ncategory: op.numpy\nargs:\n  x1: {type: tensor, invalid: [-1]}\n", "args.x1.invalid[0]"),
+    ("api: add\ncategory: op.numpy\nargs:\n  x1: {type: tensor, spread: true}\n", "args.x1.spread"),
     ("api: add\ncategory: op.numpy\nranks: [-1]\nargs:\n  x1: {type: tensor}\n", "ranks"),
     ("api: add\ncategory: core\nargs:\n  x1: {type: tensor}\n", "args"),
     ("api: add\ncategory: core\nparams:\n  x1: {type: tensor}\n", "params.x1.type"),
@@ -81,3 +83,14 @@ def test_a_layer_config_in_the_ops_folder_is_refused(tmp_path):
     (tmp_path / "Dense.yaml").write_text((REPO / "api_configs/Dense.yaml").read_text())
     with pytest.raises(ConfigError, match="Dense.yaml: category: not an op config"):
         load_op_configs(tmp_path)
+
+
+def test_dtypes_outside_keras_tested_contract_are_invalid_not_drawn():
+    """nn/math/image/linalg ops are tested by Keras on floats only: their integer inputs are
+    the crafty invalid value; numpy ops keep integers (they promote as NumPy does)."""
+    configs = load_op_configs()
+    assert configs["relu6"].args["x"].dtypes == ["float32", "float16", "bfloat16"]
+    assert configs["relu6"].args["x"].invalid == ["int32"]
+    assert configs["segment_sum"].args["segment_ids"].invalid == []        # ids: integers by nature
+    assert configs["bitwise_not"].args["x"].invalid == ["bool"]
+    assert "int32" in configs["sqrt"].args["x"].dtypes and not configs["sqrt"].args["x"].invalid

@@ -32,13 +32,38 @@ def test_every_op_draws_json_calls_within_its_config():
         for i in range(3):
             case = generate_op_case(op, configs, 0, i, invalid_prob=0.3)
             json.dumps(case.call())  # plain data: no array, no code
+            assert all(isinstance(t, np.ndarray) for t in case.tensors.values())  # rank 0 too: a case file holds arrays
     a = generate_op_case("add", configs, 5, 1)
     b = generate_op_case("add", configs, 5, 1)
     assert a.call() == b.call() and all(np.array_equal(a.tensors[k], b.tensors[k]) for k in a.tensors)
+    mesh = generate_op_case("meshgrid", configs, 0, 0)  # meshgrid(*x): the list spread into positional args
+    assert mesh.args and all(set(a) == {"tensor"} for a in mesh.args)
+    for i in range(10):
+        sq = generate_op_case("squeeze", configs, 0, i)
+        if isinstance(sq.kwargs["axis"], int) and not sq.invalid:
+            assert sq.tensors["x"].shape[sq.kwargs["axis"]] == 1     # the axis squeeze drops has size 1
     take = generate_op_case("take", configs, 0, 3)
     axis = take.kwargs["axis"]
     size = take.tensors["x"].size if axis is None else take.tensors["x"].shape[axis]
     assert take.tensors["indices"].max(initial=0) < max(size, 1)
+
+
+def test_a_dtype_outside_the_contract_is_the_cases_invalid_value_and_undefined():
+    from audee.rootcause import classify
+    from audee.signature import signatures_of
+
+    configs = load_op_configs()
+    cases = [generate_op_case("relu6", configs, 0, i, invalid_prob=1.0) for i in range(4)]
+    assert {c.dtypes["x"] for c in cases} == {"int32"} and all(c.invalid for c in cases)
+    muts = [m.__dict__ for m in cases[0].mutations]
+    assert muts == [{**muts[0], "param": "x.dtype", "new": "int32", "invalid": True}]
+    plain = [generate_op_case("relu6", configs, 0, i) for i in range(20)]
+    assert {c.dtypes["x"] for c in plain} <= {"float32", "float16", "bfloat16"}
+    finding = {"kind": Kind.DIVERGENT_ACCEPTANCE, "backends": ["tensorflow", "torch", "jax"],
+               "detail": {"failures": {"tensorflow": {"error": "InvalidArgumentError: Value for attr 'T' of int32",
+                                                      "phase": "run"}}}}
+    (sig,) = signatures_of(finding, {"layers": []}, {"mutations": muts, "op": "relu6"})
+    assert classify(sig) == ("undefined", "a crafty invalid value of x.dtype")
 
 
 @pytest.fixture(scope="module")

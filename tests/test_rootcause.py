@@ -56,6 +56,8 @@ def test_ops_are_read_from_framework_and_converter_errors():
                  "tensor format on the CPU.") == "Conv2D"
     assert op_of("TypeError: Exception encountered when calling CategoryEncoding.call(). Value passed") \
         == "CategoryEncoding"
+    assert op_of("InvalidArgumentError: Value for attr 'T' of bool is not in the list of allowed values: int8 ; "
+                 "NodeDef: {{node Invert}}; Op<name=Invert; signature=x:T -> y:T>") == "Invert"
     assert op_of("ValueError: something plain went wrong") is None
 
 
@@ -91,6 +93,8 @@ def test_an_inconsistency_joins_its_pairs_deviation():
      "limitation"),
     ("InvalidArgumentError: No OpKernel was registered to support Op 'MaxPool3D' used by {{node m}} with these "
      "attrs: [T=DT_HALF]", "limitation"),
+    ("NotFoundError: Could not find device for node: {{node Reciprocal}} = Reciprocal[T=DT_INT32]\nAll kernels "
+     "registered for op Reciprocal:\n  device='CPU'; T in [DT_FLOAT]", "limitation"),   # TF eager: no kernel
     (SIZE, "bug"),
 ])
 def test_explicit_unsupported_errors_are_limitations(message, klass):

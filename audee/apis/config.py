@@ -31,7 +31,7 @@ TENSOR_TYPES = ("tensor", "tensors")
 TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids",
             "args", "derive", "undefined"}
 PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip",
-              "dtypes", "shape", "count"}
+              "dtypes", "shape", "count", "spread"}
 #: the dtypes an op's tensors may be drawn in (Keras names; bfloat16 travels as float32 and is cast in the worker)
 OP_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
 #: how a tensor argument's shape follows the op's first tensor (``free``: its own draw in ``ranks``)
@@ -58,6 +58,7 @@ class ParamConfig:
     dtypes: list[str] = field(default_factory=list)  # a tensor's dtypes (empty: the first tensor's)
     shape: str = "free"  # a tensor's shape rule (SHAPE_RULES)
     count: list[int] | None = None  # ``tensors``: how many, [low, high]
+    spread: bool = False  # ``tensors``: passed as separate positional arguments (the op takes ``*x``)
 
     def is_invalid_value(self, value: Any) -> bool:
         return any(_same(value, v) for v in self.invalid)
@@ -216,6 +217,9 @@ def _check_param(name: str, raw: Any, source: str, section: str = "params") -> P
             raise _err(source, f"{where}.invalid", "expected a list")
         p.invalid = list(raw["invalid"])
         for i, v in enumerate(p.invalid):
+            if t in TENSOR_TYPES and v not in OP_DTYPES:  # a tensor's invalid: dtypes outside the op's contract
+                raise _err(source, f"{where}.invalid[{i}]", f"a tensor's invalid values are dtypes ({', '.join(OP_DTYPES)}), "
+                                                            f"got {v!r}")
             if isinstance(v, dict) and t != "int" or isinstance(v, list) and t not in LIST_VALUE_TYPES:
                 raise _err(source, f"{where}.invalid[{i}]", f"expected a scalar, got {v!r}")
     if "dtypes" in raw:
@@ -233,6 +237,10 @@ def _check_param(name: str, raw: Any, source: str, section: str = "params") -> P
                                   and c[0] <= c[1]):
             raise _err(source, f"{where}.count", "a tensor list's size: [low, high], 1 <= low <= high")
         p.count = list(c)
+    if "spread" in raw:
+        if t != "tensors" or not isinstance(raw["spread"], bool):
+            raise _err(source, f"{where}.spread", "a tensor list's spread: true or false (passed as *args)")
+        p.spread = raw["spread"]
     if t == "layer":
         apis = raw.get("apis")
         if not isinstance(apis, list) or not apis or not all(isinstance(a, str) for a in apis):

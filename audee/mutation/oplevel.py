@@ -11,7 +11,8 @@ A draw follows the op's config (:mod:`audee.apis.config`): the first tensor's ra
 broadcastable, matmul-compatible, index ids below the axis' size...); an ``axis`` within
 the first tensor's rank; numbers, strings and bools as layer parameters are
 (:func:`audee.mutation.base.draw_value`); with ``invalid_prob`` exactly one argument takes a
-crafty invalid value (an axis out of range, a config's ``invalid``).  What a schema cannot
+crafty invalid value (an axis out of range, a config's ``invalid``; for a tensor, a dtype
+outside the op's contract, its ``invalid`` dtypes).  What a schema cannot
 say (sorted bins, segment ids, a symmetric positive definite matrix, a reshape's new shape)
 is a named coupled draw, :data:`DERIVE`.  Case ``i`` of op ``O`` draws from stream
 ``(rng, crc32(O), i)``; its special values from another stream (``audee.fuzz``).
@@ -78,7 +79,7 @@ def related_shape(rule: str, first: list[int], rng: np.random.Generator, rank: i
 def values(shape: list[int], dtype: str, rng: np.random.Generator, span: list[float] | None) -> np.ndarray:
     """Random values of ``dtype`` (bfloat16 held as float32, rounded to bfloat16)."""
     if dtype == "bool":
-        return rng.random(shape) < 0.5
+        return np.asarray(rng.random(shape) < 0.5)   # an array even of rank 0 (not a numpy bool)
     if dtype.startswith(("int", "uint")):
         lo, hi = span or ((0, 10) if dtype.startswith("uint") else (-10, 10))
         return rng.integers(int(lo), int(hi), size=shape).astype(dtype)
@@ -134,7 +135,9 @@ def generate_op_case(op: str, configs: dict[str, ApiConfig], rng: int, index: in
     d = _Draw(cfg, r)
     rank = int(r.choice(cfg.ranks)) if cfg.ranks else 0
     everything = {**{n: ("arg", p) for n, p in cfg.args.items()}, **{n: ("kw", p) for n, p in cfg.params.items()}}
-    drawable = [n for n, (_, p) in everything.items() if p.mutable and not p.skip and p.type not in TENSOR_TYPES
+    # the one crafty invalid value: a parameter's (an axis out of range, a config's invalid) or a
+    # tensor's dtype outside the op's contract (its ``invalid`` dtypes)
+    drawable = [n for n, (_, p) in everything.items() if p.mutable and not p.skip
                 and (p.invalid or p.type == "axis")]
     bad = drawable[int(r.integers(len(drawable)))] if drawable and r.random() < invalid_prob else None
     first_dtype: str | None = None
@@ -143,6 +146,9 @@ def generate_op_case(op: str, configs: dict[str, ApiConfig], rng: int, index: in
             continue
         if p.type in TENSOR_TYPES:
             dtype = str(r.choice(p.dtypes)) if p.dtypes else (first_dtype or "float32")
+            if name == bad:  # a dtype outside the contract (Keras's own dtype tests: docs/ops.md)
+                dtype = str(r.choice(p.invalid))
+                d.muts.append(Mutation(op, f"{name}.dtype", None, dtype, True))
             if p.type == "tensors":
                 lo, hi = p.count or [1, 3]
                 n = int(r.integers(lo, hi + 1))
@@ -165,7 +171,7 @@ def generate_op_case(op: str, configs: dict[str, ApiConfig], rng: int, index: in
         (d.args if where == "arg" else d.kwargs)[name] = value
     if cfg.derive:
         DERIVE[cfg.derive](d)
-    args = [d.args[n] for n in cfg.args]
+    args = [a for n, p in cfg.args.items() for a in (d.args[n] if p.spread else [d.args[n]])]
     return OpCase(op, [_py(a) for a in args], {k: _py(v) for k, v in d.kwargs.items()}, d.tensors, d.dtypes,
                   d.muts, bad is not None)
 
@@ -275,6 +281,16 @@ def _even_axis(d: _Draw) -> None:
         d.refill(d.first, x)
 
 
+def _unit_axis(d: _Draw) -> None:
+    """squeeze: the axis it drops has size 1 (NumPy refuses another; an out-of-range axis
+    stays the crafty invalid value)."""
+    x = d.shape()
+    axis = _get(d, "axis")
+    if isinstance(axis, int) and -len(x) <= axis < len(x) and x[axis] != 1:
+        x[axis] = 1
+        d.refill(d.first, x)
+
+
 def _channel_vectors(d: _Draw) -> None:
     c = d.shape()[-1:]
     for name in ("mean", "variance"):
@@ -332,5 +348,5 @@ DERIVE: dict[str, Callable[[_Draw], None]] = {
     "index_axis": _index_axis, "reshape": _reshape, "broadcast_to": _broadcast_to, "top_k": _top_k,
     "segments": _segments, "sorted_first": _sorted_first, "sorted_bins": _sorted_bins, "even_axis": _even_axis,
     "channel_vectors": _channel_vectors, "spd": _spd, "triangular": _triangular, "lstsq": _lstsq, "no_uv": _no_uv,
-    "symmetric": _symmetric, "rgb": _rgb, "long_last": _long_last,
+    "symmetric": _symmetric, "rgb": _rgb, "long_last": _long_last, "unit_axis": _unit_axis,
 }
