@@ -21,6 +21,9 @@ from audee.spec import ModelSpec, Weights
 NONFINITE_SPECIALS = ("nan", "inf", "-inf")
 SPECIAL_FLOAT_KINDS = NONFINITE_SPECIALS + ("near_max", "offset", "tiny", "subnormal", "signed_zero", "ties")
 SPECIAL_INT_KINDS = ("out_of_range", "negative")  # integer ids outside [0, n)
+#: an op case's ``undefined`` entry (its row): an integer divisor holding a 0 (C leaves it
+#: undefined; NumPy returns 0 with a warning, TensorFlow and PyTorch raise)
+ZERO_DIVISOR = "integer division by zero"
 
 
 class Kind:

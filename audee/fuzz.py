@@ -475,7 +475,7 @@ def _append_row(result: Result, store: RunStore, stats: FuzzStats, extra: dict[s
                 case_file: str | None = None) -> None:
     """The case's row; ``extra``: its provenance, the mutation records as dicts (the row
     keeps each as ``layer.param=value``; a search's settings stay in its own row)."""
-    extra = _with_train(result, extra)
+    extra = _with_result(result, extra)
     muts = [f"{m['layer']}.{m['param']}={m['new']!r}" for m in extra.get("mutations", [])]
     row = result_row(result, {k: v for k, v in extra.items() if k not in ("search",)} | {"mutations": muts}
                      | ({"case_file": case_file} if case_file else {}), meta={**result.case.meta, **extra})
@@ -491,17 +491,21 @@ def _describe_verdict(result: Result) -> str:
     return "; ".join(f"{f.kind} [{', '.join(f.backends)}]" for f in findings)
 
 
-def _with_train(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
-    """``extra`` with a training step's record (audee.train.run.TrainResult: its setup,
-    layers called inactive, backends skipped, losses): rows and case files keep it."""
+def _with_result(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
+    """``extra`` with what the run learnt of the case that its provenance must carry (rows,
+    case files and signatures keep it): a training step's record (audee.train.run.TrainResult:
+    its setup, layers called inactive, backends skipped, losses); an op case's ``undefined``
+    (audee.oracle.ops: an integer division by zero makes its failures undefined)."""
     if getattr(result, "train", None):
-        return {**extra, "phase": "train", "train": result.train}
+        extra = {**extra, "phase": "train", "train": result.train}
+    if getattr(result, "undefined", None):
+        extra = {**extra, "undefined": list(result.undefined)}
     return extra
 
 
 def _save_failure(result: Result, pool: Pool, cfg: FuzzConfig, store: RunStore, stats: FuzzStats,
                   extra: dict[str, Any]) -> str:
-    extra = _with_train(result, extra)
+    extra = _with_result(result, extra)
     case_file = store.save_case(result.case.id, case_record(result, pool, extra, **judging(cfg)))
     _append_row(result, store, stats, extra, case_file)
     return result.case.id

@@ -57,7 +57,8 @@ UNSUPPORTED = re.compile(
     r"neither a custom op nor a flex op|"       # the TFLite converter: no builtin op (Flex is off)
     r"No conversion rule found for operations")  # OpenVINO's ONNX frontend: an op it has no translator for
 _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_range": "ids out of range",
-                      "overflow_boundary": "at the float32 overflow boundary"}
+                      "overflow_boundary": "at the float32 overflow boundary",
+                      "zero_divisor": "an integer division by zero"}
 
 
 def explicit_refusal(error: str | None) -> bool:

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from audee.case import NONFINITE_SPECIALS, SPECIAL_INT_KINDS, Finding, Kind
+from audee.case import NONFINITE_SPECIALS, SPECIAL_INT_KINDS, ZERO_DIVISOR, Finding, Kind
 from audee.records.findings import BackendError
 from audee.records.localization import parse_localization
 
@@ -410,6 +410,8 @@ def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[
         out.append("nonfinite_input")
     if kinds & set(SPECIAL_INT_KINDS):
         out.append("ids_out_of_range")
+    if ZERO_DIVISOR in ((meta or {}).get("undefined") or []):  # an op case's integer division by zero
+        out.append("zero_divisor")
     return out
 
 

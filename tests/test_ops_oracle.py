@@ -49,6 +49,23 @@ def test_undefined_parts_are_not_compared_and_say_why():
     assert found  # saturate_cast defines the conversion: compared
 
 
+def test_an_integer_division_by_zero_is_undefined_values_and_failures():
+    from audee.case import ZERO_DIVISOR, Finding
+    from audee.rootcause import classify
+    from audee.signature import signatures_of
+
+    x1, zero = np.array([6, -8], np.int32), np.array([2, 0], np.int32)
+    a, b = np.array([0, 0], np.int32), np.array([0, -1], np.int32)
+    found, skipped = judge({"tensorflow": [a], "torch": [a], "jax": [b]}, inputs={"x1": x1, "x2": zero}, op="mod")
+    assert not found and skipped == [ZERO_DIVISOR]
+    found, skipped = judge({"tensorflow": [a], "torch": [a], "jax": [b]}, inputs={"x1": zero, "x2": x1}, op="mod")
+    assert found and not skipped   # a 0 in the dividend is defined: compared
+    crash = Finding(Kind.DIVERGENT_ACCEPTANCE, ["tensorflow"], {"accepted": ["torch", "jax"], "errors": {
+        "tensorflow": {"phase": "run", "message": "InvalidArgumentError: Integer division by zero [Op:FloorMod]"}}})
+    (sig,) = signatures_of(crash, {"layers": []}, {"op": "mod", "undefined": skipped + [ZERO_DIVISOR]})
+    assert classify(sig) == ("undefined", "an integer division by zero")
+
+
 def test_nan_from_a_nan_input_alike_everywhere_is_propagation():
     x = np.array([np.nan, 1.0], np.float32)
     found, _ = judge({b: [x] for b in B}, inputs={"x": x})

@@ -19,7 +19,8 @@ oracles judge them, output by output:
   ``tie_indices`` (the indices of tied values: argmax, argsort, top_k) when the input has
   ties, ``values`` (a factorization's signs and order: qr, eigh); nor an integer output
   of an op fed float values beyond that integer's range (a conversion C leaves undefined;
-  :data:`SATURATING` ops define it).  Each skip is returned with its reason, so counts
+  :data:`SATURATING` ops define it); nor the values of an integer division by zero
+  (:data:`INT_DIVISION`: the case's row says so and its failures are ``undefined``).  Each skip is returned with its reason, so counts
   stay honest.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from audee.case import Finding, Kind, Outcome
+from audee.case import ZERO_DIVISOR, Finding, Kind, Outcome
 from audee.oracle.crash import crash_findings
 from audee.oracle.deviation import Tolerance, Tolerances, as_tolerances, compare, pair_compute
 from audee.oracle.nan import nan_findings
@@ -40,6 +41,8 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "compl
 #: integers and booleans are equal or not: any difference of 1 scores 2 (half a unit of tolerance)
 #: ops whose contract defines float-to-integer conversion out of range (they clamp)
 SATURATING = ("saturate_cast",)
+#: ops dividing integers by their second tensor: a 0 there is undefined (:data:`audee.case.ZERO_DIVISOR`)
+INT_DIVISION = ("floor_divide", "mod", "fmod")
 EXACT = Tolerances(float32=Tolerance(0.0, 0.5), float16=Tolerance(0.0, 0.5), bfloat16=Tolerance(0.0, 0.5))
 
 
@@ -57,6 +60,9 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
     skipped: list[str] = []
     if "values" in undefined:
         skipped.append("values: the op's result is defined up to signs and order")
+    if op in INT_DIVISION and zero_int_divisor(inputs):  # each framework raises, returns 0 or garbage
+        skipped.append(ZERO_DIVISOR)
+        undefined = (*undefined, "values")
     for a, b in combinations(ok, 2):
         na, nb = len(outputs[a.backend]), len(outputs[b.backend])
         if na != nb:
@@ -85,6 +91,15 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
         mark_odd(views, group)
         findings += group
     return findings, skipped
+
+
+def zero_int_divisor(inputs: Mapping[str, np.ndarray]) -> bool:
+    """Whether a divisor (any tensor after the first) is integer and holds a 0."""
+    for a in list(inputs.values())[1:]:
+        a = np.asarray(a)
+        if (np.issubdtype(a.dtype, np.integer) or a.dtype == bool) and (a == 0).any():
+            return True
+    return False
 
 
 def beyond_int_range(inputs: Mapping[str, np.ndarray], dtype: str) -> bool:
