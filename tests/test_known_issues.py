@@ -279,3 +279,28 @@ def test_a_gather_out_of_range_in_the_update_phase_is_not_an_embedding_id_out_of
     with pytest.raises(ConfigError) as err:
         load_known_file(p)
     assert "issues[0].match.phase" in str(err.value) and "'updat'" in str(err.value)
+
+
+def test_op_level_root_causes_found_upstream_are_known():
+    """Three op-level findings of `audee fuzz --op all` (findings rows 33, 40, 44), signed as the
+    run signed them, are the upstream issues they are; the same op refused on another backend,
+    or another op's rejection, is not."""
+    issues = load_known_issues()
+    ss = ("InvalidArgumentError: {{function_node __wrapped__UpperBound_device_/job:localhost/<name>/<name>/"
+          "device:<name>}} Leading dim_size of both tensors must match. [Op:UpperBound]")
+    searchsorted = Signature("divergent_acceptance", "searchsorted", (("side", "'right'"),), ("tensorflow",), "run",
+                             ss, layer="searchsorted", error_full=ss)
+    assert match_known(searchsorted, issues).id == "keras-tf-searchsorted-nd-values"
+    rc = ("NotFoundError: Could not find device for node: {{node Reciprocal}} = Reciprocal[T=DT_INT32] All kernels "
+          "registered for op Reciprocal: device=<name>; T in [DT_FLOAT, DT_DOUBLE]")
+    reciprocal = Signature("divergent_acceptance", "reciprocal", (), ("tensorflow",), "run", rc, layer="reciprocal",
+                           error_full=rc)
+    hit = match_known(reciprocal, issues)
+    assert hit.id == "tf-reciprocal-int-cpu-kernel" and hit.klass == "limitation"
+    size = Signature("deviation", "size", (), ("tensorflow", "torch"), odd=("tensorflow",), layer="size")
+    assert match_known(size, issues).id == "keras-size-dtype"
+    bessel = rc.replace("Reciprocal", "BesselI0").replace("DT_INT32", "DT_BFLOAT16")
+    assert match_known(Signature("divergent_acceptance", "i0", (), ("tensorflow",), "run", bessel, layer="i0",
+                                 error_full=bessel), issues) is None
+    assert match_known(Signature("divergent_acceptance", "searchsorted", (), ("torch",), "run", ss,
+                                 layer="searchsorted", error_full=ss), issues) is None
