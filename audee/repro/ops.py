@@ -155,6 +155,9 @@ def judge(results):
     if kind == "divergent_acceptance":
         raised = {b for b, r in results.items() if "error" in r}
         return bool(raised) and raised != set(results) and raised == set(CASE["raised"])
+    if len(backends) < 2:  # one backend ran (the others refused): its non-finite values are the finding
+        r = results.get(backends[0], {})
+        return kind == "nan" and "outputs" in r and bool(codes(r["outputs"][CASE["output"]]).any())
     a, b = backends[:2]
     ra, rb = results[a], results[b]
     if "outputs" not in ra or "outputs" not in rb:
