@@ -175,3 +175,21 @@ def test_a_model_judgement_asked_of_op_cases_is_one_line_naming_the_flag(tmp_pat
     (line,) = [x for x in got.stderr.splitlines() if x.startswith("audee: error:")]
     assert flags[0] in line and "judges models, not keras.ops calls" in line
     assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_a_nan_finding_on_one_backend_has_a_repro_that_reproduces_alone(jax_pool, tmp_path):
+    """The other backends refused the call (an int32 into rsqrt): the script judges the lone
+    backend's non-finite values instead of looking for a pair."""
+    from audee.case import Finding
+    from audee.repro.ops import write_op_repro
+    from audee.store import CaseRecord
+
+    r = OpExecutor(jax_pool).run(_case("sqrt", {"x": np.array([-1.0, 4.0], np.float32)}, [{"tensor": "x"}]))
+    ref = next(w.ref for label, w in jax_pool.workers.items() if label == "jax")
+    rec = CaseRecord.from_result(r, [ref], jax_pool.versions())
+    nan = Finding(Kind.NAN, ["jax"], {"strong": True, "layers": {"jax": ["out0"]}, "first_layer": {"jax": "out0"}})
+    rec.verdict = {**rec.verdict, "findings": [nan.to_json()]}
+    script = write_op_repro(rec, tmp_path, "nan-sqrt-jax", 0)
+    got = subprocess.run([sys.executable, "-P", str(script)], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert got.returncode == 0 and "\nREPRODUCED" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]
