@@ -193,3 +193,22 @@ def test_a_nan_finding_on_one_backend_has_a_repro_that_reproduces_alone(jax_pool
     got = subprocess.run([sys.executable, "-P", str(script)], capture_output=True, text=True, timeout=300,
                          cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert got.returncode == 0 and "\nREPRODUCED" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]
+
+
+def test_tensorflow_xla_compiles_the_op_call_and_torch_compile_calls_none(tmp_path):
+    """compiled equals eager for one op: tensorflow-xla's call is XLA-compiled (its tensors,
+    in lists too, the traced inputs); torch-compile is left out of op cases."""
+    from audee.backends.modes import TensorflowXlaBackend, TorchCompileBackend, split_tensors
+
+    leaves, rebuild = split_tensors([[1, "t"], 3], {"b": "u", "axis": 0}, lambda v: isinstance(v, str))
+    assert leaves == ["t", "u"] and rebuild(["T", "U"]) == ([[1, "T"], 3], {"b": "U", "axis": 0})
+    assert TensorflowXlaBackend.runs_ops and not TorchCompileBackend.runs_ops
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with Pool(parse_backends("tensorflow-xla"), tmp_path, threads=1) as pool:
+        pool.start_or_fail()
+        ex = OpExecutor(pool)
+        r = ex.run(_case("concatenate", {"x": x}, [[{"tensor": "x"}, {"tensor": "x"}]], {"axis": 0}))
+        assert r.verdict.status == "pass" and np.array_equal(r.outputs["tensorflow-xla"][0], np.concatenate([x, x]))
+        square = np.eye(3, dtype=np.float32)  # XLA has no kernel for MatrixDeterminant: only a compiled call fails
+        failure = ex.run(_case("det", {"x": square}, [{"tensor": "x"}])).outcomes["tensorflow-xla"].failure
+        assert failure is not None and "unsupported operations when trying to compile" in failure.message, failure

@@ -169,8 +169,14 @@ class KerasBackend(Backend):
             return v
 
         fn = self.op_function(str(call["op"]))
-        out = fn(*[resolve(a) for a in call.get("args", [])], **{k: resolve(v) for k, v in call.get("kwargs", {}).items()})
+        out = self.call_op(fn, [resolve(a) for a in call.get("args", [])],
+                           {k: resolve(v) for k, v in call.get("kwargs", {}).items()})
         return [self._op_output(o) for o in _flat(out)]
+
+    def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """One op call, eagerly, as a user calls ``keras.ops``; a compiling mode compiles it
+        (:mod:`audee.backends.modes`: the tensors its inputs, every other argument a constant)."""
+        return fn(*args, **kwargs)
 
     def _op_output(self, t: Any) -> tuple[np.ndarray, str]:
         keras = self.keras

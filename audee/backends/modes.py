@@ -14,6 +14,12 @@ two modes of one framework differs only in that thing:
 * ``torch-compile``: the Keras torch model under ``torch.compile`` (Inductor, C++ on the CPU);
 * ``jax-eager``: ``stateless_call`` op by op, without ``jax.jit``.
 
+An op-level case (``audee fuzz --op``) is called eagerly on every backend but
+``tensorflow-xla``, which compiles the call (:meth:`TensorflowXlaBackend.call_op`): the pair
+``tensorflow`` / ``tensorflow-xla`` is "compiled equals eager" for one op.  ``torch-compile``
+calls no op: each call is a new closure, and TorchDynamo's recompile limit would fall back
+to eager without a word after a few.
+
 A compiled mode compiles once per model and input signature (``compile_for``), never per
 weight set: weights stay variables (TensorFlow, torch) or arguments (JAX).
 """
@@ -50,6 +56,37 @@ class TensorflowEagerBackend(TensorflowBackend):
         return [np.asarray(o) for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
 
 
+def split_tensors(args: list[Any], kwargs: dict[str, Any], is_tensor: Any) -> tuple[list[Any], Any]:
+    """An op call's tensors (in lists too) in order, and the function that puts a traced
+    stand-in for each back where it came from: ``rebuild(ts) -> (args, kwargs)``."""
+    leaves: list[Any] = []
+
+    def cut(v: Any) -> Any:
+        if is_tensor(v):
+            leaves.append(v)
+            return _Slot(len(leaves) - 1)
+        if isinstance(v, (list, tuple)):
+            return type(v)(cut(x) for x in v)
+        return v
+
+    def put(v: Any, ts: Any) -> Any:
+        if isinstance(v, _Slot):
+            return ts[v.index]
+        if isinstance(v, (list, tuple)):
+            return type(v)(put(x, ts) for x in v)
+        return v
+
+    shape_args, shape_kwargs = cut(list(args)), {k: cut(v) for k, v in kwargs.items()}
+    return leaves, lambda ts: (put(shape_args, ts), {k: put(v, ts) for k, v in shape_kwargs.items()})
+
+
+class _Slot:
+    """Where tensor ``index`` of an op call goes."""
+
+    def __init__(self, index: int):
+        self.index = index
+
+
 class TensorflowXlaBackend(TensorflowBackend):
     """The forward call compiled by XLA (``jit_compile=True``): TensorFlow's graph lowered
     to HLO, fused and code-generated, as Keras does with ``jit_compile`` on a GPU."""
@@ -71,6 +108,20 @@ class TensorflowXlaBackend(TensorflowBackend):
         built.fn = fn
         built.concrete = {}
         built.assign_fns = {}
+
+    def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The op compiled by XLA, its tensors the function's inputs (traced once per call:
+        each case has its own shapes)."""
+        import tensorflow as tf
+
+        leaves, rebuild = split_tensors(args, kwargs, tf.is_tensor)
+
+        @tf.function(autograph=False, jit_compile=True)
+        def compiled(*ts: Any) -> Any:
+            a, k = rebuild(ts)
+            return fn(*a, **k)
+
+        return compiled(*leaves)
 
 
 class TensorflowNoOneDnnBackend(TensorflowBackend):
@@ -95,6 +146,7 @@ class TorchCompileBackend(TorchBackend):
     are parameters, so a new weight set reuses the compiled code."""
 
     name = "torch-compile"
+    runs_ops = False  # a compiled op call per case recompiles; see the module docstring
 
     def compile(self, built: BuiltModel) -> None:
         import torch
