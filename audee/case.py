@@ -24,6 +24,10 @@ SPECIAL_INT_KINDS = ("out_of_range", "negative")  # integer ids outside [0, n)
 #: an op case's ``undefined`` entry (its row): an integer divisor holding a 0 (C leaves it
 #: undefined; NumPy returns 0 with a warning, TensorFlow and PyTorch raise)
 ZERO_DIVISOR = "integer division by zero"
+#: what a backend's failure says when audee's memory cap stopped the case (backends/worker.py:
+#: a worker holding too much, an op's outputs too big to pass back): it asked for more memory
+#: than a worker may hold, outside any contract (rootcause: undefined)
+MEMORY_CAP = "over audee's memory cap"
 
 
 class Kind:

@@ -19,7 +19,8 @@ What rode along with the failing layer (an activation drawn for it, parameter va
 enters the key only where localization named it (the signature's ``localized`` context).
 
 Each root cause has a **class**, decided by :func:`classify` in this order: a known issue's
-``class``; ``harness`` (the failure is raised in audee's own code); ``undefined`` (the case
+``class``; ``undefined`` when audee's memory cap stopped it (the case asked for more memory than a
+worker may hold); ``harness`` (the failure is raised in audee's own code); ``undefined`` (the case
 is outside the documented contract: a crafty invalid parameter value, NaN/Inf inputs to a
 NaN-pattern difference, ids out of range, a pattern difference at the float32 overflow
 boundary); ``limitation`` (an explicit "unsupported" error: no op, no kernel, not
@@ -31,7 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Protocol
 
-from audee.case import Kind
+from audee.case import MEMORY_CAP, Kind
 from audee.signature import Signature, invalid_graph_complaint, primary_api
 
 #: the classes, most telling first: a group takes the first class any member has
@@ -144,6 +145,8 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
     if issue is not None and getattr(issue, "klass", None):
         return str(issue.klass), f"known issue {issue.id}"
     ctx = set(sig.context)
+    if sig.kind in CRASH_KINDS and MEMORY_CAP in (sig.error_full or sig.error or ""):
+        return "undefined", "the case needs more memory than a worker may hold (audee's memory cap)"
     if "audee_raised" in ctx:
         return "harness", "raised in audee's own code"
     if "within_tolerance" in ctx:

@@ -212,3 +212,27 @@ def test_tensorflow_xla_compiles_the_op_call_and_torch_compile_calls_none(tmp_pa
         square = np.eye(3, dtype=np.float32)  # XLA has no kernel for MatrixDeterminant: only a compiled call fails
         failure = ex.run(_case("det", {"x": square}, [{"tensor": "x"}])).outcomes["tensorflow-xla"].failure
         assert failure is not None and "unsupported operations when trying to compile" in failure.message, failure
+
+
+def test_a_runaway_allocation_costs_one_worker_never_the_run(tmp_path, monkeypatch):
+    """A worker over its memory cap ends itself (the machine's OOM killer would pick any
+    process); an op's outputs too big to pass back are refused in the worker; both are
+    undefined (the case asks for more memory than a worker may hold), and the pool goes on."""
+    from audee.case import MEMORY_CAP
+    from audee.rootcause import classify
+    from audee.signature import signatures_of
+
+    monkeypatch.setenv("AUDEE_WORKER_MEMORY_MB", "800")
+    with Pool(parse_backends("torch"), tmp_path, threads=1) as pool:
+        pool.start_or_fail()
+        ex = OpExecutor(pool)
+        big = ex.run(OpCase("ones", [[16384, 16384]], {}, {}, {}))       # 1 GiB written: over the cap
+        failure = big.outcomes["torch"].failure
+        assert failure is not None and failure.kind == "exit" and MEMORY_CAP in failure.message, failure
+        wide = ex.run(OpCase("zeros", [[4096, 16400]], {}, {}, {}))       # 256+ MiB of untouched pages
+        assert MEMORY_CAP in wide.outcomes["torch"].failure.message       # too big to pass back
+        ok = ex.run(OpCase("ones", [[2, 3]], {}, {}, {}))
+        assert ok.outcomes["torch"].ok
+    (crash,) = [f for f in big.verdict.findings if f.is_failure]
+    (sig,) = signatures_of(crash, {"layers": []}, {"op": "ones"})
+    assert sig.kind == Kind.HARD_CRASH and classify(sig)[0] == "undefined"

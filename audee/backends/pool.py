@@ -21,6 +21,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from audee.backends import wire
 from audee.backends.registry import BackendRef
+from audee.backends.worker import MEMORY_EXIT
+from audee.case import MEMORY_CAP
 from audee.cpus import task_cpus, threads_per_worker
 from audee.errors import BackendUnavailable
 from audee.settings import MAX_TIMEOUT_S, TIMEOUT_S
@@ -314,7 +316,8 @@ class Worker:
             log.info("worker %s: killed by %s (%s)", self.label, sig, phase)
             return WorkerFailure("signal", phase, f"worker killed by {sig}", log_tail=tail)
         log.info("worker %s: exited with code %s (%s)", self.label, code, phase)
-        return WorkerFailure("exit", phase, f"worker exited with code {code}", log_tail=tail)
+        why = f": {MEMORY_CAP}" if code == MEMORY_EXIT else ""  # the worker's watchdog ended it (worker.py)
+        return WorkerFailure("exit", phase, f"worker exited with code {code}{why}", log_tail=tail)
 
     # ---- test-case helpers -------------------------------------------------------------------
     def submit_run(self, spec: ModelSpec, key: str, weights: Weights, wkey: str,

@@ -24,6 +24,7 @@ import numpy as np
 from audee.backends import wire
 from audee.backends.base import Backend, BackendError, Phase
 from audee.backends.registry import load_class
+from audee.case import MEMORY_CAP
 from audee.errors import AudeeError
 from audee.spec import ModelSpec
 
@@ -175,6 +176,10 @@ class WorkerState:
             raise
         except Exception as exc:
             raise BackendError(Phase.RUN, _msg(exc), traceback.format_exc()) from exc
+        size = sum(int(np.asarray(a).nbytes) for a, _ in outs)
+        if size > MAX_OP_OUTPUT_BYTES:  # a huge integer made a huge result: never shipped to the parent
+            raise BackendError(Phase.RUN, f"the op's outputs hold {size} bytes, {MEMORY_CAP} "
+                                          f"({MAX_OP_OUTPUT_BYTES >> 20} MiB passed back)")
         return {"outputs": [a for a, _ in outs], "dtypes": [d for _, d in outs], "run_s": time.perf_counter() - t,
                 "phases": self.backend.clock.reset()}
 
@@ -368,13 +373,55 @@ def _added(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
 
 PR_SET_PDEATHSIG = 1
 WATCH_INTERVAL = 0.5  # seconds between the watchdog's looks at the parent
+#: the most an op case's outputs may hold: a call fed a huge integer (bincount, arange, eye)
+#: may build gigabytes, which the parent must never receive (it would take the run down)
+MAX_OP_OUTPUT_BYTES = 256 << 20
+#: the share of the machine's memory one worker may hold before it ends itself (exit
+#: MEMORY_EXIT), so that one runaway allocation costs one worker, never the machine or the run
+MEMORY_SHARE = 0.5
+MEMORY_EXIT = 9
+
+
+#: an explicit cap in MiB (a SLURM job sets it to fit its --mem share per worker)
+MEMORY_ENV = "AUDEE_WORKER_MEMORY_MB"
+CGROUP_MAX = "/sys/fs/cgroup/memory.max"   # the job's limit under cgroup v2 (SLURM, containers)
+
+
+def memory_cap() -> int | None:
+    """Bytes of resident memory a worker may hold: ``$AUDEE_WORKER_MEMORY_MB`` MiB, else
+    ``MEMORY_SHARE`` of the machine's memory or of the cgroup's limit, the smaller; None
+    where neither can be read."""
+    if os.environ.get(MEMORY_ENV):
+        return int(float(os.environ[MEMORY_ENV]) * (1 << 20))
+    sizes = []
+    try:
+        sizes.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        with open(CGROUP_MAX) as f:
+            sizes.append(int(f.read().strip()))  # "max" (no limit) is no int
+    except (OSError, ValueError):
+        pass
+    return int(min(sizes) * MEMORY_SHARE) if sizes else None
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def die_with_parent(parent: int) -> None:
     """A worker never outlives the audee process that started it (killed by SIGKILL, OOM,
     a SLURM cancel): the kernel sends SIGKILL when the parent dies (Linux prctl
     PR_SET_PDEATHSIG), and a watchdog thread exits the process when the parent is gone,
-    for systems without prctl.  The main thread may be stuck in a long framework call."""
+    for systems without prctl.  The main thread may be stuck in a long framework call.
+    The same watchdog ends the worker when it holds more than :func:`memory_cap`: the
+    machine's OOM killer would pick any process, the run's own included."""
     try:
         import ctypes
 
@@ -385,11 +432,19 @@ def die_with_parent(parent: int) -> None:
     if os.getppid() != parent:  # it died before the prctl took effect
         os._exit(1)
 
+    cap = memory_cap()
+
     def watch() -> None:
         while True:
             time.sleep(WATCH_INTERVAL)
             if os.getppid() != parent:
                 os._exit(1)
+            held = resident_bytes()
+            if cap and held > cap:  # a runaway allocation: this worker ends, the run goes on
+                sys.stderr.write(f"audee worker: {held >> 20} MiB resident, {MEMORY_CAP} ({cap >> 20} MiB, "
+                                 f"{MEMORY_SHARE:.0%} of the machine): exiting\n")
+                sys.stderr.flush()
+                os._exit(MEMORY_EXIT)
 
     threading.Thread(target=watch, name="audee-parent-watchdog", daemon=True).start()
 
