@@ -4,7 +4,9 @@ each 1-D input of shape (N,) into (1, N): vstack of four (3,) vectors is (4, 3).
 (12,); torch (torch.vstack) and JAX (jnp.vstack) return (4, 3).  Silent: a later op sees 12
 values in a row where it expected a 4 x 3 matrix.  keras/src/backend/tensorflow/numpy.py,
 vstack (line 3404): `tf.concat(xs, axis=0)` without numpy's atleast_2d.  (hstack and 2-D inputs
-are right.)
+are right.)  Keras' symbolic spec (ops/numpy.py, Vstack.compute_output_spec) makes the same
+mistake, (12,) on every backend, so on torch and JAX a functional model declares (12,) and
+computes (4, 3).  The docstring says "Stack tensors in sequence vertically (row wise)", NumPy's.
 
     for b in tensorflow torch jax; do KERAS_BACKEND=$b python keras_tf_vstack_1d.py; done
     # prints REPRODUCED and exits 1 on tensorflow while the bug is there
@@ -26,8 +28,9 @@ for name, xs in [("four (3,) vectors", rows), ("one (3,) vector", rows[:1]),
     ref = np.vstack(xs)
     y = ops.convert_to_numpy(ops.vstack(xs))
     ok = y.shape == ref.shape and np.array_equal(y, ref)
-    print(f"{keras.backend.backend():10s} vstack of {name:18s}: shape {y.shape} (numpy {ref.shape})"
-          f"{'' if ok else '  WRONG'}")
+    spec = ops.vstack([keras.KerasTensor(x.shape, "float32") for x in xs]).shape
+    print(f"{keras.backend.backend():10s} vstack of {name:18s}: shape {y.shape}, symbolic spec {spec} "
+          f"(numpy {ref.shape}){'' if ok else '  WRONG'}")
     if not ok:
         failed.append(name)
 if failed:
