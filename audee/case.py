@@ -24,6 +24,10 @@ SPECIAL_INT_KINDS = ("out_of_range", "negative")  # integer ids outside [0, n)
 #: an op case's ``undefined`` entry (its row): an integer divisor holding a 0 (C leaves it
 #: undefined; NumPy returns 0 with a warning, TensorFlow and PyTorch raise)
 ZERO_DIVISOR = "integer division by zero"
+#: the start of an op case's ``undefined`` entry when Keras's own symbolic call (its shape and
+#: dtype inference, ``compute_output_spec``) refuses the arguments: Keras's written contract
+#: excludes them, so the case's failures are undefined (a backend silently answering is said)
+SPEC_REFUSES = "outside Keras's symbolic spec"
 #: what a backend's failure says when audee's memory cap stopped the case (backends/worker.py:
 #: a worker holding too much, an op's outputs too big to pass back): it asked for more memory
 #: than a worker may hold, outside any contract (rootcause: undefined)

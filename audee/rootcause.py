@@ -49,7 +49,7 @@ NUMERIC_KINDS = (Kind.DEVIATION, Kind.INCONSISTENCY, Kind.PRECISION)  # one nume
 
 # An explicit "this is not supported" from a framework, converter or runtime.
 UNSUPPORTED = re.compile(
-    r"No Op registered for|No OpKernel was registered|"
+    r"No Op registered for|No OpKernel was registered|when using the \w+ backend|"  # Keras: a backend's own refusal
     r"Could not find device for node[\s\S]*?All kernels registered for op|"  # TF eager: no kernel for the dtype
     r"not supported|[Uu]nsupported|only supports?\b|"
     r"[Nn]ot implemented|NotImplementedError|UnimplementedError|do not yet support|currently only support|"
@@ -59,7 +59,8 @@ UNSUPPORTED = re.compile(
     r"No conversion rule found for operations")  # OpenVINO's ONNX frontend: an op it has no translator for
 _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_range": "ids out of range",
                       "overflow_boundary": "at the float32 overflow boundary",
-                      "zero_divisor": "an integer division by zero"}
+                      "zero_divisor": "an integer division by zero",
+                      "spec_refuses": "Keras's own symbolic call refuses the arguments"}
 
 
 def explicit_refusal(error: str | None) -> bool:

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from audee.case import NONFINITE_SPECIALS, SPECIAL_INT_KINDS, ZERO_DIVISOR, Finding, Kind
+from audee.case import NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, ZERO_DIVISOR, Finding, Kind
 from audee.records.findings import BackendError
 from audee.records.localization import parse_localization
 
@@ -410,8 +410,11 @@ def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[
         out.append("nonfinite_input")
     if kinds & set(SPECIAL_INT_KINDS):
         out.append("ids_out_of_range")
-    if ZERO_DIVISOR in ((meta or {}).get("undefined") or []):  # an op case's integer division by zero
+    undefined = [str(u) for u in (meta or {}).get("undefined") or []]  # an op case's (audee.oracle.ops)
+    if ZERO_DIVISOR in undefined:
         out.append("zero_divisor")
+    if any(u.startswith(SPEC_REFUSES) for u in undefined):
+        out.append("spec_refuses")
     return out
 
 

@@ -236,3 +236,21 @@ def test_a_runaway_allocation_costs_one_worker_never_the_run(tmp_path, monkeypat
     (crash,) = [f for f in big.verdict.findings if f.is_failure]
     (sig,) = signatures_of(crash, {"layers": []}, {"op": "ones"})
     assert sig.kind == Kind.HARD_CRASH and classify(sig)[0] == "undefined"
+
+
+def test_a_call_keras_symbolic_spec_refuses_is_outside_the_contract(jax_pool):
+    """Keras's own shape inference refuses one_hot(axis=-2); JAX's eager call answers anyway:
+    the row says why the case is undefined, and a failure of it is classed so."""
+    from audee.case import SPEC_REFUSES, Finding
+    from audee.rootcause import classify
+    from audee.signature import signatures_of
+
+    ids = np.array([[1, 2], [0, 1]], np.int32)
+    r = OpExecutor(jax_pool).run(_case("one_hot", {"x": ids}, [{"tensor": "x"}, 3], {"axis": -2}))
+    assert r.outcomes["jax"].ok and [u for u in r.undefined if u.startswith(SPEC_REFUSES)], r.undefined
+    ok = OpExecutor(jax_pool).run(_case("one_hot", {"x": ids}, [{"tensor": "x"}, 3], {"axis": -1}))
+    assert not ok.undefined
+    crash = Finding(Kind.DIVERGENT_ACCEPTANCE, ["tensorflow"], {"accepted": ["torch", "jax"], "errors": {
+        "tensorflow": {"phase": "run", "message": "InvalidArgumentError: Expected axis to be -1 or between [0, 2)"}}})
+    (sig,) = signatures_of(crash, {"layers": []}, {"op": "one_hot", "undefined": r.undefined})
+    assert classify(sig) == ("undefined", "Keras's own symbolic call refuses the arguments")

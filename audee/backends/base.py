@@ -170,6 +170,11 @@ class Backend(ABC):
         comes back as float32 holding its values.  Only the Keras backends run ops."""
         raise NotImplementedError(f"{self.name} runs models only: keras.ops calls not supported")
 
+    def symbolic_refusal(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> str | None:
+        """What Keras's symbolic call of the op raises (its written contract refuses the
+        arguments), or None; only the Keras backends know it."""
+        return None
+
     def training_support(self) -> str | None:
         """None when this backend trains, else the line saying why not (a results row's
         ``train.skipped``)."""

@@ -173,6 +173,31 @@ class KerasBackend(Backend):
                            {k: resolve(v) for k, v in call.get("kwargs", {}).items()})
         return [self._op_output(o) for o in _flat(out)]
 
+    def symbolic_refusal(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> str | None:
+        """What Keras's own symbolic call of the op (``keras.ops`` on ``KerasTensor``s of the
+        case's shapes and dtypes: its shape and dtype inference) raises, or None when it
+        accepts the arguments.  Keras's function, never a plugin's: the contract is Keras's."""
+        keras = self.keras
+        dtypes = call.get("dtypes", {})
+
+        def symbolic(v: Any) -> Any:
+            if isinstance(v, dict) and set(v) == {"tensor"}:
+                a = tensors[v["tensor"]]
+                return keras.KerasTensor(a.shape, dtype=dtypes.get(v["tensor"], str(a.dtype)))
+            if isinstance(v, list):
+                items = [symbolic(x) for x in v]
+                return tuple(items) if all(isinstance(x, (int, float)) for x in items) else items
+            return v
+
+        fn: Any = keras.ops
+        for part in str(call["op"]).split("."):
+            fn = getattr(fn, part)
+        try:
+            fn(*[symbolic(a) for a in call.get("args", [])], **{k: symbolic(v) for k, v in call.get("kwargs", {}).items()})
+        except Exception as exc:  # noqa: BLE001 - any refusal is the answer
+            return f"{type(exc).__name__}: {exc}"[:300]
+        return None
+
     def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """One op call, eagerly, as a user calls ``keras.ops``; a compiling mode compiles it
         (:mod:`audee.backends.modes`: the tensors its inputs, every other argument a constant)."""

@@ -168,6 +168,7 @@ class WorkerState:
         call = msg["call"]
         if str(call.get("op")) not in load_op_configs():
             raise BackendError(Phase.RUN, f"refused: {call.get('op')!r} is not a configured keras.ops function")
+        spec = self.backend.symbolic_refusal(call, msg["tensors"])  # Keras's contract, before the call
         t = time.perf_counter()
         try:
             with self.backend.clock.timed("run"):
@@ -181,7 +182,7 @@ class WorkerState:
             raise BackendError(Phase.RUN, f"the op's outputs hold {size} bytes, {MEMORY_CAP} "
                                           f"({MAX_OP_OUTPUT_BYTES >> 20} MiB passed back)")
         return {"outputs": [a for a, _ in outs], "dtypes": [d for _, d in outs], "run_s": time.perf_counter() - t,
-                "phases": self.backend.clock.reset()}
+                "phases": self.backend.clock.reset(), **({"spec_refuses": spec} if spec else {})}
 
     def train(self, msg: dict) -> dict:
         """One training step (``Backend.train``) of the spec ``msg`` carries, from the

@@ -281,6 +281,15 @@ def _even_axis(d: _Draw) -> None:
         d.refill(d.first, x)
 
 
+def _class_ids(d: _Draw) -> None:
+    """one_hot: class ids below ``num_classes`` (an id at or past it is outside the
+    contract: a special value's out-of-range integer says so)."""
+    n = _get(d, "num_classes")
+    if isinstance(n, int) and n > 0:
+        d.spans[d.first] = [0, n]
+        d.refill(d.first, d.shape())
+
+
 def _unit_axis(d: _Draw) -> None:
     """squeeze: the axis it drops has size 1 (NumPy refuses another; an out-of-range axis
     stays the crafty invalid value)."""
@@ -349,4 +358,5 @@ DERIVE: dict[str, Callable[[_Draw], None]] = {
     "segments": _segments, "sorted_first": _sorted_first, "sorted_bins": _sorted_bins, "even_axis": _even_axis,
     "channel_vectors": _channel_vectors, "spd": _spd, "triangular": _triangular, "lstsq": _lstsq, "no_uv": _no_uv,
     "symmetric": _symmetric, "rgb": _rgb, "long_last": _long_last, "unit_axis": _unit_axis,
+    "class_ids": _class_ids,
 }
