@@ -66,6 +66,19 @@ def test_an_integer_division_by_zero_is_undefined_values_and_failures():
     assert classify(sig) == ("undefined", "an integer division by zero")
 
 
+def test_empty_segments_fill_is_each_frameworks_own_and_not_compared():
+    ids = np.array([0, 0, 2], np.int32)
+    lowest, inf = np.array([[1.0], [-3.4e38], [2.0]], np.float32), np.array([[1.0], [-np.inf], [2.0]], np.float32)
+    inputs = {"data": np.ones((3, 1), np.float32), "segment_ids": ids}
+    found, skipped = judge({"tensorflow": [lowest], "torch": [inf], "jax": [inf]}, inputs=inputs,
+                           undefined=["empty_segments"])
+    assert not found and skipped == ["rows of empty segments [1]: each framework's own fill"]
+    wrong = np.array([[1.0], [-np.inf], [5.0]], np.float32)   # a filled segment still compares
+    found, _ = judge({"tensorflow": [lowest], "torch": [inf], "jax": [wrong]}, inputs=inputs,
+                     undefined=["empty_segments"])
+    assert found and all("jax" in f.backends for f in found)
+
+
 def test_nan_from_a_nan_input_alike_everywhere_is_propagation():
     x = np.array([np.nan, 1.0], np.float32)
     found, _ = judge({b: [x] for b in B}, inputs={"x": x})

@@ -366,7 +366,10 @@ HAND: dict[str, dict[str, Any]] = {
                                 "data_format": {"type": "str", "values": ["channels_last"], "nullable": True}},
                      "ranks": [3, 4]},
 }
-HAND["segment_max"] = HAND["segment_min"] = HAND["segment_prod"] = HAND["segment_sum"]
+HAND["segment_prod"] = HAND["segment_sum"]
+# the fill of a segment no id maps to is each framework's own (TF: the dtype's lowest or highest
+# finite value, torch and JAX: -inf / +inf) and Keras's docstring is silent: not compared
+HAND["segment_max"] = HAND["segment_min"] = {**HAND["segment_sum"], "undefined": ["empty_segments"]}
 HAND["nansum"] = {}
 
 #: functions with no config, and why (README.md's Excluded section is written from this)

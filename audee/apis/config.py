@@ -38,7 +38,7 @@ OP_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int3
 SHAPE_RULES = ("free", "same", "broadcast", "index", "matmul", "square", "vector", "scalar", "last")
 OWN_SHAPES = ("free", "square", "vector", "scalar")  # drawn without another tensor (the first tensor's)
 #: why an op's result is intentionally not compared (undefined by the op's contract)
-UNDEFINED = ("tie_indices", "values")
+UNDEFINED = ("tie_indices", "values", "empty_segments")
 LIST_VALUE_TYPES = ("int", "float")  # draw_value stringifies str values, and a bool is drawn as a coin
 
 

@@ -17,7 +17,8 @@ oracles judge them, output by output:
   exactly (:data:`EXACT`);
 * what the op's contract leaves undefined is not compared (:data:`audee.apis.config.UNDEFINED`):
   ``tie_indices`` (the indices of tied values: argmax, argsort, top_k) when the input has
-  ties, ``values`` (a factorization's signs and order: qr, eigh); nor an integer output
+  ties, ``values`` (a factorization's signs and order: qr, eigh), ``empty_segments`` (the
+  rows of segment_max/min no id maps to: each framework's own fill); nor an integer output
   of an op fed float values beyond that integer's range (a conversion C leaves undefined;
   :data:`SATURATING` ops define it); nor the values of an integer division by zero
   (:data:`INT_DIVISION`: the case's row says so and its failures are ``undefined``).  Each skip is returned with its reason, so counts
@@ -67,6 +68,10 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
         na, nb = len(outputs[a.backend]), len(outputs[b.backend])
         if na != nb:
             findings.append(_mismatch(a, b, "outputs", na, nb))
+    if "empty_segments" in undefined and "segment_ids" in inputs:  # segment_max/min: their fill is each framework's
+        outputs, empty = _without_empty_segments(outputs, inputs["segment_ids"])
+        if empty:
+            skipped.append(f"rows of empty segments {empty}: each framework's own fill")
     n = min((len(outputs[o.backend]) for o in ok), default=0)
     for k in range(n):
         group: list[Finding] = []
@@ -91,6 +96,25 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
         mark_odd(views, group)
         findings += group
     return findings, skipped
+
+
+def _without_empty_segments(outputs: Mapping[str, list[np.ndarray]], ids: np.ndarray
+                            ) -> tuple[dict[str, list[np.ndarray]], list[int]]:
+    """Each backend's outputs with the rows (first axis) of the segments no id maps to set to
+    0, and those segments."""
+    present = set(np.asarray(ids).reshape(-1).tolist())
+    out: dict[str, list[np.ndarray]] = {}
+    empty: set[int] = set()
+    for b, outs in outputs.items():
+        out[b] = []
+        for a in outs:
+            a = np.array(a, copy=True)
+            rows = [r for r in range(a.shape[0] if a.ndim else 0) if r not in present]
+            if rows:
+                a[rows] = 0
+                empty.update(rows)
+            out[b].append(a)
+    return out, sorted(empty)
 
 
 def zero_int_divisor(inputs: Mapping[str, np.ndarray]) -> bool:
