@@ -15,6 +15,10 @@ maintainer would fix (docs/oracles.md, "Root causes and classes"):
   float64): the odd backend (the float64 reference's culprit where it named one; else the
   pair) and the layer that deviates on its own input.
 
+A pair's root (the oracle could not tell which of two backends is off) folds into the root of
+the same family and layer or op whose odd backend is one of the two, where exactly one exists:
+it is that backend's difference seen without a third backend to tell.
+
 What rode along with the failing layer (an activation drawn for it, parameter values)
 enters the key only where localization named it (the signature's ``localized`` context).
 
@@ -203,6 +207,7 @@ def root_causes(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             g["class"], g["class_reason"] = b["class"], b["class_reason"]
         g["known_id"] = g["known_id"] or b["known_id"]
         g["repro"] = g["repro"] or b["repro"]
+    _fold_pairs(groups)
     out = []
     for g in groups.values():
         g["backends"] = sorted(g["backends"])
@@ -211,6 +216,36 @@ def root_causes(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         g["status"] = "known" if g["known_id"] else "new"
         out.append(g)
     return sorted(out, key=lambda g: (CLASSES.index(g["class"]), g["status"] != "new", -g["cases"], g["root"]))
+
+
+def _pair_target(key: str, groups: dict[str, dict[str, Any]]) -> str | None:
+    """The root a pair's numeric or NaN root (``... | ?a,b | what ...``: the oracle could not
+    tell which of the two is off) is a view of: the one root of the same family, layer or op
+    (and input) whose odd backend is one of the pair's, if exactly one exists."""
+    parts = key.split(" | ")
+    if len(parts) < 3 or parts[0] not in ("numeric", "nan") or not parts[1].startswith("?"):
+        return None
+    found = [k for k in (" | ".join([parts[0], b, *parts[2:]]) for b in parts[1][1:].split(",")) if k in groups]
+    return found[0] if len(found) == 1 else None
+
+
+def _fold_pairs(groups: dict[str, dict[str, Any]]) -> None:
+    """Fold each pair root into the odd backend's root of the same layer or op (one fix: a
+    pair is that backend's difference seen where the oracle had no third backend to tell,
+    or where the others differ too; ``nonzero`` on torch gave one odd root and two pairs)."""
+    for key in list(groups):
+        target = _pair_target(key, groups)
+        if target is None:
+            continue
+        g, t = groups.pop(key), groups[target]
+        t["signatures"] += g["signatures"]
+        t["cases"] += g["cases"]
+        t["backends"].update(g["backends"])
+        t["members"].extend(g["members"])
+        if CLASSES.index(g["class"]) < CLASSES.index(t["class"]):
+            t["class"], t["class_reason"] = g["class"], g["class_reason"]
+        t["known_id"] = t["known_id"] or g["known_id"]
+        t["repro"] = t["repro"] or g["repro"]
 
 
 def class_counts(roots: list[dict[str, Any]]) -> dict[str, dict[str, int]]:

@@ -75,6 +75,26 @@ def test_pairwise_findings_of_one_odd_backend_are_one_signature_and_one_root():
     assert root_key(two[0]).startswith("numeric | ?jax,torch | Dense")
 
 
+def test_a_pair_folds_into_the_root_of_the_odd_backend_it_holds():
+    def deviation(pair: tuple[str, str], odd: list[str]) -> list[Signature]:
+        return signatures_of(Finding(Kind.DEVIATION, list(pair), {"pair": "|".join(pair), "own_layers": ["dense"],
+                                                                 "odd": odd}), SPEC, {})
+    odd = deviation(("tensorflow", "torch"), ["torch"])
+    pairs = [deviation(("jax", "torch"), []), deviation(("tensorflow", "torch"), [])]
+    bugs = unique_bugs(_rows(odd, *pairs), [])
+    assert len({root_key(b["signature"]) for b in bugs}) == 3           # three signatures, three keys ...
+    (root,) = root_causes(bugs)                                          # ... one fix
+    assert root["odd"] == ["torch"] and root["signatures"] == 3 and root["cases"] == 3
+    # a pair without the odd root of its layer, or another layer's pair, stays its own
+    other = signatures_of(Finding(Kind.DEVIATION, ["jax", "tensorflow"], {"pair": "jax|tensorflow",
+                                                                          "own_layers": ["dense"], "odd": []}),
+                          SPEC, {})
+    assert len(root_causes(unique_bugs(_rows(odd, other), []))) == 2
+    # two odd roots the pair could belong to: it cannot tell, it stays
+    jax_odd = deviation(("jax", "tensorflow"), ["jax"])
+    assert len(root_causes(unique_bugs(_rows(odd, jax_odd, pairs[0]), []))) == 3
+
+
 def test_an_inconsistency_joins_its_pairs_deviation():
     verdict = {"findings": [
         {"kind": Kind.DEVIATION, "backends": ["jax", "torch"],
