@@ -21,6 +21,9 @@ from audee.spec import ModelSpec, Weights
 NONFINITE_SPECIALS = ("nan", "inf", "-inf")
 SPECIAL_FLOAT_KINDS = NONFINITE_SPECIALS + ("near_max", "offset", "tiny", "subnormal", "signed_zero", "ties")
 SPECIAL_INT_KINDS = ("out_of_range", "negative")  # integer ids outside [0, n)
+#: special float kinds whose values are or make subnormals: TensorFlow's and JAX's CPU kernels
+#: flush them to zero by design, torch keeps them (a difference on them is undefined)
+SUBNORMAL_SPECIALS = ("subnormal", "tiny")
 #: an op case's ``undefined`` entry (its row): an integer divisor holding a 0 (C leaves it
 #: undefined; NumPy returns 0 with a warning, TensorFlow and PyTorch raise)
 ZERO_DIVISOR = "integer division by zero"

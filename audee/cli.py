@@ -186,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the paper's criteria, and write Markdown/CSV tables, PNG plots and index.md.")
     p.add_argument("dir", help="a campaign directory (or one `audee fuzz` output directory)")
     p.add_argument("--out", help="where to write the report (default: DIR/report)")
+    p.add_argument("--resign", action="store_true",
+                   help="make each failing case's bug signatures again from its case file with this audee's rules "
+                        "(a run recorded before a classification rule changed counts as today's audee would)")
     _known_issues_args(p)
 
     p = sub.add_parser("backends", help="list backends, their framework versions and whether they work here",
@@ -613,7 +616,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from audee.report import load_campaign_dir, write_report
 
     known = _known_issues(args)
-    data = load_campaign_dir(args.dir)
+    data = load_campaign_dir(args.dir, resign=args.resign)
     written = write_report(data, Path(args.out or Path(args.dir) / "report"), known=known)
     _print_campaign_roots(data, known)
     print(f"report: {written[-1]} ({len(written)} files)")

@@ -35,7 +35,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from audee.case import NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, ZERO_DIVISOR, Finding, Kind
+from audee.case import (NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding,
+                        Kind)
 from audee.records.findings import BackendError
 from audee.records.localization import parse_localization
 
@@ -183,11 +184,11 @@ _OP_PATTERNS = [re.compile(p) for p in (
     r"\b([A-Z]\w*?)(?:Op)?: ",                                   # TensorFlow kernel: Conv3DBackpropInputOp: ...
     r"The (\w+) op currently",                                   # TensorFlow CPU kernel limits
     r"\{\{node (?:[^{}]*/)?([A-Z]\w*)\}\}",                        # TensorFlow graph node: .../MaxPool3D
-    r"supported by (\w+)",                                       # JAX: ... is not supported by dot_general
+    r"supported by (?!(?:the|a|an)\b)(\w+)",                    # JAX: ... is not supported by dot_general
     r"when calling (\w+)\.call\(\)",                             # the Keras layer whose call raised
 )]
 _NOT_OPS = {"Error", "Exception", "Graph", "InvalidGraph", "Fail", "Status", "Message", "Type", "Node", "NodeDef",
-            "Detected", "Arguments", "Traceback"}
+            "Detected", "Arguments", "Traceback", "Received", "Expected"}  # Keras: "... Received: x=3"
 
 
 def op_of(message: str | None) -> str | None:
@@ -199,7 +200,7 @@ def op_of(message: str | None) -> str | None:
     for pattern in _OP_PATTERNS:
         for m in pattern.finditer(text):
             op = m.group(1)
-            if op not in _NOT_OPS and not op.endswith(("Error", "Exception", "Warning")):
+            if op not in _NOT_OPS and not op.lower().endswith(("error", "exception", "warning")):
                 return op
     return None
 
@@ -394,13 +395,23 @@ def _audee_raised(traceback: str | None) -> bool:
     return "/audee/" in _innermost_frame(traceback)
 
 
+def _op_case(meta: dict[str, Any] | None) -> bool:
+    """Whether a case is one ``keras.ops`` call (issue 30): its tensors are the op's whole
+    input, so a clean refusal at run may answer their values (``linalg.eigh`` raising on a
+    NaN where another backend returns NaN: undefined), as a model's never does."""
+    return str((meta or {}).get("seed", "")).startswith("op:")
+
+
 def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[int] | None = None,
                    values: bool = True) -> list[str]:
     """Facts about the inputs that put a finding outside the documented contract: the
     special values the case's rows carry (``meta['special_inputs']``: ``[{input, row,
     kind}]``), on ``rows`` only where the finding names its rows (None: any row).
-    ``values``: whether NaN/Inf inputs count (not for a crash: it raises for the model,
-    not for a value)."""
+    ``values``: whether NaN/Inf inputs count (not for a model's crash: it raises for the
+    model, not for a value; an op's clean refusal may be its answer to a NaN, see
+    :func:`_op_case`).  Subnormal and tiny values (``subnormal_input``): TensorFlow's and JAX's
+    CPU kernels flush subnormals to zero by design (jax-ml/jax#16200), torch does not; what
+    differs on them is each framework's documented choice, not a bug."""
     special = (meta or {}).get("special_inputs") or []
     wanted = None if rows is None else {int(r) for r in rows}
     kinds = {str(s.get("kind")) for s in special if isinstance(s, dict)
@@ -410,6 +421,10 @@ def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[
         out.append("nonfinite_input")
     if kinds & set(SPECIAL_INT_KINDS):
         out.append("ids_out_of_range")
+    subnormal = {s.get("row") for s in special if isinstance(s, dict) and s.get("kind") in SUBNORMAL_SPECIALS} \
+        if isinstance(special, list) else set()
+    if subnormal and (wanted is None or wanted <= subnormal):  # every row the finding names carries them
+        out.append("subnormal_input")
     undefined = [str(u) for u in (meta or {}).get("undefined") or []]  # an op case's (audee.oracle.ops)
     if ZERO_DIVISOR in undefined:
         out.append("zero_divisor")
@@ -446,7 +461,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     if getattr(detail, "culprit", None):  # the float64 reference named the wrong one (audee.oracle.precision)
         odd = tuple(sorted(str(b) for b in detail.culprit))
     case_api = (meta or {}).get("api") if isinstance((meta or {}).get("api"), str) else None
-    if not layers and case_api and str((meta or {}).get("seed", "")).startswith("op:"):
+    if not layers and case_api and _op_case(meta):
         layers = {case_api: (case_api, {})}  # an op case (issue 30): its drawn arguments are the op's "layer"
     invalid = sorted({f"invalid:{m['param']}" for m in muts if m.get("invalid")})
 
@@ -496,7 +511,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             api, params = blamed(named, message)
             traceback = raw[(phase, error)].traceback
             context = (["audee_raised"] if _audee_raised(traceback) else []) + \
-                (_input_context(meta, False, values=False) if phase == "run" else []) + silent
+                (_input_context(meta, False, values=_op_case(meta)) if phase == "run" else []) + silent
             out.append(sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context,
                            odd=(), traceback=traceback))
         return out

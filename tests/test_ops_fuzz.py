@@ -141,6 +141,17 @@ def test_fuzz_op_writes_rows_case_files_and_a_repro_that_reproduces_alone(jax_po
     got = subprocess.run([sys.executable, "-P", str(scripts[0])], env={**os.environ, "PYTHONPATH": str(REPO)},
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert got.returncode == 0 and "\nREPRODUCED" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]
+    # `audee report --resign`: signatures made again from the case files, by today's rules
+    from audee.report import load_campaign_dir
+
+    table = tmp_path / "results.jsonl"
+    recorded = table.read_text()
+    table.write_text(recorded.replace('"context": []', '"context": ["invalid:axis"]'))  # an older rule's verdict
+    stale = [s for r in load_campaign_dir(tmp_path).rows if r.row.id == bad[0].id for s in r.row.signatures]
+    assert stale and all("invalid:axis" in s["context"] for s in stale)
+    fresh = [s for r in load_campaign_dir(tmp_path, resign=True).rows if r.row.id == bad[0].id
+             for s in r.row.signatures]
+    assert fresh == bad[0].signatures
 
 
 @pytest.mark.slow

@@ -360,3 +360,45 @@ def test_signatures_matching_known_issues_at_one_link_are_one_root_cause():
     assert len(root_causes(unique_bugs(rows, []))) == 2
     (root,) = root_causes(unique_bugs(rows, issues))
     assert root["status"] == "known" and root["cases"] == 2
+
+
+def test_flush_to_zero_on_subnormal_rows_is_undefined_unless_a_flushing_backend_is_odd_alone():
+    """TensorFlow's and JAX's CPU kernels flush subnormals by design, torch keeps them: a
+    difference where torch stands alone on rows carrying subnormal or tiny values is that
+    choice; JAX alone off where TensorFlow (which flushes too) agrees with torch is not."""
+    def deviation(odd: str, rows: list[int]) -> Signature:
+        f = Finding(Kind.DEVIATION, sorted({"tensorflow", odd}), {"pair": "|".join(sorted({"tensorflow", odd})),
+                                                                "own_layers": ["dense"], "odd": [odd],
+                                                                "rows": rows})
+        meta = {"special_inputs": [{"input": "x", "row": 1, "kind": "subnormal"},
+                                   {"input": "x", "row": 3, "kind": "tiny"}]}
+        (sig,) = signatures_of(f, SPEC, meta)
+        return sig
+    assert classify(deviation("torch", [1, 3]))[0] == "undefined"
+    assert "flush" in classify(deviation("torch", [1]))[1]
+    assert classify(deviation("jax", [1, 3]))[0] == "bug"            # JAX alone: not TF's flushing too
+    assert classify(deviation("torch", [1, 2]))[0] == "bug"          # row 2 carries none: not the flush alone
+
+
+def test_an_op_refusing_a_nan_input_is_undefined_a_model_refusing_is_not():
+    """An op's tensors are its whole input: linalg.eigh raising on a NaN where the others
+    return NaN answers the value (undefined); a model's crash raises for the model."""
+    crash = Finding(Kind.DIVERGENT_ACCEPTANCE, ["torch"], {"accepted": ["tensorflow", "jax"], "errors": {
+        "torch": {"phase": "run", "message": "RuntimeError: linalg.eigh: The algorithm failed to converge"}}})
+    nan_row = {"special_inputs": [{"input": "x", "row": 0, "kind": "nan"}]}
+    (op_sig,) = signatures_of(crash, {"layers": []}, {"seed": "op:eigh", "api": "eigh", **nan_row})
+    assert classify(op_sig) == ("undefined", "NaN/Inf in the input")
+    (model_sig,) = signatures_of(crash, SPEC, nan_row)
+    assert classify(model_sig)[0] == "bug"
+
+
+def test_the_argument_values_keras_echoes_do_not_split_a_root_nor_name_an_op():
+    """Keras ends a refusal with ``Received: interpolation=lanczos3.``: one refusal whatever
+    the value, and "Received" is no op."""
+    def refusal(value: str) -> Signature:
+        f = _divergent(f"ValueError: Resizing with Lanczos interpolation is not supported by the PyTorch backend. "
+                       f"Received: interpolation={value}.", failing="torch")
+        (sig,) = signatures_of(f, {"layers": []}, {"seed": "op:image.resize", "api": "image.resize"})
+        return sig
+    a, b = refusal("lanczos3"), refusal("lanczos5")
+    assert a.op is None and root_key(a) == root_key(b)

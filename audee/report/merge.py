@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from audee.errors import AudeeError
 from audee.records.localization import LocalizationRecord
-from audee.records.rows import PlacedRow
+from audee.records.rows import PlacedRow, ResultRow
 from audee.records.search import SearchTrace
 from audee.report.dedup import dnn_of, level_of
 from audee.store import ResultsTable, RunStore
@@ -59,10 +59,25 @@ def _labels_of(config: dict) -> list[str]:
     return [str(b.get("label") if isinstance(b, dict) else b) for b in config.get("backends") or []]
 
 
-def load_campaign_dir(root: str | Path) -> CampaignData:
+def resigned(row: ResultRow, case_path: str | None) -> ResultRow:
+    """``row`` with its bug signatures made again from its case file by today's rules
+    (audee.signature.case_signatures): a run recorded before a classification rule changed
+    counts as today's audee would.  A row without a case file keeps what it recorded."""
+    from audee.signature import case_signatures
+    from audee.store.caserecord import CaseRecord
+
+    if not case_path or not row.signatures:
+        return row
+    record = CaseRecord.from_file(case_path)
+    sigs = case_signatures(record.verdict, record.spec or None, record.meta, record.meta.get("localization"))
+    return row.model_copy(update={"signatures": [s.to_json() for s in sigs]})
+
+
+def load_campaign_dir(root: str | Path, resign: bool = False) -> CampaignData:
     """Every unit's rows (a row that is no test case: a warning naming its file and line, and
     skipped), search runs, traces and localizations; the frames are the rows' JSON objects
-    with the unit, the case file's path, and the level, search and DNN of each row."""
+    with the unit, the case file's path, and the level, search and DNN of each row.
+    ``resign``: each failing row's signatures made again from its case file (:func:`resigned`)."""
     root = Path(root)
     case_rows, search_rows, traces, localized, consistent, units = [], [], {}, [], [], []
     placed: list[PlacedRow] = []
@@ -81,6 +96,9 @@ def load_campaign_dir(root: str | Path) -> CampaignData:
             if seed is None:
                 units[-1]["seed"] = seed = r.seed
             at = here.placed(r, d.name)
+            if resign:
+                r = resigned(r, at.case_path)
+                at = here.placed(r, d.name)
             placed.append(at)
             case_rows.append({**r.to_json(), "unit": d.name, "unit_dir": str(here.root), "case_path": at.case_path,
                               "level": level_of(r, searches), "dnn": dnn_of(r, searches),
