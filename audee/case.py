@@ -27,6 +27,9 @@ SUBNORMAL_SPECIALS = ("subnormal", "tiny")
 #: an op case's ``undefined`` entry (its row): an integer divisor holding a 0 (C leaves it
 #: undefined; NumPy returns 0 with a warning, TensorFlow and PyTorch raise)
 ZERO_DIVISOR = "integer division by zero"
+#: an op case's ``undefined`` entry: a reduction without an identity (max, argmin, ptp...) over
+#: an empty axis, which NumPy refuses (audee.oracle.ops.NO_IDENTITY): its failures are undefined
+EMPTY_REDUCTION = "a reduction without an identity over an empty axis"
 #: the start of an op case's ``undefined`` entry when Keras's own symbolic call (its shape and
 #: dtype inference, ``compute_output_spec``) refuses the arguments: Keras's written contract
 #: excludes them, so the case's failures are undefined (a backend silently answering is said)

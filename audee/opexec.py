@@ -77,7 +77,8 @@ class OpExecutor:
             phases[label] = {k: round(float(v), 5) for k, v in got.get("phases", {}).items()}
         ordered = [outcomes[label] for label in self.pool.labels if label in outcomes]
         findings, skipped = op_findings(ordered, outputs, dtypes, sub.case.tensors, self.tolerances,
-                                        self.undefined.get(sub.case.op, ()), sub.case.op)
+                                        self.undefined.get(sub.case.op, ()), sub.case.op,
+                                        sub.case.call())
         spec = next((got["spec_refuses"] for got in answers.values() if isinstance(got, dict)
                      and got.get("spec_refuses")), None)
         if spec:  # Keras's own symbolic call refuses the arguments: outside its contract

@@ -64,6 +64,7 @@ UNSUPPORTED = re.compile(
 _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_range": "ids out of range",
                       "overflow_boundary": "at the float32 overflow boundary",
                       "zero_divisor": "an integer division by zero",
+                      "empty_reduction": "a reduction without an identity over an empty axis (NumPy refuses it)",
                       "spec_refuses": "Keras's own symbolic call refuses the arguments",
                       "subnormal_input": "subnormal or tiny inputs (TensorFlow and JAX flush subnormals to zero "
                                          "on the CPU by design)"}

@@ -35,8 +35,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from audee.case import (NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding,
-                        Kind)
+from audee.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
+                        ZERO_DIVISOR, Finding, Kind)
 from audee.records.findings import BackendError
 from audee.records.localization import parse_localization
 
@@ -428,6 +428,8 @@ def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[
     undefined = [str(u) for u in (meta or {}).get("undefined") or []]  # an op case's (audee.oracle.ops)
     if ZERO_DIVISOR in undefined:
         out.append("zero_divisor")
+    if EMPTY_REDUCTION in undefined:
+        out.append("empty_reduction")
     if any(u.startswith(SPEC_REFUSES) for u in undefined):
         out.append("spec_refuses")
     return out

@@ -66,6 +66,35 @@ def test_an_integer_division_by_zero_is_undefined_values_and_failures():
     assert classify(sig) == ("undefined", "an integer division by zero")
 
 
+def test_a_reduction_without_identity_over_an_empty_axis_is_undefined_values_and_failures():
+    from audee.case import EMPTY_REDUCTION, Finding
+    from audee.oracle.ops import op_findings
+    from audee.rootcause import classify
+    from audee.signature import signatures_of
+
+    x = np.zeros((3, 0), np.float32)
+    ok = [Outcome("tensorflow"), Outcome("jax")]
+    outs = {"tensorflow": [np.full(3, np.nan, np.float32)], "jax": [np.full(3, -np.inf, np.float32)]}
+    dtypes = {b: ["float32"] for b in outs}
+
+    def call(axis):
+        return {"op": "nanmax", "args": [{"tensor": "x"}], "kwargs": {"axis": axis}}
+    found, skipped = op_findings(ok, outs, dtypes, {"x": x}, None, (), "nanmax", call(1))
+    assert not found and skipped == [EMPTY_REDUCTION]
+    found, skipped = op_findings(ok, outs, dtypes, {"x": x}, None, (), "nanmax", call(None))
+    assert not found and skipped == [EMPTY_REDUCTION]            # axis None reduces the empty axis too
+    found, skipped = op_findings(ok, {b: [np.zeros(0, np.float32)] for b in outs}, dtypes, {"x": x}, None, (),
+                                 "nanmax", call(0))
+    assert not skipped                                           # over the axis of size 3: defined, compared
+    found, _ = op_findings(ok, outs, dtypes, {"x": x}, None, (), "nansum", call(1))
+    assert found                                                 # a sum has an identity: 0 is the answer
+    crash = Finding(Kind.DIVERGENT_ACCEPTANCE, ["torch"], {"accepted": ["tensorflow", "jax"], "errors": {
+        "torch": {"phase": "run", "message": "IndexError: max(): Expected reduction dim 1 to have non-zero size."}}})
+    (sig,) = signatures_of(crash, {"layers": []}, {"seed": "op:nanmax", "api": "nanmax",
+                                                   "undefined": [EMPTY_REDUCTION]})
+    assert classify(sig)[0] == "undefined" and "identity" in classify(sig)[1]
+
+
 def test_empty_segments_fill_is_each_frameworks_own_and_not_compared():
     ids = np.array([0, 0, 2], np.int32)
     lowest, inf = np.array([[1.0], [-3.4e38], [2.0]], np.float32), np.array([[1.0], [-np.inf], [2.0]], np.float32)

@@ -356,9 +356,11 @@ HAND: dict[str, dict[str, Any]] = {
     "image.resize": {"args": {"images": {"type": "tensor", "dtypes": FLOATS},
                               "size": {"type": "int", "values": [[1, 1], [2, 3], [4, 4], [7, 5], [3, 9], [9, 9]],
                                        "dims": 2, "invalid": [0]}},
+                     # the docstring names nearest, bilinear, bicubic; the Resizing layer adds lanczos3/5;
+                     # "area" is the TF backend's alone (torch and JAX refuse it): outside the contract
                      "params": {"interpolation": {"type": "str", "values": ["bilinear", "nearest", "bicubic",
-                                                                            "lanczos3", "lanczos5", "area"],
-                                                  "invalid": ["trilinear"]},
+                                                                            "lanczos3", "lanczos5"],
+                                                  "invalid": ["trilinear", "area"]},
                                 "antialias": {"type": "bool"},
                                 "crop_to_aspect_ratio": {"type": "bool"}, "pad_to_aspect_ratio": {"type": "bool"},
                                 "fill_mode": {"type": "str", "values": ["constant"]},

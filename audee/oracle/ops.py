@@ -21,8 +21,10 @@ oracles judge them, output by output:
   rows of segment_max/min no id maps to: each framework's own fill); nor an integer output
   of an op fed float values beyond that integer's range (a conversion C leaves undefined;
   :data:`SATURATING` ops define it); nor the values of an integer division by zero
-  (:data:`INT_DIVISION`: the case's row says so and its failures are ``undefined``).  Each skip is returned with its reason, so counts
-  stay honest.
+  (:data:`INT_DIVISION`: the case's row says so and its failures are ``undefined``), nor a
+  reduction without an identity over an empty axis (:data:`NO_IDENTITY`: NumPy raises, the
+  frameworks raise or return -inf, NaN or the dtype's lowest; undefined alike).  Each skip
+  is returned with its reason, so counts stay honest.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from audee.case import ZERO_DIVISOR, Finding, Kind, Outcome
+from audee.case import EMPTY_REDUCTION, ZERO_DIVISOR, Finding, Kind, Outcome
 from audee.oracle.crash import crash_findings
 from audee.oracle.deviation import Tolerance, Tolerances, as_tolerances, compare, pair_compute
 from audee.oracle.nan import nan_findings
@@ -44,16 +46,21 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "compl
 SATURATING = ("saturate_cast",)
 #: ops dividing integers by their second tensor: a 0 there is undefined (:data:`audee.case.ZERO_DIVISOR`)
 INT_DIVISION = ("floor_divide", "mod", "fmod")
+#: reductions without an identity: over an empty axis NumPy raises ("zero-size array to reduction
+#: operation maximum which has no identity"), so the result is undefined (:data:`audee.case.EMPTY_REDUCTION`)
+NO_IDENTITY = ("max", "min", "amax", "amin", "ptp", "nanmax", "nanmin", "argmax", "argmin", "nanargmax", "nanargmin")
 EXACT = Tolerances(float32=Tolerance(0.0, 0.5), float16=Tolerance(0.0, 0.5), bfloat16=Tolerance(0.0, 0.5))
 
 
 def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarray]],
                 dtypes: Mapping[str, list[str]], inputs: Mapping[str, np.ndarray],
                 tolerances: Tolerances | Mapping[str, Any] | None = None,
-                undefined: Sequence[str] = (), op: str = "") -> tuple[list[Finding], list[str]]:
+                undefined: Sequence[str] = (), op: str = "",
+                call: Mapping[str, Any] | None = None) -> tuple[list[Finding], list[str]]:
     """The findings of one op call ``op`` (``outcomes``: one per backend, failures included;
-    ``outputs``/``dtypes``: each backend that ran, its outputs and their Keras dtypes), and
-    what was not compared because the contract leaves it undefined."""
+    ``outputs``/``dtypes``: each backend that ran, its outputs and their Keras dtypes;
+    ``call``: its arguments, :meth:`audee.opcase.OpCase.call`), and what was not compared
+    because the contract leaves it undefined."""
     tol = as_tolerances(tolerances)
     findings = crash_findings(list(outcomes))
     mark_odd(list(outcomes), findings)
@@ -63,6 +70,10 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
         skipped.append("values: the op's result is defined up to signs and order")
     if op in INT_DIVISION and zero_int_divisor(inputs):  # each framework raises, returns 0 or garbage
         skipped.append(ZERO_DIVISOR)
+        undefined = (*undefined, "values")
+    whole = op in NO_IDENTITY and empty_reduction(call or {}, inputs)  # the whole result undefined
+    if whole:
+        skipped.append(EMPTY_REDUCTION)
         undefined = (*undefined, "values")
     for a, b in combinations(ok, 2):
         na, nb = len(outputs[a.backend]), len(outputs[b.backend])
@@ -84,7 +95,7 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
                 group.append(_mismatch(a, b, f"out{k}:dtype", da, db))
         views = [_view(o, outputs[o.backend][k], dtypes[o.backend][k], k) for o in ok]
         floats = all(dtypes[o.backend][k] in FLOAT_DTYPES for o in ok)
-        if floats:
+        if floats and not whole:
             group += nan_findings(views, inputs)
         if "values" not in undefined:
             if not floats and "tie_indices" in undefined and has_ties(inputs):
@@ -115,6 +126,20 @@ def _without_empty_segments(outputs: Mapping[str, list[np.ndarray]], ids: np.nda
                 empty.update(rows)
             out[b].append(a)
     return out, sorted(empty)
+
+
+def empty_reduction(call: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> bool:
+    """Whether the call reduces its first tensor over an axis of size 0 (``axis`` None: all
+    of them, so any empty tensor)."""
+    first = next((a for a in call.get("args", []) if isinstance(a, dict) and "tensor" in a), None)
+    if first is None or first["tensor"] not in inputs:
+        return False
+    shape = np.shape(inputs[first["tensor"]])
+    axis = call.get("kwargs", {}).get("axis")
+    if axis is None:
+        return 0 in shape
+    axes = axis if isinstance(axis, (list, tuple)) else [axis]
+    return any(isinstance(a, int) and -len(shape) <= a < len(shape) and shape[a] == 0 for a in axes)
 
 
 def zero_int_divisor(inputs: Mapping[str, np.ndarray]) -> bool:
