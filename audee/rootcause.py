@@ -208,21 +208,15 @@ def root_causes(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for b in bugs:
         sig: Signature = b["signature"]
         key = b.get("root") or root_key(sig)  # audee.known.unique_bugs: a known issue's link, else root_key
-        g = groups.setdefault(key, {
-            "root": key, "kind": b["kind"], "api": sig.layer or primary_api(sig.api) or "-", "op": sig.op,
-            "component": sig.component, "error": b["error"], "signatures": 0, "cases": 0, "backends": set(),
-            "odd": set(), "class": b["class"], "class_reason": b["class_reason"], "known_id": None,
-            "first_case": b["first_case"], "case_file": b.get("case_file"), "repro": b["repro"],
-            "slug": b["slug"], "members": []})
-        g["signatures"] += 1
-        g["cases"] += b["cases"]
-        g["backends"].update(b["backends"])
-        g["odd"].update(sig.odd)
-        g["members"].append(sig)
-        if CLASSES.index(b["class"]) < CLASSES.index(g["class"]):
-            g["class"], g["class_reason"] = b["class"], b["class_reason"]
-        g["known_id"] = g["known_id"] or b["known_id"]
-        g["repro"] = g["repro"] or b["repro"]
+        one = {"root": key, "kind": b["kind"], "api": sig.layer or primary_api(sig.api) or "-", "op": sig.op,
+               "component": sig.component, "error": b["error"], "signatures": 1, "cases": b["cases"],
+               "backends": set(b["backends"]), "odd": set(sig.odd), "class": b["class"],
+               "class_reason": b["class_reason"], "known_id": b["known_id"], "first_case": b["first_case"],
+               "case_file": b.get("case_file"), "repro": b["repro"], "slug": b["slug"], "members": [sig]}
+        if key in groups:
+            _absorb(groups[key], one)
+        else:
+            groups[key] = one
     _fold_pairs(groups)
     out = []
     for g in groups.values():
@@ -253,15 +247,22 @@ def _fold_pairs(groups: dict[str, dict[str, Any]]) -> None:
         target = _pair_target(key, groups)
         if target is None:
             continue
-        g, t = groups.pop(key), groups[target]
-        t["signatures"] += g["signatures"]
-        t["cases"] += g["cases"]
-        t["backends"].update(g["backends"])
-        t["members"].extend(g["members"])
-        if CLASSES.index(g["class"]) < CLASSES.index(t["class"]):
-            t["class"], t["class_reason"] = g["class"], g["class_reason"]
-        t["known_id"] = t["known_id"] or g["known_id"]
-        t["repro"] = t["repro"] or g["repro"]
+        _absorb(groups[target], groups.pop(key))
+
+
+def _absorb(into: dict[str, Any], g: dict[str, Any]) -> None:
+    """Add root group ``g`` to ``into``: its signatures, cases (summed: a case may count under
+    several), backends, odd backends and members; the more telling class; a known id and a
+    repro script where ``into`` has none."""
+    into["signatures"] += g["signatures"]
+    into["cases"] += g["cases"]
+    into["backends"].update(g["backends"])
+    into["odd"].update(g["odd"])
+    into["members"].extend(g["members"])
+    if CLASSES.index(g["class"]) < CLASSES.index(into["class"]):
+        into["class"], into["class_reason"] = g["class"], g["class_reason"]
+    into["known_id"] = into["known_id"] or g["known_id"]
+    into["repro"] = into["repro"] or g["repro"]
 
 
 def class_counts(roots: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
