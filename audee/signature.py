@@ -403,15 +403,16 @@ def _op_case(meta: dict[str, Any] | None) -> bool:
 
 
 def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[int] | None = None,
-                   values: bool = True) -> list[str]:
+                   values: bool = True, crash: bool = False) -> list[str]:
     """Facts about the inputs that put a finding outside the documented contract: the
     special values the case's rows carry (``meta['special_inputs']``: ``[{input, row,
     kind}]``), on ``rows`` only where the finding names its rows (None: any row).
     ``values``: whether NaN/Inf inputs count (not for a model's crash: it raises for the
     model, not for a value; an op's clean refusal may be its answer to a NaN, see
     :func:`_op_case`).  Subnormal and tiny values (``subnormal_input``): TensorFlow's and JAX's
-    CPU kernels flush subnormals to zero by design (jax-ml/jax#16200), torch does not; what
-    differs on them is each framework's documented choice, not a bug."""
+    CPU kernels flush subnormals to zero by design (jax-ml/jax#16200), torch does not; a value
+    that differs on them is each framework's documented choice, not a bug (a ``crash`` is no
+    value: never so)."""
     special = (meta or {}).get("special_inputs") or []
     wanted = None if rows is None else {int(r) for r in rows}
     kinds = {str(s.get("kind")) for s in special if isinstance(s, dict)
@@ -423,7 +424,7 @@ def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[
         out.append("ids_out_of_range")
     subnormal = {s.get("row") for s in special if isinstance(s, dict) and s.get("kind") in SUBNORMAL_SPECIALS} \
         if isinstance(special, list) else set()
-    if subnormal and (wanted is None or wanted <= subnormal):  # every row the finding names carries them
+    if subnormal and not crash and (wanted is None or wanted <= subnormal):  # on every row the finding names
         out.append("subnormal_input")
     undefined = [str(u) for u in (meta or {}).get("undefined") or []]  # an op case's (audee.oracle.ops)
     if ZERO_DIVISOR in undefined:
@@ -513,7 +514,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             api, params = blamed(named, message)
             traceback = raw[(phase, error)].traceback
             context = (["audee_raised"] if _audee_raised(traceback) else []) + \
-                (_input_context(meta, False, values=_op_case(meta)) if phase == "run" else []) + silent
+                (_input_context(meta, False, values=_op_case(meta), crash=True) if phase == "run" else []) + silent
             out.append(sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context,
                            odd=(), traceback=traceback))
         return out
@@ -524,7 +525,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         error = f"{how}: {error}" if how and error else (error or how)
         named = named_layer(message, layers)
         api, params = blamed(named, message)
-        context = _input_context(meta, False, values=False) if detail.phase == "run" else []
+        context = _input_context(meta, False, values=False, crash=True) if detail.phase == "run" else []
         return [sig(finding.kind, api, params, backends, named, detail.phase, error, message, context)]
     if finding.kind == Kind.NAN:
         # where the backends' non-finite patterns first differ; else where the failing

@@ -378,6 +378,11 @@ def test_flush_to_zero_on_subnormal_rows_is_undefined_unless_a_flushing_backend_
     assert "flush" in classify(deviation("torch", [1]))[1]
     assert classify(deviation("jax", [1, 3]))[0] == "bug"            # JAX alone: not TF's flushing too
     assert classify(deviation("torch", [1, 2]))[0] == "bug"          # row 2 carries none: not the flush alone
+    crash = Finding(Kind.DIVERGENT_ACCEPTANCE, ["torch"], {"accepted": ["tensorflow", "jax"], "errors": {
+        "torch": {"phase": "run", "message": "RuntimeError: something broke"}}})
+    tiny = {"seed": "op:inv", "api": "inv", "special_inputs": [{"input": "x", "row": 0, "kind": "tiny"}]}
+    (sig,) = signatures_of(crash, {"layers": []}, tiny)
+    assert classify(sig)[0] == "bug"                                 # a crash is no flushed value
 
 
 def test_an_op_refusing_a_nan_input_is_undefined_a_model_refusing_is_not():
