@@ -152,6 +152,10 @@ def test_fuzz_op_writes_rows_case_files_and_a_repro_that_reproduces_alone(jax_po
     fresh = [s for r in load_campaign_dir(tmp_path, resign=True).rows if r.row.id == bad[0].id
              for s in r.row.signatures]
     assert fresh == bad[0].signatures
+    (tmp_path / bad[0].case_file).unlink()                  # a lost case file: that row keeps what it recorded
+    kept = [s for r in load_campaign_dir(tmp_path, resign=True).rows if r.row.id == bad[0].id
+            for s in r.row.signatures]
+    assert kept == stale
 
 
 @pytest.mark.slow

@@ -62,13 +62,19 @@ def _labels_of(config: dict) -> list[str]:
 def resigned(row: ResultRow, case_path: str | None) -> ResultRow:
     """``row`` with its bug signatures made again from its case file by today's rules
     (audee.signature.case_signatures): a run recorded before a classification rule changed
-    counts as today's audee would.  A row without a case file keeps what it recorded."""
+    counts as today's audee would.  A row without a case file, or whose case file cannot be
+    read (a warning naming it), keeps what it recorded: one lost file loses no recount."""
+    from audee.errors import CaseFileError
     from audee.signature import case_signatures
     from audee.store.caserecord import CaseRecord
 
     if not case_path or not row.signatures:
         return row
-    record = CaseRecord.from_file(case_path)
+    try:
+        record = CaseRecord.from_file(case_path)
+    except CaseFileError as exc:
+        log.warning("%s; case %s keeps its recorded signatures", exc, row.id)
+        return row
     sigs = case_signatures(record.verdict, record.spec or None, record.meta, record.meta.get("localization"))
     return row.model_copy(update={"signatures": [s.to_json() for s in sigs]})
 
