@@ -170,6 +170,7 @@ def _header(record: CaseRecord, f: Any, model: str, setup: TrainSetup, run: list
 TEMPLATE = r'''#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 __HEADER__
+import json
 import os
 import subprocess
 import sys
