@@ -26,6 +26,7 @@ from audee.apis.call_args import MASK_ROWS, draw_masks
 from audee.errors import AudeeError
 from audee.paths import seeds_dir
 from audee.spec import InputSpec, ModelSpec, Weights, load_weights
+from audee.store.caserecord import CASE_ID
 from audee.yamlio import read_text
 
 log = logging.getLogger(__name__)
@@ -54,10 +55,24 @@ def list_seeds() -> list[str]:
     return sorted(p.parent.name for p in d.glob("*/spec.json")) if d.is_dir() else []
 
 
+#: the longest seed name: its case ids (``<name>-v00001``, a search's ``<name>-v00001-<kind>-...``)
+#: must stay within :data:`audee.store.caserecord.CASE_ID`
+MAX_SEED_NAME = 100
+
+
 def load_seed(name_or_path: str, log_dir: str | Path | None = None) -> Seed:
     """A shipped seed by name, a directory with spec.json, a spec .json file, or a .keras
     model (read in a TensorFlow worker logging to ``log_dir``); a user's seed with its
-    inputs (:func:`with_inputs`)."""
+    inputs (:func:`with_inputs`).  Its name starts every case id it gives, so it must be one."""
+    seed = _load_seed(name_or_path, log_dir)
+    if len(seed.name) > MAX_SEED_NAME or not CASE_ID.match(seed.name):
+        raise AudeeError(f"the seed's name {ascii(seed.name[:60])} cannot start case ids, which name files: use "
+                         f"letters, digits and _ . + = - (at most {MAX_SEED_NAME}, a letter or digit first)",
+                         source=seed.source or None, field="name")
+    return seed
+
+
+def _load_seed(name_or_path: str, log_dir: str | Path | None = None) -> Seed:
     p = Path(name_or_path)
     if p.suffix == ".keras":
         return with_inputs(import_keras_seed(p, log_dir))

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import inspect
 import io
-import json
 import os
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from audee.oracle.deviation import Tolerances
 from audee.records.findings import DeviationDetail, EquivalenceDetail, HardCrashDetail
 from audee.records.localization import LocalizationReport
 from audee.records.rows import ResultRow
+from audee.repro.source import Code, Comment, Data, fill
 from audee.repro.template import SCRIPT
 from audee.spec import ModelSpec, Weights, contiguous, one_layer_spec, weights_key
 from audee.store.atomic import write_atomic
@@ -367,19 +367,6 @@ def _recorded(f: Finding) -> str:
     return ", ".join(f"{k} {v}" for k, v in shown.items() if d.written(k))
 
 
-def _json_literal(obj: Any, lines: bool = False) -> str:
-    """A Python literal for json.loads: a raw triple-quoted string, one layer a line."""
-    if lines:
-        layers = ",\n  ".join(json.dumps(x) for x in obj["layers"])
-        rest = {k: v for k, v in obj.items() if k != "layers"}
-        body = json.dumps(rest)[:-1] + ',\n "layers": [\n  ' + layers + "\n ]}"
-    else:
-        body = json.dumps(obj)
-    if '"""' in body or body.endswith("\\"):
-        return repr(body)
-    return 'r"""\n' + body + '\n"""'
-
-
 def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], failing: list[str], name: str, *,
            one: str | None, compare: str, rows: list[int], timeout: float,
            data: dict[str, tuple[list[int], str]], equiv: Any = None) -> str:
@@ -407,22 +394,19 @@ def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], fail
         + (f" (seed {seed})" if seed else "") + f", {len(rows)} input(s)"
     needs = sorted({m for b in run for m in _packages(b)})
     recorded = _recorded(f)
-    header = [f"# Repro: {expect}.", "#",
-              f"# Shows: {f.kind}. The model: {what}.",
-              *([f"# Recorded: {recorded}"] if recorded else []),
-              f"# Found with: {_versions(record, run)}", "#",
-              f"# Run:  python {name}.py      ({name}.npz beside it holds the weights and inputs;",
-              f"#       needs numpy, keras 3, {', '.join(needs)})",
-              f"#       python {name}.py --backend {run[0]} --out OUT.npz   runs one backend alone",
-              "# Exit: 0 the failure reproduces, 1 it does not, 2 the environment is broken,",
-              f"#       3 {name}.npz is missing or damaged (checked first: no verdict).",
-              f"# Written by audee {__version__} from case {record.id}; the script does not need audee."]
-    return (SCRIPT.replace("__HEADER__", "\n".join(header))
-            .replace("__MODEL__", _json_literal(model, lines=True))
-            .replace("__CASE__", _json_literal(case))
-            .replace("__EQUIV__", _json_literal(_equiv_json(equiv, len(rows))))
-            .replace("__OWNED__", _owned_source())
-            .replace("__DATA__", repr(f"{name}.npz")))
+    header = [f"Repro: {expect}.", "",
+              f"Shows: {f.kind}. The model: {what}.",
+              *([f"Recorded: {recorded}"] if recorded else []),
+              f"Found with: {_versions(record, run)}", "",
+              f"Run:  python {name}.py      ({name}.npz beside it holds the weights and inputs;",
+              f"      needs numpy, keras 3, {', '.join(needs)})",
+              f"      python {name}.py --backend {run[0]} --out OUT.npz   runs one backend alone",
+              "Exit: 0 the failure reproduces, 1 it does not, 2 the environment is broken,",
+              f"      3 {name}.npz is missing or damaged (checked first: no verdict).",
+              f"Written by audee {__version__} from case {record.id}; the script does not need audee."]
+    return fill(SCRIPT, {"HEADER": Comment(header), "MODEL": Data(model, rows=True), "CASE": Data(case),
+                         "EQUIV": Data(_equiv_json(equiv, len(rows))), "OWNED": Code(_owned_source()),
+                         "DATA": Data(f"{name}.npz")})
 
 
 def _owned_source() -> str:
