@@ -23,6 +23,7 @@ import numpy as np
 from audee.case import Finding, Kind
 from audee.errors import AudeeError
 from audee.repro.template import SCRIPT as MODEL_SCRIPT
+from audee.bounded import utf8
 from audee.store.atomic import write_atomic
 from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
 
@@ -248,5 +249,5 @@ def write_op_repro(record: CaseRecord, out_dir: Path, name: str, finding: int) -
             .replace("__CASE__", repr(json.dumps(case))))
     path = Path(out_dir) / f"{name}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text.encode())
+    write_atomic(path, utf8(text))
     return path

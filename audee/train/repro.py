@@ -33,6 +33,7 @@ import numpy as np
 from audee.case import Kind, TestCase
 from audee.errors import AudeeError
 from audee.spec import ModelSpec, one_layer_spec
+from audee.bounded import utf8
 from audee.store.atomic import write_atomic, write_via
 from audee.store.caserecord import CaseRecord
 from audee.train.run import TrainExecutor
@@ -107,7 +108,7 @@ def write_train_repro(record: CaseRecord, out_dir: Path, name: str, pool: Any, f
     header = _header(record, picked, label, s, run)
     text = (TEMPLATE.replace("__HEADER__", header).replace("__MODEL__", repr(json.dumps(_model_json(spec))))
             .replace("__CASE__", repr(json.dumps(case_json))))
-    write_atomic(script, text.encode())
+    write_atomic(script, utf8(text))
     os.chmod(script, 0o755)
     return TrainRepro(script, data, label, picked.kind, list(picked.backends), notes)
 
