@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from audee.bounded import clean_text, utf8
 from audee.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
                         ZERO_DIVISOR, Finding, Kind)
 from audee.records.findings import BackendError
@@ -61,6 +62,13 @@ class Signature:
     error_full: str | None = field(default=None, compare=False)  # the whole normalized error, for matching
     context: tuple[str, ...] = field(default=(), compare=False)  # facts for the class: invalid:<param>, ...
 
+    def __post_init__(self) -> None:
+        # an old row's or a plugin's words may hold lone surrogates: a key must always hash and print
+        for name in ("error", "error_full"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, clean_text(value, None))
+
     @property
     def named_backends(self) -> tuple[str, ...]:
         """The backends a key names: the odd ones where the oracle could tell, else all of
@@ -74,7 +82,7 @@ class Signature:
                            self.phase or "-", self.error or "-"])
 
     def short_hash(self) -> str:
-        return hashlib.sha1(self.key().encode()).hexdigest()[:8]
+        return hashlib.sha1(utf8(self.key())).hexdigest()[:8]
 
     def slug(self) -> str:
         """Filename-safe and short, unique by a hash of the key: ``repro/<slug>.py``."""
@@ -153,7 +161,8 @@ def normalize_error(message: str | None, layer_names: Iterable[str] = (), whole:
     worded past the head)."""
     if not message:
         return None
-    lines = _without_traceback([ln for ln in str(message).strip().splitlines() if ln.strip()])
+    message = clean_text(message)  # valid and bounded: the patterns below never see 10 MB
+    lines = _without_traceback([ln for ln in message.strip().splitlines() if ln.strip()])
     if not lines:
         return None
     text = " ".join(" ".join(lines if whole else lines[:3]).split())

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from audee.bounded import MAX_DATA_BYTES, check_regular
 from audee.errors import AudeeError
 from audee.spec import DTYPES, InputSpec, LayerSpec, ModelSpec, Weights, validate
 
@@ -57,8 +58,7 @@ def import_keras_model(path: str | Path, *, check: bool = True) -> tuple[ModelSp
     import keras
 
     src = str(path)
-    if not Path(path).is_file():
-        raise AudeeError("no such file", source=src)
+    check_regular(path, MAX_DATA_BYTES)  # a pipe or a device would hang or fill memory: refused unread
     try:
         model = keras.saving.load_model(str(path), compile=False)
     except Exception as exc:  # custom objects, corrupt zip, unsafe Lambda, ...

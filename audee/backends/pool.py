@@ -24,6 +24,7 @@ from audee.backends.registry import BackendRef
 from audee.backends.worker import MEMORY_EXIT
 from audee.case import MEMORY_CAP
 from audee.cpus import task_cpus, threads_per_worker
+from audee.bounded import TRACEBACK_LIMIT, clean_text
 from audee.errors import BackendUnavailable
 from audee.settings import MAX_TIMEOUT_S, TIMEOUT_S
 from audee.spec import ModelSpec, Weights
@@ -44,6 +45,13 @@ class WorkerFailure:
     message: str
     traceback: str = ""
     log_tail: str = ""
+
+    def __post_init__(self) -> None:
+        # where a backend's words enter audee: made valid, bounded text once (a lone surrogate
+        # or 10 MB here would fail or bloat every hash, row and report downstream)
+        self.message = clean_text(self.message)
+        self.traceback = clean_text(self.traceback, TRACEBACK_LIMIT)
+        self.log_tail = clean_text(self.log_tail, TRACEBACK_LIMIT)
 
     @property
     def hard(self) -> bool:

@@ -29,6 +29,7 @@ from audee.backends.registry import parse_backends
 from audee.campaign.config import Campaign, Unit
 from audee.campaign.localize_stage import localize_unit, pending
 from audee.cpus import default_parallel_units, task_cpus
+from audee.bounded import MAX_TEXT_BYTES, read_bytes
 from audee.errors import AudeeError, BackendUnavailable
 from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, fuzz_ops, summarize
 from audee.logs import setup_logging
@@ -57,11 +58,11 @@ def read_layout(out: Path | None) -> dict[str, Any] | None:
         return None
     path = Path(out) / LAYOUT
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_bytes(path, MAX_TEXT_BYTES))
         count, ids = doc["count"], doc["ids"]
         ok = isinstance(count, int) and count >= 1 and isinstance(ids, list) and len(ids) == count \
             and all(isinstance(i, int) for i in ids) and len(set(ids)) == count
-    except (OSError, ValueError, KeyError, TypeError):
+    except (AudeeError, ValueError, KeyError, TypeError):
         ok = False
     if not ok:
         raise AudeeError("expected {\"count\": N, \"ids\": [N distinct task ids]}; fix or remove it",

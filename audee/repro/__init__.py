@@ -41,6 +41,7 @@ from audee.records.rows import ResultRow
 from audee.repro.source import Code, Comment, Data, fill
 from audee.repro.template import SCRIPT
 from audee.spec import ModelSpec, Weights, contiguous, one_layer_spec, weights_key
+from audee.bounded import utf8
 from audee.store.atomic import write_atomic
 from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
 from audee.store.runstore import RunStore
@@ -267,7 +268,7 @@ def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "a
     manifest = _write_data(data, tc, equiv)
     text = render(record, f, tc.spec, run, failing, name, one=one, compare=_compare_layer(tc.spec, f, one),
                   rows=kept, timeout=timeout, data=manifest, equiv=equiv)
-    write_atomic(script, text.encode())
+    write_atomic(script, utf8(text))
     os.chmod(script, 0o755 & ~_umask())
     return ReproScript(script, data, f.kind, run, kind_model, one, kept, verified, notes)
 

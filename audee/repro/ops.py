@@ -23,6 +23,7 @@ from audee.case import Finding, Kind
 from audee.errors import AudeeError
 from audee.repro.source import Code, Comment, Data, fill
 from audee.repro.template import SCRIPT as MODEL_SCRIPT
+from audee.bounded import utf8
 from audee.store.atomic import write_atomic
 from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
 
@@ -244,5 +245,5 @@ def write_op_repro(record: CaseRecord, out_dir: Path, name: str, finding: int) -
         "BACKENDS": Data(backends), "CASE": Data(case)})
     path = Path(out_dir) / f"{name}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text.encode())
+    write_atomic(path, utf8(text))
     return path

@@ -33,6 +33,7 @@ from audee.case import Kind, TestCase
 from audee.errors import AudeeError
 from audee.repro.source import Comment, Data, fill
 from audee.spec import ModelSpec, one_layer_spec
+from audee.bounded import utf8
 from audee.store.atomic import write_atomic, write_via
 from audee.store.caserecord import CaseRecord
 from audee.train.run import TrainExecutor
@@ -106,7 +107,7 @@ def write_train_repro(record: CaseRecord, out_dir: Path, name: str, pool: Any, f
                  "arrays": {k: [list(v.shape), str(v.dtype)] for k, v in arrays.items()}}
     header = _header(record, picked, label, s, run)
     text = fill(TEMPLATE, {"HEADER": Comment(header), "MODEL": Data(_model_json(spec)), "CASE": Data(case_json)})
-    write_atomic(script, text.encode())
+    write_atomic(script, utf8(text))
     os.chmod(script, 0o755)
     return TrainRepro(script, data, label, picked.kind, list(picked.backends), notes)
 
