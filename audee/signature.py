@@ -38,6 +38,7 @@ from typing import Any, Iterable
 from audee.bounded import clean_text, utf8
 from audee.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
                         ZERO_DIVISOR, Finding, Kind)
+from audee.kinds import TRAINING_FAILURES, with_accumulated
 from audee.records.findings import BackendError
 from audee.records.localization import parse_localization
 
@@ -550,7 +551,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         context = _input_context(meta, bool(detail.input_nonfinite)) + \
             (["overflow_boundary"] if detail.overflow_boundary else [])
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None, context=context)]
-    if finding.kind == "deviation":
+    if finding.kind == Kind.DEVIATION:
         own = detail.own_layers
         layer = own[0] if own else detail.first_layer
         pair = detail.pair
@@ -570,7 +571,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             _input_context(meta, False, detail.rows) if detail.reason in ("values", "nonfinite") else [])
         return [sig(finding.kind, api, params, backends, layer, detail.phase if raw else None,
                     normalize_error(raw, layers) if raw else None, raw, context)]
-    if finding.kind in (Kind.TRAIN_NAN, Kind.TRAIN_DEVIATION):
+    if finding.kind in TRAINING_FAILURES:
         # the training phase: the layer its oracle pins; NaN/Inf or special values the
         # inputs carried put it outside the contract as for the forward pass
         layer = getattr(detail, "layer", None)
@@ -613,7 +614,7 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
             layer = (f.detail.own_layers or [None])[0] or f.detail.first_layer
             if isinstance(layer, str):
                 own[f.detail.pair] = layer
-    deviating = {f.detail.pair for f in findings if f.kind in (Kind.DEVIATION, Kind.DEVIATION_ACCUMULATED)}
+    deviating = {f.detail.pair for f in findings if f.kind in with_accumulated(Kind.DEVIATION)}
     out: list[Signature] = []
     for f in findings:
         incons = f.kind == Kind.INCONSISTENCY

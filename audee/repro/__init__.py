@@ -34,6 +34,7 @@ import numpy as np
 from audee import __version__
 from audee.case import Finding, Kind, TestCase
 from audee.errors import AudeeError
+from audee.kinds import CRASHES, PAIRWISE
 from audee.oracle.deviation import Tolerances
 from audee.records.findings import DeviationDetail, EquivalenceDetail, HardCrashDetail
 from audee.records.localization import LocalizationReport
@@ -99,7 +100,7 @@ def _roles(record: CaseRecord, f: Finding) -> tuple[list[str], list[str]]:
         run = list(f.backends)
     order = [r.label for r in record.backends]
     run = sorted(dict.fromkeys(run), key=lambda b: order.index(b) if b in order else len(order))
-    if f.kind in (Kind.INCONSISTENCY, "deviation"):
+    if f.kind in PAIRWISE:
         run = list(f.backends)  # the pair, reference first
     if f.kind == Kind.EQUIVALENCE:
         run = list(f.backends)  # one backend, the model and its equivalent
@@ -134,7 +135,7 @@ def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str
     loc = record.meta.get("localization")
     if isinstance(loc, dict):
         cands += [s.layer for s in LocalizationReport.from_json(loc).sources]
-    if f.kind in (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE):  # a layer the error message names
+    if f.kind in CRASHES:  # a layer the error message names
         from audee.signature import named_layer
 
         texts = [d.message] if isinstance(d, HardCrashDetail) else [e.message for e in d.errors.values()]
@@ -148,7 +149,7 @@ def failing_rows(f: Finding, n: int) -> list[int]:
     d = f.detail
     if f.kind == Kind.EQUIVALENCE and d.rule in ("batch_permuted", "batch_single"):
         return list(range(n))  # a batch rule's rows only mean something in their batch
-    rows = d.rows if f.kind in ("deviation", Kind.EQUIVALENCE) else d.inputs if f.kind == Kind.INCONSISTENCY else None
+    rows = d.rows if f.kind in (Kind.DEVIATION, Kind.EQUIVALENCE) else d.inputs if f.kind == Kind.INCONSISTENCY else None
     rows = sorted({int(r) for r in rows or [] if 0 <= int(r) < n})
     return rows or list(range(n))
 
@@ -156,7 +157,7 @@ def failing_rows(f: Finding, n: int) -> list[int]:
 def _compare_layer(spec: ModelSpec, f: Finding, one_layer: str | None) -> str:
     if one_layer is not None:
         return one_layer
-    if f.kind in ("deviation", Kind.EQUIVALENCE):  # the tensor the whole-model check found out of tolerance
+    if f.kind in (Kind.DEVIATION, Kind.EQUIVALENCE):  # the tensor the whole-model check found out of tolerance
         return spec.output if f.detail.tensor == "output" else spec.logits_layer
     return spec.output
 
@@ -234,7 +235,7 @@ def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "a
     candidates: list[tuple[str, TestCase, list[int]]] = []
     if target is not None:
         source = failing[0] if f.kind == Kind.NAN else \
-            next((b for b in run if b not in failing), run[0]) if f.kind in Kind.FAILURES[:2] else run[0]
+            next((b for b in run if b not in failing), run[0]) if f.kind in CRASHES else run[0]
         li = _layer_inputs(pool, spec, case.weights, sub(rows), target, source)
         if li is None:
             notes.append(f"{source} cannot run the model to give layer {target} its input")

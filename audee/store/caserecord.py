@@ -27,9 +27,9 @@ import numpy as np
 from pydantic import ValidationError
 
 from audee.backends.registry import BUILTIN, DEFAULT_PRECISION, BackendRef, backend_label, parse_placement
-from audee.case import Kind, TestCase, Verdict
+from audee.case import TestCase, Verdict
 from audee.errors import CaseFileError
-from audee.records.findings import parse_detail
+from audee.kinds import NAMES, parse_detail
 from audee.settings import TIE_MARGIN
 from audee.store.atomic import write_atomic
 from audee.store.casefile import CASE_FORMAT, READ_FORMATS, encode, read_case_bytes
@@ -37,9 +37,7 @@ from audee.store.casefile import CASE_FORMAT, READ_FORMATS, encode, read_case_by
 FIELDS = ("format", "created", "id", "spec", "weights", "inputs", "backends", "verdict", "distances", "outputs",
           "versions", "tie_margin", "tolerances", "op")
 BUILTIN_TARGETS = frozenset(BUILTIN.values())
-FINDING_KINDS = (*Kind.FAILURES, Kind.CONSISTENT_REJECTION, Kind.NAN_PROPAGATED, Kind.DEVIATION_ACCUMULATED)
-FINDING_KINDS += (Kind.TRAIN_DEVIATION_ACCUMULATED,)
-FINDING_KINDS += (Kind.EQUIVALENCE_ACCUMULATED,)
+FINDING_KINDS = NAMES  # every kind of the finding kind table (audee.kinds)
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 #: a case id, as audee makes them: ``<seed>-seed``, ``<seed>-v00001``, ``api-<API>-v00001``,
@@ -308,7 +306,7 @@ def _check_verdict(verdict: dict, bad: Any) -> None:
             raise bad("expected a list of backend labels", f"{where}.backends")
         if not isinstance(f.get("detail", {}), dict):
             raise bad(f"expected a mapping, got {type(f.get('detail')).__name__}", f"{where}.detail")
-        try:  # each kind's detail type (audee.records.findings): a wrong value is named here
+        try:  # each kind's detail type (audee.kinds): a wrong value is named here
             parse_detail(f["kind"], f.get("detail") or {})
         except ValidationError as exc:
             first = exc.errors()[0]

@@ -32,6 +32,7 @@ import numpy as np
 from audee.case import Kind, TestCase
 from audee.errors import AudeeError
 from audee.repro.source import Comment, Data, fill
+from audee.kinds import TRAINING_FAILURES
 from audee.spec import ModelSpec, one_layer_spec
 from audee.bounded import utf8
 from audee.store.atomic import write_atomic, write_via
@@ -62,8 +63,8 @@ def write_train_repro(record: CaseRecord, out_dir: Path, name: str, pool: Any, f
     model checked on ``pool`` (the case's backends)."""
     findings = record.verdict_obj().findings
     picked = findings[finding] if finding is not None else next(
-        (f for f in findings if f.is_failure and f.kind in (Kind.TRAIN_DEVIATION, Kind.TRAIN_NAN)), None)
-    if picked is None or picked.kind not in (Kind.TRAIN_DEVIATION, Kind.TRAIN_NAN):
+        (f for f in findings if f.is_failure and f.kind in TRAINING_FAILURES), None)
+    if picked is None or picked.kind not in TRAINING_FAILURES:
         raise AudeeError("no training-phase deviation or NaN finding to write a script for", source=record.source)
     backends = sorted({b for f in findings if f.kind == picked.kind for b in f.backends} | set(picked.backends)) \
         if picked.kind == Kind.TRAIN_NAN else list(picked.backends)
