@@ -25,7 +25,7 @@ from audee.mutation import special
 from audee.exercised import exercised
 from audee.repro import write_bug_repros
 from audee.execute import Executor, Result, Submitted, seed_batch
-from audee.reference.run import Reference
+from audee.reference.run import Reference, reference_workers
 from audee.seeds import Seed
 from audee.records.rows import ResultRow
 from audee.records.search import SearchRun
@@ -91,7 +91,7 @@ def case_record(result: Result, pool: Pool, extra: dict[str, Any], *,
     if result.reference is not None:  # judged against float64: a re-run asks for the same reference
         extra = {**extra, "reference": result.reference.to_json()}
     # bfloat16 arrays are widened to float32 when written (audee.store.casefile.widen_reduced_floats)
-    return CaseRecord.from_result(result, [w.ref for w in pool.workers.values()], pool.versions(),
+    return CaseRecord.from_result(result, pool.refs, pool.versions(),
                                   tie_margin=tie_margin, tolerances=tolerances, meta=extra)
 
 
@@ -158,8 +158,11 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
 
 
 def start_pool(cfg: FuzzConfig, log_dir: Path) -> Pool:
-    """Start the workers for ``cfg.backends``; a backend that cannot start is an error."""
-    return Pool(cfg.backends, log_dir, timeout=cfg.timeout, threads=cfg.threads).start_or_fail(
+    """Start the workers for ``cfg.backends`` (and the float64 reference's own, when the run
+    asks for one and does not test the backends that compute it); a backend that cannot
+    start is an error, and so is a reference nothing can compute."""
+    reference = reference_workers(cfg, cfg.backends)
+    return Pool(cfg.backends, log_dir, timeout=cfg.timeout, threads=cfg.threads, reference=reference).start_or_fail(
         logs=log_dir, field="--backends")
 
 

@@ -32,6 +32,7 @@ from audee.cpus import default_parallel_units, task_cpus
 from audee.errors import AudeeError, BackendUnavailable
 from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, fuzz_ops, summarize
 from audee.logs import setup_logging
+from audee.reference.run import reference_workers
 from audee.seeds import load_seed, with_inputs
 from audee.settings import ShardSettings
 from audee.store.atomic import create_atomic, write_atomic
@@ -250,11 +251,12 @@ class _Pools:
         self.pool: Pool | None = None
 
     def get(self, cfg: FuzzConfig) -> Pool:
-        key = tuple((b.label, b.target, b.device, b.precision) for b in cfg.backends)
+        reference = reference_workers(cfg, cfg.backends)
+        key = tuple((b.label, b.target, b.device, b.precision) for b in cfg.backends + reference)
         if key != self.key or self.pool is None:
             self.close()
             pool = Pool(cfg.backends, self.log_dir, timeout=cfg.timeout, threads=cfg.threads, sets=self.sets,
-                        shards_per_gpu=self.shards_per_gpu, cpus=self.cpus)
+                        shards_per_gpu=self.shards_per_gpu, cpus=self.cpus, reference=reference)
             self.pool, self.key = pool.start_or_fail(logs=self.log_dir, field="--backends"), key
         return self.pool
 

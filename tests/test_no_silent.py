@@ -1,0 +1,84 @@
+"""Nothing degrades in silence: a run that asks for a float64 reference gets one (the
+workers that compute it started beside the run's) or stops with one line before its first
+case; environment variables are checked like flags; a run directory's settings are never
+changed under its rows; settings out of range and empty runs are one line, not tracebacks."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audee.backends.registry import parse_backends
+from audee.cli import main
+from audee.exitcodes import ExitCode
+from audee.reference.run import candidates, reference_refs
+from audee.store import ResultsTable
+
+FUZZ = [sys.executable, "-m", "audee", "fuzz", "--seed", "lenet5", "--batch", "4", "--no-progress",
+        "--operators", "redraw", "--invalid-prob", "0"]
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(args, capture_output=True, text=True, timeout=900)
+
+
+def _error_line(capsys) -> str:
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and err[0].startswith("audee: error: "), err
+    return err[0]
+
+
+# ---- the float64 reference ----------------------------------------------------------------------
+def test_the_reference_candidates_are_the_backends_that_compute_float64():
+    """JAX's float64 is its x64 twin's; a named backend the run lacks is a worker of its own."""
+    assert candidates(["jax", "torch"]) == ["jax-x64", "torch"]
+    assert candidates(["onnxruntime", "jax@cuda"]) == ["jax-x64@cuda"]
+    assert candidates(["jax", "torch"], "tensorflow") == ["tensorflow", "jax-x64", "torch"]
+    assert candidates(["onnxruntime"]) == []
+    refs = reference_refs(parse_backends("jax,torch"), "tensorflow")
+    assert [(r.label, r.target) for r in refs] == [
+        ("tensorflow", "audee.backends.keras_backends:TensorflowBackend"),
+        ("jax-x64", "audee.backends.modes:JaxX64Backend")]
+
+
+def test_a_reference_no_backend_computes_is_one_line_before_any_case(tmp_path, capsys):
+    out = tmp_path / "o"
+    code = main(["fuzz", "--seed", "lenet5", "--backends", "onnxruntime", "--reference", "float64",
+                 "--variants", "1", "--out", str(out), "--no-progress"])
+    assert code == ExitCode.BAD_INPUT
+    assert "--reference: no backend of the run computes the float64 reference" in _error_line(capsys)
+    assert not (out / "results.jsonl").exists()
+
+
+def test_a_campaign_reference_no_backend_computes_is_refused_at_load(tmp_path):
+    from audee.campaign.config import load_campaign
+    from audee.errors import ConfigError
+
+    f = tmp_path / "c.yaml"
+    f.write_text("name: x\ndefaults: {reference: float64}\nruns:\n  - seeds: [lenet5]\n"
+                 "    backends: [[jax, torch], [onnxruntime]]\n")
+    with pytest.raises(ConfigError, match=r"runs\[0\]\.backends\[1\]: no backend of this set computes"):
+        load_campaign(f)
+
+
+@pytest.mark.parametrize("extra, computed_by", [
+    ([], "jax-x64"),                                       # JAX's own float64, x64 in its reference worker only
+    (["--reference-backend", "tensorflow"], "tensorflow"),  # a backend the run does not test
+])
+def test_every_case_gets_a_float64_reference(tmp_path, extra, computed_by):
+    """``--backends jax,torch --reference float64``: every row records a float64 reference;
+    the run's own backends (and rows, case files) are jax and torch alone."""
+    out = tmp_path / "o"
+    got = _run(FUZZ + ["--backends", "jax,torch", "--reference", "float64", "--variants", "2", "--rng", "3",
+                       "--out", str(out)] + extra)
+    assert got.returncode in (0, 1), got.stderr[-3000:]
+    rows = list(ResultsTable(out / "results.jsonl").rows())
+    assert len(rows) == 3
+    for row in rows:
+        assert set(row["backends"]) == {"jax", "torch"}, row["backends"]
+        ref = row["reference"]
+        assert ref["dtype"] == "float64" and ref["backend"] == computed_by, ref
+        assert set(ref["errors"]) == {"jax", "torch"}, ref
