@@ -14,6 +14,7 @@ mapping against a model and turns a pydantic error into audee's one error format
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import types
 import typing
@@ -647,6 +648,77 @@ class CampaignSettings(ShardSettings):
     @classmethod
     def _none_is_empty(cls, v: Any) -> Any:
         return {} if v is None else v
+
+
+# ---- environment variables ----------------------------------------------------------------------
+#: the smallest per-worker memory cap (MiB) ``AUDEE_WORKER_MEMORY_MB`` may set: a framework
+#: holds 300-800 MiB once imported (JAX 310, torch 590, Keras on TensorFlow 810, measured on
+#: CPU); a smaller cap ends every worker at its first request, each case a "memory cap" crash
+MIN_WORKER_MEMORY_MB = 512
+#: the largest cap: a petabyte; beyond it the number is a typo, not a machine
+MAX_WORKER_MEMORY_MB = 1 << 30
+
+
+def _env_number(text: str, *, integer: bool = False) -> float:
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        raise ValueError(f"expected {'an integer' if integer else 'a number'}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _memory_mb(text: str) -> None:
+    mb = _env_number(text)
+    if not MIN_WORKER_MEMORY_MB <= mb <= MAX_WORKER_MEMORY_MB:
+        raise ValueError(f"a worker's memory cap in MiB must be between {MIN_WORKER_MEMORY_MB} (a framework "
+                         f"alone holds 300-800 MiB) and {MAX_WORKER_MEMORY_MB}, got {text!r}")
+
+
+def _fraction(text: str) -> None:
+    share = _env_number(text)
+    if not 0 < share <= 1:
+        raise ValueError(f"a share of the GPU's memory must be > 0 and <= 1, got {text!r}")
+
+
+def _threads(text: str) -> None:
+    if _env_number(text, integer=True) < 1:
+        raise ValueError(f"CPU threads per worker must be >= 1, got {text!r}")
+
+
+def _directory(text: str) -> None:
+    from pathlib import Path
+
+    if not Path(text).is_dir():
+        raise ValueError(f"not a directory: {text!r}")
+
+
+#: every environment variable audee reads, and its check (ValueError: why it is refused).
+#: Validated like flags before any command runs (:func:`check_environment`); an empty
+#: value is unset, as the readers treat it
+ENVIRONMENT: dict[str, Any] = {
+    "AUDEE_WORKER_MEMORY_MB": _memory_mb,    # backends/worker.py memory_cap
+    "AUDEE_GPU_MEM_FRACTION": _fraction,     # backends/pool.py worker_env, keras_backends.py (torch)
+    "AUDEE_THREADS": _threads,               # backends/worker.py, onnx_backend.py, openvino_backend.py
+    "AUDEE_SEEDS": _directory,               # paths.py seeds_dir
+    "AUDEE_API_CONFIGS": _directory,         # paths.py api_configs_dir
+}
+
+
+def check_environment(environ: Any = None) -> None:
+    """Every variable of :data:`ENVIRONMENT` that is set, checked: a bad one is a
+    :class:`ConfigError` naming it (one line, exit 2), before any worker starts or case runs."""
+    import os
+
+    env = os.environ if environ is None else environ
+    for name, check in ENVIRONMENT.items():
+        text = env.get(name)
+        if text:
+            try:
+                check(text)
+            except ValueError as exc:
+                raise ConfigError(str(exc), source="environment", field=name) from None
 
 
 # ---- one error format ---------------------------------------------------------------------------

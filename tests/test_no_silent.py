@@ -82,3 +82,32 @@ def test_every_case_gets_a_float64_reference(tmp_path, extra, computed_by):
         ref = row["reference"]
         assert ref["dtype"] == "float64" and ref["backend"] == computed_by, ref
         assert set(ref["errors"]) == {"jax", "torch"}, ref
+
+
+# ---- environment variables ----------------------------------------------------------------------
+@pytest.mark.parametrize("name, value, why", [
+    ("AUDEE_WORKER_MEMORY_MB", "-1", "must be between 512"),
+    ("AUDEE_WORKER_MEMORY_MB", "4", "must be between 512"),       # no framework starts in 4 MiB
+    ("AUDEE_WORKER_MEMORY_MB", "abc", "expected a number, got 'abc'"),
+    ("AUDEE_WORKER_MEMORY_MB", "nan", "expected a finite number"),
+    ("AUDEE_GPU_MEM_FRACTION", "1.5", "must be > 0 and <= 1"),
+    ("AUDEE_THREADS", "two", "expected an integer"),
+    ("AUDEE_SEEDS", "/nonexistent/seeds", "not a directory"),
+])
+def test_a_bad_environment_variable_is_one_line_naming_it_before_any_case(tmp_path, capsys, monkeypatch,
+                                                                           name, value, why):
+    monkeypatch.setenv(name, value)
+    out = tmp_path / "o"
+    code = main(["fuzz", "--seed", "lenet5", "--backends", "torch", "--variants", "1", "--out", str(out),
+                 "--no-progress"])
+    assert code == ExitCode.BAD_INPUT
+    line = _error_line(capsys)
+    assert line.startswith(f"audee: error: environment: {name}: ") and why in line, line
+    assert not out.exists()
+
+
+def test_a_sane_worker_memory_cap_is_accepted():
+    from audee.settings import check_environment
+
+    check_environment({"AUDEE_WORKER_MEMORY_MB": "800", "AUDEE_GPU_MEM_FRACTION": "0.5", "AUDEE_THREADS": "2",
+                       "AUDEE_SEEDS": ""})
