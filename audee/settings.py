@@ -650,6 +650,20 @@ class CampaignSettings(ShardSettings):
         return {} if v is None else v
 
 
+# ---- resuming a run ----------------------------------------------------------------------------
+#: the settings a rerun into an existing run directory may change: none of them changes what
+#: a case computes or how it is judged.  ``variants``: more extends the run (the ids are
+#: stable, ``<seed>-v<i>``), fewer runs none; a campaign unit already finished
+#: (``DONE.json``) is not extended, so there it must stay.  ``timeout``: how long a request
+#: may take before it counts as hung (raised after hangs, the usual reason to rerun).
+#: ``threads``: CPU threads per worker.  Progress bars, verbosity and log files are no
+#: settings of the run.  Every other setting in ``config.json`` (backends, rng, batch, the
+#: mutation, judging and oracle settings, the phase, the search plan, the seed or APIs and
+#: the inputs' content) must be the same: a rerun with another is refused in one line naming
+#: it (exit 2), ``config.json`` untouched; another --out holds a run with other settings
+RESUME_FREE = ("variants", "timeout", "threads")
+
+
 # ---- environment variables ----------------------------------------------------------------------
 #: the smallest per-worker memory cap (MiB) ``AUDEE_WORKER_MEMORY_MB`` may set: a framework
 #: holds 300-800 MiB once imported (JAX 310, torch 590, Keras on TensorFlow 810, measured on

@@ -111,3 +111,45 @@ def test_a_sane_worker_memory_cap_is_accepted():
 
     check_environment({"AUDEE_WORKER_MEMORY_MB": "800", "AUDEE_GPU_MEM_FRACTION": "0.5", "AUDEE_THREADS": "2",
                        "AUDEE_SEEDS": ""})
+
+
+# ---- resuming a run directory -------------------------------------------------------------------
+def test_a_rerun_with_other_settings_is_refused_and_config_json_kept(tmp_path, capsys):
+    out = tmp_path / "o"
+    base = ["fuzz", "--seed", "lenet5", "--backends", "torch", "--batch", "4", "--operators", "redraw",
+            "--out", str(out), "--no-progress"]
+    assert main(base + ["--variants", "1", "--rng", "1"]) in (0, 1)
+    capsys.readouterr()
+    config = (out / "config.json").read_bytes()
+    rows = (out / "results.jsonl").read_bytes()
+    for other, named in ((["--rng", "2"], "rng"), (["--rng", "1", "--backends", "jax"], "backends"),
+                         (["--rng", "1", "--equivalence", "padding", "--batch", "8"], "batch, equivalence"),
+                         (["--rng", "1", "--level", "input", "--fitness", "nan"], "search")):
+        code = main(base + ["--variants", "1"] + other)
+        assert code == ExitCode.BAD_INPUT, other
+        line = _error_line(capsys)
+        assert line.startswith(f"audee: error: {out / 'config.json'}: {named}: holds a run with other settings"), line
+        assert "give another --out" in line
+        assert (out / "config.json").read_bytes() == config and (out / "results.jsonl").read_bytes() == rows
+    # more variants, another time limit and thread count: the same run, resumed and extended
+    assert main(base + ["--variants", "2", "--rng", "1", "--timeout", "300", "--threads-per-backend", "1"]) in (0, 1)
+    assert len(list(ResultsTable(out / "results.jsonl").rows())) == 3
+    assert json.loads((out / "config.json").read_text())["variants"] == 2
+
+
+def test_a_campaign_changed_under_its_out_is_refused_before_any_unit(tmp_path, capsys):
+    f = tmp_path / "c.yaml"
+    out = tmp_path / "o"
+    f.write_text("name: x\ndefaults: {variants: 1, batch: 4, operators: redraw}\n"
+                 "runs:\n  - seeds: [lenet5]\n    backends: [[torch]]\n")
+    assert main(["campaign", str(f), "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    (unit,) = [d for d in (out / "units").iterdir()]
+    config = (unit / "config.json").read_bytes()
+    for changed, named in (("variants: 2", "variants"), ("variants: 1, special_inputs: 0.5", "special_inputs")):
+        f.write_text(f"name: x\ndefaults: {{{changed}, batch: 4, operators: redraw}}\n"
+                     "runs:\n  - seeds: [lenet5]\n    backends: [[torch]]\n")
+        assert main(["campaign", str(f), "--out", str(out), "--no-progress"]) == ExitCode.BAD_INPUT
+        line = _error_line(capsys)
+        assert f"{unit / 'config.json'}: {named}: holds a run with other settings" in line, line
+        assert (unit / "config.json").read_bytes() == config
