@@ -110,8 +110,15 @@ def executor(pool: Pool, cfg: FuzzSettings) -> Any:
     if cfg.phase == "train":
         from audee.train.run import TrainExecutor
 
-        return TrainExecutor(pool, **judging(cfg), losses=cfg.loss_weights(), optimizers=cfg.optimizer_weights(),
-                             learning_rate=cfg.learning_rate, steps=cfg.steps, rng=cfg.rng)
+        ex = TrainExecutor(pool, **judging(cfg), losses=cfg.loss_weights(), optimizers=cfg.optimizer_weights(),
+                           learning_rate=cfg.learning_rate, steps=cfg.steps, rng=cfg.rng)
+        if not ex.trainers:  # no row can be written without a backend: one line, not a results-row traceback
+            from audee.errors import AudeeError
+
+            why = "; ".join(f"{b}: {w}" for b, w in ex.support().items())
+            raise AudeeError(f"no backend of the run trains (--phase train needs a Keras backend; {why})",
+                             field="--backends")
+        return ex
     return Executor(pool, **judging(cfg), equivalence=cfg.equivalence_rules(), reference=Reference.from_settings(cfg))
 
 
@@ -186,14 +193,21 @@ def check_resume(store: RunStore, doc: dict[str, Any], *, finished: bool = False
     settings: another one is a :class:`ConfigError` naming each, ``config.json`` untouched
     (``finished``: a campaign unit committed, which ``variants`` cannot extend either)."""
     old = store.config()
-    if not old:
-        return
+    if not old or not any(_has_bytes(store.root / name) for name in ("results.jsonl", "searches.jsonl")):
+        return  # no run there, or one that stopped before its first row: nothing to keep apart
     differ = resume_conflicts(old, doc, tuple(k for k in RESUME_FREE if not (finished and k == "variants")))
     if differ:
         shown = "; ".join(f"{k}: {_short(old[k])} there, {_short(doc[k])} now" for k in differ)
         raise ConfigError(f"holds a run with other settings ({shown}); a rerun resumes with the same settings "
                           f"(only {', '.join(RESUME_FREE)} may change): give another --out for a new run",
                           source=str(store.root / "config.json"), field=", ".join(differ))
+
+
+def _has_bytes(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _short(value: Any) -> str:
@@ -283,6 +297,9 @@ def fuzz_ops(ops: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | N
 
         configs = load_op_configs()
         ex = OpExecutor(p, **judging(cfg), undefined={n: c.undefined for n, c in configs.items()})
+        if not p.op_labels:  # no row can be written without a backend: one line, not a results-row traceback
+            raise AudeeError(f"no backend of the run calls keras.ops functions (--op needs a Keras backend: "
+                             f"tensorflow, torch, jax or their modes; got {', '.join(p.labels)})", field="--backends")
         models_only = [label for label in p.labels if label not in p.op_labels]
         if models_only:
             log.info("op stage: %s run models only (no keras.ops calls): left out of op cases", ", ".join(models_only))

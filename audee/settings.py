@@ -170,6 +170,8 @@ def parse_weights(text: str, known: tuple[str, ...], what: str) -> dict[str, flo
         out[name] = w
     if not out or sum(out.values()) <= 0:
         raise ValueError(f"needs at least one {what} with a positive weight, got {text!r}")
+    if not math.isfinite(sum(out.values())):  # the draw divides by the sum: inf would make every share NaN
+        raise ValueError(f"the weights sum to more than a float holds, got {text!r}: use smaller weights")
     return out
 
 
@@ -301,7 +303,7 @@ class FuzzSettings(_Settings):
                                                   "categorical_crossentropy:2,huber (of " + ", ".join(LOSSES) + ")")
     optimizers: str = Field(TRAIN_OPTIMIZERS, description="training phase: the optimizers a case draws from, each "
                                                           "with an optional weight (of " + ", ".join(OPTIMIZERS) + ")")
-    learning_rate: float | None = Field(None, gt=0, description="training phase: the optimizers' learning rate "
+    learning_rate: float | None = Field(None, gt=0, allow_inf_nan=False, description="training phase: the optimizers' learning rate "
                                                                 "(default: each Keras optimizer's own)")
     call_training: float = Field(0.0, ge=0, le=1,
                                  description="API-level cases: probability the layer is called with a drawn "
@@ -784,6 +786,8 @@ def _message(err: dict[str, Any], model: type[BaseModel] | None, loc: tuple) -> 
         return f"expected an integer, got {got!r}"
     if t in ("float_type", "float_parsing"):
         return f"expected a number, got {got!r}"
+    if t == "finite_number":
+        return f"expected a finite number, got {got!r}"
     if t in ("bool_type", "bool_parsing"):
         return f"expected true or false, got {got!r}"
     if t == "string_type":

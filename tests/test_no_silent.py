@@ -153,3 +153,33 @@ def test_a_campaign_changed_under_its_out_is_refused_before_any_unit(tmp_path, c
         line = _error_line(capsys)
         assert f"{unit / 'config.json'}: {named}: holds a run with other settings" in line, line
         assert (unit / "config.json").read_bytes() == config
+
+
+# ---- settings out of range, runs nobody takes part in --------------------------------------------
+@pytest.mark.parametrize("args, field, why", [
+    (["--phase", "train", "--learning-rate", "inf"], "--learning-rate", "expected a finite number"),
+    (["--phase", "train", "--learning-rate", "0"], "--learning-rate", "must be > 0"),
+    (["--phase", "train", "--optimizers", "sgd:1e308,adam:1e308"], "--optimizers", "use smaller weights"),
+    (["--phase", "train", "--losses", "huber:1e308,hinge:1e308"], "--losses", "use smaller weights"),
+])
+def test_a_setting_out_of_range_is_one_line_naming_the_flag(tmp_path, capsys, args, field, why):
+    out = tmp_path / "o"
+    code = main(["fuzz", "--seed", "lenet5", "--backends", "torch", "--variants", "1", "--out", str(out),
+                 "--no-progress"] + args)
+    assert code == ExitCode.BAD_INPUT
+    line = _error_line(capsys)
+    assert f" {field}: " in line and why in line, line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, why", [
+    (["--op", "abs"], "no backend of the run calls keras.ops functions"),
+    (["--seed", "lenet5", "--phase", "train"], "no backend of the run trains"),
+])
+def test_a_run_no_backend_takes_part_in_is_one_line(tmp_path, capsys, args, why):
+    out = tmp_path / "o"
+    code = main(["fuzz", "--backends", "onnxruntime", "--variants", "1", "--out", str(out), "--no-progress"] + args)
+    assert code == ExitCode.BAD_INPUT
+    line = _error_line(capsys)
+    assert line.startswith("audee: error: --backends: ") and why in line, line
+    assert not (out / "results.jsonl").exists()
