@@ -11,25 +11,12 @@ import importlib
 import re
 from dataclasses import dataclass
 
+from audee.backends.info import BUILTIN_INFO
 from audee.errors import AudeeError
 
-BUILTIN = {
-    "tensorflow": "audee.backends.keras_backends:TensorflowBackend",
-    "torch": "audee.backends.keras_backends:TorchBackend",
-    "jax": "audee.backends.keras_backends:JaxBackend",
-    "onnxruntime": "audee.backends.onnx_backend:OnnxRuntimeBackend",
-    "onnxruntime-fed": "audee.backends.onnx_backend:OnnxRuntimeFedBackend",
-    # the other execution mode of each framework (audee/backends/modes.py)
-    "tensorflow-eager": "audee.backends.modes:TensorflowEagerBackend",
-    "tensorflow-xla": "audee.backends.modes:TensorflowXlaBackend",
-    "tensorflow-noonednn": "audee.backends.modes:TensorflowNoOneDnnBackend",
-    "torch-compile": "audee.backends.modes:TorchCompileBackend",
-    "jax-eager": "audee.backends.modes:JaxEagerBackend",
-    # more converters and runtimes
-    "openvino": "audee.backends.openvino_backend:OpenVinoBackend",
-    "torch-onnx": "audee.backends.torch_onnx_backend:TorchOnnxBackend",
-    "litert": "audee.backends.litert_backend:LiteRtBackend",
-}
+#: every built-in backend's name -> its class; the backends and their facts are declared
+#: once, in :mod:`audee.backends.info`
+BUILTIN = {name: info.target for name, info in BUILTIN_INFO.items()}
 DEFAULT_BACKENDS = ("tensorflow", "torch", "jax", "onnxruntime")
 
 #: precision modes of a worker's float32 computation.  ``full``: IEEE float32 everywhere

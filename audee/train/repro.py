@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from audee.backends.info import keras_frameworks
 from audee.case import Kind, TestCase
 from audee.errors import AudeeError
 from audee.spec import ModelSpec, one_layer_spec
@@ -38,7 +39,8 @@ from audee.store.caserecord import CaseRecord
 from audee.train.run import TrainExecutor
 from audee.train.setup import TrainSetup, train_spec
 
-BUILTIN = ("tensorflow", "torch", "jax")
+#: the backends a standalone training script runs: the Keras frameworks as they are
+BUILTIN = keras_frameworks()
 
 
 @dataclass
