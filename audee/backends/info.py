@@ -131,7 +131,7 @@ def _mode(base: BackendInfo, name: str, cls: str, label: str, **changes: object)
 BUILTIN_INFO: dict[str, BackendInfo] = {i.name: i for i in (
     TENSORFLOW, TORCH, JAX, ONNXRUNTIME,
     replace(ONNXRUNTIME, name="onnxruntime-fed", target="audee.backends.onnx_backend:OnnxRuntimeFedBackend",
-            label="as onnxruntime, the weights fed as graph inputs on every call", trackers=()),
+            label="as onnxruntime, the weights fed as graph inputs on every call"),
     # the other execution mode of each framework
     _mode(TENSORFLOW, "tensorflow-eager", "TensorflowEagerBackend", "Keras 3 on TensorFlow, eagerly"),
     _mode(TENSORFLOW, "tensorflow-xla", "TensorflowXlaBackend", "Keras 3 on TensorFlow, compiled by XLA",
