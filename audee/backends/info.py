@@ -86,7 +86,7 @@ TENSORFLOW = BackendInfo(
                  r"Exception encountered when calling|tensorflow"),
     version_keys=("keras", "tensorflow"), packages=("tensorflow",), trains=True, runs_ops=True,
     unsupported=(*_KERAS_UNSUPPORTED, r"No OpKernel was registered", r"UnimplementedError",
-                 r"Could not find device for node[\s\S]*?All kernels registered for op"),  # eager: no kernel for the dtype
+                 r"Could not find device for node[\s\S]*?All kernels registered for op"),  # eager: no dtype kernel
     op_names=(OpName(r"No OpKernel was registered to support Op '(\w+)'", 20),  # no kernel for these attrs
               OpName(r"\b([A-Z]\w*?)(?:Op)?: ", 120),                          # a kernel: Conv3DBackpropInputOp: ...
               OpName(r"The (\w+) op currently", 130),                          # CPU kernel limits
