@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Protocol
 
+from audee.backends.info import all_unsupported, describe
 from audee.case import MEMORY_CAP, Kind
 from audee.kinds import CRASHES, root_family
 from audee.signature import Signature, invalid_graph_complaint, primary_api
@@ -50,16 +51,12 @@ CLASS_HELP = {
     "harness": "audee's own fault (its conversion glue, its checks)",
 }
 
-# An explicit "this is not supported" from a framework, converter or runtime.
-UNSUPPORTED = re.compile(
-    r"No Op registered for|No OpKernel was registered|when using the \w+ backend|"  # Keras: a backend's own refusal
-    r"Could not find device for node[\s\S]*?All kernels registered for op|"  # TF eager: no kernel for the dtype
-    r"not supported|[Uu]nsupported|only supports?\b|"
-    r"[Nn]ot implemented|NotImplementedError|UnimplementedError|do not yet support|currently only support|"
-    r"is not available on|"
-    r"NOT_IMPLEMENTED : Could not find an implementation for|"  # onnxruntime: no kernel for the op and type
-    r"neither a custom op nor a flex op|"       # the TFLite converter: no builtin op (Flex is off)
-    r"No conversion rule found for operations")  # OpenVINO's ONNX frontend: an op it has no translator for
+# An explicit "this is not supported": the words of any library, then each backend's own
+# (its description's ``unsupported``: a kernel or op it has not, a converter's missing rule).
+UNSUPPORTED = re.compile("|".join((
+    r"not supported|[Uu]nsupported|only supports?\b",
+    r"[Nn]ot implemented|NotImplementedError|do not yet support|currently only support|is not available on",
+    *all_unsupported())))
 _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_range": "ids out of range",
                       "overflow_boundary": "at the float32 overflow boundary",
                       "zero_divisor": "an integer division by zero",
@@ -147,15 +144,12 @@ def known_root(link: str) -> str:
     return f"known | {link}"
 
 
-#: the backends whose CPU kernels flush subnormals to zero by design (their modes too: ``tensorflow-xla``)
-FLUSHING = ("tensorflow", "jax")
-
-
 def _flushing(odd: Iterable[str]) -> bool:
-    """Whether a flushing backend is odd alone among backends that flush too: then its
+    """Whether a flushing backend (its description's ``flushes_subnormals``: its CPU kernels
+    flush subnormals to zero by design) is odd alone among backends that flush too: then its
     difference on subnormal or tiny inputs is not flush-to-zero (JAX's closed-form 2x2
     determinant underflowing where TensorFlow and torch agree), so it stays a bug."""
-    return any(str(b).split("@")[0].startswith(FLUSHING) for b in odd)
+    return any(describe(str(b)).flushes_subnormals for b in odd)
 
 
 def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:

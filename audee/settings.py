@@ -716,7 +716,7 @@ def _directory(text: str) -> None:
 ENVIRONMENT: dict[str, Any] = {
     "AUDEE_WORKER_MEMORY_MB": _memory_mb,    # backends/worker.py memory_cap
     "AUDEE_GPU_MEM_FRACTION": _fraction,     # backends/pool.py worker_env, keras_backends.py (torch)
-    "AUDEE_THREADS": _threads,               # backends/worker.py, onnx_backend.py, openvino_backend.py
+    "AUDEE_THREADS": _threads,               # backends/worker.py and the runtimes' sessions
     "AUDEE_SEEDS": _directory,               # paths.py seeds_dir
     "AUDEE_API_CONFIGS": _directory,         # paths.py api_configs_dir
 }

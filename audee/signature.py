@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from audee.backends.info import all_op_names, describe
 from audee.bounded import clean_text, utf8
 from audee.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
                         ZERO_DIVISOR, Finding, Kind)
@@ -177,26 +178,10 @@ def normalize_error(message: str | None, layer_names: Iterable[str] = (), whole:
 
 
 # ---- the failing op and component -------------------------------------------------------------
-# Where an error names the op or kernel that failed, best first: the converter's or the
-# runtime's node, a TensorFlow kernel, a graph node, the Keras layer whose call raised.
-_OP_PATTERNS = [re.compile(p) for p in (
-    r"No Op registered for (\w+)",                              # ONNX: an op the converter left unconverted
-    r"No OpKernel was registered to support Op '(\w+)'",         # TensorFlow: no kernel for these attrs
-    r"'tf\.(\w+)' op is neither a custom op",                    # the TFLite converter: no builtin for a TF op
-    r"No conversion rule found for operations: (\w+)",          # OpenVINO's ONNX frontend
-    r"Failed operations detailed log: -- (\w+)-\d+",             # OpenVINO: ConvTranspose-15 with a message ...
-    r"\(op_type:(\w+), node name",                             # the ONNX checker: (op_type:Mul, node name: ...)
-    r"of operator \((\w+)\)",                                  # ONNX type check
-    r"of Optype \((\w+)\)",                                     # ONNX type constraint at load
-    r"\bOp \((\w+)\)",                                          # ONNX shape inference: Node (...) Op (Add)
-    r"In Node, \([^,()]*, (\w+),",                              # ONNX graph check
-    r"running (\w+) node",                                       # onnxruntime kernel at run
-    r"\b([A-Z]\w*?)(?:Op)?: ",                                   # TensorFlow kernel: Conv3DBackpropInputOp: ...
-    r"The (\w+) op currently",                                   # TensorFlow CPU kernel limits
-    r"\{\{node (?:[^{}]*/)?([A-Z]\w*)\}\}",                        # TensorFlow graph node: .../MaxPool3D
-    r"supported by (?!(?:the|a|an)\b)(\w+)",                    # JAX: ... is not supported by dot_general
-    r"when calling (\w+)\.call\(\)",                             # the Keras layer whose call raised
-)]
+# Where an error names the op or kernel that failed, best first: every backend's patterns
+# (its description's ``op_names``: a converter's or runtime's node, a TensorFlow kernel, a
+# graph node, the Keras layer whose call raised), ranked as one list.
+_OP_PATTERNS = [re.compile(p) for p in all_op_names()]
 _NOT_OPS = {"Error", "Exception", "Graph", "InvalidGraph", "Fail", "Status", "Message", "Type", "Node", "NodeDef",
             "Detected", "Arguments", "Traceback", "Received", "Expected"}  # Keras: "... Received: x=3"
 
@@ -223,9 +208,6 @@ def _innermost_frame(traceback: str | None) -> str:
 
 #: a runtime's refusal of a converted graph that the ONNX checker rejects too (``OnnxRuntimeBackend.refusal``)
 _INVALID_GRAPH = re.compile(r"([\w.-]+) produced an invalid ONNX graph \(onnx\.checker: ")
-_CONVERTED_GRAPH = re.compile(r"INVALID_GRAPH|ShapeInferenceError|Type Error|No Op registered")
-_TENSORFLOW_WORDS = re.compile(r"Graph execution error|OpKernel|InvalidArgumentError|UnimplementedError|"
-                               r"Exception encountered when calling|tensorflow")
 
 
 def invalid_graph_complaint(message: str | None) -> str | None:
@@ -247,26 +229,33 @@ def component_of(backends: Iterable[str], phase: str | None, message: str | None
     innermost frame; else its words) is TensorFlow's: the model fails in TensorFlow before
     the converter sees it.  A refusal of a graph the ONNX checker rejects too is the
     converter's, whichever runtime refused it.  Several backends: TensorFlow first
-    (onnxruntime inherits its graph), else the first."""
+    (onnxruntime inherits its graph), else the first.  Each backend's part in this (its
+    converter, its runtime's own error words, the framework whose model it converts) is
+    its description's (:mod:`audee.backends.info`)."""
     names = sorted({b.split("@")[0] for b in backends})
-    if "tensorflow" in names:
-        return "tensorflow"
+    first = [n for n in names if describe(n).blamed_first]  # the others convert its graph
+    if first:
+        return describe(first[0]).blamed
     name = names[0] if names else "-"
     invalid = _INVALID_GRAPH.search(message or "")
     if invalid:  # the ONNX checker rejects the converted graph: the converter's (backends/onnx_backend.py)
         return invalid.group(1)
-    if not name.startswith("onnxruntime"):
-        return name
+    info = describe(name)
+    if info.converter is None or info.runtime_errors is None:  # no converter's share to tell apart
+        return info.blamed
     text = message or ""
-    if "ONNXRuntimeError" in text:
-        return "tf2onnx" if _CONVERTED_GRAPH.search(text) else "onnxruntime"
+    if re.search(info.runtime_errors, text):
+        converted = info.converted_graph_errors and re.search(info.converted_graph_errors, text)
+        return info.converter if converted else (info.runtime or info.blamed)
+    framework = describe(info.keras_backend) if info.keras_backend else None
     inner = _innermost_frame(traceback)
-    if phase == "convert" and inner:
-        if "/tf2onnx/" not in inner and ("/tensorflow/" in inner or "/keras/" in inner):
-            return "tensorflow"
-    elif phase == "convert" and _TENSORFLOW_WORDS.search(text) and "tf2onnx" not in text:
-        return "tensorflow"
-    return "tf2onnx" if phase == "convert" else name
+    if phase == "convert" and inner and framework is not None:
+        if f"/{info.converter}/" not in inner and (f"/{framework.name}/" in inner or "/keras/" in inner):
+            return framework.blamed
+    elif phase == "convert" and framework is not None and framework.error_words \
+            and re.search(framework.error_words, text) and info.converter not in text:
+        return framework.blamed
+    return info.converter if phase == "convert" else info.blamed
 
 
 # ---- parameter values --------------------------------------------------------------------------

@@ -11,27 +11,12 @@ import importlib
 import re
 from dataclasses import dataclass
 
+from audee.backends.info import BUILTIN_INFO
 from audee.errors import AudeeError
 
-BUILTIN = {
-    "tensorflow": "audee.backends.keras_backends:TensorflowBackend",
-    "torch": "audee.backends.keras_backends:TorchBackend",
-    "jax": "audee.backends.keras_backends:JaxBackend",
-    "onnxruntime": "audee.backends.onnx_backend:OnnxRuntimeBackend",
-    "onnxruntime-fed": "audee.backends.onnx_backend:OnnxRuntimeFedBackend",
-    # the other execution mode of each framework (audee/backends/modes.py)
-    "tensorflow-eager": "audee.backends.modes:TensorflowEagerBackend",
-    "tensorflow-xla": "audee.backends.modes:TensorflowXlaBackend",
-    "tensorflow-noonednn": "audee.backends.modes:TensorflowNoOneDnnBackend",
-    "torch-compile": "audee.backends.modes:TorchCompileBackend",
-    "jax-eager": "audee.backends.modes:JaxEagerBackend",
-    # JAX with 64-bit types (jax_enable_x64): the float64 reference's JAX worker (FLOAT64_TWIN)
-    "jax-x64": "audee.backends.modes:JaxX64Backend",
-    # more converters and runtimes
-    "openvino": "audee.backends.openvino_backend:OpenVinoBackend",
-    "torch-onnx": "audee.backends.torch_onnx_backend:TorchOnnxBackend",
-    "litert": "audee.backends.litert_backend:LiteRtBackend",
-}
+#: every built-in backend's name -> its class; the backends and their facts are declared
+#: once, in :mod:`audee.backends.info`
+BUILTIN = {name: info.target for name, info in BUILTIN_INFO.items()}
 DEFAULT_BACKENDS = ("tensorflow", "torch", "jax", "onnxruntime")
 #: a backend whose worker answers a float64 model in float32 (JAX without ``jax_enable_x64``
 #: casts every float64 array down) -> the backend that computes its float64: a worker of its

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from audee.backends.registry import BUILTIN, BackendRef, float64_twin, parse_backends
+from audee.backends.info import base_name, keras_frameworks
 from audee.case import Finding, Outcome, TestCase
 from audee.errors import AudeeError
 from audee.equivalence.rules import widened
@@ -49,16 +50,11 @@ from audee.spec import ModelSpec, Weights, weights_key
 log = logging.getLogger(__name__)
 
 #: the built-in Keras backends, those the default reference is taken from (in the run's order)
-KERAS_BACKENDS = ("tensorflow", "torch", "jax")
+KERAS_BACKENDS = keras_frameworks()
 REDUCED = ("float16", "bfloat16")
 #: a candidate that has answered this many models in another dtype, and none in the asked one,
 #: is asked no more (JAX without x64 answers every float64 model in float32: a compile per case saved)
 NEVER_AFTER = 3
-
-
-def base_name(label: str) -> str:
-    """A backend label's name without its placement (``torch@cuda`` -> ``torch``)."""
-    return label.partition("@")[0]
 
 
 def candidates(labels: list[str], backend: str = "auto") -> list[str]:

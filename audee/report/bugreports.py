@@ -14,32 +14,23 @@ import re
 from pathlib import Path
 from typing import Any
 
+from audee.backends.info import all_query_noise, all_version_keys, first_blamed, trackers_of
 from audee.bounded import utf8
 from audee.rootcause import core_message
 from audee.store.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
-#: where each component's bugs are filed (the first is searched first)
-TRACKERS = {
-    "tensorflow": ["tensorflow/tensorflow", "keras-team/keras"],
-    "torch": ["keras-team/keras", "pytorch/pytorch"],
-    "jax": ["keras-team/keras", "jax-ml/jax"],
-    "tf2onnx": ["onnx/tensorflow-onnx"],
-    "onnxruntime": ["microsoft/onnxruntime", "onnx/tensorflow-onnx"],  # a converted graph: either may be at fault
-    # the other execution modes (audee/backends/modes.py) and the converters and runtimes
-    "tensorflow-eager": ["tensorflow/tensorflow", "keras-team/keras"],
-    "tensorflow-noonednn": ["tensorflow/tensorflow", "keras-team/keras"],
-    "tensorflow-xla": ["tensorflow/tensorflow", "openxla/xla"],
-    "torch-compile": ["pytorch/pytorch", "keras-team/keras"],
-    "jax-eager": ["jax-ml/jax", "keras-team/keras"],
-    "openvino": ["openvinotoolkit/openvino", "onnx/tensorflow-onnx"],  # tf2onnx's graph: either may be at fault
-    "litert": ["google-ai-edge/LiteRT", "tensorflow/tensorflow"],
-    "torch-onnx": ["pytorch/pytorch", "microsoft/onnxscript", "microsoft/onnxruntime"],
-    "torch.onnx": ["pytorch/pytorch", "microsoft/onnxscript"],
-}
-VERSION_KEYS = ("python", "keras", "tensorflow", "torch", "jax", "jaxlib", "onnx", "onnxruntime", "tf2onnx", "openvino",
-                "ai-edge-litert", "onnxscript", "numpy")
+#: where a component no backend's description files is searched
+DEFAULT_TRACKERS = ("keras-team/keras",)
+#: the packages whose versions a report prints: the backends' (their descriptions'), with Python and NumPy
+VERSION_KEYS = ("python", *all_version_keys(), "numpy")
+
+
+def trackers(component: str) -> tuple[str, ...]:
+    """Where a component's bugs are filed, the first searched first (a backend's or a
+    converter's description, :func:`audee.backends.info.trackers_of`)."""
+    return trackers_of(component) or DEFAULT_TRACKERS
 
 
 def root_slug(root: dict[str, Any]) -> str:
@@ -54,21 +45,21 @@ def _tracker_component(root: dict[str, Any]) -> str:
     if root.get("component"):
         return str(root["component"])
     odd = root.get("odd") or []
-    return str(odd[0]).split("@")[0] if len(odd) == 1 else "tensorflow"
+    return str(odd[0]).split("@")[0] if len(odd) == 1 else first_blamed()
 
 
 def search_queries(root: dict[str, Any]) -> list[str]:
-    """One query per tracker the component's bugs are filed in (:data:`TRACKERS`)."""
-    return [search_query(root, repo) for repo in TRACKERS.get(_tracker_component(root), ["keras-team/keras"])]
+    """One query per tracker the component's bugs are filed in (:func:`trackers`)."""
+    return [search_query(root, repo) for repo in trackers(_tracker_component(root))]
 
 
 def search_query(root: dict[str, Any], repo: str | None = None) -> str:
     """A query for the tracker's issue search: the repository, the op or layer, and the
     error's stable words (placeholders and punctuation dropped)."""
-    repo = repo or TRACKERS.get(_tracker_component(root), ["keras-team/keras"])[0]
+    repo = repo or trackers(_tracker_component(root))[0]
     words = re.sub(r"<\w+>|\[[^\]]*\]|[^A-Za-z0-9_ ]", " ", core_message(root.get("error"))).split()
     stop = {"Error", "error", "the", "of", "in", "for", "is", "a", "an", "and", "to", "with", "was", "by", "n",
-            "void", "onnxruntime", "ptrdiff_t"}
+            "void", "ptrdiff_t", *all_query_noise()}
     key = [w for w in words if w not in stop and not w.endswith(("Error", "Exception")) and len(w) > 1][:6]
     what = root.get("op") or root.get("api") or ""
     if not key:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from audee import __version__
+from audee.backends.info import describe
 from audee.case import Finding, Kind, TestCase
 from audee.errors import AudeeError
 from audee.kinds import CRASHES, PAIRWISE
@@ -191,15 +192,11 @@ def _one_layer(spec: ModelSpec, weights: Weights, layer: str, layer_inputs: dict
 
 
 # ---- writing ----------------------------------------------------------------------------------
-#: what a repro script imports to run a backend: the converters' whole path (the framework
-#: whose Keras model they take, the converter, the runtime); a mode runs on its framework
-_PACKAGES = {"onnxruntime": ["tensorflow", "tf2onnx", "onnxruntime"], "openvino": ["tensorflow", "tf2onnx", "openvino"],
-             "litert": ["tensorflow", "ai-edge-litert"], "torch-onnx": ["torch", "onnxscript", "onnx", "onnxruntime"]}
-
-
 def _packages(backend: str) -> list[str]:
-    name = backend.partition("@")[0].replace("onnxruntime-fed", "onnxruntime")
-    return _PACKAGES.get(name, [name.partition("-")[0]])
+    """What a repro script imports to run a backend: its description's packages (a
+    converter's whole path: the framework whose Keras model it takes, the converter, the
+    runtime; a mode runs on its framework)."""
+    return list(describe(backend).packages) or [backend.partition("@")[0].partition("-")[0]]
 
 
 def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "auto", layer: str | None = None,

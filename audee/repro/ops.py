@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from audee.backends.info import keras_frameworks
 from audee.case import Finding, Kind
 from audee.errors import AudeeError
 from audee.repro.source import Code, Comment, Data, fill
@@ -27,7 +28,7 @@ from audee.bounded import utf8
 from audee.store.atomic import write_atomic
 from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
 
-KERAS_OF = {"tensorflow": "tensorflow", "torch": "torch", "jax": "jax"}
+KERAS_OF = {name: name for name in keras_frameworks()}  # the Keras frameworks as they are
 
 
 def _function(name: str) -> str:

@@ -45,7 +45,7 @@ _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 #: ``<target>-<kind>-<level>-<fitness>-r<rng>-g001-<digest>``, a benchmark entry's name.  It names
 #: files (``cases/<id>.pkl``, a repro script), so: no separator, no space, no quote, no leading dot.
 CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+=-]{0,199}$")
-#: a distribution's name (``keras``, ``ai-edge-litert``) and its version (PEP 440: ``2.5.1+cu121``)
+#: a distribution's name (``keras``, ``jaxlib``) and its version (PEP 440: ``2.5.1+cu121``)
 _DIST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,99}$")
 #: an op case's tensor name (``x``, ``x1``, ``indices``)

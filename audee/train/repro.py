@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from audee.backends.info import keras_frameworks
 from audee.case import Kind, TestCase
 from audee.errors import AudeeError
 from audee.repro.source import Comment, Data, fill
@@ -40,7 +41,8 @@ from audee.store.caserecord import CaseRecord
 from audee.train.run import TrainExecutor
 from audee.train.setup import TrainSetup, train_spec
 
-BUILTIN = ("tensorflow", "torch", "jax")
+#: the backends a standalone training script runs: the Keras frameworks as they are
+BUILTIN = keras_frameworks()
 
 
 @dataclass

@@ -1,0 +1,236 @@
+"""One description per backend: every fact about a backend that audee's judgement, reports
+and scripts need, declared once beside its name.
+
+A backend's class (``audee/backends/*``) is what runs in a worker; the facts here are what
+the parent process reads without importing any framework: which component a failure is
+blamed on and where its bugs are filed, which packages' versions a report prints and a
+standalone script needs, what it can run (models, training steps, ``keras.ops`` calls), its
+explicit "unsupported" words, how its errors name the op that failed, whether its CPU
+kernels flush subnormals to zero, and which Keras backend's model it runs or converts.
+
+A plugin backend (``package.module:ClassName``) is described by :func:`describe` with the
+defaults of :class:`BackendInfo`: its name is its component, it is filed nowhere in
+particular, it flushes nothing and names no op.  Plain data, no framework import: the
+judgement modules (``signature``, ``rootcause``, ``report``) read it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class OpName:
+    """One way a backend's errors name the op, kernel or layer that failed: a regex whose
+    first group is the op.  ``rank`` orders every backend's patterns as one list (lower is
+    tried first): a converter's or runtime's named node is more telling than a loose
+    ``Kernel: `` prefix, whichever backend's error it is."""
+
+    pattern: str
+    rank: int
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """What audee knows about one backend without running it (module docstring)."""
+
+    name: str                             # as named on the command line: "openvino"
+    target: str = ""                      # "module:Class" (a plugin: its name is its target)
+    label: str = ""                       # for people: what runs
+    keras_backend: str | None = None      # the Keras backend whose model it runs or converts
+    component: str = ""                   # blamed for its own failures ("" -> its name)
+    blamed_first: bool = False            # failing beside others, the failure is its (the others take its graph)
+    trackers: tuple[str, ...] = ()        # where its bugs are filed, the first searched first
+    converter: str | None = None          # the converter whose graph it runs: a component of its own
+    converter_trackers: tuple[str, ...] = ()  # where the converter's bugs are filed
+    runtime: str | None = None            # the runtime blamed where its own error words appear
+    runtime_errors: str | None = None     # regex: words only the runtime's own errors carry
+    converted_graph_errors: str | None = None  # regex: a runtime error that blames the converted graph
+    error_words: str | None = None        # regex: words only this framework's errors carry
+    version_keys: tuple[str, ...] = ()    # packages whose versions its worker records (a report prints them)
+    packages: tuple[str, ...] = ()        # pip distributions a standalone script needs to run it
+    models: bool = True                   # runs models (every backend does)
+    trains: bool = False                  # runs a training step (``Backend.trains``)
+    runs_ops: bool = False                # calls ``keras.ops`` functions (``Backend.runs_ops``)
+    unsupported: tuple[str, ...] = ()     # regexes: its explicit "this is not supported" words
+    op_names: tuple[OpName, ...] = ()     # how its errors name the failing op
+    query_noise: tuple[str, ...] = ()     # words every error of it carries: no use in a tracker search
+    flushes_subnormals: bool = False      # its CPU kernels flush subnormals to zero by design
+    builtin: bool = field(default=False)  # described here (not a plugin's defaults)
+
+    @property
+    def blamed(self) -> str:
+        """The component its own failures are blamed on."""
+        return self.component or self.name
+
+
+# ---- shared facts: the Keras layer, ONNX, each framework -----------------------------------------
+#: Keras's own refusal, whichever framework runs it
+_KERAS_UNSUPPORTED = (r"when using the \w+ backend",)
+_KERAS_OPS = (OpName(r"when calling (\w+)\.call\(\)", 160),)   # the Keras layer whose call raised
+#: the ONNX checker and type and shape inference, in every ONNX runtime
+_ONNX_OPS = (
+    OpName(r"No Op registered for (\w+)", 10),                  # an op the converter left unconverted
+    OpName(r"\(op_type:(\w+), node name", 60),                  # the ONNX checker: (op_type:Mul, node name: ...)
+    OpName(r"of operator \((\w+)\)", 70),                       # ONNX type check
+    OpName(r"of Optype \((\w+)\)", 80),                         # ONNX type constraint at load
+    OpName(r"\bOp \((\w+)\)", 90),                              # ONNX shape inference: Node (...) Op (Add)
+    OpName(r"In Node, \([^,()]*, (\w+),", 100),                 # ONNX graph check
+)
+_TF2ONNX_TRACKERS = ("onnx/tensorflow-onnx",)
+
+TENSORFLOW = BackendInfo(
+    name="tensorflow", target="audee.backends.keras_backends:TensorflowBackend",
+    label="Keras 3 on TensorFlow, a traced graph", keras_backend="tensorflow", blamed_first=True,
+    trackers=("tensorflow/tensorflow", "keras-team/keras"),
+    error_words=(r"Graph execution error|OpKernel|InvalidArgumentError|UnimplementedError|"
+                 r"Exception encountered when calling|tensorflow"),
+    version_keys=("keras", "tensorflow"), packages=("tensorflow",), trains=True, runs_ops=True,
+    unsupported=(*_KERAS_UNSUPPORTED, r"No OpKernel was registered", r"UnimplementedError",
+                 r"Could not find device for node[\s\S]*?All kernels registered for op"),  # eager: no dtype kernel
+    op_names=(OpName(r"No OpKernel was registered to support Op '(\w+)'", 20),  # no kernel for these attrs
+              OpName(r"\b([A-Z]\w*?)(?:Op)?: ", 120),                          # a kernel: Conv3DBackpropInputOp: ...
+              OpName(r"The (\w+) op currently", 130),                          # CPU kernel limits
+              OpName(r"\{\{node (?:[^{}]*/)?([A-Z]\w*)\}\}", 140),             # a graph node: .../MaxPool3D
+              *_KERAS_OPS),
+    flushes_subnormals=True, builtin=True)
+TORCH = BackendInfo(
+    name="torch", target="audee.backends.keras_backends:TorchBackend", label="Keras 3 on PyTorch, eagerly",
+    keras_backend="torch", trackers=("keras-team/keras", "pytorch/pytorch"), version_keys=("keras", "torch"),
+    packages=("torch",), trains=True, runs_ops=True, unsupported=_KERAS_UNSUPPORTED, op_names=_KERAS_OPS,
+    builtin=True)
+JAX = BackendInfo(
+    name="jax", target="audee.backends.keras_backends:JaxBackend", label="Keras 3 on JAX, jitted",
+    keras_backend="jax", trackers=("keras-team/keras", "jax-ml/jax"), version_keys=("keras", "jax", "jaxlib"),
+    packages=("jax",), trains=True, runs_ops=True, unsupported=_KERAS_UNSUPPORTED,
+    op_names=(OpName(r"supported by (?!(?:the|a|an)\b)(\w+)", 150),  # ... is not supported by dot_general
+              *_KERAS_OPS),
+    flushes_subnormals=True, builtin=True)  # jax-ml/jax#16200
+ONNXRUNTIME = BackendInfo(
+    name="onnxruntime", target="audee.backends.onnx_backend:OnnxRuntimeBackend",
+    label="TensorFlow's Keras model converted by tf2onnx, run by ONNX Runtime", keras_backend="tensorflow",
+    trackers=("microsoft/onnxruntime", "onnx/tensorflow-onnx"),  # a converted graph: either may be at fault
+    converter="tf2onnx", converter_trackers=_TF2ONNX_TRACKERS, runtime="onnxruntime",
+    runtime_errors=r"ONNXRuntimeError",
+    converted_graph_errors=r"INVALID_GRAPH|ShapeInferenceError|Type Error|No Op registered",
+    version_keys=("keras", "tensorflow", "onnx", "onnxruntime", "tf2onnx"),
+    packages=("tensorflow", "tf2onnx", "onnxruntime"),
+    unsupported=(r"No Op registered for",
+                 r"NOT_IMPLEMENTED : Could not find an implementation for"),  # no kernel for the op and type
+    op_names=(*_ONNX_OPS, OpName(r"running (\w+) node", 110)),  # a kernel at run
+    query_noise=("onnxruntime",), builtin=True)
+
+
+def _mode(base: BackendInfo, name: str, cls: str, label: str, **changes: object) -> BackendInfo:
+    """Another execution mode of a framework (``audee/backends/modes.py``): the framework's
+    facts, its own name, class and label."""
+    return replace(base, name=name, target=f"audee.backends.modes:{cls}", label=label, blamed_first=False,
+                   **changes)
+
+
+#: every built-in backend, in the order ``--backends`` lists them
+BUILTIN_INFO: dict[str, BackendInfo] = {i.name: i for i in (
+    TENSORFLOW, TORCH, JAX, ONNXRUNTIME,
+    replace(ONNXRUNTIME, name="onnxruntime-fed", target="audee.backends.onnx_backend:OnnxRuntimeFedBackend",
+            label="as onnxruntime, the weights fed as graph inputs on every call"),
+    # the other execution mode of each framework
+    _mode(TENSORFLOW, "tensorflow-eager", "TensorflowEagerBackend", "Keras 3 on TensorFlow, eagerly"),
+    _mode(TENSORFLOW, "tensorflow-xla", "TensorflowXlaBackend", "Keras 3 on TensorFlow, compiled by XLA",
+          trackers=("tensorflow/tensorflow", "openxla/xla")),
+    _mode(TENSORFLOW, "tensorflow-noonednn", "TensorflowNoOneDnnBackend",
+          "Keras 3 on TensorFlow, a traced graph on TensorFlow's own CPU kernels (oneDNN off)"),
+    _mode(TORCH, "torch-compile", "TorchCompileBackend", "Keras 3 on PyTorch under torch.compile",
+          trackers=("pytorch/pytorch", "keras-team/keras"), runs_ops=False),
+    _mode(JAX, "jax-eager", "JaxEagerBackend", "Keras 3 on JAX, op by op",
+          trackers=("jax-ml/jax", "keras-team/keras")),
+    # JAX with 64-bit types (jax_enable_x64): the float64 reference's JAX worker (registry.FLOAT64_TWIN)
+    _mode(JAX, "jax-x64", "JaxX64Backend", "Keras 3 on JAX, jitted, with 64-bit types (jax_enable_x64)"),
+    # more converters and runtimes
+    BackendInfo(
+        name="openvino", target="audee.backends.openvino_backend:OpenVinoBackend",
+        label="TensorFlow's Keras model converted by tf2onnx, run by OpenVINO's CPU plugin",
+        keras_backend="tensorflow",
+        trackers=("openvinotoolkit/openvino", "onnx/tensorflow-onnx"),  # tf2onnx's graph: either may be at fault
+        converter="tf2onnx", converter_trackers=_TF2ONNX_TRACKERS,
+        version_keys=("keras", "tensorflow", "tf2onnx", "onnx", "openvino"),
+        packages=("tensorflow", "tf2onnx", "openvino"),
+        unsupported=(r"No conversion rule found for operations",),  # its ONNX frontend has no translator
+        op_names=(*_ONNX_OPS,
+                  OpName(r"No conversion rule found for operations: (\w+)", 40),  # its ONNX frontend
+                  OpName(r"Failed operations detailed log: -- (\w+)-\d+", 50)),   # ConvTranspose-15 with ...
+        builtin=True),
+    BackendInfo(
+        name="torch-onnx", target="audee.backends.torch_onnx_backend:TorchOnnxBackend",
+        label="torch's Keras model exported by torch.onnx (dynamo), run by ONNX Runtime", keras_backend="torch",
+        trackers=("pytorch/pytorch", "microsoft/onnxscript", "microsoft/onnxruntime"),
+        converter="torch.onnx", converter_trackers=("pytorch/pytorch", "microsoft/onnxscript"),
+        version_keys=("keras", "torch", "onnxscript", "onnx", "onnxruntime"),
+        packages=("torch", "onnxscript", "onnx", "onnxruntime"),
+        unsupported=ONNXRUNTIME.unsupported, op_names=ONNXRUNTIME.op_names, query_noise=("onnxruntime",),
+        builtin=True),
+    BackendInfo(
+        name="litert", target="audee.backends.litert_backend:LiteRtBackend",
+        label="TensorFlow's Keras model converted by the TFLite converter, run by the LiteRT interpreter",
+        keras_backend="tensorflow", trackers=("google-ai-edge/LiteRT", "tensorflow/tensorflow"),
+        version_keys=("keras", "tensorflow", "ai-edge-litert"), packages=("tensorflow", "ai-edge-litert"),
+        trains=True, runs_ops=True,  # as its class declares (it inherits TensorflowBackend's)
+        unsupported=(r"neither a custom op nor a flex op",),  # the converter: no builtin op (Flex is off)
+        op_names=(OpName(r"'tf\.(\w+)' op is neither a custom op", 30),),  # the converter: no builtin for a TF op
+        builtin=True),
+)}
+
+
+def base_name(backend: str) -> str:
+    """A result label's backend name: ``torch@cuda:tf32`` -> ``torch``."""
+    return str(backend).partition("@")[0]
+
+
+def describe(backend: str) -> BackendInfo:
+    """The description of a backend by name or result label (``torch@cuda``); a plugin
+    (or a name no built-in has) gets the defaults, its name as its target and component."""
+    name = base_name(backend)
+    info = BUILTIN_INFO.get(name)
+    return info if info is not None else BackendInfo(name=name, target=name, label=name)
+
+
+def keras_frameworks() -> tuple[str, ...]:
+    """The built-in backends that are a Keras framework as it is (``tensorflow``, ``torch``,
+    ``jax``): their own Keras backend, no converter, no other mode."""
+    return tuple(n for n, i in BUILTIN_INFO.items() if i.keras_backend == n)
+
+
+def trackers_of(component: str) -> tuple[str, ...]:
+    """Where a component's bugs are filed: a backend's trackers, or a converter's (whose
+    graph some backends run); empty for a component no description names."""
+    if component in BUILTIN_INFO:
+        return BUILTIN_INFO[component].trackers
+    return next((i.converter_trackers for i in BUILTIN_INFO.values() if i.converter == component), ())
+
+
+def first_blamed() -> str:
+    """The backend blamed when a failure is no single backend's (several odd, or none)."""
+    return next(i.blamed for i in BUILTIN_INFO.values() if i.blamed_first)
+
+
+def _union(items: object) -> tuple:
+    return tuple(dict.fromkeys(items))  # type: ignore[call-overload]
+
+
+def all_unsupported() -> tuple[str, ...]:
+    """Every built-in backend's explicit "unsupported" patterns, each once."""
+    return _union(p for i in BUILTIN_INFO.values() for p in i.unsupported)
+
+
+def all_op_names() -> tuple[str, ...]:
+    """Every built-in backend's op-naming patterns, each once, most telling first (by rank)."""
+    named = _union(o for i in BUILTIN_INFO.values() for o in i.op_names)
+    return tuple(o.pattern for o in sorted(named, key=lambda o: o.rank))
+
+
+def all_version_keys() -> tuple[str, ...]:
+    """The packages whose versions a report prints, each once, in the backends' order."""
+    return _union(k for i in BUILTIN_INFO.values() for k in i.version_keys)
+
+
+def all_query_noise() -> tuple[str, ...]:
+    """Words of built-in backends' errors that say nothing in a tracker search."""
+    return _union(w for i in BUILTIN_INFO.values() for w in i.query_noise)
