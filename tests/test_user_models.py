@@ -207,3 +207,23 @@ def test_layers_whose_parameters_are_code_are_refused(tmp_path):
     with pytest.raises(SpecError) as err:
         ModelSpec.from_json(nested, source="s.json")   # refused when parsed, API configs or not
     assert "layers[t].params.layer.api: Lambda runs code" in str(err.value)
+
+
+@pytest.mark.parametrize("params, path", [
+    ({"layer": {"api": "TimeDistributed", "params": {"layer": {"api": "Lambda", "params": {}}}}},
+     "layers[b].params.layer.params.layer.api"),                       # a wrapper's wrapper's layer
+    ({"layer": {"api": "LSTM", "params": {"units": 2}},
+      "backward_layer": {"api": "LSTM", "params": {"units": 2, "cell": {"api": "JaxLayer", "params": {}}}}},
+     "layers[b].params.backward_layer.params.cell.api"),
+    ({"layer": {"api": "LSTM", "params": {"units": 2, "cells": [{"api": "Dense"}, {"api": "TorchModuleWrapper"}]}}},
+     "layers[b].params.layer.params.cells[1].api"),                    # inside a list
+    ({"layer": {"api": "LSTM", "params": {"units": 2, "x": {"deep": [{"class_name": "Lambda", "config": {}}]}}}},
+     "layers[b].params.layer.params.x.deep[0].class_name"),            # a Keras serialized config, deep down
+])
+def test_code_layers_nested_at_any_depth_are_refused_naming_their_path(params, path):
+    body = {"name": "code", "inputs": [{"name": "x", "shape": [3, 4]}],
+            "layers": [{"name": "b", "api": "Bidirectional", "params": params, "inputs": ["x"]}], "output": "b"}
+    with pytest.raises(SpecError) as err:
+        ModelSpec.from_json(body, source="s.json")
+    assert str(err.value).startswith(f"s.json: {path}: ") and "runs code" in str(err.value), str(err.value)
+    assert "\n" not in str(err.value)
