@@ -2,7 +2,8 @@
 
 A *test case* is (DNN spec, weights, inputs) — the paper's (f, x) with a batch of inputs.
 Running it yields one *outcome* per backend; oracles turn outcomes into *findings*; the
-findings make the case's *verdict*.
+findings make the case's *verdict*.  The finding kinds and their facts are
+:mod:`audee.kinds`' table (:class:`Kind` is re-exported here, where every oracle takes it).
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from audee.records.findings import AnyDetail, Detail, parse_detail
+from audee.kinds import FAILURES, Kind, parse_detail
+from audee.records.findings import AnyDetail, Detail
 from audee.spec import ModelSpec, Weights
 
 
@@ -38,36 +40,6 @@ SPEC_REFUSES = "outside Keras's symbolic spec"
 #: a worker holding too much, an op's outputs too big to pass back): it asked for more memory
 #: than a worker may hold, outside any contract (rootcause: undefined)
 MEMORY_CAP = "over audee's memory cap"
-
-
-class Kind:
-    """Finding kinds.  ``CONSISTENT_REJECTION`` and ``NAN_PROPAGATED`` are expected
-    behaviour, not failures."""
-
-    HARD_CRASH = "hard_crash"                      # signal, abort, timeout, exit
-    DIVERGENT_ACCEPTANCE = "divergent_acceptance"  # one backend accepts what another rejects
-    CONSISTENT_REJECTION = "consistent_rejection"  # every backend raises a clean error
-    NAN = "nan"                                    # NaN/Inf in some layer's output
-    NAN_PROPAGATED = "nan_propagated"              # NaN/Inf input, identical NaN/Inf patterns everywhere
-    INCONSISTENCY = "inconsistency"                # predicted labels differ between two backends
-    DEVIATION = "deviation"                        # outputs differ beyond tolerance (audee/oracle/deviation.py)
-    DEVIATION_ACCUMULATED = "deviation_accumulated"  # beyond tolerance, but no layer deviates on its own input
-    # the training phase (audee/train/oracle.py): loss, gradients or updated weights
-    TRAIN_DEVIATION = "train_deviation"            # beyond tolerance between two backends
-    TRAIN_DEVIATION_ACCUMULATED = "train_deviation_accumulated"  # ... but no layer deviates on its own input
-    TRAIN_NAN = "train_nan"                        # NaN/Inf in loss, gradients or weights on some backends only
-
-    FAILURES = (HARD_CRASH, DIVERGENT_ACCEPTANCE, NAN, INCONSISTENCY, DEVIATION)
-    FAILURES += (TRAIN_DEVIATION, TRAIN_NAN)
-    # equivalent models (issue 27, audee/oracle/equivalence.py): one backend, a model and its equivalent
-    EQUIVALENCE = "equivalence"                    # the backend computes the two differently (or refuses one)
-    EQUIVALENCE_ACCUMULATED = "equivalence_accumulated"  # ... but no rewritten layer differs on its own input
-    FAILURES += (EQUIVALENCE,)
-    # precision against a float64 reference (issue 28, audee/oracle/precision.py): one backend far less
-    # accurate than the best, whether or not the backends agree with each other
-    PRECISION = "precision"
-    PRECISION_ACCUMULATED = "precision_accumulated"  # ... but no layer loses it on its own input (or only ill-conditioned)
-    FAILURES += (PRECISION,)
 
 
 @dataclass
@@ -119,7 +91,7 @@ class Finding:
 
     @property
     def is_failure(self) -> bool:
-        return self.kind in Kind.FAILURES
+        return self.kind in FAILURES
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "backends": list(self.backends), "detail": self.detail.to_json()}

@@ -18,7 +18,7 @@ from audee import __version__
 from audee.errors import AudeeError, BackendUnavailable
 from audee.exitcodes import ExitCode, describe
 from audee.settings import (FuzzSettings, LocalizeSettings, SearchSettings, ShardSettings, add_model_options,
-                            given_options, validate_settings)
+                            check_environment, given_options, validate_settings)
 from audee.store.runstore import RunStore
 
 log = logging.getLogger(__name__)
@@ -722,6 +722,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(-1 if args.quiet else args.verbose)
     log.debug("audee %s: %s", __version__, args.command)
     try:
+        check_environment()  # AUDEE_* variables checked like flags: one line naming the variable, exit 2
         code = COMMANDS[args.command](args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below, not at interpreter exit
         return int(code)

@@ -9,6 +9,7 @@ directory, the rows, the case files, the repro scripts and the summary.
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import asdict, dataclass, field
@@ -21,18 +22,20 @@ from pydantic import ConfigDict, Field
 from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
 from audee.case import Kind, TestCase
+from audee.errors import ConfigError
 from audee.mutation import special
 from audee.exercised import exercised
 from audee.repro import write_bug_repros
 from audee.execute import Executor, Result, Submitted, seed_batch
-from audee.reference.run import Reference
+from audee.reference.run import Reference, reference_workers
 from audee.seeds import Seed
+from audee.spec import weights_key
 from audee.records.rows import ResultRow
 from audee.records.search import SearchRun
 from audee.store import CaseRecord, RunStore
 from audee.store.results import PHASES_FIELD, phase_summary, phases_field
 from audee.store.lock import dir_lock
-from audee.settings import FuzzSettings, SearchPlan
+from audee.settings import RESUME_FREE, FuzzSettings, SearchPlan
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +94,7 @@ def case_record(result: Result, pool: Pool, extra: dict[str, Any], *,
     if result.reference is not None:  # judged against float64: a re-run asks for the same reference
         extra = {**extra, "reference": result.reference.to_json()}
     # bfloat16 arrays are widened to float32 when written (audee.store.casefile.widen_reduced_floats)
-    return CaseRecord.from_result(result, [w.ref for w in pool.workers.values()], pool.versions(),
+    return CaseRecord.from_result(result, pool.refs, pool.versions(),
                                   tie_margin=tie_margin, tolerances=tolerances, meta=extra)
 
 
@@ -107,8 +110,15 @@ def executor(pool: Pool, cfg: FuzzSettings) -> Any:
     if cfg.phase == "train":
         from audee.train.run import TrainExecutor
 
-        return TrainExecutor(pool, **judging(cfg), losses=cfg.loss_weights(), optimizers=cfg.optimizer_weights(),
-                             learning_rate=cfg.learning_rate, steps=cfg.steps, rng=cfg.rng)
+        ex = TrainExecutor(pool, **judging(cfg), losses=cfg.loss_weights(), optimizers=cfg.optimizer_weights(),
+                           learning_rate=cfg.learning_rate, steps=cfg.steps, rng=cfg.rng)
+        if not ex.trainers:  # no row can be written without a backend: one line, not a results-row traceback
+            from audee.errors import AudeeError
+
+            why = "; ".join(f"{b}: {w}" for b, w in ex.support().items())
+            raise AudeeError(f"no backend of the run trains (--phase train needs a Keras backend; {why})",
+                             field="--backends")
+        return ex
     return Executor(pool, **judging(cfg), equivalence=cfg.equivalence_rules(), reference=Reference.from_settings(cfg))
 
 
@@ -158,19 +168,67 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
 
 
 def start_pool(cfg: FuzzConfig, log_dir: Path) -> Pool:
-    """Start the workers for ``cfg.backends``; a backend that cannot start is an error."""
-    return Pool(cfg.backends, log_dir, timeout=cfg.timeout, threads=cfg.threads).start_or_fail(
+    """Start the workers for ``cfg.backends`` (and the float64 reference's own, when the run
+    asks for one and does not test the backends that compute it); a backend that cannot
+    start is an error, and so is a reference nothing can compute."""
+    reference = reference_workers(cfg, cfg.backends)
+    return Pool(cfg.backends, log_dir, timeout=cfg.timeout, threads=cfg.threads, reference=reference).start_or_fail(
         logs=log_dir, field="--backends")
+
+
+def run_config(cfg: FuzzConfig, header: dict[str, Any]) -> dict[str, Any]:
+    """A run's ``config.json`` document (``header`` + the settings), as JSON reads it back."""
+    return json.loads(json.dumps({**header, **cfg.to_json()}, default=str))
+
+
+def resume_conflicts(old: dict[str, Any], new: dict[str, Any], free: tuple[str, ...] = RESUME_FREE) -> list[str]:
+    """The settings of ``new`` that differ from a run directory's ``old`` ``config.json``,
+    but those ``free`` to change on a resume (:data:`audee.settings.RESUME_FREE`) and the
+    directory itself; a key one of them lacks (a file of an older audee) is not compared."""
+    return [k for k in new if k in old and k not in free and k != "out" and old[k] != new[k]]
+
+
+def check_resume(store: RunStore, doc: dict[str, Any], *, finished: bool = False) -> None:
+    """A run directory that holds a run (its ``config.json``) resumes only with that run's
+    settings: another one is a :class:`ConfigError` naming each, ``config.json`` untouched
+    (``finished``: a campaign unit committed, which ``variants`` cannot extend either)."""
+    old = store.config()
+    if not old or not any(_has_bytes(store.root / name) for name in ("results.jsonl", "searches.jsonl")):
+        return  # no run there, or one that stopped before its first row: nothing to keep apart
+    differ = resume_conflicts(old, doc, tuple(k for k in RESUME_FREE if not (finished and k == "variants")))
+    if differ:
+        shown = "; ".join(f"{k}: {_short(old[k])} there, {_short(doc[k])} now" for k in differ)
+        raise ConfigError(f"holds a run with other settings ({shown}); a rerun resumes with the same settings "
+                          f"(only {', '.join(RESUME_FREE)} may change): give another --out for a new run",
+                          source=str(store.root / "config.json"), field=", ".join(differ))
+
+
+def _has_bytes(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _short(value: Any) -> str:
+    """A setting's value in a one-line message: backends by their labels, long values cut."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) and "label" in v for v in value):
+        return ",".join(str(v["label"]) for v in value)
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _run(cfg: FuzzConfig, header: dict[str, Any], pool: Pool | None,
          body: Callable[[Pool, RunStore, FuzzStats], None]) -> FuzzStats:
-    """One run directory, under its lock: ``config.json`` (``header`` + the settings), the
+    """One run directory, under its lock: ``config.json`` (``header`` + the settings; a
+    directory holding a run with other settings is refused, :func:`check_resume`), the
     workers (``pool``, or started here for ``cfg.backends``), then ``body``."""
     store = RunStore(cfg.out)
     with dir_lock(store.root):  # one writer per directory (re-entrant: a campaign or cmd_fuzz may hold it)
+        doc = run_config(cfg, header)
+        check_resume(store, doc)
         store.prepare()
-        store.write_config({**header, **cfg.to_json()})
+        store.write_config(doc)
         stats = FuzzStats()
         t0 = time.perf_counter()
         if pool is None:
@@ -192,7 +250,9 @@ def fuzz(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
     log.info("fuzz %s on %s: %d variants, rng %d, batch %d -> %s%s", seed.name,
              ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, cfg.out,
              f"; then {', '.join(plan.searches)} search at {plan.config.level} level" if plan else "")
-    stats = _run(cfg, {"seed": seed.name, "search": plan.to_json() if plan else None}, pool,
+    header = {"seed": seed.name, "search": plan.to_json() if plan else None,
+              "inputs": weights_key({k: [v] for k, v in inputs.items()})}  # the inputs' content: a rerun's are the same
+    stats = _run(cfg, header, pool,
                  lambda p, store, st: _stages(seed, inputs, cfg, p, store, st, progress, plan))
     log.info("fuzz %s done in %.1f s: %d test cases run, %d resumed, %d failing, %d search runs", seed.name,
              stats.seconds, stats.run, stats.skipped, stats.failing_cases, len(stats.searches))
@@ -237,6 +297,9 @@ def fuzz_ops(ops: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | N
 
         configs = load_op_configs()
         ex = OpExecutor(p, **judging(cfg), undefined={n: c.undefined for n, c in configs.items()})
+        if not p.op_labels:  # no row can be written without a backend: one line, not a results-row traceback
+            raise AudeeError(f"no backend of the run calls keras.ops functions (--op needs a Keras backend: "
+                             f"tensorflow, torch, jax or their modes; got {', '.join(p.labels)})", field="--backends")
         models_only = [label for label in p.labels if label not in p.op_labels]
         if models_only:
             log.info("op stage: %s run models only (no keras.ops calls): left out of op cases", ", ".join(models_only))

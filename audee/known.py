@@ -34,8 +34,8 @@ from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from audee.case import Kind
 from audee.apis.keras_layers import layer_aliases
+from audee.kinds import FAILURES
 from audee.paths import data_dir
 from audee.records.rows import PlacedRow, ResultRow
 from audee.rootcause import CLASSES, classify, known_root, root_key
@@ -43,7 +43,7 @@ from audee.settings import FieldError, validate_settings
 from audee.signature import Signature, value_class
 from audee.yamlio import read_yaml_mapping
 
-KINDS = tuple(dict.fromkeys((*Kind.FAILURES, "deviation")))  # the failure kinds a match may name
+KINDS = FAILURES  # the failure kinds a match may name (the finding kind table's)
 
 
 def shipped_file() -> Path:

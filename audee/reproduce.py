@@ -47,12 +47,13 @@ def reproduce(path: str | Path, *, backends: list[BackendRef] | None = None, log
         return Reproduction(record, original, result)
     case = record.test_case()
     refs = backends or record.backend_refs(allowed_plugins=allowed_plugins)
-    with Pool(refs, log_dir, timeout=timeout) as pool:
+    reference = Reference.recorded(record.meta)  # its float64 reference, if it had one, on the same workers
+    with Pool(refs, log_dir, timeout=timeout, reference=reference.workers(refs) if reference else []) as pool:
         pool.start_or_fail(source=str(path))
         ex = Executor(pool, tie_margin=tie_margin if tie_margin is not None else record.tie_margin,
                       tolerances=record.tolerances or None,  # judged as recorded (old files: defaults)
                       equivalence=recorded_rules(original),  # the equivalence rules its findings name
-                      reference=Reference.recorded(record.meta))  # its float64 reference, if it had one
+                      reference=reference)
         if record.meta.get("phase") == "train":  # a training step (audee.train): its recorded setup again
             from audee.train.run import TrainExecutor
 

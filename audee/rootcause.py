@@ -37,6 +37,7 @@ import re
 from typing import Any, Iterable, Protocol
 
 from audee.case import MEMORY_CAP, Kind
+from audee.kinds import CRASHES, root_family
 from audee.signature import Signature, invalid_graph_complaint, primary_api
 
 #: the classes, most telling first: a group takes the first class any member has
@@ -48,8 +49,6 @@ CLASS_HELP = {
                  "silently different)",
     "harness": "audee's own fault (its conversion glue, its checks)",
 }
-CRASH_KINDS = (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE)
-NUMERIC_KINDS = (Kind.DEVIATION, Kind.INCONSISTENCY, Kind.PRECISION)  # one numeric fix, whichever oracle saw it
 
 # An explicit "this is not supported" from a framework, converter or runtime.
 UNSUPPORTED = re.compile(
@@ -124,7 +123,7 @@ def _who(sig: Signature) -> str:
 
 def root_key(sig: Signature) -> str:
     """The root cause a signature belongs to (module docstring)."""
-    if sig.kind in CRASH_KINDS:  # an error naming no op nor layer is known by its words alone
+    if sig.kind in CRASHES:  # an error naming no op nor layer is known by its words alone
         error = sig.error_full or sig.error
         # an invalid converted graph is the converter's one bug, whichever runtimes refuse it
         error = invalid_graph_complaint(error) or error
@@ -135,8 +134,8 @@ def root_key(sig: Signature) -> str:
         what = (sig.api or what) + "(" + ",".join(f"{p}={v}" for p, v in sig.params) + ")"
     if sig.kind == Kind.NAN:
         source = "from NaN/Inf input" if "nonfinite_input" in sig.context else "from finite input"
-        return " | ".join(["nan", _who(sig), what, source])
-    family = "numeric" if sig.kind in NUMERIC_KINDS else sig.kind
+        return " | ".join([root_family(sig.kind), _who(sig), what, source])
+    family = root_family(sig.kind)  # the finding kind table's: numeric, or a family of its own
     if sig.kind == Kind.EQUIVALENCE:  # one rule's failure on one layer API: the rule is part of it
         what += "".join(f"[{v}]" for p, v in sig.params if p == "rule")
     return " | ".join([family, _who(sig), what])
@@ -165,7 +164,7 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
     if issue is not None and getattr(issue, "klass", None):
         return str(issue.klass), f"known issue {issue.id}"
     ctx = set(sig.context)
-    if sig.kind in CRASH_KINDS and MEMORY_CAP in (sig.error_full or sig.error or ""):
+    if sig.kind in CRASHES and MEMORY_CAP in (sig.error_full or sig.error or ""):
         return "undefined", "the case needs more memory than a worker may hold (audee's memory cap)"
     if "audee_raised" in ctx:
         return "harness", "raised in audee's own code"
@@ -178,7 +177,7 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
                if c in ctx and not (c == "subnormal_input" and _flushing(sig.odd))]
     if reasons:
         return "undefined", "; ".join(reasons)
-    if sig.kind in CRASH_KINDS and explicit_refusal(sig.error_full or sig.error):
+    if sig.kind in CRASHES and explicit_refusal(sig.error_full or sig.error):
         return "limitation", "an explicit 'unsupported' error"
     if sig.kind == Kind.EQUIVALENCE and sig.error and explicit_refusal(sig.error_full or sig.error):
         return "limitation", "the equivalent model is refused with an explicit 'unsupported' error"
@@ -192,7 +191,7 @@ def silent_backend(sigs: Iterable[Signature]) -> str | None:
         for c in s.context:
             if c.startswith("silent:"):
                 return c.split(":", 1)[1]
-        if s.kind not in CRASH_KINDS and len(s.odd) == 1:
+        if s.kind not in CRASHES and len(s.odd) == 1:
             return s.odd[0]
     return None
 

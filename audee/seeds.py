@@ -14,6 +14,7 @@ kept in ``spec.meta["inputs"]``, so every case file of the run records it.
 from __future__ import annotations
 
 import json
+import os
 import logging
 import zlib
 from dataclasses import dataclass, replace
@@ -23,9 +24,11 @@ from typing import Any
 import numpy as np
 
 from audee.apis.call_args import MASK_ROWS, draw_masks
+from audee.bounded import MAX_DATA_BYTES, check_regular, open_regular
 from audee.errors import AudeeError
 from audee.paths import seeds_dir
 from audee.spec import InputSpec, ModelSpec, Weights, load_weights
+from audee.store.caserecord import CASE_ID
 from audee.yamlio import read_text
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,17 @@ def list_seeds() -> list[str]:
     return sorted(p.parent.name for p in d.glob("*/spec.json")) if d.is_dir() else []
 
 
+#: the longest seed name: its case ids (``<name>-v00001``, a search's ``<name>-v00001-<kind>-...``)
+#: must stay within :data:`audee.store.caserecord.CASE_ID`
+MAX_SEED_NAME = 100
+
+
+def _present(path: Path) -> bool:
+    """Whether a name is there at all: a pipe or a device given as a spec or inputs is read
+    (and refused in one line naming it, :mod:`audee.bounded`), never taken for a missing file."""
+    return os.path.lexists(path)
+
+
 def load_seed(name_or_path: str, log_dir: str | Path | None = None, inputs: str | None = None, *,
               field: str | None = "--inputs") -> Seed:
     """A shipped seed by name, a directory with spec.json, a spec .json file, or a .keras
@@ -67,15 +81,25 @@ def load_seed(name_or_path: str, log_dir: str | Path | None = None, inputs: str 
 def read_seed(name_or_path: str, log_dir: str | Path | None = None) -> Seed:
     """:func:`load_seed` without resolving a user's inputs: a user's seed may come back
     with none, so that inputs the user gives are read instead of generated first (a spec's
-    input shapes may be far too large to generate); pass it to :func:`with_inputs`."""
+    input shapes may be far too large to generate); pass it to :func:`with_inputs`.  Its
+    name starts every case id it gives, so it must be one."""
+    seed = _load_seed(name_or_path, log_dir)
+    if len(seed.name) > MAX_SEED_NAME or not CASE_ID.match(seed.name):
+        raise AudeeError(f"the seed's name {ascii(seed.name[:60])} cannot start case ids, which name files: use "
+                         f"letters, digits and _ . + = - (at most {MAX_SEED_NAME}, a letter or digit first)",
+                         source=seed.source or None, field="name")
+    return seed
+
+
+def _load_seed(name_or_path: str, log_dir: str | Path | None = None) -> Seed:
     p = Path(name_or_path)
     if p.suffix == ".keras":
         return import_keras_seed(p, log_dir)
     if (seeds_dir() / name_or_path / "spec.json").is_file():
         d = seeds_dir() / name_or_path
-    elif p.is_dir() and (p / "spec.json").is_file():
+    elif p.is_dir() and _present(p / "spec.json"):
         d = p
-    elif p.suffix == ".json" and p.is_file():
+    elif p.suffix == ".json" and _present(p):
         spec = ModelSpec.load(p)
         return Seed(spec.name, spec, {}, None, None, 0, f"spec {p}", "user", str(p))
     else:
@@ -85,10 +109,10 @@ def read_seed(name_or_path: str, log_dir: str | Path | None = None) -> Seed:
     spec = ModelSpec.load(d / "spec.json")
     meta = _meta(d / "seed.json")
     inputs, labels = {}, None  # a user's directory may hold no inputs: with_inputs supplies them
-    if (d / INPUTS_FILE).is_file() or d.parent == seeds_dir():
+    if _present(d / INPUTS_FILE) or d.parent == seeds_dir():
         inputs, labels = load_inputs(d / INPUTS_FILE, scale=meta.get("input_scale", {}))
         inputs = check_inputs(spec, inputs, str(d / INPUTS_FILE))
-    weights = load_weights(d / "weights.npz") if (d / "weights.npz").is_file() else None
+    weights = load_weights(d / "weights.npz") if _present(d / "weights.npz") else None
     return Seed(d.name, spec, inputs, labels, weights, int(meta.get("weight_seed", 0)),
                 str(meta.get("description", "")), str(meta.get("data", "")), str(d / "spec.json"))
 
@@ -105,8 +129,7 @@ def import_keras_seed(path: str | Path, log_dir: str | Path | None = None) -> Se
     from audee.backends.registry import parse_backends
 
     src = str(path)
-    if not Path(path).is_file():
-        raise AudeeError("no such file", source=src)
+    check_regular(path, MAX_DATA_BYTES)  # a pipe or a device: one line here, before a worker starts
     key = (str(Path(path).resolve()), Path(path).stat().st_mtime)
     if key in _IMPORTED:
         return _IMPORTED[key]
@@ -140,8 +163,10 @@ def _meta(path: Path) -> dict[str, Any]:
 def load_inputs(path: str | Path, scale: dict[str, float] | None = None) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
     """Arrays from an .npz (``labels`` apart); integer images are scaled by ``scale``."""
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with open_regular(path, MAX_DATA_BYTES) as f, np.load(f, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
+    except AudeeError:  # no regular file, or too large: its own line
+        raise
     except (OSError, ValueError) as exc:
         raise AudeeError(f"cannot read inputs: {exc}", source=str(path)) from None
     except Exception as exc:  # a corrupt archive: BadZipFile, zlib.error, EOFError, a mangled .npy header...
@@ -196,7 +221,7 @@ def with_inputs(seed: Seed, path: str | None = None, *, field: str | None = "--i
     the file and the array (``field`` names the setting that gave the path)."""
     described: dict[str, Any] | None = None
     if path:
-        if not Path(path).is_file():
+        if not _present(Path(path)):
             raise AudeeError("no such file", source=str(path), field=field)
         raw, _ = load_inputs(path)
         inputs, described = check_inputs(seed.spec, raw, str(path)), {"file": str(path)}
@@ -205,7 +230,7 @@ def with_inputs(seed: Seed, path: str | None = None, *, field: str | None = "--i
     else:
         beside = Path(seed.source).parent / INPUTS_FILE if seed.source else None
         beside = beside if beside is not None and beside.parent.resolve() != seeds_dir().resolve() else None
-        if beside is not None and beside.is_file():
+        if beside is not None and _present(beside):
             raw, _ = load_inputs(beside)
             inputs, described = check_inputs(seed.spec, raw, str(beside)), {"file": str(beside)}
         else:

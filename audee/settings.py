@@ -14,6 +14,7 @@ mapping against a model and turns a pydantic error into audee's one error format
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import types
 import typing
@@ -169,6 +170,8 @@ def parse_weights(text: str, known: tuple[str, ...], what: str) -> dict[str, flo
         out[name] = w
     if not out or sum(out.values()) <= 0:
         raise ValueError(f"needs at least one {what} with a positive weight, got {text!r}")
+    if not math.isfinite(sum(out.values())):  # the draw divides by the sum: inf would make every share NaN
+        raise ValueError(f"the weights sum to more than a float holds, got {text!r}: use smaller weights")
     return out
 
 
@@ -300,7 +303,7 @@ class FuzzSettings(_Settings):
                                                   "categorical_crossentropy:2,huber (of " + ", ".join(LOSSES) + ")")
     optimizers: str = Field(TRAIN_OPTIMIZERS, description="training phase: the optimizers a case draws from, each "
                                                           "with an optional weight (of " + ", ".join(OPTIMIZERS) + ")")
-    learning_rate: float | None = Field(None, gt=0, description="training phase: the optimizers' learning rate "
+    learning_rate: float | None = Field(None, gt=0, allow_inf_nan=False, description="training phase: the optimizers' learning rate "
                                                                 "(default: each Keras optimizer's own)")
     call_training: float = Field(0.0, ge=0, le=1,
                                  description="API-level cases: probability the layer is called with a drawn "
@@ -649,6 +652,91 @@ class CampaignSettings(ShardSettings):
         return {} if v is None else v
 
 
+# ---- resuming a run ----------------------------------------------------------------------------
+#: the settings a rerun into an existing run directory may change: none of them changes what
+#: a case computes or how it is judged.  ``variants``: more extends the run (the ids are
+#: stable, ``<seed>-v<i>``), fewer runs none; a campaign unit already finished
+#: (``DONE.json``) is not extended, so there it must stay.  ``timeout``: how long a request
+#: may take before it counts as hung (raised after hangs, the usual reason to rerun).
+#: ``threads``: CPU threads per worker.  Progress bars, verbosity and log files are no
+#: settings of the run.  Every other setting in ``config.json`` (backends, rng, batch, the
+#: mutation, judging and oracle settings, the phase, the search plan, the seed or APIs and
+#: the inputs' content) must be the same: a rerun with another is refused in one line naming
+#: it (exit 2), ``config.json`` untouched; another --out holds a run with other settings
+RESUME_FREE = ("variants", "timeout", "threads")
+
+
+# ---- environment variables ----------------------------------------------------------------------
+#: the smallest per-worker memory cap (MiB) ``AUDEE_WORKER_MEMORY_MB`` may set: a framework
+#: holds 300-800 MiB once imported (JAX 310, torch 590, Keras on TensorFlow 810, measured on
+#: CPU); a smaller cap ends every worker at its first request, each case a "memory cap" crash
+MIN_WORKER_MEMORY_MB = 512
+#: the largest cap: a petabyte; beyond it the number is a typo, not a machine
+MAX_WORKER_MEMORY_MB = 1 << 30
+
+
+def _env_number(text: str, *, integer: bool = False) -> float:
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        raise ValueError(f"expected {'an integer' if integer else 'a number'}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _memory_mb(text: str) -> None:
+    mb = _env_number(text)
+    if not MIN_WORKER_MEMORY_MB <= mb <= MAX_WORKER_MEMORY_MB:
+        raise ValueError(f"a worker's memory cap in MiB must be between {MIN_WORKER_MEMORY_MB} (a framework "
+                         f"alone holds 300-800 MiB) and {MAX_WORKER_MEMORY_MB}, got {text!r}")
+
+
+def _fraction(text: str) -> None:
+    share = _env_number(text)
+    if not 0 < share <= 1:
+        raise ValueError(f"a share of the GPU's memory must be > 0 and <= 1, got {text!r}")
+
+
+def _threads(text: str) -> None:
+    if _env_number(text, integer=True) < 1:
+        raise ValueError(f"CPU threads per worker must be >= 1, got {text!r}")
+
+
+def _directory(text: str) -> None:
+    from pathlib import Path
+
+    if not Path(text).is_dir():
+        raise ValueError(f"not a directory: {text!r}")
+
+
+#: every environment variable audee reads, and its check (ValueError: why it is refused).
+#: Validated like flags before any command runs (:func:`check_environment`); an empty
+#: value is unset, as the readers treat it
+ENVIRONMENT: dict[str, Any] = {
+    "AUDEE_WORKER_MEMORY_MB": _memory_mb,    # backends/worker.py memory_cap
+    "AUDEE_GPU_MEM_FRACTION": _fraction,     # backends/pool.py worker_env, keras_backends.py (torch)
+    "AUDEE_THREADS": _threads,               # backends/worker.py, onnx_backend.py, openvino_backend.py
+    "AUDEE_SEEDS": _directory,               # paths.py seeds_dir
+    "AUDEE_API_CONFIGS": _directory,         # paths.py api_configs_dir
+}
+
+
+def check_environment(environ: Any = None) -> None:
+    """Every variable of :data:`ENVIRONMENT` that is set, checked: a bad one is a
+    :class:`ConfigError` naming it (one line, exit 2), before any worker starts or case runs."""
+    import os
+
+    env = os.environ if environ is None else environ
+    for name, check in ENVIRONMENT.items():
+        text = env.get(name)
+        if text:
+            try:
+                check(text)
+            except ValueError as exc:
+                raise ConfigError(str(exc), source="environment", field=name) from None
+
+
 # ---- one error format ---------------------------------------------------------------------------
 def _path(loc: tuple) -> str:
     out = ""
@@ -698,6 +786,8 @@ def _message(err: dict[str, Any], model: type[BaseModel] | None, loc: tuple) -> 
         return f"expected an integer, got {got!r}"
     if t in ("float_type", "float_parsing"):
         return f"expected a number, got {got!r}"
+    if t == "finite_number":
+        return f"expected a finite number, got {got!r}"
     if t in ("bool_type", "bool_parsing"):
         return f"expected true or false, got {got!r}"
     if t == "string_type":

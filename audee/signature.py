@@ -35,8 +35,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from audee.bounded import clean_text, utf8
 from audee.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
                         ZERO_DIVISOR, Finding, Kind)
+from audee.kinds import TRAINING_FAILURES, with_accumulated
 from audee.records.findings import BackendError
 from audee.records.localization import parse_localization
 
@@ -61,6 +63,13 @@ class Signature:
     error_full: str | None = field(default=None, compare=False)  # the whole normalized error, for matching
     context: tuple[str, ...] = field(default=(), compare=False)  # facts for the class: invalid:<param>, ...
 
+    def __post_init__(self) -> None:
+        # an old row's or a plugin's words may hold lone surrogates: a key must always hash and print
+        for name in ("error", "error_full"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, clean_text(value, None))
+
     @property
     def named_backends(self) -> tuple[str, ...]:
         """The backends a key names: the odd ones where the oracle could tell, else all of
@@ -74,7 +83,7 @@ class Signature:
                            self.phase or "-", self.error or "-"])
 
     def short_hash(self) -> str:
-        return hashlib.sha1(self.key().encode()).hexdigest()[:8]
+        return hashlib.sha1(utf8(self.key())).hexdigest()[:8]
 
     def slug(self) -> str:
         """Filename-safe and short, unique by a hash of the key: ``repro/<slug>.py``."""
@@ -153,7 +162,8 @@ def normalize_error(message: str | None, layer_names: Iterable[str] = (), whole:
     worded past the head)."""
     if not message:
         return None
-    lines = _without_traceback([ln for ln in str(message).strip().splitlines() if ln.strip()])
+    message = clean_text(message)  # valid and bounded: the patterns below never see 10 MB
+    lines = _without_traceback([ln for ln in message.strip().splitlines() if ln.strip()])
     if not lines:
         return None
     text = " ".join(" ".join(lines if whole else lines[:3]).split())
@@ -541,7 +551,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         context = _input_context(meta, bool(detail.input_nonfinite)) + \
             (["overflow_boundary"] if detail.overflow_boundary else [])
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None, context=context)]
-    if finding.kind == "deviation":
+    if finding.kind == Kind.DEVIATION:
         own = detail.own_layers
         layer = own[0] if own else detail.first_layer
         pair = detail.pair
@@ -561,7 +571,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             _input_context(meta, False, detail.rows) if detail.reason in ("values", "nonfinite") else [])
         return [sig(finding.kind, api, params, backends, layer, detail.phase if raw else None,
                     normalize_error(raw, layers) if raw else None, raw, context)]
-    if finding.kind in (Kind.TRAIN_NAN, Kind.TRAIN_DEVIATION):
+    if finding.kind in TRAINING_FAILURES:
         # the training phase: the layer its oracle pins; NaN/Inf or special values the
         # inputs carried put it outside the contract as for the forward pass
         layer = getattr(detail, "layer", None)
@@ -604,7 +614,7 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
             layer = (f.detail.own_layers or [None])[0] or f.detail.first_layer
             if isinstance(layer, str):
                 own[f.detail.pair] = layer
-    deviating = {f.detail.pair for f in findings if f.kind in (Kind.DEVIATION, Kind.DEVIATION_ACCUMULATED)}
+    deviating = {f.detail.pair for f in findings if f.kind in with_accumulated(Kind.DEVIATION)}
     out: list[Signature] = []
     for f in findings:
         incons = f.kind == Kind.INCONSISTENCY

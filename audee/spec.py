@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from audee.apis.owned_layers import OWNED_LAYERS, ROUNDTRIPS, check_owned
+from audee.bounded import MAX_DATA_BYTES, open_regular
 from audee.errors import SpecError
 from audee.yamlio import read_text
 
@@ -495,7 +496,7 @@ def save_weights(weights: Weights, path: str | Path) -> None:
 
 def load_weights(path: str | Path) -> Weights:
     out: Weights = {}
-    with np.load(path, allow_pickle=False) as data:
+    with open_regular(path, MAX_DATA_BYTES) as f, np.load(f, allow_pickle=False) as data:
         items = sorted(((k.rsplit("/", 1)[0], int(k.rsplit("/", 1)[1]), k) for k in data.files),
                        key=lambda t: (t[0], t[1]))
         for name, _, key in items:

@@ -13,20 +13,19 @@
   repro script's model runs only some of them).  ``audee reproduce``, ``audee localize``
   and ``audee repro`` (checking a smaller model still fails) all ask this.
 
-Only :mod:`audee.case` is imported: the rooms above read this one.
+Only :mod:`audee.case` and the finding kind table (:mod:`audee.kinds`, which holds each
+kind's rank and "still holds" rule) are imported: the rooms above read this one.
 """
 from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from audee import kinds
 from audee.case import Finding, Kind, Verdict
 
-#: The main failure's order, most important first (see the module docstring).
-MAIN_FAILURE_ORDER = (Kind.INCONSISTENCY, Kind.NAN, Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE)
-MAIN_FAILURE_ORDER += (Kind.PRECISION,)  # one backend against float64: it names the wrong one and its layer
-MAIN_FAILURE_ORDER += (Kind.DEVIATION,)
-MAIN_FAILURE_ORDER += (Kind.EQUIVALENCE,)  # one backend against itself: the last word
-MAIN_FAILURE_ORDER += (Kind.TRAIN_NAN, Kind.TRAIN_DEVIATION)  # the training phase (its cases have no others)
+#: The main failure's order, most important first (see the module docstring): each kind's
+#: rank in the finding kind table (audee.kinds).
+MAIN_FAILURE_ORDER = kinds.MAIN_FAILURE_ORDER
 
 
 def main_failure(findings: Iterable[Finding], pair: Sequence[str] | None = None) -> Finding | None:
@@ -41,27 +40,17 @@ def main_failure(findings: Iterable[Finding], pair: Sequence[str] | None = None)
 
 
 def finding_holds(recorded: Finding, now: Iterable[Finding]) -> bool:
-    """Whether the recorded failure shows again among ``now``: the same kind on the same
-    backends (a NaN finding: on a backend it names)."""
-    for g in now:
-        if g.kind != recorded.kind:
-            continue
-        if recorded.kind == Kind.NAN:
-            if set(g.backends) & set(recorded.backends):
-                return True
-        elif recorded.kind == Kind.EQUIVALENCE:  # the same rule failing on the same backend
-            if g.detail.rule == recorded.detail.rule and sorted(g.backends) == sorted(recorded.backends):
-                return True
-        elif sorted(g.backends) == sorted(recorded.backends):
-            return True
-    return False
+    """Whether the recorded failure shows again among ``now``: the same kind, and its kind's
+    "still holds" rule (:data:`audee.kinds.KINDS`: the same backends; a NaN finding: a backend
+    it names; an equivalence: the same rule on the same backend)."""
+    return any(kinds.holds(recorded, g) for g in now)
 
 
 def recorded_rules(verdict: Verdict) -> tuple[str, ...]:
     """The equivalence rules a verdict's ``equivalence`` findings (failing or accumulated)
     name: what a re-run must apply to judge them again."""
     return tuple(dict.fromkeys(f.detail.rule for f in verdict.findings
-                               if f.kind in (Kind.EQUIVALENCE, Kind.EQUIVALENCE_ACCUMULATED) and f.detail.rule))
+                               if f.kind in kinds.with_accumulated(Kind.EQUIVALENCE) and f.detail.rule))
 
 
 def verdict_holds(recorded: Verdict, now: Verdict) -> bool:

@@ -7,18 +7,19 @@ from typing import Any
 
 import yaml
 
+from audee.bounded import MAX_TEXT_BYTES, read_bytes
 from audee.errors import AudeeError, ConfigError
 
 
 def read_text(path: str | Path, error: type[AudeeError] = AudeeError) -> str:
-    """A file's text as UTF-8; an unreadable file or bytes that are not UTF-8 (a Latin-1
-    or binary file given as a config or spec) raise ``error`` naming the file, never a
-    traceback."""
+    """A file's text as UTF-8; an unreadable file, one that is no regular file or is larger
+    than :data:`audee.bounded.MAX_TEXT_BYTES`, or bytes that are not UTF-8 (a Latin-1 or
+    binary file given as a config or spec) raise ``error`` naming the file, never a
+    traceback or a hang."""
     source = str(path)
+    data = read_bytes(path, MAX_TEXT_BYTES, error)  # a pipe, a device or a huge file: refused unread
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise error(f"cannot read: {exc.strerror or exc}", source=source) from None
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
                     "save it as UTF-8", source=source) from None

@@ -272,3 +272,19 @@ class Bf16LargeMatmulJax(Bf16MatmulJax):
 
     name = "bf16-large-matmul-jax"
     threshold = 8.0
+
+
+#: what GarblingBackend says: a Latin-1 path decoded as the OS does (a lone surrogate for its
+#: 0xE9), a surrogate no decoder makes, and ten megabytes of a dumped graph
+GARBLED_MESSAGE = (f"cannot open {os.fsdecode(b'/data/caf' + bytes([0xE9]) + b'.bin')}: bad \ud800 byte in the graph "
+                   + "node " * 2_000_000 + "end of the dump")
+
+
+class GarblingBackend(JaxBackend):
+    """Raises a clean error whose message is no valid UTF-8 and 10 MB long when a batch is
+    run: a backend's words are data, and must not kill or bloat a run."""
+
+    name = "garbling"
+
+    def run(self, model, inputs):
+        raise OSError(GARBLED_MESSAGE)

@@ -172,7 +172,7 @@ def test_oversized_files_are_refused_unread(tmp_path, monkeypatch):
 
     path = _write(tmp_path / "big.pkl", _record([]))
     monkeypatch.setattr(cf, "MAX_FILE_BYTES", 100)
-    with pytest.raises(CaseFileError, match="larger than the 100 a case file may have"):
+    with pytest.raises(CaseFileError, match="larger than the 100 bytes audee reads"):
         load_case(path)
 
 

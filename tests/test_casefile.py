@@ -75,7 +75,7 @@ class Foreign(str):
 
 def test_a_record_that_could_not_be_read_back_is_never_written(tmp_path):
     with pytest.raises(ValueError, match="holds a type case files may not"):
-        save_case(tmp_path / "c.pkl", dict(GOOD, versions={"torch": Foreign("2.13")}))
+        save_case(tmp_path / "c.pkl", dict(GOOD, versions={"torch": {"torch": Foreign("2.13")}}))
     assert not (tmp_path / "c.pkl").exists()
 
 

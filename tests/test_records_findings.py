@@ -12,9 +12,10 @@ import pytest
 from pydantic import ValidationError
 
 from audee.case import Finding, Kind, Verdict
-from audee.records.findings import (DETAIL_TYPES, BackendError, ConsistentRejectionDetail, Detail, DeviationDetail,
+from audee.kinds import DETAIL_TYPES, parse_detail
+from audee.records.findings import (BackendError, ConsistentRejectionDetail, Detail, DeviationDetail,
                                     DivergentAcceptanceDetail, HardCrashDetail, InconsistencyDetail, NanDetail,
-                                    NanExample, NanPattern, OwnScore, parse_detail)
+                                    NanExample, NanPattern, OwnScore)
 from audee.records.localization import (Evidence, LocalizationRecord, LocalizationReport, LocalizedPair,
                                         RankedCandidate, RateRow, Round, Source, Trial, Trigger, parse_localization)
 

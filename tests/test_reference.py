@@ -13,7 +13,7 @@ from audee.case import Finding, Kind, TestCase
 from audee.equivalence.rules import rules_named, widened
 from audee.execute import Executor
 from audee.oracle.precision import culprit, mark_culprits, precision_findings
-from audee.reference.run import Reference, candidates, reduced
+from audee.reference.run import Reference, candidates, reduced, reference_refs
 from audee.settings import PRECISION_FACTOR, FuzzSettings
 from tests.test_deviation import mlp
 
@@ -66,16 +66,17 @@ def test_the_reference_model_is_the_float64_rules_model_and_its_candidates_are_k
     assert wide.to_json() == rule.spec.to_json() and ww["d1"][0].dtype == np.float64  # one way to widen
     assert all(ls.params["dtype"] == "float64" for ls in wide.layers) and wide.inputs[0].dtype == "float64"
     labels = ["onnxruntime", "jax", "torch@cuda", ROUNDED, "tensorflow"]
-    assert candidates(labels) == ["jax", "torch@cuda", "tensorflow"]
-    assert candidates(labels, "tensorflow") == ["tensorflow", "jax", "torch@cuda"]
+    assert candidates(labels) == ["jax-x64", "torch@cuda", "tensorflow"]   # JAX's float64: its x64 twin
+    assert candidates(labels, "tensorflow") == ["tensorflow", "jax-x64", "torch@cuda"]
     assert not reduced(spec) and reduced(widened(spec, {}, "float16")[0])
 
 
 # ---- real frameworks ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
-    with Pool(parse_backends(f"tensorflow,jax,{ROUNDED}"), tmp_path_factory.mktemp("logs"), timeout=300) as p:
-        assert p.start() == {}
+    refs = parse_backends(f"tensorflow,jax,{ROUNDED}")
+    with Pool(refs, tmp_path_factory.mktemp("logs"), timeout=300, reference=reference_refs(refs)) as p:
+        assert p.start() == {} and p.labels == [r.label for r in refs]   # jax-x64 computes, runs no case
         yield p
 
 
@@ -94,8 +95,9 @@ def test_a_bfloat16_matmul_is_a_precision_finding_its_culprit_and_its_layer(roun
     result = rounded_case
     ref = result.reference
     assert ref.backend == "tensorflow" and ref.dtype == "float64" and not ref.disputed
-    assert "jax" in ref.refused and "float32" in ref.refused["jax"]   # JAX without x64 answers float32
+    assert not ref.refused and ref.checks["jax-x64"] < 1   # JAX's float64 (x64 in its own worker) cross-checks
     assert ref.errors[ROUNDED] > 1 and ref.errors["tensorflow"] < 0.01 and ref.errors["jax"] < 0.01
+    assert "jax-x64" not in ref.errors and "jax-x64" not in result.outcomes   # the run's backends are judged
     prec = [f for f in result.verdict.findings if f.kind == Kind.PRECISION]
     assert [f.backends for f in prec] == [[ROUNDED]]
     d = prec[0].detail

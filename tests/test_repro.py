@@ -76,7 +76,8 @@ def test_script_text_imports_no_audee(tmp_path):
     assert "import audee" not in text and "from audee" not in text
     imports = {line.split()[1] for line in text.splitlines() if line.startswith(("import ", "from "))}
     assert imports <= {"json", "os", "subprocess", "sys", "tempfile", "zipfile", "numpy"}
-    assert text.startswith("#!/usr/bin/env python3\n# Repro: onnxruntime rejects a model that tensorflow runs.")
+    assert text.startswith("#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\n# Repro: onnxruntime rejects a model "
+                           "that tensorflow runs.")
     assert "Found with: tensorflow: keras 3.15.1, tensorflow 2.21.0" in text
     assert "python gelu.py" in text and rep.data == tmp_path / "gelu.npz"
     with np.load(rep.data) as z:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Iterator
 
 import numpy as np
 
+from audee.bounded import TRACEBACK_LIMIT, clean_text
 from audee.spec import ModelSpec, Weights
 
 
@@ -69,9 +70,9 @@ class BackendError(Exception):
     """A clean, Python-level failure of a framework, tagged with the phase it happened in."""
 
     def __init__(self, phase: str, message: str, tb: str = ""):
-        super().__init__(message)
+        super().__init__(clean_text(message))  # a framework's words: valid, bounded text (audee.bounded)
         self.phase = phase
-        self.tb = tb
+        self.tb = clean_text(tb, TRACEBACK_LIMIT)
 
 
 class Backend(ABC):

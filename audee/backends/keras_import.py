@@ -39,6 +39,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from audee.bounded import MAX_DATA_BYTES, check_regular
 from audee.errors import AudeeError
 from audee.spec import DTYPES, InputSpec, LayerSpec, ModelSpec, Weights, validate
 
@@ -60,8 +61,7 @@ def import_keras_model(path: str | Path, *, check: bool = True) -> tuple[ModelSp
     import keras
 
     src = str(path)
-    if not Path(path).is_file():
-        raise AudeeError("no such file", source=src)
+    check_regular(path, MAX_DATA_BYTES)  # a pipe or a device would hang or fill memory: refused unread
     try:
         with _scratch_tempdir():
             model = keras.saving.load_model(str(path), compile=False)

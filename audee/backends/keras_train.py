@@ -50,8 +50,7 @@ def make_optimizer(keras: Any, setup: TrainSetup) -> Any:
 
 
 def _failure(phase: str, exc: BaseException) -> BackendError:
-    text = f"{type(exc).__name__}: {exc}"
-    return BackendError(phase, text if len(text) < 4000 else text[:4000] + "...", traceback.format_exc())
+    return BackendError(phase, f"{type(exc).__name__}: {exc}", traceback.format_exc())  # cleaned and bounded there
 
 
 def _output_shape(built: BuiltModel, batch: int, run: Callable[[], list]) -> tuple[int, ...]:

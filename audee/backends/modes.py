@@ -12,7 +12,9 @@ two modes of one framework differs only in that thing:
 * ``tensorflow-noonednn``: the traced graph with oneDNN off (``TF_ENABLE_ONEDNN_OPTS=0``):
   TensorFlow's own CPU kernels instead of oneDNN's (they accept different models);
 * ``torch-compile``: the Keras torch model under ``torch.compile`` (Inductor, C++ on the CPU);
-* ``jax-eager``: ``stateless_call`` op by op, without ``jax.jit``.
+* ``jax-eager``: ``stateless_call`` op by op, without ``jax.jit``;
+* ``jax-x64``: jitted JAX with 64-bit types on (``jax_enable_x64``): the float64 reference's
+  JAX worker (``registry.FLOAT64_TWIN``); without it JAX casts a float64 model to float32.
 
 An op-level case (``audee fuzz --op``) is called eagerly on every backend but
 ``tensorflow-xla``, which compiles the call (:meth:`TensorflowXlaBackend.call_op`): the pair
@@ -203,3 +205,17 @@ class JaxEagerBackend(JaxBackend):
         outs = outs if isinstance(outs, (list, tuple)) else [outs]
         return [np.asarray(o) for o in outs]
 
+
+
+class JaxX64Backend(JaxBackend):
+    """Jitted JAX with ``jax_enable_x64`` set before JAX is first imported: a float64 model
+    computes in float64 (without it JAX casts every float64 array to float32).  Its own
+    worker, so the run's ``jax`` results stay those of JAX as users run it: with x64 on,
+    Python scalars and some integer ops default to 64 bits."""
+
+    name = "jax-x64"
+
+    @classmethod
+    def prepare_process(cls, device: str, precision: str = "full") -> None:
+        super().prepare_process(device, precision)
+        os.environ["JAX_ENABLE_X64"] = "1"   # read at JAX's import (jax.config's jax_enable_x64)

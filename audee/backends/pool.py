@@ -26,6 +26,7 @@ from audee.backends.registry import BackendRef
 from audee.backends.worker import MEMORY_EXIT
 from audee.case import MEMORY_CAP
 from audee.cpus import task_cpus, threads_per_worker
+from audee.bounded import TRACEBACK_LIMIT, clean_text
 from audee.errors import BackendUnavailable
 from audee.settings import MAX_TIMEOUT_S, TIMEOUT_S
 from audee.spec import ModelSpec, Weights
@@ -46,6 +47,13 @@ class WorkerFailure:
     message: str
     traceback: str = ""
     log_tail: str = ""
+
+    def __post_init__(self) -> None:
+        # where a backend's words enter audee: made valid, bounded text once (a lone surrogate
+        # or 10 MB here would fail or bloat every hash, row and report downstream)
+        self.message = clean_text(self.message)
+        self.traceback = clean_text(self.traceback, TRACEBACK_LIMIT)
+        self.log_tail = clean_text(self.log_tail, TRACEBACK_LIMIT)
 
     @property
     def hard(self) -> bool:
@@ -406,21 +414,25 @@ class Pool:
 
     def __init__(self, refs: list[BackendRef], log_dir: Path, *, timeout: float = TIMEOUT_S,
                  start_timeout: float = 180.0, threads: int | None = None, sets: int = 1,
-                 shards_per_gpu: int = 1, cpus: int | None = None):
+                 shards_per_gpu: int = 1, cpus: int | None = None, reference: list[BackendRef] = ()):
         """``threads`` per worker defaults to the task's CPUs (:func:`audee.cpus.task_cpus`:
         affinity, SLURM_CPUS_PER_TASK, cgroup quota; or ``cpus``) shared out among every
         worker computing at once: these backends times ``sets`` (pools running side by side
         in this task, e.g. a shard's parallel units), since frameworks that each spin a
         thread per core slow each other down (measured: 2x at batch 32 on 2 cores).  A GPU
         worker's memory share: :func:`gpu_fractions` (``sets`` and ``shards_per_gpu``
-        other pools of this shape on the same device)."""
+        other pools of this shape on the same device).  ``reference``: workers started
+        beside the run's that no case runs on, only the float64 reference
+        (:func:`audee.reference.run.reference_refs`): a backend the run does not test."""
         _check_timeout(timeout, "timeout")
         _check_timeout(start_timeout, "start_timeout")
+        every = list(refs) + [r for r in reference if r.label not in {x.label for x in refs}]
         if threads is None:
-            threads = threads_per_worker(task_cpus() if cpus is None else cpus, len(refs) * max(1, sets))
-        share = gpu_fractions(refs, sets * shards_per_gpu)
+            threads = threads_per_worker(task_cpus() if cpus is None else cpus, len(every) * max(1, sets))
+        share = gpu_fractions(every, sets * shards_per_gpu)
         self.workers = {r.label: Worker(r, Path(log_dir), timeout, start_timeout, threads, share[r.label])
-                        for r in refs}
+                        for r in every}
+        self._run_labels = [r.label for r in refs]
 
     def __enter__(self) -> "Pool":
         return self
@@ -430,7 +442,13 @@ class Pool:
 
     @property
     def labels(self) -> list[str]:
-        return list(self.workers)
+        """The run's backends, those every case runs on (not the reference's own workers)."""
+        return list(self._run_labels)
+
+    @property
+    def refs(self) -> list[BackendRef]:
+        """The run's backends as named (what a case file records it ran on)."""
+        return [self.workers[label].ref for label in self._run_labels]
 
     @property
     def precisions(self) -> dict[str, str]:

@@ -25,12 +25,18 @@ BUILTIN = {
     "tensorflow-noonednn": "audee.backends.modes:TensorflowNoOneDnnBackend",
     "torch-compile": "audee.backends.modes:TorchCompileBackend",
     "jax-eager": "audee.backends.modes:JaxEagerBackend",
+    # JAX with 64-bit types (jax_enable_x64): the float64 reference's JAX worker (FLOAT64_TWIN)
+    "jax-x64": "audee.backends.modes:JaxX64Backend",
     # more converters and runtimes
     "openvino": "audee.backends.openvino_backend:OpenVinoBackend",
     "torch-onnx": "audee.backends.torch_onnx_backend:TorchOnnxBackend",
     "litert": "audee.backends.litert_backend:LiteRtBackend",
 }
 DEFAULT_BACKENDS = ("tensorflow", "torch", "jax", "onnxruntime")
+#: a backend whose worker answers a float64 model in float32 (JAX without ``jax_enable_x64``
+#: casts every float64 array down) -> the backend that computes its float64: a worker of its
+#: own beside the run's, so the run's results stay those of the framework as users run it
+FLOAT64_TWIN = {"jax": "jax-x64"}
 
 #: precision modes of a worker's float32 computation.  ``full``: IEEE float32 everywhere
 #: (TF32 off in cuBLAS/cuDNN for torch and TensorFlow, XLA's "highest" matmul precision for
@@ -77,6 +83,13 @@ def backend_label(name: str, device: str, precision: str = DEFAULT_PRECISION) ->
     if device == "cpu":
         return name
     return f"{name}@{device}" + ("" if precision == DEFAULT_PRECISION else f":{precision}")
+
+
+def float64_twin(label: str) -> str:
+    """The label of the backend that computes ``label``'s float64 (:data:`FLOAT64_TWIN`), on
+    the same placement: ``jax@cuda`` -> ``jax-x64@cuda``; any other label is its own."""
+    name, at, place = label.partition("@")
+    return FLOAT64_TWIN.get(name, name) + at + place
 
 
 def parse_backends(text: str | list[str], default_device: str = "cpu",

@@ -25,6 +25,7 @@ from audee.backends import wire
 from audee.backends.base import Backend, BackendError, Phase
 from audee.backends.registry import load_class
 from audee.case import MEMORY_CAP
+from audee.bounded import clean_text
 from audee.errors import AudeeError
 from audee.spec import ModelSpec
 
@@ -305,7 +306,7 @@ class WorkerState:
         try:
             spec, weights = import_keras_model(path)
         except AudeeError as exc:  # bad user input: its one-line message goes back as is
-            return {"refused": str(exc)}
+            return {"refused": clean_text(str(exc))}
         return {"spec": spec.to_json(), "weights": weights}
 
 
@@ -326,8 +327,13 @@ def _nonfinite(order: list[str], outs: list[np.ndarray]) -> tuple[list[str], dic
 
 
 def _msg(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) < 4000 else text[:4000] + "..."
+    """An exception as the one message the parent gets: valid, bounded text whatever the
+    framework put in it (:func:`audee.bounded.clean_text`)."""
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001 - an exception whose __str__ itself raises
+        text = f"{type(exc).__name__}: <its message could not be read>"
+    return clean_text(text)
 
 
 def limit_threads(n: int) -> None:
@@ -465,7 +471,7 @@ def main(argv: list[str] | None = None) -> None:
         serve(conn, args.backend, args.device, args.precision)
     except Exception as exc:
         # an AudeeError (a plugin class that cannot be loaded) is already the line to show
-        fatal = str(exc) if isinstance(exc, AudeeError) else _msg(exc)
+        fatal = clean_text(str(exc)) if isinstance(exc, AudeeError) else _msg(exc)
         try:
             wire.send(conn.fileno(), {"fatal": fatal, "traceback": traceback.format_exc()})
         except OSError:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from audee.errors import ConfigError
+from audee.reference.run import KERAS_BACKENDS, candidates
 from audee.settings import MAX_UNITS, CampaignSearch, CampaignSettings, ShardSettings, validate_settings
 from audee.yamlio import read_yaml_mapping
 
@@ -82,6 +83,12 @@ def load_campaign(path: str | Path) -> Campaign:
     for k, run in enumerate(cfg.runs):
         settings = {**defaults, **run.unit_settings()}
         backend_sets = [tuple(b) for b in run.backends]
+        if settings.get("reference", "none") != "none":  # a reference nothing computes: said before any unit
+            for j, backends in enumerate(backend_sets):
+                if not candidates(list(backends), settings.get("reference_backend", "auto")):
+                    raise ConfigError("no backend of this set computes the float64 reference (a built-in Keras "
+                                      f"backend: {', '.join(KERAS_BACKENDS)}); name one with reference_backend",
+                                      source=source, field=f"runs[{k}].backends[{j}]")
         rngs = run.rngs if run.rngs is not None else [settings.get("rng", 0)]
         if groups[k] is not None:
             ops = run.ops is not None

@@ -28,6 +28,7 @@ from audee.backends.pool import Pool
 from audee.campaign.config import Unit
 from audee.case import Kind, TestCase
 from audee.errors import AudeeError
+from audee.kinds import with_accumulated
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
 from audee.localize.rates import top1_rate
 from audee.records.localization import LocalizationRecord, LocalizedPair
@@ -38,7 +39,7 @@ from audee.store import ResultsTable, RunStore
 from audee.store.atomic import write_atomic
 
 log = logging.getLogger(__name__)
-CONSISTENT_KINDS = {Kind.DEVIATION, Kind.DEVIATION_ACCUMULATED}  # no label flip, no NaN, every backend ran
+CONSISTENT_KINDS = set(with_accumulated(Kind.DEVIATION))  # no label flip, no NaN, every backend ran
 
 DEFAULTS = {k: LocalizeConfig.model_fields[k].default for k in ("max_cases", "consistent")}
 

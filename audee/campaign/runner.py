@@ -29,9 +29,11 @@ from audee.backends.registry import parse_backends
 from audee.campaign.config import Campaign, Unit
 from audee.campaign.localize_stage import localize_unit, pending
 from audee.cpus import default_parallel_units, task_cpus
+from audee.bounded import MAX_TEXT_BYTES, read_bytes
 from audee.errors import AudeeError, BackendUnavailable
-from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, fuzz_ops, summarize
+from audee.fuzz import FuzzConfig, check_resume, fuzz, fuzz_apis, fuzz_ops, run_config, summarize
 from audee.logs import setup_logging
+from audee.reference.run import reference_workers
 from audee.seeds import read_seed, with_inputs
 from audee.settings import ShardSettings
 from audee.store.atomic import create_atomic, write_atomic
@@ -57,11 +59,11 @@ def read_layout(out: Path | None) -> dict[str, Any] | None:
         return None
     path = Path(out) / LAYOUT
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_bytes(path, MAX_TEXT_BYTES))
         count, ids = doc["count"], doc["ids"]
         ok = isinstance(count, int) and count >= 1 and isinstance(ids, list) and len(ids) == count \
             and all(isinstance(i, int) for i in ids) and len(set(ids)) == count
-    except (OSError, ValueError, KeyError, TypeError):
+    except (AudeeError, ValueError, KeyError, TypeError):
         ok = False
     if not ok:
         raise AudeeError("expected {\"count\": N, \"ids\": [N distinct task ids]}; fix or remove it",
@@ -221,6 +223,24 @@ def check_seeds(units: list[Unit], source: str, log_dir: Path | None = None) -> 
             raise ConfigError(f"no layer {layer!r} in seed {u.seed} (unit {u.id})", source=source, field="search.layer")
 
 
+def check_resumes(units: list[Unit], out: Path, device: str = "cpu", precision: str | None = None) -> None:
+    """Every unit directory that holds a run holds this campaign's settings for it
+    (:func:`audee.fuzz.check_resume`; a finished unit's ``variants`` too): a campaign file
+    changed under a finished or half-run ``--out`` is one line naming the unit's
+    ``config.json`` and the setting, before the first unit runs, never "done" with the old
+    campaign's rows."""
+    for unit in units:
+        udir = unit_dir(out, unit)
+        store = RunStore(udir)
+        if not (udir / "config.json").is_file():
+            continue
+        cfg, plan = unit_config(unit, udir, device, precision)
+        header: dict[str, Any] = ({"apis": list(unit.apis)} if unit.apis is not None else
+                                  {"ops": list(unit.ops)} if unit.ops is not None else
+                                  {"search": plan.to_json() if plan else None})
+        check_resume(store, run_config(cfg, header), finished=store.committed())
+
+
 def unit_config(unit: Unit, out: Path, device: str = "cpu",
                 precision: str | None = None) -> tuple[FuzzConfig, Any]:
     """The unit's FuzzConfig (settings it does not give take FuzzSettings' defaults, the
@@ -250,11 +270,12 @@ class _Pools:
         self.pool: Pool | None = None
 
     def get(self, cfg: FuzzConfig) -> Pool:
-        key = tuple((b.label, b.target, b.device, b.precision) for b in cfg.backends)
+        reference = reference_workers(cfg, cfg.backends)
+        key = tuple((b.label, b.target, b.device, b.precision) for b in cfg.backends + reference)
         if key != self.key or self.pool is None:
             self.close()
             pool = Pool(cfg.backends, self.log_dir, timeout=cfg.timeout, threads=cfg.threads, sets=self.sets,
-                        shards_per_gpu=self.shards_per_gpu, cpus=self.cpus)
+                        shards_per_gpu=self.shards_per_gpu, cpus=self.cpus, reference=reference)
             self.pool, self.key = pool.start_or_fail(logs=self.log_dir, field="--backends"), key
         return self.pool
 
@@ -324,6 +345,7 @@ def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
         unit_dir(out, unit)  # every unit directory inside OUT, checked before anything runs
     # every seed of the campaign (spec, inputs, search layer) checked now, not hours into the shard
     check_seeds(campaign.units, campaign.source, out / "logs")
+    check_resumes(units, out, device, precision)  # a changed campaign file on an existing --out: refused now
     status_path = out / "status" / f"shard-{index}-of-{count}.json"
     status: dict[str, Any] = {"campaign": campaign.name, "shard": index, "shards": count,
                               "host": socket.gethostname(), "pid": os.getpid(), "units": len(units),

@@ -34,6 +34,7 @@ import numpy as np
 from audee.backends.pool import Pool, WorkerFailure
 from audee.case import Kind, TestCase
 from audee.execute import Executor
+from audee.kinds import CRASHES
 from audee.localize.evidence import Candidate, rank
 from audee.localize.onelayer import ParamSpace, param_spaces, same_value
 from audee.localize.rates import change_rates, cradle_flags
@@ -114,7 +115,7 @@ class Probe:
         r = self.loc.ex.run(case)
         kinds = r.verdict.kinds()
         bad_out = r.outcomes.get(self.bad) if self.bad else None
-        if self.kind in (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE):
+        if self.kind in CRASHES:
             if Kind.CONSISTENT_REJECTION in kinds:
                 trial.verdict, trial.detail = UNBUILDABLE, _first_error(r)
             elif bad_out is not None and not bad_out.ok:
@@ -455,7 +456,7 @@ class Localizer:
         probe = Probe(self, spec, weights, target, layer_inputs, kind, labels, bad)
         base = probe.judge({})
         rnd.baseline = base.verdict
-        if kind in (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE):
+        if kind in CRASHES:
             report.error = base.detail or report.error
         if base.verdict != FAILS:
             report.note = f"{target} alone does not reproduce the {kind}"

@@ -40,8 +40,10 @@ def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backen
     if pool is not None:
         return with_repro(_localize(pool, record, case, apis, cfg or LocalizeConfig(), pair), record, pool, repro_dir)
     refs = backends or record.backend_refs(allowed_plugins=allowed_plugins)
+    reference = Reference.recorded(record.meta)  # the workers of its float64 reference, if it had one
     with tempfile.TemporaryDirectory(prefix="audee-localize-") as tmp:
-        with Pool(refs, log_dir or Path(tmp), timeout=timeout) as own:
+        with Pool(refs, log_dir or Path(tmp), timeout=timeout,
+                  reference=reference.workers(refs) if reference else []) as own:
             own.start_or_fail(logs=log_dir, source=str(path))
             return with_repro(_localize(own, record, case, apis, cfg or LocalizeConfig(), pair), record, own,
                                repro_dir)

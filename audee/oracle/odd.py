@@ -37,32 +37,32 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from audee.case import Finding, Kind, Outcome
+from audee.case import Finding, Outcome
+from audee.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, nonfinite_codes
 
-PAIRWISE = (Kind.DEVIATION, Kind.INCONSISTENCY)
-CRASHES = (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE)
-
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding]) -> None:
-    """Set ``odd`` and ``odd_rule`` on every failure finding of one case (module docstring)."""
+    """Set ``odd`` and ``odd_rule`` on every failure finding of one case (module docstring),
+    by the rule its kind names in the finding kind table (:func:`audee.kinds.odd_rule`)."""
     crash = nan = pairwise = None  # computed once per case, when a finding needs them
     for f in findings:
         if not f.is_failure:
             continue
-        if f.kind in CRASHES:
+        by = odd_rule(f.kind)
+        if by == "acceptance":
             crash = crash or minority(acceptance_groups(outcomes))
             odd, rule = crash
-        elif f.kind == Kind.NAN:
+        elif by == "nan":
             nan = nan or minority(nan_groups(outcomes))
             odd, rule = nan
-        elif f.kind in PAIRWISE:
+        elif by == "pairs":
             pairwise = pairwise or odd_of_pairs([o.backend for o in outcomes if o.ok], failing_pairs(findings))
             odd, rule = pairwise
-        elif f.kind == Kind.EQUIVALENCE:  # the backends where its rule fails, against those where it holds
+        elif by == "equivalence":  # the backends where its rule fails, against those where it holds
             odd, rule = equivalence_odd(f, findings, [o.backend for o in outcomes if o.ok])
-        elif f.kind == Kind.PRECISION:  # the float64 reference tells: the backend far worse than the best
+        elif by == "reference":  # the float64 reference tells: the backend far worse than the best
             odd, rule = [f.detail.backend], "against the float64 reference"
         else:
             odd, rule = [], f"no rule for {f.kind}"

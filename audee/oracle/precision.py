@@ -27,11 +27,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from audee.case import Finding, Kind, Outcome
+from audee.kinds import CULPRIT_KINDS
 from audee.oracle.deviation import TENSORS, Tolerances, compare, pair_compute
 from audee.records.findings import PrecisionDetail
 
-#: the finding kinds a reference names the culprit of
-CULPRIT_KINDS = (Kind.DEVIATION, Kind.DEVIATION_ACCUMULATED, Kind.INCONSISTENCY)
 
 
 def reference_scores(outcomes: list[Outcome], reference: Mapping[str, np.ndarray],

@@ -2,8 +2,8 @@
 
 A :class:`audee.case.Finding` carries a *detail*: what its oracle measured, then what the
 Executor's diagnosis and :func:`audee.oracle.odd.mark_odd` added.  Its shape depends on the
-kind, so each kind has one model here (:data:`DETAIL_TYPES`), and code writes and reads a
-detail through its fields, never by key.
+kind, so each kind has one model here (which kind has which: the finding kind table,
+:data:`audee.kinds.KINDS`), and code writes and reads a detail through its fields, never by key.
 
 Why these rules:
 
@@ -17,10 +17,6 @@ Why these rules:
 * **plain values**: numpy scalars and arrays are turned into Python numbers and lists on
   construction (:func:`plain`); NaN and Inf floats stay floats (the case file is a pickle,
   and the JSON writers allow them).
-
-The kind names are spelled here as strings because this module sits below
-:mod:`audee.case` (which owns :class:`~audee.case.Kind`); ``tests/test_records_findings.py``
-holds the two equal.
 """
 from __future__ import annotations
 
@@ -352,48 +348,13 @@ class PrecisionDetail(Detail):
     odd_rule: str | None = None
 
 
-#: finding kind -> its detail type (the names of audee.case.Kind)
-DETAIL_TYPES: dict[str, type[Detail]] = {
-    "hard_crash": HardCrashDetail,
-    "divergent_acceptance": DivergentAcceptanceDetail,
-    "consistent_rejection": ConsistentRejectionDetail,
-    "nan": NanDetail,
-    "nan_propagated": NanDetail,
-    "inconsistency": InconsistencyDetail,
-    "deviation": DeviationDetail,
-    "deviation_accumulated": DeviationDetail,
-}
-
-DETAIL_TYPES.update({"train_deviation": TrainDeviationDetail, "train_deviation_accumulated": TrainDeviationDetail,
-                     "train_nan": TrainNanDetail})
-
 #: what a finding's detail may be
 AnyDetail = (Detail | HardCrashDetail | DivergentAcceptanceDetail | ConsistentRejectionDetail | NanDetail
-             | InconsistencyDetail | DeviationDetail)
-AnyDetail = AnyDetail | TrainDeviationDetail | TrainNanDetail
-DETAIL_TYPES.update({"equivalence": EquivalenceDetail, "equivalence_accumulated": EquivalenceDetail})
-AnyDetail = AnyDetail | EquivalenceDetail
-DETAIL_TYPES.update({"precision": PrecisionDetail, "precision_accumulated": PrecisionDetail})
-AnyDetail = AnyDetail | PrecisionDetail
+             | InconsistencyDetail | DeviationDetail | TrainDeviationDetail | TrainNanDetail | EquivalenceDetail
+             | PrecisionDetail)
 
 
-def detail_type(kind: str) -> type[Detail]:
-    """The detail type of ``kind`` (:class:`Detail` for a kind without one)."""
-    return DETAIL_TYPES.get(kind, Detail)
-
-
-def parse_detail(kind: str, data: Mapping[str, Any] | Detail | None) -> Detail:
-    """``data`` (a detail's JSON, or a detail) as ``kind``'s detail type; a detail already
-    of that type is returned as it is.  Raises pydantic's ValidationError on a wrong value."""
-    cls = detail_type(kind)
-    if isinstance(data, cls):
-        return data
-    if isinstance(data, Record):
-        data = data.to_json()
-    return cls.model_validate(dict(data or {}))
-
-
-__all__ = ["AnyDetail", "BackendError", "DETAIL_TYPES", "Detail", "DeviationDetail", "DivergentAcceptanceDetail",
+__all__ = ["AnyDetail", "BackendError", "Detail", "DeviationDetail", "DivergentAcceptanceDetail",
            "ConsistentRejectionDetail", "HardCrashDetail", "InconsistencyDetail", "NanDetail", "NanExample",
-           "NanPattern", "OwnScore", "PrecisionDetail", "Record", "ToleranceDetail", "detail_type", "parse_detail", "plain",
+           "NanPattern", "OwnScore", "PrecisionDetail", "Record", "ToleranceDetail", "plain",
            "TrainDeviationDetail", "TrainNanDetail"]

@@ -5,10 +5,14 @@ Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in:
 1. the case's model widened to float64 (:func:`audee.equivalence.rules.widened`, the one
    way audee makes a wider model: every layer under the ``float64`` policy, float weights
    and inputs cast up) is built and run at once on the **candidates**: the configured
-   backend (``--reference-backend``), or by default every built-in Keras backend of the
-   run (:data:`KERAS_BACKENDS`) in the run's order;
-2. the reference is the first candidate whose answer really is float64 (JAX without x64
-   answers float32; TensorFlow's CPU has no float64 for some NCHW convolutions: the next
+   backend (``--reference-backend``; a worker of its own when the run does not test it),
+   then every built-in Keras backend of the run (:data:`KERAS_BACKENDS`) in the run's
+   order, JAX's float64 computed by ``jax-x64`` (x64 on in that worker only:
+   :data:`audee.backends.registry.FLOAT64_TWIN`); the pool starts the workers the run
+   lacks (:func:`reference_refs`), and a run where no backend can compute it stops before
+   its first case (:func:`reference_workers`);
+2. the reference is the first candidate whose answer really is float64 (a plugin may
+   answer float32; TensorFlow's CPU has no float64 for some NCHW convolutions: the next
    one is taken; a candidate that has answered :data:`NEVER_AFTER` models in another
    dtype and none in float64 is asked no more); every other candidate that answered
    float64 cross-checks it in float32's tolerance (the deviation oracle judges float64
@@ -30,7 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from audee.backends.registry import BUILTIN, BackendRef, float64_twin, parse_backends
 from audee.case import Finding, Outcome, TestCase
+from audee.errors import AudeeError
 from audee.equivalence.rules import widened
 from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.deviation import TENSORS, compare
@@ -56,13 +62,42 @@ def base_name(label: str) -> str:
 
 
 def candidates(labels: list[str], backend: str = "auto") -> list[str]:
-    """The backends asked for the reference, the preferred first: ``backend`` (a label or a
-    name of the run's), then the run's built-in Keras backends in its order."""
+    """The workers asked for the reference of a run on ``labels``, the preferred first:
+    ``backend`` (a label or a name of the run's, else a backend of its own: the run need not
+    test it), then the run's built-in Keras backends in its order.  Each is the backend that
+    computes its float64 (:func:`audee.backends.registry.float64_twin`: JAX's is ``jax-x64``,
+    a worker beside the run's ``jax``).  Empty: nothing the run names can compute one."""
     keras = [label for label in labels if base_name(label) in KERAS_BACKENDS]
-    if backend == "auto":
-        return keras
-    first = [label for label in labels if backend in (label, base_name(label))][:1]
-    return first + [label for label in keras if label not in first]
+    first: list[str] = []
+    if backend != "auto":
+        first = [label for label in labels if backend in (label, base_name(label))][:1] or [backend]
+    out: list[str] = []
+    for label in first + keras:
+        twin = float64_twin(label)
+        if twin not in out:
+            out.append(twin)
+    return out
+
+
+def reference_refs(refs: list[BackendRef], backend: str = "auto") -> list[BackendRef]:
+    """The workers the reference needs beyond the run's ``refs`` (:func:`candidates` the run
+    does not test): the Pool starts them beside the run's (``Pool(reference=...)``), so a run
+    that asks for a reference gets one, or stops at the start with one line (exit 4)."""
+    have = {r.label for r in refs}
+    return [parse_backends(label)[0] for label in candidates([r.label for r in refs], backend)
+            if label not in have]
+
+
+def reference_workers(cfg: Any, refs: list[BackendRef], field: str = "--reference") -> list[BackendRef]:
+    """The reference workers of a run with settings ``cfg`` (a :class:`FuzzSettings`) on the
+    backends ``refs`` (none when it asks for no reference); an :class:`AudeeError` naming
+    ``field`` when nothing can compute it, said before the first case."""
+    if getattr(cfg, "reference", "none") == "none":
+        return []
+    if not candidates([r.label for r in refs], cfg.reference_backend):
+        raise AudeeError("no backend of the run computes the float64 reference (a built-in Keras backend: "
+                         f"{', '.join(KERAS_BACKENDS)}); name one with --reference-backend", field=field)
+    return reference_refs(refs, cfg.reference_backend)
 
 
 def widened_inputs(inputs: dict[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
@@ -122,6 +157,12 @@ class Reference:
         run = ReferenceRun.model_validate(got)
         return cls(run.backend or "auto", run.factor if run.factor is not None else PRECISION_FACTOR)
 
+    def workers(self, refs: list[BackendRef]) -> list[BackendRef]:
+        """The workers to start beside ``refs`` for this reference, built-ins only: a
+        reference read from a case file (:meth:`recorded`) never starts code the file names."""
+        builtin = set(BUILTIN.values())
+        return [r for r in reference_refs(refs, self.backend) if r.target in builtin]
+
     def run(self, ex: Any, case: TestCase, dtype: str = "float64") -> tuple[ReferenceRun, Wide, dict[str, np.ndarray]]:
         """The reference of ``case`` in ``dtype``: its record (errors not yet judged), the
         widened model, and the reference's tensors (empty when no backend computed it)."""
@@ -131,7 +172,9 @@ class Reference:
         cands = []
         for b in candidates(ex.pool.labels, self.backend):
             right, other = self._answered.get((b, dtype), [0, 0])
-            if right == 0 and other >= NEVER_AFTER:
+            if b not in ex.pool.workers:
+                refused[b] = "no worker: not started beside the run's (reference_refs)"
+            elif right == 0 and other >= NEVER_AFTER:
                 refused[b] = f"not asked: answered {other} models in another dtype than {dtype}, none in it"
             else:
                 cands.append(b)
@@ -230,4 +273,4 @@ def _why(reply: Any) -> str:
     return " ".join(str(message).split())[:200]
 
 
-__all__ = ["KERAS_BACKENDS", "Reference", "Wide", "candidates", "reduced"]
+__all__ = ["KERAS_BACKENDS", "Reference", "Wide", "candidates", "reduced", "reference_refs", "reference_workers"]

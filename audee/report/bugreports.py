@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from audee.bounded import utf8
 from audee.rootcause import core_message
 from audee.store.atomic import write_atomic
 
@@ -46,7 +47,7 @@ def root_slug(root: dict[str, Any]) -> str:
     who = root.get("component") or "-".join(root.get("odd") or []) or "pair"
     what = root.get("op") or root.get("api") or "net"
     text = "-".join(re.sub(r"[^A-Za-z0-9]+", "_", str(w)).strip("_") for w in (root["kind"], who, what))
-    return f"{text[:60]}-{hashlib.sha1(root['root'].encode()).hexdigest()[:8]}"
+    return f"{text[:60]}-{hashlib.sha1(utf8(root['root'])).hexdigest()[:8]}"
 
 
 def _tracker_component(root: dict[str, Any]) -> str:
@@ -201,6 +202,6 @@ def write_bug_reports(roots: list[dict[str, Any]], out: Path) -> dict[str, Path]
                   "No entry of audee's known-issues list matches it.  Search the tracker first:", "",
                   *[f"    {q}" for q in search_queries(g)], ""]
         path = folder / f"{root_slug(g)}.md"
-        write_atomic(path, "\n".join(lines).encode())
+        write_atomic(path, utf8("\n".join(lines)))
         written[g["root"]] = path
     return written

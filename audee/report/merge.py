@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 from pydantic import ValidationError
 
+from audee.bounded import MAX_TEXT_BYTES, read_bytes
 from audee.errors import AudeeError
 from audee.records.localization import LocalizationRecord
 from audee.records.rows import PlacedRow, ResultRow
@@ -116,8 +117,11 @@ def load_campaign_dir(root: str | Path, resign: bool = False) -> CampaignData:
         if ldir.is_dir():
             for p in sorted(ldir.glob("*--*.json")):
                 try:
-                    doc = LocalizationRecord.from_json(json.loads(p.read_text()))
-                except (json.JSONDecodeError, ValidationError):
+                    doc = LocalizationRecord.from_json(json.loads(read_bytes(p, MAX_TEXT_BYTES)))
+                except AudeeError as exc:  # a pipe or a device where a report should be: never read
+                    log.warning("%s; skipped", exc)
+                    continue
+                except (json.JSONDecodeError, UnicodeDecodeError, ValidationError):
                     continue
                 # the full report stays in the file; the tables need the summary
                 localized.append({**doc.summary(), "unit": d.name})

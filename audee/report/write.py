@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from audee.apis import load_api_configs
+from audee.bounded import utf8
 from audee.records.localization import LocalizationRecord
 from audee.records.rows import PlacedRow
 from audee.report import coverage
@@ -585,8 +586,8 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
              f"{len(unique)} unique inconsistencies (paper criteria), {len(data.localized)} localized, "
              f"{len(sigs)} unique localization signatures.", ""]
     for title, name, df in sections:
-        write_atomic(out / f"{name}.csv", df.to_csv(index=False).encode())
-        write_atomic(out / f"{name}.md", f"# {title}\n\n{_md(df)}".encode())
+        write_atomic(out / f"{name}.csv", utf8(df.to_csv(index=False)))
+        write_atomic(out / f"{name}.md", utf8(f"# {title}\n\n{_md(df)}"))
         written += [out / f"{name}.csv", out / f"{name}.md"]
         shown = _md(df.head(INDEX_ROWS))
         if len(df) > INDEX_ROWS:
@@ -607,6 +608,6 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
     if figure4(rates, out / "figure4.png"):
         written.append(out / "figure4.png")
         index += ["## Figure 4: top-1 change rate, inconsistent vs consistent", "", "![figure 4](figure4.png)", ""]
-    write_atomic(out / "index.md", "\n".join(index).encode())
+    write_atomic(out / "index.md", utf8("\n".join(index)))
     written.append(out / "index.md")
     return written

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import inspect
 import io
-import json
 import os
 import subprocess
 import sys
@@ -35,12 +34,15 @@ import numpy as np
 from audee import __version__
 from audee.case import Finding, Kind, TestCase
 from audee.errors import AudeeError
+from audee.kinds import CRASHES, PAIRWISE
 from audee.oracle.deviation import Tolerances
 from audee.records.findings import DeviationDetail, EquivalenceDetail, HardCrashDetail
 from audee.records.localization import LocalizationReport
 from audee.records.rows import ResultRow
+from audee.repro.source import Code, Comment, Data, fill
 from audee.repro.template import SCRIPT
 from audee.spec import ModelSpec, Weights, contiguous, one_layer_spec, weights_key
+from audee.bounded import utf8
 from audee.store.atomic import write_atomic
 from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
 from audee.store.runstore import RunStore
@@ -98,7 +100,7 @@ def _roles(record: CaseRecord, f: Finding) -> tuple[list[str], list[str]]:
         run = list(f.backends)
     order = [r.label for r in record.backends]
     run = sorted(dict.fromkeys(run), key=lambda b: order.index(b) if b in order else len(order))
-    if f.kind in (Kind.INCONSISTENCY, "deviation"):
+    if f.kind in PAIRWISE:
         run = list(f.backends)  # the pair, reference first
     if f.kind == Kind.EQUIVALENCE:
         run = list(f.backends)  # one backend, the model and its equivalent
@@ -133,7 +135,7 @@ def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str
     loc = record.meta.get("localization")
     if isinstance(loc, dict):
         cands += [s.layer for s in LocalizationReport.from_json(loc).sources]
-    if f.kind in (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE):  # a layer the error message names
+    if f.kind in CRASHES:  # a layer the error message names
         from audee.signature import named_layer
 
         texts = [d.message] if isinstance(d, HardCrashDetail) else [e.message for e in d.errors.values()]
@@ -147,7 +149,7 @@ def failing_rows(f: Finding, n: int) -> list[int]:
     d = f.detail
     if f.kind == Kind.EQUIVALENCE and d.rule in ("batch_permuted", "batch_single"):
         return list(range(n))  # a batch rule's rows only mean something in their batch
-    rows = d.rows if f.kind in ("deviation", Kind.EQUIVALENCE) else d.inputs if f.kind == Kind.INCONSISTENCY else None
+    rows = d.rows if f.kind in (Kind.DEVIATION, Kind.EQUIVALENCE) else d.inputs if f.kind == Kind.INCONSISTENCY else None
     rows = sorted({int(r) for r in rows or [] if 0 <= int(r) < n})
     return rows or list(range(n))
 
@@ -155,7 +157,7 @@ def failing_rows(f: Finding, n: int) -> list[int]:
 def _compare_layer(spec: ModelSpec, f: Finding, one_layer: str | None) -> str:
     if one_layer is not None:
         return one_layer
-    if f.kind in ("deviation", Kind.EQUIVALENCE):  # the tensor the whole-model check found out of tolerance
+    if f.kind in (Kind.DEVIATION, Kind.EQUIVALENCE):  # the tensor the whole-model check found out of tolerance
         return spec.output if f.detail.tensor == "output" else spec.logits_layer
     return spec.output
 
@@ -233,7 +235,7 @@ def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "a
     candidates: list[tuple[str, TestCase, list[int]]] = []
     if target is not None:
         source = failing[0] if f.kind == Kind.NAN else \
-            next((b for b in run if b not in failing), run[0]) if f.kind in Kind.FAILURES[:2] else run[0]
+            next((b for b in run if b not in failing), run[0]) if f.kind in CRASHES else run[0]
         li = _layer_inputs(pool, spec, case.weights, sub(rows), target, source)
         if li is None:
             notes.append(f"{source} cannot run the model to give layer {target} its input")
@@ -267,7 +269,7 @@ def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "a
     manifest = _write_data(data, tc, equiv)
     text = render(record, f, tc.spec, run, failing, name, one=one, compare=_compare_layer(tc.spec, f, one),
                   rows=kept, timeout=timeout, data=manifest, equiv=equiv)
-    write_atomic(script, text.encode())
+    write_atomic(script, utf8(text))
     os.chmod(script, 0o755 & ~_umask())
     return ReproScript(script, data, f.kind, run, kind_model, one, kept, verified, notes)
 
@@ -367,19 +369,6 @@ def _recorded(f: Finding) -> str:
     return ", ".join(f"{k} {v}" for k, v in shown.items() if d.written(k))
 
 
-def _json_literal(obj: Any, lines: bool = False) -> str:
-    """A Python literal for json.loads: a raw triple-quoted string, one layer a line."""
-    if lines:
-        layers = ",\n  ".join(json.dumps(x) for x in obj["layers"])
-        rest = {k: v for k, v in obj.items() if k != "layers"}
-        body = json.dumps(rest)[:-1] + ',\n "layers": [\n  ' + layers + "\n ]}"
-    else:
-        body = json.dumps(obj)
-    if '"""' in body or body.endswith("\\"):
-        return repr(body)
-    return 'r"""\n' + body + '\n"""'
-
-
 def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], failing: list[str], name: str, *,
            one: str | None, compare: str, rows: list[int], timeout: float,
            data: dict[str, tuple[list[int], str]], equiv: Any = None) -> str:
@@ -407,22 +396,19 @@ def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], fail
         + (f" (seed {seed})" if seed else "") + f", {len(rows)} input(s)"
     needs = sorted({m for b in run for m in _packages(b)})
     recorded = _recorded(f)
-    header = [f"# Repro: {expect}.", "#",
-              f"# Shows: {f.kind}. The model: {what}.",
-              *([f"# Recorded: {recorded}"] if recorded else []),
-              f"# Found with: {_versions(record, run)}", "#",
-              f"# Run:  python {name}.py      ({name}.npz beside it holds the weights and inputs;",
-              f"#       needs numpy, keras 3, {', '.join(needs)})",
-              f"#       python {name}.py --backend {run[0]} --out OUT.npz   runs one backend alone",
-              "# Exit: 0 the failure reproduces, 1 it does not, 2 the environment is broken,",
-              f"#       3 {name}.npz is missing or damaged (checked first: no verdict).",
-              f"# Written by audee {__version__} from case {record.id}; the script does not need audee."]
-    return (SCRIPT.replace("__HEADER__", "\n".join(header))
-            .replace("__MODEL__", _json_literal(model, lines=True))
-            .replace("__CASE__", _json_literal(case))
-            .replace("__EQUIV__", _json_literal(_equiv_json(equiv, len(rows))))
-            .replace("__OWNED__", _owned_source())
-            .replace("__DATA__", repr(f"{name}.npz")))
+    header = [f"Repro: {expect}.", "",
+              f"Shows: {f.kind}. The model: {what}.",
+              *([f"Recorded: {recorded}"] if recorded else []),
+              f"Found with: {_versions(record, run)}", "",
+              f"Run:  python {name}.py      ({name}.npz beside it holds the weights and inputs;",
+              f"      needs numpy, keras 3, {', '.join(needs)})",
+              f"      python {name}.py --backend {run[0]} --out OUT.npz   runs one backend alone",
+              "Exit: 0 the failure reproduces, 1 it does not, 2 the environment is broken,",
+              f"      3 {name}.npz is missing or damaged (checked first: no verdict).",
+              f"Written by audee {__version__} from case {record.id}; the script does not need audee."]
+    return fill(SCRIPT, {"HEADER": Comment(header), "MODEL": Data(model, rows=True), "CASE": Data(case),
+                         "EQUIV": Data(_equiv_json(equiv, len(rows))), "OWNED": Code(_owned_source()),
+                         "DATA": Data(f"{name}.npz")})
 
 
 def _owned_source() -> str:

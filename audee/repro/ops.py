@@ -13,7 +13,6 @@ module on the path, and nothing else of audee's.
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,9 @@ import numpy as np
 
 from audee.case import Finding, Kind
 from audee.errors import AudeeError
+from audee.repro.source import Code, Comment, Data, fill
 from audee.repro.template import SCRIPT as MODEL_SCRIPT
+from audee.bounded import utf8
 from audee.store.atomic import write_atomic
 from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
 
@@ -38,12 +39,9 @@ def _function(name: str) -> str:
 
 
 OP_SCRIPT = r'''#!/usr/bin/env python3
-"""__TITLE__
-
-audee __VERSION__ op-level repro: keras.ops.__OP__ called on each backend in its own process.
-Recorded: __RECORDED__
-Run: python __FILE__   (exit 0: reproduces, 1: does not, 2: a framework is missing)
-"""
+# -*- coding: utf-8 -*-
+__HEADER__
+"""An audee op-level repro: one keras.ops call on each backend in its own process."""
 import importlib
 import json
 import os
@@ -235,18 +233,17 @@ def write_op_repro(record: CaseRecord, out_dir: Path, name: str, finding: int) -
             continue
         backends[label] = {"keras": keras, "plugin": None if builtin else ref.target}
     case = _case_json(record, f)
-    title = f"keras.ops.{record.op['op']}: {f.kind} on {', '.join(case['backends'])}"
-    text = (OP_SCRIPT.replace("__NORMALIZED_ERROR__", _function("normalized_error"))
-            .replace("__TITLE__", title).replace("__VERSION__", __version__).replace("__OP__", record.op["op"])
-            .replace("__RECORDED__", f"case {record.id}; " + ", ".join(
-                f"{b}: " + ", ".join(f"{k} {v}" for k, v in (record.versions.get(b) or {}).items())
-                for b in backends))
-            .replace("__FILE__", f"{name}.py")
-            .replace("__CALL__", repr(json.dumps(record.op)))
-            .replace("__TENSORS__", repr(json.dumps({k: _tensor_json(v) for k, v in record.inputs.items()})))
-            .replace("__BACKENDS__", repr(json.dumps(backends)))
-            .replace("__CASE__", repr(json.dumps(case))))
+    versions = ", ".join(f"{b}: " + ", ".join(f"{k} {v}" for k, v in (record.versions.get(b) or {}).items())
+                         for b in backends)
+    header = [f"keras.ops.{record.op['op']}: {f.kind} on {', '.join(case['backends'])}", "",
+              f"audee {__version__} op-level repro: keras.ops.{record.op['op']} called on each backend in its own "
+              "process.", f"Recorded: case {record.id}; {versions}",
+              f"Run: python {name}.py   (exit 0: reproduces, 1: does not, 2: a framework is missing)"]
+    text = fill(OP_SCRIPT, {
+        "HEADER": Comment(header), "NORMALIZED_ERROR": Code(_function("normalized_error")),
+        "CALL": Data(record.op), "TENSORS": Data({k: _tensor_json(v) for k, v in record.inputs.items()}),
+        "BACKENDS": Data(backends), "CASE": Data(case)})
     path = Path(out_dir) / f"{name}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text.encode())
+    write_atomic(path, utf8(text))
     return path

@@ -1,8 +1,10 @@
 """The text of a standalone repro script (see :mod:`audee.repro`).
 
 The script imports numpy and the frameworks only: a maintainer runs it without audee.
-``__HEADER__``, ``__MODEL__``, ``__CASE__`` and ``__DATA__`` are filled in by
-:func:`audee.repro.write_repro`.  Its comparison functions (``label_flips``,
+Its placeholders (``__HEADER__``, ``__MODEL__``, ...) are filled by
+:func:`audee.repro.write_repro` through :func:`audee.repro.source.fill`: the header as
+comments, every value from the case file as a JSON string literal, never as code.
+Its comparison functions (``label_flips``,
 ``normalized_error`` — :mod:`audee.oracle.deviation`'s formula, inline —, ``nonfinite``) are
 importable for tests, which hold them equal to the package's (``tests/test_decisions.py``;
 ``relative_tie_margin`` too).
@@ -14,6 +16,7 @@ verdict.
 """
 
 SCRIPT = r'''#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
 __HEADER__
 import json
 import os
@@ -29,7 +32,7 @@ CASE = json.loads(__CASE__)
 # an equivalence finding: the equivalent model (weights "v/..."), the original rows it runs
 # in order, the dtype its float inputs are cast to, and each original layer's equivalent
 EQUIV = json.loads(__EQUIV__)
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), __DATA__)
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), json.loads(__DATA__))
 MERGE = {"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}
 POSITIONAL = {"MultiHeadAttention", "GroupQueryAttention"}  # call(query, value): one argument per input
 ENV_BROKEN = 2  # exit code: a framework cannot be imported (here or in a child)

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from audee.bounded import read_bytes
 from audee.errors import CaseFileError
 
 CASE_FORMAT = "audee.case/2"                          # what audee writes
@@ -317,14 +318,7 @@ def read_case_bytes(path: str | Path, *, max_bytes: int | None = None) -> Any:
     """The plain data in a case file (not yet checked as a record); one-line errors."""
     path = Path(path)
     max_bytes = MAX_FILE_BYTES if max_bytes is None else max_bytes
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise CaseFileError(f"file of {size:,} bytes is larger than the {max_bytes:,} a case file may have",
-                                source=str(path))
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CaseFileError(f"cannot read: {exc.strerror}", source=str(path)) from None
+    data = read_bytes(path, max_bytes, CaseFileError)  # a pipe or /dev/zero: refused unread, never a hang
     try:
         return restricted_loads(data)
     except pickle.UnpicklingError as exc:

@@ -26,10 +26,10 @@ from typing import Any, Iterable
 import numpy as np
 from pydantic import ValidationError
 
-from audee.backends.registry import BUILTIN, DEFAULT_PRECISION, BackendRef, parse_placement
-from audee.case import Kind, TestCase, Verdict
+from audee.backends.registry import BUILTIN, DEFAULT_PRECISION, BackendRef, backend_label, parse_placement
+from audee.case import TestCase, Verdict
 from audee.errors import CaseFileError
-from audee.records.findings import parse_detail
+from audee.kinds import NAMES, parse_detail
 from audee.settings import TIE_MARGIN
 from audee.store.atomic import write_atomic
 from audee.store.casefile import CASE_FORMAT, READ_FORMATS, encode, read_case_bytes
@@ -37,11 +37,38 @@ from audee.store.casefile import CASE_FORMAT, READ_FORMATS, encode, read_case_by
 FIELDS = ("format", "created", "id", "spec", "weights", "inputs", "backends", "verdict", "distances", "outputs",
           "versions", "tie_margin", "tolerances", "op")
 BUILTIN_TARGETS = frozenset(BUILTIN.values())
-FINDING_KINDS = (*Kind.FAILURES, Kind.CONSISTENT_REJECTION, Kind.NAN_PROPAGATED, Kind.DEVIATION_ACCUMULATED)
-FINDING_KINDS += (Kind.TRAIN_DEVIATION_ACCUMULATED,)
-FINDING_KINDS += (Kind.EQUIVALENCE_ACCUMULATED,)
+FINDING_KINDS = NAMES  # every kind of the finding kind table (audee.kinds)
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
+#: a case id, as audee makes them: ``<seed>-seed``, ``<seed>-v00001``, ``api-<API>-v00001``,
+#: ``op-<op>-v00001`` (an op's name may hold dots: ``image.resize``), a search's
+#: ``<target>-<kind>-<level>-<fitness>-r<rng>-g001-<digest>``, a benchmark entry's name.  It names
+#: files (``cases/<id>.pkl``, a repro script), so: no separator, no space, no quote, no leading dot.
+CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+=-]{0,199}$")
+#: a distribution's name (``keras``, ``ai-edge-litert``) and its version (PEP 440: ``2.5.1+cu121``)
+_DIST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,99}$")
+#: an op case's tensor name (``x``, ``x1``, ``indices``)
+_TENSOR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_CREATED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)?$")
+_JSON_DEPTH = 32
+_LABEL = re.compile(r"^[A-Za-z0-9_.:@-]{1,200}$")  # tensorflow, torch@cuda:0:tf32, mypkg.mod:Class
+
+
+def _shown(text: Any) -> str:
+    """A value from the file as it may appear in a one-line error: short, every character
+    outside printable ASCII escaped."""
+    return ascii(str(text)[:40])[1:-1]
+
+
+def check_case_id(ident: Any, *, source: str | None = None, field: str = "id") -> str:
+    """``ident`` if it is a case id audee could have made (:data:`CASE_ID`), else a one-line
+    :class:`CaseFileError`: an id names files and reaches scripts and reports."""
+    if not isinstance(ident, str) or not CASE_ID.match(ident):
+        shown = repr(ident) if len(repr(ident)) <= 80 else repr(ident)[:77] + "..."
+        raise CaseFileError(f"not a case id: {shown} (letters, digits and _ . + = -, at most 200, "
+                            "starting with a letter or digit)", source=source, field=field)
+    return ident
 
 
 @dataclass
@@ -154,9 +181,7 @@ class CaseRecord:
                 raise bad(f"expected {name}, got {type(d[key]).__name__}", key)
             return d[key]
 
-        ident = need("id", str)
-        if not ident:
-            raise bad("empty", "id")
+        ident = check_case_id(need("id", str), source=source)
         spec = need("spec", dict)
         weights = need("weights", dict)
         inputs = need("inputs", dict)
@@ -169,15 +194,19 @@ class CaseRecord:
         created = d.get("created", "")
         if not isinstance(created, str):
             raise bad(f"expected str, got {type(created).__name__}", "created")
+        if not _CREATED.match(created):
+            raise bad(f"expected a time as YYYY-MM-DDTHH:MM:SS, got {created[:40]!r}", "created")
         tie = need("tie_margin", (int, float, np.floating, np.integer), TIE_MARGIN)
         if not math.isfinite(float(tie)) or float(tie) < 0:
             raise bad(f"expected a finite number >= 0, got {tie!r}", "tie_margin")
 
         for name, arrs in weights.items():
             if not isinstance(arrs, list) or not all(isinstance(a, np.ndarray) for a in arrs):
-                raise bad("expected a list of arrays", f"weights.{name}")
+                raise bad("expected a list of arrays", f"weights.{_shown(name)}")
         _check_verdict(verdict, bad)
         refs = _check_backends(raw_backends, bad)
+        _check_versions(versions, bad)
+        _check_tolerances(tolerances, bad)
 
         op = need("op", dict, {})
         rec = cls(id=ident, spec=spec, weights=weights, inputs=inputs, backends=refs, verdict=verdict,
@@ -185,6 +214,8 @@ class CaseRecord:
                   tolerances=tolerances, meta={k: v for k, v in d.items() if k not in FIELDS},
                   op=op, created=created, format=fmt, source=source)
         if op:
+            if spec or weights:
+                raise bad("an op case holds no model (its spec and weights are empty)", "spec" if spec else "weights")
             _check_op(op, inputs, bad)
         else:
             _check_inputs(rec.model_spec, inputs, bad)
@@ -275,7 +306,7 @@ def _check_verdict(verdict: dict, bad: Any) -> None:
             raise bad("expected a list of backend labels", f"{where}.backends")
         if not isinstance(f.get("detail", {}), dict):
             raise bad(f"expected a mapping, got {type(f.get('detail')).__name__}", f"{where}.detail")
-        try:  # each kind's detail type (audee.records.findings): a wrong value is named here
+        try:  # each kind's detail type (audee.kinds): a wrong value is named here
             parse_detail(f["kind"], f.get("detail") or {})
         except ValidationError as exc:
             first = exc.errors()[0]
@@ -307,6 +338,10 @@ def _check_backends(raw: list, bad: Any) -> list[BackendRef]:
         if name in BUILTIN and target != BUILTIN[name]:
             raise bad(f"built-in backend {name!r} must have target {BUILTIN[name]!r}, not {target!r}",
                       f"{where}.target")
+        if name not in BUILTIN and name != target or label != backend_label(name, device, precision):
+            raise bad(f"expected {backend_label(name if name in BUILTIN else target, device, precision)!r} "
+                      f"(the backend's name, @device and precision as audee writes them), got {_shown(label)!r}",
+                      f"{where}.label")
         if label in {r.label for r in refs}:
             raise bad(f"backend {label!r} listed twice", f"{where}.label")
         refs.append(BackendRef(label, target, device, precision))
@@ -314,22 +349,88 @@ def _check_backends(raw: list, bad: Any) -> list[BackendRef]:
 
 
 def _check_op(op: dict, inputs: dict, bad: Any) -> None:
-    """An op record's call: a name, its arguments as data, every tensor it names among the
-    inputs (a plain array), every dtype a name.  Which op may run is the worker's closed set."""
+    """An op record's call: a configured op's name (the closed set of ``api_configs/ops/``:
+    a case names data, never code), its arguments as JSON data, every tensor it names among
+    the inputs (a plain array), every dtype one an op case may take."""
+    from audee.apis import load_op_configs
+    from audee.apis.config import OP_DTYPES
     from audee.opcase import refs
 
-    if not isinstance(op.get("op"), str) or not op["op"]:
+    unknown = sorted(set(op) - {"op", "args", "kwargs", "dtypes"})
+    if unknown:
+        raise bad("unknown key (an op case holds op, args, kwargs, dtypes)", f"op.{unknown[0]}")
+    name = op.get("op")
+    if not isinstance(name, str) or not name:
         raise bad("expected the keras.ops function's name", "op.op")
+    if name not in load_op_configs():
+        raise bad(f"{_shown(name)!r} is not a configured keras.ops function (api_configs/ops/)", "op.op")
     if not isinstance(op.get("args", []), list):
         raise bad("expected a list", "op.args")
     if not isinstance(op.get("kwargs", {}), dict):
         raise bad("expected a mapping", "op.kwargs")
+    _check_json(op.get("args", []), "op.args", bad)
+    _check_json(op.get("kwargs", {}), "op.kwargs", bad)
     dtypes = op.get("dtypes", {})
-    if not isinstance(dtypes, dict) or not all(isinstance(v, str) for v in dtypes.values()):
+    if not isinstance(dtypes, dict):
         raise bad("expected a mapping of tensor to dtype name", "op.dtypes")
-    for name in refs(op.get("args", [])) + refs(list(op.get("kwargs", {}).values())):
-        if not isinstance(inputs.get(name), np.ndarray):
-            raise bad(f"the call names tensor {name!r}, which the case does not hold", "inputs")
+    for tensor, dtype in dtypes.items():
+        if dtype not in OP_DTYPES:
+            raise bad(f"expected one of {', '.join(OP_DTYPES)}, got {_shown(dtype)!r}", f"op.dtypes.{_shown(tensor)}")
+    for tensor, arr in inputs.items():
+        if not isinstance(tensor, str) or not _TENSOR.match(tensor):
+            raise bad(f"not a tensor name: {_shown(tensor)!r}", "inputs")
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
+            raise bad("expected an array of numbers", f"inputs.{tensor}")
+    for tensor in refs(op.get("args", [])) + refs(list(op.get("kwargs", {}).values())):
+        if not isinstance(inputs.get(tensor), np.ndarray):
+            raise bad(f"the call names tensor {_shown(tensor)!r}, which the case does not hold", "inputs")
+
+
+def _check_json(value: Any, where: str, bad: Any, depth: int = 0) -> None:
+    """``value`` is JSON data: None, bool, int, float, str, lists and str-keyed mappings of
+    them, nested at most :data:`_JSON_DEPTH` deep."""
+    if depth > _JSON_DEPTH:
+        raise bad(f"nested deeper than {_JSON_DEPTH}", where)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_json(v, f"{where}[{i}]", bad, depth + 1)
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise bad(f"a key is {type(k).__name__}, expected str", where)
+            _check_json(v, f"{where}.{_shown(k)}", bad, depth + 1)
+        return
+    raise bad(f"expected JSON data (numbers, strings, lists, mappings), got {type(value).__name__}", where)
+
+
+def _check_versions(versions: dict, bad: Any) -> None:
+    """``{backend label: {distribution: version}}``, as the workers report them."""
+    for label, dists in versions.items():
+        if not isinstance(label, str) or not _LABEL.match(label):
+            raise bad(f"expected a backend label, got {_shown(label)!r}", "versions")
+        if not isinstance(dists, dict):
+            raise bad(f"expected a mapping of distribution to version, got {type(dists).__name__}",
+                      f"versions.{label}")
+        for dist, version in dists.items():
+            if not isinstance(dist, str) or not _DIST.match(dist):
+                raise bad(f"not a distribution name: {_shown(dist)!r}", f"versions.{label}")
+            if not isinstance(version, str) or not _VERSION.match(version):
+                raise bad(f"not a version string: {_shown(version)!r}", f"versions.{label}.{dist}")
+
+
+def _check_tolerances(tolerances: dict, bad: Any) -> None:
+    """``{dtype: {"rtol": .., "atol": ..}}``: finite numbers >= 0 (what the deviation oracle read)."""
+    for dtype, tol in tolerances.items():
+        where = f"tolerances.{_shown(dtype)}"
+        if not isinstance(dtype, str) or not isinstance(tol, dict) or set(tol) - {"rtol", "atol"}:
+            raise bad("expected a mapping {rtol, atol}", where)
+        for key, v in tol.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not math.isfinite(float(v)) or float(v) < 0:
+                raise bad(f"expected a finite number >= 0, got {_shown(v)!r}", f"{where}.{key}")
 
 
 def _check_inputs(spec: Any, inputs: dict, bad: Any) -> None:
@@ -338,7 +439,7 @@ def _check_inputs(spec: Any, inputs: dict, bad: Any) -> None:
     names = list(spec.input_names)
     extra = sorted(set(map(str, inputs)) - set(names))
     if extra:
-        raise bad(f"not a model input (the spec's inputs: {', '.join(names)})", f"inputs.{extra[0]}")
+        raise bad(f"not a model input (the spec's inputs: {', '.join(names)})", f"inputs.{_shown(extra[0])}")
     n = None
     for inp in spec.inputs:
         where = f"inputs.{inp.name}"

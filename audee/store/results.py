@@ -15,6 +15,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from audee.bounded import open_regular
 from audee.errors import AudeeError
 from audee.records.rows import RowRejected, parse_object
 
@@ -32,6 +33,8 @@ def _default(o: Any) -> Any:
 #: the ``phases`` field of a row: backend -> phase -> seconds its worker spent on the case, phases
 #: as in :data:`audee.backends.base.TIMED_PHASES` (a phase it did not go through is absent)
 PHASES_FIELD = "phases"
+#: the longest results row read (a backend's message is bounded where it enters: rows stay far smaller)
+MAX_ROW_BYTES = 64 << 20
 
 
 def phases_field(phases: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
@@ -121,10 +124,15 @@ class ResultsTable:
     def numbered_lines(self) -> Iterator[tuple[int, bytes]]:
         """(line number, bytes) of every whole line: a typed reader parses each and names
         the line it rejects (audee.store.runstore)."""
-        if not self.path.exists():
+        if not os.path.lexists(self.path):
             return
-        with open(self.path, "rb") as f:
-            for n, raw in enumerate(f, 1):
+        with open_regular(self.path, None) as f:  # a pipe or a device: one line naming it, never a hang
+            n = 0
+            while raw := f.readline(MAX_ROW_BYTES + 1):
+                n += 1
+                if len(raw) > MAX_ROW_BYTES:
+                    raise AudeeError(f"line {n} is longer than the {MAX_ROW_BYTES:,} bytes a row may have",
+                                     source=str(self.path))
                 if not raw.endswith(b"\n"):
                     break  # torn last line from a kill: that case is redone on resume
                 yield n, raw

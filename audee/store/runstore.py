@@ -20,10 +20,12 @@ The JSONL mechanism (one ``O_APPEND`` write and fsync per row, torn last lines c
 from __future__ import annotations
 
 import json
+import os
 import logging
 from pathlib import Path
 from typing import Any, Iterator
 
+from audee.bounded import MAX_TEXT_BYTES, read_bytes
 from audee.errors import AudeeError
 from audee.records.rows import PlacedRow, ResultRow, RowRejected, parse_row
 from audee.records.search import SearchRun, SearchTrace, last_runs, parse_search_run, parse_trace
@@ -85,7 +87,9 @@ class RunStore:
         return self._results.path
 
     def has_results(self) -> bool:
-        return self._results.path.is_file()
+        """Whether a results table is there (a pipe or a device there too: reading it is then
+        one error line naming it, never a run taken for an empty one)."""
+        return os.path.lexists(self._results.path)
 
     def rows(self) -> Iterator[ResultRow]:
         """Every test case's row in the order written; a line that is none (not JSON, no id,
@@ -167,8 +171,8 @@ class RunStore:
         folder = self.root / "traces"
         for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             try:
-                yield parse_trace(p.read_bytes())
-            except (OSError, RowRejected) as exc:
+                yield parse_trace(read_bytes(p, MAX_TEXT_BYTES))
+            except (AudeeError, RowRejected) as exc:
                 log.debug("%s: skipped: %s", p, exc)
 
     # ---- whole JSON documents --------------------------------------------------------------
@@ -208,9 +212,12 @@ class RunStore:
     def _read_json(self, name: str, *, strict: bool) -> Any:
         path = self.root / name
         try:
-            return json.loads(path.read_bytes())
-        except (OSError, ValueError) as exc:
+            return json.loads(read_bytes(path, MAX_TEXT_BYTES))
+        except AudeeError:  # no such file, a pipe, a device, a huge file
             if not strict:
                 return None
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not valid JSON"
-            raise AudeeError(f"cannot read: {why}", source=str(path)) from None
+            raise
+        except ValueError:
+            if not strict:
+                return None
+            raise AudeeError("cannot read: not valid JSON", source=str(path)) from None

@@ -25,6 +25,7 @@ import numpy as np
 from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
 from audee.case import Kind, TestCase
+from audee.kinds import TRAINING_FAILURES
 from audee.localize.onelayer import param_spaces
 from audee.settings import TIMEOUT_S
 from audee.spec import one_layer_spec
@@ -104,7 +105,7 @@ def localize_train(pool: Pool, record: CaseRecord, case: TestCase, apis: dict[st
                    max_values: int = 4) -> TrainLocalization:
     ex = TrainExecutor(pool, tie_margin=record.tie_margin, tolerances=record.tolerances or None)
     now = ex.run(case)
-    found = [f for f in now.verdict.findings if f.kind in (Kind.TRAIN_DEVIATION, Kind.TRAIN_NAN) and f.is_failure]
+    found = [f for f in now.verdict.findings if f.kind in TRAINING_FAILURES and f.is_failure]
     pairwise = [f for f in found if len(f.backends) == 2]
     main = (pairwise or found or [None])[0]
     if main is None:

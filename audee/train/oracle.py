@@ -31,6 +31,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from audee.case import Finding, Kind, Outcome
+from audee.kinds import CRASHES
 from audee.oracle.crash import crash_findings
 from audee.oracle.deviation import FULL, Tolerances, as_tolerances, compare, pair_compute
 from audee.oracle.odd import acceptance_groups, minority, odd_of_pairs
@@ -367,7 +368,7 @@ def mark_train_odd(outcomes: list[TrainOutcome], findings: list[Finding]) -> Non
     for f in findings:
         if not f.is_failure:
             continue
-        if f.kind in (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE):
+        if f.kind in CRASHES:
             odd, rule = minority(acceptance_groups(as_outcomes(outcomes)))
         elif f.kind == Kind.TRAIN_NAN:
             odd, rule = minority({b: tuple(v) for b, v in _judged_nonfinite([o for o in outcomes if o.ok]).items()})

@@ -22,7 +22,6 @@ not, 2 the environment is broken, 3 the data file is bad.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,10 @@ import numpy as np
 
 from audee.case import Kind, TestCase
 from audee.errors import AudeeError
+from audee.repro.source import Comment, Data, fill
+from audee.kinds import TRAINING_FAILURES
 from audee.spec import ModelSpec, one_layer_spec
+from audee.bounded import utf8
 from audee.store.atomic import write_atomic, write_via
 from audee.store.caserecord import CaseRecord
 from audee.train.run import TrainExecutor
@@ -61,8 +63,8 @@ def write_train_repro(record: CaseRecord, out_dir: Path, name: str, pool: Any, f
     model checked on ``pool`` (the case's backends)."""
     findings = record.verdict_obj().findings
     picked = findings[finding] if finding is not None else next(
-        (f for f in findings if f.is_failure and f.kind in (Kind.TRAIN_DEVIATION, Kind.TRAIN_NAN)), None)
-    if picked is None or picked.kind not in (Kind.TRAIN_DEVIATION, Kind.TRAIN_NAN):
+        (f for f in findings if f.is_failure and f.kind in TRAINING_FAILURES), None)
+    if picked is None or picked.kind not in TRAINING_FAILURES:
         raise AudeeError("no training-phase deviation or NaN finding to write a script for", source=record.source)
     backends = sorted({b for f in findings if f.kind == picked.kind for b in f.backends} | set(picked.backends)) \
         if picked.kind == Kind.TRAIN_NAN else list(picked.backends)
@@ -105,9 +107,8 @@ def write_train_repro(record: CaseRecord, out_dir: Path, name: str, pool: Any, f
                  "atol": float(tol.get("atol", 1e-5)), "layer": d.layer, "data": os.path.basename(data),
                  "arrays": {k: [list(v.shape), str(v.dtype)] for k, v in arrays.items()}}
     header = _header(record, picked, label, s, run)
-    text = (TEMPLATE.replace("__HEADER__", header).replace("__MODEL__", repr(json.dumps(_model_json(spec))))
-            .replace("__CASE__", repr(json.dumps(case_json))))
-    write_atomic(script, text.encode())
+    text = fill(TEMPLATE, {"HEADER": Comment(header), "MODEL": Data(_model_json(spec)), "CASE": Data(case_json)})
+    write_atomic(script, utf8(text))
     os.chmod(script, 0o755)
     return TrainRepro(script, data, label, picked.kind, list(picked.backends), notes)
 
@@ -148,7 +149,8 @@ def _model_json(spec: ModelSpec) -> dict[str, Any]:
             "output": spec.output}
 
 
-def _header(record: CaseRecord, f: Any, model: str, setup: TrainSetup, run: list[str]) -> str:
+def _header(record: CaseRecord, f: Any, model: str, setup: TrainSetup, run: list[str]) -> list[str]:
+    """The script's header lines (written as comments: they hold the case file's text)."""
     d = f.detail
     versions = "; ".join(f"{b}: " + ", ".join(f"{k} {v}" for k, v in (record.versions.get(b) or {}).items())
                          for b in run)
@@ -158,16 +160,17 @@ def _header(record: CaseRecord, f: Any, model: str, setup: TrainSetup, run: list
             }.get(getattr(d, "quantity", None) or "", "")
     if f.kind == Kind.TRAIN_NAN:
         what = "NaN/Inf in the training step on some backends only"
-    return (f'"""Repro ({f.kind}): one training step of a Keras model on {", ".join(run)}, each backend in its own\n'
-            f"process: {what}.\n\n"
-            f"Recorded by audee on case {record.id} ({', '.join(f.backends)}; layer {d.layer or '-'}); the {model},\n"
-            f"loss {setup.loss}, optimizer {setup.optimizer}, {setup.steps} step(s).\n"
-            f"Versions: {versions}.\n"
-            f"Run: python {{this file}}   (or --backend NAME --out FILE.npz for one backend alone)\n"
-            f'Exit: 0 reproduces, 1 does not, 2 environment broken, 3 bad data.\n"""')
+    return [f"Repro ({f.kind}): one training step of a Keras model on {', '.join(run)}, each backend in its own",
+            f"process: {what}.", "",
+            f"Recorded by audee on case {record.id} ({', '.join(f.backends)}; layer {d.layer or '-'}); the {model},",
+            f"loss {setup.loss}, optimizer {setup.optimizer}, {setup.steps} step(s).",
+            f"Versions: {versions}.",
+            "Run: python {this file}   (or --backend NAME --out FILE.npz for one backend alone)",
+            "Exit: 0 reproduces, 1 does not, 2 environment broken, 3 bad data."]
 
 
 TEMPLATE = r'''#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
 __HEADER__
 import json
 import os
