@@ -8,10 +8,11 @@ PYTEST_ARGS ?=
 # backend workers once); a serial run uses about one of a 2-core machine's cores
 TEST_JOBS ?= 2
 
-.PHONY: install fuzz test test-slow test-wheel bench bench-search bench-throughput bench-nnsmith localize-bench clean help
+.PHONY: install slurm fuzz test test-slow test-wheel bench bench-search bench-throughput bench-nnsmith localize-bench clean help
 
 help:
 	@echo "make install   build $(VENV) with the pinned stack and audee (editable)"
+	@echo "make slurm     (root, Debian) install slurm-wlm and munge for the real-SLURM tests (CI runs it)"
 	@echo "make fuzz      LeNet-5 across tensorflow, torch, jax, onnxruntime -> $(RUN)/"
 	@echo "make test      run the test suite on the real frameworks"
 	@echo "make test-slow   the slow sweeps (every API config, every seed) left out of make test"
@@ -30,6 +31,14 @@ install: $(BIN)/python
 	$(BIN)/python -m pip install -q -r requirements.txt
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	$(BIN)/audee backends --backends tensorflow,torch,jax,onnxruntime,openvino,litert,torch-onnx  # the modes run on these frameworks
+
+# The real-SLURM tests (tests/test_slurm.py) start a one-node cluster; they install nothing
+# themselves.  Root only: a developer without root skips those tests (CI=true fails them).
+slurm:
+	@if [ "$$(id -u)" != 0 ]; then echo "make slurm: needs root (apt-get install slurm-wlm munge)" >&2; exit 1; fi
+	@if command -v slurmctld >/dev/null && command -v munged >/dev/null; then echo "slurm-wlm and munge: installed"; \
+	else DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge; fi
 
 fuzz:
 	$(BIN)/audee fuzz --seed lenet5 --backends tensorflow,torch,jax,onnxruntime --variants 50 --out $(RUN) --rng 0

@@ -246,7 +246,7 @@ def check_out_dir(out: str | Path, flag: str = "--out") -> None:
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
-    from audee.seeds import load_seed
+    from audee.seeds import read_seed
     from audee.store.lock import dir_lock
 
     # every flag validated (audee.settings models) before anything is written or started
@@ -270,7 +270,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     args.known = _known_issues(args)
     seed = None
     if not args.seed.endswith(".keras"):  # a .keras model is read by a worker, under the lock
-        seed = load_seed(args.seed, RunStore(args.out).logs)
+        seed = read_seed(args.seed, RunStore(args.out).logs)  # its inputs: below, --inputs read first
         _check_seed(seed, plan, seed.source or args.seed)
     with dir_lock(args.out):  # one writer per --out: a second `audee fuzz` fails at once, writing nothing
         return _cmd_fuzz(args, refs, cfg, plan, seed)
@@ -345,11 +345,11 @@ def _check_seed(seed: Any, plan: Any, source: str) -> None:
 def _cmd_fuzz(args: argparse.Namespace, refs: list, cfg: Any, plan: Any, seed: Any) -> int:
     from audee.fuzz import fuzz
     from audee.logs import setup_logging
-    from audee.seeds import load_seed, with_inputs
+    from audee.seeds import read_seed, with_inputs
 
     setup_logging(None, RunStore(args.out).log_file)
     if seed is None:
-        seed = load_seed(args.seed, RunStore(args.out).logs)
+        seed = read_seed(args.seed, RunStore(args.out).logs)
         _check_seed(seed, plan, seed.source or args.seed)
     seed = with_inputs(seed, args.inputs)  # --inputs, inputs.npz beside a user's model, or generated
     inputs = seed.inputs
@@ -678,10 +678,10 @@ def cmd_apis(args: argparse.Namespace) -> int:
     apis = load_op_configs() if args.ops else load_api_configs()
     if args.coverage and args.seed:
         from audee.apis.coverage import render_seed_coverage, seed_coverage
-        from audee.seeds import load_seed
+        from audee.seeds import read_seed
 
         with tempfile.TemporaryDirectory(prefix="audee-apis-") as tmp:
-            rows = seed_coverage(load_seed(args.seed, tmp).spec, apis)
+            rows = seed_coverage(read_seed(args.seed, tmp).spec, apis)  # the spec alone
         print(json.dumps(rows, indent=1) if args.json else render_seed_coverage(rows))
         return ExitCode.OK
     if args.coverage:

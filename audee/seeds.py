@@ -37,6 +37,8 @@ GENERATED_ROWS = 128
 #: token ids of a generated integer input: [0, this) unless a range or an Embedding says
 GENERATED_INT_HIGH = 10
 INPUTS_FILE = "inputs.npz"  # the inputs beside a user's spec or .keras model
+#: generated inputs, all together, at most (a seed that needs more brings its own)
+GENERATED_MAX_BYTES = 1 << 30
 
 
 @dataclass
@@ -68,10 +70,19 @@ def _present(path: Path) -> bool:
     return os.path.lexists(path)
 
 
-def load_seed(name_or_path: str, log_dir: str | Path | None = None) -> Seed:
+def load_seed(name_or_path: str, log_dir: str | Path | None = None, inputs: str | None = None, *,
+              field: str | None = "--inputs") -> Seed:
     """A shipped seed by name, a directory with spec.json, a spec .json file, or a .keras
-    model (read in a TensorFlow worker logging to ``log_dir``); a user's seed with its
-    inputs (:func:`with_inputs`).  Its name starts every case id it gives, so it must be one."""
+    model (read in a TensorFlow worker logging to ``log_dir``), with the inputs a run uses:
+    ``inputs`` (an .npz, named by the setting ``field``) or its own (:func:`with_inputs`)."""
+    return with_inputs(read_seed(name_or_path, log_dir), inputs, field=field)
+
+
+def read_seed(name_or_path: str, log_dir: str | Path | None = None) -> Seed:
+    """:func:`load_seed` without resolving a user's inputs: a user's seed may come back
+    with none, so that inputs the user gives are read instead of generated first (a spec's
+    input shapes may be far too large to generate); pass it to :func:`with_inputs`.  Its
+    name starts every case id it gives, so it must be one."""
     seed = _load_seed(name_or_path, log_dir)
     if len(seed.name) > MAX_SEED_NAME or not CASE_ID.match(seed.name):
         raise AudeeError(f"the seed's name {ascii(seed.name[:60])} cannot start case ids, which name files: use "
@@ -83,14 +94,14 @@ def load_seed(name_or_path: str, log_dir: str | Path | None = None) -> Seed:
 def _load_seed(name_or_path: str, log_dir: str | Path | None = None) -> Seed:
     p = Path(name_or_path)
     if p.suffix == ".keras":
-        return with_inputs(import_keras_seed(p, log_dir))
+        return import_keras_seed(p, log_dir)
     if (seeds_dir() / name_or_path / "spec.json").is_file():
         d = seeds_dir() / name_or_path
     elif p.is_dir() and _present(p / "spec.json"):
         d = p
     elif p.suffix == ".json" and _present(p):
         spec = ModelSpec.load(p)
-        return with_inputs(Seed(spec.name, spec, {}, None, None, 0, f"spec {p}", "user", str(p)))
+        return Seed(spec.name, spec, {}, None, None, 0, f"spec {p}", "user", str(p))
     else:
         known = ", ".join(list_seeds()) or "none found"
         raise AudeeError(f"no seed named {name_or_path!r} (shipped: {known}; or give a seed directory, a spec "
@@ -102,8 +113,8 @@ def _load_seed(name_or_path: str, log_dir: str | Path | None = None) -> Seed:
         inputs, labels = load_inputs(d / INPUTS_FILE, scale=meta.get("input_scale", {}))
         inputs = check_inputs(spec, inputs, str(d / INPUTS_FILE))
     weights = load_weights(d / "weights.npz") if _present(d / "weights.npz") else None
-    return with_inputs(Seed(d.name, spec, inputs, labels, weights, int(meta.get("weight_seed", 0)),
-                            str(meta.get("description", "")), str(meta.get("data", "")), str(d / "spec.json")))
+    return Seed(d.name, spec, inputs, labels, weights, int(meta.get("weight_seed", 0)),
+                str(meta.get("description", "")), str(meta.get("data", "")), str(d / "spec.json"))
 
 
 _IMPORTED: dict[tuple[str, float], Seed] = {}  # .keras imports of this process (a campaign checks, then runs)
@@ -223,7 +234,7 @@ def with_inputs(seed: Seed, path: str | None = None, *, field: str | None = "--i
             raw, _ = load_inputs(beside)
             inputs, described = check_inputs(seed.spec, raw, str(beside)), {"file": str(beside)}
         else:
-            inputs, described = generate_inputs(seed.spec)
+            inputs, described = generate_inputs(seed.spec, source=seed.source or seed.name)
             log.info("seed %s ships no inputs: %d rows generated from its input shapes (%s)", seed.name,
                      GENERATED_ROWS, "; ".join(f"{k}: {v}" for k, v in described["generated"].items()))
     spec = seed.spec.copy()
@@ -231,14 +242,17 @@ def with_inputs(seed: Seed, path: str | None = None, *, field: str | None = "--i
     return replace(seed, spec=spec, inputs=inputs, labels=None)
 
 
-def generate_inputs(spec: ModelSpec, rows: int = GENERATED_ROWS) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def generate_inputs(spec: ModelSpec, rows: int = GENERATED_ROWS, *,
+                    source: str | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Deterministic inputs for a model that brings none, drawn from the spec's content key
     (the same spec gets the same rows on every machine and every rng).  Floats: uniform over
     the input's ``range`` when it declares one, else standard normal.  Integers: uniform over
     ``[low, high)`` of its ``range``, else over ``[0, input_dim)`` of an Embedding it feeds,
     else over ``[0, GENERATED_INT_HIGH)``; a mask's input (a layer's ``call.mask``): 0/1
     rows, padded sequences mostly (:func:`audee.apis.call_args.draw_masks`).  Returns the
-    arrays and their description."""
+    arrays and their description.  Inputs over :data:`GENERATED_MAX_BYTES` together are
+    refused before any is drawn, naming the spec (``source``) and the input's shape."""
+    _check_generated_size(spec, rows, source)
     rng_seed = zlib.crc32(spec.key().encode())
     rng = np.random.default_rng([rng_seed, len(spec.inputs)])
     out: dict[str, np.ndarray] = {}
@@ -260,6 +274,20 @@ def generate_inputs(spec: ModelSpec, rows: int = GENERATED_ROWS) -> tuple[dict[s
             out[inp.name] = rng.standard_normal(shape).astype(inp.dtype)
             how[inp.name] = "standard normal"
     return out, {"generated": how, "rows": rows, "rng": [rng_seed, len(spec.inputs)]}
+
+
+def _check_generated_size(spec: ModelSpec, rows: int, source: str | None) -> None:
+    """Refuse inputs too large to generate (a shape typed ``[1000000000]`` asks hundreds of GiB),
+    naming the largest input's ``shape`` field."""
+    sizes = [rows * int(np.prod(inp.shape, dtype=object)) * np.dtype(inp.dtype).itemsize for inp in spec.inputs]
+    if sum(sizes) <= GENERATED_MAX_BYTES:
+        return
+    k = int(np.argmax(sizes))
+    inp = spec.inputs[k]
+    raise AudeeError(f"{rows} generated rows of input {inp.name!r} {list(inp.shape)} {inp.dtype} would take "
+                     f"{sizes[k] / 2**30:.1f} GiB (all inputs together at most {GENERATED_MAX_BYTES / 2**30:g} GiB):"
+                     f" give the inputs (--inputs, or {INPUTS_FILE} beside the model) or a smaller shape",
+                     source=source, field=f"inputs[{k}].shape")
 
 
 def _int_bounds(spec: ModelSpec, inp: InputSpec) -> tuple[int, int]:

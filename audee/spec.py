@@ -416,16 +416,27 @@ def _check_mask(layer: LayerSpec, spec: ModelSpec, value: Any, source: str, wher
 
 
 def _refuse_code_layers(layer: LayerSpec, source: str, where: str) -> None:
-    """A layer (or a layer nested in its parameters) whose parameters are code to run is
-    refused: nothing a spec or case file holds may choose code (``CODE_LAYERS``)."""
+    """A layer, or a layer nested anywhere in its parameters (a wrapper's ``layer``,
+    ``Bidirectional``'s ``backward_layer``, a config in a list or dict at any depth), whose
+    parameters are code to run is refused, naming its path: nothing a spec or case file
+    holds may choose code (``CODE_LAYERS``)."""
     from audee.apis.keras_layers import runs_code
 
-    named = [(f"{where}.api", layer.api)] + [(f"{where}.params.{k}.api", v["api"]) for k, v in layer.params.items()
-                                            if isinstance(v, dict) and isinstance(v.get("api"), str)]
-    for field, api in named:
-        if runs_code(api):
-            raise SpecError(f"{api} runs code its parameters name: audee builds no such layer", source=source,
-                            field=field)
+    if runs_code(layer.api):
+        raise SpecError(f"{layer.api} runs code its parameters name: audee builds no such layer", source=source,
+                        field=f"{where}.api")
+    stack: list[tuple[str, Any]] = [(f"{where}.params", layer.params)]
+    while stack:  # iterative: a deeply nested value cannot overflow the interpreter's stack
+        path, value = stack.pop()
+        if isinstance(value, Mapping):
+            for key in ("api", "class_name"):  # a spec's nested layer; a Keras serialized config
+                named = value.get(key)
+                if isinstance(named, str) and runs_code(named):
+                    raise SpecError(f"{named} runs code its parameters name: audee builds no such layer",
+                                    source=source, field=f"{path}.{key}")
+            stack.extend((f"{path}.{k}", v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
 
 
 def _check_keras_layer(api: str, source: str, where: str) -> None:

@@ -84,11 +84,13 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path):
     assert ref.wait(timeout=600) == 0
     rnd = random.Random(7)
     out = tmp_path / "killed"
-    for _ in range(3):
+    # three kills at random rows of the 12 (2 units x 6 cases), none at a unit's first or last case
+    for target in sorted(rnd.sample([1, 2, 3, 4, 7, 8, 9, 10], 3)):
         p = _campaign(cfg, out)
-        time.sleep(rnd.uniform(9, 16))  # workers start in ~8 s: kills land mid-unit
+        _wait_for(lambda: sum(_rows(out)) >= target and bool(_started_units(out)), p, f"row {target} mid-unit")
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
+        assert _started_units(out), "the kill landed between units: it tests no resume of a half-done unit"
     final = _campaign(cfg, out)
     assert final.wait(timeout=600) == 0
     got, want = _state(out), _state(tmp_path / "ref")
@@ -335,10 +337,9 @@ def test_a_second_fuzz_on_the_same_out_fails_at_once_naming_the_holder(tmp_path)
     out = tmp_path / "o"
     holder = _holder(out)
     try:
-        t0 = time.monotonic()
         r = _audee("fuzz", "--seed", "lenet5", "--backends", "jax", "--variants", "1", "--out", str(out),
                    "--no-progress")
-        assert time.monotonic() - t0 < 30
+        assert holder.poll() is None  # it did not wait for the lock: the holder still has it
         assert r.returncode == 2 and f"in use by pid {holder.pid}" in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert sorted(p.name for p in out.iterdir()) == [".audee.lock"]  # it wrote nothing
@@ -403,6 +404,12 @@ def _wait_for(check: Callable[[], bool], proc: subprocess.Popen, what: str, limi
 def _rows(out: Path) -> list[int]:
     return [sum(1 for _ in ResultsTable(d / "results.jsonl").rows()) if (d / "results.jsonl").is_file() else 0
             for d in sorted((out / "units").glob("*"))]
+
+
+def _started_units(out: Path) -> list[str]:
+    """Units with committed rows and no DONE.json: half done."""
+    return [d.name for d, n in zip(sorted((out / "units").glob("*")), _rows(out))
+            if n >= 1 and not (d / "DONE.json").exists()]
 
 
 def _worker_pids(out: Path) -> set[int]:

@@ -190,3 +190,46 @@ def test_unsupported_models_name_the_file(pool, models, name, message):
     path = models / f"{name}.keras"
     text = pool.call("tensorflow", "import_keras", path=str(path))["refused"]
     assert "\n" not in text and f"{name}.keras" in text and message in text, text
+
+
+@pytest.fixture
+def small_tmpdir(tmp_path, monkeypatch):
+    """A 1 MiB TMPDIR (a tmpfs: root only) for this test's processes and their workers."""
+    import shutil
+    import tempfile
+
+    small = tmp_path / "small"
+    small.mkdir()
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("a size-limited TMPDIR needs root to mount a tmpfs")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+    monkeypatch.setenv("TMPDIR", str(small))
+    monkeypatch.setattr(tempfile, "tempdir", str(small))
+    try:
+        yield small
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+
+
+def test_a_model_whose_assets_fill_tmpdir_is_refused_and_leaves_no_extraction(models, small_tmpdir, tmp_path):
+    """Keras extracts a .keras file's members into a temp dir to load its assets; when that
+    fills TMPDIR the import is refused in one line and nothing extracted stays behind, not
+    even in the worker's own temp dir while the worker lives on."""
+    import zipfile
+
+    big = tmp_path / "big_assets.keras"
+    big.write_bytes((models / "textcls.keras").read_bytes())
+    with zipfile.ZipFile(big, "a") as zf:  # 2 MiB that do not compress: more than TMPDIR holds
+        zf.writestr("assets/blob.bin", np.random.default_rng(0).bytes(2 << 20), zipfile.ZIP_STORED)
+    with Pool(parse_backends("tensorflow"), tmp_path / "logs", timeout=300) as p:
+        assert p.start() == {}
+        own = p.workers["tensorflow"].tmp
+        assert own is not None and own.parent == small_tmpdir
+        text = p.call("tensorflow", "import_keras", path=str(big))["refused"]
+        assert "\n" not in text and "big_assets.keras" in text and "No space left on device" in text, text
+        assert list(own.iterdir()) == []  # the partial extraction is gone with the failure
+        spec, _ = _import(p, models / "textcls.keras")  # and the worker still imports
+        assert spec.name == "textcls"
+    assert list(small_tmpdir.iterdir()) == []

@@ -182,3 +182,27 @@ def test_a_fault_in_one_compiled_mode_is_flagged_between_the_two_modes_and_local
     # the one-layer model of conv, run in both modes, still deviates: the fault is the layer's
     # own (no parameter value fixes a scaled output, so no (layer, parameter) pair is named)
     assert report.rounds[0].layer == "conv" and report.rounds[0].baseline_rate > 1, report.to_json()
+
+
+def test_a_compiled_torch_worker_leaves_nothing_in_tmpdir(tmp_path, monkeypatch):
+    """torch.compile's Inductor writes its cache under the temp dir (``torchinductor_<user>``):
+    each worker gets a temp dir of its own, removed when the worker stops, so the user's
+    TMPDIR is left as it was."""
+    import tempfile
+
+    from audee.backends.pool import Pool
+    from audee.case import TestCase
+
+    tmp = tmp_path / "tmp"  # the run's TMPDIR (the parent's and, without a dir of its own, the worker's)
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    x = np.random.default_rng(0).random((4, 12, 12, 1), dtype=np.float32)
+    with Pool(parse_backends("torch-compile"), tmp_path / "logs", timeout=300) as pool:
+        assert pool.start() == {}
+        result = _run(pool, TestCase("cnn", tiny_cnn(), {}, {"image": x}))
+        assert result.outcomes["torch-compile"].ok, result.verdict.to_json()
+        own = pool.workers["torch-compile"].tmp
+        assert own is not None and own.parent == tmp
+        assert any(p.name.startswith("torchinductor_") for p in own.iterdir())  # Inductor wrote there
+    assert not own.exists() and list(tmp.iterdir()) == []

@@ -51,8 +51,8 @@ def test_ga_and_random_on_consistent_variants_with_equal_budgets(tmp_path):
               if x["status"] == "pass" and x["variant"] >= 0][:2]
     assert sorted({x["target"] for x in rows}) == sorted(passed)
     assert sorted(x["search"] for x in rows) == sorted(["ga", "random"] * len(passed))
-    for x in rows:
-        assert x["evaluations"] > 0 and 3.5 <= x["seconds"] <= 15
+    for x in rows:  # each spent its budget (1000 generations are out of reach in 4 s), whatever the host's speed
+        assert x["evaluations"] > 0 and x["stopped"] == "budget", x
     assert "search ga" in r.stdout and "search random" in r.stdout
     again = _run(["fuzz", "--seed", "lstm", "--backends", "tensorflow,jax", "--variants", "3", "--ga-on-consistent",
                   "2", "--level", "input-weight", "--search", "ga,random", "--budget", "4s", "--max-iter", "1000",
@@ -75,4 +75,4 @@ def test_the_budget_ends_a_search_without_a_generation_cap(tmp_path):
               "--population", "4", "--parents", "2", "--budget", "3s", "--out", str(out), "--no-progress"])
     assert r.returncode == 0, r.stderr[-3000:]
     (search,) = list(ResultsTable(out / "searches.jsonl").rows())
-    assert search["generations"] > 50 or search["seconds"] >= 2.5, search
+    assert search["stopped"] == "budget", search  # the budget ended it, not a generation cap

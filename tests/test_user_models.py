@@ -20,9 +20,9 @@ import pytest
 from audee.apis import load_api_configs
 from audee.apis.coverage import unconfigured
 from audee.apis.keras_layers import known_layers
-from audee.errors import SpecError
+from audee.errors import AudeeError, SpecError
 from audee.mutation.network import mutate_spec
-from audee.seeds import GENERATED_ROWS, generate_inputs, import_keras_seed, load_seed, with_inputs
+from audee.seeds import GENERATED_ROWS, generate_inputs, import_keras_seed, load_seed, read_seed, with_inputs
 from audee.spec import ModelSpec, validate
 from audee.store import ResultsTable
 
@@ -131,6 +131,27 @@ def test_generated_inputs_are_deterministic_and_in_range(tmp_path):
     assert with_inputs(seed, str(tmp_path / "other.npz")).inputs["z"].shape == (2, 4)
 
 
+def test_given_inputs_are_read_before_any_are_generated_and_huge_generated_ones_are_refused(tmp_path):
+    """A spec whose input is [1000000000] would need hundreds of GiB of generated rows: the inputs
+    the user gives are read instead, and without them the spec is refused in one line
+    naming the shape field, before anything is drawn."""
+    path = _spec_dir(tmp_path, {"name": "huge", "inputs": [{"name": "x", "shape": [1_000_000_000]}],
+                                "layers": [{"name": "r", "api": "ReLU", "inputs": ["x"]}], "output": "r"})
+    assert read_seed(str(path)).inputs == {}  # nothing generated yet
+    with pytest.raises(AudeeError) as err:
+        load_seed(str(path))
+    assert str(err.value).startswith(f"{path}: inputs[0].shape: {GENERATED_ROWS} generated rows of input 'x'")
+    assert "GiB" in str(err.value) and "\n" not in str(err.value)
+    given = tmp_path / "given.npz"
+    np.savez(given, x=np.zeros((2, 3), np.float32))
+    with pytest.raises(AudeeError, match=r"given.npz: x: shape \[2, 3\] does not fit"):
+        load_seed(str(path), inputs=str(given))  # the user's file is what is read (and checked)
+    for extra, want in (([], f"{path}: inputs[0].shape: "), (["--inputs", str(given)], f"{given}: x: shape")):
+        got = _audee("fuzz", "--seed", str(path), "--backends", "jax", *extra, "--out", str(tmp_path / "o"),
+                     "--no-progress")
+        assert got.returncode == 2 and want in got.stderr and len(got.stderr.strip().splitlines()) == 1, got.stderr
+
+
 def test_the_stored_layer_list_is_the_installed_keras(models):
     stored = json.loads((ROOT / "audee" / "apis" / "keras_layers.json").read_text())
     assert stored == json.loads((models / "layers.json").read_text()), \
@@ -207,3 +228,23 @@ def test_layers_whose_parameters_are_code_are_refused(tmp_path):
     with pytest.raises(SpecError) as err:
         ModelSpec.from_json(nested, source="s.json")   # refused when parsed, API configs or not
     assert "layers[t].params.layer.api: Lambda runs code" in str(err.value)
+
+
+@pytest.mark.parametrize("params, path", [
+    ({"layer": {"api": "TimeDistributed", "params": {"layer": {"api": "Lambda", "params": {}}}}},
+     "layers[b].params.layer.params.layer.api"),                       # a wrapper's wrapper's layer
+    ({"layer": {"api": "LSTM", "params": {"units": 2}},
+      "backward_layer": {"api": "LSTM", "params": {"units": 2, "cell": {"api": "JaxLayer", "params": {}}}}},
+     "layers[b].params.backward_layer.params.cell.api"),
+    ({"layer": {"api": "LSTM", "params": {"units": 2, "cells": [{"api": "Dense"}, {"api": "TorchModuleWrapper"}]}}},
+     "layers[b].params.layer.params.cells[1].api"),                    # inside a list
+    ({"layer": {"api": "LSTM", "params": {"units": 2, "x": {"deep": [{"class_name": "Lambda", "config": {}}]}}}},
+     "layers[b].params.layer.params.x.deep[0].class_name"),            # a Keras serialized config, deep down
+])
+def test_code_layers_nested_at_any_depth_are_refused_naming_their_path(params, path):
+    body = {"name": "code", "inputs": [{"name": "x", "shape": [3, 4]}],
+            "layers": [{"name": "b", "api": "Bidirectional", "params": params, "inputs": ["x"]}], "output": "b"}
+    with pytest.raises(SpecError) as err:
+        ModelSpec.from_json(body, source="s.json")
+    assert str(err.value).startswith(f"s.json: {path}: ") and "runs code" in str(err.value), str(err.value)
+    assert "\n" not in str(err.value)

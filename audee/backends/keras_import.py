@@ -28,11 +28,14 @@ unknown size or of a dtype audee specs do not carry.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -60,14 +63,30 @@ def import_keras_model(path: str | Path, *, check: bool = True) -> tuple[ModelSp
     src = str(path)
     check_regular(path, MAX_DATA_BYTES)  # a pipe or a device would hang or fill memory: refused unread
     try:
-        model = keras.saving.load_model(str(path), compile=False)
-    except Exception as exc:  # custom objects, corrupt zip, unsafe Lambda, ...
+        with _scratch_tempdir():
+            model = keras.saving.load_model(str(path), compile=False)
+    except Exception as exc:  # custom objects, corrupt zip, unsafe Lambda, assets filling TMPDIR, ...
         first = (str(exc).strip().splitlines() or [""])[0]
         raise AudeeError(f"keras cannot load it: {type(exc).__name__}: {first[:300]}", source=src) from None
     spec, weights = model_to_spec(model, source=src, name=Path(path).stem)
     if check:
         _check_rebuild(keras, spec, weights, src)
     return spec, weights
+
+
+@contextlib.contextmanager
+def _scratch_tempdir() -> Iterator[None]:
+    """Keras extracts a ``.keras`` file's assets into ``tempfile.mkdtemp()`` directories and
+    leaves them behind when the extraction fails (a full TMPDIR): every temp dir made while
+    loading goes into one scratch dir, removed on every way out."""
+    scratch = tempfile.mkdtemp(prefix="audee-keras-load-")
+    before = tempfile.tempdir
+    tempfile.tempdir = scratch
+    try:
+        yield
+    finally:
+        tempfile.tempdir = before
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def model_to_spec(model: Any, *, source: str = "<model>", name: str | None = None) -> tuple[ModelSpec, Weights]:

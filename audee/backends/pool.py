@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -93,6 +95,9 @@ class Worker:
     _last_answer: float = 0.0
     _started: float = 0.0
     _busy: bool = False   # computing (or importing its framework): stop() kills instead of waiting
+    # the process's own TMPDIR: what a framework leaves in its temp dir (torch inductor's
+    # torchinductor_<user>, a .keras model's extracted assets) goes with the process
+    tmp: Path | None = None
 
     def __post_init__(self) -> None:
         _check_timeout(self.timeout, "timeout")
@@ -115,6 +120,12 @@ class Worker:
         for sock in (parent_sock, child_sock):
             _widen(sock)
         env = worker_env(self.ref, os.environ, self.threads, self.gpu_fraction)
+        self._drop_tmp()  # a dead process's leftovers
+        try:
+            self.tmp = Path(tempfile.mkdtemp(prefix=f"audee-worker-{self.log_path.stem[len('worker-'):]}-"))
+            env["TMPDIR"] = str(self.tmp)
+        except OSError as exc:  # no usable temp dir: the framework meets the same one and says so
+            log.info("worker %s: no temp dir of its own (%s); it shares TMPDIR", self.label, exc)
         logf = open(self.log_path, "ab")
         logf.write(f"\n=== start {time.strftime('%Y-%m-%d %H:%M:%S')} {self.ref.target} on {self.ref.device} "
                    f"({self.ref.precision} precision)\n".encode())
@@ -184,6 +195,13 @@ class Worker:
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+        self._drop_tmp()
+
+    def _drop_tmp(self) -> None:
+        """Remove the process's temp dir once no process uses it."""
+        if self.tmp is not None and (self.proc is None or self.proc.poll() is not None):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
 
     def stop(self) -> None:
         """Ask an idle worker to exit (10 s grace), else kill it: a busy one, or any when
@@ -196,6 +214,9 @@ class Worker:
                 self.proc.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
                 pass
+        elif self.alive():  # the log says so: no grace was waited for
+            log.info("worker %s: %s, killed without waiting", self.label,
+                     "audee is terminating" if terminating() else "busy")
         self.kill()
 
     def log_tail(self, n: int = 4000) -> str:

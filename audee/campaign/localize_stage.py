@@ -34,7 +34,7 @@ from audee.localize.rates import top1_rate
 from audee.records.localization import LocalizationRecord, LocalizedPair
 from audee.records.rows import ResultRow
 from audee.report.dedup import unique_inconsistencies
-from audee.seeds import load_seed, with_inputs
+from audee.seeds import read_seed, with_inputs
 from audee.store import ResultsTable, RunStore
 from audee.store.atomic import write_atomic
 
@@ -131,7 +131,7 @@ def _consistent_rates(unit: Unit, store: RunStore, rows: list[ResultRow], pool: 
     if not passing or limit <= 0:
         return len(done)
     chosen = np.random.default_rng([int(unit.settings.get("rng", 0)), 4]).permutation(len(passing))[:limit]
-    seed = with_inputs(load_seed(unit.seed), unit.inputs, field=None)  # the inputs its fuzz run used
+    seed = with_inputs(read_seed(unit.seed), unit.inputs, field=None)  # the inputs its fuzz run used
     loc = Localizer(pool, {}, cfg)
     for k in sorted(int(i) for i in chosen):
         r = passing[k]

@@ -34,7 +34,7 @@ from audee.errors import AudeeError, BackendUnavailable
 from audee.fuzz import FuzzConfig, check_resume, fuzz, fuzz_apis, fuzz_ops, run_config, summarize
 from audee.logs import setup_logging
 from audee.reference.run import reference_workers
-from audee.seeds import load_seed, with_inputs
+from audee.seeds import read_seed, with_inputs
 from audee.settings import ShardSettings
 from audee.store.atomic import create_atomic, write_atomic
 from audee.store.lock import dir_lock, locked
@@ -206,7 +206,7 @@ def check_seeds(units: list[Unit], source: str, log_dir: Path | None = None) -> 
     for u in sorted({(u.seed, u.inputs): u for u in units}.values(), key=lambda u: (u.seed, u.inputs or "")):
         field = u.origin or "seeds"
         try:
-            s = load_seed(u.seed, log_dir)
+            s = read_seed(u.seed, log_dir)  # the unit's inputs, read before any are generated
             validate(s.spec, source=s.source or u.seed, apis=apis)
         except BackendUnavailable:
             raise  # no TensorFlow worker to read a .keras seed: not the file's fault
@@ -570,7 +570,7 @@ def _run_unit(unit: Unit, udir: Path, stage: Callable[[str], None], pools: "_Poo
         elif unit.ops is not None:  # op-level unit: keras.ops calls (docs/ops.md)
             fuzz_ops(list(unit.ops), cfg, pool=pool)
         else:
-            seed = with_inputs(load_seed(unit.seed, store.logs), unit.inputs, field=None)
+            seed = with_inputs(read_seed(unit.seed, store.logs), unit.inputs, field=None)
             fuzz(seed, seed.inputs, cfg, plan=plan, pool=pool)
         summary = {"unit": unit.id, "seed": unit.seed, "apis": list(unit.apis) if unit.apis else None,
                    **({"ops": list(unit.ops)} if unit.ops else {}),
