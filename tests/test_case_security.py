@@ -257,6 +257,10 @@ class _FakePool:
     def start_or_fail(self, **kw):
         return self
 
+    @property
+    def refs(self):
+        return [w.ref for w in self.workers.values()]
+
     def versions(self):
         return {"tensorflow": {"tensorflow": "x"}}
 
