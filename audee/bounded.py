@@ -74,6 +74,12 @@ def _refuse(path: str | Path, mode: int, max_bytes: int | None, size: int, error
                     source=str(path))
 
 
+def _unreadable(exc: OSError) -> str:
+    """The one wording of a file that cannot be looked at (audee's "no such file" for a
+    missing one, as every reader said before)."""
+    return "no such file" if isinstance(exc, FileNotFoundError) else f"cannot read: {exc.strerror or exc}"
+
+
 def check_regular(path: str | Path, max_bytes: int | None, error: type[AudeeError] = AudeeError) -> int:
     """The size of ``path`` once it is known to be a regular file of at most ``max_bytes``
     bytes, looked at without opening it: for a file handed whole to a library that opens it
@@ -81,7 +87,7 @@ def check_regular(path: str | Path, max_bytes: int | None, error: type[AudeeErro
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise error(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+        raise error(_unreadable(exc), source=str(path)) from None
     _refuse(path, st.st_mode, max_bytes, st.st_size, error)
     return st.st_size
 
@@ -97,7 +103,7 @@ def open_regular(path: str | Path, max_bytes: int | None, error: type[AudeeError
         _refuse(path, st.st_mode, max_bytes, st.st_size, error)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise error(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+        raise error(_unreadable(exc), source=str(path)) from None
     try:
         st = os.fstat(fd)
         _refuse(path, st.st_mode, max_bytes, st.st_size, error)
@@ -115,7 +121,7 @@ def read_bytes(path: str | Path, max_bytes: int, error: type[AudeeError] = Audee
         try:
             data = f.read(max_bytes + 1)
         except OSError as exc:
-            raise error(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+            raise error(_unreadable(exc), source=str(path)) from None
     if len(data) > max_bytes:
         raise error(f"file grew past the {max_bytes:,} bytes audee reads; refused", source=str(path))
     return data
