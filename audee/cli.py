@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from audee import __version__
 from audee.errors import AudeeError, BackendUnavailable
@@ -20,6 +20,9 @@ from audee.exitcodes import ExitCode, describe
 from audee.settings import (FuzzSettings, LocalizeSettings, SearchSettings, ShardSettings, add_model_options,
                             check_environment, given_options, validate_settings)
 from audee.store.runstore import RunStore
+
+if TYPE_CHECKING:
+    from audee.triage import RootCause
 
 log = logging.getLogger(__name__)
 
@@ -386,7 +389,7 @@ def _search_plan(args: argparse.Namespace, refs: list, rng: int = 0) -> Any:
                                    {k: v for k, v in plan.items() if v is not None}, [r.label for r in refs], rng)
 
 
-def print_roots(roots: list[dict[str, Any]], unique_bugs: int) -> None:
+def print_roots(roots: list[RootCause], unique_bugs: int) -> None:
     """Root causes (audee.rootcause), counted per class as a maintainer counts them, then
     one line each: bugs first, new before known."""
     from audee.rootcause import CLASS_HELP, class_counts
@@ -396,20 +399,20 @@ def print_roots(roots: list[dict[str, Any]], unique_bugs: int) -> None:
     for klass, c in counts.items():
         print(f"    {klass:<12} {c['root_causes']:>4}  (new: {c['new']}, known: {c['known']})  {CLASS_HELP[klass]}")
     for g in roots:
-        tag = "NEW  " if g["status"] == "new" else "KNOWN"
-        who = g.get("component") or ",".join(g.get("odd") or []) or "?" + ",".join(g["backends"])
-        what = g.get("op") or g.get("api") or "-"
-        print(f"    {g['class']:<10} {tag} {g['kind']:<20} {who:<14} {what}  "
-              f"[{g['cases']} case{'s' if g['cases'] != 1 else ''}, {g['signatures']} signature"
-              f"{'s' if g['signatures'] != 1 else ''}]")
-        if g["status"] == "known":
-            print(f"          known issue {g['known_id']}")
-        if g.get("silent"):
-            print(f"          {g['silent']} is silently different from the rest")
-        if g.get("error"):
-            print(f"          {g['error']}")
-        if g.get("first_case"):
-            print(f"          first case: {g['first_case']}")
+        tag = "NEW  " if g.status == "new" else "KNOWN"
+        who = g.component or ",".join(g.odd) or "?" + ",".join(g.backends)
+        what = g.op or g.api or "-"
+        print(f"    {g.klass:<10} {tag} {g.kind:<20} {who:<14} {what}  "
+              f"[{g.cases} case{'s' if g.cases != 1 else ''}, {g.signatures} signature"
+              f"{'s' if g.signatures != 1 else ''}]")
+        if g.status == "known":
+            print(f"          known issue {g.known_id}")
+        if g.silent:
+            print(f"          {g.silent} is silently different from the rest")
+        if g.error:
+            print(f"          {g.error}")
+        if g.first_case:
+            print(f"          first case: {g.first_case}")
 
 
 def _write_and_print_summary(args: argparse.Namespace, refs: list, what: str, stats: Any) -> None:
@@ -425,7 +428,9 @@ def _write_and_print_summary(args: argparse.Namespace, refs: list, what: str, st
 
 def _print_summary(s: dict[str, Any]) -> None:
     if "roots" in s:
-        print_roots(s["roots"], s["unique_bugs"])
+        from audee.triage import RootCause
+
+        print_roots([RootCause.from_json(g) for g in s["roots"]], s["unique_bugs"])
     print(f"  test cases           {s['test_cases']}  (failing: {s['failing']})")
     print(f"  crashes   hard       {s['hard_crash']}" +
           (f"  ({', '.join(f'{k}: {v}' for k, v in s['hard_crash_detail'].items())})" if s['hard_crash_detail'] else ""))

@@ -594,7 +594,7 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
     and first the unique bugs (by signature, :mod:`audee.signature`), each new or known
     (``known``: the known issues, :mod:`audee.known`; default the shipped list)."""
     from audee.known import load_known_issues, unique_bugs
-    from audee.rootcause import class_counts, root_causes, roots_json
+    from audee.rootcause import class_counts, root_causes
 
     store = RunStore(out)
     rows = list(store.rows())
@@ -614,13 +614,13 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
             if s != "ok" and not s.startswith("error:"):
                 hard_how[f"{b} {s}"] = hard_how.get(f"{b} {s}", 0) + 1
     return {
-        "bugs": [{k: v for k, v in b.items() if k != "signature"} for b in bugs],
+        "bugs": [b.to_json() for b in bugs],
         "unique_bugs": len(bugs),
         "root_causes": len(roots),
         # a maintainer's count (audee.rootcause): new bugs are root causes of class bug not matched upstream
         "new_bugs": classes["bug"]["new"],
         "classes": classes,
-        "roots": roots_json(roots),
+        "roots": [g.to_json() for g in roots],
         "test_cases": len(rows),
         "failing": sum(r.status == "fail" for r in rows),
         "hard_crash": by_kind.get(Kind.HARD_CRASH, 0),
