@@ -60,6 +60,7 @@ def call(label):
     for part in CALL["op"].split("."):
         fn = getattr(fn, part)
     if BACKENDS[label].get("plugin"):
+        import importlib
         module, cls = BACKENDS[label]["plugin"].split(":")
         fn = getattr(importlib.import_module(module), cls)("cpu").op_function(CALL["op"])
 

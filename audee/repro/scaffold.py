@@ -36,8 +36,7 @@ EXIT_REPRODUCED, EXIT_NOT_REPRODUCED, EXIT_BROKEN, EXIT_BAD_DATA = 0, 1, 2, 3
 _SCAFFOLD = r'''#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 __HEADER__
-__DOC__import importlib
-import json
+__DOC__import json
 import os
 import subprocess
 import sys

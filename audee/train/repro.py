@@ -248,7 +248,7 @@ def child(backend, out):
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     try:
         import keras
-        importlib.import_module(backend)
+        __import__(backend)
     except ImportError as exc:
         environment_broken(backend, exc)
     train(keras, backend, out)
