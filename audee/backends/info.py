@@ -105,7 +105,8 @@ _TF_GRAPH = ScriptCode("""# a traced graph
 import tensorflow as tf
 at["phase"] = "run"
 return tf.function(lambda xs: model(xs, training=False), autograph=False)(xs)""", gpu=_TF_GPU)
-_JAX_ARGS = "args = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables], xs)"
+_JAX_ARGS = ("args = ([v.value for v in model.trainable_variables], "
+             "[v.value for v in model.non_trainable_variables], xs)")
 _JAX_JIT = ScriptCode(f"""# jitted, as deployed
 import jax
 at["phase"] = "run"

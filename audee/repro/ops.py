@@ -7,6 +7,7 @@ process), re-invoking itself with ``--backend NAME``; then it judges the recorde
 as the oracle did (:mod:`audee.oracle.ops`: crashes and rejections by who raised,
 non-finite patterns, values with the recorded tolerance, integers exactly, shapes and
 dtypes) and exits 0 when it reproduces, 1 when it does not, 2 when a framework is missing.
+The script is the op level's body in the one scaffold (:mod:`audee.repro.scaffold`).
 Built-in backends need numpy and the frameworks only; a plugin backend (``module:Class``,
 an injected op bug) is imported from its module in its child, so its script needs that
 module on the path, and nothing else of audee's.

@@ -17,7 +17,8 @@ gradient (``tf.GradientTape``, ``torch.autograd.grad``, ``jax.value_and_grad`` o
 The model is the smallest that still fails, checked on audee's workers first: the
 finding's layer alone, fed backend ``a``'s training-mode input to it and trained with the
 probe loss (or, for the loss, the output layer with the case's loss), else the whole
-model with the case's setup.  Exit codes as the inference scripts': 0 reproduces, 1 does
+model with the case's setup.  The script is the training level's body in the one scaffold
+(:mod:`audee.repro.scaffold`).  Exit codes as the inference scripts': 0 reproduces, 1 does
 not, 2 the environment is broken, 3 the data file is bad.
 """
 from __future__ import annotations
