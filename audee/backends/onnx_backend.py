@@ -323,7 +323,7 @@ class OnnxRuntimeBackend(Backend):
     def refusal(self, om: OnnxModel, exc: BaseException) -> str:
         """The message of a runtime's refusal of the converted graph, led by the ONNX
         checker's verdict when the checker rejects the graph too: then the graph is invalid
-        ONNX and the converter's bug, not the runtime's (OpenVINO's frontend refusing a
+        ONNX and the converter's bug, not the runtime's (a runtime whose frontend refuses a
         graph that mixes float16 and bfloat16 operands is right to; ``audee.signature``
         names the converter as the failing component)."""
         own = f"{type(exc).__name__}: {exc}"
