@@ -14,7 +14,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import numpy as np
 from pydantic import ConfigDict, Field
@@ -347,7 +347,7 @@ def _variant_ids(level: Level, seed: Seed, cfg: FuzzConfig) -> list[str]:
 _unbuildable = unbuildable  # the redraw test, where the levels' generators find it (audee.levels.base)
 
 
-def _run_pipelined(ex: Executor, cases: Iterable[tuple[TestCase, dict[str, Any]]], cfg: FuzzConfig,
+def _run_pipelined(ex: Runner, cases: Iterable[tuple[TestCase, dict[str, Any]]], cfg: FuzzConfig,
                    store: RunStore, stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
     """Run ``cases`` (each with its row's provenance) one step apart: case k+1 is made
     (mutation, its builds queued behind case k in each worker) while case k computes, and

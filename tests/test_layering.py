@@ -64,22 +64,25 @@ def dotted(entry: str) -> tuple[str, bool]:
 
 def layer_of(mods: dict[str, Path]) -> dict[str, tuple[int, str]]:
     """Each module's (layer index, layer name): an entry naming the module wins over a
-    package entry, the innermost package over an outer one."""
-    entries: dict[str, tuple[int, str, bool]] = {}
+    package entry, the innermost package over an outer one (``pkg/__init__`` names the
+    package's own module apart from its submodules, ``pkg/``)."""
+    modules_named: dict[str, tuple[int, str]] = {}
+    packages: dict[str, tuple[int, str]] = {}
     for i, (name, names) in enumerate(layers()):
         for entry in names:
             mod, package = dotted(entry)
-            assert mod not in entries, f"{DOC}: {entry} is in two layers"
+            table = packages if package else modules_named
+            assert mod not in table, f"{DOC}: {entry} is in two layers"
             assert mod in mods, f"{DOC}: layer {name!r} names {entry}, which is no module of audee/"
-            entries[mod] = (i, name, package)
+            table[mod] = (i, name)
     out = {}
     for mod in mods:
-        if mod in entries:
-            out[mod] = entries[mod][:2]
+        if mod in modules_named:
+            out[mod] = modules_named[mod]
             continue
-        owners = [m for m, (_, _, pkg) in entries.items() if pkg and mod.startswith(m + ".")]
+        owners = [m for m in packages if mod == m or mod.startswith(m + ".")]
         if owners:
-            out[mod] = entries[max(owners, key=len)][:2]
+            out[mod] = packages[max(owners, key=len)]
     return out
 
 

@@ -11,6 +11,9 @@ from typing import Any
 
 from audee.execute import Executor
 from audee.levels.base import Localized, Pipelined, judging
+from audee.localize.run import localize_case, localized, render
+from audee.repro import repro_model_case, write_repro
+from audee.reproduce import rerun_model
 from audee.reference.run import Reference
 
 log = logging.getLogger(__name__)
@@ -25,24 +28,16 @@ class ModelLevel(Pipelined):
 
     def rerun(self, record: Any, *, refs: list[Any], log_dir: Path, timeout: float,
               tie_margin: float | None) -> Any:
-        from audee.reproduce import rerun_model
-
         return rerun_model(record, refs=refs, log_dir=log_dir, timeout=timeout, tie_margin=tie_margin)
 
     def repro_case(self, path: str | Path, record: Any, **options: Any) -> Any:
-        from audee.repro import repro_model_case
-
         return repro_model_case(path, record, **options)
 
     def bug_repro(self, record: Any, out_dir: Path, name: str, pool: Any, index: int) -> Path:
-        from audee.repro import write_repro
-
         script = write_repro(record, out_dir, name, pool=pool, finding=index)
         log.info("repro script %s: %s", script.script, script.describe())
         return script.script
 
     def localize(self, path: str | Path, cfg: Any, **options: Any) -> Localized:
-        from audee.localize.run import localize_case, localized, render
-
         report = localize_case(path, cfg, **options)
         return Localized(report.to_json(), render(report, top_k=cfg.top_k), report.reproduced, localized(report))
