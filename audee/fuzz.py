@@ -1,11 +1,12 @@
-"""``audee fuzz``: network-level mutation of one seed (``--seed``), or API-level cases
-built around each layer API (``--api``), every test case run on every backend.
+"""``audee fuzz``: network-level mutation of one seed (``--seed``), API-level cases built
+around each layer API (``--api``) or ``keras.ops`` calls (``--op``), every test case run on
+every backend.
 
-Variant ``i`` is drawn from its own random stream ``(rng, i)`` (API-level case ``i`` of
-API ``A`` from ``(rng, crc32(A), i)``), so a run is reproducible, resumable (ids already in
-``results.jsonl`` are skipped) and shardable.  Every test case adds a row to the results
-table; every failing one is also written as a case file.  Both paths share the run
-directory, the rows, the case files, the repro scripts and the summary.
+One loop (:class:`FuzzLoop`) drives any case level (:mod:`audee.levels`): the level names
+its case ids, makes its cases and gives its runner; the loop resumes by case id (ids
+already in ``results.jsonl`` are skipped), keeps one case in flight, writes a row per case
+and a case file per failing one, then the repro scripts and the summary.  Case ``i`` is drawn
+from its own random stream, so a run is reproducible, resumable and shardable.
 """
 from __future__ import annotations
 

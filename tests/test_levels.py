@@ -64,3 +64,11 @@ def test_op_cases_refuse_model_judgements_by_their_level():
     with pytest.raises(AudeeError, match="--phase train judges models"):
         run_level("op", "train").check(FuzzSettings(phase="train"))
     level_named("api").check(FuzzSettings(phase="train"))  # a model level takes every judgement
+
+
+def test_the_settings_a_level_reads_are_settings():
+    from audee.settings import FuzzSettings
+
+    for name in LEVELS:
+        unknown = set(level_named(name).settings) - set(FuzzSettings.model_fields)
+        assert not unknown, (name, unknown)
