@@ -494,11 +494,9 @@ def cmd_repro(args: argparse.Namespace) -> int:
     refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
     if args.out:
         check_out_dir(args.out)
-    if _training_case(args.case):  # the training phase (audee.train.repro): a script that trains one step
-        rep = _train_repro(args, refs)
-    else:
-        rep = repro_case(args.case, out=args.out, name=args.name, layer=args.layer, model=args.model, backends=refs,
-                         allowed_plugins=args.allow_plugin, finding=args.finding)
+    # the case's level writes its script (audee.levels: a model's, an op call's, a training step's)
+    rep = repro_case(args.case, out=args.out, name=args.name, layer=args.layer, model=args.model, backends=refs,
+                     allowed_plugins=args.allow_plugin, finding=args.finding)
     print(f"wrote {rep.script} (+ {rep.data.name}): {rep.describe()}")
     for note in rep.notes:
         print(f"  note: {note}")
@@ -562,50 +560,22 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
 def cmd_localize(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
+    from audee.levels import level_of
     from audee.localize import LocalizeConfig
-    from audee.localize.run import localize_case, localized, render
+    from audee.store.caserecord import CaseRecord
 
     refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
     pair = [p.strip() for p in args.pair.split(",")] if args.pair else None
     cfg = validate_settings(LocalizeConfig, given_options(args, list(LocalizeConfig.model_fields)), flags=True)
     timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
-    if _training_case(args.case):  # the training phase (audee.train.localize): its own localizer
-        from audee.train.localize import localize_train_case
-
-        found = localize_train_case(args.case, backends=refs, allowed_plugins=args.allow_plugin, timeout=timeout,
-                                    max_values=cfg.max_values)
-        print(json.dumps(found.to_json(), indent=1, default=str) if args.json else found.render(cfg.top_k))
-        if not found.reproduced:
-            return ExitCode.NOT_REPRODUCED
-        return ExitCode.OK if found.layer else ExitCode.NOT_LOCALIZED
-    report = localize_case(args.case, cfg, backends=refs, pair=pair,
-                           timeout=timeout, allowed_plugins=args.allow_plugin, repro_dir=args.repro)
-    print(json.dumps(report.to_json(), indent=1) if args.json else render(report, top_k=cfg.top_k))
-    if not report.reproduced:
+    # the case's level localizes it (audee.levels: Algorithm 2 for a model, audee.train.localize for a training step)
+    found = level_of(CaseRecord.from_file(args.case)).localize(
+        args.case, cfg, backends=refs, pair=pair, timeout=timeout, allowed_plugins=args.allow_plugin,
+        repro_dir=args.repro)
+    print(json.dumps(found.doc, indent=1, default=str) if args.json else found.text)
+    if not found.reproduced:
         return ExitCode.NOT_REPRODUCED
-    return ExitCode.OK if localized(report) else ExitCode.NOT_LOCALIZED
-
-
-def _train_repro(args: argparse.Namespace, refs: list | None) -> Any:
-    """The repro script of a training-phase case, written on the case's workers (``audee repro``
-    then runs it as any other)."""
-    from audee.backends.pool import Pool
-    from audee.store.caserecord import CaseRecord
-    from audee.train.repro import write_train_repro
-
-    record = CaseRecord.from_file(args.case)
-    out = Path(args.out) if args.out else Path(args.case).resolve().parent.parent / "repro"
-    with tempfile.TemporaryDirectory(prefix="audee-repro-") as tmp:
-        with Pool(refs or record.backend_refs(allowed_plugins=args.allow_plugin), Path(tmp)) as pool:
-            pool.start_or_fail(source=args.case)
-            return write_train_repro(record, out, args.name or f"{record.id}-train", pool, args.finding)
-
-
-def _training_case(path: str) -> bool:
-    """Whether a case file holds a training-phase case (its ``phase``: ``train``)."""
-    from audee.store.caserecord import CaseRecord
-
-    return CaseRecord.from_file(path).meta.get("phase") == "train"
+    return ExitCode.OK if found.localized else ExitCode.NOT_LOCALIZED
 
 
 def _print_campaign_roots(data: Any, known: list | None) -> None:

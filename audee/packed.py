@@ -6,7 +6,7 @@ cases go through the workers K at a time as one model (:mod:`audee.pack`) and co
 as one :class:`Result` each, the result running the case alone gives (timings apart):
 
 1. **Making the cases.**  A case's redraw test and its weights need its builds
-   (``fuzz._unbuildable``, ``Executor.complete_weights``).  The cases are made once with a
+   (``levels.base.unbuildable``, ``Executor.complete_weights``).  The cases are made once with a
    :class:`Planner` standing in for the executor that calls every unknown spec buildable;
    those specs are then built as packs, and the cases made again with the planner now
    answering from those builds, until no spec is unknown (a valid draw no backend builds

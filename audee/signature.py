@@ -40,6 +40,7 @@ from audee.bounded import clean_text, utf8
 from audee.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
                         ZERO_DIVISOR, Finding, Kind)
 from audee.kinds import TRAINING_FAILURES, with_accumulated
+from audee.levels import source_name
 from audee.records.findings import BackendError
 from audee.records.localization import parse_localization
 
@@ -398,7 +399,7 @@ def _op_case(meta: dict[str, Any] | None) -> bool:
     """Whether a case is one ``keras.ops`` call (issue 30): its tensors are the op's whole
     input, so a clean refusal at run may answer their values (``linalg.eigh`` raising on a
     NaN where another backend returns NaN: undefined), as a model's never does."""
-    return str((meta or {}).get("seed", "")).startswith("op:")
+    return source_name(meta) == "op"
 
 
 def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[int] | None = None,

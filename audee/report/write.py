@@ -17,6 +17,7 @@ import pandas as pd
 
 from audee.apis import load_api_configs
 from audee.bounded import utf8
+from audee.levels import source_name
 from audee.records.localization import LocalizationRecord
 from audee.records.rows import PlacedRow
 from audee.report import coverage
@@ -496,7 +497,7 @@ def rate_table(cases: pd.DataFrame) -> pd.DataFrame:
     if cases.empty or "seconds" not in cases:
         return pd.DataFrame(columns=columns)
     seed = cases["seed"].astype(str) if "seed" in cases else pd.Series([""] * len(cases))
-    level = seed.map(lambda v: "op" if v.startswith("op:") else "api" if v.startswith("api:") else "network")
+    level = seed.map(lambda v: source_name({"seed": v}))  # the level that made the case (audee.levels)
     rows = []
     for name, group in cases.assign(level=level.values).groupby("level"):
         secs = float(pd.to_numeric(group["seconds"], errors="coerce").fillna(0).sum())

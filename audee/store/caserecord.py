@@ -221,11 +221,6 @@ class CaseRecord:
             _check_inputs(rec.model_spec, inputs, bad)
         return rec
 
-    @property
-    def is_op(self) -> bool:
-        """An op-level case (issue 30), not a model."""
-        return bool(self.op)
-
     def op_case(self) -> Any:
         """The op case as :class:`audee.mutation.oplevel.OpCase` (op records only)."""
         from audee.opcase import OpCase
