@@ -255,7 +255,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     # every flag validated (audee.settings models) before anything is written or started
     check_out_dir(args.out)
     refs = parse_backends(args.backends, args.device, args.gpu_precision)
-    if args.api is not None or args.op is not None:  # API-level or op-level cases (issue 30): no seed, no search
+    if args.api is not None or args.op is not None:  # API-level or op-level cases: no seed, no search
         ops = args.op is not None
         names = _api_names(args.op if ops else args.api, ops=ops)
         cfg, plan = _fuzz_config(args, refs)

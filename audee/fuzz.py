@@ -143,10 +143,10 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
                                                                  result.case.meta if meta is None else meta)],
         # every (layer API, parameter, value) the case ran: the report's coverage tables (an op case: none)
         "exercised": exercised(result.case.spec) if result.case.spec is not None else [],
-        # an op case (issue 30): what its contract leaves undefined, not compared (audee.oracle.ops)
+        # an op case: what its contract leaves undefined, not compared (audee.oracle.ops)
         **({"undefined": list(result.undefined)} if getattr(result, "undefined", None) else {}),
         "seconds": round(result.seconds, 4),
-        PHASES_FIELD: phases_field(result.phases),  # where each backend's time went (issue 13)
+        PHASES_FIELD: phases_field(result.phases),  # where each backend's time went
         **extra,
     })
 
@@ -298,7 +298,7 @@ def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] |
 
 def fuzz_ops(ops: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | None = None,
              pool: Pool | None = None) -> FuzzStats:
-    """Op-level fuzzing (issue 30): ``cfg.variants`` calls of each ``keras.ops`` function of
+    """Op-level fuzzing: ``cfg.variants`` calls of each ``keras.ops`` function of
     ``ops`` (configured names, :mod:`audee.mutation.oplevel`), ids ``op-<op>-v<i>``, on the
     Keras backends of ``cfg.backends``; resumable like :func:`fuzz`."""
     level = run_level("op", cfg.phase)
@@ -353,7 +353,7 @@ def _run_pipelined(ex: Runner, cases: Iterable[tuple[TestCase, dict[str, Any]]],
     """Run ``cases`` (each with its row's provenance) one step apart: case k+1 is made
     (mutation, its builds queued behind case k in each worker) while case k computes, and
     case k is judged and written while case k+1 computes, so neither the workers nor the
-    parent wait for each other (issue 13).  Rows are written in order; a case in flight
+    parent wait for each other.  Rows are written in order; a case in flight
     when the run stops has no row and runs again on resume.  A row's ``seconds`` is the
     wall time the case added to the run (from the verdict before it)."""
     waiting: tuple[Submitted, dict[str, Any]] | None = None

@@ -1,4 +1,4 @@
-"""Running test cases in packs (issue 32): K cases per build, each judged as if run alone.
+"""Running test cases in packs: K cases per build, each judged as if run alone.
 
 An API-level case is a one-layer model; if most of a build's cost were fixed (the Keras
 model, one XLA compile, one tf2onnx export) K cases in one model would share it.  Here

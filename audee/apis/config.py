@@ -1,5 +1,5 @@
 """API configs: one YAML file per Keras layer API (the paper's section 2.3, Figure 2), and
-one per ``keras.ops`` function (issue 30, ``api_configs/ops/``), in one schema.
+one per ``keras.ops`` function (``api_configs/ops/``), in one schema.
 
 Each parameter has a type, the valid values or range that network mutation draws from,
 and crafty invalid values (0 or negative sizes, None for strings, out-of-range rates).

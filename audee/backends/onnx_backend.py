@@ -249,7 +249,7 @@ class OnnxRuntimeBackend(Backend):
         fn = tf.function(forward, input_signature=x_sig + w_sig, autograph=False)
         # The conversion waits for the first weight set or run: a build request answers with
         # the weight shapes at once, so this worker converts while the others compile and
-        # run, instead of every worker waiting for the slowest build (issue 13).
+        # run, instead of every worker waiting for the slowest build.
         return OnnxModel(built, [s.name for s in w_sig], (fn, x_sig + w_sig, tvars + ntvars))
 
     def converted(self, om: OnnxModel) -> OnnxModel:

@@ -1,4 +1,4 @@
-"""Standalone repro scripts of op-level cases (issue 30): a few lines calling one
+"""Standalone repro scripts of op-level cases: a few lines calling one
 ``keras.ops`` function on each backend.
 
 The script embeds the call (op, arguments, each tensor's values as JSON: NaN and Inf

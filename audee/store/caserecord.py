@@ -87,7 +87,7 @@ class CaseRecord:
     tie_margin: float = TIE_MARGIN            # the margin the verdict was judged with
     tolerances: dict[str, Any] = field(default_factory=dict)  # deviation oracle: {dtype: {rtol, atol}} judged with
     meta: dict[str, Any] = field(default_factory=dict)        # provenance: seed, variant, rng, mutations, ...
-    #: an op-level case (issue 30): the keras.ops call as data (op, args, kwargs, dtypes; its
+    #: an op-level case: the keras.ops call as data (op, args, kwargs, dtypes; its
     #: tensors are ``inputs``); then ``spec`` and ``weights`` are empty.  Empty for a model.
     op: dict[str, Any] = field(default_factory=dict)
     created: str = ""

@@ -1,4 +1,4 @@
-"""Standalone repro scripts of training-phase findings (issue 29, part 4).
+"""Standalone repro scripts of training-phase findings.
 
 ``audee repro CASE.pkl`` on a case of ``--phase train`` writes ``<name>.py`` and
 ``<name>.npz``: plain Python importing numpy and the frameworks only, which builds the
