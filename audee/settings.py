@@ -10,6 +10,33 @@ Every user-facing setting lives in one pydantic model here (``FuzzSettings``,
 Unknown keys are refused (``extra='forbid'``).  :func:`validate_settings` validates a
 mapping against a model and turns a pydantic error into audee's one error format,
 ``file: field.path: message`` (a :class:`ConfigError`; exit code 2 on the command line).
+
+A run's settings (:class:`FuzzSettings`) are one frozen object in sections, each the
+settings one part of audee reads, so a part takes its section and nothing else:
+
+- ``run`` (:class:`RunSettings`): variants, rng, batch, max_redraws, timeout, threads, phase
+  (the fuzz loop, the levels, the backend pool; the backends and ``--out`` are
+  ``audee.fuzz.FuzzConfig``'s own);
+- ``judging`` (:class:`JudgingSettings`): tie_margin, the deviation tolerances as one
+  :class:`ToleranceSettings` (float32/float16/bfloat16/tf32 rtol and atol), precision_factor;
+- ``network`` (:class:`NetworkSettings`): layer_rate, max_layers, operators;
+- ``api`` (:class:`ApiSettings`): invalid_prob (the network and op levels read it too),
+  dtypes, pack, call_training, call_mask;
+- ``train`` (:class:`TrainSettings`): steps, losses, optimizers, learning_rate;
+- ``precision`` (:class:`PrecisionSettings`): reference, reference_backend (the float64
+  reference; its factor is judging's);
+- ``equivalents`` (:class:`EquivalenceSettings`): equivalence (the rules);
+- ``special`` (:class:`SpecialSettings`): special_inputs.
+
+The op level reads only settings the sections above hold (variants, invalid_prob,
+special_inputs), so it has no section of its own; a search plan is :class:`SearchPlan`.
+Flags, campaign keys and ``config.json`` name every setting flat, as before the sections
+(``--tie-margin``, ``float32_rtol:``): a flat key is put into its section
+(:data:`FLAT_PATHS`), an error names the flat key, ``config.json`` is written flat
+(:meth:`FuzzSettings.flat`), so a run directory of any audee resumes; every setting also
+reads flat (``cfg.tie_margin``, read-only).  Named profiles (:data:`PROFILES`: ``smoke``,
+``paper``, ``ci``) are sets of flat settings, chosen by ``--profile`` or ``profile:``; a
+setting given explicitly wins.
 """
 from __future__ import annotations
 
