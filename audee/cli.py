@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from audee import __version__
 from audee.errors import AudeeError, BackendUnavailable
 from audee.exitcodes import ExitCode, describe
-from audee.settings import (FuzzSettings, LocalizeSettings, SearchSettings, ShardSettings, add_model_options,
-                            check_environment, given_options, validate_settings)
+from audee.settings import (PROFILES, FuzzSettings, LocalizeSettings, SearchSettings, ShardSettings,
+                            add_model_options, apply_profile, check_environment, given_options, validate_settings)
 from audee.store.runstore import RunStore
 
 if TYPE_CHECKING:
@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "default: the seed's, an inputs.npz beside a user's model, else generated")
     _backends_arg(p, ",".join(DEFAULT_BACKENDS), settings=False)
     p.add_argument("--out", required=True, help="output directory (rerun to resume)")
+    p.add_argument("--profile", choices=list(PROFILES), default=None,
+                   help="a named set of the settings below (smoke: a few tiny cases; paper: the Audee paper's; "
+                        "ci: the test suite's; audee.settings.PROFILES); a flag given wins over the profile")
     # every fuzz setting's flag, type, help and default: audee.settings.FuzzSettings (as campaign units)
     add_model_options(p, FuzzSettings)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -323,11 +326,13 @@ def _fuzz_config(args: argparse.Namespace, refs: list) -> tuple[Any, Any]:
     and SearchSettings (errors name the flag)."""
     from audee.fuzz import FuzzConfig
 
-    given = given_options(args, list(FuzzSettings.model_fields))
+    given = given_options(args, list(FuzzSettings.flat_fields()))
+    if args.profile is not None:  # the profile's settings, under the flags given
+        given = apply_profile({"profile": args.profile, **given})
     validate_settings(FuzzSettings, given, flags=True)
     plan = _search_plan(args, refs, given.get("rng", 0))
     if "variants" not in given:
-        given["variants"] = 0 if plan is not None else FuzzSettings.model_fields["variants"].default
+        given["variants"] = 0 if plan is not None else FuzzSettings.flat_fields()["variants"].default
     return FuzzConfig(refs, Path(args.out), **given), plan
 
 

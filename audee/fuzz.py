@@ -61,10 +61,9 @@ class FuzzConfig(FuzzSettings):
         super().__init__(**data)
 
     def to_json(self) -> dict[str, Any]:
-        d = self.model_dump()
-        d["backends"] = [asdict(b) for b in self.backends]
-        d["out"] = str(self.out)
-        return d
+        """``config.json``'s settings: flat, as flags name them (the form every audee wrote, so
+        an older run directory resumes), then the backends and the directory."""
+        return {**self.flat(), "backends": [asdict(b) for b in self.backends], "out": str(self.out)}
 
 
 @dataclass

@@ -10,6 +10,33 @@ Every user-facing setting lives in one pydantic model here (``FuzzSettings``,
 Unknown keys are refused (``extra='forbid'``).  :func:`validate_settings` validates a
 mapping against a model and turns a pydantic error into audee's one error format,
 ``file: field.path: message`` (a :class:`ConfigError`; exit code 2 on the command line).
+
+A run's settings (:class:`FuzzSettings`) are one frozen object in sections, each the
+settings one part of audee reads, so a part takes its section and nothing else:
+
+- ``run`` (:class:`RunSettings`): variants, rng, batch, max_redraws, timeout, threads, phase
+  (the fuzz loop, the levels, the backend pool; the backends and ``--out`` are
+  ``audee.fuzz.FuzzConfig``'s own);
+- ``judging`` (:class:`JudgingSettings`): tie_margin, the deviation tolerances as one
+  :class:`ToleranceSettings` (float32/float16/bfloat16/tf32 rtol and atol), precision_factor;
+- ``network`` (:class:`NetworkSettings`): layer_rate, max_layers, operators;
+- ``api`` (:class:`ApiSettings`): invalid_prob (the network and op levels read it too),
+  dtypes, pack, call_training, call_mask;
+- ``train`` (:class:`TrainSettings`): steps, losses, optimizers, learning_rate;
+- ``precision`` (:class:`PrecisionSettings`): reference, reference_backend (the float64
+  reference; its factor is judging's);
+- ``equivalents`` (:class:`EquivalenceSettings`): equivalence (the rules);
+- ``special`` (:class:`SpecialSettings`): special_inputs.
+
+The op level reads only settings the sections above hold (variants, invalid_prob,
+special_inputs), so it has no section of its own; a search plan is :class:`SearchPlan`.
+Flags, campaign keys and ``config.json`` name every setting flat, as before the sections
+(``--tie-margin``, ``float32_rtol:``): a flat key is put into its section
+(:data:`FLAT_PATHS`), an error names the flat key, ``config.json`` is written flat
+(:meth:`FuzzSettings.flat`), so a run directory of any audee resumes; every setting also
+reads flat (``cfg.tie_margin``, read-only).  Named profiles (:data:`PROFILES`: ``smoke``,
+``paper``, ``ci``) are sets of flat settings, chosen by ``--profile`` or ``profile:``; a
+setting given explicitly wins.
 """
 from __future__ import annotations
 
@@ -124,6 +151,16 @@ class _Settings(BaseModel):
         """The settings set explicitly (not filled in from defaults)."""
         return {k: getattr(self, k) for k in self.model_fields_set}
 
+    @classmethod
+    def flat_fields(cls) -> dict[str, Any]:
+        """Every setting by the name a flag or a flat key gives it: a section's fields
+        (:class:`FuzzSettings`) in place of the section."""
+        out: dict[str, Any] = {}
+        for name, f in cls.model_fields.items():
+            sub = _section_of(cls, name)
+            out.update(sub.flat_fields() if sub is not None else {name: f})
+        return out
+
 
 def parse_dtypes(text: str) -> dict[str, float]:
     """'float32:0.7,float16' -> {policy: weight} (weight 1 where none is given); ValueError
@@ -175,34 +212,55 @@ def parse_weights(text: str, known: tuple[str, ...], what: str) -> dict[str, flo
     return out
 
 
-# ---- fuzz (a run of `audee fuzz`, a campaign unit) ------------------------------------------------
-class FuzzSettings(_Settings):
-    """Network-level fuzzing of one seed: `audee fuzz` flags and a campaign's unit settings.
-    Frozen: a run's settings are passed down whole and never changed on the way."""
+def _unwrap(tp: Any) -> Any:
+    """The model (or None) a field annotation holds, through Optional/list/Annotated."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (Union, types.UnionType, list, dict):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            tp = args[-1] if args else None
+        else:
+            return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
+
+
+# ---- fuzz (a run of `audee fuzz`, a campaign unit): its settings in sections ------------------------
+class _Section(_Settings):
+    """One section of :class:`FuzzSettings`: the settings one part of audee reads, together."""
 
     model_config = ConfigDict(frozen=True)
+
+
+class RunSettings(_Section):
+    """What a run is: how many cases, from which random stream, on how many inputs, how long
+    and on how many threads a backend may work, and which phase (inference or training) runs.
+    Read by the fuzz loop (``audee/fuzz.py``), the levels and the backend pool."""
 
     variants: int = Field(50, ge=0, le=MAX_VARIANTS,
                           description="number of network-level variants (on the command line: 0 when --level "
                                       "is given and --variants is not)")
     rng: int = Field(0, ge=0, description="random seed: the same value gives the same variants")
     batch: int = Field(32, ge=1, le=1_000_000, description="seed inputs per test case")
-    layer_rate: float = Field(0.5, ge=0, le=1, description="probability a layer's parameters are redrawn")
-    max_layers: int = Field(3, ge=0, description="at most this many layers change per variant (0: no cap)")
-    invalid_prob: float = Field(0.1, ge=0, le=1, description="probability a variant tests one crafty invalid value")
     max_redraws: int = Field(5, ge=0, description="redraws of a variant no backend can build")
     timeout: float = Field(TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S,
                            description="seconds a backend may take on one request before it counts as hung")
-    tie_margin: float = Field(TIE_MARGIN, ge=0,
-                              description="label flips where a backend's top-two outputs are closer than this "
-                                          "count as floating-point ties, not inconsistencies (0: the paper's plain "
-                                          "definition)")
     threads: int | None = Field(None, ge=0, json_schema_extra=_flag("threads", "--threads-per-backend"),
                                 description="CPU threads each backend may use (default: the cores shared out among "
                                             "the backends, since all of them compute at once; 0: each framework's "
                                             "own default)")
-    # the deviation oracle (audee/oracle/deviation.py): out of tolerance where
-    # |a - b| > atol + rtol * (the row's largest |value| on both backends)
+    phase: Literal["inference", "train"] = Field(
+        "inference", description="inference: every case runs forward (training=False); train: every case runs a "
+                                 "training step on each backend that trains (the Keras backends and their plugins; "
+                                 "converters are skipped): the forward pass in training mode, a loss, the gradients "
+                                 "and --steps optimizer updates, judged on loss, gradients and updated weights "
+                                 "(docs/oracles.md, 'The training phase')")
+
+class ToleranceSettings(_Section):
+    """The deviation oracle's tolerances per dtype and compute mode, one object: out of
+    tolerance where |a - b| > atol + rtol * (the row's largest |value| on both backends)
+    (``audee/oracle/deviation.py``, the one owner of the rule, reads :meth:`table`)."""
+
     float32_rtol: float = Field(TOLERANCES["float32"][0], ge=0,
                                 description="deviation oracle: relative tolerance for float32 outputs, a share of "
                                             "the row's largest |value|")
@@ -222,24 +280,55 @@ class FuzzSettings(_Settings):
     tf32_atol: float = Field(TOLERANCES["tf32"][1], ge=0,
                              description="deviation oracle: absolute tolerance for float32 outputs of a pair with a "
                                          "GPU backend in TF32 mode")
+    def table(self) -> dict[str, dict[str, float]]:
+        """``{dtype: {"rtol": .., "atol": ..}}``, as case files record them
+        (:class:`audee.oracle.deviation.Tolerances` reads this form)."""
+        return {dt: {"rtol": float(getattr(self, f"{dt}_rtol")), "atol": float(getattr(self, f"{dt}_atol"))}
+                for dt in TOLERANCES}
 
+
+class JudgingSettings(_Section):
+    """How two backends' outputs are judged: the tie margin of label flips, the deviation
+    tolerances and the precision oracle's factor.  Every level's runner and its case files
+    read them from here (``audee/levels/base.judging``, ``audee/reference/run.Reference``)."""
+
+    tie_margin: float = Field(TIE_MARGIN, ge=0,
+                              description="label flips where a backend's top-two outputs are closer than this "
+                                          "count as floating-point ties, not inconsistencies (0: the paper's plain "
+                                          "definition)")
+    tolerances: ToleranceSettings = Field(default_factory=ToleranceSettings,
+                                          description="the deviation oracle's tolerances per dtype")
+    precision_factor: float = Field(
+        PRECISION_FACTOR, ge=1, description="precision oracle: a backend out of tolerance against the reference is "
+                                            "a precision finding when its error is also this many times the best "
+                                            "backend's on the case (the same factor as the conditioning rule's: "
+                                            "docs/oracles.md)")
+
+class NetworkSettings(_Section):
+    """The network level's mutation of a seed (``audee/levels/network``, ``audee/mutation``)."""
+
+    layer_rate: float = Field(0.5, ge=0, le=1, description="probability a layer's parameters are redrawn")
+    max_layers: int = Field(3, ge=0, description="at most this many layers change per variant (0: no cap)")
     operators: str = Field(OPERATOR_WEIGHTS,
                            description="network-level mutation operators, each with an optional weight: redraw "
                                        "(the paper's parameter redraw), insert, replace, remove, activation, "
                                        "duplicate; e.g. redraw alone, or redraw:3,insert:1 (docs/mutation.md)")
-    special_inputs: float = Field(0.0, ge=0, le=1,
-                                  description="probability each input row of a network or API-level variant "
-                                              "carries a special value (NaN, +-Inf, near the dtype's maximum, a "
-                                              "large offset, tiny, subnormal, signed zero, ties; ids out of range "
-                                              "or negative), audee/mutation/special.py; the seed case never")
+    @field_validator("operators")
+    @classmethod
+    def _operators(cls, v: str) -> str:
+        parse_operators(v)
+        return v
 
-    # API-level fuzzing (audee fuzz --api, campaign runs with apis:)
+
+class ApiSettings(_Section):
+    """The API level's cases (``audee/levels/api``, ``audee/mutation/apilevel.py``,
+    ``audee/packed.py``); ``invalid_prob`` is read by the network and op levels too."""
+
+    invalid_prob: float = Field(0.1, ge=0, le=1, description="probability a variant tests one crafty invalid value")
     dtypes: str = Field(",".join(f"{k}:{v:g}" for k, v in DTYPE_WEIGHTS.items()),
                         description="API-level cases: model dtype policies to draw from, each with an optional "
                                     "weight, e.g. float32,float16 or float32:0.7,bfloat16:0.3 (of "
                                     + ", ".join(DTYPE_WEIGHTS) + ")")
-
-    # audee/packed.py: API-level cases built as one model, K at a time
     pack: int = Field(1, ge=1, le=MAX_PACK,
                       description="API-level cases per build: K cases side by side in one model, built, "
                                   "converted and compiled once, each judged on its own; a failing case is "
@@ -249,62 +338,6 @@ class FuzzSettings(_Settings):
                                   "the third of cases that fail somewhere cost more packed (bisection, "
                                   "confirmation): packs of 4-32 ran at 0.44-0.97x the cases/s of K=1 "
                                   "(experiments/bench_pack.py, experiments/results/bench_pack.md)")
-
-    # audee/equivalence: EAGLE's equivalent models, judged on each backend alone
-    equivalence: str = Field("none",
-                             description="equivalence oracle: rules whose equivalent model runs beside each test "
-                                         "case on every backend, compared with the original on the same backend "
-                                         "(all, none, or a list: " + ", ".join(EQUIVALENCE_RULES) + "; "
-                                         "docs/oracles.md, Equivalent models)")
-
-    @field_validator("equivalence")
-    @classmethod
-    def _equivalence(cls, v: str) -> str:
-        parse_rules(v)
-        return v
-
-    def equivalence_rules(self) -> tuple[str, ...]:
-        """``equivalence`` as the rule names, in :data:`EQUIVALENCE_RULES` order."""
-        return parse_rules(self.equivalence)
-
-    # audee/reference/: precision against a float64 reference (Predoo)
-    reference: Literal["none", "float64"] = Field(
-        "none", description="precision oracle: float64 runs each test case once more under the float64 dtype "
-                            "policy (weights and inputs cast up; float16/bfloat16 cases in float32 too) on "
-                            "--reference-backend; each backend's error against it is recorded, deviations and "
-                            "inconsistencies name their culprit, and a backend far worse than the best gets a "
-                            "precision finding (docs/oracles.md, 'The float64 reference')")
-    reference_backend: str = Field(
-        "auto", description="precision oracle: the backend that computes the reference (auto: the first built-in "
-                            "Keras backend of the run, in --backends order, that runs the model in float64; the "
-                            "others that do cross-check it)")
-    precision_factor: float = Field(
-        PRECISION_FACTOR, ge=1, description="precision oracle: a backend out of tolerance against the reference is "
-                                            "a precision finding when its error is also this many times the best "
-                                            "backend's on the case (the same factor as the conditioning rule's: "
-                                            "docs/oracles.md)")
-
-    @field_validator("reference_backend")
-    @classmethod
-    def _reference_backend(cls, v: str) -> str:
-        return v.strip() if v.strip() == "auto" else check_backend_name(v)
-
-    # audee/train/: the training phase, after Muffin
-    phase: Literal["inference", "train"] = Field(
-        "inference", description="inference: every case runs forward (training=False); train: every case runs a "
-                                 "training step on each backend that trains (the Keras backends and their plugins; "
-                                 "converters are skipped): the forward pass in training mode, a loss, the gradients "
-                                 "and --steps optimizer updates, judged on loss, gradients and updated weights "
-                                 "(docs/oracles.md, 'The training phase')")
-    steps: int = Field(1, ge=1, le=1000, description="training phase: optimizer steps per case (the loss of every "
-                                                     "step is compared: a trajectory)")
-    losses: str = Field(TRAIN_LOSSES, description="training phase: the losses a case draws from, each with an "
-                                                  "optional weight, e.g. mean_squared_error or "
-                                                  "categorical_crossentropy:2,huber (of " + ", ".join(LOSSES) + ")")
-    optimizers: str = Field(TRAIN_OPTIMIZERS, description="training phase: the optimizers a case draws from, each "
-                                                          "with an optional weight (of " + ", ".join(OPTIMIZERS) + ")")
-    learning_rate: float | None = Field(None, gt=0, allow_inf_nan=False, description="training phase: the optimizers' learning rate "
-                                                                "(default: each Keras optimizer's own)")
     call_training: float = Field(0.0, ge=0, le=1,
                                  description="API-level cases: probability the layer is called with a drawn "
                                              "training flag (true/false, whatever mode the model runs in) where "
@@ -315,7 +348,25 @@ class FuzzSettings(_Settings):
                                          "layers, GlobalAveragePooling1D, BatchNormalization, Softmax, "
                                          "TimeDistributed) is called with one, made from an integer input of 0/1 "
                                          "rows, padded sequences mostly (docs/mutation.md)")
+    @field_validator("dtypes")
+    @classmethod
+    def _dtypes(cls, v: str) -> str:
+        parse_dtypes(v)
+        return v
 
+
+class TrainSettings(_Section):
+    """The training phase, after Muffin (``audee/train``, ``audee/levels/train``)."""
+
+    steps: int = Field(1, ge=1, le=1000, description="training phase: optimizer steps per case (the loss of every "
+                                                     "step is compared: a trajectory)")
+    losses: str = Field(TRAIN_LOSSES, description="training phase: the losses a case draws from, each with an "
+                                                  "optional weight, e.g. mean_squared_error or "
+                                                  "categorical_crossentropy:2,huber (of " + ", ".join(LOSSES) + ")")
+    optimizers: str = Field(TRAIN_OPTIMIZERS, description="training phase: the optimizers a case draws from, each "
+                                                          "with an optional weight (of " + ", ".join(OPTIMIZERS) + ")")
+    learning_rate: float | None = Field(None, gt=0, allow_inf_nan=False, description="training phase: the optimizers' learning rate "
+                                                                "(default: each Keras optimizer's own)")
     @field_validator("losses")
     @classmethod
     def _losses(cls, v: str) -> str:
@@ -328,47 +379,215 @@ class FuzzSettings(_Settings):
         parse_weights(v, OPTIMIZERS, "optimizer")
         return v
 
+
+class PrecisionSettings(_Section):
+    """The precision oracle's float64 reference, after Predoo (``audee/reference``); its
+    factor is judging's (:class:`JudgingSettings`)."""
+
+    reference: Literal["none", "float64"] = Field(
+        "none", description="precision oracle: float64 runs each test case once more under the float64 dtype "
+                            "policy (weights and inputs cast up; float16/bfloat16 cases in float32 too) on "
+                            "--reference-backend; each backend's error against it is recorded, deviations and "
+                            "inconsistencies name their culprit, and a backend far worse than the best gets a "
+                            "precision finding (docs/oracles.md, 'The float64 reference')")
+    reference_backend: str = Field(
+        "auto", description="precision oracle: the backend that computes the reference (auto: the first built-in "
+                            "Keras backend of the run, in --backends order, that runs the model in float64; the "
+                            "others that do cross-check it)")
+    @field_validator("reference_backend")
+    @classmethod
+    def _reference_backend(cls, v: str) -> str:
+        return v.strip() if v.strip() == "auto" else check_backend_name(v)
+
+
+class EquivalenceSettings(_Section):
+    """The equivalence oracle: EAGLE's equivalent models, judged on each backend alone
+    (``audee/equivalence``)."""
+
+    equivalence: str = Field("none",
+                             description="equivalence oracle: rules whose equivalent model runs beside each test "
+                                         "case on every backend, compared with the original on the same backend "
+                                         "(all, none, or a list: " + ", ".join(EQUIVALENCE_RULES) + "; "
+                                         "docs/oracles.md, Equivalent models)")
+    @field_validator("equivalence")
+    @classmethod
+    def _equivalence(cls, v: str) -> str:
+        parse_rules(v)
+        return v
+
+
+class SpecialSettings(_Section):
+    """Special input values (``audee/mutation/special.py``) in network, API-level and op cases."""
+
+    special_inputs: float = Field(0.0, ge=0, le=1,
+                                  description="probability each input row of a network or API-level variant "
+                                              "carries a special value (NaN, +-Inf, near the dtype's maximum, a "
+                                              "large offset, tiny, subnormal, signed zero, ties; ids out of range "
+                                              "or negative), audee/mutation/special.py; the seed case never")
+
+#: the order the fuzz settings' flags are listed in (`audee fuzz --help`) and ``config.json``
+#: holds them: the order of the flat model they came from, so the help text and the file stay
+FLAG_ORDER = ("variants", "rng", "batch", "layer_rate", "max_layers", "invalid_prob", "max_redraws", "timeout",
+              "tie_margin", "threads", "float32_rtol", "float32_atol", "float16_rtol", "float16_atol",
+              "bfloat16_rtol", "bfloat16_atol", "tf32_rtol", "tf32_atol", "operators", "special_inputs",
+              "dtypes", "pack", "equivalence", "reference", "reference_backend", "precision_factor", "phase",
+              "steps", "losses", "optimizers", "learning_rate", "call_training", "call_mask")
+
+#: named profiles: each a set of fuzz settings by their flat names, chosen with ``--profile``
+#: or a campaign's ``profile:``; a setting given explicitly wins over the profile's
+PROFILES: dict[str, dict[str, Any]] = {
+    # a few tiny cases from one random stream: does the setup run at all
+    "smoke": {"variants": 2, "rng": 0, "batch": 2, "max_redraws": 1},
+    # the Audee paper's setting (docs/search.md: 50 network-level variants first; the paper's
+    # plain label-flip definition, no tie margin; its parameter redraw as the one operator)
+    "paper": {"variants": 50, "rng": 0, "tie_margin": 0.0, "operators": "redraw"},
+    # what the test suite's fuzz runs use: a few cases on a small batch
+    "ci": {"variants": 3, "rng": 0, "batch": 4},
+}
+
+
+def apply_profile(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with its ``profile`` key replaced by that profile's settings, under the
+    settings ``data`` gives itself; a :class:`FieldError` on ``profile`` for an unknown name."""
+    if "profile" not in data:
+        return data
+    rest = {k: v for k, v in data.items() if k != "profile"}
+    name = data["profile"]
+    if not isinstance(name, str) or name not in PROFILES:
+        raise FieldError("profile", f"unknown profile {name!r} (one of {', '.join(PROFILES)})")
+    return {**PROFILES[name], **rest}
+
+
+class FuzzSettings(_Settings):
+    """A run's settings (`audee fuzz` flags, a campaign's unit settings), in sections, each
+    the settings one part of audee reads: ``cfg.judging.tolerances``, ``cfg.train.steps``.
+    Given flat, as flags and campaign keys name them (``tie_margin``, ``float32_rtol``), each
+    key is put into its section; every setting reads flat too (``cfg.tie_margin``, read-only).
+    Frozen: a run's settings are passed down whole and never changed on the way."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: RunSettings = Field(default_factory=RunSettings, description="the run: cases, rng, batch, timeout")
+    judging: JudgingSettings = Field(default_factory=JudgingSettings, description="how outputs are judged")
+    network: NetworkSettings = Field(default_factory=NetworkSettings, description="the network level")
+    api: ApiSettings = Field(default_factory=ApiSettings, description="the API level")
+    train: TrainSettings = Field(default_factory=TrainSettings, description="the training phase")
+    precision: PrecisionSettings = Field(default_factory=PrecisionSettings, description="the float64 reference")
+    equivalents: EquivalenceSettings = Field(default_factory=EquivalenceSettings,
+                                             description="the equivalence oracle")
+    special: SpecialSettings = Field(default_factory=SpecialSettings, description="special input values")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _into_sections(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = apply_profile(data)
+        out = {k: v for k, v in data.items() if k not in FLAT_PATHS}
+        for key, value in data.items():
+            path = FLAT_PATHS.get(key)
+            if path is None:
+                continue
+            node = out
+            for part in path[:-1]:
+                sub = node.get(part)
+                if isinstance(sub, BaseModel):
+                    sub = sub.model_dump(exclude_unset=True)
+                if sub is None:
+                    sub = {}
+                if not isinstance(sub, dict):  # a section given as something else: its own error
+                    break
+                node[part] = sub = dict(sub)
+                node = sub
+            else:
+                node[path[-1]] = value
+        return out
+
     @model_validator(mode="after")
     def _train_fits(self) -> Any:
-        if self.phase == "train" and self.pack > 1:
+        if self.run.phase == "train" and self.api.pack > 1:
             raise FieldError("pack", "the training phase trains each case alone (--pack 1)")
-        if self.phase == "train" and self.reference != "none":
+        if self.run.phase == "train" and self.precision.reference != "none":
             raise FieldError("reference", "the float64 reference judges inference (--phase inference)")
         return self
 
+    @classmethod
+    def flat_fields(cls) -> dict[str, Any]:
+        """Every setting by its flat name, in :data:`FLAG_ORDER` (a subclass's own after)."""
+        fields = super().flat_fields()
+        rank = {n: i for i, n in enumerate(FLAG_ORDER)}
+        return dict(sorted(fields.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+
+    def given(self) -> dict[str, Any]:
+        """The settings set explicitly, by their flat names (a section's by its keys)."""
+        out = {k: getattr(self, k) for k in self.model_fields_set if k not in FuzzSettings.model_fields}
+        for name, path in FLAT_PATHS.items():
+            node: Any = self
+            for part in path[:-1]:
+                node = getattr(node, part)
+            if path[-1] in node.model_fields_set:
+                out[name] = getattr(node, path[-1])
+        return out
+
+    def flat(self) -> dict[str, Any]:
+        """Every setting by its flat name, in :data:`FLAG_ORDER`: ``config.json``'s form."""
+        return {name: getattr(self, name) for name in FLAG_ORDER}
+
+    def tolerances(self) -> dict[str, dict[str, float]]:
+        """The deviation oracle's tolerances as case files record them (:meth:`ToleranceSettings.table`)."""
+        return self.judging.tolerances.table()
+
+    def equivalence_rules(self) -> tuple[str, ...]:
+        """``equivalence`` as the rule names, in :data:`EQUIVALENCE_RULES` order."""
+        return parse_rules(self.equivalents.equivalence)
+
     def loss_weights(self) -> dict[str, float]:
         """``losses`` as {loss: weight}."""
-        return parse_weights(self.losses, LOSSES, "loss")
+        return parse_weights(self.train.losses, LOSSES, "loss")
 
     def optimizer_weights(self) -> dict[str, float]:
         """``optimizers`` as {optimizer: weight}."""
-        return parse_weights(self.optimizers, OPTIMIZERS, "optimizer")
-
-    @field_validator("dtypes")
-    @classmethod
-    def _dtypes(cls, v: str) -> str:
-        parse_dtypes(v)
-        return v
+        return parse_weights(self.train.optimizers, OPTIMIZERS, "optimizer")
 
     def dtype_weights(self) -> dict[str, float]:
         """``dtypes`` as {policy: weight}."""
-        return parse_dtypes(self.dtypes)
-
-    @field_validator("operators")
-    @classmethod
-    def _operators(cls, v: str) -> str:
-        parse_operators(v)
-        return v
+        return parse_dtypes(self.api.dtypes)
 
     def operator_weights(self) -> dict[str, float]:
         """``operators`` as {operator: weight}."""
-        return parse_operators(self.operators)
+        return parse_operators(self.network.operators)
 
-    def tolerances(self) -> dict[str, dict[str, float]]:
-        """The deviation oracle's tolerances, ``{dtype: {"rtol": .., "atol": ..}}`` (as case
-        files record them; :class:`audee.oracle.deviation.Tolerances` reads this form)."""
-        return {dt: {"rtol": float(getattr(self, f"{dt}_rtol")), "atol": float(getattr(self, f"{dt}_atol"))}
-                for dt in TOLERANCES}
+
+def _section_of(model: type[BaseModel], name: str) -> type[BaseModel] | None:
+    """The section model field ``name`` of ``model`` holds, or None."""
+    f = model.model_fields.get(name)
+    sub = _unwrap(f.annotation) if f is not None else None
+    return sub if sub is not None and issubclass(sub, _Section) else None
+
+
+def _flat_paths(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for name in model.model_fields:
+        sub = _section_of(model, name)
+        out.update(_flat_paths(sub, prefix + (name,)) if sub is not None else {name: prefix + (name,)})
+    return out
+
+
+#: each flat setting name (a flag's dest, a campaign key) -> its place in the sections
+FLAT_PATHS: dict[str, tuple[str, ...]] = _flat_paths(FuzzSettings)
+
+
+def _flat_alias(name: str, path: tuple[str, ...]) -> property:
+    def get(self: FuzzSettings) -> Any:
+        node: Any = self
+        for part in path:
+            node = getattr(node, part)
+        return node
+    return property(get, doc=f"``{'.'.join(path)}``, read flat")
+
+
+for _name, _path_of in FLAT_PATHS.items():
+    setattr(FuzzSettings, _name, _flat_alias(_name, _path_of))
 
 
 # ---- search (the paper's Algorithm 1) -------------------------------------------------------------
@@ -620,7 +839,7 @@ class CampaignRun(FuzzSettings):
         return sets
 
     def unit_settings(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.model_fields_set if k in FuzzSettings.model_fields}
+        return {k: v for k, v in self.given().items() if k in FLAT_PATHS}
 
 
 class ShardSettings(_Settings):
@@ -650,6 +869,24 @@ class CampaignSettings(ShardSettings):
     @classmethod
     def _none_is_empty(cls, v: Any) -> Any:
         return {} if v is None else v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile(cls, data: Any) -> Any:
+        """A top-level ``profile:`` is the defaults' (a run's own settings, or its own
+        ``profile:``, win over it)."""
+        if not isinstance(data, dict) or "profile" not in data:
+            return data
+        data = dict(data)
+        name = data.pop("profile")
+        if not isinstance(name, str) or name not in PROFILES:
+            raise FieldError("profile", f"unknown profile {name!r} (one of {', '.join(PROFILES)})")
+        defaults = data.get("defaults") or {}
+        if isinstance(defaults, dict):
+            if "profile" in defaults:
+                raise FieldError("profile", "a profile at the top and another in defaults: give one")
+            data["defaults"] = {"profile": name, **defaults}
+        return data
 
 
 # ---- resuming a run ----------------------------------------------------------------------------
@@ -745,19 +982,6 @@ def _path(loc: tuple) -> str:
     return out
 
 
-def _unwrap(tp: Any) -> Any:
-    """The model (or None) a field annotation holds, through Optional/list/Annotated."""
-    while True:
-        origin = typing.get_origin(tp)
-        if origin is Annotated:
-            tp = typing.get_args(tp)[0]
-        elif origin in (Union, types.UnionType, list, dict):
-            args = [a for a in typing.get_args(tp) if a is not type(None)]
-            tp = args[-1] if args else None
-        else:
-            return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
-
-
 def _model_at(model: type[BaseModel] | None, loc: tuple) -> type[BaseModel] | None:
     for part in loc:
         if model is None:
@@ -778,7 +1002,7 @@ def _message(err: dict[str, Any], model: type[BaseModel] | None, loc: tuple) -> 
         return f"must be {op} {ctx[key]}, got {got!r}"
     if t == "extra_forbidden":
         parent = _model_at(model, loc[:-1])
-        known = f" (known: {', '.join(sorted(parent.model_fields))})" if parent is not None else ""
+        known = f" (known: {', '.join(sorted(_fields(parent)))})" if parent is not None else ""
         return "unknown setting" + known
     if t == "missing":
         return "required"
@@ -807,6 +1031,26 @@ def _message(err: dict[str, Any], model: type[BaseModel] | None, loc: tuple) -> 
     return err["msg"]
 
 
+def _fields(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s settings by their flat names (a plain model's fields as they are)."""
+    flat = getattr(model, "flat_fields", None)
+    return flat() if flat is not None else dict(model.model_fields)
+
+
+def _flat_loc(model: type[BaseModel] | None, loc: tuple) -> tuple:
+    """``loc`` without the section names (``judging.tolerances.float32_rtol`` ->
+    ``float32_rtol``): a setting is named as its flag and flat key name it."""
+    out: list[Any] = []
+    for i, part in enumerate(loc):
+        sub = _section_of(model, part) if model is not None and isinstance(part, str) else None
+        if sub is not None and i + 1 < len(loc):
+            model = sub
+            continue
+        out.append(part)
+        model = _model_at(model, (part,))
+    return tuple(out)
+
+
 def settings_error(exc: ValidationError, model: type[BaseModel], source: str | None = None, *,
                    prefix: str = "", flags: bool = False) -> ConfigError:
     """The first error of ``exc`` as audee's one-line error: ``source: field.path: message``.
@@ -819,8 +1063,9 @@ def settings_error(exc: ValidationError, model: type[BaseModel], source: str | N
     if isinstance(ctx.get("error"), FieldError):
         loc = loc + (ctx["error"].field,)
     message = _message(err, model, loc)
+    loc = _flat_loc(model, loc)
     if flags and loc and isinstance(loc[0], str):
-        f = model.model_fields.get(loc[0])
+        f = _fields(model).get(loc[0])
         extra = f.json_schema_extra if f is not None and isinstance(f.json_schema_extra, dict) else {}
         head = extra.get("flag") or "--" + loc[0].replace("_", "-")
         field = head + _path(loc[1:]) if len(loc) > 1 else head
@@ -857,7 +1102,7 @@ def _cli_type(annotation: Any) -> tuple[Any, tuple | None]:
 
 
 def flag_of(model: type[BaseModel], name: str) -> str:
-    extra = model.model_fields[name].json_schema_extra
+    extra = _fields(model)[name].json_schema_extra
     return (extra or {}).get("flag") if isinstance(extra, dict) and extra.get("flag") else "--" + name.replace("_", "-")
 
 
@@ -868,9 +1113,10 @@ def add_model_options(parser: Any, model: type[BaseModel], *, only: list[str] | 
     description and default, its type the field's.  Every default is None, so a flag not
     given is told apart from one given with the default value; validate what was given
     with the model.  Returns the field names added."""
-    names = only if only is not None else [n for n in model.model_fields if n not in exclude]
+    fields = _fields(model)
+    names = only if only is not None else [n for n in fields if n not in exclude]
     for name in names:
-        f = model.model_fields[name]
+        f = fields[name]
         extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
         tp, choices = _cli_type(f.annotation)
         default = f.get_default(call_default_factory=True)

@@ -207,7 +207,8 @@ def pack_supported() -> bool:
     """Whether this build's FuzzSettings has the ``pack`` setting (issue 32, part 1)."""
     from audee.settings import FuzzSettings
 
-    return "pack" in FuzzSettings.model_fields
+    fields = FuzzSettings.flat_fields() if hasattr(FuzzSettings, "flat_fields") else FuzzSettings.model_fields
+    return "pack" in fields  # flat since the settings have sections; a field before
 
 
 def api_order(apis: list[str], rng: int) -> list[str]:

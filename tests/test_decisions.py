@@ -194,12 +194,15 @@ def test_settings_are_frozen():
 
 
 def test_fuzz_reads_the_judging_settings_in_one_place():
-    """The tie margin and tolerances travel inside the settings object: the levels read them
-    once (``judging``) for every level's runner and the case files alike."""
+    """The tie margin and tolerances travel inside the settings object, in its judging
+    section: the levels read them once (``judging``) for every level's runner and the case
+    files alike."""
     from audee.fuzz import FuzzConfig, judging
 
     texts = [p.read_text() for p in [ROOT / "audee/fuzz.py", *sorted((ROOT / "audee/levels").rglob("*.py"))]]
-    assert sum(t.count("cfg.tie_margin") for t in texts) == 1 and sum(t.count("cfg.tolerances()") for t in texts) == 1
+    assert sum(t.count("cfg.judging.tie_margin") for t in texts) == 1       # the judging section, read once
+    assert sum(t.count("cfg.judging.tolerances") for t in texts) == 1
+    assert not any("cfg.tie_margin" in t or "cfg.tolerances()" in t for t in texts)   # not by its flat alias
     cfg = FuzzConfig([], "/tmp/out", tie_margin=0.25, float32_rtol=0.5)
     assert judging(cfg) == {"tie_margin": 0.25, "tolerances": cfg.tolerances()}
     assert judging(cfg)["tolerances"]["float32"]["rtol"] == 0.5

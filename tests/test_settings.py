@@ -155,21 +155,21 @@ def test_cli_flags_and_campaign_units_share_one_definition(tmp_path):
     args = parser.parse_args(["fuzz", "--out", "o"])
     fuzz_parser = next(a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "fuzz")[1]
     actions = {a.dest: a for a in fuzz_parser._actions}
-    for name, f in FuzzSettings.model_fields.items():
+    for name, f in FuzzSettings.flat_fields().items():
         assert name in actions and getattr(args, name) is None       # "not given" stays visible
         assert f.description and f.description.split("(")[0].strip()[:30] in actions[name].help
     for name in SearchSettings.model_fields:
         if name not in ("search", "rng"):
             assert name in actions and getattr(args, name) is None
-    assert FuzzSettings.model_fields["tie_margin"].default == TIE_MARGIN
+    assert FuzzSettings.flat_fields()["tie_margin"].default == TIE_MARGIN
     assert "(default: 1e-05)" in actions["tie_margin"].help
-    assert FuzzSettings.model_fields["timeout"].default == TIMEOUT_S
+    assert FuzzSettings.flat_fields()["timeout"].default == TIMEOUT_S
     p = tmp_path / "c.yaml"
     p.write_text("name: d\nruns:\n  - seeds: [lenet5]\n    backends: [[tensorflow]]\n")
     cfg, plan = unit_config(load_campaign(p).units[0], tmp_path / "u")
     defaults = FuzzSettings()
     assert plan is None
-    for name in FuzzSettings.model_fields:
+    for name in FuzzSettings.flat_fields():
         assert getattr(cfg, name) == getattr(defaults, name)          # campaign unit defaults = CLI defaults
     loc = next(a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "localize")[1]
     assert {a.dest for a in loc._actions} >= {"t1", "t2", "precision", "ga_iter", "timeout"}

@@ -113,8 +113,8 @@ SPECIAL_STREAM = 7  # the random stream of a case's special-value inputs, apart 
 
 def judging(cfg: Any) -> dict[str, Any]:
     """What a run's cases are judged with, read from its settings once: the runner's
-    keywords, and what each case file records it was judged with."""
-    return {"tie_margin": cfg.tie_margin, "tolerances": cfg.tolerances()}
+    keywords, and what each case file records it was judged with (its ``judging`` section)."""
+    return {"tie_margin": cfg.judging.tie_margin, "tolerances": cfg.judging.tolerances.table()}
 
 
 def nonempty(d: dict[str, Any]) -> dict[str, Any]:

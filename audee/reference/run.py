@@ -44,7 +44,7 @@ from audee.oracle.deviation import TENSORS, compare
 from audee.oracle.precision import mark_culprits, precision_findings, reference_scores
 from audee.reference.diagnose import diagnose_precision
 from audee.records.reference import ReferenceRun
-from audee.settings import PRECISION_FACTOR
+from audee.settings import PRECISION_FACTOR, FuzzSettings
 from audee.spec import ModelSpec, Weights, weights_key
 
 log = logging.getLogger(__name__)
@@ -84,16 +84,17 @@ def reference_refs(refs: list[BackendRef], backend: str = "auto") -> list[Backen
             if label not in have]
 
 
-def reference_workers(cfg: Any, refs: list[BackendRef], field: str = "--reference") -> list[BackendRef]:
-    """The reference workers of a run with settings ``cfg`` (a :class:`FuzzSettings`) on the
-    backends ``refs`` (none when it asks for no reference); an :class:`AudeeError` naming
-    ``field`` when nothing can compute it, said before the first case."""
-    if getattr(cfg, "reference", "none") == "none":
+def reference_workers(cfg: FuzzSettings, refs: list[BackendRef], field: str = "--reference") -> list[BackendRef]:
+    """The reference workers of a run with settings ``cfg`` on the backends ``refs`` (none
+    when it asks for no reference); an :class:`AudeeError` naming ``field`` when nothing can
+    compute it, said before the first case."""
+    precision = cfg.precision
+    if precision.reference == "none":
         return []
-    if not candidates([r.label for r in refs], cfg.reference_backend):
+    if not candidates([r.label for r in refs], precision.reference_backend):
         raise AudeeError("no backend of the run computes the float64 reference (a built-in Keras backend: "
                          f"{', '.join(KERAS_BACKENDS)}); name one with --reference-backend", field=field)
-    return reference_refs(refs, cfg.reference_backend)
+    return reference_refs(refs, precision.reference_backend)
 
 
 def widened_inputs(inputs: dict[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
@@ -136,11 +137,12 @@ class Reference:
     _answered: dict[tuple[str, str], list[int]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_settings(cls, cfg: Any) -> "Reference | None":
-        """The reference a run's :class:`audee.settings.FuzzSettings` asks for (None: ``none``)."""
-        if getattr(cfg, "reference", "none") == "none":
+    def from_settings(cls, cfg: FuzzSettings) -> "Reference | None":
+        """The reference a run's settings ask for (None: ``none``): its backend from the
+        ``precision`` section, its factor from ``judging``."""
+        if cfg.precision.reference == "none":
             return None
-        return cls(cfg.reference_backend, cfg.precision_factor)
+        return cls(cfg.precision.reference_backend, cfg.judging.precision_factor)
 
     @classmethod
     def recorded(cls, meta: dict[str, Any]) -> "Reference | None":
