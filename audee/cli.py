@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="op-level fuzzing (docs/ops.md): --variants calls of each keras.ops function named "
                            "(see `audee apis --ops`; all: every configured one) on the Keras backends, ids "
                            "op-<op>-v<i>")
+    what.add_argument("--activation", default=None, metavar="NAME[,NAME...]|all",
+                      help="activation-level fuzzing: --variants calls of each keras.activations function named "
+                           "(all: every one) on a drawn tensor with drawn parameters, on the Keras backends, ids "
+                           "activation-<name>-v<i>")
     p.add_argument("--inputs", help="your own inputs: an .npz with one array per model input (batch first); "
                                     "default: the seed's, an inputs.npz beside a user's model, else generated")
     _backends_arg(p, ",".join(DEFAULT_BACKENDS), settings=False)
@@ -258,6 +262,15 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     # every flag validated (audee.settings models) before anything is written or started
     check_out_dir(args.out)
     refs = parse_backends(args.backends, args.device, args.gpu_precision)
+    if args.activation is not None:  # activation-level cases: no seed, no search
+        names = _activation_names(args.activation)
+        cfg, plan = _fuzz_config(args, refs)
+        if plan is not None or args.inputs:
+            raise AudeeError("activation-level fuzzing draws its own inputs and runs no search stage",
+                             field="--level" if plan is not None else "--inputs")
+        args.known = _known_issues(args)
+        with dir_lock(args.out):
+            return _cmd_fuzz_level(args, refs, cfg, "activation", names)
     if args.api is not None or args.op is not None:  # API-level or op-level cases: no seed, no search
         ops = args.op is not None
         names = _api_names(args.op if ops else args.api, ops=ops)
@@ -298,6 +311,44 @@ def _api_names(text: str, ops: bool = False) -> list[str]:
         if n not in known:
             raise AudeeError(f"unknown {what} {n!r} (see `{listing}`, or all)", field=flag)
     return list(dict.fromkeys(names))
+
+
+def _activation_names(text: str) -> list[str]:
+    """``--activation`` as ``keras.activations`` names (``all``: every one, in name order)."""
+    from audee.opcase import ACTIVATIONS
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return sorted(ACTIVATIONS)
+    if not names:
+        raise AudeeError("expected keras.activations names or all", field="--activation")
+    for n in names:
+        if n not in ACTIVATIONS:
+            raise AudeeError(f"unknown activation {n!r} (one of {', '.join(ACTIVATIONS)}, or all)",
+                             field="--activation")
+    return list(dict.fromkeys(names))
+
+
+def _cmd_fuzz_level(args: argparse.Namespace, refs: list, cfg: Any, level: str, targets: list[str]) -> int:
+    """A run of a level with no entry point of its own (:func:`audee.fuzz.fuzz_level`)."""
+    from audee.fuzz import fuzz_level
+    from audee.logs import setup_logging
+
+    setup_logging(None, RunStore(args.out).log_file)
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=cfg.variants * len(targets), desc=f"fuzz {len(targets)} {level}", unit="case",
+                   file=sys.stderr)
+    try:
+        stats = fuzz_level(level, targets, cfg, progress=bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    _write_and_print_summary(args, refs, f"--{level} ({len(targets)})", stats)
+    print(f"results: {RunStore(args.out).results_path}   cases: {RunStore(args.out).cases_dir}")
+    return ExitCode.OK
 
 
 def _cmd_fuzz_apis(args: argparse.Namespace, refs: list, cfg: Any, apis: list[str], ops: bool = False) -> int:

@@ -311,6 +311,22 @@ def fuzz_ops(ops: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | N
     return stats
 
 
+def fuzz_level(name: str, targets: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | None = None,
+               pool: Pool | None = None) -> FuzzStats:
+    """Any level's stage over ``targets`` by the level's name (:mod:`audee.levels`):
+    ``cfg.variants`` cases per target, resumable like :func:`fuzz`; a level the registry
+    adds is run here without an entry point of its own."""
+    level = run_level(name, cfg.phase)
+    level.check(cfg)
+    log.info("fuzz %d %s targets on %s: %d cases each, rng %d -> %s", len(targets), level.label,
+             ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.out)
+    stats = _run(cfg, {"level": name, "targets": list(targets)}, pool,
+                 lambda p, store, st: _level_stage(level, targets, cfg, p, store, st, progress))
+    log.info("fuzz of %d %s targets done in %.1f s: %d test cases run, %d resumed, %d failing", len(targets),
+             level.label, stats.seconds, stats.run, stats.skipped, stats.failing_cases)
+    return stats
+
+
 def _level_stage(level: Level, targets: list[str], cfg: FuzzConfig, pool: Pool, store: RunStore,
                  stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
     """A run of one stage over ``targets`` (APIs or ops), then its repro scripts."""

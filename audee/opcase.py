@@ -14,6 +14,36 @@ from typing import Any
 
 import numpy as np
 
+# keras.activations of Keras 3.15 (the serialization helpers get/serialize/deserialize
+# left out); tests/test_mutation_operators.py checks this list against the installed Keras.
+ACTIVATIONS = (
+    "celu", "elu", "exponential", "gelu", "glu", "hard_shrink", "hard_sigmoid", "hard_silu", "hard_swish",
+    "hard_tanh", "leaky_relu", "linear", "log_sigmoid", "log_softmax", "mish", "relu", "relu6", "selu",
+    "sigmoid", "silu", "soft_shrink", "softmax", "softplus", "softsign", "sparse_plus", "sparse_sigmoid",
+    "sparsemax", "squareplus", "swish", "tanh", "tanh_shrink", "threshold",
+)
+#: a call's name in this namespace is a ``keras.activations`` function; any other name is a
+#: ``keras.ops`` function (``add``, ``image.resize``)
+ACTIVATION_NS = "activations."
+
+
+def callable_names() -> frozenset[str]:
+    """The closed set of functions a call may name (a case names data, never code): the
+    configured ``keras.ops`` functions (``api_configs/ops/``) and every ``keras.activations``
+    function as ``activations.<name>``."""
+    from audee.apis import load_op_configs
+
+    return frozenset(load_op_configs()) | {ACTIVATION_NS + a for a in ACTIVATIONS}
+
+
+def call_function(keras: Any, name: str) -> Any:
+    """The function a call names, from the ``keras`` module given (the worker's, a script's):
+    ``activations.<name>`` from ``keras.activations``, else from ``keras.ops``."""
+    obj: Any = keras if name.startswith(ACTIVATION_NS) else keras.ops
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
 
 @dataclass
 class OpCase:

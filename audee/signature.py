@@ -40,7 +40,7 @@ from audee.bounded import clean_text, utf8
 from audee.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
                         ZERO_DIVISOR, Finding, Kind)
 from audee.kinds import TRAINING_FAILURES, with_accumulated
-from audee.levels import source_name
+from audee.levels import is_call
 from audee.records.findings import BackendError
 from audee.records.localization import parse_localization
 
@@ -396,10 +396,11 @@ def _audee_raised(traceback: str | None) -> bool:
 
 
 def _op_case(meta: dict[str, Any] | None) -> bool:
-    """Whether a case is one ``keras.ops`` call: its tensors are the op's whole
-    input, so a clean refusal at run may answer their values (``linalg.eigh`` raising on a
-    NaN where another backend returns NaN: undefined), as a model's never does."""
-    return source_name(meta) == "op"
+    """Whether a case is one call (a ``keras.ops`` or ``keras.activations`` function,
+    :func:`audee.levels.is_call`): its tensors are the call's whole input, so a clean refusal
+    at run may answer their values (``linalg.eigh`` raising on a NaN where another backend
+    returns NaN: undefined), as a model's never does."""
+    return is_call(meta)
 
 
 def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[int] | None = None,

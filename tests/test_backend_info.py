@@ -48,8 +48,11 @@ def test_every_builtin_backend_is_described_completely(name):
 def test_the_registry_and_the_shared_facts_come_from_the_descriptions():
     assert BUILTIN == {n: i.target for n, i in BUILTIN_INFO.items()}
     assert keras_frameworks() == ("tensorflow", "torch", "jax")
-    assert {n for n, i in BUILTIN_INFO.items() if i.flushes_subnormals} == {
-        "tensorflow", "tensorflow-eager", "tensorflow-xla", "tensorflow-noonednn", "jax", "jax-eager", "jax-x64"}
+    # TensorFlow's and JAX's CPU kernels flush subnormals, torch's do not; every mode of a
+    # framework as the framework (a rule, not a list: a new mode leaves this test as it is)
+    flushing = {n for n, i in BUILTIN_INFO.items() if i.flushes_subnormals}
+    assert flushing == {n for n in BUILTIN_INFO if n.partition("-")[0] in ("tensorflow", "jax")}
+    assert "tensorflow-xla" in flushing and "jax-x64" in flushing and not {"torch", "onnxruntime"} & flushing
     assert {n: i.keras_backend for n, i in BUILTIN_INFO.items() if i.keras_backend != n.partition("-")[0]} == {
         "onnxruntime": "tensorflow", "onnxruntime-fed": "tensorflow", "openvino": "tensorflow",
         "litert": "tensorflow"}

@@ -145,12 +145,12 @@ class KerasBackend(Backend):
     runs_ops = True
 
     def op_function(self, name: str) -> Any:
-        """The ``keras.ops`` function called ``name`` (``add``, ``image.resize``): the worker
-        has checked it is a configured op.  Plugins override this to swap one op."""
-        obj: Any = self.keras.ops
-        for part in name.split("."):
-            obj = getattr(obj, part)
-        return obj
+        """The function a call names (``add``, ``image.resize``, ``activations.relu``;
+        :func:`audee.opcase.call_function`): the worker has checked it is one a case may
+        name.  Plugins override this to swap one op."""
+        from audee.opcase import call_function
+
+        return call_function(self.keras, name)
 
     def run_op(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> list[tuple[np.ndarray, str]]:
         ops = self.keras.ops
@@ -189,9 +189,9 @@ class KerasBackend(Backend):
                 return tuple(items) if all(isinstance(x, (int, float)) for x in items) else items
             return v
 
-        fn: Any = keras.ops
-        for part in str(call["op"]).split("."):
-            fn = getattr(fn, part)
+        from audee.opcase import call_function
+
+        fn = call_function(keras, str(call["op"]))
         try:
             fn(*[symbolic(a) for a in call.get("args", [])], **{k: symbolic(v) for k, v in call.get("kwargs", {}).items()})
         except Exception as exc:  # noqa: BLE001 - any refusal is the answer

@@ -164,10 +164,10 @@ class WorkerState:
         """One ``keras.ops`` call (``Backend.run_op``): the op must be a configured one (the
         closed set of ``api_configs/ops/``: a case names data, never code).  Its outputs
         and their Keras dtypes; a failure is phase ``run``."""
-        from audee.apis import load_op_configs
+        from audee.opcase import callable_names
 
         call = msg["call"]
-        if str(call.get("op")) not in load_op_configs():
+        if str(call.get("op")) not in callable_names():
             raise BackendError(Phase.RUN, f"refused: {call.get('op')!r} is not a configured keras.ops function")
         spec = self.backend.symbolic_refusal(call, msg["tensors"])  # Keras's contract, before the call
         t = time.perf_counter()

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from audee.levels.base import Level, Localized, Runner
 
-__all__ = ["ENTRIES", "LEVELS", "Entry", "Level", "Localized", "Runner", "level_name", "level_named", "level_of",
+__all__ = ["ENTRIES", "LEVELS", "Entry", "Level", "Localized", "Runner", "is_call", "level_name", "level_named", "level_of",
            "run_level", "source_name"]
 
 
@@ -41,6 +41,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("network", "audee.levels.network", doc="a seed's network variants (`audee fuzz --seed`)"),
     Entry("api", "audee.levels.api", seed_prefix="api:", doc="small models around one layer API (`--api`)"),
     Entry("op", "audee.levels.op", seed_prefix="op:", call=True, doc="one keras.ops call (`--op`)"),
+    Entry("activation", "audee.levels.activation", seed_prefix="activation:", call=True,
+          doc="one keras.activations function on a drawn tensor (`--activation`)"),
     Entry("train", "audee.levels.train", phase="train",
           doc="one training step of another level's case (`--phase train`)"),
 )
@@ -54,10 +56,17 @@ def source_name(meta: Mapping[str, Any] | None, *, call: bool = False) -> str:
     """The level that made a case (by its seed's namespace, or its call): ``op``, ``api`` or
     ``network``; a training step's too (its phase aside).  ``call``: the record holds one."""
     seed = str((meta or {}).get("seed", ""))
-    for e in ENTRIES:
-        if e.phase is None and ((call and e.call) or (e.seed_prefix and seed.startswith(e.seed_prefix))):
+    sources = [e for e in ENTRIES if e.phase is None]
+    for e in sources:  # the seed's namespace first: several levels' records may hold a call
+        if e.seed_prefix and seed.startswith(e.seed_prefix):
             return e.name
-    return DEFAULT
+    return next((e.name for e in sources if call and e.call), DEFAULT)
+
+
+def is_call(meta: Mapping[str, Any] | None) -> bool:
+    """Whether the level that made a case makes calls (its tensors the call's whole input:
+    ``op``, ``activation``), by the case's seed namespace."""
+    return _BY_NAME[source_name(meta)].call
 
 
 def level_name(meta: Mapping[str, Any] | None, *, call: bool = False) -> str:

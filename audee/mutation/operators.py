@@ -23,18 +23,12 @@ import numpy as np
 
 from audee.apis import ApiConfig
 from audee.mutation.base import NETWORK_FIXED, Mutation, couple_params, draw_value
+from audee.opcase import ACTIVATIONS
 from audee.spec import LayerSpec, ModelSpec
 
 Shape = tuple[int, ...]  # without the batch axis
 
-# keras.activations of Keras 3.15 (the serialization helpers get/serialize/deserialize
-# left out); tests/test_mutation_operators.py checks this list against the installed Keras.
-ACTIVATIONS = (
-    "celu", "elu", "exponential", "gelu", "glu", "hard_shrink", "hard_sigmoid", "hard_silu", "hard_swish",
-    "hard_tanh", "leaky_relu", "linear", "log_sigmoid", "log_softmax", "mish", "relu", "relu6", "selu",
-    "sigmoid", "silu", "soft_shrink", "softmax", "softplus", "softsign", "sparse_plus", "sparse_sigmoid",
-    "sparsemax", "squareplus", "swish", "tanh", "tanh_shrink", "threshold",
-)
+# every keras.activations function: one list, kept with the calls a case may name (audee.opcase)
 ACTIVATION_PARAMS = ("activation", "recurrent_activation")
 NO_INSERT = frozenset({"Embedding"})  # needs integer token ids: only a model input has them
 MAX_ELEMENTS = 1 << 18  # per-sample elements of any new tensor (beyond the seed's largest)

@@ -52,12 +52,13 @@ TITLE = None
 
 OP_BODY = r'''
 def call(label):
-    """keras.ops.<op>(*args, **kwargs) on one backend: its outputs, flattened."""
+    """keras.ops.<op>(*args, **kwargs) on one backend (activations.<name>: keras.activations):
+    its outputs, flattened."""
     os.environ["KERAS_BACKEND"] = BACKENDS[label]["keras"]
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
     import keras
     ops = keras.ops
-    fn = ops
+    fn = keras if CALL["op"].startswith("activations.") else ops
     for part in CALL["op"].split("."):
         fn = getattr(fn, part)
     if BACKENDS[label].get("plugin"):

@@ -344,12 +344,11 @@ def _check_backends(raw: list, bad: Any) -> list[BackendRef]:
 
 
 def _check_op(op: dict, inputs: dict, bad: Any) -> None:
-    """An op record's call: a configured op's name (the closed set of ``api_configs/ops/``:
-    a case names data, never code), its arguments as JSON data, every tensor it names among
+    """An op record's call: a name of the closed set a call may name (configured ops,
+    ``keras.activations`` functions, :func:`audee.opcase.callable_names`: a case names data, never code), its arguments as JSON data, every tensor it names among
     the inputs (a plain array), every dtype one an op case may take."""
-    from audee.apis import load_op_configs
     from audee.apis.config import OP_DTYPES
-    from audee.opcase import refs
+    from audee.opcase import callable_names, refs
 
     unknown = sorted(set(op) - {"op", "args", "kwargs", "dtypes"})
     if unknown:
@@ -357,8 +356,9 @@ def _check_op(op: dict, inputs: dict, bad: Any) -> None:
     name = op.get("op")
     if not isinstance(name, str) or not name:
         raise bad("expected the keras.ops function's name", "op.op")
-    if name not in load_op_configs():
-        raise bad(f"{_shown(name)!r} is not a configured keras.ops function (api_configs/ops/)", "op.op")
+    if name not in callable_names():
+        raise bad(f"{_shown(name)!r} is not a configured keras.ops function (api_configs/ops/) "
+                  f"nor a keras.activations one", "op.op")
     if not isinstance(op.get("args", []), list):
         raise bad("expected a list", "op.args")
     if not isinstance(op.get("kwargs", {}), dict):
