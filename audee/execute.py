@@ -19,7 +19,8 @@ from audee.equivalence.check import run_equivalence
 from audee.equivalence.rules import rules_named
 from audee.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
-from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, attributed, compare,
+from audee.oracle.attribution import Alone, attribute
+from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, compare,
                                     deviation_findings, jump_order, layer_scores, pair_compute, perturbed, rounding_for)
 from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dtype
 from audee.oracle.nan import (condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite, overflow_boundary,
@@ -242,7 +243,7 @@ class Executor:
         :data:`OWN_LAYER_CHECKS` in all) judged on their own input: the layer alone, fed
         backend ``a``'s outputs of its predecessors, on both backends (``own``).  A layer
         out of tolerance alone is blamed (``own_layers``) when it is also well-conditioned
-        there (:func:`audee.oracle.deviation.attributed`; else ``ill_conditioned``).  When
+        there (:func:`audee.oracle.attribution.attribute`; else ``ill_conditioned``).  When
         every judged layer is cleared, the finding becomes ``deviation_accumulated``:
         rounding amplified along the model, no evidence against a backend."""
         case = result.case
@@ -265,28 +266,26 @@ class Executor:
             d = f.detail
             d.first_layer = out[0] if out else None
             checks = jump_order(scores, order, case.spec.predecessors)[:OWN_LAYER_CHECKS]
-            judged = 0
-            for name in sorted(checks, key=order.index):
+
+            def run_alone(name: str, a: str = a, b: str = b, ra: dict = ra, compute: str = compute) -> Alone | None:
+                """``name`` alone fed backend ``a``'s input to it, on both backends of the pair."""
                 if (name, a) not in alone:
                     alone[(name, a)] = self._run_alone(case, name, ra["layers"], sub, labels)
                 replies = alone[(name, a)]
-                own = None
-                if isinstance(replies.get(a), dict) and isinstance(replies.get(b), dict):
-                    own = compare(replies[a]["logits"], replies[b]["logits"], self.tolerances, compute=compute)
+                if not (isinstance(replies.get(a), dict) and isinstance(replies.get(b), dict)):
+                    return None
+                own = compare(replies[a]["logits"], replies[b]["logits"], self.tolerances, compute=compute)
                 if own is None:
-                    continue
-                judged += 1
-                entry = OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"])
-                if own["score"] > 1.0:  # is the layer itself well-conditioned on this input?
-                    entry.self_score = self._self_score(case, name, ra["layers"], sub, [a, b], replies, compute)
-                    if not attributed(own["score"], entry.self_score):
-                        if d.ill_conditioned is None:
-                            d.ill_conditioned = []
-                        d.ill_conditioned.append(name)
-                    else:
-                        d.own_layers.append(name)
-                d.own[name] = entry
-            if not d.own_layers and judged == len(checks):
+                    return None
+                return Alone(OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"]),
+                             self_score=lambda: self._self_score(case, name, ra["layers"], sub, [a, b], replies,
+                                                                 compute))
+
+            att = attribute(checks, order, run_alone, own=d.own)
+            d.own_layers.extend(att.blamed)
+            if att.ill_conditioned:
+                d.ill_conditioned = [*(d.ill_conditioned or []), *att.ill_conditioned]
+            if att.accumulated:
                 # nothing deviates on its own input: rounding amplified along the model
                 f.kind = Kind.DEVIATION_ACCUMULATED
 
