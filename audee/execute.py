@@ -30,7 +30,7 @@ from audee.records.findings import OwnScore
 from audee.records.reference import ReferenceRun
 from audee.reference.run import Reference
 from audee.settings import TIE_MARGIN
-from audee.spec import ModelSpec, one_layer_spec, weights_key
+from audee.spec import ModelSpec, layer_feed, one_layer_model, one_layer_spec, weights_key
 from audee.weights import Shapes, adapt_weights
 
 DIAGNOSE_INPUTS = 8  # inputs for which per-layer outputs are fetched on a failure
@@ -296,8 +296,7 @@ class Executor:
         rounding noise of the pair's compute mode (:func:`audee.oracle.deviation.perturbed`),
         the larger of the two: its conditioning (ill-conditioned on either backend is no
         evidence against one)."""
-        refs = case.spec.layer(layer).reads
-        given = {r: (layers_a[r] if r in layers_a else inputs[r]) for r in refs}
+        given = layer_feed(case.spec, layer, layers_a, inputs) or {}  # fed before: the layer ran alone on it
         size = rounding_for(compute, {**given, **_outputs(replies)})  # the dtype it computes in counts too
         moved = self._run_alone(case, layer, {}, perturbed(given, size=size), labels, given=True)
         worst = 0.0
@@ -312,15 +311,11 @@ class Executor:
         """``layer`` alone (its one-layer model, the case's weights for it) on ``labels`` at
         once, fed one backend's outputs of its predecessors (model inputs as given); the
         replies per backend ({} if it cannot stand alone)."""
-        refs = case.spec.layer(layer).reads
-        if not all(r in layers_a or r in inputs for r in refs):
+        layer_inputs = layer_feed(case.spec, layer, {} if given else layers_a, inputs)
+        model = one_layer_model(case.spec, case.weights, layer, layer_inputs) if layer_inputs is not None else None
+        if model is None:
             return {}
-        layer_inputs = {r: (inputs[r] if given or r not in layers_a else layers_a[r]) for r in refs}
-        try:
-            spec1 = one_layer_spec(case.spec, layer, layer_inputs)
-        except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
-            return {}
-        weights = {layer: case.weights[layer]} if layer in case.weights else {}
+        spec1, weights = model
         return self._pool_run(spec1, weights, weights_key(weights), dict(layer_inputs), labels=labels)
 
     def _diagnose_nan(self, result: Result, nans: list[Finding]) -> None:
@@ -358,10 +353,9 @@ class Executor:
             name = p.first_layer if p.first_layer_from == "layers" else None
             if name is None:
                 continue
-            refs = case.spec.layer(name).reads
-            if not all(r in layers[a] or r in inputs for r in refs):
+            fed = layer_feed(case.spec, name, layers[a], inputs)
+            if fed is None:
                 continue
-            fed = {r: (layers[a][r] if r in layers[a] else inputs[r]) for r in refs}
             replies = self._run_alone(case, name, {}, fed, [a, b], given=True)
             if not all(isinstance(replies.get(x), dict) for x in (a, b)):
                 continue

@@ -100,3 +100,19 @@ def test_the_pattern_rule_blames_only_a_difference_that_stands(reason, verdict):
     assert (att.ill_conditioned == ["n"]) == (verdict == "ill_conditioned")
     assert att.reasons.get("n") == reason
     assert att.own["n"].self_score is None
+
+
+def test_a_layer_is_fed_alone_from_one_run_and_cut_out_with_its_own_weights():
+    from audee.spec import layer_feed, one_layer_model
+    from tests.helpers import tiny_cnn, tiny_inputs
+
+    spec, inputs = tiny_cnn(), tiny_inputs(2)
+    conv = np.zeros((2, 10, 10, 4), np.float32)
+    assert layer_feed(spec, "pool", {}, inputs) is None            # the run did not return conv
+    fed = layer_feed(spec, "pool", {"conv": conv}, inputs)
+    assert list(fed) == ["conv"] and fed["conv"] is conv
+    assert list(layer_feed(spec, "conv", {"conv": conv}, inputs)) == ["image"]   # a model input as given
+    weights = {"conv": [np.zeros((3, 3, 1, 4), np.float32), np.zeros(4, np.float32)], "logits": []}
+    spec1, w1 = one_layer_model(spec, weights, "conv", {"image": inputs["image"]})
+    assert spec1.output == "conv" and [i.name for i in spec1.inputs] == ["image"] and list(w1) == ["conv"]
+    assert one_layer_model(spec, weights, "pool", {}) is None      # cannot stand alone: not judged alone

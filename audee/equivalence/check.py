@@ -41,7 +41,7 @@ from audee.oracle.deviation import (FULL, Tolerance, Tolerances, compare, jump_o
 from audee.oracle.equivalence import judge_rewrite, pattern_cleared, settle
 from audee.oracle.nan import compare_codes, condition_pattern
 from audee.records.findings import OwnScore
-from audee.spec import one_layer_spec, weights_key
+from audee.spec import one_layer_model, weights_key
 
 log = logging.getLogger(__name__)
 
@@ -227,11 +227,10 @@ def _alone(ex: Any, case: TestCase, rule: Rule, backend: str, name: str, orig: d
     feed = _layer_feed(ex, case, rule, backend, name, orig, rows)
     if feed is None:
         return None
-    try:
-        spec1 = one_layer_spec(case.spec, name, feed)
-    except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
+    model = one_layer_model(case.spec, case.weights, name, feed)
+    if model is None:
         return None
-    w1 = {name: case.weights[name]} if name in case.weights else {}
+    spec1, w1 = model
     rw1 = rule.apply(spec1, w1)
     if rw1 is None:
         return None
@@ -296,11 +295,10 @@ def _pin_rejection(ex: Any, case: TestCase, rule: Rule, backend: str, tag: str |
         if not all(r in orig or r in case.inputs for r in refs):
             continue
         feed = {r: (orig[r] if r in orig else case.inputs[r][:1]) for r in refs}
-        try:
-            spec1 = one_layer_spec(case.spec, name, feed)
-        except Exception:  # noqa: BLE001
+        model = one_layer_model(case.spec, case.weights, name, feed)
+        if model is None:
             continue
-        w1 = {name: case.weights[name]} if name in case.weights else {}
+        spec1, w1 = model
         rw1 = rule.apply(spec1, w1)
         if rw1 is None:
             continue

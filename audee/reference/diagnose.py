@@ -28,7 +28,7 @@ from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, compare, jump_order, layer_scores, pair_compute, perturbed,
                                     rounding_for)
 from audee.records.findings import OwnScore
-from audee.spec import one_layer_spec, weights_key
+from audee.spec import one_layer_model, weights_key
 
 DIAGNOSE_ROWS = 8        # rows whose layers are fetched for a finding
 OWN_LAYER_CHECKS = 6     # layers judged alone per finding
@@ -104,11 +104,10 @@ def _as(value: np.ndarray, like: Any) -> np.ndarray:
 
 def _alone(ex: Any, case: TestCase, name: str, feed: dict[str, np.ndarray], backend: str) -> np.ndarray | None:
     """Layer ``name`` alone on ``backend``, fed ``feed``: its output (None if it cannot run alone)."""
-    try:
-        spec1 = one_layer_spec(case.spec, name, feed)
-    except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
+    model = one_layer_model(case.spec, case.weights, name, feed)
+    if model is None:
         return None
-    w1 = {name: case.weights[name]} if name in case.weights else {}
+    spec1, w1 = model
     got = ex.pool_run(spec1, w1, weights_key(w1), dict(feed), labels=[backend]).get(backend)
     return np.asarray(got["logits"]) if isinstance(got, dict) else None
 

@@ -44,7 +44,7 @@ from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_toleran
                                     pair_compute, perturbed, rounding_for)
 from audee.records.findings import OwnScore
 from audee.settings import TIE_MARGIN
-from audee.spec import ModelSpec, one_layer_spec, weights_key
+from audee.spec import ModelSpec, layer_feed, one_layer_model, weights_key
 from audee.train.oracle import clipped_loss, mark_train_odd, pair_scores, train_findings
 from audee.train.setup import TrainOutcome, TrainSetup, TrainSpec, draw_setup, train_spec
 from audee.weights import Shapes
@@ -292,15 +292,11 @@ class TrainExecutor:
              setup: TrainSetup) -> Alone | None:
         """``layer`` alone, fed backend ``a``'s training-mode input to it, trained one step
         with the probe loss on both backends: its deviation and how to tell its conditioning, or None."""
-        refs = spec.layer(layer).reads
-        if not all(r in layers_a or r in case.inputs for r in refs):
+        fed = layer_feed(spec, layer, layers_a, case.inputs)
+        model = one_layer_model(spec, case.weights, layer, fed) if fed is not None else None
+        if model is None:
             return None
-        fed = {r: (layers_a[r] if r in layers_a else case.inputs[r]) for r in refs}
-        try:
-            spec1 = one_layer_spec(spec, layer, fed)
-        except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
-            return None
-        weights = {layer: case.weights[layer]} if layer in case.weights else {}
+        spec1, weights = model
         return self._alone(spec1, weights, fed, setup.probe(), pair)
 
     def _own_loss(self, case: TestCase, spec: ModelSpec, setup: TrainSetup, ra: TrainOutcome,
@@ -310,15 +306,11 @@ class TrainExecutor:
         softmax or a sigmoid keeps), fed backend ``a``'s input to that layer and trained
         with the case's loss and targets on both backends: its loss, output and gradients."""
         name = spec.output
-        refs = spec.layer(name).reads
-        if not all(r in ra.layers or r in case.inputs for r in refs):
+        fed = layer_feed(spec, name, ra.layers, case.inputs)
+        model = one_layer_model(spec, case.weights, name, fed) if fed is not None else None
+        if model is None:
             return None
-        fed = {r: (ra.layers[r] if r in ra.layers else case.inputs[r]) for r in refs}
-        try:
-            spec1 = one_layer_spec(spec, name, fed)
-        except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
-            return None
-        weights = {name: case.weights[name]} if name in case.weights else {}
+        spec1, weights = model
         return self._alone(spec1, weights, fed, setup, pair, keys=("loss", "output", "gradient", "input_gradient"))
 
     def _alone(self, spec1: ModelSpec, weights: Any, fed: dict[str, np.ndarray], setup: TrainSetup,
