@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from audee import __version__
 from audee.errors import AudeeError, BackendUnavailable
@@ -20,6 +20,9 @@ from audee.exitcodes import ExitCode, describe
 from audee.settings import (FuzzSettings, LocalizeSettings, SearchSettings, ShardSettings, add_model_options,
                             check_environment, given_options, validate_settings)
 from audee.store.runstore import RunStore
+
+if TYPE_CHECKING:
+    from audee.triage import RootCause
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +255,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     # every flag validated (audee.settings models) before anything is written or started
     check_out_dir(args.out)
     refs = parse_backends(args.backends, args.device, args.gpu_precision)
-    if args.api is not None or args.op is not None:  # API-level or op-level cases (issue 30): no seed, no search
+    if args.api is not None or args.op is not None:  # API-level or op-level cases: no seed, no search
         ops = args.op is not None
         names = _api_names(args.op if ops else args.api, ops=ops)
         cfg, plan = _fuzz_config(args, refs)
@@ -386,7 +389,7 @@ def _search_plan(args: argparse.Namespace, refs: list, rng: int = 0) -> Any:
                                    {k: v for k, v in plan.items() if v is not None}, [r.label for r in refs], rng)
 
 
-def print_roots(roots: list[dict[str, Any]], unique_bugs: int) -> None:
+def print_roots(roots: list[RootCause], unique_bugs: int) -> None:
     """Root causes (audee.rootcause), counted per class as a maintainer counts them, then
     one line each: bugs first, new before known."""
     from audee.rootcause import CLASS_HELP, class_counts
@@ -396,20 +399,20 @@ def print_roots(roots: list[dict[str, Any]], unique_bugs: int) -> None:
     for klass, c in counts.items():
         print(f"    {klass:<12} {c['root_causes']:>4}  (new: {c['new']}, known: {c['known']})  {CLASS_HELP[klass]}")
     for g in roots:
-        tag = "NEW  " if g["status"] == "new" else "KNOWN"
-        who = g.get("component") or ",".join(g.get("odd") or []) or "?" + ",".join(g["backends"])
-        what = g.get("op") or g.get("api") or "-"
-        print(f"    {g['class']:<10} {tag} {g['kind']:<20} {who:<14} {what}  "
-              f"[{g['cases']} case{'s' if g['cases'] != 1 else ''}, {g['signatures']} signature"
-              f"{'s' if g['signatures'] != 1 else ''}]")
-        if g["status"] == "known":
-            print(f"          known issue {g['known_id']}")
-        if g.get("silent"):
-            print(f"          {g['silent']} is silently different from the rest")
-        if g.get("error"):
-            print(f"          {g['error']}")
-        if g.get("first_case"):
-            print(f"          first case: {g['first_case']}")
+        tag = "NEW  " if g.status == "new" else "KNOWN"
+        who = g.component or ",".join(g.odd) or "?" + ",".join(g.backends)
+        what = g.op or g.api or "-"
+        print(f"    {g.klass:<10} {tag} {g.kind:<20} {who:<14} {what}  "
+              f"[{g.cases} case{'s' if g.cases != 1 else ''}, {g.signatures} signature"
+              f"{'s' if g.signatures != 1 else ''}]")
+        if g.status == "known":
+            print(f"          known issue {g.known_id}")
+        if g.silent:
+            print(f"          {g.silent} is silently different from the rest")
+        if g.error:
+            print(f"          {g.error}")
+        if g.first_case:
+            print(f"          first case: {g.first_case}")
 
 
 def _write_and_print_summary(args: argparse.Namespace, refs: list, what: str, stats: Any) -> None:
@@ -425,7 +428,9 @@ def _write_and_print_summary(args: argparse.Namespace, refs: list, what: str, st
 
 def _print_summary(s: dict[str, Any]) -> None:
     if "roots" in s:
-        print_roots(s["roots"], s["unique_bugs"])
+        from audee.triage import RootCause
+
+        print_roots([RootCause.from_json(g) for g in s["roots"]], s["unique_bugs"])
     print(f"  test cases           {s['test_cases']}  (failing: {s['failing']})")
     print(f"  crashes   hard       {s['hard_crash']}" +
           (f"  ({', '.join(f'{k}: {v}' for k, v in s['hard_crash_detail'].items())})" if s['hard_crash_detail'] else ""))
@@ -489,11 +494,9 @@ def cmd_repro(args: argparse.Namespace) -> int:
     refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
     if args.out:
         check_out_dir(args.out)
-    if _training_case(args.case):  # the training phase (audee.train.repro): a script that trains one step
-        rep = _train_repro(args, refs)
-    else:
-        rep = repro_case(args.case, out=args.out, name=args.name, layer=args.layer, model=args.model, backends=refs,
-                         allowed_plugins=args.allow_plugin, finding=args.finding)
+    # the case's level writes its script (audee.levels: a model's, an op call's, a training step's)
+    rep = repro_case(args.case, out=args.out, name=args.name, layer=args.layer, model=args.model, backends=refs,
+                     allowed_plugins=args.allow_plugin, finding=args.finding)
     print(f"wrote {rep.script} (+ {rep.data.name}): {rep.describe()}")
     for note in rep.notes:
         print(f"  note: {note}")
@@ -557,50 +560,22 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
 def cmd_localize(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
+    from audee.levels import level_of
     from audee.localize import LocalizeConfig
-    from audee.localize.run import localize_case, localized, render
+    from audee.store.caserecord import CaseRecord
 
     refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
     pair = [p.strip() for p in args.pair.split(",")] if args.pair else None
     cfg = validate_settings(LocalizeConfig, given_options(args, list(LocalizeConfig.model_fields)), flags=True)
     timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
-    if _training_case(args.case):  # the training phase (audee.train.localize): its own localizer
-        from audee.train.localize import localize_train_case
-
-        found = localize_train_case(args.case, backends=refs, allowed_plugins=args.allow_plugin, timeout=timeout,
-                                    max_values=cfg.max_values)
-        print(json.dumps(found.to_json(), indent=1, default=str) if args.json else found.render(cfg.top_k))
-        if not found.reproduced:
-            return ExitCode.NOT_REPRODUCED
-        return ExitCode.OK if found.layer else ExitCode.NOT_LOCALIZED
-    report = localize_case(args.case, cfg, backends=refs, pair=pair,
-                           timeout=timeout, allowed_plugins=args.allow_plugin, repro_dir=args.repro)
-    print(json.dumps(report.to_json(), indent=1) if args.json else render(report, top_k=cfg.top_k))
-    if not report.reproduced:
+    # the case's level localizes it (audee.levels: Algorithm 2 for a model, audee.train.localize for a training step)
+    found = level_of(CaseRecord.from_file(args.case)).localize(
+        args.case, cfg, backends=refs, pair=pair, timeout=timeout, allowed_plugins=args.allow_plugin,
+        repro_dir=args.repro)
+    print(json.dumps(found.doc, indent=1, default=str) if args.json else found.text)
+    if not found.reproduced:
         return ExitCode.NOT_REPRODUCED
-    return ExitCode.OK if localized(report) else ExitCode.NOT_LOCALIZED
-
-
-def _train_repro(args: argparse.Namespace, refs: list | None) -> Any:
-    """The repro script of a training-phase case, written on the case's workers (``audee repro``
-    then runs it as any other)."""
-    from audee.backends.pool import Pool
-    from audee.store.caserecord import CaseRecord
-    from audee.train.repro import write_train_repro
-
-    record = CaseRecord.from_file(args.case)
-    out = Path(args.out) if args.out else Path(args.case).resolve().parent.parent / "repro"
-    with tempfile.TemporaryDirectory(prefix="audee-repro-") as tmp:
-        with Pool(refs or record.backend_refs(allowed_plugins=args.allow_plugin), Path(tmp)) as pool:
-            pool.start_or_fail(source=args.case)
-            return write_train_repro(record, out, args.name or f"{record.id}-train", pool, args.finding)
-
-
-def _training_case(path: str) -> bool:
-    """Whether a case file holds a training-phase case (its ``phase``: ``train``)."""
-    from audee.store.caserecord import CaseRecord
-
-    return CaseRecord.from_file(path).meta.get("phase") == "train"
+    return ExitCode.OK if found.localized else ExitCode.NOT_LOCALIZED
 
 
 def _print_campaign_roots(data: Any, known: list | None) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from audee.backends.pool import Pool, WorkerFailure
 from audee.equivalence.check import run_equivalence
 from audee.equivalence.rules import rules_named
+from audee.levels.base import Runner
 from audee.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.attribution import Alone, attribute
@@ -93,7 +94,7 @@ class BuildCache:
         return self.built[key]
 
 
-class Executor:
+class Executor(Runner):
     """Runs test cases on a :class:`Pool`; remembers each spec's weight shapes so a spec
     already built costs one round trip per backend, not two."""
 

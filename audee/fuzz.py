@@ -1,11 +1,12 @@
-"""``audee fuzz``: network-level mutation of one seed (``--seed``), or API-level cases
-built around each layer API (``--api``), every test case run on every backend.
+"""``audee fuzz``: network-level mutation of one seed (``--seed``), API-level cases built
+around each layer API (``--api``) or ``keras.ops`` calls (``--op``), every test case run on
+every backend.
 
-Variant ``i`` is drawn from its own random stream ``(rng, i)`` (API-level case ``i`` of
-API ``A`` from ``(rng, crc32(A), i)``), so a run is reproducible, resumable (ids already in
-``results.jsonl`` are skipped) and shardable.  Every test case adds a row to the results
-table; every failing one is also written as a case file.  Both paths share the run
-directory, the rows, the case files, the repro scripts and the summary.
+One loop (:class:`FuzzLoop`) drives any case level (:mod:`audee.levels`): the level names
+its case ids, makes its cases and gives its runner; the loop resumes by case id (ids
+already in ``results.jsonl`` are skipped), keeps one case in flight, writes a row per case
+and a case file per failing one, then the repro scripts and the summary.  Case ``i`` is drawn
+from its own random stream, so a run is reproducible, resumable and shardable.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import numpy as np
 from pydantic import ConfigDict, Field
@@ -23,11 +24,12 @@ from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
 from audee.case import Kind, TestCase
 from audee.errors import ConfigError
-from audee.mutation import special
 from audee.exercised import exercised
 from audee.repro import write_bug_repros
-from audee.execute import Executor, Result, Submitted, seed_batch
-from audee.reference.run import Reference, reference_workers
+from audee.execute import Result, Submitted
+from audee.levels import LEVELS, Level, Runner, level_named, run_level, source_name
+from audee.levels.base import judging, unbuildable
+from audee.reference.run import reference_workers
 from audee.seeds import Seed
 from audee.spec import weights_key
 from audee.records.rows import ResultRow
@@ -98,28 +100,10 @@ def case_record(result: Result, pool: Pool, extra: dict[str, Any], *,
                                   tie_margin=tie_margin, tolerances=tolerances, meta=extra)
 
 
-def judging(cfg: FuzzSettings) -> dict[str, Any]:
-    """What a run's cases are judged with, read from its settings once: the Executor's
-    keywords, and what each case file records it was judged with."""
-    return {"tie_margin": cfg.tie_margin, "tolerances": cfg.tolerances()}
-
-
-def executor(pool: Pool, cfg: FuzzSettings) -> Any:
-    """The run's executor: :class:`audee.execute.Executor`, or for ``--phase train``
-    :class:`audee.train.run.TrainExecutor` (the same interface; its cases are training steps)."""
-    if cfg.phase == "train":
-        from audee.train.run import TrainExecutor
-
-        ex = TrainExecutor(pool, **judging(cfg), losses=cfg.loss_weights(), optimizers=cfg.optimizer_weights(),
-                           learning_rate=cfg.learning_rate, steps=cfg.steps, rng=cfg.rng)
-        if not ex.trainers:  # no row can be written without a backend: one line, not a results-row traceback
-            from audee.errors import AudeeError
-
-            why = "; ".join(f"{b}: {w}" for b, w in ex.support().items())
-            raise AudeeError(f"no backend of the run trains (--phase train needs a Keras backend; {why})",
-                             field="--backends")
-        return ex
-    return Executor(pool, **judging(cfg), equivalence=cfg.equivalence_rules(), reference=Reference.from_settings(cfg))
+def executor(pool: Pool, cfg: FuzzSettings, source: str = "network") -> Runner:
+    """The runner of a run whose cases ``source`` makes (:func:`audee.levels.run_level`: the
+    training level's under ``--phase train``)."""
+    return run_level(source, cfg.phase).runner(pool, cfg)
 
 
 def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | None = None) -> ResultRow:
@@ -159,10 +143,10 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
                                                                  result.case.meta if meta is None else meta)],
         # every (layer API, parameter, value) the case ran: the report's coverage tables (an op case: none)
         "exercised": exercised(result.case.spec) if result.case.spec is not None else [],
-        # an op case (issue 30): what its contract leaves undefined, not compared (audee.oracle.ops)
+        # an op case: what its contract leaves undefined, not compared (audee.oracle.ops)
         **({"undefined": list(result.undefined)} if getattr(result, "undefined", None) else {}),
         "seconds": round(result.seconds, 4),
-        PHASES_FIELD: phases_field(result.phases),  # where each backend's time went (issue 13)
+        PHASES_FIELD: phases_field(result.phases),  # where each backend's time went
         **extra,
     })
 
@@ -241,19 +225,57 @@ def _run(cfg: FuzzConfig, header: dict[str, Any], pool: Pool | None,
     return stats
 
 
+class FuzzLoop:
+    """One fuzz run's loop over any level (:class:`audee.levels.base.Level`): the level's
+    runner on the run's workers, its cases made when asked for and resumed by case id, one
+    case in flight (:func:`_run_pipelined`), a row per case and a case file per failing
+    one, then one repro script per unique bug.  ``fuzz``, ``fuzz_apis`` and ``fuzz_ops`` are
+    this loop over the network, API and op levels."""
+
+    def __init__(self, level: Level, cfg: FuzzConfig, pool: Pool, store: RunStore, stats: FuzzStats,
+                 progress: Callable[[int], Any] | None = None):
+        self.level, self.cfg, self.pool, self.store, self.stats, self.progress = level, cfg, pool, store, stats, progress
+        self.runner: Runner = level.runner(pool, cfg)
+
+    def stage(self, targets: list[str], context: dict[str, Any] | None = None) -> None:
+        """Every case of ``targets`` (seeds, APIs, ops) not yet in the results table."""
+        done = self.store.done_ids()
+        ids = [(t, i) for t in targets for i in self.level.indices(self.cfg)]
+        todo = [(t, i) for t, i in ids if self.level.case_id(t, i) not in done]
+        self.stats.skipped = len(ids) - len(todo)
+        log.info("%s stage: %d test cases to run, %d already in %s", self.level.label, len(todo),
+                 self.stats.skipped, self.store.results_path)
+        self.level.drive(self, self.runner, todo, dict(context or {}))
+
+    def pipelined(self, cases: Iterable[tuple[Any, dict[str, Any]]]) -> None:
+        _run_pipelined(self.runner, cases, self.cfg, self.store, self.stats, self.progress)
+
+    def record(self, result: Result, extra: dict[str, Any]) -> None:
+        _record(result, self.pool, extra, self.cfg, self.store, self.stats, self.progress)
+
+    def save_failure(self, result: Result, extra: dict[str, Any]) -> str:
+        return _save_failure(result, self.pool, self.cfg, self.store, self.stats, extra)
+
+    def repros(self) -> None:
+        """One standalone script per unique bug, workers still up."""
+        write_bug_repros(self.store, self.pool, list(self.store.rows()))
+
+
 def fuzz(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
          progress: Callable[[int], Any] | None = None, plan: SearchPlan | None = None,
          pool: Pool | None = None) -> FuzzStats:
     """Network-level stage over ``cfg.variants`` variants, then (with a plan) the search
     stage on the first ``plan.on_consistent`` failure-free targets.  ``pool`` (workers for
     exactly ``cfg.backends``) lets a campaign keep its workers across runs."""
+    level = run_level("network", cfg.phase)
+    level.check(cfg)
     log.info("fuzz %s on %s: %d variants, rng %d, batch %d -> %s%s", seed.name,
              ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, cfg.out,
              f"; then {', '.join(plan.searches)} search at {plan.config.level} level" if plan else "")
     header = {"seed": seed.name, "search": plan.to_json() if plan else None,
               "inputs": weights_key({k: [v] for k, v in inputs.items()})}  # the inputs' content: a rerun's are the same
     stats = _run(cfg, header, pool,
-                 lambda p, store, st: _stages(seed, inputs, cfg, p, store, st, progress, plan))
+                 lambda p, store, st: _stages(level, seed, inputs, cfg, p, store, st, progress, plan))
     log.info("fuzz %s done in %.1f s: %d test cases run, %d resumed, %d failing, %d search runs", seed.name,
              stats.seconds, stats.run, stats.skipped, stats.failing_cases, len(stats.searches))
     return stats
@@ -263,15 +285,12 @@ def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] |
               pool: Pool | None = None) -> FuzzStats:
     """API-level fuzzing: ``cfg.variants`` cases per API of ``apis`` (configured names,
     :mod:`audee.mutation.apilevel`), ids ``api-<API>-v<i>``; resumable like :func:`fuzz`."""
+    level = run_level("api", cfg.phase)
+    level.check(cfg)
     log.info("fuzz %d APIs on %s: %d cases each, rng %d, batch %d -> %s", len(apis),
              ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, cfg.out)
-
-    def body(p: Pool, store: RunStore, stats: FuzzStats) -> None:
-        ex = executor(p, cfg)
-        _api_stage(ex, apis, cfg, store, stats, progress)
-        write_bug_repros(store, p, list(store.rows()))
-
-    stats = _run(cfg, {"apis": list(apis)}, pool, body)
+    stats = _run(cfg, {"apis": list(apis)}, pool, lambda p, store, st: _level_stage(level, apis, cfg, p, store, st,
+                                                                                     progress))
     log.info("fuzz of %d APIs done in %.1f s: %d test cases run, %d resumed, %d failing", len(apis),
              stats.seconds, stats.run, stats.skipped, stats.failing_cases)
     return stats
@@ -279,172 +298,62 @@ def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] |
 
 def fuzz_ops(ops: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | None = None,
              pool: Pool | None = None) -> FuzzStats:
-    """Op-level fuzzing (issue 30): ``cfg.variants`` calls of each ``keras.ops`` function of
+    """Op-level fuzzing: ``cfg.variants`` calls of each ``keras.ops`` function of
     ``ops`` (configured names, :mod:`audee.mutation.oplevel`), ids ``op-<op>-v<i>``, on the
     Keras backends of ``cfg.backends``; resumable like :func:`fuzz`."""
-    from audee.errors import AudeeError
-
-    for name, flag, off in (("reference", "--reference", "none"), ("equivalence", "--equivalence", "none"),
-                            ("phase", "--phase", "inference")):
-        if getattr(cfg, name) != off:  # each judges a model; an op call is none
-            raise AudeeError(f"{flag} {getattr(cfg, name)} judges models, not keras.ops calls (--op)", field=flag)
+    level = run_level("op", cfg.phase)
+    level.check(cfg)  # a model judgement asked of op calls: one line naming the flag
     log.info("fuzz %d ops on %s: %d cases each, rng %d -> %s", len(ops), ", ".join(r.label for r in cfg.backends),
              cfg.variants, cfg.rng, cfg.out)
-
-    def body(p: Pool, store: RunStore, stats: FuzzStats) -> None:
-        from audee.apis import load_op_configs
-        from audee.opexec import OpExecutor
-
-        configs = load_op_configs()
-        ex = OpExecutor(p, **judging(cfg), undefined={n: c.undefined for n, c in configs.items()})
-        if not p.op_labels:  # no row can be written without a backend: one line, not a results-row traceback
-            raise AudeeError(f"no backend of the run calls keras.ops functions (--op needs a Keras backend: "
-                             f"tensorflow, torch, jax or their modes; got {', '.join(p.labels)})", field="--backends")
-        models_only = [label for label in p.labels if label not in p.op_labels]
-        if models_only:
-            log.info("op stage: %s run models only (no keras.ops calls): left out of op cases", ", ".join(models_only))
-        if len(p.op_labels) < 2:
-            log.warning("op stage: %d backend runs keras.ops calls: nothing to compare", len(p.op_labels))
-        done = store.done_ids()
-        ids = [(op, i) for op in ops for i in range(cfg.variants)]
-        todo = [(op, i) for op, i in ids if op_case_id(op, i) not in done]
-        stats.skipped = len(ids) - len(todo)
-        log.info("op stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, store.results_path)
-        _run_pipelined(ex, _op_cases(configs, cfg, todo), cfg, store, stats, progress)
-        write_bug_repros(store, p, list(store.rows()))
-
-    from audee.mutation.oplevel import op_case_id
-
-    stats = _run(cfg, {"ops": list(ops)}, pool, body)
+    stats = _run(cfg, {"ops": list(ops)}, pool, lambda p, store, st: _level_stage(level, ops, cfg, p, store, st,
+                                                                                   progress))
     log.info("fuzz of %d ops done in %.1f s: %d test cases run, %d resumed, %d failing", len(ops),
              stats.seconds, stats.run, stats.skipped, stats.failing_cases)
     return stats
 
 
-def _op_cases(configs: Any, cfg: FuzzConfig, todo: list[tuple[str, int]]) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """Each op-level case to run, with its row's provenance: the drawn call, then special
-    values in its tensors (``--special-inputs``, their own random stream)."""
-    from audee.mutation.apilevel import case_rng
-    from audee.mutation.oplevel import generate_op_case, op_case_id, wire_array
-    from audee.spec import InputSpec
-
-    for op, index in todo:
-        case = generate_op_case(op, configs, cfg.rng, index, invalid_prob=cfg.invalid_prob)
-        case.id = op_case_id(op, index)
-        specs = [InputSpec(n, tuple(a.shape[1:]), str(a.dtype)) for n, a in case.tensors.items()
-                 if a.ndim and a.dtype != bool]
-        tensors, specials = special.inject({s.name: case.tensors[s.name] for s in specs}, specs,
-                                           case_rng(cfg.rng, op, index, stream=SPECIAL_STREAM), cfg.special_inputs)
-        case.tensors.update({n: wire_array(a, case.dtypes[n]) for n, a in tensors.items()})
-        bad = next((m for m in case.mutations if m.invalid), None)
-        first = next(iter(case.dtypes.values()), None)
-        case.meta = {"seed": f"op:{op}", "api": op, "variant": index, "rng": cfg.rng,
-                     "mutations": [m.to_json() for m in case.mutations], "invalid": case.invalid,
-                     **({"dtype": first} if first else {}), **case.describe(),
-                     **({"invalid_param": {"param": bad.param, "value": bad.new}} if bad else {}),
-                     **_nonempty({"special_inputs": specials})}
-        yield case, dict(case.meta)
+def _level_stage(level: Level, targets: list[str], cfg: FuzzConfig, pool: Pool, store: RunStore,
+                 stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
+    """A run of one stage over ``targets`` (APIs or ops), then its repro scripts."""
+    loop = FuzzLoop(level, cfg, pool, store, stats, progress)
+    loop.stage(list(targets))
+    loop.repros()
 
 
-def _stages(seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Pool, store: RunStore,
-            stats: FuzzStats, progress: Callable[[int], Any] | None, plan: SearchPlan | None) -> None:
-    ex = executor(pool, cfg)
-    _network_stage(ex, seed, inputs, cfg, store, stats, progress)
+def _stages(level: Level, seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, pool: Pool,
+            store: RunStore, stats: FuzzStats, progress: Callable[[int], Any] | None,
+            plan: SearchPlan | None) -> None:
+    loop = FuzzLoop(level, cfg, pool, store, stats, progress)
+    ex = loop.runner
+    loop.stage([seed.name], {"seed": seed, "inputs": inputs})
     if plan is not None:
-        from audee.search.runner import run_searches
-
-        if cfg.phase == "train":  # the training phase's GA: the gradient-distance fitness (audee.train.search)
-            from audee.train.search import run_train_searches as run_searches
-
-        targets = _search_targets(seed, cfg, store, plan.on_consistent)
+        run_searches = level.searcher()  # the training phase's GA: the gradient-distance fitness
+        targets = _search_targets(level, seed, cfg, store, plan.on_consistent)
         for t in targets:
             view = TestCase(t.id, t.spec, t.weights, {})
             ex.complete_weights(view, t.meta["weight_seed"])
             t.weights = view.weights
         stats.searches = run_searches(
             ex, targets, inputs, plan, store,
-            lambda result, extra: _save_failure(result, pool, cfg, store, stats,
-                                               {"seed": seed.name, "rng": cfg.rng, **result.case.meta, **extra}),
+            lambda result, extra: loop.save_failure(result, {"seed": seed.name, "rng": cfg.rng,
+                                                             **result.case.meta, **extra}),
             progress)
-    write_bug_repros(store, pool, list(store.rows()))  # one standalone script per unique bug, workers still up
+    loop.repros()
 
 
-def _variant_ids(seed: Seed, cfg: FuzzConfig) -> list[str]:
-    return [f"{seed.name}-seed"] + [f"{seed.name}-v{i:05d}" for i in range(cfg.variants)]
+def _variant_ids(level: Level, seed: Seed, cfg: FuzzConfig) -> list[str]:
+    return [level.case_id(seed.name, i) for i in level.indices(cfg)]
 
 
-def _network_stage(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig,
-                   store: RunStore, stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
-    from audee.apis import load_api_configs
-    from audee.mutation.network import log_unconfigured
-
-    apis = load_api_configs()
-    log_unconfigured(seed.spec, apis)  # layers without an API config run unmutated: one line per API
-    done = store.done_ids()
-    ids = _variant_ids(seed, cfg)
-    todo = [i for i in ids if i not in done]
-    stats.skipped = len(ids) - len(todo)
-    log.info("network stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, store.results_path)
-    _run_pipelined(ex, _network_cases(ex, seed, inputs, cfg, todo, apis, store), cfg, store, stats, progress)
+_unbuildable = unbuildable  # the redraw test, where the levels' generators find it (audee.levels.base)
 
 
-def _network_cases(ex: Executor, seed: Seed, inputs: dict[str, np.ndarray], cfg: FuzzConfig, todo: list[str],
-                   apis: Any, store: RunStore) -> Iterator[tuple[TestCase, dict[str, Any]]]:
-    """Each network-level case to run, with its row's provenance, made when asked for."""
-    from audee.mutation.network import mutate_spec
-
-    unbuildable = _unbuildable(ex)
-    for case_id in todo:
-        index = -1 if case_id.endswith("-seed") else int(case_id.rsplit("-v", 1)[1])
-        batch, rows = seed_batch(inputs, max(index, 0), cfg.batch)
-        if index < 0:
-            spec, mutations, meta = seed.spec, [], {}
-        else:
-            variant = mutate_spec(seed.spec, apis, np.random.default_rng([cfg.rng, index]),
-                                  layer_rate=cfg.layer_rate, invalid_prob=cfg.invalid_prob,
-                                  max_layers=cfg.max_layers, operators=cfg.operator_weights(),
-                                  validate=unbuildable, max_redraws=cfg.max_redraws, index=index)
-            spec = variant.spec
-            mutations = [m.to_json() for m in variant.mutations]
-            meta = {"invalid": variant.invalid}
-        store.write_variant(case_id, spec)
-        if index >= 0:
-            batch, meta["special_inputs"] = special.inject(
-                batch, spec.inputs, np.random.default_rng([cfg.rng, index, SPECIAL_STREAM]), cfg.special_inputs,
-                masks=spec.mask_inputs())
-        case = TestCase(case_id, spec, dict(seed.weights or {}), batch)
-        weight_seed = seed.weight_seed + 7919 * (index + 1)
-        ex.complete_weights(case, weight_seed)
-        extra = {"seed": seed.name, "variant": index, "rng": cfg.rng, "mutations": mutations,
-                 "input_rows": rows, "weight_seed": weight_seed, **_nonempty(meta)}
-        yield case, extra
-
-
-SPECIAL_STREAM = 7  # the random stream of a case's special-value inputs, apart from its model's
-
-
-def _nonempty(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v not in (None, [], {})}
-
-
-def _unbuildable(ex: Executor) -> Callable[[Any], str | None]:
-    """The redraw test of generated models: the error of a spec no backend can build
-    (only asked for valid draws; see audee.mutation), else None."""
-    def unbuildable(spec: Any) -> str | None:
-        built = ex.build(spec)
-        errors = [g for g in built.values() if not isinstance(g, dict)]
-        if len(errors) == len(built) and all(not e.hard for e in errors):
-            return errors[0].message
-        return None
-    return unbuildable
-
-
-def _run_pipelined(ex: Executor, cases: Iterable[tuple[TestCase, dict[str, Any]]], cfg: FuzzConfig,
+def _run_pipelined(ex: Runner, cases: Iterable[tuple[TestCase, dict[str, Any]]], cfg: FuzzConfig,
                    store: RunStore, stats: FuzzStats, progress: Callable[[int], Any] | None) -> None:
     """Run ``cases`` (each with its row's provenance) one step apart: case k+1 is made
     (mutation, its builds queued behind case k in each worker) while case k computes, and
     case k is judged and written while case k+1 computes, so neither the workers nor the
-    parent wait for each other (issue 13).  Rows are written in order; a case in flight
+    parent wait for each other.  Rows are written in order; a case in flight
     when the run stops has no row and runs again on resume.  A row's ``seconds`` is the
     wall time the case added to the run (from the verdict before it)."""
     waiting: tuple[Submitted, dict[str, Any]] | None = None
@@ -478,60 +387,6 @@ def _record(result: Result, pool: Pool, extra: dict[str, Any], cfg: FuzzConfig, 
         _append_row(result, store, stats, extra)
     if progress is not None:
         progress(1)
-
-
-API_META = ("dtype", "data_format", "rank", "input_shapes", "adapters", "params", "derived", "invalid_param",
-            "redraws", "build_error")
-
-
-def _api_stage(ex: Executor, apis: list[str], cfg: FuzzConfig, store: RunStore, stats: FuzzStats,
-               progress: Callable[[int], Any] | None) -> None:
-    from audee.apis import load_api_configs
-    from audee.mutation.apilevel import case_id
-
-    configs = load_api_configs()
-    done = store.done_ids()
-    ids = [(api, i) for api in apis for i in range(cfg.variants)]
-    todo = [(api, i) for api, i in ids if case_id(api, i) not in done]
-    stats.skipped = len(ids) - len(todo)
-    log.info("API stage: %d test cases to run, %d already in %s", len(todo), stats.skipped, store.results_path)
-    # --pack K > 1 runs K cases per build (audee.packed: a planner stands in for the executor
-    # while cases are made; rows and case files as an unpacked run's, timings apart)
-    if cfg.pack > 1:
-        from audee.packed import run_packed
-
-        for result, extra in run_packed(ex, todo, lambda planner, part: _api_cases(planner, configs, cfg, part, store),
-                                        cfg.pack):
-            _record(result, ex.pool, extra, cfg, store, stats, progress)
-        return
-    _run_pipelined(ex, _api_cases(ex, configs, cfg, todo, store), cfg, store, stats, progress)
-
-
-def _api_cases(ex: Executor, configs: Any, cfg: FuzzConfig, todo: list[tuple[str, int]],
-               store: RunStore) -> Iterator[tuple[TestCase, dict[str, Any]]]:
-    """Each API-level case to run, with its row's provenance, made when asked for."""
-    from audee.mutation.apilevel import case_id, case_rng, cast_weights, generate_case
-
-    validate = _unbuildable(ex)
-    dtypes = cfg.dtype_weights()
-    for api, index in todo:
-        got = generate_case(api, configs, cfg.rng, index, batch=cfg.batch, invalid_prob=cfg.invalid_prob,
-                            call_training=cfg.call_training, call_mask=cfg.call_mask,
-                            dtypes=dtypes, validate=validate, max_redraws=cfg.max_redraws)
-        cid = case_id(api, index)
-        store.write_variant(cid, got.spec)
-        inputs, specials = special.inject(got.inputs, got.spec.inputs,
-                                          case_rng(cfg.rng, api, index, stream=SPECIAL_STREAM), cfg.special_inputs,
-                                          masks=got.spec.mask_inputs())
-        case = TestCase(cid, got.spec, {}, inputs)
-        weight_seed = int(case_rng(cfg.rng, api, index, stream=2).integers(2 ** 31))
-        ex.complete_weights(case, weight_seed)
-        case.weights = cast_weights(case.weights, got.meta["dtype"])
-        extra = {"seed": f"api:{api}", "api": api, "variant": index, "rng": cfg.rng,
-                 "mutations": [m.to_json() for m in got.mutations], "weight_seed": weight_seed,
-                 "invalid": got.invalid, **{k: got.meta[k] for k in API_META if k in got.meta},
-                 **_nonempty({"special_inputs": specials})}
-        yield case, extra
 
 
 def _append_row(result: Result, store: RunStore, stats: FuzzStats, extra: dict[str, Any],
@@ -574,14 +429,14 @@ def _save_failure(result: Result, pool: Pool, cfg: FuzzConfig, store: RunStore, 
     return result.case.id
 
 
-def _search_targets(seed: Seed, cfg: FuzzConfig, store: RunStore, k: int) -> list[Any]:
+def _search_targets(level: Level, seed: Seed, cfg: FuzzConfig, store: RunStore, k: int) -> list[Any]:
     """The seed when no variants were asked for; else the first K variants that passed."""
     from audee.search.runner import Target
 
     if cfg.variants == 0:
         return [Target(f"{seed.name}-seed", seed.spec, dict(seed.weights or {}),
                        {"seed": seed.name, "variant": -1, "weight_seed": seed.weight_seed})]
-    ids = set(_variant_ids(seed, cfg))
+    ids = set(_variant_ids(level, seed, cfg))
     passed = sorted((r for r in store.rows() if r.status == "pass" and r.variant is not None and r.variant >= 0
                      and r.id in ids), key=lambda r: r.variant)
     return [Target(r.id, store.load_variant(r.id), dict(seed.weights or {}),
@@ -594,7 +449,7 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
     and first the unique bugs (by signature, :mod:`audee.signature`), each new or known
     (``known``: the known issues, :mod:`audee.known`; default the shipped list)."""
     from audee.known import load_known_issues, unique_bugs
-    from audee.rootcause import class_counts, root_causes, roots_json
+    from audee.rootcause import class_counts, root_causes
 
     store = RunStore(out)
     rows = list(store.rows())
@@ -614,13 +469,13 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
             if s != "ok" and not s.startswith("error:"):
                 hard_how[f"{b} {s}"] = hard_how.get(f"{b} {s}", 0) + 1
     return {
-        "bugs": [{k: v for k, v in b.items() if k != "signature"} for b in bugs],
+        "bugs": [b.to_json() for b in bugs],
         "unique_bugs": len(bugs),
         "root_causes": len(roots),
         # a maintainer's count (audee.rootcause): new bugs are root causes of class bug not matched upstream
         "new_bugs": classes["bug"]["new"],
         "classes": classes,
-        "roots": roots_json(roots),
+        "roots": [g.to_json() for g in roots],
         "test_cases": len(rows),
         "failing": sum(r.status == "fail" for r in rows),
         "hard_crash": by_kind.get(Kind.HARD_CRASH, 0),
@@ -637,19 +492,14 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
         "inconsistency_by_pair": pairs,
         "mean_seconds_per_case": round(float(np.mean([r.seconds for r in rows])), 4) if rows else 0.0,
         "phases": phase_summary(r.phases for r in rows),  # per backend: mean seconds per case of each phase
-        **({"by_api": _by_api(rows)} if any(r.api is not None for r in rows) else {}),
+        **_level_summaries(rows),
     }
 
 
-def _by_api(rows: list[ResultRow]) -> dict[str, dict[str, Any]]:
-    """Per API of an API-level run: cases, failing cases, cases by finding kind."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        if r.api is None:
-            continue
-        a = out.setdefault(r.api, {"cases": 0, "failing": 0, "by_kind": {}})
-        a["cases"] += 1
-        a["failing"] += int(r.status == "fail")
-        for k in r.kinds:
-            a["by_kind"][k] = a["by_kind"].get(k, 0) + 1
-    return dict(sorted(out.items()))
+def _level_summaries(rows: list[ResultRow]) -> dict[str, Any]:
+    """What each level whose cases the rows hold adds to the summary (``by_api``)."""
+    out: dict[str, Any] = {}
+    for name in LEVELS:
+        if any(source_name({"seed": r.seed}) == name for r in rows):
+            out.update(level_named(name).summary(rows))
+    return out

@@ -29,6 +29,7 @@ signatures keep them (``units: 3`` matches any positive ``units``).  The schema 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -38,9 +39,10 @@ from audee.apis.keras_layers import layer_aliases
 from audee.kinds import FAILURES
 from audee.paths import data_dir
 from audee.records.rows import PlacedRow, ResultRow
-from audee.rootcause import CLASSES, classify, known_root, root_key
+from audee.rootcause import CLASSES, classify, root_of
 from audee.settings import FieldError, validate_settings
 from audee.signature import Signature, value_class
+from audee.triage import Bug, KnownRoot
 from audee.yamlio import read_yaml_mapping
 
 KINDS = FAILURES  # the failure kinds a match may name (the finding kind table's)
@@ -197,43 +199,36 @@ def match_known(sig: Signature | dict[str, Any], issues: list[KnownIssue]) -> Kn
     return next((i for i in issues if i.match.matches(sig)), None)
 
 
-def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue]) -> list[dict[str, Any]]:
-    """Unique bugs over result rows (each one's ``signatures``): one entry per signature
-    key, new ones first, then by cases behind it; each with its known issue (if any), its
-    class (:func:`audee.rootcause.classify`) and root cause key, the number of cases, the
-    first case (by id) and its case file, and the repro script ``<slug>.py`` of the row's
-    run directory when one exists (a :class:`PlacedRow` says where a row was read; a bare
-    row has its case file as written and no script).  ``signature`` holds the
-    :class:`Signature` (for :func:`audee.rootcause.root_causes`; not JSON)."""
-    bugs: dict[str, dict[str, Any]] = {}
+def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue]) -> list[Bug]:
+    """Unique bugs over result rows (each one's ``signatures``): one :class:`Bug` per
+    signature key, new ones first, then by cases behind it; each with its known issue (if
+    any), its class (:func:`audee.rootcause.classify`) and root (the known issue's link, else
+    :func:`audee.rootcause.root_of`), the number of cases, the first case (by id) and its case
+    file, the repro script ``<slug>.py`` of the row's run directory when one exists (a
+    :class:`PlacedRow` says where a row was read; a bare row has its case file as written and
+    no script), and the campaign units it was seen in."""
+    first: dict[str, Bug] = {}
+    case_ids: dict[str, set[str]] = {}
+    units: dict[str, list[str]] = {}
     placed = [r if isinstance(r, PlacedRow) else PlacedRow(r) for r in rows]
     for at in sorted(placed, key=lambda a: a.row.id):
         row = at.row
         for d in row.signatures:
             sig = Signature.from_json(d)
             key = sig.key()
-            bug = bugs.get(key)
-            if bug is None:
+            if key not in first:
                 issue = match_known(sig, issues)
                 klass, why = classify(sig, issue)
                 repro = Path(at.repro_dir) / f"{sig.slug()}.py" if at.repro_dir is not None else None
-                bug = bugs[key] = {
-                    "status": "known" if issue else "new", "known_id": issue.id if issue else None,
-                    "known_title": issue.title if issue else None, "link": issue.link if issue else None,
-                    "class": klass, "class_reason": why,
-                    "kind": sig.kind, "backends": list(sig.backends), "odd": list(sig.odd), "api": sig.api,
-                    "params": [f"{p}={v}" for p, v in sig.params], "what": sig.describe(),
-                    "phase": sig.phase, "error": sig.error, "cases": 0, "case_ids": set(),
-                    "first_case": row.id, "case_file": at.case_path or row.case_file,
-                    "repro": str(repro) if repro is not None and repro.is_file() else None,
-                    "key": key, "root": known_root(issue.link) if issue else root_key(sig), "slug": sig.slug(),
-                    "units": [], "signature": sig}
-            if row.id not in bug["case_ids"]:
-                bug["case_ids"].add(row.id)
-                bug["cases"] += 1
-            if at.unit is not None and at.unit not in bug["units"]:
-                bug["units"].append(at.unit)
-    out = sorted(bugs.values(), key=lambda b: (b["status"] != "new", -b["cases"], b["key"]))
-    for b in out:
-        b.pop("case_ids")
-    return out
+                first[key] = Bug(
+                    sig, KnownRoot(issue.link) if issue else root_of(sig), klass, why, cases=0, first_case=row.id,
+                    case_file=at.case_path or row.case_file,
+                    repro=str(repro) if repro is not None and repro.is_file() else None,
+                    known_id=issue.id if issue else None, known_title=issue.title if issue else None,
+                    link=issue.link if issue else None)
+                case_ids[key], units[key] = set(), []
+            case_ids[key].add(row.id)
+            if at.unit is not None and at.unit not in units[key]:
+                units[key].append(at.unit)
+    bugs = [replace(b, cases=len(case_ids[k]), units=tuple(units[k])) for k, b in first.items()]
+    return sorted(bugs, key=lambda b: (b.status != "new", -b.cases, b.key))

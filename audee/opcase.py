@@ -1,4 +1,4 @@
-"""What an op-level test case is (issue 30): one ``keras.ops`` call as plain data.
+"""What an op-level test case is: one ``keras.ops`` call as plain data.
 
 The op is named, never given as code: a worker looks the name up in the closed set of
 configured ops (``api_configs/ops/``).  Its positional and keyword arguments are JSON data

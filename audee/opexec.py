@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from audee.backends.pool import Pool, WorkerFailure
+from audee.levels.base import Runner
 from audee.case import SPEC_REFUSES, Kind, Outcome, Verdict
 from audee.opcase import OpCase
 from audee.records.findings import OwnScore
@@ -47,7 +48,7 @@ class OpSubmitted:
     started: float
 
 
-class OpExecutor:
+class OpExecutor(Runner):
     """Op cases on a :class:`Pool` of Keras backends, judged with ``tolerances``."""
 
     def __init__(self, pool: Pool, *, tolerances: Tolerances | dict[str, Any] | None = None,

@@ -1,4 +1,4 @@
-"""Many test cases as one model (issue 32): K independent specs side by side in one spec.
+"""Many test cases as one model: K independent specs side by side in one spec.
 
 Building a model costs far more than running it (one XLA compile, one tf2onnx export,
 whatever the model's size), and an API-level case is a one-layer model, so nearly all of

@@ -1,4 +1,4 @@
-"""Running test cases in packs (issue 32): K cases per build, each judged as if run alone.
+"""Running test cases in packs: K cases per build, each judged as if run alone.
 
 An API-level case is a one-layer model; if most of a build's cost were fixed (the Keras
 model, one XLA compile, one tf2onnx export) K cases in one model would share it.  Here
@@ -6,7 +6,7 @@ cases go through the workers K at a time as one model (:mod:`audee.pack`) and co
 as one :class:`Result` each, the result running the case alone gives (timings apart):
 
 1. **Making the cases.**  A case's redraw test and its weights need its builds
-   (``fuzz._unbuildable``, ``Executor.complete_weights``).  The cases are made once with a
+   (``levels.base.unbuildable``, ``Executor.complete_weights``).  The cases are made once with a
    :class:`Planner` standing in for the executor that calls every unknown spec buildable;
    those specs are then built as packs, and the cases made again with the planner now
    answering from those builds, until no spec is unknown (a valid draw no backend builds

@@ -34,13 +34,16 @@ most telling member (:data:`CLASSES` order): one case with valid inputs makes it
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Protocol
+from typing import Iterable, Protocol
 
 from audee.backends.info import all_unsupported, describe
 from audee.case import MEMORY_CAP, Kind
 from audee.kinds import CRASHES, root_family
 from audee.signature import Signature, invalid_graph_complaint, primary_api
+from audee.triage import Bug, CrashRoot, NumericRoot, RootCause, RootKey
 
+#: the root families whose pair roots fold into their odd backend's (:func:`_fold_pairs`)
+PAIR_FAMILIES = (root_family(Kind.DEVIATION), root_family(Kind.NAN))
 #: the classes, most telling first: a group takes the first class any member has
 CLASSES = ("bug", "harness", "limitation", "undefined")
 CLASS_HELP = {
@@ -114,34 +117,28 @@ def core_message(error: str | None) -> str:
     return _fold(_fold(error or "", _VARYING), _BOILERPLATE)
 
 
-def _who(sig: Signature) -> str:
-    return ",".join(sig.odd) if sig.odd else "?" + ",".join(sig.backends)
-
-
-def root_key(sig: Signature) -> str:
+def root_of(sig: Signature) -> RootKey:
     """The root cause a signature belongs to (module docstring)."""
     if sig.kind in CRASHES:  # an error naming no op nor layer is known by its words alone
         error = sig.error_full or sig.error
         # an invalid converted graph is the converter's one bug, whichever runtimes refuse it
         error = invalid_graph_complaint(error) or error
-        return " | ".join([sig.kind, sig.component or ",".join(sig.backends) or "-", sig.op or "-",
-                           template(error)])
+        return CrashRoot(sig.kind, sig.component or ",".join(sig.backends) or "-", sig.op or "-", template(error))
     what = sig.layer or primary_api(sig.api) or "-"
     if "localized" in sig.context:  # localization named the parameter (a rider too): it matters
         what = (sig.api or what) + "(" + ",".join(f"{p}={v}" for p, v in sig.params) + ")"
+    source = None
     if sig.kind == Kind.NAN:
         source = "from NaN/Inf input" if "nonfinite_input" in sig.context else "from finite input"
-        return " | ".join([root_family(sig.kind), _who(sig), what, source])
-    family = root_family(sig.kind)  # the finding kind table's: numeric, or a family of its own
     if sig.kind == Kind.EQUIVALENCE:  # one rule's failure on one layer API: the rule is part of it
         what += "".join(f"[{v}]" for p, v in sig.params if p == "rule")
-    return " | ".join([family, _who(sig), what])
+    # the finding kind table's family: numeric, nan, or a family of its own
+    return NumericRoot(root_family(sig.kind), sig.odd, what, () if sig.odd else sig.backends, source)
 
 
-def known_root(link: str) -> str:
-    """The root cause of every signature matching a known issue at ``link``: one upstream
-    issue is one fix, however many entries, backends or error texts reach it."""
-    return f"known | {link}"
+def root_key(sig: Signature) -> str:
+    """The text of a signature's root (:func:`root_of`), as reports print and hash it."""
+    return str(root_of(sig))
 
 
 def _flushing(odd: Iterable[str]) -> bool:
@@ -190,49 +187,51 @@ def silent_backend(sigs: Iterable[Signature]) -> str | None:
     return None
 
 
-def root_causes(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Unique bugs (:func:`audee.known.unique_bugs`, each with its ``signature``) grouped by
-    their ``root`` (:func:`known_root` for a known issue, else :func:`root_key`): one entry per root cause with its class (the most telling of its
-    signatures'), its signatures, cases (summed: a case may count under several), the
-    backends involved and the odd ones, the component and op, ``known`` when any signature
-    matches a known issue, and for ``undefined`` causes the backend silently different
-    from the rest, if any."""
-    groups: dict[str, dict[str, Any]] = {}
+def root_causes(bugs: list[Bug]) -> list[RootCause]:
+    """Unique bugs (:func:`audee.known.unique_bugs`) grouped by their ``root`` (a known
+    issue's link, else :func:`root_of`), a pair's group folded into its odd backend's
+    (:func:`_fold_pairs`): one root cause per group, bugs first, new before known, more cases
+    first (:func:`_root_cause`)."""
+    groups: dict[RootKey, list[Bug]] = {}
     for b in bugs:
-        sig: Signature = b["signature"]
-        key = b.get("root") or root_key(sig)  # audee.known.unique_bugs: a known issue's link, else root_key
-        one = {"root": key, "kind": b["kind"], "api": sig.layer or primary_api(sig.api) or "-", "op": sig.op,
-               "component": sig.component, "error": b["error"], "signatures": 1, "cases": b["cases"],
-               "backends": set(b["backends"]), "odd": set(sig.odd), "class": b["class"],
-               "class_reason": b["class_reason"], "known_id": b["known_id"], "first_case": b["first_case"],
-               "case_file": b.get("case_file"), "repro": b["repro"], "slug": b["slug"], "members": [sig]}
-        if key in groups:
-            _absorb(groups[key], one)
-        else:
-            groups[key] = one
+        groups.setdefault(b.root, []).append(b)
     _fold_pairs(groups)
-    out = []
-    for g in groups.values():
-        g["backends"] = sorted(g["backends"])
-        g["odd"] = sorted(g["odd"])
-        g["silent"] = silent_backend(g.pop("members")) if g["class"] == "undefined" else None
-        g["status"] = "known" if g["known_id"] else "new"
-        out.append(g)
-    return sorted(out, key=lambda g: (CLASSES.index(g["class"]), g["status"] != "new", -g["cases"], g["root"]))
+    out = [_root_cause(key, members) for key, members in groups.items()]
+    return sorted(out, key=lambda g: (CLASSES.index(g.klass), g.status != "new", -g.cases, str(g.root)))
 
 
-def _pair_target(key: str, groups: dict[str, dict[str, Any]]) -> str | None:
-    """The root a pair's numeric or NaN root (``... | ?a,b | what ...``: the oracle could not
-    tell which of the two is off) is a view of: the one root of the same family, layer or op
-    (and input) whose odd backend is one of the pair's, if exactly one exists."""
-    parts = key.split(" | ")
-    if len(parts) < 3 or parts[0] not in ("numeric", "nan") or not parts[1].startswith("?"):
+def _root_cause(key: RootKey, members: list[Bug]) -> RootCause:
+    """The root cause of ``members`` (in the order they were grouped): the class of the first
+    most telling member, with its reason; the first known issue and repro script any member
+    has; the first member's kind, layer API, op, component, error and first case; signatures
+    and cases summed (a case may count under several); the backends and odd backends of all;
+    for an ``undefined`` cause the backend silently different from the rest, if any."""
+    first = members[0]
+    telling = min(members, key=lambda m: CLASSES.index(m.klass))
+    sig = first.signature
+    klass = telling.klass
+    return RootCause(
+        root=key, klass=klass, class_reason=telling.class_reason, kind=first.kind,
+        api=sig.layer or primary_api(sig.api) or "-", signatures=len(members), cases=sum(m.cases for m in members),
+        first_case=first.first_case, known_id=next((m.known_id for m in members if m.known_id), None),
+        component=sig.component, op=sig.op, error=first.error,
+        odd=tuple(sorted({b for m in members for b in m.signature.odd})),
+        backends=tuple(sorted({b for m in members for b in m.backends})),
+        silent=silent_backend(m.signature for m in members) if klass == "undefined" else None,
+        case_file=first.case_file, repro=next((m.repro for m in members if m.repro), None), members=tuple(members))
+
+
+def _pair_target(key: RootKey, groups: dict[RootKey, list[Bug]]) -> RootKey | None:
+    """The root a pair's numeric or NaN root (the oracle could not tell which of the two is
+    off) is a view of: the one root of the same family, layer or op (and input) whose odd
+    backend is one of the pair's, if exactly one exists."""
+    if not isinstance(key, NumericRoot) or key.family not in PAIR_FAMILIES or key.told:
         return None
-    found = [k for k in (" | ".join([parts[0], b, *parts[2:]]) for b in parts[1][1:].split(",")) if k in groups]
+    found = [k for k in (key.with_odd(b) for b in key.pair) if k in groups]
     return found[0] if len(found) == 1 else None
 
 
-def _fold_pairs(groups: dict[str, dict[str, Any]]) -> None:
+def _fold_pairs(groups: dict[RootKey, list[Bug]]) -> None:
     """Fold each pair root into the odd backend's root of the same layer or op (one fix: a
     pair is that backend's difference seen where the oracle had no third backend to tell,
     or where the others differ too; ``nonzero`` on torch gave one odd root and two pairs)."""
@@ -240,38 +239,14 @@ def _fold_pairs(groups: dict[str, dict[str, Any]]) -> None:
         target = _pair_target(key, groups)
         if target is None:
             continue
-        _absorb(groups[target], groups.pop(key))
+        groups[target].extend(groups.pop(key))
 
 
-def _absorb(into: dict[str, Any], g: dict[str, Any]) -> None:
-    """Add root group ``g`` to ``into``: its signatures, cases (summed: a case may count under
-    several), backends, odd backends and members; the more telling class; a known id and a
-    repro script where ``into`` has none."""
-    into["signatures"] += g["signatures"]
-    into["cases"] += g["cases"]
-    into["backends"].update(g["backends"])
-    into["odd"].update(g["odd"])
-    into["members"].extend(g["members"])
-    if CLASSES.index(g["class"]) < CLASSES.index(into["class"]):
-        into["class"], into["class_reason"] = g["class"], g["class_reason"]
-    into["known_id"] = into["known_id"] or g["known_id"]
-    into["repro"] = into["repro"] or g["repro"]
-
-
-def class_counts(roots: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def class_counts(roots: list[RootCause]) -> dict[str, dict[str, int]]:
     """Per class: root causes, new (not matched upstream) and known."""
     out = {c: {"root_causes": 0, "new": 0, "known": 0} for c in CLASSES}
     for g in roots:
-        c = out[g["class"]]
+        c = out[g.klass]
         c["root_causes"] += 1
-        c["new" if g["status"] == "new" else "known"] += 1
+        c["new" if g.status == "new" else "known"] += 1
     return out
-
-
-ROOT_FIELDS = ("class", "status", "known_id", "kind", "component", "op", "api", "odd", "backends", "silent",
-               "signatures", "cases", "first_case", "class_reason", "error", "root")
-
-
-def roots_json(roots: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Root causes as a summary keeps them (plain JSON)."""
-    return [{k: g.get(k) for k in ROOT_FIELDS} for g in roots]

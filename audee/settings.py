@@ -54,14 +54,14 @@ OPERATOR_WEIGHTS = "redraw:3,insert:1,replace:1,remove:0.5,activation:1,duplicat
 # every one the training step knows, alike (names: audee.train.setup.LOSSES, OPTIMIZERS)
 TRAIN_LOSSES = ",".join(LOSSES)
 TRAIN_OPTIMIZERS = ",".join(OPTIMIZERS)
-# the equivalence oracle's rules (issue 27, audee/equivalence/rules.py: EAGLE's equivalent models; one
+# the equivalence oracle's rules (audee/equivalence/rules.py: EAGLE's equivalent models; one
 # rewrite per rule runs beside each test case on every backend; docs/oracles.md, "Equivalent models")
 EQUIVALENCE_RULES = ("padding", "rank", "depthwise", "separable", "dilation", "channels", "dense_conv",
                      "dense_einsum", "activation", "batchnorm", "pad_crop", "rnn_unroll", "float64",
                      "batch_permuted", "batch_single", "roundtrip_keras", "roundtrip_config", "roundtrip_json",
                      "go_backwards", "formula")
 
-# the precision oracle (issue 28, audee/oracle/precision.py): a backend out of tolerance against the
+# the precision oracle (audee/oracle/precision.py): a backend out of tolerance against the
 # float64 reference is a `precision` finding when its error is also this many times the best
 # backend's on the case (equally wrong backends are an ill-conditioned case, not one backend's bug);
 # the same order of magnitude the conditioning rule asks of a layer (oracle/deviation.CONDITIONING_FACTOR)
@@ -239,7 +239,7 @@ class FuzzSettings(_Settings):
                                     "weight, e.g. float32,float16 or float32:0.7,bfloat16:0.3 (of "
                                     + ", ".join(DTYPE_WEIGHTS) + ")")
 
-    # issue 32 (audee/packed.py): API-level cases built as one model, K at a time
+    # audee/packed.py: API-level cases built as one model, K at a time
     pack: int = Field(1, ge=1, le=MAX_PACK,
                       description="API-level cases per build: K cases side by side in one model, built, "
                                   "converted and compiled once, each judged on its own; a failing case is "
@@ -250,7 +250,7 @@ class FuzzSettings(_Settings):
                                   "confirmation): packs of 4-32 ran at 0.44-0.97x the cases/s of K=1 "
                                   "(experiments/bench_pack.py, experiments/results/bench_pack.md)")
 
-    # issue 27 (audee/equivalence): EAGLE's equivalent models, judged on each backend alone
+    # audee/equivalence: EAGLE's equivalent models, judged on each backend alone
     equivalence: str = Field("none",
                              description="equivalence oracle: rules whose equivalent model runs beside each test "
                                          "case on every backend, compared with the original on the same backend "
@@ -267,7 +267,7 @@ class FuzzSettings(_Settings):
         """``equivalence`` as the rule names, in :data:`EQUIVALENCE_RULES` order."""
         return parse_rules(self.equivalence)
 
-    # issue 28 (audee/reference/): precision against a float64 reference (Predoo)
+    # audee/reference/: precision against a float64 reference (Predoo)
     reference: Literal["none", "float64"] = Field(
         "none", description="precision oracle: float64 runs each test case once more under the float64 dtype "
                             "policy (weights and inputs cast up; float16/bfloat16 cases in float32 too) on "
@@ -289,7 +289,7 @@ class FuzzSettings(_Settings):
     def _reference_backend(cls, v: str) -> str:
         return v.strip() if v.strip() == "auto" else check_backend_name(v)
 
-    # issue 29 (audee/train/): the training phase, after Muffin
+    # audee/train/: the training phase, after Muffin
     phase: Literal["inference", "train"] = Field(
         "inference", description="inference: every case runs forward (training=False); train: every case runs a "
                                  "training step on each backend that trains (the Keras backends and their plugins; "

@@ -9,6 +9,7 @@ worker at once instead of waiting for a busy one to finish its request.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import threading
@@ -20,6 +21,7 @@ EXIT_TERMINATED = int(ExitCode.TERMINATED)  # 128 + SIGTERM
 
 _terminating = False
 _announce = True   # print the one "terminated" line (a campaign's slot processes leave it to their shard)
+_exiting = False   # the interpreter runs its exit handlers: everything has unwound already
 
 
 class Terminated(SystemExit):
@@ -36,8 +38,12 @@ def terminating() -> bool:
 
 def _on_sigterm(signum: int, frame: Any) -> None:
     global _terminating
-    if _terminating:
-        return  # a second SIGTERM while unwinding: let the cleanup finish (SIGKILL still works)
+    if _terminating or _exiting:
+        # a second SIGTERM while unwinding, or one during the exit handlers (a parent stopping
+        # a process that is already ending): let the cleanup finish (SIGKILL still works); an
+        # exception raised in an exit handler would only print a traceback
+        _terminating = True
+        return
     _terminating = True
     if _announce:
         try:
@@ -55,3 +61,9 @@ def install(announce: bool = True) -> None:
     _announce = announce
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
+        atexit.register(_mark_exiting)  # runs before the handlers registered earlier (logging's)
+
+
+def _mark_exiting() -> None:
+    global _exiting
+    _exiting = True

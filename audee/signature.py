@@ -40,6 +40,7 @@ from audee.bounded import clean_text, utf8
 from audee.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
                         ZERO_DIVISOR, Finding, Kind)
 from audee.kinds import TRAINING_FAILURES, with_accumulated
+from audee.levels import source_name
 from audee.records.findings import BackendError
 from audee.records.localization import parse_localization
 
@@ -395,10 +396,10 @@ def _audee_raised(traceback: str | None) -> bool:
 
 
 def _op_case(meta: dict[str, Any] | None) -> bool:
-    """Whether a case is one ``keras.ops`` call (issue 30): its tensors are the op's whole
+    """Whether a case is one ``keras.ops`` call: its tensors are the op's whole
     input, so a clean refusal at run may answer their values (``linalg.eigh`` raising on a
     NaN where another backend returns NaN: undefined), as a model's never does."""
-    return str((meta or {}).get("seed", "")).startswith("op:")
+    return source_name(meta) == "op"
 
 
 def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[int] | None = None,
@@ -464,7 +465,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         odd = tuple(sorted(str(b) for b in detail.culprit))
     case_api = (meta or {}).get("api") if isinstance((meta or {}).get("api"), str) else None
     if not layers and case_api and _op_case(meta):
-        layers = {case_api: (case_api, {})}  # an op case (issue 30): its drawn arguments are the op's "layer"
+        layers = {case_api: (case_api, {})}  # an op case: its drawn arguments are the op's "layer"
     invalid = sorted({f"invalid:{m['param']}" for m in muts if m.get("invalid")})
 
     def blamed(layer: str | None, error: str | None = None) -> tuple[str | None, tuple]:

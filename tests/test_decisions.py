@@ -194,12 +194,12 @@ def test_settings_are_frozen():
 
 
 def test_fuzz_reads_the_judging_settings_in_one_place():
-    """The tie margin and tolerances travel inside the settings object: fuzz.py reads them
-    once (``judging``) for the Executor and the case files alike."""
+    """The tie margin and tolerances travel inside the settings object: the levels read them
+    once (``judging``) for every level's runner and the case files alike."""
     from audee.fuzz import FuzzConfig, judging
 
-    text = (ROOT / "audee/fuzz.py").read_text()
-    assert text.count("cfg.tie_margin") == 1 and text.count("cfg.tolerances()") == 1
+    texts = [p.read_text() for p in [ROOT / "audee/fuzz.py", *sorted((ROOT / "audee/levels").rglob("*.py"))]]
+    assert sum(t.count("cfg.tie_margin") for t in texts) == 1 and sum(t.count("cfg.tolerances()") for t in texts) == 1
     cfg = FuzzConfig([], "/tmp/out", tie_margin=0.25, float32_rtol=0.5)
     assert judging(cfg) == {"tie_margin": 0.25, "tolerances": cfg.tolerances()}
     assert judging(cfg)["tolerances"]["float32"]["rtol"] == 0.5

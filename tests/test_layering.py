@@ -64,22 +64,25 @@ def dotted(entry: str) -> tuple[str, bool]:
 
 def layer_of(mods: dict[str, Path]) -> dict[str, tuple[int, str]]:
     """Each module's (layer index, layer name): an entry naming the module wins over a
-    package entry, the innermost package over an outer one."""
-    entries: dict[str, tuple[int, str, bool]] = {}
+    package entry, the innermost package over an outer one (``pkg/__init__`` names the
+    package's own module apart from its submodules, ``pkg/``)."""
+    modules_named: dict[str, tuple[int, str]] = {}
+    packages: dict[str, tuple[int, str]] = {}
     for i, (name, names) in enumerate(layers()):
         for entry in names:
             mod, package = dotted(entry)
-            assert mod not in entries, f"{DOC}: {entry} is in two layers"
+            table = packages if package else modules_named
+            assert mod not in table, f"{DOC}: {entry} is in two layers"
             assert mod in mods, f"{DOC}: layer {name!r} names {entry}, which is no module of audee/"
-            entries[mod] = (i, name, package)
+            table[mod] = (i, name)
     out = {}
     for mod in mods:
-        if mod in entries:
-            out[mod] = entries[mod][:2]
+        if mod in modules_named:
+            out[mod] = modules_named[mod]
             continue
-        owners = [m for m, (_, _, pkg) in entries.items() if pkg and mod.startswith(m + ".")]
+        owners = [m for m in packages if mod == m or mod.startswith(m + ".")]
         if owners:
-            out[mod] = entries[max(owners, key=len)][:2]
+            out[mod] = packages[max(owners, key=len)]
     return out
 
 
@@ -201,3 +204,45 @@ def test_the_checker_sees_deferred_relative_and_circular_imports(tmp_path):
     assert cycles(ring) == [["a", "b", "c"]]
     assert dotted("apis/") == ("audee.apis", True) and dotted("__init__") == ("audee", False)
     assert dotted("localize/__main__") == ("audee.localize.__main__", False)
+
+
+LEVELS = PACKAGE / "levels"
+LEVEL_INSPECTION = re.compile(r'is_op\b|phase"\) == "train"|startswith\("op:"\)|_training_case')
+
+
+def level_packages(package: Path = PACKAGE) -> list[str]:
+    """The case levels' packages (``audee.levels.<name>``: a folder with an ``__init__``)."""
+    base = package / "levels"
+    return sorted(f"audee.levels.{d.name}" for d in base.iterdir() if (d / "__init__.py").is_file())
+
+
+def test_no_module_outside_a_level_imports_it():
+    """A level is found through its registry (``audee.levels``: it imports the package by
+    name when asked for), never imported by another module: a new level is its package and
+    one registry line (docs/architecture.md, Layers)."""
+    mods = modules()
+    levels = level_packages()
+    assert levels, f"no level packages under {LEVELS}"
+    bad = [f"{e.where}: {e.source} imports {e.target}" for e in imports(mods) for lv in levels
+           if (e.target == lv or e.target.startswith(lv + ".")) and not (e.source == lv or
+                                                                          e.source.startswith(lv + "."))]
+    assert not bad, "modules importing a level's package (ask audee.levels instead):\n" + "\n".join(bad)
+
+
+def test_every_registered_level_is_a_package_and_every_package_registered():
+    registry = (LEVELS / "__init__.py").read_text()
+    named = set(re.findall(r'Entry\("[^"]+", "(audee\.levels\.[a-z_]+)"', registry))
+    assert named == set(level_packages()), (named, level_packages())
+
+
+def test_no_module_outside_the_levels_inspects_a_case_for_its_level():
+    """Which wing a case belongs to is the registry's answer (``level_of``, ``level_name``,
+    ``source_name``), not an ``if`` on the record in each command."""
+    found = []
+    for mod, path in modules().items():
+        if mod == "audee.levels" or mod.startswith("audee.levels."):
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if LEVEL_INSPECTION.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not found, "level inspected outside audee/levels:\n" + "\n".join(found)

@@ -216,3 +216,28 @@ def test_a_non_positive_timeout_is_refused():
     pool = Pool(refs, Path("unused"), timeout=5)
     with pytest.raises(ValueError):
         pool.set_timeout(0)
+
+
+def test_a_sigterm_during_the_exit_handlers_prints_no_traceback(tmp_path):
+    """A parent stopping a process that is already ending (a campaign's slot process as it
+    flushes its logs) must not turn the exit handlers into a traceback on the user's stderr."""
+    flag = tmp_path / "sent"
+    code = f"""
+import atexit, os, sys, time
+def flushing():   # registered first, so it runs after audee's own exit handler (as logging's does)
+    print("in-exit", flush=True)
+    for _ in range(6000):
+        if os.path.exists({str(flag)!r}):
+            break
+        time.sleep(0.01)
+    print("handler-done", flush=True)
+atexit.register(flushing)
+from audee import signals
+signals.install(announce=False)
+"""
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "in-exit"
+    p.send_signal(signal.SIGTERM)
+    flag.write_text("x")
+    out, err = p.communicate(timeout=120)
+    assert "handler-done" in out and "Traceback" not in err and p.returncode == 0, (p.returncode, err)

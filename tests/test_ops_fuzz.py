@@ -126,6 +126,7 @@ def test_an_op_a_backend_breaks_is_flagged_on_that_backend_alone(jax_pool):
 def test_fuzz_op_writes_rows_case_files_and_a_repro_that_reproduces_alone(jax_pool, tmp_path):
     pool = jax_pool
     from audee.fuzz import FuzzConfig, fuzz_ops
+    from audee.levels import level_of
     from audee.store import CaseRecord, RunStore
 
     cfg = FuzzConfig([w.ref for w in pool.workers.values()], tmp_path, variants=2, rng=3)
@@ -135,7 +136,7 @@ def test_fuzz_op_writes_rows_case_files_and_a_repro_that_reproduces_alone(jax_po
     bad = [r for r in rows if r.api == "cumsum" and r.status == "fail"]
     assert bad and bad[0].case_file and all(PLUGIN in s["backends"] for s in bad[0].signatures)
     rec = CaseRecord.from_file(tmp_path / bad[0].case_file)
-    assert rec.is_op and rec.op["op"] == "cumsum" and rec.spec == {}
+    assert level_of(rec).name == "op" and rec.op["op"] == "cumsum" and rec.spec == {}
     scripts = sorted((tmp_path / "repro").glob("*cumsum*.py"))
     assert scripts, list((tmp_path / "repro").glob("*"))
     got = subprocess.run([sys.executable, "-P", str(scripts[0])], env={**os.environ, "PYTHONPATH": str(REPO)},

@@ -40,10 +40,10 @@ def test_a_rider_activation_does_not_split_a_root_cause():
             {"layer": "deconv", "param": "activation", "old": None, "new": act}]}
         rows.append(signatures_of(_divergent(SIZE), SPEC, meta))
     bugs = unique_bugs(_rows(*rows), [])
-    assert len({b["key"] for b in bugs}) == 3            # signatures keep the rider ...
+    assert len({b.key for b in bugs}) == 3            # signatures keep the rider ...
     (root,) = root_causes(bugs)                           # ... the root cause does not
-    assert root["op"] == "Conv3DBackpropInput" and root["component"] == "tensorflow" and root["cases"] == 3
-    assert root["class"] == "bug" and root["signatures"] == 3
+    assert root.op == "Conv3DBackpropInput" and root.component == "tensorflow" and root.cases == 3
+    assert root.klass == "bug" and root.signatures == 3
 
 
 def test_ops_are_read_from_framework_and_converter_errors():
@@ -66,9 +66,9 @@ def test_pairwise_findings_of_one_odd_backend_are_one_signature_and_one_root():
                                                                       "odd": ["jax"]}), SPEC, {})
             for other in ("onnxruntime", "tensorflow", "torch")]
     bugs = unique_bugs(_rows(*sigs), [])
-    assert len(bugs) == 1 and bugs[0]["cases"] == 3 and "jax" in bugs[0]["slug"]
+    assert len(bugs) == 1 and bugs[0].cases == 3 and "jax" in bugs[0].slug
     (root,) = root_causes(bugs)
-    assert root["odd"] == ["jax"] and root["api"] == "Dense" and root["kind"] == "deviation"
+    assert root.odd == ("jax",) and root.api == "Dense" and root.kind == "deviation"
     # two backends: the oracle cannot tell, the pair names the root
     two = signatures_of(Finding(Kind.DEVIATION, ["jax", "torch"], {"pair": "jax|torch", "own_layers": ["dense"],
                                                                    "odd": []}), SPEC, {})
@@ -82,9 +82,9 @@ def test_a_pair_folds_into_the_root_of_the_odd_backend_it_holds():
     odd = deviation(("tensorflow", "torch"), ["torch"])
     pairs = [deviation(("jax", "torch"), []), deviation(("tensorflow", "torch"), [])]
     bugs = unique_bugs(_rows(odd, *pairs), [])
-    assert len({root_key(b["signature"]) for b in bugs}) == 3           # three signatures, three keys ...
+    assert len({root_key(b.signature) for b in bugs}) == 3           # three signatures, three keys ...
     (root,) = root_causes(bugs)                                          # ... one fix
-    assert root["odd"] == ["torch"] and root["signatures"] == 3 and root["cases"] == 3
+    assert root.odd == ("torch",) and root.signatures == 3 and root.cases == 3
     # a pair without the odd root of its layer, or another layer's pair, stays its own
     other = signatures_of(Finding(Kind.DEVIATION, ["jax", "tensorflow"], {"pair": "jax|tensorflow",
                                                                           "own_layers": ["dense"], "odd": []}),
@@ -132,7 +132,7 @@ def test_undefined_inputs_and_the_harness_are_classed_apart():
     (s,) = signatures_of(nan, SPEC, {"special_inputs": {"nan": 3}})
     assert classify(s)[0] == "undefined"
     (root,) = root_causes(unique_bugs(_rows([s]), []))
-    assert root["silent"] == "onnxruntime"                # one backend silently different: said so
+    assert root.silent == "onnxruntime"                # one backend silently different: said so
     frame = 'Traceback (most recent call last):\n  File "/x/site-packages/audee/backends/onnx_backend.py", line 9\n'
     (h,) = signatures_of(_divergent("ValueError: glue", "onnxruntime", "convert", frame), SPEC, {})
     assert classify(h)[0] == "harness"
@@ -178,7 +178,7 @@ def test_old_rows_without_root_fields_still_read():
     old = {"kind": "deviation", "api": "Dense", "params": [], "backends": ["jax", "torch"], "phase": None,
            "error": None, "key": "x", "slug": "y"}
     (root,) = root_causes(unique_bugs([_row("c0", [old])], []))
-    assert root["class"] == "bug" and root["odd"] == [] and root["api"] == "Dense"
+    assert root.klass == "bug" and root.odd == () and root.api == "Dense"
 
 
 # ---- on TensorFlow and onnxruntime ---------------------------------------------------------------
@@ -228,12 +228,12 @@ def test_one_converter_failure_is_one_root_cause_whatever_rides_along_or_carries
         assert row.status == "fail" and row.backends["tensorflow"] == "ok", row
         assert row.backends["onnxruntime"] != "ok", row
     roots = root_causes(unique_bugs(riders, []))
-    assert len(roots) == 1 and roots[0]["cases"] == 2 and roots[0]["component"] in ("tf2onnx", "onnxruntime")
+    assert len(roots) == 1 and roots[0].cases == 2 and roots[0].component in ("tf2onnx", "onnxruntime")
     (g,) = root_causes(unique_bugs(gelu, []))
-    assert g["op"] == "Erfc" and g["component"] == "tf2onnx" and g["cases"] == 2
-    assert g["class"] == "limitation"                     # an op the converter does not support
+    assert g.op == "Erfc" and g.component == "tf2onnx" and g.cases == 2
+    assert g.klass == "limitation"                     # an op the converter does not support
     known = root_causes(unique_bugs(gelu, load_known_issues()))
-    assert known[0]["known_id"] == "tf2onnx-gelu-erfc"
+    assert known[0].known_id == "tf2onnx-gelu-erfc"
 
 
 def test_a_new_bug_gets_an_upstream_ready_report(tmp_path):
@@ -359,7 +359,7 @@ def test_signatures_matching_known_issues_at_one_link_are_one_root_cause():
     rows = _rows([tf], [lite])
     assert len(root_causes(unique_bugs(rows, []))) == 2
     (root,) = root_causes(unique_bugs(rows, issues))
-    assert root["status"] == "known" and root["cases"] == 2
+    assert root.status == "known" and root.cases == 2
 
 
 def test_flush_to_zero_on_subnormal_rows_is_undefined_unless_a_flushing_backend_is_odd_alone():

@@ -151,9 +151,9 @@ def test_root_causes_join_parameter_classes_and_name_the_odd_backend_out():
     other = Signature(Kind.DIVERGENT_ACCEPTANCE, "AdaptiveMaxPooling2D", (), ("torch",), "run", "IndexError: x")
     bugs = unique_bugs([row(i, s) for i, s in enumerate(dev + rej + [other])], [])
     assert len(bugs) == 5  # the deviations of one odd backend share a key where the parameter class does
-    roots = {(g["kind"], g["error"]): g for g in root_causes(bugs)}
+    roots = {(g.kind, g.error): g for g in root_causes(bugs)}
     assert len(roots) == 3
     d = roots[(Kind.DEVIATION, None)]
-    assert d["signatures"] == 2 and d["odd"] == ["jax"] and d["cases"] == 3
+    assert d.signatures == 2 and d.odd == ("jax",) and d.cases == 3
     r = roots[(Kind.DIVERGENT_ACCEPTANCE, neg)]
-    assert r["signatures"] == 2 and r["backends"] == ["onnxruntime", "tensorflow"] and r["component"] == "tensorflow"
+    assert r.signatures == 2 and r.backends == ("onnxruntime", "tensorflow") and r.component == "tensorflow"

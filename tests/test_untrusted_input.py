@@ -126,7 +126,7 @@ def test_summary_known_issue_and_repro_scripts_of_the_garbled_run(garbled_run, t
     assert summary["unique_bugs"] >= 1 and summary["classes"]
     store = RunStore(garbled_run)
     bugs = unique_bugs([store.placed(r) for r in store.rows()], issues)
-    assert bugs and all(b["known_id"] == "garbled-open" and _valid_text(b["error"]) for b in bugs)
+    assert bugs and all(b.known_id == "garbled-open" and _valid_text(b.error) for b in bugs)
 
 
 def test_report_on_the_garbled_run_and_on_rows_with_surrogates(garbled_run, tmp_path):

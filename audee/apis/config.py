@@ -1,5 +1,5 @@
 """API configs: one YAML file per Keras layer API (the paper's section 2.3, Figure 2), and
-one per ``keras.ops`` function (issue 30, ``api_configs/ops/``), in one schema.
+one per ``keras.ops`` function (``api_configs/ops/``), in one schema.
 
 Each parameter has a type, the valid values or range that network mutation draws from,
 and crafty invalid values (0 or negative sizes, None for strings, out-of-range rates).
@@ -117,8 +117,10 @@ class ApiConfig:
     undefined: list[str] = field(default_factory=list)
 
     @property
-    def is_op(self) -> bool:
-        return self.category in OP_CATEGORIES
+    def namespace(self) -> str:
+        """Where Keras holds what the config configures: ``ops`` (a ``keras.ops`` function,
+        category ``op.*``) or ``layers`` (a ``keras.layers`` class)."""
+        return "ops" if self.category in OP_CATEGORIES else "layers"
 
     def __post_init__(self) -> None:
         if not self.ranks and self.rank is not None:
@@ -261,11 +263,11 @@ def load_api_config(path: str | Path) -> ApiConfig:
     api = data.get("api")
     if api != path.stem:
         raise _err(source, "api", f"must equal the file name {path.stem!r}, got {api!r}")
-    is_op = data.get("category") in OP_CATEGORIES
-    if data.get("category") not in CATEGORIES and not is_op:
+    op_config = data.get("category") in OP_CATEGORIES
+    if data.get("category") not in CATEGORIES and not op_config:
         raise _err(source, "category", f"expected one of {', '.join(CATEGORIES + OP_CATEGORIES)}, "
                                        f"got {data.get('category')!r}")
-    low = 0 if is_op else 2  # an op's tensor may be a scalar; a layer's input has a batch axis and more
+    low = 0 if op_config else 2  # an op's tensor may be a scalar; a layer's input has a batch axis and more
     inputs = data.get("inputs", 1)
     if inputs != "many" and not (_is_int(inputs) and inputs >= 1):
         raise _err(source, "inputs", f"expected a positive int or 'many', got {inputs!r}")
@@ -286,17 +288,17 @@ def load_api_config(path: str | Path) -> ApiConfig:
     if ids is not None and not (isinstance(ids, str) and isinstance(params.get(ids), dict)
                                 and params[ids].get("type") == "int"):
         raise _err(source, "ids", f"expected the name of an int parameter bounding the input ids, got {ids!r}")
-    args, derive, undefined = _check_op_keys(data, source, is_op)
+    args, derive, undefined = _check_op_keys(data, source, op_config)
     return ApiConfig(api, data["category"], inputs, {n: _check_param(n, p, source) for n, p in params.items()},
                      rank if rank is not None else (ranks[0] if ranks and len(ranks) == 1 else None),
                      str(data.get("note", "")), source, list(ranks or []), ids, args, derive, undefined)
 
 
-def _check_op_keys(data: dict[str, Any], source: str, is_op: bool) -> tuple[dict[str, ParamConfig], str | None,
+def _check_op_keys(data: dict[str, Any], source: str, op_config: bool) -> tuple[dict[str, ParamConfig], str | None,
                                                                              list[str]]:
     """An op config's ``args`` (positional, in order), ``derive`` and ``undefined``; a layer
     config may hold none of them, and a tensor type belongs to an op's arguments only."""
-    if not is_op:
+    if not op_config:
         for key in ("args", "derive", "undefined"):
             if key in data:
                 raise _err(source, key, "only an op config (category op.*) has this key")
@@ -336,7 +338,7 @@ def load_op_configs(directory: str | Path | None = None) -> dict[str, ApiConfig]
     A file there that is no op config (category op.*) is refused."""
     configs = dict(_load_dir(str(Path(directory) if directory else api_configs_dir() / "ops")))
     for name, cfg in configs.items():
-        if not cfg.is_op:
+        if cfg.namespace != "ops":
             raise ConfigError(f"not an op config (category {cfg.category!r}; expected one of "
                               f"{', '.join(OP_CATEGORIES)})", source=cfg.source, field="category")
     return configs

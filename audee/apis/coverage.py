@@ -98,16 +98,16 @@ def coverage_rows(configs: Mapping[str, ApiConfig]) -> list[dict[str, str]]:
     Op configs (``keras.ops``) are checked against the function's signature, their
     positional ``args`` and keyword ``params`` together."""
     keras = _keras()
-    ops = keras_op_functions() if any(c.is_op for c in configs.values()) else {}
+    ops = keras_op_functions() if any(c.namespace == "ops" for c in configs.values()) else {}
     rows = []
     for api in sorted(configs):
         cfg = configs[api]
-        target = ops.get(api) if cfg.is_op else getattr(keras.layers, api, None)
+        target = getattr(keras.layers, api, None) if cfg.namespace == "layers" else ops.get(api)
         if target is None:
             rows.append({"api": api, "param": "", "status": "not_in_keras",
-                         "reason": "no such keras.ops function" if cfg.is_op else "no such keras.layers API"})
+                         "reason": f"no such keras.{cfg.namespace} " + ("function" if cfg.namespace == "ops" else "API")})
             continue
-        params = op_params(target) if cfg.is_op else constructor_params(target)
+        params = op_params(target) if cfg.namespace == "ops" else constructor_params(target)
         given = {**cfg.args, **cfg.params}
         for name in params:
             pcfg = given.get(name)
@@ -115,14 +115,14 @@ def coverage_rows(configs: Mapping[str, ApiConfig]) -> list[dict[str, str]]:
                 rows.append({"api": api, "param": name, "status": "skipped", "reason": pcfg.skip})
             elif pcfg is not None:
                 rows.append({"api": api, "param": name, "status": "configured", "reason": ""})
-            elif exempt_reason(name) and not cfg.is_op:
+            elif exempt_reason(name) and cfg.namespace == "layers":
                 rows.append({"api": api, "param": name, "status": "exempt", "reason": exempt_reason(name) or ""})
             else:
                 rows.append({"api": api, "param": name, "status": "missing", "reason": "not in the config"})
         for name in given:
             if name not in params:
                 rows.append({"api": api, "param": name, "status": "not_in_keras",
-                             "reason": f"keras.{'ops' if cfg.is_op else 'layers'}.{api} takes no such parameter"})
+                             "reason": f"keras.{cfg.namespace}.{api} takes no such parameter"})
     return rows
 
 

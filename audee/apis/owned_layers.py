@@ -1,5 +1,5 @@
 """audee's own layers and the model round trips: the closed whitelist a spec may name
-beyond ``keras.layers`` (issue 27's equivalence rules need them).
+beyond ``keras.layers`` (the equivalence rules need them).
 
 Two layers: ``AudeeReverse`` (the time-reversed sequence: ``go_backwards``' equivalent input)
 and ``AudeeFormula`` (a normalization or an activation computed by its documented formula,

@@ -164,7 +164,7 @@ class Backend(ABC):
     runs_ops: ClassVar[bool] = False
 
     def run_op(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> list[tuple[np.ndarray, str]]:
-        """Call one ``keras.ops`` function (issue 30): ``call`` is an op case's plain data
+        """Call one ``keras.ops`` function: ``call`` is an op case's plain data
         (:meth:`audee.mutation.oplevel.OpCase.call`: ``op``, ``args``, ``kwargs``, ``dtypes``;
         a tensor is ``{"tensor": name}`` into ``tensors``).  Returns every output (a tuple
         or list of them flattened in order) as (numpy array, Keras dtype name); bfloat16

@@ -6,7 +6,9 @@ the parent process reads without importing any framework: which component a fail
 blamed on and where its bugs are filed, which packages' versions a report prints and a
 standalone script needs, what it can run (models, training steps, ``keras.ops`` calls), its
 explicit "unsupported" words, how its errors name the op that failed, whether its CPU
-kernels flush subnormals to zero, and which Keras backend's model it runs or converts.
+kernels flush subnormals to zero, which Keras backend's model it runs or converts, and the
+lines it contributes to a standalone script (:class:`ScriptCode`: as NNSmith's backends emit
+their own import, compile and run lines, so no script template names a backend).
 
 A plugin backend (``package.module:ClassName``) is described by :func:`describe` with the
 defaults of :class:`BackendInfo`: its name is its component, it is filed nowhere in
@@ -27,6 +29,26 @@ class OpName:
 
     pattern: str
     rank: int
+
+
+@dataclass(frozen=True)
+class ScriptCode:
+    """A backend's own lines in a standalone model script (``audee.repro.scaffold`` writes
+    them in; the script imports numpy and the frameworks only, so this is text, not code
+    audee runs).
+
+    ``run`` is the body of ``run(keras, model, spec, xs, at)``: ``model`` is the built Keras
+    model with its weights, ``spec`` the script's model as JSON (``inputs``, ``layers``),
+    ``xs`` the inputs in order; it converts and runs the model, keeps ``at["phase"]``
+    (``convert``, ``run``) true for an error's report, and returns every layer's output.
+    ``helpers`` are whole functions ``run`` calls, written once however many backends share
+    them; ``gpu`` the body of ``gpu(full)``, run after ``import keras`` on a GPU device
+    (``full``: float32 math, else TF32); ``env`` is set before Keras is imported."""
+
+    run: str
+    helpers: tuple[str, ...] = ()
+    gpu: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -55,12 +77,87 @@ class BackendInfo:
     op_names: tuple[OpName, ...] = ()     # how its errors name the failing op
     query_noise: tuple[str, ...] = ()     # words every error of it carries: no use in a tracker search
     flushes_subnormals: bool = False      # its CPU kernels flush subnormals to zero by design
+    script: ScriptCode | None = None      # its lines in a standalone model script (None: it has none)
     builtin: bool = field(default=False)  # described here (not a plugin's defaults)
 
     @property
     def blamed(self) -> str:
         """The component its own failures are blamed on."""
         return self.component or self.name
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """The modules a script imports to run it (its packages as Python names), whose
+        versions the script prints."""
+        return tuple(p.replace("-", "_") for p in self.packages)
+
+
+# ---- each backend's lines in a standalone model script (ScriptCode) ---------------------------------
+_TF_GPU = """import tensorflow as tf
+tf.config.experimental.enable_tensor_float_32_execution(not full)"""
+_TORCH_GPU = """import torch
+if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9
+    for switch in (torch.backends.cuda.matmul, torch.backends.cudnn.conv, torch.backends.cudnn.rnn):
+        switch.fp32_precision = "ieee" if full else "tf32"
+else:
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = not full"""
+_TF_GRAPH = ScriptCode("""# a traced graph
+import tensorflow as tf
+at["phase"] = "run"
+return tf.function(lambda xs: model(xs, training=False), autograph=False)(xs)""", gpu=_TF_GPU)
+_JAX_ARGS = ("args = ([v.value for v in model.trainable_variables], "
+             "[v.value for v in model.non_trainable_variables], xs)")
+_JAX_JIT = ScriptCode(f"""# jitted, as deployed
+import jax
+at["phase"] = "run"
+{_JAX_ARGS}
+return jax.jit(lambda tv, ntv, xs: model.stateless_call(tv, ntv, xs, training=False)[0])(*args)""")
+_TORCH_EAGER = ScriptCode("""# eagerly
+import torch
+at["phase"] = "run"
+with torch.no_grad():
+    return model([keras.ops.convert_to_tensor(x) for x in xs], training=False)""", gpu=_TORCH_GPU)
+#: tf2onnx from the TensorFlow backend, as audee converts: one export with the weights as graph
+#: inputs, then the weights written into the graph as constants (as audee bakes them)
+_TF2ONNX = '''def tf2onnx_graph(keras, model, spec, xs, at):
+    """tf2onnx's ONNX graph of the TensorFlow backend's model, the weights baked in as
+    constants; its feed and its output names."""
+    import onnx
+    import tensorflow as tf
+    import tf2onnx
+    at["phase"] = "convert"
+    ws = list(model.trainable_variables) + list(model.non_trainable_variables)
+    n_x, n_tv = len(spec["inputs"]), len(model.trainable_variables)
+    sig = [tf.TensorSpec((None, *i["shape"]), i["dtype"], name=i["name"]) for i in spec["inputs"]]
+    sig += [tf.TensorSpec(v.shape, v.dtype, name=f"audee_w{k}") for k, v in enumerate(ws)]
+
+    def call(*args):  # the weights as graph inputs, as audee converts (one export, any weights)
+        ys = model.stateless_call(list(args[n_x:n_x + n_tv]), list(args[n_x + n_tv:]), list(args[:n_x]),
+                                  training=False)[0]
+        return {f"y{k}": tf.identity(y) for k, y in enumerate(ys if isinstance(ys, (list, tuple)) else [ys])}
+
+    fn = tf.function(call, input_signature=sig, autograph=False)
+    proto, _ = tf2onnx.convert.from_function(fn, input_signature=sig, opset=15)
+    # then written into the graph as constants (as audee bakes them), with the tensors
+    # the traced call captured (tf2onnx lists those as graph inputs too)
+    values = {f"audee_w{k}": keras.ops.convert_to_numpy(v.value) for k, v in enumerate(ws)}
+    values.update({inner.name: np.asarray(outer.numpy()) for outer, inner
+                   in fn.get_concrete_function().graph.captures if outer.dtype.name != "resource"})
+    baked = [g for g in proto.graph.input if g.name in values]
+    proto.graph.initializer.extend(onnx.numpy_helper.from_array(
+        values[g.name].astype(onnx.helper.tensor_dtype_to_np_dtype(g.type.tensor_type.elem_type)), g.name)
+        for g in baked)
+    kept = [g for g in proto.graph.input if g.name not in values]
+    del proto.graph.input[:]
+    proto.graph.input.extend(kept)
+    feed = {i["name"]: x for i, x in zip(spec["inputs"], xs)}
+    return proto, feed, [f"y{k}" for k in range(len(spec["layers"]))]'''
+_ORT_SCRIPT = ScriptCode("""# tf2onnx from the TensorFlow backend, then an ONNX Runtime session
+proto, feed, names = tf2onnx_graph(keras, model, spec, xs, at)
+import onnxruntime as ort
+session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+at["phase"] = "run"
+return session.run(names, feed)""", helpers=(_TF2ONNX,))
 
 
 # ---- shared facts: the Keras layer, ONNX, each framework -----------------------------------------
@@ -92,19 +189,19 @@ TENSORFLOW = BackendInfo(
               OpName(r"The (\w+) op currently", 130),                          # CPU kernel limits
               OpName(r"\{\{node (?:[^{}]*/)?([A-Z]\w*)\}\}", 140),             # a graph node: .../MaxPool3D
               *_KERAS_OPS),
-    flushes_subnormals=True, builtin=True)
+    flushes_subnormals=True, script=_TF_GRAPH, builtin=True)
 TORCH = BackendInfo(
     name="torch", target="audee.backends.keras_backends:TorchBackend", label="Keras 3 on PyTorch, eagerly",
     keras_backend="torch", trackers=("keras-team/keras", "pytorch/pytorch"), version_keys=("keras", "torch"),
     packages=("torch",), trains=True, runs_ops=True, unsupported=_KERAS_UNSUPPORTED, op_names=_KERAS_OPS,
-    builtin=True)
+    script=_TORCH_EAGER, builtin=True)
 JAX = BackendInfo(
     name="jax", target="audee.backends.keras_backends:JaxBackend", label="Keras 3 on JAX, jitted",
     keras_backend="jax", trackers=("keras-team/keras", "jax-ml/jax"), version_keys=("keras", "jax", "jaxlib"),
     packages=("jax",), trains=True, runs_ops=True, unsupported=_KERAS_UNSUPPORTED,
     op_names=(OpName(r"supported by (?!(?:the|a|an)\b)(\w+)", 150),  # ... is not supported by dot_general
               *_KERAS_OPS),
-    flushes_subnormals=True, builtin=True)  # jax-ml/jax#16200
+    flushes_subnormals=True, script=_JAX_JIT, builtin=True)  # jax-ml/jax#16200
 ONNXRUNTIME = BackendInfo(
     name="onnxruntime", target="audee.backends.onnx_backend:OnnxRuntimeBackend",
     label="TensorFlow's Keras model converted by tf2onnx, run by ONNX Runtime", keras_backend="tensorflow",
@@ -117,7 +214,7 @@ ONNXRUNTIME = BackendInfo(
     unsupported=(r"No Op registered for",
                  r"NOT_IMPLEMENTED : Could not find an implementation for"),  # no kernel for the op and type
     op_names=(*_ONNX_OPS, OpName(r"running (\w+) node", 110)),  # a kernel at run
-    query_noise=("onnxruntime",), builtin=True)
+    query_noise=("onnxruntime",), script=_ORT_SCRIPT, builtin=True)
 
 
 def _mode(base: BackendInfo, name: str, cls: str, label: str, **changes: object) -> BackendInfo:
@@ -133,15 +230,33 @@ BUILTIN_INFO: dict[str, BackendInfo] = {i.name: i for i in (
     replace(ONNXRUNTIME, name="onnxruntime-fed", target="audee.backends.onnx_backend:OnnxRuntimeFedBackend",
             label="as onnxruntime, the weights fed as graph inputs on every call"),
     # the other execution mode of each framework
-    _mode(TENSORFLOW, "tensorflow-eager", "TensorflowEagerBackend", "Keras 3 on TensorFlow, eagerly"),
+    _mode(TENSORFLOW, "tensorflow-eager", "TensorflowEagerBackend", "Keras 3 on TensorFlow, eagerly",
+          script=ScriptCode("""# eagerly
+import tensorflow as tf  # noqa: F401 - started as the other modes start it
+at["phase"] = "run"
+return model(xs, training=False)""", gpu=_TF_GPU)),
     _mode(TENSORFLOW, "tensorflow-xla", "TensorflowXlaBackend", "Keras 3 on TensorFlow, compiled by XLA",
-          trackers=("tensorflow/tensorflow", "openxla/xla")),
+          trackers=("tensorflow/tensorflow", "openxla/xla"), script=ScriptCode("""# a traced graph compiled by XLA
+import tensorflow as tf
+at["phase"] = "run"
+return tf.function(lambda xs: model(xs, training=False), autograph=False, jit_compile=True)(xs)""", gpu=_TF_GPU)),
     _mode(TENSORFLOW, "tensorflow-noonednn", "TensorflowNoOneDnnBackend",
-          "Keras 3 on TensorFlow, a traced graph on TensorFlow's own CPU kernels (oneDNN off)"),
+          "Keras 3 on TensorFlow, a traced graph on TensorFlow's own CPU kernels (oneDNN off)",
+          script=replace(_TF_GRAPH, env=(("TF_ENABLE_ONEDNN_OPTS", "0"),))),  # read at import
     _mode(TORCH, "torch-compile", "TorchCompileBackend", "Keras 3 on PyTorch under torch.compile",
-          trackers=("pytorch/pytorch", "keras-team/keras"), runs_ops=False),
+          trackers=("pytorch/pytorch", "keras-team/keras"), runs_ops=False, script=ScriptCode("""# under torch.compile
+import torch
+at["phase"] = "run"
+with torch.no_grad():
+    return torch.compile(model, dynamic=False)([keras.ops.convert_to_tensor(x) for x in xs], training=False)""",
+                                                                                gpu=_TORCH_GPU)),
     _mode(JAX, "jax-eager", "JaxEagerBackend", "Keras 3 on JAX, op by op",
-          trackers=("jax-ml/jax", "keras-team/keras")),
+          trackers=("jax-ml/jax", "keras-team/keras"), script=ScriptCode(f"""# op by op
+import jax
+at["phase"] = "run"
+{_JAX_ARGS}
+with jax.disable_jit():
+    return model.stateless_call(*args, training=False)[0]""")),
     # JAX with 64-bit types (jax_enable_x64): the float64 reference's JAX worker (registry.FLOAT64_TWIN)
     _mode(JAX, "jax-x64", "JaxX64Backend", "Keras 3 on JAX, jitted, with 64-bit types (jax_enable_x64)"),
     # more converters and runtimes
@@ -157,6 +272,15 @@ BUILTIN_INFO: dict[str, BackendInfo] = {i.name: i for i in (
         op_names=(*_ONNX_OPS,
                   OpName(r"No conversion rule found for operations: (\w+)", 40),  # its ONNX frontend
                   OpName(r"Failed operations detailed log: -- (\w+)-\d+", 50)),   # ConvTranspose-15 with ...
+        script=ScriptCode("""# tf2onnx from the TensorFlow backend, then OpenVINO's CPU plugin in float32
+proto, feed, names = tf2onnx_graph(keras, model, spec, xs, at)
+import openvino as ov
+core = ov.Core()  # float32: no bfloat16 inference on CPUs that have it
+compiled = core.compile_model(core.read_model(proto.SerializeToString()), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+at["phase"] = "run"
+got = compiled(feed)
+ports = {n: port for port in compiled.outputs for n in port.get_names()}
+return [np.asarray(got[ports[n]]) for n in names]""", helpers=(_TF2ONNX,)),
         builtin=True),
     BackendInfo(
         name="torch-onnx", target="audee.backends.torch_onnx_backend:TorchOnnxBackend",
@@ -166,6 +290,32 @@ BUILTIN_INFO: dict[str, BackendInfo] = {i.name: i for i in (
         version_keys=("keras", "torch", "onnxscript", "onnx", "onnxruntime"),
         packages=("torch", "onnxscript", "onnx", "onnxruntime"),
         unsupported=ONNXRUNTIME.unsupported, op_names=ONNXRUNTIME.op_names, query_noise=("onnxruntime",),
+        script=ScriptCode("""# torch.onnx.export(dynamo=True), opset 18, then an ONNX Runtime session
+import ctypes
+import onnxruntime as ort
+import torch
+at["phase"] = "convert"
+
+class Call(torch.nn.Module):
+    def forward(self, *args):
+        ys = model(list(args), training=False)
+        return tuple(ys) if isinstance(ys, (list, tuple)) else (ys,)
+
+names = [f"y{k}" for k in range(len(spec["layers"]))]
+program = torch.onnx.export(Call(), tuple(torch.from_numpy(x) for x in xs), dynamo=True, opset_version=18,
+                            input_names=[i["name"] for i in spec["inputs"]], output_names=names)
+session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+at["phase"] = "run"
+feed = {i["name"]: ort.OrtValue.ortvalue_from_numpy(x) for i, x in zip(spec["inputs"], xs)}
+
+def fetch(v):  # onnxruntime has no numpy type for bfloat16: its bytes, read by torch
+    if v.data_type() != "tensor(bfloat16)":
+        return v.numpy()
+    raw = bytearray(ctypes.string_at(v.data_ptr(), v.tensor_size_in_bytes()))
+    flat = torch.frombuffer(raw, dtype=torch.bfloat16) if raw else torch.zeros(0, dtype=torch.bfloat16)
+    return flat.reshape(v.shape())
+
+return [fetch(v) for v in session.run_with_ort_values(names, feed)]""", gpu=_TORCH_GPU),
         builtin=True),
     BackendInfo(
         name="litert", target="audee.backends.litert_backend:LiteRtBackend",
@@ -175,6 +325,27 @@ BUILTIN_INFO: dict[str, BackendInfo] = {i.name: i for i in (
         trains=True, runs_ops=True,  # as its class declares (it inherits TensorflowBackend's)
         unsupported=(r"neither a custom op nor a flex op",),  # the converter: no builtin op (Flex is off)
         op_names=(OpName(r"'tf\.(\w+)' op is neither a custom op", 30),),  # the converter: no builtin for a TF op
+        script=ScriptCode("""# the TFLite converter (builtin ops only), then the LiteRT interpreter
+import tensorflow as tf
+from ai_edge_litert.interpreter import Interpreter
+at["phase"] = "convert"
+tv = [tf.constant(v.value) for v in model.trainable_variables]  # the weights as constants
+ntv = [tf.constant(v.value) for v in model.non_trainable_variables]
+
+def call(*args):
+    ys = model.stateless_call(tv, ntv, list(args), training=False)[0]
+    return {f"y{k}": tf.identity(y) for k, y in enumerate(ys if isinstance(ys, (list, tuple)) else [ys])}
+
+sig = [tf.TensorSpec(np.shape(x), tf.as_dtype(np.asarray(x).dtype), name=i["name"])
+       for x, i in zip(xs, spec["inputs"])]
+concrete = tf.function(call, input_signature=sig, autograph=False).get_concrete_function()
+converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], tf.Module())
+converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+interpreter = Interpreter(model_content=converter.convert())
+runner = interpreter.get_signature_runner()
+at["phase"] = "run"
+got = runner(**{i["name"]: np.ascontiguousarray(x) for i, x in zip(spec["inputs"], xs)})
+return [np.asarray(got[f"y{k}"]) for k in range(len(got))]"""),
         builtin=True),
 )}
 

@@ -141,7 +141,7 @@ class KerasBackend(Backend):
     def _ordered(model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return [inputs[i.name] for i in model.spec.inputs]
 
-    # ---- keras.ops calls (issue 30: op-level cases) ----------------------------------------------
+    # ---- keras.ops calls (op-level cases) ----------------------------------------------
     runs_ops = True
 
     def op_function(self, name: str) -> Any:

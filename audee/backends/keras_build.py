@@ -87,7 +87,7 @@ class _Placeholder:
     """Stands in for a Keras initializer while a model is built for weights that replace
     every layer weight anyway: zeros from numpy, no framework op.  Running the real
     initializers costs a random draw per variable, and on JAX a compilation per new
-    weight shape (1 to 2.3 s per LeNet-5 variant, issue 13).  ``native`` hands the zeros
+    weight shape (1 to 2.3 s per LeNet-5 variant).  ``native`` hands the zeros
     over as the backend's own array where the variable would otherwise convert them with
     a framework op (JAX's ``asarray`` is a small compilation per new shape)."""
 

@@ -1,4 +1,4 @@
-"""The training step on each Keras backend, inside its worker (issue 29).
+"""The training step on each Keras backend, inside its worker.
 
 The same Keras model, weights, inputs and targets; each framework's own autodiff:
 

@@ -249,7 +249,7 @@ class OnnxRuntimeBackend(Backend):
         fn = tf.function(forward, input_signature=x_sig + w_sig, autograph=False)
         # The conversion waits for the first weight set or run: a build request answers with
         # the weight shapes at once, so this worker converts while the others compile and
-        # run, instead of every worker waiting for the slowest build (issue 13).
+        # run, instead of every worker waiting for the slowest build.
         return OnnxModel(built, [s.name for s in w_sig], (fn, x_sig + w_sig, tvars + ntvars))
 
     def converted(self, om: OnnxModel) -> OnnxModel:
@@ -323,7 +323,7 @@ class OnnxRuntimeBackend(Backend):
     def refusal(self, om: OnnxModel, exc: BaseException) -> str:
         """The message of a runtime's refusal of the converted graph, led by the ONNX
         checker's verdict when the checker rejects the graph too: then the graph is invalid
-        ONNX and the converter's bug, not the runtime's (OpenVINO's frontend refusing a
+        ONNX and the converter's bug, not the runtime's (a runtime whose frontend refuses a
         graph that mixes float16 and bfloat16 operands is right to; ``audee.signature``
         names the converter as the failing component)."""
         own = f"{type(exc).__name__}: {exc}"

@@ -166,7 +166,7 @@ class Worker:
         if "error" in hello:
             return WorkerFailure("error", "start", hello["error"]["message"], hello["error"]["traceback"])
         self.versions = hello["versions"]
-        self.runs_ops = bool(hello.get("runs_ops", False))  # keras.ops calls (op-level cases, issue 30)
+        self.runs_ops = bool(hello.get("runs_ops", False))  # keras.ops calls (op-level cases)
         self.precision_state = hello.get("precision", {"mode": self.ref.precision})
         log.info("worker %s: ready after %.1f s (%s)", self.label, time.monotonic() - self._started,
                  ", ".join(f"{k} {v}" for k, v in self.versions.items()))
@@ -536,7 +536,7 @@ class Pool:
         return [label for label in self.labels if getattr(self.workers[label], "runs_ops", False)]
 
     def submit_op(self, call: dict[str, Any], tensors: dict[str, Any], labels: list[str] | None = None) -> dict[str, int]:
-        """Send one ``keras.ops`` call (an op-level case, issue 30) to every backend that
+        """Send one ``keras.ops`` call (an op-level case) to every backend that
         runs ops (or ``labels``) without waiting: each backend's ticket for
         :meth:`collect_op`.  No build, no weights."""
         msg = {"op": "run_op", "call": call, "tensors": tensors}

@@ -103,7 +103,7 @@ class WorkerState:
             reply = self.train(msg)
             reply["phases"] = _added(carried, self.backend.clock.reset())
             return reply
-        if op == "run_op":  # an op-level case (issue 30): one keras.ops call, see run_op()
+        if op == "run_op":  # an op-level case: one keras.ops call, see run_op()
             return self.run_op(msg)
         if op == "call":  # plugin-specific or maintenance operations
             return {"value": getattr(self, "op_" + msg["name"])(**msg.get("kwargs", {}))}

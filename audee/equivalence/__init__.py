@@ -1,4 +1,4 @@
-"""Equivalent models (issue 27): EAGLE's equivalence rules as a single-backend oracle.
+"""Equivalent models: EAGLE's equivalence rules as a single-backend oracle.
 
 ``rules.py``: each rule rewrites a spec (or the inputs) into an equivalent model;
 ``check.py``: the equivalent models run beside the original on each backend, compared

@@ -1,4 +1,4 @@
-"""EAGLE's equivalence rules over model specs (issue 27; Wang et al., ICSE 2022).
+"""EAGLE's equivalence rules over model specs (Wang et al., ICSE 2022).
 
 A rule takes a spec and its weights and returns an *equivalent* model (:class:`Rewrite`):
 another spec, the weights mapped onto it, and the map from each original layer to the

@@ -12,7 +12,7 @@
   one-layer amplification);
 * nan — max(x) - min(x) of one layer's output on one backend: spread-out values are the
   ones that overflow into Inf and NaN.  A row that already holds NaN/Inf scores ``inf``;
-* precision — Predoo's fitness (issue 28): the largest error of any backend's logits
+* precision — Predoo's fitness: the largest error of any backend's logits
   against the float64 reference's, normalized as the deviation oracle normalizes (in each
   backend's own dtype's tolerance: > 1 is out of tolerance), and the backend that gave it.
 """

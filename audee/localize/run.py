@@ -11,6 +11,7 @@ from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
 from audee.case import Kind
 from audee.execute import Executor
+from audee.levels import level_of
 from audee.records.localization import RateRow, Round
 from audee.reference.run import Reference
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
@@ -32,9 +33,9 @@ def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backen
     from audee.errors import AudeeError
 
     record = CaseRecord.from_file(path)
-    if record.is_op:  # one op call: its arguments are the whole case, nothing to localize
-        raise AudeeError("an op-level case (one keras.ops call) has no layers to localize: its repro script "
-                         "(audee repro) is the minimal case", source=str(path))
+    refusal = level_of(record).localize_refusal()  # an op call: its arguments are the whole case
+    if refusal:
+        raise AudeeError(refusal, source=str(path))
     case = record.test_case()
     apis = apis or load_api_configs()
     if pool is not None:

@@ -1,4 +1,4 @@
-"""Op-level test cases (issue 30): one ``keras.ops`` function called on drawn arguments.
+"""Op-level test cases: one ``keras.ops`` function called on drawn arguments.
 
 An :class:`OpCase` is plain data: the op's name (looked up by the worker in the closed set
 of configured ops, never code), its positional and keyword arguments with each tensor as a

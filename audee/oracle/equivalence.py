@@ -1,4 +1,4 @@
-"""The equivalence oracle (issue 27): one backend, a test case and its equivalent model.
+"""The equivalence oracle: one backend, a test case and its equivalent model.
 
 Every other oracle compares two backends; a bug every backend shares (Keras' own layer
 code), or a backend with no peer, is invisible to them.  EAGLE (ICSE 2022) compares

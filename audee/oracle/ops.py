@@ -1,4 +1,4 @@
-"""The oracles on an op-level case (issue 30): one ``keras.ops`` call's outputs per backend.
+"""The oracles on an op-level case: one ``keras.ops`` call's outputs per backend.
 
 An op returns one or more tensors instead of a model's output and logits.  The existing
 oracles judge them, output by output:

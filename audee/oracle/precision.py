@@ -1,4 +1,4 @@
-"""The precision oracle (issue 28, after Predoo): every backend judged against a float64
+"""The precision oracle (after Predoo): every backend judged against a float64
 reference, so that a disagreement says *which* backend is wrong, and a backend that is
 wrong when the others agree with it is found too.
 

@@ -1,4 +1,4 @@
-"""The float64 reference's record of a test case (issue 28): who computed it, every
+"""The float64 reference's record of a test case: who computed it, every
 backend's error against it, and whether the other float64 backends agreed with it.
 
 Written by :mod:`audee.reference` into a case's :class:`~audee.records.rows.ResultRow`

@@ -1,4 +1,4 @@
-"""The float64 reference of a test case, run beside it and judged (issue 28).
+"""The float64 reference of a test case, run beside it and judged.
 
 Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in:
 

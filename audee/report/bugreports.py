@@ -18,6 +18,7 @@ from audee.backends.info import all_query_noise, all_version_keys, first_blamed,
 from audee.bounded import utf8
 from audee.rootcause import core_message
 from audee.store.atomic import write_atomic
+from audee.triage import RootCause, RootKey
 
 log = logging.getLogger(__name__)
 
@@ -33,69 +34,68 @@ def trackers(component: str) -> tuple[str, ...]:
     return trackers_of(component) or DEFAULT_TRACKERS
 
 
-def root_slug(root: dict[str, Any]) -> str:
+def root_slug(root: RootCause) -> str:
     """A file name for a root cause: its kind, who is odd, its op or layer, and a hash of its key."""
-    who = root.get("component") or "-".join(root.get("odd") or []) or "pair"
-    what = root.get("op") or root.get("api") or "net"
-    text = "-".join(re.sub(r"[^A-Za-z0-9]+", "_", str(w)).strip("_") for w in (root["kind"], who, what))
-    return f"{text[:60]}-{hashlib.sha1(utf8(root['root'])).hexdigest()[:8]}"
+    who = root.component or "-".join(root.odd) or "pair"
+    what = root.op or root.api or "net"
+    text = "-".join(re.sub(r"[^A-Za-z0-9]+", "_", str(w)).strip("_") for w in (root.kind, who, what))
+    return f"{text[:60]}-{hashlib.sha1(utf8(str(root.root))).hexdigest()[:8]}"
 
 
-def _tracker_component(root: dict[str, Any]) -> str:
-    if root.get("component"):
-        return str(root["component"])
-    odd = root.get("odd") or []
-    return str(odd[0]).split("@")[0] if len(odd) == 1 else first_blamed()
+def _tracker_component(root: RootCause) -> str:
+    if root.component:
+        return root.component
+    return root.odd[0].split("@")[0] if len(root.odd) == 1 else first_blamed()
 
 
-def search_queries(root: dict[str, Any]) -> list[str]:
+def search_queries(root: RootCause) -> list[str]:
     """One query per tracker the component's bugs are filed in (:func:`trackers`)."""
     return [search_query(root, repo) for repo in trackers(_tracker_component(root))]
 
 
-def search_query(root: dict[str, Any], repo: str | None = None) -> str:
+def search_query(root: RootCause, repo: str | None = None) -> str:
     """A query for the tracker's issue search: the repository, the op or layer, and the
     error's stable words (placeholders and punctuation dropped)."""
     repo = repo or trackers(_tracker_component(root))[0]
-    words = re.sub(r"<\w+>|\[[^\]]*\]|[^A-Za-z0-9_ ]", " ", core_message(root.get("error"))).split()
+    words = re.sub(r"<\w+>|\[[^\]]*\]|[^A-Za-z0-9_ ]", " ", core_message(root.error)).split()
     stop = {"Error", "error", "the", "of", "in", "for", "is", "a", "an", "and", "to", "with", "was", "by", "n",
             "void", "ptrdiff_t", *all_query_noise()}
     key = [w for w in words if w not in stop and not w.endswith(("Error", "Exception")) and len(w) > 1][:6]
-    what = root.get("op") or root.get("api") or ""
+    what = root.op or root.api or ""
     if not key:
         key = {"nan": ["NaN"], "deviation": ["different", "results"],
-               "inconsistency": ["different", "results"]}.get(root["kind"], [])
+               "inconsistency": ["different", "results"]}.get(root.kind, [])
     return " ".join([f"repo:{repo}", "is:issue", what, *key]).strip()
 
 
-def title(root: dict[str, Any]) -> str:
+def title(root: RootCause) -> str:
     """A one-line title as the tracker's issues are written."""
-    what = root.get("op") or root.get("api") or "model"
-    odd = ", ".join(root.get("odd") or []) or None
-    others = [b for b in root.get("backends", []) if b not in (root.get("odd") or [])]
-    if root["kind"] == "nan":
+    what = root.op or root.api or "model"
+    odd = ", ".join(root.odd) or None
+    others = [b for b in root.backends if b not in root.odd]
+    if root.kind == "nan":
         if odd is None:
-            return f"{root.get('api') or what} returns different NaN/Inf values on {' and '.join(root['backends'])}"
-        return (f"{root.get('api') or what} returns different NaN/Inf values on {odd} than on "
+            return f"{root.api or what} returns different NaN/Inf values on {' and '.join(root.backends)}"
+        return (f"{root.api or what} returns different NaN/Inf values on {odd} than on "
                 f"{', '.join(others) or 'the other backends'}")
-    if root["kind"] in ("deviation", "inconsistency"):
-        return (f"{root.get('api') or what} gives different results on {odd or ' vs '.join(root['backends'])}"
+    if root.kind in ("deviation", "inconsistency"):
+        return (f"{root.api or what} gives different results on {odd or ' vs '.join(root.backends)}"
                 + (f" than on {', '.join(others)}" if odd and others else ""))
-    if root["kind"] in ("train_deviation", "train_nan"):  # the training phase (audee/train/)
-        how = "NaN/Inf in a training step" if root["kind"] == "train_nan" else "a different training step"
-        return (f"{root.get('api') or what}: {how} on {odd or ' vs '.join(root['backends'])}"
+    if root.kind in ("train_deviation", "train_nan"):  # the training phase (audee/train/)
+        how = "NaN/Inf in a training step" if root.kind == "train_nan" else "a different training step"
+        return (f"{root.api or what}: {how} on {odd or ' vs '.join(root.backends)}"
                 + (f" than on {', '.join(others)}" if odd and others else ""))
-    component = root.get("component") or ", ".join(root.get("backends", []))
-    layer = root.get("api") if root.get("api") not in (None, what) else None
-    error = core_message(root.get("error"))[:120].rstrip(" .,")
+    component = root.component or ", ".join(root.backends)
+    layer = root.api if root.api not in (None, what) else None
+    error = core_message(root.error)[:120].rstrip(" .,")
     return f"[{component}] {what}{f' ({layer})' if layer else ''}: {error}"
 
 
-def _case(root: dict[str, Any]) -> Any:
+def _case(root: RootCause) -> Any:
     """The first case's record, through the restricted loader (None if unreadable)."""
     from audee.store.caserecord import CaseRecord
 
-    path = root.get("case_file")
+    path = root.case_file
     if not path or not Path(path).is_file():
         return None
     try:
@@ -117,48 +117,48 @@ def _versions(record: Any) -> list[str]:
     return lines or ["- (the case file records no versions)"]
 
 
-def expected_actual(root: dict[str, Any], record: Any) -> list[str]:
+def expected_actual(root: RootCause, record: Any) -> list[str]:
     """Expected against actual, with the numbers the case's verdict holds."""
     if record is None:
         return ["(no case file: see the repro script)"]
-    findings = [f for f in record.verdict_obj().findings if f.kind == root["kind"]]
+    findings = [f for f in record.verdict_obj().findings if f.kind == root.kind]
     out: list[str] = []
     for f in findings[:4]:
         d = f.detail  # the kind's detail type (audee.records.findings)
-        if root["kind"] == "divergent_acceptance":
+        if root.kind == "divergent_acceptance":
             out.append(f"- expected: every backend computes a result, as {', '.join(d.accepted)} do")
             for b, e in d.errors.items():
                 msg = " ".join(str(e.message or "").split())[:400]
                 out.append(f"- actual on {b} ({e.phase}): `{msg}`")
-        elif root["kind"] == "hard_crash":
+        elif root.kind == "hard_crash":
             out.append(f"- expected: a result or a clean exception; actual on {', '.join(f.backends)}: "
                        f"{d.how} at {d.phase}: `{' '.join(str(d.message or '').split())[:400]}`")
-        elif root["kind"] == "deviation":
+        elif root.kind == "deviation":
             tol = d.tolerance
             out.append(f"- {(d.pair or '').replace('|', ' vs ')}: largest |difference| {d.max_abs}, "
                        f"largest relative {d.max_rel}, {d.n_out} of {d.n} values beyond "
                        f"rtol {tol.rtol if tol else None} / atol {tol.atol if tol else None} "
                        f"({d.dtype}); expected: within tolerance; first layer deviating on its own input: "
                        f"{(d.own_layers or ['-'])[0]}")
-        elif root["kind"] == "inconsistency":
+        elif root.kind == "inconsistency":
             shapes = d.shape_mismatch
             out.append(f"- {(d.pair or '').replace('|', ' vs ')}: {d.n_flips} predicted labels differ "
                        f"(distance {d.distance}"
                        + (f"; output shapes differ: {shapes}" if shapes else "") + "); expected: the same labels")
-        elif root["kind"] == "train_deviation" and d.quantity == "update":
+        elif root.kind == "train_deviation" and d.quantity == "update":
             out.append(f"- {', '.join(f.backends)}: the {d.setup.get('optimizer')} optimizer's first step is off "
                        f"the Keras update rule applied to its own gradient (score {d.score:.3g}, largest "
                        f"|difference| {d.max_abs}) on {', '.join(d.weights)}; expected: the rule")
-        elif root["kind"] == "train_deviation":
+        elif root.kind == "train_deviation":
             out.append(f"- {(d.pair or '').replace('|', ' vs ')}: the training step's {d.quantity} out of tolerance "
                        f"(score {d.score:.3g}; per quantity {d.scores}); losses {d.losses}; gradients out of "
                        f"tolerance: {d.gradients or '-'}; layers deviating on their own input: "
                        f"{d.own_layers or '-'}{'; the loss alone deviates' if d.loss_own else ''}; setup {d.setup}; "
                        f"expected: within tolerance")
-        elif root["kind"] == "train_nan":
+        elif root.kind == "train_nan":
             out.append(f"- first non-finite quantity per backend: {d.first}; finite backends: {d.finite_backends}; "
                        f"non-finite on some only: {d.differ[:8]}; setup {d.setup}")
-        elif root["kind"] == "nan":
+        elif root.kind == "nan":
             out.append(f"- first non-finite layer per backend: {d.first_layer}; finite backends: "
                        f"{d.finite_backends}; non-finite counts in the output: {d.counts}")
             for pair, p in d.patterns.items():
@@ -168,24 +168,24 @@ def expected_actual(root: dict[str, Any], record: Any) -> list[str]:
     return out or ["(the case's verdict holds no finding of this kind)"]
 
 
-def write_bug_reports(roots: list[dict[str, Any]], out: Path) -> dict[str, Path]:
+def write_bug_reports(roots: list[RootCause], out: Path) -> dict[RootKey, Path]:
     """``out/bugs/<slug>.md`` for every new root cause of class ``bug``; returns
     ``{root key: path}`` for the tables to link."""
-    written: dict[str, Path] = {}
-    new_bugs = [g for g in roots if g["class"] == "bug" and g["status"] == "new"]
+    written: dict[RootKey, Path] = {}
+    new_bugs = [g for g in roots if g.klass == "bug" and g.status == "new"]
     if not new_bugs:
         return written
     folder = Path(out) / "bugs"
     folder.mkdir(parents=True, exist_ok=True)
     for g in new_bugs:
         record = _case(g)
-        repro = Path(g["repro"]).read_text() if g.get("repro") and Path(g["repro"]).is_file() else None
+        repro = Path(g.repro).read_text() if g.repro and Path(g.repro).is_file() else None
         lines = [f"# {title(g)}", "",
-                 f"- class: **{g['class']}** ({g['class_reason']}); kind `{g['kind']}`; component "
-                 f"{g.get('component') or '-'}; odd backend(s): {', '.join(g.get('odd') or []) or 'cannot tell'}",
-                 f"- backends involved: {', '.join(g['backends'])}; {g['cases']} test case(s), "
-                 f"{g['signatures']} signature(s); first case `{g['first_case']}`",
-                 f"- root cause key: `{g['root']}`", "", "## Versions", "", *_versions(record), "",
+                 f"- class: **{g.klass}** ({g.class_reason}); kind `{g.kind}`; component "
+                 f"{g.component or '-'}; odd backend(s): {', '.join(g.odd) or 'cannot tell'}",
+                 f"- backends involved: {', '.join(g.backends)}; {g.cases} test case(s), "
+                 f"{g.signatures} signature(s); first case `{g.first_case}`",
+                 f"- root cause key: `{g.root}`", "", "## Versions", "", *_versions(record), "",
                  "## Expected and actual", "", *expected_actual(g, record), "", "## Reproduce", ""]
         lines += (["Standalone (no audee needed):", "", "```python", repro.rstrip(), "```"] if repro else
                   ["(no repro script was written for this case: `audee reproduce` its case file)"])
@@ -194,5 +194,5 @@ def write_bug_reports(roots: list[dict[str, Any]], out: Path) -> dict[str, Path]
                   *[f"    {q}" for q in search_queries(g)], ""]
         path = folder / f"{root_slug(g)}.md"
         write_atomic(path, utf8("\n".join(lines)))
-        written[g["root"]] = path
+        written[g.root] = path
     return written

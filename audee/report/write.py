@@ -17,12 +17,14 @@ import pandas as pd
 
 from audee.apis import load_api_configs
 from audee.bounded import utf8
+from audee.levels import source_name
 from audee.records.localization import LocalizationRecord
 from audee.records.rows import PlacedRow
 from audee.report import coverage
 from audee.report.dedup import Seen, unique_inconsistencies as unique_inconsistencies_of
 from audee.report.merge import CampaignData
 from audee.store.atomic import write_atomic, write_via
+from audee.triage import Bug, RootCause, RootKey
 
 LEVEL_ORDER = ["NET", "IN", "WT", "IN-WT"]
 INDEX_ROWS = 30  # rows of a table shown in index.md; the table's own file has them all
@@ -441,7 +443,7 @@ def _relocalized(at: PlacedRow, localized: dict) -> PlacedRow:
     return replace(at, row=at.row.model_copy(update={"signatures": sigs}))
 
 
-def campaign_bugs(data: CampaignData, known: list | None = None) -> list[dict[str, Any]]:
+def campaign_bugs(data: CampaignData, known: list | None = None) -> list[Bug]:
     """Unique bugs over every unit and shard (audee.known.unique_bugs), signatures re-derived
     where the localize stage ran."""
     from audee.known import load_known_issues, unique_bugs
@@ -457,19 +459,19 @@ def campaign_bugs(data: CampaignData, known: list | None = None) -> list[dict[st
     return unique_bugs(rows, load_known_issues() if known is None else known)
 
 
-def bug_table(bugs: list[dict[str, Any]], out: Path, reports: dict[str, Path] | None = None) -> pd.DataFrame:
+def bug_table(bugs: list[Bug], out: Path, reports: dict[RootKey, Path] | None = None) -> pd.DataFrame:
     """One row per signature (audee.signature), new first: known or new (audee.known),
     kind, backends, API/params, cases behind it, the first case file and the repro script
     (links relative to ``out``)."""
     table = []
     for b in bugs:
-        paths = {"case_file": b.get("case_file"), "repro": b.get("repro"), "report": (reports or {}).get(b["root"])}
+        paths = {"case_file": b.case_file, "repro": b.repro, "report": (reports or {}).get(b.root)}
         rel = {k: Path(os.path.relpath(v, Path(out).resolve())).as_posix() if v else "-" for k, v in paths.items()}
-        table.append({"class": b["class"], "status": b["status"], "known_id": b["known_id"] or "-", "kind": b["kind"],
-                      "backends": ", ".join(b["backends"]), "odd": ", ".join(b["odd"]) or "-",
-                      "what": b["what"], "phase": b["phase"] or "-",
-                      "error": b["error"] or "-", "cases": b["cases"], "units": len(b["units"]),
-                      "first_case": b["first_case"], **rel, "link": b["link"] or "-", "slug": b["slug"]})
+        table.append({"class": b.klass, "status": b.status, "known_id": b.known_id or "-", "kind": b.kind,
+                      "backends": ", ".join(b.backends), "odd": ", ".join(b.odd) or "-",
+                      "what": b.what, "phase": b.phase or "-",
+                      "error": b.error or "-", "cases": b.cases, "units": len(b.units),
+                      "first_case": b.first_case, **rel, "link": b.link or "-", "slug": b.slug})
     return pd.DataFrame(table, columns=BUG_COLS)
 
 
@@ -495,7 +497,7 @@ def rate_table(cases: pd.DataFrame) -> pd.DataFrame:
     if cases.empty or "seconds" not in cases:
         return pd.DataFrame(columns=columns)
     seed = cases["seed"].astype(str) if "seed" in cases else pd.Series([""] * len(cases))
-    level = seed.map(lambda v: "op" if v.startswith("op:") else "api" if v.startswith("api:") else "network")
+    level = seed.map(lambda v: source_name({"seed": v}))  # the level that made the case (audee.levels)
     rows = []
     for name, group in cases.assign(level=level.values).groupby("level"):
         secs = float(pd.to_numeric(group["seconds"], errors="coerce").fillna(0).sum())
@@ -508,23 +510,23 @@ ROOT_COLS = ["class", "status", "known_id", "kind", "component", "op", "api", "o
              "signatures", "cases", "first_case", "repro", "report", "why"]
 
 
-def root_table(roots: list[dict[str, Any]], out: Path, reports: dict[str, Path]) -> pd.DataFrame:
+def root_table(roots: list[RootCause], out: Path, reports: dict[RootKey, Path]) -> pd.DataFrame:
     """Root causes (audee.rootcause.root_causes), bugs first, new before known; ``reports``:
     the upstream-ready report of each new bug (audee.report.bugreports)."""
     rows = []
     for g in roots:
         rel = {k: Path(os.path.relpath(v, Path(out).resolve())).as_posix() if v else "-"
-               for k, v in (("repro", g.get("repro")), ("report", reports.get(g["root"])))}
-        rows.append({"class": g["class"], "status": g["status"], "known_id": g["known_id"] or "-", "kind": g["kind"],
-                     "component": g.get("component") or "-", "op": g.get("op") or "-", "api": g["api"] or "-",
-                     "odd": ", ".join(g["odd"]) or "-", "silent": g.get("silent") or "-",
-                     "backends": ", ".join(g["backends"]), "error": g["error"] or "-",
-                     "signatures": g["signatures"], "cases": g["cases"], "first_case": g["first_case"],
-                     **rel, "why": g["class_reason"]})
+               for k, v in (("repro", g.repro), ("report", reports.get(g.root)))}
+        rows.append({"class": g.klass, "status": g.status, "known_id": g.known_id or "-", "kind": g.kind,
+                     "component": g.component or "-", "op": g.op or "-", "api": g.api or "-",
+                     "odd": ", ".join(g.odd) or "-", "silent": g.silent or "-",
+                     "backends": ", ".join(g.backends), "error": g.error or "-",
+                     "signatures": g.signatures, "cases": g.cases, "first_case": g.first_case,
+                     **rel, "why": g.class_reason})
     return pd.DataFrame(rows, columns=ROOT_COLS)
 
 
-def class_line(roots: list[dict[str, Any]]) -> str:
+def class_line(roots: list[RootCause]) -> str:
     """Root causes per class, new and known: the count a maintainer reads first."""
     from audee.rootcause import class_counts
 

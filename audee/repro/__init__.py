@@ -36,6 +36,7 @@ from audee.backends.info import describe
 from audee.case import Finding, Kind, TestCase
 from audee.errors import AudeeError
 from audee.kinds import CRASHES, PAIRWISE
+from audee.levels import level_of
 from audee.oracle.deviation import Tolerances
 from audee.records.findings import DeviationDetail, EquivalenceDetail, HardCrashDetail
 from audee.records.localization import LocalizationReport
@@ -466,19 +467,23 @@ def repro_case(path: str | Path, *, out: str | Path | None = None, name: str | N
     case's ``cases/`` directory), named after the bug signature.  Audee's workers (the
     script's backends, or ``backends``) compute the one-layer input and check the model
     still fails."""
+    record = CaseRecord.from_file(path)
+    return level_of(record).repro_case(path, record, out=out, name=name, layer=layer, model=model,
+                                       backends=backends, allowed_plugins=allowed_plugins, timeout=timeout,
+                                       log_dir=log_dir, finding=finding)
+
+
+def repro_model_case(path: str | Path, record: CaseRecord, *, out: str | Path | None = None,
+                     name: str | None = None, layer: str | None = None, model: str = "auto",
+                     backends: list[Any] | None = None, allowed_plugins: Any = (),
+                     timeout: float = SCRIPT_TIMEOUT_S, log_dir: Path | None = None,
+                     finding: int | None = None) -> ReproScript:
+    """:func:`repro_case` of a model case (network or API level): its smallest failing model
+    per backend, computed on audee's workers."""
     from audee.backends.pool import Pool
     from audee.settings import TIMEOUT_S
 
-    record = CaseRecord.from_file(path)
     f = pick_finding(record, finding)
-    if record.is_op:  # an op-level case: the op per backend, nothing to shrink (audee.repro.ops)
-        from audee.repro.ops import write_op_repro
-
-        index = finding if finding is not None else [Finding.from_json(x).to_json() for x in
-                                                     record.verdict["findings"]].index(f.to_json())
-        out_dir = Path(out) if out is not None else RunStore(Path(path).resolve().parent.parent).repro_dir
-        script = write_op_repro(record, out_dir, name or default_name(record, f), index)
-        return ReproScript(script, script, f.kind, list(f.backends), "op", None, [])
     run, _ = _roles(record, f)
     check_builtin(record, run)
     refs = {r.label: r for r in (backends or record.backends)}
@@ -527,20 +532,7 @@ def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[
                           if any(s.slug() == slug for s in signatures_of(f, record.spec, record.meta))), None)
             if index is None:
                 continue
-            if record.is_op:  # an op-level case: a few lines calling the op on each backend (audee.repro.ops)
-                from audee.repro.ops import write_op_repro
-
-                written.append(write_op_repro(record, store.repro_dir, slug, index))
-                log.info("repro script %s: keras.ops.%s", written[-1], record.op["op"])
-                continue
-            if record.meta.get("phase") == "train":  # a training step: its own script (audee.train.repro)
-                from audee.train.repro import write_train_repro
-
-                written.append(write_train_repro(record, store.repro_dir, slug, pool, index).script)
-                continue
-            script = write_repro(record, store.repro_dir, slug, pool=pool, finding=index)
-            written.append(script.script)
-            log.info("repro script %s: %s", script.script, script.describe())
+            written.append(level_of(record).bug_repro(record, store.repro_dir, slug, pool, index))
         except AudeeError as exc:
             log.info("no repro script for %s: %s", slug, exc)
         except Exception:  # a broken script writer must not cost the run its results

@@ -1,4 +1,4 @@
-"""Standalone repro scripts of op-level cases (issue 30): a few lines calling one
+"""Standalone repro scripts of op-level cases: a few lines calling one
 ``keras.ops`` function on each backend.
 
 The script embeds the call (op, arguments, each tensor's values as JSON: NaN and Inf
@@ -7,6 +7,7 @@ process), re-invoking itself with ``--backend NAME``; then it judges the recorde
 as the oracle did (:mod:`audee.oracle.ops`: crashes and rejections by who raised,
 non-finite patterns, values with the recorded tolerance, integers exactly, shapes and
 dtypes) and exits 0 when it reproduces, 1 when it does not, 2 when a framework is missing.
+The script is the op level's body in the one scaffold (:mod:`audee.repro.scaffold`).
 Built-in backends need numpy and the frameworks only; a plugin backend (``module:Class``,
 an injected op bug) is imported from its module in its child, so its script needs that
 module on the path, and nothing else of audee's.
@@ -22,6 +23,7 @@ import numpy as np
 from audee.backends.info import keras_frameworks
 from audee.case import Finding, Kind
 from audee.errors import AudeeError
+from audee.repro.scaffold import compose
 from audee.repro.source import Code, Comment, Data, fill
 from audee.repro.template import SCRIPT as MODEL_SCRIPT
 from audee.bounded import utf8
@@ -39,25 +41,16 @@ def _function(name: str) -> str:
     return m.group(0).rstrip() + "\n"
 
 
-OP_SCRIPT = r'''#!/usr/bin/env python3
-# -*- coding: utf-8 -*-
-__HEADER__
-"""An audee op-level repro: one keras.ops call on each backend in its own process."""
-import importlib
-import json
-import os
-import subprocess
-import sys
-import tempfile
-
-import numpy as np
-
+OP_CONSTANTS = r'''
 CALL = json.loads(__CALL__)
 TENSORS = json.loads(__TENSORS__)     # name -> [dtype as stored, shape, values]
 BACKENDS = json.loads(__BACKENDS__)   # label -> {"keras": KERAS_BACKEND, "plugin": "module:Class" or null}
 CASE = json.loads(__CASE__)           # the finding: kind, backends, output, tolerance
+RUNS = list(BACKENDS)
+TITLE = None
+'''
 
-
+OP_BODY = r'''
 def call(label):
     """keras.ops.<op>(*args, **kwargs) on one backend: its outputs, flattened."""
     os.environ["KERAS_BACKEND"] = BACKENDS[label]["keras"]
@@ -68,6 +61,7 @@ def call(label):
     for part in CALL["op"].split("."):
         fn = getattr(fn, part)
     if BACKENDS[label].get("plugin"):
+        import importlib
         module, cls = BACKENDS[label]["plugin"].split(":")
         fn = getattr(importlib.import_module(module), cls)("cpu").op_function(CALL["op"])
 
@@ -99,40 +93,26 @@ def call(label):
     return flat
 
 
-def child(label, path):
+def child(label, out):
+    """The call on one backend, in this process: its outputs and dtypes, or its error."""
     try:
         flat = call(label)
     except ImportError as exc:
-        print(f"{label}: cannot import a framework: {exc}")
-        sys.exit(2)
+        environment_broken(label, exc)
     except Exception as exc:  # the op refused the call: that is a result
-        json.dump({"error": f"{type(exc).__name__}: {exc}"[:500]}, open(path, "w"))
+        write_result(out, info=np.array(json.dumps({"error": f"{type(exc).__name__}: {exc}"[:500]})))
         return
-    np.savez(path + ".npz", *[a for a, _ in flat])
-    json.dump({"dtypes": [d for _, d in flat]}, open(path, "w"))
+    write_result(out, info=np.array(json.dumps({"dtypes": [d for _, d in flat]})),
+                 **{f"o{i}": a for i, (a, _) in enumerate(flat)})
 
 
-def run_all():
-    results = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for label in BACKENDS:
-            path = os.path.join(tmp, label)
-            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--backend", label, "--out", path],
-                               capture_output=True, text=True)
-            if p.returncode == 2:
-                print(p.stdout.strip())
-                sys.exit(2)
-            if p.returncode != 0 or not os.path.exists(path):
-                results[label] = {"crash": f"exit {p.returncode}: {p.stderr.strip()[-300:]}"}
-                continue
-            got = json.load(open(path))
-            if "error" in got:
-                results[label] = got
-            else:
-                with np.load(path + ".npz") as z:
-                    results[label] = {"outputs": [z[f"arr_{i}"] for i in range(len(got["dtypes"]))],
-                                      "dtypes": got["dtypes"]}
-    return results
+def read_result(out):
+    """What a child wrote: the outputs and their dtypes, or the error."""
+    with np.load(out) as z:
+        got = json.loads(str(z["info"]))
+        if "error" in got:
+            return got
+        return {"outputs": [z[f"o{i}"] for i in range(len(got["dtypes"]))], "dtypes": got["dtypes"]}
 
 
 __NORMALIZED_ERROR__
@@ -177,18 +157,15 @@ def judge(results):
     return score > 1.0
 
 
-def main():
-    if "--backend" in sys.argv:
-        child(sys.argv[sys.argv.index("--backend") + 1], sys.argv[sys.argv.index("--out") + 1])
-        return 0
-    ok = judge(run_all())
-    print("REPRODUCED" if ok else "NOT REPRODUCED")
-    return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def verdict(results):
+    """Whether the finding reproduces: a child that died or exited nonzero crashed."""
+    settled = {label: ({"crash": f"exit {r['exit']}: {r.get('tail', '').strip()[-300:]}"}
+                       if "died" in r or r["exit"] != 0 else r) for label, r in results.items()}
+    return judge(settled), ""
 '''
+
+OP_SCRIPT = compose(constants=OP_CONSTANTS, body=OP_BODY, data=False,
+                    doc="An audee op-level repro: one keras.ops call on each backend in its own process.")
 
 
 def _tensor_json(a: np.ndarray) -> list[Any]:

@@ -87,7 +87,7 @@ class CaseRecord:
     tie_margin: float = TIE_MARGIN            # the margin the verdict was judged with
     tolerances: dict[str, Any] = field(default_factory=dict)  # deviation oracle: {dtype: {rtol, atol}} judged with
     meta: dict[str, Any] = field(default_factory=dict)        # provenance: seed, variant, rng, mutations, ...
-    #: an op-level case (issue 30): the keras.ops call as data (op, args, kwargs, dtypes; its
+    #: an op-level case: the keras.ops call as data (op, args, kwargs, dtypes; its
     #: tensors are ``inputs``); then ``spec`` and ``weights`` are empty.  Empty for a model.
     op: dict[str, Any] = field(default_factory=dict)
     created: str = ""
@@ -220,11 +220,6 @@ class CaseRecord:
         else:
             _check_inputs(rec.model_spec, inputs, bad)
         return rec
-
-    @property
-    def is_op(self) -> bool:
-        """An op-level case (issue 30), not a model."""
-        return bool(self.op)
 
     def op_case(self) -> Any:
         """The op case as :class:`audee.mutation.oplevel.OpCase` (op records only)."""

@@ -1,4 +1,4 @@
-"""The training phase (issue 29, after Muffin): one training step of a test case on every
+"""The training phase (after Muffin): one training step of a test case on every
 Keras backend, judged like the forward pass.
 
 * :mod:`audee.train.setup` — what a training step is, as data: the loss and optimizer

@@ -1,4 +1,4 @@
-"""Localize a training-phase finding to a layer and a parameter (issue 29, part 4).
+"""Localize a training-phase finding to a layer and a parameter.
 
 The layer comes from the per-layer judgement (:mod:`audee.train.run`): the layer whose
 gradient (or output) deviates on its own input, or the output layer with the loss, or the

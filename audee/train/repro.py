@@ -1,4 +1,4 @@
-"""Standalone repro scripts of training-phase findings (issue 29, part 4).
+"""Standalone repro scripts of training-phase findings.
 
 ``audee repro CASE.pkl`` on a case of ``--phase train`` writes ``<name>.py`` and
 ``<name>.npz``: plain Python importing numpy and the frameworks only, which builds the
@@ -17,7 +17,8 @@ gradient (``tf.GradientTape``, ``torch.autograd.grad``, ``jax.value_and_grad`` o
 The model is the smallest that still fails, checked on audee's workers first: the
 finding's layer alone, fed backend ``a``'s training-mode input to it and trained with the
 probe loss (or, for the loss, the output layer with the case's loss), else the whole
-model with the case's setup.  Exit codes as the inference scripts': 0 reproduces, 1 does
+model with the case's setup.  The script is the training level's body in the one scaffold
+(:mod:`audee.repro.scaffold`).  Exit codes as the inference scripts': 0 reproduces, 1 does
 not, 2 the environment is broken, 3 the data file is bad.
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 from audee.backends.info import keras_frameworks
 from audee.case import Kind, TestCase
 from audee.errors import AudeeError
+from audee.repro.scaffold import compose
 from audee.repro.source import Comment, Data, fill
 from audee.kinds import TRAINING_FAILURES
 from audee.spec import ModelSpec, one_layer_spec
@@ -106,10 +108,11 @@ def write_train_repro(record: CaseRecord, out_dir: Path, name: str, pool: Any, f
     d = picked.detail
     case_json = {"kind": picked.kind, "quantity": getattr(d, "quantity", None), "backends": run,
                  "recorded": list(picked.backends), "setup": s.to_json(), "rtol": float(tol.get("rtol", 1e-3)),
-                 "atol": float(tol.get("atol", 1e-5)), "layer": d.layer, "data": os.path.basename(data),
-                 "arrays": {k: [list(v.shape), str(v.dtype)] for k, v in arrays.items()}}
+                 "atol": float(tol.get("atol", 1e-5)), "layer": d.layer,
+                 "data": {k: [list(v.shape), str(v.dtype)] for k, v in arrays.items()}}
     header = _header(record, picked, label, s, run)
-    text = fill(TEMPLATE, {"HEADER": Comment(header), "MODEL": Data(_model_json(spec)), "CASE": Data(case_json)})
+    text = fill(TEMPLATE, {"HEADER": Comment(header), "MODEL": Data(_model_json(spec)), "CASE": Data(case_json),
+                           "DATA": Data(os.path.basename(data))})
     write_atomic(script, utf8(text))
     os.chmod(script, 0o755)
     return TrainRepro(script, data, label, picked.kind, list(picked.backends), notes)
@@ -171,21 +174,11 @@ def _header(record: CaseRecord, f: Any, model: str, setup: TrainSetup, run: list
             "Exit: 0 reproduces, 1 does not, 2 environment broken, 3 bad data."]
 
 
-TEMPLATE = r'''#!/usr/bin/env python3
-# -*- coding: utf-8 -*-
-__HEADER__
-import json
-import os
-import subprocess
-import sys
-import tempfile
-import zipfile
-
-import numpy as np
-
+CONSTANTS = r'''
 MODEL = json.loads(__MODEL__)
 CASE = json.loads(__CASE__)
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), CASE["data"])
+RUNS = CASE.get("backends")
+TITLE = None
 POSITIONAL = ("MultiHeadAttention", "GroupQueryAttention")
 MERGE = ("Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot")
 LOSSES = {"categorical_crossentropy": "CategoricalCrossentropy",
@@ -197,8 +190,9 @@ DEFAULTS = {"sgd": {"learning_rate": 0.01}, "adam": {"learning_rate": 0.001, "be
                                                     "epsilon": 1e-7},
             "rmsprop": {"learning_rate": 0.001, "rho": 0.9, "epsilon": 1e-7},
             "adagrad": {"learning_rate": 0.001, "initial_accumulator_value": 0.1, "epsilon": 1e-7}}
+'''
 
-
+BODY = r'''
 def make_layer(keras, api, params, name):
     params = dict(params)
     for key, value in params.items():
@@ -234,25 +228,6 @@ def build(keras):
     return keras.Model(inputs, tensors[MODEL["output"]]), layers
 
 
-def check_data():
-    if not os.path.exists(DATA):
-        return "missing: keep it next to this script"
-    try:
-        with zipfile.ZipFile(DATA) as zf:
-            names = {i.filename for i in zf.infolist()}
-        data = np.load(DATA, allow_pickle=False)
-        for key, (shape, dtype) in CASE["arrays"].items():
-            if key + ".npy" not in names:
-                return f"{key}: missing"
-            if list(data[key].shape) != shape or str(data[key].dtype) != dtype:
-                return f"{key}: shape {list(data[key].shape)} {data[key].dtype}, written as {shape} {dtype}"
-        if len(names) != len(CASE["arrays"]):
-            return "holds entries this script was not written with"
-    except Exception as exc:  # noqa: BLE001
-        return f"not a readable .npz file ({type(exc).__name__}: {exc})"
-    return None
-
-
 def make_targets(shape):
     """audee.train.setup.make_targets: the same targets on every backend."""
     s = CASE["setup"]
@@ -267,19 +242,27 @@ def make_targets(shape):
     return g.standard_normal(shape).astype(np.float32)
 
 
-def train(backend, out):
-    """One training step on ``backend``: loss, every trainable weight's gradient, the
-    weights after the optimizer's step, written to ``out``."""
+def child(backend, out):
+    """One training step on ``backend``, in this process (a framework missing: ENV_BROKEN)."""
     os.environ["KERAS_BACKEND"] = backend
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    import keras
+    try:
+        import keras
+        __import__(backend)
+    except ImportError as exc:
+        environment_broken(backend, exc)
+    train(keras, backend, out)
 
+
+def train(keras, backend, out):
+    """One training step on ``backend``: loss, every trainable weight's gradient, the
+    weights after the optimizer's step, written to ``out``."""
     s = CASE["setup"]
     data = np.load(DATA, allow_pickle=False)
     model, layers = build(keras)
     for name, layer in layers.items():
-        n = sum(1 for k in CASE["arrays"] if k.startswith(f"w/{name}/"))
+        n = sum(1 for k in CASE["data"] if k.startswith(f"w/{name}/"))
         if n:
             layer.set_weights([data[f"w/{name}/{k}"] for k in range(n)])
     xs = [data["x/" + i["name"]] for i in MODEL["inputs"]]
@@ -359,7 +342,7 @@ def train(backend, out):
         arrays[f"g/{k}"] = np.zeros(tuple(v.shape), np.float32) if g is None else np.asarray(g)
         arrays[f"u/{k}"] = np.asarray(a)
         arrays[f"w/{k}"] = np.asarray(data[_weight_key(layers, v)]) if _weight_key(layers, v) else np.asarray(a)
-    np.savez(out, **arrays)
+    write_result(out, **arrays)
 
 
 def _weight_key(layers, variable):
@@ -411,30 +394,23 @@ def reference(w, g, dtype):
     return w - (lr * g) / np.sqrt(k(c["initial_accumulator_value"]) + g * g + k(c["epsilon"]))
 
 
-def main():
-    if "--backend" in sys.argv:
-        train(sys.argv[sys.argv.index("--backend") + 1], sys.argv[sys.argv.index("--out") + 1])
-        return 0
-    bad = check_data()
-    if bad:
-        print(f"BAD DATA: {DATA}: {bad}")
-        return 3
-    results = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for b in CASE["backends"]:
-            out = os.path.join(tmp, f"{b}.npz")
-            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--backend", b, "--out", out],
-                               capture_output=True, text=True)
-            if p.returncode != 0:
-                print(f"{b}: the training step failed (exit {p.returncode}):\n{p.stderr[-1500:]}")
-                results[b] = None
-                continue
-            with np.load(out) as z:
-                results[b] = {k: z[k] for k in z.files}
-    ran = {b: r for b, r in results.items() if r is not None}
+def read_result(out):
+    """What a child wrote: its loss, output, gradients and weights before and after."""
+    with np.load(out) as z:
+        return {"arrays": {k: z[k] for k in z.files}}
+
+
+def verdict(results):
+    """Whether the finding reproduces (None: no verdict, what it needs did not run)."""
+    ran = {}
+    for b, r in results.items():
+        if "arrays" not in r or r["exit"] != 0:
+            print(f"{b}: the training step failed (exit {r['exit']}):\n{r['tail']}")
+        else:
+            ran[b] = r["arrays"]
     if not ran:
         print("ENVIRONMENT: no backend ran the training step")
-        return 2
+        return None, ""
     for b, r in ran.items():
         print(f"{b}: loss {float(r['loss']):.9g}")
     kind, quantity = CASE["kind"], CASE["quantity"]
@@ -460,7 +436,7 @@ def main():
         a, b = CASE["recorded"][:2]
         if a not in ran or b not in ran:
             print("a recorded backend did not run")
-            return 2
+            return None, ""
         ra, rb = ran[a], ran[b]
         worst = {"loss": score(ra["loss"], rb["loss"]), "output": score(ra["out"], rb["out"])}
         worst["gradient"] = max((score(ra[k], rb[k]) for k in ra if k.startswith(("g/", "gx/"))), default=0.0)
@@ -468,12 +444,9 @@ def main():
               f"score {worst['gradient']:.3g} "
               f"(rtol {CASE['rtol']:g}, atol {CASE['atol']:g}; > 1 is out of tolerance)")
         hit = max(worst.values()) > 1.0
-    print("REPRODUCED" if hit else "NOT REPRODUCED")
-    return 0 if hit else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return hit, ""
 '''
+
+TEMPLATE = compose(constants=CONSTANTS, body=BODY, data=True)
 
 __all__ = ["TrainRepro", "write_train_repro"]

@@ -36,6 +36,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure, _as_failure
+from audee.levels.base import Runner
 from audee.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.execute import BuildCache, PhaseTally, Result, complete_weights, first_shapes
 from audee.oracle.compute_dtype import layer_compute_dtype
@@ -76,7 +77,7 @@ class TrainSubmitted:
     started: float
 
 
-class TrainExecutor:
+class TrainExecutor(Runner):
     """Runs training-phase test cases on a :class:`Pool` (see the module docstring).
 
     ``losses``/``optimizers``: {name: weight} a case draws from; ``rng``: the run's seed

@@ -1,4 +1,4 @@
-"""The search stage of the training phase (issue 29, part 4): Algorithm 1's GA over the
+"""The search stage of the training phase: Algorithm 1's GA over the
 inputs and/or weights of a target, with the gradient-distance fitness.
 
 ``audee fuzz --phase train --level input|weight|input-weight`` searches each target (the

@@ -1,0 +1,94 @@
+"""The case levels' registry: which levels there are, how a case record or a row names its
+level, and the level object behind each name.
+
+A level is a package ``audee/levels/<name>/`` whose module holds ``LEVEL`` (an
+:class:`audee.levels.base.Level`); it is found here by its dotted path and imported when
+first asked for, as a plugin backend is (``audee.backends.registry``), so the registry stays
+plain data that every layer may read.  Adding a level is one package plus one :data:`ENTRIES`
+line.  No module but this one imports a level package (``tests/test_layering.py``).
+
+How a case names its level (decided here, once): a record's ``meta["phase"]`` names the
+training phase, which is a level of its own (its runner, script and localizer differ)
+over the cases another level made; an op case holds a call (``CaseRecord.op``) and its
+seed reads ``op:<op>``; an API-level case's seed reads ``api:<API>``; anything else is a
+network case (a seed or its variant).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from audee.levels.base import Level, Localized, Runner
+
+__all__ = ["ENTRIES", "LEVELS", "Entry", "Level", "Localized", "Runner", "level_name", "level_named", "level_of",
+           "run_level", "source_name"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One level: its name, the module holding its ``LEVEL``, and how its cases are marked."""
+
+    name: str
+    module: str
+    seed_prefix: str | None = None  # a case's ``meta["seed"]`` starts with it
+    phase: str | None = None        # a run's ``--phase`` / a record's ``meta["phase"]`` names it
+    call: bool = False              # its case records hold a call (``CaseRecord.op``) instead of a model
+    doc: str = ""
+
+
+ENTRIES: tuple[Entry, ...] = (
+    Entry("network", "audee.levels.network", doc="a seed's network variants (`audee fuzz --seed`)"),
+    Entry("api", "audee.levels.api", seed_prefix="api:", doc="small models around one layer API (`--api`)"),
+    Entry("op", "audee.levels.op", seed_prefix="op:", call=True, doc="one keras.ops call (`--op`)"),
+    Entry("train", "audee.levels.train", phase="train",
+          doc="one training step of another level's case (`--phase train`)"),
+)
+LEVELS: tuple[str, ...] = tuple(e.name for e in ENTRIES)
+DEFAULT = "network"  # a case no other level marks
+_BY_NAME: dict[str, Entry] = {e.name: e for e in ENTRIES}
+_LOADED: dict[str, Level] = {}
+
+
+def source_name(meta: Mapping[str, Any] | None, *, call: bool = False) -> str:
+    """The level that made a case (by its seed's namespace, or its call): ``op``, ``api`` or
+    ``network``; a training step's too (its phase aside).  ``call``: the record holds one."""
+    seed = str((meta or {}).get("seed", ""))
+    for e in ENTRIES:
+        if e.phase is None and ((call and e.call) or (e.seed_prefix and seed.startswith(e.seed_prefix))):
+            return e.name
+    return DEFAULT
+
+
+def level_name(meta: Mapping[str, Any] | None, *, call: bool = False) -> str:
+    """The level a case is run, scripted and localized as: its phase's level when its meta
+    names one (``train``), else :func:`source_name`."""
+    phase = (meta or {}).get("phase")
+    for e in ENTRIES:
+        if e.phase is not None and phase == e.phase:
+            return e.name
+    return source_name(meta, call=call)
+
+
+def level_named(name: str) -> Level:
+    """The level object of ``name`` (imported on first use)."""
+    if name not in _BY_NAME:
+        raise KeyError(f"no case level {name!r} (levels: {', '.join(LEVELS)})")
+    if name not in _LOADED:
+        _LOADED[name] = importlib.import_module(_BY_NAME[name].module).LEVEL
+    return _LOADED[name]
+
+
+def level_of(record: Any) -> Level:
+    """The level of a case record (:class:`audee.store.caserecord.CaseRecord`): what re-runs
+    it, writes its script and localizes it."""
+    return level_named(level_name(record.meta, call=bool(getattr(record, "op", None))))
+
+
+def run_level(source: str, phase: str | None = None) -> Level:
+    """The level a fuzz run drives: ``source``'s (the level making its cases), or the level
+    of its ``phase`` over them (``--phase train``: training steps of ``source``'s cases)."""
+    for e in ENTRIES:
+        if e.phase is not None and phase == e.phase:
+            return level_named(e.name).over(level_named(source))  # type: ignore[attr-defined]
+    return level_named(source)

@@ -1,0 +1,74 @@
+"""The case levels' registry: how a case names its level, the level objects behind the
+names, the runner protocol the executors declare.  Plain data and imports: no worker runs."""
+from __future__ import annotations
+
+import pytest
+
+from audee.levels import ENTRIES, LEVELS, Runner, level_name, level_named, level_of, run_level, source_name
+
+
+def test_a_case_names_its_level_by_its_meta():
+    assert level_name({"seed": "lenet5"}) == source_name({"seed": "lenet5"}) == "network"
+    assert level_name({"seed": "api:Dense"}) == "api"
+    assert level_name({"seed": "op:cumsum"}) == "op"
+    assert level_name({}, call=True) == "op"  # a record holding a call, whatever its seed says
+    assert level_name(None) == "network"
+    train = {"seed": "api:Dense", "phase": "train"}
+    assert level_name(train) == "train" and source_name(train) == "api"  # trained, made by the API level
+
+
+def test_every_level_is_registered_once_and_loads():
+    assert LEVELS == ("network", "api", "op", "train") and len({e.module for e in ENTRIES}) == len(ENTRIES)
+    for name in LEVELS:
+        level = level_named(name)
+        assert level.name == name and level is level_named(name)
+    with pytest.raises(KeyError, match="no case level"):
+        level_named("nonesuch")
+
+
+def test_a_record_is_answered_by_its_level():
+    class Record:
+        def __init__(self, meta, op=None):
+            self.meta, self.op = meta, op or {}
+
+    assert level_of(Record({"seed": "lenet5"})).name == "network"
+    assert level_of(Record({"seed": "x"}, {"op": "cumsum"})).name == "op"
+    assert level_of(Record({"seed": "lenet5", "phase": "train"})).name == "train"
+    assert level_of(Record({"seed": "op:sum"})).localize_refusal()
+    assert level_of(Record({"seed": "lenet5"})).localize_refusal() is None
+
+
+def test_a_runs_level_is_its_phases_over_its_source():
+    assert run_level("api") is level_named("api")
+    trained = run_level("api", "train")
+    assert trained.name == "train" and trained.source is level_named("api")
+    assert trained.case_id("Dense", 2) == level_named("api").case_id("Dense", 2) == "api-Dense-v00002"
+    assert run_level("network", "inference") is level_named("network")
+    assert [level_named("network").case_id("lenet5", i) for i in level_named("network").indices(
+        type("Cfg", (), {"variants": 2})())] == ["lenet5-seed", "lenet5-v00000", "lenet5-v00001"]
+
+
+def test_the_three_executors_declare_the_runner_protocol():
+    from audee.execute import Executor
+    from audee.opexec import OpExecutor
+    from audee.train.run import TrainExecutor
+
+    for cls in (Executor, OpExecutor, TrainExecutor):
+        assert Runner in cls.__mro__ and all(callable(getattr(cls, m)) for m in ("submit", "finish", "run"))
+
+
+def test_op_cases_refuse_model_judgements_by_their_level():
+    from audee.errors import AudeeError
+    from audee.settings import FuzzSettings
+
+    with pytest.raises(AudeeError, match="--phase train judges models"):
+        run_level("op", "train").check(FuzzSettings(phase="train"))
+    level_named("api").check(FuzzSettings(phase="train"))  # a model level takes every judgement
+
+
+def test_the_settings_a_level_reads_are_settings():
+    from audee.settings import FuzzSettings
+
+    for name in LEVELS:
+        unknown = set(level_named(name).settings) - set(FuzzSettings.model_fields)
+        assert not unknown, (name, unknown)

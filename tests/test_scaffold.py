@@ -1,0 +1,52 @@
+"""One scaffold for every standalone repro script (``audee.repro.scaffold``): the model, op and
+training-step templates share its parent, data check and exit codes as one text, and a
+model script's backend code is each backend's own (``BackendInfo.script``), found by name."""
+from __future__ import annotations
+
+import ast
+import re
+
+from audee.backends.info import BUILTIN_INFO, describe
+from audee.repro.ops import OP_SCRIPT
+from audee.repro.scaffold import _DATA_SECTION, _SCAFFOLD, backend_code
+from audee.repro.template import SCRIPT
+from audee.train.repro import TEMPLATE
+
+
+def _functions(text: str) -> dict[str, str]:
+    """Top-level function name -> its source, of a template (placeholders made names first)."""
+    src = re.sub(r"__([A-Z][A-Z0-9_]*[A-Z0-9])__", r"PLACEHOLDER_\1", text)
+    tree = ast.parse(src)
+    return {n.name: ast.get_source_segment(src, n) or "" for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def test_every_level_runs_in_the_one_scaffold():
+    shared = _functions(_SCAFFOLD.replace("__DOC__", ""))
+    assert {"run_all", "main", "environment_broken", "write_result"} <= set(shared)
+    for template in (SCRIPT, OP_SCRIPT, TEMPLATE):
+        got = _functions(template)
+        for name, source in shared.items():
+            assert got[name] == source, name        # the scaffold's text, once, in every level
+        assert {"child", "read_result", "verdict"} <= set(got)
+        assert "ENV_BROKEN = 2" in template and "BAD_DATA = 3" in template
+    data = _functions(_DATA_SECTION.replace("__DATA__", "PLACEHOLDER_DATA"))
+    for template in (SCRIPT, TEMPLATE):            # the two levels with a .npz: one data check
+        assert all(_functions(template)[n] == s for n, s in data.items())
+    assert "def check_data" not in OP_SCRIPT       # an op script carries its tensors itself
+
+
+def test_a_model_scripts_backend_code_is_each_backends_own():
+    code = backend_code()
+    table = ast.literal_eval(re.sub(r'"(gpu|run)": (\w+)', r'"\1": "\2"',
+                                    code[code.index("BACKEND_CODE = ") + len("BACKEND_CODE = "):]))
+    assert set(table) == {n for n, i in BUILTIN_INFO.items() if i.models}
+    funcs = _functions(code)
+    for name, row in table.items():
+        info = BUILTIN_INFO[name]
+        assert row["keras"] == info.keras_backend and row["modules"] == list(info.modules)
+        assert row["run"] in funcs and info.script is not None
+        assert info.script.run.strip().splitlines()[-1].strip() in funcs[row["run"]]
+        assert (row["gpu"] == "None") == (info.script.gpu is None)
+    assert code.count("def tf2onnx_graph(") == 1   # a helper two backends share is written once
+    assert "def tf2onnx_graph(" in SCRIPT and "BACKEND_CODE = {" in SCRIPT
+    assert describe("mypkg.mod:Backend").script is None  # a plugin has no script lines: refused earlier
