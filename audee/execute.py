@@ -20,7 +20,8 @@ from audee.equivalence.rules import rules_named
 from audee.levels.base import Runner
 from audee.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
-from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, attributed, compare,
+from audee.oracle.attribution import Alone, attribute
+from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, compare,
                                     deviation_findings, jump_order, layer_scores, pair_compute, perturbed, rounding_for)
 from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dtype
 from audee.oracle.nan import (condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite, overflow_boundary,
@@ -30,7 +31,7 @@ from audee.records.findings import OwnScore
 from audee.records.reference import ReferenceRun
 from audee.reference.run import Reference
 from audee.settings import TIE_MARGIN
-from audee.spec import ModelSpec, one_layer_spec, weights_key
+from audee.spec import ModelSpec, layer_feed, one_layer_model, one_layer_spec, weights_key
 from audee.weights import Shapes, adapt_weights
 
 DIAGNOSE_INPUTS = 8  # inputs for which per-layer outputs are fetched on a failure
@@ -243,7 +244,7 @@ class Executor(Runner):
         :data:`OWN_LAYER_CHECKS` in all) judged on their own input: the layer alone, fed
         backend ``a``'s outputs of its predecessors, on both backends (``own``).  A layer
         out of tolerance alone is blamed (``own_layers``) when it is also well-conditioned
-        there (:func:`audee.oracle.deviation.attributed`; else ``ill_conditioned``).  When
+        there (:func:`audee.oracle.attribution.attribute`; else ``ill_conditioned``).  When
         every judged layer is cleared, the finding becomes ``deviation_accumulated``:
         rounding amplified along the model, no evidence against a backend."""
         case = result.case
@@ -266,28 +267,26 @@ class Executor(Runner):
             d = f.detail
             d.first_layer = out[0] if out else None
             checks = jump_order(scores, order, case.spec.predecessors)[:OWN_LAYER_CHECKS]
-            judged = 0
-            for name in sorted(checks, key=order.index):
+
+            def run_alone(name: str, a: str = a, b: str = b, ra: dict = ra, compute: str = compute) -> Alone | None:
+                """``name`` alone fed backend ``a``'s input to it, on both backends of the pair."""
                 if (name, a) not in alone:
                     alone[(name, a)] = self._run_alone(case, name, ra["layers"], sub, labels)
                 replies = alone[(name, a)]
-                own = None
-                if isinstance(replies.get(a), dict) and isinstance(replies.get(b), dict):
-                    own = compare(replies[a]["logits"], replies[b]["logits"], self.tolerances, compute=compute)
+                if not (isinstance(replies.get(a), dict) and isinstance(replies.get(b), dict)):
+                    return None
+                own = compare(replies[a]["logits"], replies[b]["logits"], self.tolerances, compute=compute)
                 if own is None:
-                    continue
-                judged += 1
-                entry = OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"])
-                if own["score"] > 1.0:  # is the layer itself well-conditioned on this input?
-                    entry.self_score = self._self_score(case, name, ra["layers"], sub, [a, b], replies, compute)
-                    if not attributed(own["score"], entry.self_score):
-                        if d.ill_conditioned is None:
-                            d.ill_conditioned = []
-                        d.ill_conditioned.append(name)
-                    else:
-                        d.own_layers.append(name)
-                d.own[name] = entry
-            if not d.own_layers and judged == len(checks):
+                    return None
+                return Alone(OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"]),
+                             self_score=lambda: self._self_score(case, name, ra["layers"], sub, [a, b], replies,
+                                                                 compute))
+
+            att = attribute(checks, order, run_alone, own=d.own)
+            d.own_layers.extend(att.blamed)
+            if att.ill_conditioned:
+                d.ill_conditioned = [*(d.ill_conditioned or []), *att.ill_conditioned]
+            if att.accumulated:
                 # nothing deviates on its own input: rounding amplified along the model
                 f.kind = Kind.DEVIATION_ACCUMULATED
 
@@ -298,8 +297,7 @@ class Executor(Runner):
         rounding noise of the pair's compute mode (:func:`audee.oracle.deviation.perturbed`),
         the larger of the two: its conditioning (ill-conditioned on either backend is no
         evidence against one)."""
-        refs = case.spec.layer(layer).reads
-        given = {r: (layers_a[r] if r in layers_a else inputs[r]) for r in refs}
+        given = layer_feed(case.spec, layer, layers_a, inputs) or {}  # fed before: the layer ran alone on it
         size = rounding_for(compute, {**given, **_outputs(replies)})  # the dtype it computes in counts too
         moved = self._run_alone(case, layer, {}, perturbed(given, size=size), labels, given=True)
         worst = 0.0
@@ -314,15 +312,11 @@ class Executor(Runner):
         """``layer`` alone (its one-layer model, the case's weights for it) on ``labels`` at
         once, fed one backend's outputs of its predecessors (model inputs as given); the
         replies per backend ({} if it cannot stand alone)."""
-        refs = case.spec.layer(layer).reads
-        if not all(r in layers_a or r in inputs for r in refs):
+        layer_inputs = layer_feed(case.spec, layer, {} if given else layers_a, inputs)
+        model = one_layer_model(case.spec, case.weights, layer, layer_inputs) if layer_inputs is not None else None
+        if model is None:
             return {}
-        layer_inputs = {r: (inputs[r] if given or r not in layers_a else layers_a[r]) for r in refs}
-        try:
-            spec1 = one_layer_spec(case.spec, layer, layer_inputs)
-        except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
-            return {}
-        weights = {layer: case.weights[layer]} if layer in case.weights else {}
+        spec1, weights = model
         return self._pool_run(spec1, weights, weights_key(weights), dict(layer_inputs), labels=labels)
 
     def _diagnose_nan(self, result: Result, nans: list[Finding]) -> None:
@@ -360,10 +354,9 @@ class Executor(Runner):
             name = p.first_layer if p.first_layer_from == "layers" else None
             if name is None:
                 continue
-            refs = case.spec.layer(name).reads
-            if not all(r in layers[a] or r in inputs for r in refs):
+            fed = layer_feed(case.spec, name, layers[a], inputs)
+            if fed is None:
                 continue
-            fed = {r: (layers[a][r] if r in layers[a] else inputs[r]) for r in refs}
             replies = self._run_alone(case, name, {}, fed, [a, b], given=True)
             if not all(isinstance(replies.get(x), dict) for x in (a, b)):
                 continue

@@ -16,7 +16,9 @@ from audee.backends.pool import Pool, WorkerFailure
 from audee.levels.base import Runner
 from audee.case import SPEC_REFUSES, Kind, Outcome, Verdict
 from audee.opcase import OpCase
-from audee.oracle.deviation import DTYPE_ROUNDING, FULL, ROUNDING, Tolerances, as_tolerances, attributed, perturbed
+from audee.records.findings import OwnScore
+from audee.oracle.attribution import Alone, attribute
+from audee.oracle.deviation import DTYPE_ROUNDING, FULL, ROUNDING, Tolerances, as_tolerances, perturbed
 from audee.oracle.nan import condition_pattern, settle_conditioning
 from audee.oracle.ops import op_findings, restore, value_compare
 
@@ -95,7 +97,7 @@ class OpExecutor(Runner):
         again on the backends of its numeric findings, every float tensor moved by two ulps
         of its dtype (:func:`audee.oracle.deviation.perturbed`).  A deviation the op itself
         turns rounding into on either backend is no evidence against one
-        (:func:`audee.oracle.deviation.attributed`: ``deviation_accumulated``, the op in
+        (:func:`audee.oracle.attribution.attribute`: ``deviation_accumulated``, the op in
         ``ill_conditioned``), else the op is its ``own_layers``; a non-finite pattern
         difference is judged by :func:`audee.oracle.nan.condition_pattern`."""
         case = result.case
@@ -110,14 +112,21 @@ class OpExecutor(Runner):
         moved = {b: r["outputs"] for b, r in got.items() if isinstance(r, dict) and "outputs" in r}
         for f in devs:
             k = _output(f.detail.tensor)
-            a, b = f.backends
-            own = float(f.detail.score or 0.0)
-            selves = [value_compare(restore(result.outputs[x][k], result.dtypes[x][k]),
-                                    restore(moved[x][k], result.dtypes[x][k]), self.tolerances)
-                      if x in moved and len(moved[x]) > k else None for x in (a, b)]
-            self_score = max((float(c["score"]) if c is not None else float("inf")) for c in selves)
-            if attributed(own, self_score):
-                f.detail.own_layers = [case.op]
+            pair = tuple(f.backends)
+
+            def self_score(k: int = k, pair: tuple[str, ...] = pair) -> float:
+                """How far the call moves on either backend when its tensors move by rounding noise."""
+                selves = [value_compare(restore(result.outputs[x][k], result.dtypes[x][k]),
+                                        restore(moved[x][k], result.dtypes[x][k]), self.tolerances)
+                          if x in moved and len(moved[x]) > k else None for x in pair]
+                return max((float(c["score"]) if c is not None else float("inf")) for c in selves)
+
+            # the op is the layer and the case its own input: judged alone already, out of tolerance
+            att = attribute([case.op], [case.op],
+                            lambda _, f=f, s=self_score: Alone(OwnScore(score=float(f.detail.score or 0.0)),
+                                                               self_score=s))
+            if att.blamed:
+                f.detail.own_layers = att.blamed
             else:
                 f.detail.ill_conditioned = [case.op]
                 f.kind = Kind.DEVIATION_ACCUMULATED

@@ -225,6 +225,29 @@ def one_layer_spec(spec: ModelSpec, layer: str, layer_inputs: dict[str, np.ndarr
                      [LayerSpec(layer, ls.api, params, list(ls.inputs), call=dict(ls.call))], output=layer, logits=layer)
 
 
+def layer_feed(spec: ModelSpec, layer: str, layers: Mapping[str, np.ndarray],
+               inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """Every tensor ``layer`` reads (:attr:`LayerSpec.reads`), from one run's ``layers``
+    outputs or else the model ``inputs``: what feeds it alone.  None when one is missing
+    (the run did not return it): the layer cannot be fed alone."""
+    refs = spec.layer(layer).reads
+    if not all(r in layers or r in inputs for r in refs):
+        return None
+    return {r: (layers[r] if r in layers else inputs[r]) for r in refs}
+
+
+def one_layer_model(spec: ModelSpec, weights: Mapping[str, Any], layer: str, feed: dict[str, np.ndarray],
+                    override: dict[str, Any] | None = None) -> tuple[ModelSpec, dict[str, Any]] | None:
+    """``layer`` alone (:func:`one_layer_spec` fed ``feed``) with its own weights out of
+    ``weights``; None when it cannot stand alone, which every diagnosis reads as "not judged
+    alone" rather than as evidence."""
+    try:
+        spec1 = one_layer_spec(spec, layer, feed, override)
+    except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
+        return None
+    return spec1, ({layer: weights[layer]} if layer in weights else {})
+
+
 # ---- parsing and validation --------------------------------------------------------------
 def _req(d: Mapping[str, Any], key: str, typ: type | tuple[type, ...], source: str, where: str) -> Any:
     if not isinstance(d, Mapping):

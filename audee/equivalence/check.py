@@ -15,7 +15,7 @@ about values or non-finite patterns is then diagnosed on that backend:
    backend (``own``);
 3. a layer that differs alone is blamed (``layer``) when it is well-conditioned there
    (moving its input by rounding noise moves its output by less than a tenth of the
-   difference, :func:`audee.oracle.deviation.attributed`); else it is ``ill_conditioned``;
+   difference: :func:`audee.oracle.attribution.attribute`); else it is ``ill_conditioned``;
 4. when every layer judged is cleared, the finding is ``equivalence_accumulated`` (no
    failure): rounding changed by the rewrite (a re-associated sum), amplified along the
    model.
@@ -35,12 +35,13 @@ import numpy as np
 from audee.case import Finding, Kind, Outcome, TestCase
 from audee.equivalence.rules import Rewrite, Rule
 from audee.oracle.compute_dtype import layer_compute_dtype
-from audee.oracle.deviation import (FULL, Tolerance, Tolerances, attributed, compare, jump_order, pair_compute,
-                                    perturbed, rounding_for)
+from audee.oracle.attribution import Alone, attribute
+from audee.oracle.deviation import (FULL, Tolerance, Tolerances, compare, jump_order, pair_compute, perturbed,
+                                    rounding_for)
 from audee.oracle.equivalence import judge_rewrite, pattern_cleared, settle
 from audee.oracle.nan import compare_codes, condition_pattern
 from audee.records.findings import OwnScore
-from audee.spec import one_layer_spec, weights_key
+from audee.spec import one_layer_model, weights_key
 
 log = logging.getLogger(__name__)
 
@@ -194,11 +195,11 @@ def _diagnose(ex: Any, case: TestCase, rule: Rule, rw: Rewrite, inputs: dict[str
     d.first_layer = first
     rewritten = set(rw.rewritten)
     candidates = [x for x in jump_order(scores, order, case.spec.predecessors) if x in rewritten][:OWN_LAYER_CHECKS]
-    judged = 0
-    for name in sorted(candidates, key=order.index):
-        if _alone(ex, case, rule, backend, name, orig, rows, f) is not None:
-            judged += 1
-    settle(f, judged, len(candidates))
+    att = attribute(candidates, order, lambda name: _alone(ex, case, rule, backend, name, orig, rows, f), own=d.own)
+    d.layer = d.layer or (att.blamed[0] if att.blamed else None)
+    if att.ill_conditioned:
+        d.ill_conditioned = [*(d.ill_conditioned or []), *att.ill_conditioned]
+    settle(f, att.judged, att.checked)
 
 
 def _layer_feed(ex: Any, case: TestCase, rule: Rule, backend: str, name: str, orig: dict[str, np.ndarray],
@@ -219,18 +220,17 @@ def _layer_feed(ex: Any, case: TestCase, rule: Rule, backend: str, name: str, or
 
 
 def _alone(ex: Any, case: TestCase, rule: Rule, backend: str, name: str, orig: dict[str, np.ndarray],
-           rows: list[int], f: Finding) -> bool | None:
-    """Judge layer ``name`` alone with and without ``rule`` on ``backend`` (module docstring);
-    None when it cannot be judged alone, else whether it was blamed."""
+           rows: list[int], f: Finding) -> Alone | None:
+    """Layer ``name`` alone with and without ``rule`` on ``backend`` (module docstring): its
+    difference and how to tell its conditioning; None when it cannot be judged alone."""
     d = f.detail
     feed = _layer_feed(ex, case, rule, backend, name, orig, rows)
     if feed is None:
         return None
-    try:
-        spec1 = one_layer_spec(case.spec, name, feed)
-    except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
+    model = one_layer_model(case.spec, case.weights, name, feed)
+    if model is None:
         return None
-    w1 = {name: case.weights[name]} if name in case.weights else {}
+    spec1, w1 = model
     rw1 = rule.apply(spec1, w1)
     if rw1 is None:
         return None
@@ -242,39 +242,29 @@ def _alone(ex: Any, case: TestCase, rule: Rule, backend: str, name: str, orig: d
     if d.reason == "nonfinite":
         if compare_codes(a, b) is None or pattern_cleared(a, b, nonfinite_exact=rule.nonfinite_exact,
                                                           inputs=feed, widens=rule.widens) is not None:
-            d.own[name] = OwnScore(score=0.0)
-            return False
-        size = rounding_for(compute, feed)
-        moved = _pair(ex, spec1, w1, rw1, perturbed(feed, size=size), backend)
-        reason = condition_pattern(feed, {"original": a, "rewrite": b},
-                                   None if moved is None else {"original": moved[0], "rewrite": moved[1]},
-                                   layer_compute_dtype(case.spec.layer(name).params))
-        d.own[name] = OwnScore(score=float("inf"))
-        if reason is None:
-            d.layer = d.layer or name
-            return True
-        if reason == "ill_conditioned":
-            d.ill_conditioned = [*(d.ill_conditioned or []), name]
-        return False
+            return Alone(OwnScore(score=0.0))
+
+        def pattern() -> str | None:
+            size = rounding_for(compute, feed)
+            moved = _pair(ex, spec1, w1, rw1, perturbed(feed, size=size), backend)
+            return condition_pattern(feed, {"original": a, "rewrite": b},
+                                     None if moved is None else {"original": moved[0], "rewrite": moved[1]},
+                                     layer_compute_dtype(case.spec.layer(name).params))
+
+        return Alone(OwnScore(score=float("inf")), pattern=pattern)
     own = compare(a, b, ex.tolerances, compute=compute)
     if own is None:
         return None
-    entry = OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"])
-    d.own[name] = entry
-    if own["score"] <= 1.0:
-        return False
-    moved = _pair(ex, spec1, w1, rw1, perturbed(feed, size=rounding_for(compute, feed)), backend)
-    if moved is None:
-        entry.self_score = float("inf")
-    else:
+
+    def self_score() -> float:
+        moved = _pair(ex, spec1, w1, rw1, perturbed(feed, size=rounding_for(compute, feed)), backend)
+        if moved is None:
+            return float("inf")
         s_orig = compare(a, moved[0], ex.tolerances, compute=compute)
         s_rw = compare(b, moved[1], ex.tolerances, compute=compute)
-        entry.self_score = max(float(s["score"]) if s is not None else float("inf") for s in (s_orig, s_rw))
-    if attributed(own["score"], entry.self_score):
-        d.layer = d.layer or name
-        return True
-    d.ill_conditioned = [*(d.ill_conditioned or []), name]
-    return False
+        return max(float(s["score"]) if s is not None else float("inf") for s in (s_orig, s_rw))
+
+    return Alone(OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"]), self_score=self_score)
 
 
 def _pair(ex: Any, spec1: Any, w1: Any, rw1: Rewrite, feed: dict[str, np.ndarray],
@@ -305,11 +295,10 @@ def _pin_rejection(ex: Any, case: TestCase, rule: Rule, backend: str, tag: str |
         if not all(r in orig or r in case.inputs for r in refs):
             continue
         feed = {r: (orig[r] if r in orig else case.inputs[r][:1]) for r in refs}
-        try:
-            spec1 = one_layer_spec(case.spec, name, feed)
-        except Exception:  # noqa: BLE001
+        model = one_layer_model(case.spec, case.weights, name, feed)
+        if model is None:
             continue
-        w1 = {name: case.weights[name]} if name in case.weights else {}
+        spec1, w1 = model
         rw1 = rule.apply(spec1, w1)
         if rw1 is None:
             continue

@@ -11,7 +11,7 @@ On a few of the finding's worst rows:
    layer's own error against the reference's output of it (``own``);
 3. the first of them out of tolerance, in model order, and well-conditioned (moving its
    input by rounding noise of the dtype it computes in moves its output by less than a
-   tenth of that error: :func:`audee.oracle.deviation.attributed`) is the layer blamed
+   tenth of that error: :func:`audee.oracle.attribution.attribute`) is the layer blamed
    (``layer``); an ill-conditioned one is listed (``ill_conditioned``) and not blamed;
 4. when every layer judged is cleared, the finding becomes ``precision_accumulated`` (no
    failure): the deviation oracle's rule for ``deviation_accumulated``.
@@ -24,10 +24,11 @@ import numpy as np
 
 from audee.case import Finding, Kind, TestCase
 from audee.oracle.compute_dtype import layer_compute_dtype
-from audee.oracle.deviation import (DTYPE_ROUNDING, attributed, compare, jump_order, layer_scores, pair_compute,
-                                    perturbed, rounding_for)
+from audee.oracle.attribution import Alone, attribute
+from audee.oracle.deviation import (DTYPE_ROUNDING, compare, jump_order, layer_scores, pair_compute, perturbed,
+                                    rounding_for)
 from audee.records.findings import OwnScore
-from audee.spec import one_layer_spec, weights_key
+from audee.spec import one_layer_model, weights_key
 
 DIAGNOSE_ROWS = 8        # rows whose layers are fetched for a finding
 OWN_LAYER_CHECKS = 6     # layers judged alone per finding
@@ -55,36 +56,38 @@ def diagnose_precision(ex: Any, case: TestCase, wide: Any, reference: str, f: Fi
     d.first_layer = out[0] if out else None
     d.own = {}
     checks = jump_order(scores, order, case.spec.predecessors)[:OWN_LAYER_CHECKS]
-    judged = 0
-    for name in sorted(checks, key=order.index):
+
+    def run_alone(name: str) -> Alone | None:
+        """``name`` alone on the backend, fed the reference's input to it, against the reference's output."""
         refs = case.spec.layer(name).inputs
         if not all(r in ref_layers or r in wide_sub for r in refs):
-            continue
+            return None
         # the reference's input to the layer, in the dtype the backend fed it
         feed = {r: _as(ref_layers[r] if r in ref_layers else wide_sub[r], my_layers.get(r, sub.get(r)))
                 for r in refs}
         alone = _alone(ex, case, name, feed, backend)
         if alone is None:
-            continue
+            return None
         own = compare(alone, np.asarray(ref_layers[name]), ex.tolerances, compute=compute)
         if own is None:
-            continue
-        judged += 1
-        entry = OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"])
-        d.own[name] = entry
-        if own["score"] <= 1.0:
-            continue
-        # rounding noise of the dtype the layer computes in (a float16 layer fed float32 rounds 2^-22 away)
-        size = max(rounding_for(compute, {**feed, name: alone}),
-                   DTYPE_ROUNDING.get(layer_compute_dtype(case.spec.layer(name).params), 0.0))
-        moved = _alone(ex, case, name, perturbed(feed, size=size), backend)
-        got = compare(alone, moved, ex.tolerances, compute=compute) if moved is not None else None
-        entry.self_score = float(got["score"]) if got is not None else float("inf")
-        if attributed(own["score"], entry.self_score):
-            d.layer = d.layer or name
-        else:
-            d.ill_conditioned = [*(d.ill_conditioned or []), name]
-    if d.layer is None and judged == len(checks):
+            return None
+
+        def self_score() -> float:
+            # rounding noise of the dtype the layer computes in (a float16 layer fed float32 rounds 2^-22 away)
+            size = max(rounding_for(compute, {**feed, name: alone}),
+                       DTYPE_ROUNDING.get(layer_compute_dtype(case.spec.layer(name).params), 0.0))
+            moved = _alone(ex, case, name, perturbed(feed, size=size), backend)
+            got = compare(alone, moved, ex.tolerances, compute=compute) if moved is not None else None
+            return float(got["score"]) if got is not None else float("inf")
+
+        return Alone(OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"]),
+                     self_score=self_score)
+
+    att = attribute(checks, order, run_alone, own=d.own)
+    d.layer = d.layer or (att.blamed[0] if att.blamed else None)
+    if att.ill_conditioned:
+        d.ill_conditioned = [*(d.ill_conditioned or []), *att.ill_conditioned]
+    if d.layer is None and att.judged == att.checked:
         # no layer loses accuracy on its own input: rounding amplified along the model, or a
         # computation rounding decides (an input right at a threshold): no evidence against the backend
         f.kind = Kind.PRECISION_ACCUMULATED
@@ -101,11 +104,10 @@ def _as(value: np.ndarray, like: Any) -> np.ndarray:
 
 def _alone(ex: Any, case: TestCase, name: str, feed: dict[str, np.ndarray], backend: str) -> np.ndarray | None:
     """Layer ``name`` alone on ``backend``, fed ``feed``: its output (None if it cannot run alone)."""
-    try:
-        spec1 = one_layer_spec(case.spec, name, feed)
-    except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
+    model = one_layer_model(case.spec, case.weights, name, feed)
+    if model is None:
         return None
-    w1 = {name: case.weights[name]} if name in case.weights else {}
+    spec1, w1 = model
     got = ex.pool_run(spec1, w1, weights_key(w1), dict(feed), labels=[backend]).get(backend)
     return np.asarray(got["logits"]) if isinstance(got, dict) else None
 

@@ -40,11 +40,12 @@ from audee.levels.base import Runner
 from audee.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.execute import BuildCache, PhaseTally, Result, complete_weights, first_shapes
 from audee.oracle.compute_dtype import layer_compute_dtype
-from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, attributed, jump_order,
-                                    layer_scores, pair_compute, perturbed, rounding_for)
+from audee.oracle.attribution import Alone, attribute
+from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, jump_order, layer_scores,
+                                    pair_compute, perturbed, rounding_for)
 from audee.records.findings import OwnScore
 from audee.settings import TIE_MARGIN
-from audee.spec import ModelSpec, one_layer_spec, weights_key
+from audee.spec import ModelSpec, layer_feed, one_layer_model, weights_key
 from audee.train.oracle import clipped_loss, mark_train_odd, pair_scores, train_findings
 from audee.train.setup import TrainOutcome, TrainSetup, TrainSpec, draw_setup, train_spec
 from audee.weights import Shapes
@@ -264,30 +265,20 @@ class TrainExecutor(Runner):
                 checks.append(name)
         if d.first_layer is None:
             d.first_layer = d.forward_first_layer or (grads_out[-1] if grads_out else None)
-        judged = 0
-        for name in sorted(checks, key=order.index):
-            own = self._own(case, spec, name, ra.layers, [a, b], once)
-            if own is None:
-                continue
-            judged += 1
-            score, self_score = own
-            entry = OwnScore(score=score)
-            if score > 1.0:
-                entry.self_score = self_score
-                if attributed(score, self_score):
-                    d.own_layers.append(name)
-                else:
-                    d.ill_conditioned = (d.ill_conditioned or []) + [name]
-            d.own[name] = entry
+        att = attribute(checks, order, lambda name: self._own(case, spec, name, ra.layers, [a, b], once), own=d.own)
+        d.own_layers.extend(att.blamed)
+        if att.ill_conditioned:
+            d.ill_conditioned = [*(d.ill_conditioned or []), *att.ill_conditioned]
+        judged = att.judged
         first_loss = first["loss"]
         loss_moved = first_loss is not None and first_loss["score"] > 1.0 and not out
         every_grad = bool(grads_out) and not d.own_layers and len(grads_out) == len(first["gradient"])
         if loss_moved or every_grad:
-            own = self._own_loss(case, spec, once, ra, [a, b])
-            if own is not None:
-                score, self_score = own
-                d.own[LOSS_CHECK] = OwnScore(score=score, self_score=self_score if score > 1.0 else None)
-                d.loss_own = attributed(score, self_score)
+            # the loss alone: blamed or not, never listed ill-conditioned (it is no layer of the model)
+            loss = attribute([LOSS_CHECK], [LOSS_CHECK], lambda _: self._own_loss(case, spec, once, ra, [a, b]),
+                             own=d.own)
+            if loss.judged:
+                d.loss_own = bool(loss.blamed)
                 judged += 1
                 checks.append(LOSS_CHECK)
         d.layer = (d.own_layers[0] if d.own_layers else None) or (spec.output if d.loss_own else None) \
@@ -299,41 +290,36 @@ class TrainExecutor(Runner):
             f.kind = Kind.TRAIN_DEVIATION_ACCUMULATED
 
     def _own(self, case: TestCase, spec: ModelSpec, layer: str, layers_a: dict[str, np.ndarray], pair: list[str],
-             setup: TrainSetup) -> tuple[float, float] | None:
+             setup: TrainSetup) -> Alone | None:
         """``layer`` alone, fed backend ``a``'s training-mode input to it, trained one step
-        with the probe loss on both backends: (its deviation, its conditioning), or None."""
-        refs = spec.layer(layer).reads
-        if not all(r in layers_a or r in case.inputs for r in refs):
+        with the probe loss on both backends: its deviation and how to tell its conditioning, or None."""
+        fed = layer_feed(spec, layer, layers_a, case.inputs)
+        model = one_layer_model(spec, case.weights, layer, fed) if fed is not None else None
+        if model is None:
             return None
-        fed = {r: (layers_a[r] if r in layers_a else case.inputs[r]) for r in refs}
-        try:
-            spec1 = one_layer_spec(spec, layer, fed)
-        except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
-            return None
-        weights = {layer: case.weights[layer]} if layer in case.weights else {}
+        spec1, weights = model
         return self._alone(spec1, weights, fed, setup.probe(), pair)
 
     def _own_loss(self, case: TestCase, spec: ModelSpec, setup: TrainSetup, ra: TrainOutcome,
-                  pair: list[str]) -> tuple[float, float] | None:
+                  pair: list[str]) -> Alone | None:
         """The loss with the model's output layer alone (a framework may compute a loss
         from the op that made its input: TensorFlow's cross-entropies read the logits a
         softmax or a sigmoid keeps), fed backend ``a``'s input to that layer and trained
         with the case's loss and targets on both backends: its loss, output and gradients."""
         name = spec.output
-        refs = spec.layer(name).reads
-        if not all(r in ra.layers or r in case.inputs for r in refs):
+        fed = layer_feed(spec, name, ra.layers, case.inputs)
+        model = one_layer_model(spec, case.weights, name, fed) if fed is not None else None
+        if model is None:
             return None
-        fed = {r: (ra.layers[r] if r in ra.layers else case.inputs[r]) for r in refs}
-        try:
-            spec1 = one_layer_spec(spec, name, fed)
-        except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
-            return None
-        weights = {name: case.weights[name]} if name in case.weights else {}
+        spec1, weights = model
         return self._alone(spec1, weights, fed, setup, pair, keys=("loss", "output", "gradient", "input_gradient"))
 
     def _alone(self, spec1: ModelSpec, weights: Any, fed: dict[str, np.ndarray], setup: TrainSetup,
                pair: list[str], keys: tuple[str, ...] = ("output", "gradient", "input_gradient")
-               ) -> tuple[float, float] | None:
+               ) -> Alone | None:
+        """The one-layer model trained on both backends of ``pair``: its score over ``keys``,
+        and its conditioning (the step again with ``fed`` moved by rounding noise, the
+        larger change of either backend), run only when the attribution asks for it."""
         a, b = pair
         got = self._train_on(spec1, weights, fed, setup, pair, input_grads=True)
         if not all(got.get(x) is not None and got[x].ok for x in pair):
@@ -341,23 +327,25 @@ class TrainExecutor(Runner):
         score = _score(pair_scores(got[a], got[b], self.tolerances), keys)
         if score is None:
             return None
-        if score <= 1.0:
-            return score, 0.0
-        compute = pair_compute(got[a].precision, got[b].precision)
-        # rounding noise of the precision the layer computes in: a float16 layer fed float32
-        # inputs would round a float32-sized nudge away and look perfectly conditioned
-        outs = {x: got[x].output for x in pair if got[x].output is not None}
-        size = max([rounding_for(compute, {**fed, **outs})]
-                   + [DTYPE_ROUNDING.get(layer_compute_dtype(ls.params), 0.0) for ls in spec1.layers])
-        moved = self._train_on(spec1, weights, perturbed(fed, size=size), setup, pair, input_grads=True)
-        worst = 0.0
-        for x in pair:
-            if moved.get(x) is None or not moved[x].ok:
-                worst = float("inf")
-                continue
-            s = _score(pair_scores(got[x], moved[x], self.tolerances), keys)
-            worst = max(worst, s if s is not None else 0.0)
-        return score, worst
+
+        def self_score() -> float:
+            compute = pair_compute(got[a].precision, got[b].precision)
+            # rounding noise of the precision the layer computes in: a float16 layer fed float32
+            # inputs would round a float32-sized nudge away and look perfectly conditioned
+            outs = {x: got[x].output for x in pair if got[x].output is not None}
+            size = max([rounding_for(compute, {**fed, **outs})]
+                       + [DTYPE_ROUNDING.get(layer_compute_dtype(ls.params), 0.0) for ls in spec1.layers])
+            moved = self._train_on(spec1, weights, perturbed(fed, size=size), setup, pair, input_grads=True)
+            worst = 0.0
+            for x in pair:
+                if moved.get(x) is None or not moved[x].ok:
+                    worst = float("inf")
+                    continue
+                s = _score(pair_scores(got[x], moved[x], self.tolerances), keys)
+                worst = max(worst, s if s is not None else 0.0)
+            return worst
+
+        return Alone(OwnScore(score=score), self_score=self_score)
 
     def _diagnose_nan(self, case: TestCase, ts: TrainSpec, setup: TrainSetup, f: Finding,
                       outcomes: dict[str, TrainOutcome]) -> None:

@@ -1,0 +1,118 @@
+"""The one attribution rule (audee/oracle/attribution.py): which candidate layer deviates on
+its own input and is well conditioned there.  The "backends" here are numpy computations of a
+layer on synthetic arrays, judged with the deviation oracle's own ``compare`` and conditioned
+with its own perturbation, as every diagnosis site does with framework outputs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audee.oracle.attribution import ILL_CONDITIONED, IN_TOLERANCE, Alone, attribute, settle
+from audee.oracle.deviation import CONDITIONING_FACTOR, PERTURBATION, compare, perturbed
+from audee.records.findings import OwnScore
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(4, 16)).astype(np.float32)
+
+
+def _scaled(x: np.ndarray) -> np.ndarray:
+    return x * np.float32(3.0)
+
+
+def _step(x: np.ndarray) -> np.ndarray:
+    """A threshold sitting on its input: rounding noise flips it (ill-conditioned)."""
+    return (x >= X).astype(np.float32) * np.float32(5.0)
+
+
+def _judge(layer, faulty, x: np.ndarray = X) -> Alone:
+    """``layer`` on backend a, ``faulty`` on backend b, both fed ``x``: their score alone and
+    the conditioning (either backend's output moved by rounding noise on its input)."""
+    a, b = layer(x), faulty(x)
+    own = compare(a, b)
+    assert own is not None
+
+    def self_score() -> float:
+        moved = perturbed({"x": x}, size=PERTURBATION)["x"]
+        return max(compare(a, layer(moved))["score"], compare(b, faulty(moved))["score"])
+
+    return Alone(OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"]), self_score=self_score)
+
+
+def _never() -> float:
+    raise AssertionError("a layer within tolerance alone is not conditioned")
+
+
+def test_well_conditioned_layer_out_of_tolerance_is_blamed_with_its_self_score():
+    att = attribute(["d"], ["d"], lambda _: _judge(_scaled, lambda x: _scaled(x) * np.float32(1.01)))
+    assert att.blamed == ["d"] and att.ill_conditioned == [] and not att.accumulated
+    entry = att.own["d"]
+    assert entry.score > 1.0 and entry.self_score is not None and entry.score > CONDITIONING_FACTOR * entry.self_score
+
+
+def test_ill_conditioned_layer_is_listed_not_blamed_and_the_difference_is_accumulated():
+    # backend b's threshold differs from a's by rounding: out of tolerance alone, but the
+    # layer itself turns rounding noise on its input into a change as large
+    att = attribute(["t"], ["t"], lambda _: _judge(_step, lambda x: ((x * np.float32(1 + 2 ** -21)) >= X)
+                                                    .astype(np.float32) * np.float32(5.0)))
+    assert att.own["t"].score > 1.0
+    assert att.blamed == [] and att.ill_conditioned == ["t"] and att.reasons == {"t": ILL_CONDITIONED}
+    assert att.accumulated
+
+
+def test_within_tolerance_is_cleared_without_asking_the_conditioning():
+    att = attribute(["d"], ["d"], lambda _: Alone(OwnScore(score=0.5), self_score=_never))
+    assert att.reasons == {"d": IN_TOLERANCE} and att.own["d"].self_score is None and att.accumulated
+
+
+def test_the_conditioning_factor_is_strict_and_no_conditioning_is_no_evidence():
+    assert settle(Alone(OwnScore(score=10.0), self_score=lambda: 1.0))[0] == "ill_conditioned"
+    assert settle(Alone(OwnScore(score=10.5), self_score=lambda: 1.0))[0] == "blamed"
+    assert settle(Alone(OwnScore(score=1.0), self_score=lambda: 0.0))[0] == "cleared"
+    assert settle(Alone(OwnScore(score=1e9)))[0] == "ill_conditioned"   # could not be moved: inf
+
+
+def test_candidates_are_judged_in_model_order_and_an_unjudged_one_keeps_the_failure():
+    seen: list[str] = []
+    scores = {"c": (5.0, 0.01), "a": (5.0, 1.0), "b": (0.2, 0.0)}
+
+    def run(name: str) -> Alone | None:
+        seen.append(name)
+        if name == "x":
+            return None   # cannot stand alone
+        score, self_score = scores[name]
+        return Alone(OwnScore(score=score), self_score=lambda: self_score)
+
+    own: dict[str, OwnScore] = {}
+    att = attribute(["c", "x", "a", "b"], ["a", "b", "c", "x"], run, own=own)
+    assert seen == ["a", "b", "c", "x"]
+    assert att.own is own and list(own) == ["a", "b", "c"]
+    assert att.blamed == ["c"] and att.ill_conditioned == ["a"]
+    assert (att.judged, att.checked) == (3, 4)
+    att = attribute(["a", "x"], ["a", "x"], run)
+    assert not att.blamed and not att.accumulated   # a layer not judged: no evidence either way
+
+
+@pytest.mark.parametrize("reason, verdict", [(None, "blamed"), ("ill_conditioned", "ill_conditioned"),
+                                             ("overflow", "cleared"), ("accumulated", "cleared")])
+def test_the_pattern_rule_blames_only_a_difference_that_stands(reason, verdict):
+    att = attribute(["n"], ["n"], lambda _: Alone(OwnScore(score=float("inf")), pattern=lambda: reason))
+    assert (att.blamed == ["n"]) == (verdict == "blamed")
+    assert (att.ill_conditioned == ["n"]) == (verdict == "ill_conditioned")
+    assert att.reasons.get("n") == reason
+    assert att.own["n"].self_score is None
+
+
+def test_a_layer_is_fed_alone_from_one_run_and_cut_out_with_its_own_weights():
+    from audee.spec import layer_feed, one_layer_model
+    from tests.helpers import tiny_cnn, tiny_inputs
+
+    spec, inputs = tiny_cnn(), tiny_inputs(2)
+    conv = np.zeros((2, 10, 10, 4), np.float32)
+    assert layer_feed(spec, "pool", {}, inputs) is None            # the run did not return conv
+    fed = layer_feed(spec, "pool", {"conv": conv}, inputs)
+    assert list(fed) == ["conv"] and fed["conv"] is conv
+    assert list(layer_feed(spec, "conv", {"conv": conv}, inputs)) == ["image"]   # a model input as given
+    weights = {"conv": [np.zeros((3, 3, 1, 4), np.float32), np.zeros(4, np.float32)], "logits": []}
+    spec1, w1 = one_layer_model(spec, weights, "conv", {"image": inputs["image"]})
+    assert spec1.output == "conv" and [i.name for i in spec1.inputs] == ["image"] and list(w1) == ["conv"]
+    assert one_layer_model(spec, weights, "pool", {}) is None      # cannot stand alone: not judged alone
