@@ -262,25 +262,18 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     # every flag validated (audee.settings models) before anything is written or started
     check_out_dir(args.out)
     refs = parse_backends(args.backends, args.device, args.gpu_precision)
-    if args.activation is not None:  # activation-level cases: no seed, no search
-        names = _activation_names(args.activation)
+    target_level = ("activation" if args.activation is not None else "op" if args.op is not None
+                    else "api" if args.api is not None else None)
+    if target_level is not None:  # cases of named targets (APIs, ops, activations): no seed, no search
+        flag, what, names = _level_targets(args, target_level)
         cfg, plan = _fuzz_config(args, refs)
         if plan is not None or args.inputs:
-            raise AudeeError("activation-level fuzzing draws its own inputs and runs no search stage",
+            raise AudeeError(f"{'API' if target_level == 'api' else target_level}-level fuzzing draws its own inputs "
+                             "and runs no search stage",
                              field="--level" if plan is not None else "--inputs")
         args.known = _known_issues(args)
         with dir_lock(args.out):
-            return _cmd_fuzz_level(args, refs, cfg, "activation", names)
-    if args.api is not None or args.op is not None:  # API-level or op-level cases: no seed, no search
-        ops = args.op is not None
-        names = _api_names(args.op if ops else args.api, ops=ops)
-        cfg, plan = _fuzz_config(args, refs)
-        if plan is not None or args.inputs:
-            raise AudeeError(f"{'op' if ops else 'API'}-level fuzzing draws its own inputs and runs no search stage",
-                             field="--level" if plan is not None else "--inputs")
-        args.known = _known_issues(args)
-        with dir_lock(args.out):
-            return _cmd_fuzz_apis(args, refs, cfg, names, ops=ops)
+            return _cmd_fuzz_level(args, refs, cfg, target_level, flag, what, names)
     args.seed = args.seed or "lenet5"
     cfg, plan = _fuzz_config(args, refs)
     if plan is not None and cfg.phase == "train" and plan.config.fitness != "inconsistency":
@@ -329,8 +322,17 @@ def _activation_names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _cmd_fuzz_level(args: argparse.Namespace, refs: list, cfg: Any, level: str, targets: list[str]) -> int:
-    """A run of a level with no entry point of its own (:func:`audee.fuzz.fuzz_level`)."""
+def _level_targets(args: argparse.Namespace, level: str) -> tuple[str, str, list[str]]:
+    """A target level's flag, the word its summary counts targets in, and its checked names."""
+    if level == "activation":
+        return "--activation", "activations", _activation_names(args.activation)
+    ops = level == "op"
+    return ("--op", "ops", _api_names(args.op, ops=True)) if ops else ("--api", "APIs", _api_names(args.api, ops=False))
+
+
+def _cmd_fuzz_level(args: argparse.Namespace, refs: list, cfg: Any, level: str, flag: str, what: str,
+                    targets: list[str]) -> int:
+    """A run of a level over named targets (:func:`audee.fuzz.fuzz_level`), with a progress bar."""
     from audee.fuzz import fuzz_level
     from audee.logs import setup_logging
 
@@ -339,35 +341,14 @@ def _cmd_fuzz_level(args: argparse.Namespace, refs: list, cfg: Any, level: str, 
     if not args.no_progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=cfg.variants * len(targets), desc=f"fuzz {len(targets)} {level}", unit="case",
+        bar = tqdm(total=cfg.variants * len(targets), desc=f"fuzz {len(targets)} {what}", unit="case",
                    file=sys.stderr)
     try:
         stats = fuzz_level(level, targets, cfg, progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
-    _write_and_print_summary(args, refs, f"--{level} ({len(targets)})", stats)
-    print(f"results: {RunStore(args.out).results_path}   cases: {RunStore(args.out).cases_dir}")
-    return ExitCode.OK
-
-
-def _cmd_fuzz_apis(args: argparse.Namespace, refs: list, cfg: Any, apis: list[str], ops: bool = False) -> int:
-    from audee.fuzz import fuzz_apis, fuzz_ops
-    from audee.logs import setup_logging
-
-    setup_logging(None, RunStore(args.out).log_file)
-    what = "ops" if ops else "APIs"
-    bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=cfg.variants * len(apis), desc=f"fuzz {len(apis)} {what}", unit="case", file=sys.stderr)
-    try:
-        stats = (fuzz_ops if ops else fuzz_apis)(apis, cfg, progress=bar.update if bar is not None else None)
-    finally:
-        if bar is not None:
-            bar.close()
-    _write_and_print_summary(args, refs, f"--{'op' if ops else 'api'} ({len(apis)} {what})", stats)
+    _write_and_print_summary(args, refs, f"{flag} ({len(targets)} {what})", stats)
     print(f"results: {RunStore(args.out).results_path}   cases: {RunStore(args.out).cases_dir}")
     return ExitCode.OK
 

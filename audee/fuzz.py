@@ -27,7 +27,7 @@ from audee.errors import ConfigError
 from audee.exercised import exercised
 from audee.repro import write_bug_repros
 from audee.execute import Result, Submitted
-from audee.levels import LEVELS, Level, Runner, level_named, run_level, source_name
+from audee.levels import LEVELS, Level, Runner, level_named, run_level, source_name, targets_header
 from audee.levels.base import judging, unbuildable
 from audee.reference.run import reference_workers
 from audee.seeds import Seed
@@ -284,15 +284,7 @@ def fuzz_apis(apis: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] |
               pool: Pool | None = None) -> FuzzStats:
     """API-level fuzzing: ``cfg.variants`` cases per API of ``apis`` (configured names,
     :mod:`audee.mutation.apilevel`), ids ``api-<API>-v<i>``; resumable like :func:`fuzz`."""
-    level = run_level("api", cfg.phase)
-    level.check(cfg)
-    log.info("fuzz %d APIs on %s: %d cases each, rng %d, batch %d -> %s", len(apis),
-             ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.batch, cfg.out)
-    stats = _run(cfg, {"apis": list(apis)}, pool, lambda p, store, st: _level_stage(level, apis, cfg, p, store, st,
-                                                                                     progress))
-    log.info("fuzz of %d APIs done in %.1f s: %d test cases run, %d resumed, %d failing", len(apis),
-             stats.seconds, stats.run, stats.skipped, stats.failing_cases)
-    return stats
+    return fuzz_level("api", apis, cfg, progress, pool)
 
 
 def fuzz_ops(ops: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | None = None,
@@ -300,15 +292,7 @@ def fuzz_ops(ops: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | N
     """Op-level fuzzing: ``cfg.variants`` calls of each ``keras.ops`` function of
     ``ops`` (configured names, :mod:`audee.mutation.oplevel`), ids ``op-<op>-v<i>``, on the
     Keras backends of ``cfg.backends``; resumable like :func:`fuzz`."""
-    level = run_level("op", cfg.phase)
-    level.check(cfg)  # a model judgement asked of op calls: one line naming the flag
-    log.info("fuzz %d ops on %s: %d cases each, rng %d -> %s", len(ops), ", ".join(r.label for r in cfg.backends),
-             cfg.variants, cfg.rng, cfg.out)
-    stats = _run(cfg, {"ops": list(ops)}, pool, lambda p, store, st: _level_stage(level, ops, cfg, p, store, st,
-                                                                                   progress))
-    log.info("fuzz of %d ops done in %.1f s: %d test cases run, %d resumed, %d failing", len(ops),
-             stats.seconds, stats.run, stats.skipped, stats.failing_cases)
-    return stats
+    return fuzz_level("op", ops, cfg, progress, pool)
 
 
 def fuzz_level(name: str, targets: list[str], cfg: FuzzConfig, progress: Callable[[int], Any] | None = None,
@@ -317,10 +301,10 @@ def fuzz_level(name: str, targets: list[str], cfg: FuzzConfig, progress: Callabl
     ``cfg.variants`` cases per target, resumable like :func:`fuzz`; a level the registry
     adds is run here without an entry point of its own."""
     level = run_level(name, cfg.phase)
-    level.check(cfg)
+    level.check(cfg)  # a judgement the level cannot make: one line naming the flag
     log.info("fuzz %d %s targets on %s: %d cases each, rng %d -> %s", len(targets), level.label,
              ", ".join(r.label for r in cfg.backends), cfg.variants, cfg.rng, cfg.out)
-    stats = _run(cfg, {"level": name, "targets": list(targets)}, pool,
+    stats = _run(cfg, targets_header(name, targets), pool,
                  lambda p, store, st: _level_stage(level, targets, cfg, p, store, st, progress))
     log.info("fuzz of %d %s targets done in %.1f s: %d test cases run, %d resumed, %d failing", len(targets),
              level.label, stats.seconds, stats.run, stats.skipped, stats.failing_cases)

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from audee.levels.base import Level, Localized, Runner
 
 __all__ = ["ENTRIES", "LEVELS", "Entry", "Level", "Localized", "Runner", "is_call", "level_name", "level_named", "level_of",
-           "run_level", "source_name"]
+           "run_level", "source_name", "targets_header"]
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,15 @@ class Entry:
     seed_prefix: str | None = None  # a case's ``meta["seed"]`` starts with it
     phase: str | None = None        # a run's ``--phase`` / a record's ``meta["phase"]`` names it
     call: bool = False              # its case records hold a call (``CaseRecord.op``) instead of a model
+    targets_key: str | None = None  # the ``config.json`` key its runs record their targets under (the
+                                    # API and op levels' runs always had one; others: level and targets)
     doc: str = ""
 
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("network", "audee.levels.network", doc="a seed's network variants (`audee fuzz --seed`)"),
-    Entry("api", "audee.levels.api", seed_prefix="api:", doc="small models around one layer API (`--api`)"),
-    Entry("op", "audee.levels.op", seed_prefix="op:", call=True, doc="one keras.ops call (`--op`)"),
+    Entry("api", "audee.levels.api", seed_prefix="api:", targets_key="apis", doc="small models around one layer API (`--api`)"),
+    Entry("op", "audee.levels.op", seed_prefix="op:", call=True, targets_key="ops", doc="one keras.ops call (`--op`)"),
     Entry("activation", "audee.levels.activation", seed_prefix="activation:", call=True,
           doc="one keras.activations function on a drawn tensor (`--activation`)"),
     Entry("train", "audee.levels.train", phase="train",
@@ -61,6 +63,13 @@ def source_name(meta: Mapping[str, Any] | None, *, call: bool = False) -> str:
         if e.seed_prefix and seed.startswith(e.seed_prefix):
             return e.name
     return next((e.name for e in sources if call and e.call), DEFAULT)
+
+
+def targets_header(name: str, targets: list[str]) -> dict[str, Any]:
+    """What a run of level ``name`` over ``targets`` records of them in ``config.json`` (and so
+    what a resume compares)."""
+    key = _BY_NAME[name].targets_key
+    return {key: list(targets)} if key else {"level": name, "targets": list(targets)}
 
 
 def is_call(meta: Mapping[str, Any] | None) -> bool:
