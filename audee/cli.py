@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from audee import __version__
 from audee.errors import AudeeError, BackendUnavailable
 from audee.exitcodes import ExitCode, describe
+from audee.levels import parse_targets, target_entries
 from audee.settings import (PROFILES, FuzzSettings, LocalizeSettings, SearchSettings, ShardSettings,
                             add_model_options, apply_profile, check_environment, given_options, validate_settings)
 from audee.store.runstore import RunStore
@@ -76,18 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--seed", default=None,
                       help="a seed name (see `audee seeds`), a seed directory, a spec .json, or a .keras model "
                            "(default: lenet5)")
-    what.add_argument("--api", default=None, metavar="NAME[,NAME...]|all",
-                      help="API-level fuzzing instead of a seed: --variants small models around each layer API "
-                           "named (see `audee apis`; all: every configured one), ids api-<API>-v<i>; "
-                           "--dtypes picks their dtype policies")
-    what.add_argument("--op", default=None, metavar="NAME[,NAME...]|all",
-                      help="op-level fuzzing (docs/ops.md): --variants calls of each keras.ops function named "
-                           "(see `audee apis --ops`; all: every configured one) on the Keras backends, ids "
-                           "op-<op>-v<i>")
-    what.add_argument("--activation", default=None, metavar="NAME[,NAME...]|all",
-                      help="activation-level fuzzing: --variants calls of each keras.activations function named "
-                           "(all: every one) on a drawn tensor with drawn parameters, on the Keras backends, ids "
-                           "activation-<name>-v<i>")
+    for entry in target_entries():  # a level run over named targets: its flag is its registry entry's
+        what.add_argument(entry.flag, default=None, metavar="NAME[,NAME...]|all", help=entry.flag_help)
     p.add_argument("--inputs", help="your own inputs: an .npz with one array per model input (batch first); "
                                     "default: the seed's, an inputs.npz beside a user's model, else generated")
     _backends_arg(p, ",".join(DEFAULT_BACKENDS), settings=False)
@@ -262,14 +253,13 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     # every flag validated (audee.settings models) before anything is written or started
     check_out_dir(args.out)
     refs = parse_backends(args.backends, args.device, args.gpu_precision)
-    target_level = ("activation" if args.activation is not None else "op" if args.op is not None
-                    else "api" if args.api is not None else None)
-    if target_level is not None:  # cases of named targets (APIs, ops, activations): no seed, no search
-        flag, what, names = _level_targets(args, target_level)
+    entry = next((e for e in target_entries() if getattr(args, _dest(e.flag)) is not None), None)
+    if entry is not None:  # cases of named targets (APIs, ops, activations): no seed, no search
+        target_level, flag, what = entry.name, entry.flag, entry.plural
+        names = parse_targets(entry.name, getattr(args, _dest(entry.flag)))
         cfg, plan = _fuzz_config(args, refs)
         if plan is not None or args.inputs:
-            raise AudeeError(f"{'API' if target_level == 'api' else target_level}-level fuzzing draws its own inputs "
-                             "and runs no search stage",
+            raise AudeeError(f"{entry.word}-level fuzzing draws its own inputs and runs no search stage",
                              field="--level" if plan is not None else "--inputs")
         args.known = _known_issues(args)
         with dir_lock(args.out):
@@ -288,46 +278,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         return _cmd_fuzz(args, refs, cfg, plan, seed)
 
 
-def _api_names(text: str, ops: bool = False) -> list[str]:
-    """``--api`` as configured API names, ``--op`` as configured op names (``ops``; ``all``:
-    every one, in name order)."""
-    from audee.apis import load_api_configs, load_op_configs
-
-    known = load_op_configs() if ops else load_api_configs()
-    flag, what, listing = ("--op", "op", "audee apis --ops") if ops else ("--api", "API", "audee apis")
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if names == ["all"]:
-        return sorted(known)
-    if not names:
-        raise AudeeError(f"expected {what} names (see `{listing}`) or all", field=flag)
-    for n in names:
-        if n not in known:
-            raise AudeeError(f"unknown {what} {n!r} (see `{listing}`, or all)", field=flag)
-    return list(dict.fromkeys(names))
-
-
-def _activation_names(text: str) -> list[str]:
-    """``--activation`` as ``keras.activations`` names (``all``: every one, in name order)."""
-    from audee.opcase import ACTIVATIONS
-
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if names == ["all"]:
-        return sorted(ACTIVATIONS)
-    if not names:
-        raise AudeeError("expected keras.activations names or all", field="--activation")
-    for n in names:
-        if n not in ACTIVATIONS:
-            raise AudeeError(f"unknown activation {n!r} (one of {', '.join(ACTIVATIONS)}, or all)",
-                             field="--activation")
-    return list(dict.fromkeys(names))
-
-
-def _level_targets(args: argparse.Namespace, level: str) -> tuple[str, str, list[str]]:
-    """A target level's flag, the word its summary counts targets in, and its checked names."""
-    if level == "activation":
-        return "--activation", "activations", _activation_names(args.activation)
-    ops = level == "op"
-    return ("--op", "ops", _api_names(args.op, ops=True)) if ops else ("--api", "APIs", _api_names(args.api, ops=False))
+def _dest(flag: str) -> str:
+    """The attribute argparse stores ``flag`` under."""
+    return flag.lstrip("-").replace("-", "_")
 
 
 def _cmd_fuzz_level(args: argparse.Namespace, refs: list, cfg: Any, level: str, flag: str, what: str,

@@ -74,3 +74,25 @@ def test_the_settings_a_level_reads_are_settings():
     for name in LEVELS:
         unknown = set(level_named(name).settings) - set(FuzzSettings.flat_fields())
         assert not unknown, (name, unknown)
+
+
+def test_a_target_levels_flag_and_names_come_from_its_registry_entry():
+    """`audee fuzz`'s target flags are the registry's: a level with a flag in its entry is
+    reachable from the command line without a line of cli.py."""
+    import argparse
+
+    from audee.cli import build_parser
+    from audee.errors import AudeeError
+    from audee.levels import parse_targets, target_entries
+
+    entries = target_entries()
+    assert [e.name for e in entries] == ["api", "op", "activation"]
+    fuzz = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["fuzz"]
+    flags = {s for a in fuzz._actions for s in a.option_strings}
+    for e in entries:
+        assert e.flag in flags and e.plural and e.word
+        known = list(level_named(e.name).target_names())
+        assert known and parse_targets(e.name, "all") == sorted(known)
+        assert parse_targets(e.name, f"{known[0]},{known[0]}") == [known[0]]
+        with pytest.raises(AudeeError, match=f"^{e.flag}: unknown {e.word} 'no_such_name'"):
+            parse_targets(e.name, "no_such_name")

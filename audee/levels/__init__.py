@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from audee.levels.base import Level, Localized, Runner
 
 __all__ = ["ENTRIES", "LEVELS", "Entry", "Level", "Localized", "Runner", "is_call", "level_name", "level_named", "level_of",
-           "run_level", "source_name", "targets_header"]
+           "parse_targets", "run_level", "source_name", "target_entries", "targets_header"]
 
 
 @dataclass(frozen=True)
@@ -36,15 +36,30 @@ class Entry:
     call: bool = False              # its case records hold a call (``CaseRecord.op``) instead of a model
     targets_key: str | None = None  # the ``config.json`` key its runs record their targets under (the
                                     # API and op levels' runs always had one; others: level and targets)
+    flag: str | None = None         # the ``audee fuzz`` flag naming its targets (a level run over named targets)
+    word: str = ""                  # one target in a message ("API"); ``plural`` counts them in a summary
+    plural: str = ""
+    listing: str = ""               # where a user sees its targets' names ("audee apis"); else they are listed
+    flag_help: str = ""
     doc: str = ""
 
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("network", "audee.levels.network", doc="a seed's network variants (`audee fuzz --seed`)"),
-    Entry("api", "audee.levels.api", seed_prefix="api:", targets_key="apis", doc="small models around one layer API (`--api`)"),
-    Entry("op", "audee.levels.op", seed_prefix="op:", call=True, targets_key="ops", doc="one keras.ops call (`--op`)"),
-    Entry("activation", "audee.levels.activation", seed_prefix="activation:", call=True,
-          doc="one keras.activations function on a drawn tensor (`--activation`)"),
+    Entry("api", "audee.levels.api", seed_prefix="api:", targets_key="apis", flag="--api", word="API", plural="APIs",
+          listing="audee apis", doc="small models around one layer API (`--api`)",
+          flag_help="API-level fuzzing instead of a seed: --variants small models around each layer API named (see "
+                    "`audee apis`; all: every configured one), ids api-<API>-v<i>; --dtypes picks their dtype "
+                    "policies"),
+    Entry("op", "audee.levels.op", seed_prefix="op:", call=True, targets_key="ops", flag="--op", word="op",
+          plural="ops", listing="audee apis --ops", doc="one keras.ops call (`--op`)",
+          flag_help="op-level fuzzing (docs/ops.md): --variants calls of each keras.ops function named (see "
+                    "`audee apis --ops`; all: every configured one) on the Keras backends, ids op-<op>-v<i>"),
+    Entry("activation", "audee.levels.activation", seed_prefix="activation:", call=True, flag="--activation",
+          word="activation", plural="activations", doc="one keras.activations function on a drawn tensor (`--activation`)",
+          flag_help="activation-level fuzzing: --variants calls of each keras.activations function named (all: "
+                    "every one) on a drawn tensor with drawn parameters, on the Keras backends, ids "
+                    "activation-<name>-v<i>"),
     Entry("train", "audee.levels.train", phase="train",
           doc="one training step of another level's case (`--phase train`)"),
 )
@@ -63,6 +78,31 @@ def source_name(meta: Mapping[str, Any] | None, *, call: bool = False) -> str:
         if e.seed_prefix and seed.startswith(e.seed_prefix):
             return e.name
     return next((e.name for e in sources if call and e.call), DEFAULT)
+
+
+def target_entries() -> tuple[Entry, ...]:
+    """The levels a run names targets of (``audee fuzz --api/--op/...``), in flag order."""
+    return tuple(e for e in ENTRIES if e.flag)
+
+
+def parse_targets(name: str, text: str) -> list[str]:
+    """``text`` (comma-separated names, or ``all``: every one in name order) as level
+    ``name``'s targets, each checked against the names its level knows; a bad one is one
+    line naming the flag."""
+    from audee.errors import AudeeError
+
+    e = _BY_NAME[name]
+    known = level_named(name).target_names()
+    where = f"see `{e.listing}`" if e.listing else "one of " + ", ".join(known)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return sorted(known)
+    if not names:
+        raise AudeeError(f"expected {e.word} names ({where}) or all", field=e.flag)
+    for n in names:
+        if n not in known:
+            raise AudeeError(f"unknown {e.word} {n!r} ({where}, or all)", field=e.flag)
+    return list(dict.fromkeys(names))
 
 
 def targets_header(name: str, targets: list[str]) -> dict[str, Any]:

@@ -61,6 +61,11 @@ class Level(Protocol):
         already in the results table."""
         ...
 
+    def target_names(self) -> Sequence[str]:
+        """The targets a run may name (a level its registry entry gives a flag): configured
+        APIs, ops, ``keras.activations`` names."""
+        ...
+
     def indices(self, cfg: Any) -> Sequence[int]:
         """The case indices a run makes per target."""
         ...

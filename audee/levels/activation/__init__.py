@@ -12,14 +12,14 @@ unchanged (:class:`audee.levels.calls.CallLevel`).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from audee.levels.base import SPECIAL_STREAM, nonempty
 from audee.levels.calls import CallLevel
 from audee.mutation import special
-from audee.opcase import ACTIVATION_NS, OpCase
+from audee.opcase import ACTIVATION_NS, ACTIVATIONS, OpCase
 
 DTYPES = ("float32", "float32", "float16", "bfloat16")  # float32 twice: most cases judged at float32 tolerance
 MAX_DIM = 6
@@ -91,6 +91,9 @@ class ActivationLevel(CallLevel):
 
     def case_id(self, target: str, index: int) -> str:
         return activation_case_id(target, index)
+
+    def target_names(self) -> Sequence[str]:
+        return list(ACTIVATIONS)
 
     def cases(self, runner: Any, todo: list[tuple[str, int]], cfg: Any, store: Any,
               context: dict[str, Any]) -> Iterator[tuple[Any, dict[str, Any]]]:

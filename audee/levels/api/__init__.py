@@ -28,6 +28,11 @@ class ApiLevel(ModelLevel):
     def indices(self, cfg: Any) -> Sequence[int]:
         return range(cfg.variants)
 
+    def target_names(self) -> Sequence[str]:
+        from audee.apis import load_api_configs
+
+        return list(load_api_configs())
+
     def drive(self, loop: Any, runner: Any, todo: list[tuple[str, int]], context: dict[str, Any]) -> None:
         from audee.apis import load_api_configs
 

@@ -22,6 +22,11 @@ class OpLevel(CallLevel):
 
         return op_case_id(target, index)
 
+    def target_names(self) -> Sequence[str]:
+        from audee.apis import load_op_configs
+
+        return list(load_op_configs())
+
     def cases(self, runner: Any, todo: list[tuple[str, int]], cfg: Any, store: Any,
               context: dict[str, Any]) -> Iterator[tuple[Any, dict[str, Any]]]:
         """Each op-level case to run, with its row's provenance: the drawn call, then special
