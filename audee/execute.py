@@ -135,7 +135,7 @@ class Executor(Runner):
     def submit(self, case: TestCase) -> "Submitted":
         """Start ``case`` on every backend that builds it, without waiting for the runs:
         the caller may prepare the next case (mutation, its builds) and judge the one
-        before (:meth:`finish`) while the workers compute (issue 13)."""
+        before (:meth:`finish`) while the workers compute."""
         t0 = time.perf_counter()
         built = self.build(case.spec)
         modes = self.pool.precisions
@@ -186,11 +186,11 @@ class Executor(Runner):
             fold_reduced_precision_flips(result.verdict)
         if diagnose:
             self._diagnose_nan(result, [f for f in nans if f.detail.patterns])
-        if self.reference is not None and any(o.ok for o in ordered):  # issue 28: against float64
+        if self.reference is not None and any(o.ok for o in ordered):  # against float64
             result.reference, precise = self.reference.judge(self, case, result.outcomes, result.verdict.findings,
                                                              diagnose=diagnose)
             result.verdict.findings.extend(precise)
-        if self.equivalence:  # each rule's equivalent model on every backend that ran the case (issue 27)
+        if self.equivalence:  # each rule's equivalent model on every backend that ran the case
             eq, result.equivalence = run_equivalence(self, case, result.outcomes, self.equivalence, diagnose=diagnose)
             result.verdict.findings.extend(eq)
         mark_odd(ordered, result.verdict.findings)  # after every change of kind

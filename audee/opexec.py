@@ -1,4 +1,4 @@
-"""Run op-level cases (issue 30) on every backend and judge them.
+"""Run op-level cases on every backend and judge them.
 
 An op case is one ``keras.ops`` call: no model to build, no weights, nothing to compile
 per model; every worker gets the call at once (``Pool.submit_op``) and answers its
@@ -38,7 +38,7 @@ class OpResult:
     equivalence: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     phases: dict[str, dict[str, float]] = field(default_factory=dict)
-    reference: None = None   # an op case has no float64 reference (issue 28 judges models); rows read it
+    reference: None = None   # an op case has no float64 reference (the reference judges models); rows read it
 
 
 @dataclass
