@@ -178,11 +178,15 @@ class _SubPool:
     """Some of a pool's workers, as a pool of their own (the case's backends)."""
 
     def __init__(self, pool, labels):
+        self.pool = pool
         self.workers = {k: pool.workers[k] for k in labels}
         self.labels, self.precisions = list(labels), {k: pool.precisions[k] for k in labels}
 
     def call_many(self, labels, name, **kw):
         return {label: None for label in labels} if name == "training_support" else None
+
+    def build(self, spec, labels=None, **kw):
+        return self.pool.build(spec, labels or self.labels, **kw)
 
 
 @pytest.mark.slow

@@ -61,10 +61,11 @@ def environment_broken(backend, exc):
     sys.exit(ENV_BROKEN)
 
 
-def write_result(out, **arrays):
-    """A child's result, whole or not at all (written aside, then moved into place)."""
-    np.savez(out + ".tmp.npz", **arrays)
-    os.replace(out + ".tmp.npz", out)
+def write_result(path, /, **arrays):
+    """A child's result, whole or not at all (written aside, then moved into place); the path
+    is positional only, so an array may be called ``out`` (a training step's output is)."""
+    np.savez(path + ".tmp.npz", **arrays)
+    os.replace(path + ".tmp.npz", path)
 
 
 def run_all(labels, timeout=None):

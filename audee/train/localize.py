@@ -138,8 +138,8 @@ def localize_train(pool: Pool, record: CaseRecord, case: TestCase, apis: dict[st
     base = one_layer_spec(ts.spec, out.layer, fed)
     weights = {out.layer: case.weights[out.layer]} if out.layer in case.weights else {}
     first = ex._alone(base, weights, fed, alone_setup, list(main.backends), keys)
-    out.baseline = None if first is None else first[0]
-    if first is None or first[0] <= 1.0:
+    out.baseline = None if first is None else first.entry.score
+    if first is None or first.entry.score <= 1.0:
         out.note = "the layer alone is within tolerance: nothing to localize among its parameters" + \
             (f" ({LOSS_CHECK} judged)" if loss_own else "")
         return out
@@ -152,8 +152,8 @@ def localize_train(pool: Pool, record: CaseRecord, case: TestCase, apis: dict[st
                 continue
             w1 = _weights_for(ex, spec1, weights, out.layer)
             score = None if w1 is None else ex._alone(spec1, w1, fed, alone_setup, list(main.backends), keys)
-            c.scores[repr(value)] = float("inf") if score is None else float(score[0])
-            if score is not None and score[0] <= 1.0:
+            c.scores[repr(value)] = float("inf") if score is None else float(score.entry.score)
+            if score is not None and score.entry.score <= 1.0:
                 c.removing.append(repr(value))
         if c.scores:
             out.candidates.append(c)
