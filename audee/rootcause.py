@@ -17,7 +17,8 @@ maintainer would fix (docs/oracles.md, "Root causes and classes"):
 
 A pair's root (the oracle could not tell which of two backends is off) folds into the root of
 the same family and layer or op whose odd backend is one of the two, where exactly one exists:
-it is that backend's difference seen without a third backend to tell.
+it is that backend's difference seen without a third backend to tell.  A compiled or converted
+backend and its reference are never a pair's root: the judged side is the odd one.
 
 What rode along with the failing layer (an activation drawn for it, parameter values)
 enters the key only where localization named it (the signature's ``localized`` context).
@@ -26,7 +27,8 @@ Each root cause has a **class**, decided by :func:`classify` in this order: a kn
 ``class``; ``undefined`` when audee's memory cap stopped it (the case asked for more memory than a
 worker may hold); ``harness`` (the failure is raised in audee's own code); ``undefined`` (the case
 is outside the documented contract: a crafty invalid parameter value, NaN/Inf inputs to a
-NaN-pattern difference, ids out of range, a pattern difference at the float32 overflow
+difference between independent frameworks (not to a compiled or converted backend's against
+its reference, :mod:`audee.oracle.pairs`: the same program must compute the same on them), ids out of range, a pattern difference at the float32 overflow
 boundary); ``limitation`` (an explicit "unsupported" error: no op, no kernel, not
 implemented, only supports ...); else ``bug``.  A group of signatures takes the class of its
 most telling member (:data:`CLASSES` order): one case with valid inputs makes it a bug.
@@ -39,6 +41,7 @@ from typing import Iterable, Protocol
 from audee.backends.info import all_unsupported, describe
 from audee.case import MEMORY_CAP, Kind
 from audee.kinds import CRASHES, root_family
+from audee.oracle.pairs import in_contract, judged_side
 from audee.signature import Signature, invalid_graph_complaint, primary_api
 from audee.triage import Bug, CrashRoot, NumericRoot, RootCause, RootKey
 
@@ -149,6 +152,18 @@ def _flushing(odd: Iterable[str]) -> bool:
     return any(describe(str(b)).flushes_subnormals for b in odd)
 
 
+def _against_reference(sig: Signature) -> bool:
+    """Whether a signature's difference is a compiled or converted backend's against its
+    reference, which is not odd itself (:func:`audee.oracle.pairs.in_contract`; a pair of
+    the two names no odd backend: its judged side is): NaN/Inf inputs are then in the
+    contract, the program the backend was given computes on them."""
+    odd = sig.odd
+    if not odd and len(sig.backends) == 2:
+        side = judged_side(*sig.backends)
+        odd = (side,) if side else ()
+    return in_contract(odd, sig.backends)
+
+
 def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
     """(class, why) of one signature (module docstring); ``issue``: the known issue it
     matches, whose ``class`` decides when given."""
@@ -165,7 +180,8 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
     if invalid:
         return "undefined", "a crafty invalid value of " + ", ".join(invalid)
     reasons = [text for c, text in _UNDEFINED_CONTEXT.items()
-               if c in ctx and not (c == "subnormal_input" and _flushing(sig.odd))]
+               if c in ctx and not (c == "subnormal_input" and _flushing(sig.odd))
+               and not (c == "nonfinite_input" and _against_reference(sig))]
     if reasons:
         return "undefined", "; ".join(reasons)
     if sig.kind in CRASHES and explicit_refusal(sig.error_full or sig.error):
@@ -223,10 +239,15 @@ def _root_cause(key: RootKey, members: list[Bug]) -> RootCause:
 
 def _pair_target(key: RootKey, groups: dict[RootKey, list[Bug]]) -> RootKey | None:
     """The root a pair's numeric or NaN root (the oracle could not tell which of the two is
-    off) is a view of: the one root of the same family, layer or op (and input) whose odd
-    backend is one of the pair's, if exactly one exists."""
+    off) is a view of: for a compiled or converted backend and its reference, the judged
+    side's (:func:`audee.oracle.pairs.judged_side`), whether or not it exists yet; else the one
+    root of the same family, layer or op (and input) whose odd backend is one of the pair's,
+    if exactly one exists."""
     if not isinstance(key, NumericRoot) or key.family not in PAIR_FAMILIES or key.told:
         return None
+    side = judged_side(*key.pair) if len(key.pair) == 2 else None
+    if side is not None:
+        return key.with_odd(side)
     found = [k for k in (key.with_odd(b) for b in key.pair) if k in groups]
     return found[0] if len(found) == 1 else None
 
@@ -239,7 +260,7 @@ def _fold_pairs(groups: dict[RootKey, list[Bug]]) -> None:
         target = _pair_target(key, groups)
         if target is None:
             continue
-        groups[target].extend(groups.pop(key))
+        groups.setdefault(target, []).extend(groups.pop(key))
 
 
 def class_counts(roots: list[RootCause]) -> dict[str, dict[str, int]]:

@@ -288,3 +288,50 @@ class GarblingBackend(JaxBackend):
 
     def run(self, model, inputs):
         raise OSError(GARBLED_MESSAGE)
+
+
+class _NanToValueOneLayer:
+    """Mixin: the layer named ``target`` maps NaN in its output to ``value``."""
+
+    target = "d"
+    value = 0.0
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != self.target:
+            return made
+        value = self.value
+
+        class NanToValue(type(made)):
+            def call(self, *args, **kwargs):
+                import keras
+
+                y = super().call(*args, **kwargs)
+                return keras.ops.where(keras.ops.isnan(y), keras.ops.full_like(y, value), y)
+
+        made.__class__ = NanToValue
+        return made
+
+
+class NanZeroTfMode(_NanToValueOneLayer, TensorflowBackend):
+    """A mode of TensorFlow (its reference: the program it runs is TensorFlow's) whose layer
+    ``d`` maps NaN to 0, as a compiler dropping a NaN would: judged against ``tensorflow``."""
+
+    name = "nan-zero-tf-mode"
+    reference = "tensorflow"
+
+
+class NanFiniteTfConverter(_NanToValueOneLayer, TensorflowBackend):
+    """A converter-like backend of TensorFlow's model whose layer ``d`` maps NaN to 1.0, as a
+    converted graph's runtime mapping NaN to a finite value would: judged against ``tensorflow``."""
+
+    name = "nan-finite-tf-converter"
+    reference = "tensorflow"
+    value = 1.0
+
+
+class NanZeroTfIndependent(_NanToValueOneLayer, TensorflowBackend):
+    """The same fault as :class:`NanZeroTfMode` in a backend that declares no reference: an
+    independent framework, judged by the majority rules only."""
+
+    name = "nan-zero-tf-independent"

@@ -141,6 +141,11 @@ class Backend(ABC):
     def run(self, model: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """Run one batch; return every layer's output in ``spec.topological_order()``."""
 
+    #: a plugin's reference: the backend whose program it compiles or converts (``"tensorflow"``
+    #: for a mode of it), judged against it (docs/oracles.md, "Pairs and their references"); a
+    #: built-in's is declared in :mod:`audee.backends.info`
+    reference: ClassVar[str | None] = None
+
     #: whether :meth:`train` runs a training step (the Keras backends and their plugins);
     #: a converter or runtime runs inference only and is left out of the training phase
     trains: ClassVar[bool] = False

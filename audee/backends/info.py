@@ -17,7 +17,9 @@ judgement modules (``signature``, ``rootcause``, ``report``) read it.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class BackendInfo:
     op_names: tuple[OpName, ...] = ()     # how its errors name the failing op
     query_noise: tuple[str, ...] = ()     # words every error of it carries: no use in a tracker search
     flushes_subnormals: bool = False      # its CPU kernels flush subnormals to zero by design
+    reference: str | None = None          # the backend whose program it compiles or converts (judged against it)
     script: ScriptCode | None = None      # its lines in a standalone model script (None: it has none)
     builtin: bool = field(default=False)  # described here (not a plugin's defaults)
 
@@ -175,6 +178,12 @@ _ONNX_OPS = (
 )
 _TF2ONNX_TRACKERS = ("onnx/tensorflow-onnx",)
 
+def _converted(info: BackendInfo) -> BackendInfo:
+    """A converter's or runtime's description: the Keras backend whose model it converts is
+    its reference (the model before conversion is the program it must keep)."""
+    return replace(info, reference=info.keras_backend)
+
+
 TENSORFLOW = BackendInfo(
     name="tensorflow", target="audee.backends.keras_backends:TensorflowBackend",
     label="Keras 3 on TensorFlow, a traced graph", keras_backend="tensorflow", blamed_first=True,
@@ -201,8 +210,9 @@ JAX = BackendInfo(
     packages=("jax",), trains=True, runs_ops=True, unsupported=_KERAS_UNSUPPORTED,
     op_names=(OpName(r"supported by (?!(?:the|a|an)\b)(\w+)", 150),  # ... is not supported by dot_general
               *_KERAS_OPS),
-    flushes_subnormals=True, script=_JAX_JIT, builtin=True)  # jax-ml/jax#16200
-ONNXRUNTIME = BackendInfo(
+    # jax.jit compiles the program users write op by op: jitted JAX is judged against it
+    reference="jax-eager", flushes_subnormals=True, script=_JAX_JIT, builtin=True)  # jax-ml/jax#16200
+ONNXRUNTIME = _converted(BackendInfo(
     name="onnxruntime", target="audee.backends.onnx_backend:OnnxRuntimeBackend",
     label="TensorFlow's Keras model converted by tf2onnx, run by ONNX Runtime", keras_backend="tensorflow",
     trackers=("microsoft/onnxruntime", "onnx/tensorflow-onnx"),  # a converted graph: either may be at fault
@@ -214,14 +224,17 @@ ONNXRUNTIME = BackendInfo(
     unsupported=(r"No Op registered for",
                  r"NOT_IMPLEMENTED : Could not find an implementation for"),  # no kernel for the op and type
     op_names=(*_ONNX_OPS, OpName(r"running (\w+) node", 110)),  # a kernel at run
-    query_noise=("onnxruntime",), script=_ORT_SCRIPT, builtin=True)
+    query_noise=("onnxruntime",), script=_ORT_SCRIPT, builtin=True))
 
 
 def _mode(base: BackendInfo, name: str, cls: str, label: str, **changes: object) -> BackendInfo:
     """Another execution mode of a framework (``audee/backends/modes.py``): the framework's
-    facts, its own name, class and label."""
+    facts, its own name, class and label; the framework is its reference (the same program,
+    run another way) unless ``changes`` say otherwise."""
+    changes.setdefault("reference", base.name)
     return replace(base, name=name, target=f"audee.backends.modes:{cls}", label=label, blamed_first=False,
                    **changes)
+
 
 
 #: every built-in backend, in the order ``--backends`` lists them
@@ -250,7 +263,7 @@ at["phase"] = "run"
 with torch.no_grad():
     return torch.compile(model, dynamic=False)([keras.ops.convert_to_tensor(x) for x in xs], training=False)""",
                                                                                 gpu=_TORCH_GPU)),
-    _mode(JAX, "jax-eager", "JaxEagerBackend", "Keras 3 on JAX, op by op",
+    _mode(JAX, "jax-eager", "JaxEagerBackend", "Keras 3 on JAX, op by op", reference=None,
           trackers=("jax-ml/jax", "keras-team/keras"), script=ScriptCode(f"""# op by op
 import jax
 at["phase"] = "run"
@@ -258,9 +271,10 @@ at["phase"] = "run"
 with jax.disable_jit():
     return model.stateless_call(*args, training=False)[0]""")),
     # JAX with 64-bit types (jax_enable_x64): the float64 reference's JAX worker (registry.FLOAT64_TWIN)
-    _mode(JAX, "jax-x64", "JaxX64Backend", "Keras 3 on JAX, jitted, with 64-bit types (jax_enable_x64)"),
+    _mode(JAX, "jax-x64", "JaxX64Backend", "Keras 3 on JAX, jitted, with 64-bit types (jax_enable_x64)",
+          reference=None),  # another precision: no program of its own to match
     # more converters and runtimes
-    BackendInfo(
+    _converted(BackendInfo(
         name="openvino", target="audee.backends.openvino_backend:OpenVinoBackend",
         label="TensorFlow's Keras model converted by tf2onnx, run by OpenVINO's CPU plugin",
         keras_backend="tensorflow",
@@ -281,8 +295,8 @@ at["phase"] = "run"
 got = compiled(feed)
 ports = {n: port for port in compiled.outputs for n in port.get_names()}
 return [np.asarray(got[ports[n]]) for n in names]""", helpers=(_TF2ONNX,)),
-        builtin=True),
-    BackendInfo(
+        builtin=True)),
+    _converted(BackendInfo(
         name="torch-onnx", target="audee.backends.torch_onnx_backend:TorchOnnxBackend",
         label="torch's Keras model exported by torch.onnx (dynamo), run by ONNX Runtime", keras_backend="torch",
         trackers=("pytorch/pytorch", "microsoft/onnxscript", "microsoft/onnxruntime"),
@@ -316,8 +330,8 @@ def fetch(v):  # onnxruntime has no numpy type for bfloat16: its bytes, read by 
     return flat.reshape(v.shape())
 
 return [fetch(v) for v in session.run_with_ort_values(names, feed)]""", gpu=_TORCH_GPU),
-        builtin=True),
-    BackendInfo(
+        builtin=True)),
+    _converted(BackendInfo(
         name="litert", target="audee.backends.litert_backend:LiteRtBackend",
         label="TensorFlow's Keras model converted by the TFLite converter, run by the LiteRT interpreter",
         keras_backend="tensorflow", trackers=("google-ai-edge/LiteRT", "tensorflow/tensorflow"),
@@ -346,7 +360,7 @@ runner = interpreter.get_signature_runner()
 at["phase"] = "run"
 got = runner(**{i["name"]: np.ascontiguousarray(x) for i, x in zip(spec["inputs"], xs)})
 return [np.asarray(got[f"y{k}"]) for k in range(len(got))]"""),
-        builtin=True),
+        builtin=True)),
 )}
 
 
@@ -361,6 +375,29 @@ def describe(backend: str) -> BackendInfo:
     name = base_name(backend)
     info = BUILTIN_INFO.get(name)
     return info if info is not None else BackendInfo(name=name, target=name, label=name)
+
+
+@lru_cache(maxsize=None)
+def _plugin_reference(target: str) -> str | None:
+    """A plugin's reference: its class's ``reference`` attribute (the name of the backend
+    whose program it compiles or converts), read by importing its module (a backend module
+    imports no framework at import); None where it declares none or cannot be loaded."""
+    module, _, cls = target.partition(":")
+    try:
+        value = getattr(importlib.import_module(module), cls).reference
+    except Exception:  # noqa: BLE001 - an unloadable plugin is described by the defaults
+        return None
+    return value if isinstance(value, str) else None
+
+
+def reference_of(backend: str) -> str | None:
+    """The label of the backend ``backend`` (a name or result label) is judged against, on
+    the same placement: ``tensorflow-xla@cuda`` -> ``tensorflow@cuda``; None for a backend
+    that compiles or converts no other (an independent framework)."""
+    name, at, place = str(backend).partition("@")
+    info = BUILTIN_INFO.get(name)
+    ref = info.reference if info is not None else (_plugin_reference(name) if ":" in name else None)
+    return ref + at + place if ref else None
 
 
 def keras_frameworks() -> tuple[str, ...]:

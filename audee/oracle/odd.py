@@ -21,6 +21,10 @@ The rules (``docs/oracles.md``, "The odd backend"):
 * **NaN**: the backends that ran are grouped by their element-wise non-finite pattern of
   the output and the logits; when those agree, by their lists of non-finite layers.  The
   odd ones are those outside a strict-majority group.
+* **a backend and its reference** (:mod:`audee.oracle.pairs`): where the rules above cannot
+  tell (two backends, no strict majority) and every differing pair is a compiled or
+  converted backend and the backend whose program it runs, the compiled or converted side
+  is odd (``"judged against its reference tensorflow"``); for a pairwise finding, its own pair.
 * **deviation, inconsistency** (one finding per pair): from the pairs with such a finding
   among the backends that ran, the smallest set of backends that touches every failing
   pair, when it is the only one of its size and the backends left (every pair among them
@@ -41,6 +45,7 @@ from audee.case import Finding, Outcome
 from audee.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, nonfinite_codes
+from audee.oracle.pairs import differing_pairs, odd_by_reference
 
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding]) -> None:
@@ -52,14 +57,17 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding]) -> None:
             continue
         by = odd_rule(f.kind)
         if by == "acceptance":
-            crash = crash or minority(acceptance_groups(outcomes))
+            crash = crash or _or_reference(minority, acceptance_groups(outcomes))
             odd, rule = crash
         elif by == "nan":
-            nan = nan or minority(nan_groups(outcomes))
+            nan = nan or _or_reference(minority, nan_groups(outcomes))
             odd, rule = nan
         elif by == "pairs":
-            pairwise = pairwise or odd_of_pairs([o.backend for o in outcomes if o.ok], failing_pairs(findings))
+            failing = failing_pairs(findings)
+            pairwise = pairwise or odd_of_pairs([o.backend for o in outcomes if o.ok], failing)
             odd, rule = pairwise
+            if not odd:  # the case cannot tell: this pair may still be a backend and its reference
+                odd, rule = odd_by_reference([_pair_of(f)]) or (odd, rule)
         elif by == "equivalence":  # the backends where its rule fails, against those where it holds
             odd, rule = equivalence_odd(f, findings, [o.backend for o in outcomes if o.ok])
         elif by == "reference":  # the float64 reference tells: the backend far worse than the best
@@ -67,6 +75,22 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding]) -> None:
         else:
             odd, rule = [], f"no rule for {f.kind}"
         f.detail.odd, f.detail.odd_rule = list(odd), rule
+
+
+def _or_reference(rule: Any, groups: dict[str, Hashable]) -> tuple[list[str], str]:
+    """``rule``'s odd backends of ``groups``; where it cannot tell, the compiled or converted
+    side of the differing pairs when each is such a backend and its reference
+    (:func:`audee.oracle.pairs.odd_by_reference`)."""
+    odd, why = rule(groups)
+    if odd:
+        return odd, why
+    return odd_by_reference(differing_pairs(groups)) or (odd, why)
+
+
+def _pair_of(f: Finding) -> frozenset[str]:
+    """A pairwise finding's two backends."""
+    pair = f.detail.pair
+    return frozenset(pair.split("|")) if isinstance(pair, str) else frozenset(f.backends)
 
 
 def acceptance_groups(outcomes: list[Outcome]) -> dict[str, Hashable]:
@@ -115,12 +139,7 @@ def minority(groups: dict[str, Hashable]) -> tuple[list[str], str]:
 
 def failing_pairs(findings: list[Finding]) -> set[frozenset[str]]:
     """The backend pairs with a failing pairwise finding (deviation or inconsistency)."""
-    out = set()
-    for f in findings:
-        if f.kind in PAIRWISE and f.is_failure:
-            pair = f.detail.pair
-            out.add(frozenset(pair.split("|")) if isinstance(pair, str) else frozenset(f.backends))
-    return out
+    return {_pair_of(f) for f in findings if f.kind in PAIRWISE and f.is_failure}
 
 
 def odd_of_pairs(ran: list[str], failing: set[frozenset[str]]) -> tuple[list[str], str]:
