@@ -33,6 +33,12 @@ def test_each_mode_and_converter_names_its_reference_on_its_placement():
     assert judged_side("tensorflow@cuda", "tensorflow-xla@cuda") == "tensorflow-xla@cuda"
     assert judged_against("tensorflow", "torch") is None
     assert judged_against("tensorflow", "tensorflow-xla@cuda") is None  # another placement: another program run
+    from audee.backends.info import note_plugin_reference
+    from tests.plugins import NanZeroTfIndependent, NanZeroTfMode
+
+    # a plugin's reference is what its worker declares at start (the pool notes it), never an import
+    note_plugin_reference(MODE, NanZeroTfMode.reference)
+    note_plugin_reference(INDEPENDENT, getattr(NanZeroTfIndependent, "reference", None))
     assert reference_of(MODE) == "tensorflow" and reference_of(INDEPENDENT) is None
 
 
@@ -113,3 +119,15 @@ def test_independent_frameworks_differing_on_a_nan_input_stay_undefined(pool):
     f, judged = _judged(pool, INDEPENDENT)
     assert f.detail.input_nonfinite and f.detail.odd == [] and f.detail.odd_rule == "two backends: cannot tell"
     assert judged and all(k == "undefined" and s.odd == () for s, k, _ in judged), judged
+
+
+def test_a_plugin_label_read_from_a_file_imports_nothing():
+    """Judging reads a plugin's reference only from a module already loaded: a label in a row
+    or a case file (``module:Class``) never makes the judge import that module."""
+    import sys
+
+    from audee.backends.info import reference_of
+
+    assert "audee_no_such_plugin_mod" not in sys.modules
+    assert reference_of("audee_no_such_plugin_mod:Backend") is None
+    assert "audee_no_such_plugin_mod" not in sys.modules

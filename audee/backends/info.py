@@ -17,9 +17,7 @@ judgement modules (``signature``, ``rootcause``, ``report``) read it.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -377,17 +375,22 @@ def describe(backend: str) -> BackendInfo:
     return info if info is not None else BackendInfo(name=name, target=name, label=name)
 
 
-@lru_cache(maxsize=None)
+#: plugin target -> the backend it compiles or converts, as its worker declared it at start
+_PLUGIN_REFERENCES: dict[str, str] = {}
+
+
+def note_plugin_reference(target: str, reference: object) -> None:
+    """Record what a started plugin worker declared as its reference (its class's
+    ``reference``); built-ins are described in :data:`BUILTIN_INFO`."""
+    if all(i.target != target for i in BUILTIN_INFO.values()) and isinstance(reference, str) and reference in BUILTIN_INFO:
+        _PLUGIN_REFERENCES[target] = reference
+
+
 def _plugin_reference(target: str) -> str | None:
-    """A plugin's reference: its class's ``reference`` attribute (the name of the backend
-    whose program it compiles or converts), read by importing its module (a backend module
-    imports no framework at import); None where it declares none or cannot be loaded."""
-    module, _, cls = target.partition(":")
-    try:
-        value = getattr(importlib.import_module(module), cls).reference
-    except Exception:  # noqa: BLE001 - an unloadable plugin is described by the defaults
-        return None
-    return value if isinstance(value, str) else None
+    """A plugin's reference, as a worker this process started declared it.  Judging never
+    imports: a plugin label read from a row or a case file must not choose code to run, so a
+    plugin no worker here declared is judged as an independent framework."""
+    return _PLUGIN_REFERENCES.get(target)
 
 
 def reference_of(backend: str) -> str | None:

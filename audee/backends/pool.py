@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from audee.backends import wire
+from audee.backends.info import note_plugin_reference
 from audee.backends.registry import BackendRef
 from audee.backends.worker import MEMORY_EXIT
 from audee.case import MEMORY_CAP
@@ -167,6 +168,7 @@ class Worker:
             return WorkerFailure("error", "start", hello["error"]["message"], hello["error"]["traceback"])
         self.versions = hello["versions"]
         self.runs_ops = bool(hello.get("runs_ops", False))  # keras.ops calls (op-level cases)
+        note_plugin_reference(self.ref.target, hello.get("reference"))  # a plugin's, as its worker declares it
         self.precision_state = hello.get("precision", {"mode": self.ref.precision})
         log.info("worker %s: ready after %.1f s (%s)", self.label, time.monotonic() - self._started,
                  ", ".join(f"{k} {v}" for k, v in self.versions.items()))

@@ -86,7 +86,8 @@ class WorkerState:
             versions = {str(k): str(v) for k, v in self.backend.versions().items()}  # TorchVersion -> str
             precision = {str(k): str(v) for k, v in self.backend.precision_state().items()}
             return {"versions": versions, "precision": precision, "pid": os.getpid(),
-                    "name": type(self.backend).name, "runs_ops": bool(self.backend.runs_ops)}
+                    "name": type(self.backend).name, "runs_ops": bool(self.backend.runs_ops),
+                    "reference": getattr(type(self.backend), "reference", None)}
         if op == "build":
             t = time.perf_counter()
             e = self.entry(msg["spec"], msg["key"])
