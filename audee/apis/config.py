@@ -18,9 +18,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from audee.errors import ConfigError, SpecError
-from audee.paths import api_configs_dir
-from audee.yamlio import read_yaml_mapping
+from audee.core.errors import ConfigError, SpecError
+from audee.core.paths import api_configs_dir
+from audee.core.yamlio import read_yaml_mapping
 
 CATEGORIES = ("conv", "pool", "norm", "activation", "reshape", "merge", "recurrent", "core", "embedding",
               "wrapper", "regularization", "attention", "preprocessing")

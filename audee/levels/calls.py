@@ -1,5 +1,5 @@
 """What the call levels share (the op level, the activation level): a case is one function
-call as data (:class:`audee.opcase.OpCase`), run by :class:`audee.opexec.OpExecutor` on the
+call as data (:class:`audee.cases.opcase.OpCase`), run by :class:`audee.engine.opexec.OpExecutor` on the
 Keras workers, judged by the op oracles, re-run and scripted as a call
 (:func:`audee.repro.ops.write_op_repro`); its case record holds the call
 (``CaseRecord.op``), no model: nothing to localize.  A call level adds its name, its ids and
@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from audee.backends.pool import Pool
-from audee.case import Finding
-from audee.errors import AudeeError
+from audee.cases.case import Finding
+from audee.core.errors import AudeeError
 from audee.levels.base import Localized, Pipelined, by_api, judging
-from audee.opexec import OpExecutor
+from audee.engine.opexec import OpExecutor
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import numpy as np
 from audee.apis.config import TENSOR_TYPES, ApiConfig, ParamConfig
 from audee.mutation.apilevel import case_rng
 from audee.mutation.base import Mutation, _py, draw_value
-from audee.opcase import OpCase, refs
+from audee.cases.opcase import OpCase, refs
 
 __all__ = ["DERIVE", "OpCase", "generate_op_case", "op_case_id", "refs", "wire_array"]
 

@@ -18,9 +18,9 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from audee.case import SPECIAL_FLOAT_KINDS as FLOAT_KINDS  # the element or row patterns special_row makes
-from audee.case import SPECIAL_INT_KINDS as INT_KINDS      # for integer inputs (token ids)
-from audee.spec import InputSpec
+from audee.cases.case import SPECIAL_FLOAT_KINDS as FLOAT_KINDS  # the element or row patterns special_row makes
+from audee.cases.case import SPECIAL_INT_KINDS as INT_KINDS      # for integer inputs (token ids)
+from audee.cases.spec import InputSpec
 
 KINDS = FLOAT_KINDS + INT_KINDS
 
@@ -85,7 +85,7 @@ def inject(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec], rng: np
     """``inputs`` with each row of each input given one special kind with probability
     ``rate`` (float kinds for float inputs, integer kinds for integer ones; ``kinds``
     restricts the choice), and the record of what was done: ``[{input, row, kind}]``.
-    The inputs in ``masks`` (a spec's :meth:`~audee.spec.ModelSpec.mask_inputs`) are left
+    The inputs in ``masks`` (a spec's :meth:`~audee.cases.spec.ModelSpec.mask_inputs`) are left
     as they are: a mask is ``m != 0``, an id out of range is only one more 1 there."""
     by_name = {s.name: s for s in specs}
     allowed = set(kinds) if kinds is not None else set(KINDS)

@@ -41,8 +41,8 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from audee.case import Finding, Outcome
-from audee.kinds import PAIRWISE, odd_rule
+from audee.cases.case import Finding, Outcome
+from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, nonfinite_codes
 from audee.oracle.pairs import differing_pairs, odd_by_reference
@@ -50,7 +50,7 @@ from audee.oracle.pairs import differing_pairs, odd_by_reference
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding]) -> None:
     """Set ``odd`` and ``odd_rule`` on every failure finding of one case (module docstring),
-    by the rule its kind names in the finding kind table (:func:`audee.kinds.odd_rule`)."""
+    by the rule its kind names in the finding kind table (:func:`audee.cases.kinds.odd_rule`)."""
     crash = nan = pairwise = None  # computed once per case, when a finding needs them
     for f in findings:
         if not f.is_failure:

@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from audee.case import EMPTY_REDUCTION, ZERO_DIVISOR, Finding, Kind, Outcome
+from audee.cases.case import EMPTY_REDUCTION, ZERO_DIVISOR, Finding, Kind, Outcome
 from audee.oracle.crash import crash_findings
 from audee.oracle.deviation import Tolerance, Tolerances, as_tolerances, compare, pair_compute
 from audee.oracle.nan import nan_findings
@@ -44,10 +44,10 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "compl
 #: integers and booleans are equal or not: any difference of 1 scores 2 (half a unit of tolerance)
 #: ops whose contract defines float-to-integer conversion out of range (they clamp)
 SATURATING = ("saturate_cast",)
-#: ops dividing integers by their second tensor: a 0 there is undefined (:data:`audee.case.ZERO_DIVISOR`)
+#: ops dividing integers by their second tensor: a 0 there is undefined (:data:`audee.cases.case.ZERO_DIVISOR`)
 INT_DIVISION = ("floor_divide", "mod", "fmod")
 #: reductions without an identity: over an empty axis NumPy raises ("zero-size array to reduction
-#: operation maximum which has no identity"), so the result is undefined (:data:`audee.case.EMPTY_REDUCTION`)
+#: operation maximum which has no identity"), so the result is undefined (:data:`audee.cases.case.EMPTY_REDUCTION`)
 NO_IDENTITY = ("max", "min", "amax", "amin", "ptp", "nanmax", "nanmin", "argmax", "argmin", "nanargmax", "nanargmin")
 EXACT = Tolerances(float32=Tolerance(0.0, 0.5), float16=Tolerance(0.0, 0.5), bfloat16=Tolerance(0.0, 0.5))
 
@@ -59,7 +59,7 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
                 call: Mapping[str, Any] | None = None) -> tuple[list[Finding], list[str]]:
     """The findings of one op call ``op`` (``outcomes``: one per backend, failures included;
     ``outputs``/``dtypes``: each backend that ran, its outputs and their Keras dtypes;
-    ``call``: its arguments, :meth:`audee.opcase.OpCase.call`), and what was not compared
+    ``call``: its arguments, :meth:`audee.cases.opcase.OpCase.call`), and what was not compared
     because the contract leaves it undefined."""
     tol = as_tolerances(tolerances)
     findings = crash_findings(list(outcomes))

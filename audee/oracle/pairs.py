@@ -6,7 +6,7 @@ pair of the two the reference is right by definition and the other side is the o
 Between independent frameworks (``tensorflow``, ``torch``, ``jax``) nothing is anyone's
 reference: the majority and the float64 reference decide, as before.  The odd-backend
 marking (:mod:`audee.oracle.odd`), the root-cause classes and the pair folding
-(:mod:`audee.rootcause`) read these functions and no other copy of the rule
+(:mod:`audee.triage.rootcause`) read these functions and no other copy of the rule
 (docs/oracles.md, "Pairs and their references").
 """
 from __future__ import annotations

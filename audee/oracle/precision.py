@@ -26,8 +26,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from audee.case import Finding, Kind, Outcome
-from audee.kinds import CULPRIT_KINDS
+from audee.cases.case import Finding, Kind, Outcome
+from audee.cases.kinds import CULPRIT_KINDS
 from audee.oracle.deviation import TENSORS, Tolerances, compare, pair_compute
 from audee.records.findings import PrecisionDetail
 

@@ -1,9 +1,9 @@
 """Each finding kind's detail, as a declared type.
 
-A :class:`audee.case.Finding` carries a *detail*: what its oracle measured, then what the
+A :class:`audee.cases.case.Finding` carries a *detail*: what its oracle measured, then what the
 Executor's diagnosis and :func:`audee.oracle.odd.mark_odd` added.  Its shape depends on the
 kind, so each kind has one model here (which kind has which: the finding kind table,
-:data:`audee.kinds.KINDS`), and code writes and reads a detail through its fields, never by key.
+:data:`audee.cases.kinds.KINDS`), and code writes and reads a detail through its fields, never by key.
 
 Why these rules:
 
@@ -198,7 +198,7 @@ class OwnScore(Record):
 
 class DeviationDetail(Detail):
     """``deviation`` and ``deviation_accumulated`` (:mod:`audee.oracle.deviation`), with the
-    per-layer judgement of ``audee.execute`` and, for a reduced-precision pair, the label
+    per-layer judgement of ``audee.engine.execute`` and, for a reduced-precision pair, the label
     flips folded into it (``label_flips``, ``flip_inputs``)."""
 
     pair: str | None = None
@@ -223,11 +223,11 @@ class DeviationDetail(Detail):
     reference_errors: dict[str, float] | None = None  # the pair's errors against the reference
 
 
-# ---- the training phase (audee/train/oracle.py) ---------------------------------------------------
+# ---- the training phase (audee/oracle/train.py) ---------------------------------------------------
 class TrainDeviationDetail(Detail):
     """``train_deviation`` and ``train_deviation_accumulated``: one backend pair's training
-    step out of tolerance (:mod:`audee.train.oracle`), with the per-layer judgement of
-    :mod:`audee.train.run`.  ``quantity``: what deviates first, in the order the step
+    step out of tolerance (:mod:`audee.oracle.train`), with the per-layer judgement of
+    :mod:`audee.engine.train`.  ``quantity``: what deviates first, in the order the step
     computes it: ``output`` (the forward pass in training mode), ``loss``, ``gradient``,
     ``weights`` (after the optimizer's steps).  Per-layer scores are kept for the layers
     out of tolerance only.  ``layer``: the layer a signature pins (the first that deviates

@@ -1,6 +1,6 @@
 """The float64 reference of a test case, run beside it and judged.
 
-Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in:
+Called by :meth:`audee.engine.execute.Executor.judge` once a case's outcomes are in:
 
 1. the case's model widened to float64 (:func:`audee.equivalence.rules.widened`, the one
    way audee makes a wider model: every layer under the ``float64`` policy, float weights
@@ -36,8 +36,8 @@ import numpy as np
 
 from audee.backends.registry import BUILTIN, BackendRef, float64_twin, parse_backends
 from audee.backends.info import base_name, keras_frameworks
-from audee.case import Finding, Outcome, TestCase
-from audee.errors import AudeeError
+from audee.cases.case import Finding, Outcome, TestCase
+from audee.core.errors import AudeeError
 from audee.equivalence.rules import widened
 from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.deviation import TENSORS, compare
@@ -45,7 +45,7 @@ from audee.oracle.precision import mark_culprits, precision_findings, reference_
 from audee.reference.diagnose import diagnose_precision
 from audee.records.reference import ReferenceRun
 from audee.settings import PRECISION_FACTOR, FuzzSettings
-from audee.spec import ModelSpec, Weights, weights_key
+from audee.cases.spec import ModelSpec, Weights, weights_key
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ class OpLevel(CallLevel):
         from audee.apis import load_op_configs
         from audee.mutation.apilevel import case_rng
         from audee.mutation.oplevel import generate_op_case, op_case_id, wire_array
-        from audee.spec import InputSpec
+        from audee.cases.spec import InputSpec
 
         configs = context.get("configs") or load_op_configs()
         for op, index in todo:

@@ -1,8 +1,8 @@
 """The training level: one training step per backend that trains (``--phase train``,
 :mod:`audee.train`) of the cases another level makes (network variants or API-level
 models).  A record is a training step's when its ``meta["phase"]`` says so (the registry
-decides): it re-runs on :class:`audee.train.run.TrainExecutor`, its script trains one step
-(:mod:`audee.train.repro`), its localizer is :mod:`audee.train.localize`.  Its cases, ids
+decides): it re-runs on :class:`audee.engine.train.TrainExecutor`, its script trains one step
+(:mod:`audee.repro.train`), its localizer is :mod:`audee.localize.train`.  Its cases, ids
 and provenance are its source level's; a run of it is ``LEVEL.over(source)``."""
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from audee.backends.pool import Pool
-from audee.errors import AudeeError
+from audee.core.errors import AudeeError
 from audee.levels.base import Level, Localized, Pipelined, judging
-from audee.train.run import TrainExecutor
+from audee.engine.train import TrainExecutor
 
 
 class TrainLevel(Pipelined):
@@ -54,8 +54,8 @@ class TrainLevel(Pipelined):
         self._source().drive(loop, runner, todo, context)
 
     def searcher(self) -> Any:
-        """The training phase's GA: the gradient-distance fitness (:mod:`audee.train.search`)."""
-        from audee.train.search import run_train_searches
+        """The training phase's GA: the gradient-distance fitness (:mod:`audee.search.train`)."""
+        from audee.search.train import run_train_searches
 
         return run_train_searches
 
@@ -71,7 +71,7 @@ class TrainLevel(Pipelined):
     def rerun(self, record: Any, *, refs: list[Any], log_dir: Path, timeout: float,
               tie_margin: float | None) -> Any:
         """Its recorded setup again (the case's meta), on the trainers."""
-        from audee.reproduce import rerun_model
+        from audee.repro.rerun import rerun_model
 
         return rerun_model(record, refs=refs, log_dir=log_dir, timeout=timeout, tie_margin=tie_margin,
                            runner=lambda pool, tie, tolerances: TrainExecutor(pool, tie_margin=tie,
@@ -80,7 +80,7 @@ class TrainLevel(Pipelined):
     def repro_case(self, path: str | Path, record: Any, **options: Any) -> Any:
         """A script that trains one step, written on the case's workers (``audee repro`` then
         runs it as any other)."""
-        from audee.train.repro import write_train_repro
+        from audee.repro.train import write_train_repro
 
         out = Path(options["out"]) if options.get("out") else Path(path).resolve().parent.parent / "repro"
         refs = options.get("backends") or record.backend_refs(allowed_plugins=options.get("allowed_plugins", ()))
@@ -91,14 +91,14 @@ class TrainLevel(Pipelined):
                                          options.get("finding"))
 
     def bug_repro(self, record: Any, out_dir: Path, name: str, pool: Any, index: int) -> Path:
-        from audee.train.repro import write_train_repro
+        from audee.repro.train import write_train_repro
 
         return write_train_repro(record, out_dir, name, pool, index).script
 
     def localize(self, path: str | Path, cfg: Any, **options: Any) -> Localized:
         """The layer from the per-layer judgement, the parameter by Algorithm 2's idea on it
-        alone (:func:`audee.train.localize.localize_train_case`)."""
-        from audee.train.localize import localize_train_case
+        alone (:func:`audee.localize.train.localize_train_case`)."""
+        from audee.localize.train import localize_train_case
 
         found = localize_train_case(path, backends=options.get("backends"),
                                     allowed_plugins=options.get("allowed_plugins", ()),

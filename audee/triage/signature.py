@@ -25,7 +25,7 @@ integer, and an invalid negative value stays apart from a valid positive one.
 
 The one owner of "the same bug"; ``audee.fuzz`` writes each failing row's signatures into
 ``results.jsonl``, summaries and reports group by :meth:`Signature.key`, known issues
-(:mod:`audee.known`) match against signatures and repro scripts are named by :meth:`Signature.slug`.
+(:mod:`audee.triage.known`) match against signatures and repro scripts are named by :meth:`Signature.slug`.
 """
 from __future__ import annotations
 
@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from audee.backends.info import all_op_names, describe
-from audee.bounded import clean_text, utf8
-from audee.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
+from audee.core.bounded import clean_text, utf8
+from audee.cases.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
                         ZERO_DIVISOR, Finding, Kind)
-from audee.kinds import TRAINING_FAILURES, with_accumulated
+from audee.cases.kinds import TRAINING_FAILURES, with_accumulated
 from audee.levels import is_call
 from audee.records.findings import BackendError
 from audee.records.localization import parse_localization
@@ -57,7 +57,7 @@ class Signature:
     backends: tuple[str, ...] = ()              # sorted
     phase: str | None = None                    # crash / rejection phase: build, convert, weights, run
     error: str | None = None                    # normalized error message (crashes, rejections)
-    # -- what the root cause and the class are decided on (audee.rootcause); not in key() --
+    # -- what the root cause and the class are decided on (audee.triage.rootcause); not in key() --
     odd: tuple[str, ...] = ()                   # the backends unlike the majority (audee.oracle.odd); () can't tell
     layer: str | None = field(default=None, compare=False)  # the layer API that fails or deviates, no riders
     op: str | None = field(default=None, compare=False)     # the op or kernel the error names (Erfc, Loop, ...)

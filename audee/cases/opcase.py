@@ -4,7 +4,7 @@ The op is named, never given as code: a worker looks the name up in the closed s
 configured ops (``api_configs/ops/``).  Its positional and keyword arguments are JSON data
 where each tensor is a reference ``{"tensor": name}`` into ``tensors`` (numpy arrays; a
 bfloat16 tensor travels as float32 holding bfloat16 values, ``dtypes`` saying so, and is
-cast in the worker).  Drawn by :mod:`audee.mutation.oplevel`, run by :mod:`audee.opexec`,
+cast in the worker).  Drawn by :mod:`audee.mutation.oplevel`, run by :mod:`audee.engine.opexec`,
 kept in case files by :class:`audee.store.caserecord.CaseRecord` (``op``).
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The training phase's executor: one test case trained one step (or ``steps``) on every
 backend that trains, judged by the training-phase oracles, a deviation pinned on a layer.
 
-:class:`TrainExecutor` has the interface of :class:`audee.execute.Executor` that the fuzz
+:class:`TrainExecutor` has the interface of :class:`audee.engine.execute.Executor` that the fuzz
 loop uses (``build``, ``shapes``, ``complete_weights``, ``submit``, ``finish``, ``run``,
 ``pool``), so ``audee fuzz --phase train`` runs seeds, variants and API-level cases through
 the same pipeline, rows and case files.  Per case:
@@ -11,7 +11,7 @@ the same pipeline, rows and case files.  Per case:
    optimizer, targets' seed: drawn from the case's own stream, or the case file's);
 2. one ``train`` request per backend that trains, all at once (converters answer that
    they do not; they are left out of the case, ``train.skipped`` says why);
-3. the oracles (:func:`audee.train.oracle.train_findings`);
+3. the oracles (:func:`audee.oracle.train.train_findings`);
 4. for a ``train_deviation``: the step again on the pair with every layer's training-mode
    output, then, on at most :data:`OWN_LAYER_CHECKS` layers, the layer alone fed backend
    ``a``'s input to it and trained one step with the probe loss on both backends (its
@@ -37,18 +37,18 @@ import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure, _as_failure
 from audee.levels.base import Runner
-from audee.case import Finding, Kind, Outcome, TestCase, Verdict
-from audee.execute import BuildCache, PhaseTally, Result, complete_weights, first_shapes
+from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
+from audee.engine.execute import BuildCache, PhaseTally, Result, complete_weights, first_shapes
 from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, jump_order, layer_scores,
                                     pair_compute, perturbed, rounding_for)
 from audee.records.findings import OwnScore
 from audee.settings import TIE_MARGIN
-from audee.spec import ModelSpec, layer_feed, one_layer_model, weights_key
-from audee.train.oracle import clipped_loss, mark_train_odd, pair_scores, train_findings
+from audee.cases.spec import ModelSpec, layer_feed, one_layer_model, weights_key
+from audee.oracle.train import clipped_loss, mark_train_odd, pair_scores, train_findings
 from audee.train.setup import TrainOutcome, TrainSetup, TrainSpec, draw_setup, train_spec
-from audee.weights import Shapes
+from audee.cases.weights import Shapes
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ LOSS_CHECK = "@loss"   # the loss judged alone, in ``own`` and ``own_layers``
 
 @dataclass
 class TrainResult(Result):
-    """A judged training-phase case: :class:`audee.execute.Result` (``outcomes`` as the
+    """A judged training-phase case: :class:`audee.engine.execute.Result` (``outcomes`` as the
     crash oracle reads them) plus each backend's training outcome and ``train``, the
     case's record (setup, layers called inactive, unjudged ones, backends skipped, losses)."""
 

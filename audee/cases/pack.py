@@ -24,8 +24,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from audee.case import TestCase
-from audee.spec import InputSpec, LayerSpec, ModelSpec, Weights
+from audee.cases.case import TestCase
+from audee.cases.spec import InputSpec, LayerSpec, ModelSpec, Weights
 
 
 def prefix(index: int) -> str:

@@ -2,7 +2,7 @@
 
 Each :class:`ExitCode` member carries its meaning: a short one for ``--help`` texts
 (:func:`describe`) and the full one of the README's table, which :func:`markdown_table`
-renders from the members (``python -m audee.exitcodes`` prints it; a test holds the
+renders from the members (``python -m audee.core.exitcodes`` prints it; a test holds the
 README equal to it).  The table, as rendered from the enum:
 
 """

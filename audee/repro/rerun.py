@@ -7,13 +7,13 @@ from typing import Any, Callable, Iterable
 
 from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
-from audee.case import Verdict
-from audee.execute import Executor, Result
+from audee.cases.case import Verdict
+from audee.engine.execute import Executor, Result
 from audee.levels import Runner, level_of
 from audee.reference.run import Reference
 from audee.settings import TIMEOUT_S
 from audee.store.caserecord import CaseRecord
-from audee.verdicts import recorded_rules, verdict_holds
+from audee.oracle.verdicts import recorded_rules, verdict_holds
 
 
 @dataclass
@@ -24,7 +24,7 @@ class Reproduction:
 
     @property
     def holds(self) -> bool:
-        """Every failure the case was saved for shows up again (:func:`audee.verdicts.verdict_holds`)."""
+        """Every failure the case was saved for shows up again (:func:`audee.oracle.verdicts.verdict_holds`)."""
         return verdict_holds(self.original, self.result.verdict)
 
 

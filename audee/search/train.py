@@ -13,7 +13,7 @@ target: weights and inputs are its arguments); its fitness is
 :func:`audee.fitness.gradient.gradient_fitness`, the largest pair's normalized distance
 over the output, the loss and every weight's gradient.  An individual above 1 is a
 suspect: confirmed by the full training-phase oracles and diagnosis
-(:class:`audee.train.run.TrainExecutor`), its case file written like any other.  The
+(:class:`audee.engine.train.TrainExecutor`), its case file written like any other.  The
 search's setup (loss, optimizer, targets) is the target case's own.  Rows go to
 ``searches.jsonl`` as the inference search's (fitness ``gradient``).
 """
@@ -24,14 +24,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from audee.case import TestCase
+from audee.cases.case import TestCase
 from audee.fitness.gradient import gradient_fitness
 from audee.records.search import SearchRun
 from audee.search.engine import Search, SearchOutcome
 from audee.search.evaluate import Evaluation
 from audee.settings import SearchPlan, SearchSettings
 from audee.store.runstore import RunStore
-from audee.train.run import TrainExecutor, TrainResult
+from audee.engine.train import TrainExecutor, TrainResult
 from audee.train.setup import TrainSetup, train_spec
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 An API-level case is a one-layer model; if most of a build's cost were fixed (the Keras
 model, one XLA compile, one tf2onnx export) K cases in one model would share it.  Here
-cases go through the workers K at a time as one model (:mod:`audee.pack`) and come back
+cases go through the workers K at a time as one model (:mod:`audee.cases.pack`) and come back
 as one :class:`Result` each, the result running the case alone gives (timings apart):
 
 1. **Making the cases.**  A case's redraw test and its weights need its builds
@@ -18,7 +18,7 @@ as one :class:`Result` each, the result running the case alone gives (timings ap
    as ``fuzz._run_pipelined`` runs it.
 2. **Bisection.**  A pack that a backend cannot build or run (clean error, crash,
    timeout) is split on that backend, round by round, down to the failing cases: an
-   error naming a packed node (:func:`audee.pack.members_named`) takes its case out;
+   error naming a packed node (:func:`audee.cases.pack.members_named`) takes its case out;
    otherwise halves; a crash or a timeout (a restart or a full timeout per level), or
    both halves of a run's split failing, one by one.  A failing case ends as its own
    spec (a pack of one is the case itself), so what it gets there is exactly what it
@@ -50,12 +50,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from audee.backends.pool import WorkerFailure
-from audee.case import Kind, Outcome, TestCase
-from audee.execute import Executor, PhaseTally, Result, complete_weights, first_shapes
+from audee.cases.case import Kind, Outcome, TestCase
+from audee.engine.execute import Executor, PhaseTally, Result, complete_weights, first_shapes
 from audee.oracle.deviation import FULL
-from audee.pack import Pack, batch_of, members_named, pack, pack_specs
-from audee.spec import ModelSpec, weights_key
-from audee.weights import Shapes
+from audee.cases.pack import Pack, batch_of, members_named, pack, pack_specs
+from audee.cases.spec import ModelSpec, weights_key
+from audee.cases.weights import Shapes
 
 log = logging.getLogger(__name__)
 
@@ -362,7 +362,7 @@ class PackRunner:
                alone: Callable[[str, int, WorkerFailure], None], dense: bool = True) -> list[_Job]:
         """The next round's jobs from this round's failures on each backend: a member
         failing alone gets ``alone``; a pack whose error names some of its members
-        (:func:`audee.pack.members_named`) loses them to jobs of their own, the rest goes
+        (:func:`audee.cases.pack.members_named`) loses them to jobs of their own, the rest goes
         on together (once: when the rest fails too, it is halved); a crash, a timeout, or
         (``dense``) both halves of a split failing: one by one; else halves.  Converting and compiling
         cost about as much per layer in a pack as alone (experiments/bench_pack.py), so

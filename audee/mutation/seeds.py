@@ -3,7 +3,7 @@
 A seed directory holds ``spec.json`` (a ModelSpec), ``inputs.npz`` (one array per model
 input, plus ``labels``), ``seed.json`` (provenance, weight seed, input scaling) and, for
 trained seeds, ``weights.npz``.  Untrained seeds get deterministic weights at run time
-(``audee.weights.init_weights``).  No framework is imported here.
+(``audee.cases.weights.init_weights``).  No framework is imported here.
 
 A user's seed (a spec ``.json``, a directory, a ``.keras`` model) takes its inputs from,
 in order: ``--inputs`` (a campaign run's ``inputs:``), an ``inputs.npz`` beside its spec
@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 
 from audee.apis.call_args import MASK_ROWS, draw_masks
-from audee.bounded import MAX_DATA_BYTES, check_regular, open_regular
-from audee.errors import AudeeError
-from audee.paths import seeds_dir
-from audee.spec import InputSpec, ModelSpec, Weights, load_weights
+from audee.core.bounded import MAX_DATA_BYTES, check_regular, open_regular
+from audee.core.errors import AudeeError
+from audee.core.paths import seeds_dir
+from audee.cases.spec import InputSpec, ModelSpec, Weights, load_weights
 from audee.store.caserecord import CASE_ID
-from audee.yamlio import read_text
+from audee.core.yamlio import read_text
 
 log = logging.getLogger(__name__)
 #: rows generated for a user seed that brings no inputs (a shipped seed has >= 100)
@@ -66,7 +66,7 @@ MAX_SEED_NAME = 100
 
 def _present(path: Path) -> bool:
     """Whether a name is there at all: a pipe or a device given as a spec or inputs is read
-    (and refused in one line naming it, :mod:`audee.bounded`), never taken for a missing file."""
+    (and refused in one line naming it, :mod:`audee.core.bounded`), never taken for a missing file."""
     return os.path.lexists(path)
 
 

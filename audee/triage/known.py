@@ -8,7 +8,7 @@ user's own list, ``--no-shipped-known-issues`` leaves the shipped one out.  A fi
         title: one line
         note: what happens and why, what to do
         link: https://github.com/...     # the upstream issue
-        class: limitation                # optional: bug, limitation, undefined, harness (audee.rootcause)
+        class: limitation                # optional: bug, limitation, undefined, harness (audee.triage.rootcause)
         match:                           # every criterion given must hold; at least one
           kind: divergent_acceptance     # or a list of kinds
           api: activations.gelu          # the signature's responsible API, or a list: any of them
@@ -36,14 +36,14 @@ from typing import Any, Iterable
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from audee.apis.keras_layers import layer_aliases
-from audee.kinds import FAILURES
-from audee.paths import data_dir
+from audee.cases.kinds import FAILURES
+from audee.core.paths import data_dir
 from audee.records.rows import PlacedRow, ResultRow
-from audee.rootcause import CLASSES, classify, root_of
+from audee.triage.rootcause import CLASSES, classify, root_of
 from audee.settings import FieldError, validate_settings
-from audee.signature import Signature, value_class
+from audee.triage.signature import Signature, value_class
 from audee.triage import Bug, KnownRoot
-from audee.yamlio import read_yaml_mapping
+from audee.core.yamlio import read_yaml_mapping
 
 KINDS = FAILURES  # the failure kinds a match may name (the finding kind table's)
 
@@ -133,7 +133,7 @@ class KnownIssue(_Strict):
     note: str = ""
     link: str = Field(pattern=r"^https?://\S+$", description="the upstream issue")
     klass: str | None = Field(None, alias="class",
-                              description="the class of what it matches (audee.rootcause); default: by the rules")
+                              description="the class of what it matches (audee.triage.rootcause); default: by the rules")
     match: KnownMatch
     _source: str = PrivateAttr("")
 
@@ -166,7 +166,7 @@ class KnownIssues(_Strict):
 
 
 def load_known_file(path: str | Path) -> list[KnownIssue]:
-    """One known-issues file, schema-checked (a :class:`audee.errors.ConfigError` naming the
+    """One known-issues file, schema-checked (a :class:`audee.core.errors.ConfigError` naming the
     file and the field otherwise)."""
     data = read_yaml_mapping(path, "a mapping with an `issues:` list")
     doc = validate_settings(KnownIssues, data, str(path))
@@ -178,7 +178,7 @@ def load_known_file(path: str | Path) -> list[KnownIssue]:
 def load_known_issues(files: list[str | Path] | tuple = (), shipped: bool = True) -> list[KnownIssue]:
     """The shipped list (unless ``shipped`` is false) and every file of ``files``, in order;
     an id given twice is an error naming the second file."""
-    from audee.errors import ConfigError
+    from audee.core.errors import ConfigError
 
     out: list[KnownIssue] = []
     seen: dict[str, str] = {}
@@ -202,8 +202,8 @@ def match_known(sig: Signature | dict[str, Any], issues: list[KnownIssue]) -> Kn
 def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue]) -> list[Bug]:
     """Unique bugs over result rows (each one's ``signatures``): one :class:`Bug` per
     signature key, new ones first, then by cases behind it; each with its known issue (if
-    any), its class (:func:`audee.rootcause.classify`) and root (the known issue's link, else
-    :func:`audee.rootcause.root_of`), the number of cases, the first case (by id) and its case
+    any), its class (:func:`audee.triage.rootcause.classify`) and root (the known issue's link, else
+    :func:`audee.triage.rootcause.root_of`), the number of cases, the first case (by id) and its case
     file, the repro script ``<slug>.py`` of the row's run directory when one exists (a
     :class:`PlacedRow` says where a row was read; a bare row has its case file as written and
     no script), and the campaign units it was seen in."""

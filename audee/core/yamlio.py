@@ -7,13 +7,13 @@ from typing import Any
 
 import yaml
 
-from audee.bounded import MAX_TEXT_BYTES, read_bytes
-from audee.errors import AudeeError, ConfigError
+from audee.core.bounded import MAX_TEXT_BYTES, read_bytes
+from audee.core.errors import AudeeError, ConfigError
 
 
 def read_text(path: str | Path, error: type[AudeeError] = AudeeError) -> str:
     """A file's text as UTF-8; an unreadable file, one that is no regular file or is larger
-    than :data:`audee.bounded.MAX_TEXT_BYTES`, or bytes that are not UTF-8 (a Latin-1 or
+    than :data:`audee.core.bounded.MAX_TEXT_BYTES`, or bytes that are not UTF-8 (a Latin-1 or
     binary file given as a config or spec) raise ``error`` naming the file, never a
     traceback or a hang."""
     source = str(path)

@@ -1,12 +1,12 @@
 """The triage records: a bug and a root cause as declared types.
 
-A **bug** is one signature (:mod:`audee.signature`) as a maintainer counts it: its class,
+A **bug** is one signature (:mod:`audee.triage.signature`) as a maintainer counts it: its class,
 the known issue it matches, the cases behind it and where the first one's case file and
 repro script are.  A **root cause** is the bugs one upstream fix would close, known by a
 **root key**: a crash's failing component, op and error template; a numeric or NaN
 difference's odd backend (or the pair the oracle could not tell apart) and layer; or the
-link of the known issue its bugs match.  :func:`audee.known.unique_bugs` makes the bugs and
-:func:`audee.rootcause.root_causes` the root causes; the summary, the report and the printed
+link of the known issue its bugs match.  :func:`audee.triage.known.unique_bugs` makes the bugs and
+:func:`audee.triage.rootcause.root_causes` the root causes; the summary, the report and the printed
 lines read these records as they were made, so no reader rebuilds one from key strings.
 
 Each record writes the JSON a run's ``summary.json`` has always held (``to_json``) and
@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from audee.case import Kind
-from audee.kinds import CRASHES, root_family
-from audee.signature import Signature
+from audee.cases.case import Kind
+from audee.cases.kinds import CRASHES, root_family
+from audee.triage.signature import Signature
 
 #: the first word of a known issue's root key
 KNOWN = "known"
@@ -29,7 +29,7 @@ _SEP = " | "
 @dataclass(frozen=True)
 class CrashRoot:
     """A crash or a rejection: the component that failed (else the failing backends), the op
-    or layer its error names (``-``: none) and the error's template (:func:`audee.rootcause.template`)."""
+    or layer its error names (``-``: none) and the error's template (:func:`audee.triage.rootcause.template`)."""
 
     kind: str
     who: str
@@ -42,7 +42,7 @@ class CrashRoot:
 
 @dataclass(frozen=True)
 class NumericRoot:
-    """A difference in values (a numeric, NaN or equivalence family, :func:`audee.kinds.root_family`):
+    """A difference in values (a numeric, NaN or equivalence family, :func:`audee.cases.kinds.root_family`):
     the odd backends, or where the oracle could not tell them the finding's backends
     (``pair``, printed ``?a,b``); the layer that fails on its own input (with the parameters
     localization named, an equivalence rule); for NaN whether the input held NaN/Inf."""
@@ -110,7 +110,7 @@ def _opt(v: Any) -> str | None:
 
 @dataclass(frozen=True)
 class Bug:
-    """One signature over a run's rows: its class and why (:func:`audee.rootcause.classify`),
+    """One signature over a run's rows: its class and why (:func:`audee.triage.rootcause.classify`),
     the known issue it matches (None: a new bug), its root key, the cases behind it, the first
     one (by id) with its case file and the repro script ``<slug>.py`` where one was written,
     and the campaign units it was seen in."""
@@ -196,7 +196,7 @@ class Bug:
 
 @dataclass(frozen=True)
 class RootCause:
-    """One upstream fix (:mod:`audee.rootcause`): its key; its class (the most telling of its
+    """One upstream fix (:mod:`audee.triage.rootcause`): its key; its class (the most telling of its
     bugs') and why; the known issue any of them matches; the first bug's kind, component, op,
     layer API, normalized error and first case; the backends involved and the odd ones; for
     an ``undefined`` cause the backend silently different from the rest; how many signatures

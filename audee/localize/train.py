@@ -1,6 +1,6 @@
 """Localize a training-phase finding to a layer and a parameter.
 
-The layer comes from the per-layer judgement (:mod:`audee.train.run`): the layer whose
+The layer comes from the per-layer judgement (:mod:`audee.engine.train`): the layer whose
 gradient (or output) deviates on its own input, or the output layer with the loss, or the
 layer whose update is off the Keras rule.  The parameter comes from Algorithm 2's
 localize-fix idea on that layer alone, trained one step: each constructor parameter of
@@ -24,15 +24,15 @@ import numpy as np
 
 from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
-from audee.case import Kind, TestCase
-from audee.kinds import TRAINING_FAILURES
+from audee.cases.case import Kind, TestCase
+from audee.cases.kinds import TRAINING_FAILURES
 from audee.localize.onelayer import param_spaces
 from audee.settings import TIMEOUT_S
-from audee.spec import one_layer_spec
+from audee.cases.spec import one_layer_spec
 from audee.store.caserecord import CaseRecord
-from audee.train.run import LOSS_CHECK, TrainExecutor
+from audee.engine.train import LOSS_CHECK, TrainExecutor
 from audee.train.setup import TrainSetup, train_spec
-from audee.weights import adapt_weights
+from audee.cases.weights import adapt_weights
 
 
 @dataclass

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from audee.errors import AudeeError
+from audee.core.errors import AudeeError
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 

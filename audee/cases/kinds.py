@@ -10,8 +10,8 @@ Each :class:`FindingKind` says:
 * ``detail``: the type of its detail (:mod:`audee.records.findings`);
 * ``failure``: whether it is a failure (``consistent_rejection``, ``nan_propagated`` and the
   ``*_accumulated`` kinds are expected behaviour, not failures);
-* ``main``: its rank as a case's main failure (:func:`audee.verdicts.main_failure`; 0 first);
-* ``family``: its root-cause family (:mod:`audee.rootcause`): ``crash`` (keyed by component,
+* ``main``: its rank as a case's main failure (:func:`audee.oracle.verdicts.main_failure`; 0 first);
+* ``family``: its root-cause family (:mod:`audee.triage.rootcause`): ``crash`` (keyed by component,
   op and error), ``nan``, ``numeric`` (deviation, inconsistency and precision: one numeric
   fix, whichever oracle saw it), else a family of its own;
 * ``accumulated``: the kind it becomes when no layer is to blame on its own input;
@@ -21,7 +21,7 @@ Each :class:`FindingKind` says:
 * ``phase``: ``run`` (a forward pass) or ``train`` (a training step, :mod:`audee.train`);
 * ``culprit``: whether the float64 reference names its culprit (:mod:`audee.oracle.precision`);
 * ``holds``: when a re-run's finding of the same kind shows the recorded one again
-  (:func:`audee.verdicts.finding_holds`).
+  (:func:`audee.oracle.verdicts.finding_holds`).
 
 The names are spelled once, in :class:`Kind`; ``tests/test_finding_kinds.py`` holds every
 name to one table entry.
@@ -47,7 +47,7 @@ class Kind:
     INCONSISTENCY = "inconsistency"                # predicted labels differ between two backends
     DEVIATION = "deviation"                        # outputs differ beyond tolerance (audee/oracle/deviation.py)
     DEVIATION_ACCUMULATED = "deviation_accumulated"  # beyond tolerance, but no layer deviates on its own input
-    # the training phase (audee/train/oracle.py): loss, gradients or updated weights
+    # the training phase (audee/oracle/train.py): loss, gradients or updated weights
     TRAIN_DEVIATION = "train_deviation"            # beyond tolerance between two backends
     TRAIN_DEVIATION_ACCUMULATED = "train_deviation_accumulated"  # ... but no layer deviates on its own input
     TRAIN_NAN = "train_nan"                        # NaN/Inf in loss, gradients or weights on some backends only
@@ -64,7 +64,7 @@ class Kind:
 
 
 class _Judged(Protocol):
-    """What a "still holds" rule reads of a finding (:class:`audee.case.Finding`)."""
+    """What a "still holds" rule reads of a finding (:class:`audee.cases.case.Finding`)."""
 
     kind: str
     backends: list[str]
@@ -169,7 +169,7 @@ def kinds_where(**facts: Any) -> tuple[str, ...]:
 CRASHES = kinds_where(family="crash")
 #: one finding per backend pair (the odd backend is the one every failing pair holds)
 PAIRWISE = kinds_where(odd="pairs")
-#: one numeric fix, whichever oracle saw it (audee.rootcause)
+#: one numeric fix, whichever oracle saw it (audee.triage.rootcause)
 NUMERIC = kinds_where(family="numeric")
 #: the training step's failures
 TRAINING_FAILURES = kinds_where(phase="train", failure=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from audee.spec import ModelSpec
+from audee.cases.spec import ModelSpec
 
 API_ONLY = ""  # the parameter name of an (api, "", "") triple: the API itself ran
 

@@ -21,7 +21,7 @@ oracles judge them, each reusing the inference phase's rule where one exists:
   are judged (non-finite ones are the NaN oracle's).
 
 The per-layer judgement (which layer's gradient deviates on its own input) is the
-executor's (:mod:`audee.train.run`), as for the forward pass.
+executor's (:mod:`audee.engine.train`), as for the forward pass.
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from audee.case import Finding, Kind, Outcome
-from audee.kinds import CRASHES
+from audee.cases.case import Finding, Kind, Outcome
+from audee.cases.kinds import CRASHES
 from audee.oracle.crash import crash_findings
 from audee.oracle.deviation import FULL, Tolerances, as_tolerances, compare, pair_compute
 from audee.oracle.odd import acceptance_groups, minority, odd_of_pairs

@@ -3,7 +3,7 @@
 A *test case* is (DNN spec, weights, inputs) — the paper's (f, x) with a batch of inputs.
 Running it yields one *outcome* per backend; oracles turn outcomes into *findings*; the
 findings make the case's *verdict*.  The finding kinds and their facts are
-:mod:`audee.kinds`' table (:class:`Kind` is re-exported here, where every oracle takes it).
+:mod:`audee.cases.kinds`' table (:class:`Kind` is re-exported here, where every oracle takes it).
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from audee.kinds import FAILURES, Kind, parse_detail
+from audee.cases.kinds import FAILURES, Kind, parse_detail
 from audee.records.findings import AnyDetail, Detail
-from audee.spec import ModelSpec, Weights
+from audee.cases.spec import ModelSpec, Weights
 
 
 #: Special input values a test case's rows may carry (made by audee.mutation.special and

@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from audee.errors import AudeeError
+from audee.core.errors import AudeeError
 
 #: characters of a backend's message kept (head and tail): an exception's words fit many times
 MESSAGE_LIMIT = 4000

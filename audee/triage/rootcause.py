@@ -1,6 +1,6 @@
 """Root causes and classes: how many bugs a run found, as a maintainer counts them.
 
-A *signature* (:mod:`audee.signature`) is one bug as a known issue would match it; many
+A *signature* (:mod:`audee.triage.signature`) is one bug as a known issue would match it; many
 signatures may come from one fix upstream.  A **root cause** groups them by what a
 maintainer would fix (docs/oracles.md, "Root causes and classes"):
 
@@ -39,10 +39,10 @@ import re
 from typing import Iterable, Protocol
 
 from audee.backends.info import all_unsupported, describe
-from audee.case import MEMORY_CAP, Kind
-from audee.kinds import CRASHES, root_family
+from audee.cases.case import MEMORY_CAP, Kind
+from audee.cases.kinds import CRASHES, root_family
 from audee.oracle.pairs import in_contract, judged_side
-from audee.signature import Signature, invalid_graph_complaint, primary_api
+from audee.triage.signature import Signature, invalid_graph_complaint, primary_api
 from audee.triage import Bug, CrashRoot, NumericRoot, RootCause, RootKey
 
 #: the root families whose pair roots fold into their odd backend's (:func:`_fold_pairs`)
@@ -77,7 +77,7 @@ def explicit_refusal(error: str | None) -> bool:
     return bool(UNSUPPORTED.search(error or ""))
 
 
-class _Known(Protocol):  # audee.known.KnownIssue, without importing it (known imports this module)
+class _Known(Protocol):  # audee.triage.known.KnownIssue, without importing it (known imports this module)
     id: str
     klass: str | None
 
@@ -204,7 +204,7 @@ def silent_backend(sigs: Iterable[Signature]) -> str | None:
 
 
 def root_causes(bugs: list[Bug]) -> list[RootCause]:
-    """Unique bugs (:func:`audee.known.unique_bugs`) grouped by their ``root`` (a known
+    """Unique bugs (:func:`audee.triage.known.unique_bugs`) grouped by their ``root`` (a known
     issue's link, else :func:`root_of`), a pair's group folded into its odd backend's
     (:func:`_fold_pairs`): one root cause per group, bugs first, new before known, more cases
     first (:func:`_root_cause`)."""

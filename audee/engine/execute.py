@@ -18,7 +18,7 @@ from audee.backends.pool import Pool, WorkerFailure
 from audee.equivalence.check import run_equivalence
 from audee.equivalence.rules import rules_named
 from audee.levels.base import Runner
-from audee.case import Finding, Kind, Outcome, TestCase, Verdict
+from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, compare,
@@ -31,8 +31,8 @@ from audee.records.findings import OwnScore
 from audee.records.reference import ReferenceRun
 from audee.reference.run import Reference
 from audee.settings import TIE_MARGIN
-from audee.spec import ModelSpec, layer_feed, one_layer_model, one_layer_spec, weights_key
-from audee.weights import Shapes, adapt_weights
+from audee.cases.spec import ModelSpec, layer_feed, one_layer_model, one_layer_spec, weights_key
+from audee.cases.weights import Shapes, adapt_weights
 
 DIAGNOSE_INPUTS = 8  # inputs for which per-layer outputs are fetched on a failure
 OWN_LAYER_CHECKS = 6  # layers judged on their own input (one-layer runs) per deviation finding
@@ -166,7 +166,7 @@ class Executor(Runner):
               diagnose: bool | None = None) -> Result:
         """``outcomes`` of ``case`` judged by the oracles, and diagnosed when it fails
         (``diagnose``: the executor's setting unless given): outcomes it did not run itself
-        too, a packed case's (:mod:`audee.packed`).  ``phases`` takes the diagnosis runs'
+        too, a packed case's (:mod:`audee.engine.packed`).  ``phases`` takes the diagnosis runs'
         timings; ``seconds`` counts from ``started``."""
         diagnose = self.diagnose if diagnose is None else diagnose
         self._tally = phases
@@ -457,9 +457,9 @@ def fold_reduced_precision_flips(verdict: Verdict) -> None:
 def seed_batch(inputs: dict[str, np.ndarray], index: int, size: int) -> tuple[dict[str, np.ndarray], list[int]]:
     """A deterministic window of ``size`` seed inputs for test case ``index``; successive
     cases rotate through the seed set so every input gets used.  ``inputs`` must hold rows
-    (:func:`audee.seeds.with_inputs` gives every seed some): an empty set is a caller's bug."""
+    (:func:`audee.mutation.seeds.with_inputs` gives every seed some): an empty set is a caller's bug."""
     if not inputs or not all(np.shape(v)[:1] and np.shape(v)[0] for v in inputs.values()):
-        raise ValueError("seed_batch: no seed inputs (resolve them with audee.seeds.with_inputs)")
+        raise ValueError("seed_batch: no seed inputs (resolve them with audee.mutation.seeds.with_inputs)")
     n = int(next(iter(inputs.values())).shape[0])
     size = min(size, n)
     start = (index * size) % n

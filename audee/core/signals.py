@@ -15,7 +15,7 @@ import signal
 import threading
 from typing import Any
 
-from audee.exitcodes import ExitCode
+from audee.core.exitcodes import ExitCode
 
 EXIT_TERMINATED = int(ExitCode.TERMINATED)  # 128 + SIGTERM
 

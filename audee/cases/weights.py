@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from audee.spec import Weights
+from audee.cases.spec import Weights
 
 #: layer -> [(role, shape)] or [(role, shape, dtype)] per variable, in get_weights() order
 Shapes = dict[str, list[tuple[Any, ...]]]

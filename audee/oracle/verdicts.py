@@ -13,18 +13,18 @@
   repro script's model runs only some of them).  ``audee reproduce``, ``audee localize``
   and ``audee repro`` (checking a smaller model still fails) all ask this.
 
-Only :mod:`audee.case` and the finding kind table (:mod:`audee.kinds`, which holds each
+Only :mod:`audee.cases.case` and the finding kind table (:mod:`audee.cases.kinds`, which holds each
 kind's rank and "still holds" rule) are imported: the rooms above read this one.
 """
 from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from audee import kinds
-from audee.case import Finding, Kind, Verdict
+from audee.cases import kinds
+from audee.cases.case import Finding, Kind, Verdict
 
 #: The main failure's order, most important first (see the module docstring): each kind's
-#: rank in the finding kind table (audee.kinds).
+#: rank in the finding kind table (audee.cases.kinds).
 MAIN_FAILURE_ORDER = kinds.MAIN_FAILURE_ORDER
 
 
@@ -41,7 +41,7 @@ def main_failure(findings: Iterable[Finding], pair: Sequence[str] | None = None)
 
 def finding_holds(recorded: Finding, now: Iterable[Finding]) -> bool:
     """Whether the recorded failure shows again among ``now``: the same kind, and its kind's
-    "still holds" rule (:data:`audee.kinds.KINDS`: the same backends; a NaN finding: a backend
+    "still holds" rule (:data:`audee.cases.kinds.KINDS`: the same backends; a NaN finding: a backend
     it names; an equivalence: the same rule on the same backend)."""
     return any(kinds.holds(recorded, g) for g in now)
 

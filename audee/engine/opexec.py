@@ -14,8 +14,8 @@ from typing import Any, Sequence
 
 from audee.backends.pool import Pool, WorkerFailure
 from audee.levels.base import Runner
-from audee.case import SPEC_REFUSES, Kind, Outcome, Verdict
-from audee.opcase import OpCase
+from audee.cases.case import SPEC_REFUSES, Kind, Outcome, Verdict
+from audee.cases.opcase import OpCase
 from audee.records.findings import OwnScore
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import DTYPE_ROUNDING, FULL, ROUNDING, Tolerances, as_tolerances, perturbed
@@ -25,7 +25,7 @@ from audee.oracle.ops import op_findings, restore, value_compare
 
 @dataclass
 class OpResult:
-    """A judged op case, read as :class:`audee.execute.Result` is (rows, case files)."""
+    """A judged op case, read as :class:`audee.engine.execute.Result` is (rows, case files)."""
 
     case: OpCase
     verdict: Verdict

@@ -31,16 +31,16 @@ from typing import Any
 import numpy as np
 
 from audee.backends.info import keras_frameworks
-from audee.case import Kind, TestCase
-from audee.errors import AudeeError
+from audee.cases.case import Kind, TestCase
+from audee.core.errors import AudeeError
 from audee.repro.scaffold import compose
 from audee.repro.source import Comment, Data, fill
-from audee.kinds import TRAINING_FAILURES
-from audee.spec import ModelSpec, one_layer_spec
-from audee.bounded import utf8
+from audee.cases.kinds import TRAINING_FAILURES
+from audee.cases.spec import ModelSpec, one_layer_spec
+from audee.core.bounded import utf8
 from audee.store.atomic import write_atomic, write_via
 from audee.store.caserecord import CaseRecord
-from audee.train.run import TrainExecutor
+from audee.engine.train import TrainExecutor
 from audee.train.setup import TrainSetup, train_spec
 
 #: the backends a standalone training script runs: the Keras frameworks as they are
@@ -365,7 +365,7 @@ def score(a, b):
 
 
 def update_score(w0, got, want):
-    """audee.train.oracle.update_score: |got - want| / (atol + rtol * u + 4 ulps of the
+    """audee.oracle.train.update_score: |got - want| / (atol + rtol * u + 4 ulps of the
     weight), u the largest |reference update|: the update judged at its own scale."""
     try:
         ulp = float(np.finfo(np.asarray(got).dtype).eps)

@@ -17,9 +17,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from audee.apis.owned_layers import OWNED_LAYERS, ROUNDTRIPS, check_owned
-from audee.bounded import MAX_DATA_BYTES, open_regular
-from audee.errors import SpecError
-from audee.yamlio import read_text
+from audee.core.bounded import MAX_DATA_BYTES, open_regular
+from audee.core.errors import SpecError
+from audee.core.yamlio import read_text
 
 SPEC_FORMAT = "audee.spec/1"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
