@@ -680,10 +680,11 @@ COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_locali
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from audee.core import signals
     from audee.core.logs import close_log_file, setup_logging
 
     args = build_parser().parse_args(argv)
-    __import__("audee.core.signals").signals.install()  # SIGTERM unwinds like Ctrl-C: temp dirs, locks, workers freed
+    signals.install()  # SIGTERM unwinds like Ctrl-C: temp dirs, locks, workers freed
     setup_logging(-1 if args.quiet else args.verbose)
     log.debug("audee %s: %s", __version__, args.command)
     try:
