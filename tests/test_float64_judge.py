@@ -135,3 +135,15 @@ def test_a_model_two_backends_share_one_wrong_value_leaves_the_third_as_the_righ
     assert all(f.detail.odd == sorted([SCALED, TWIN]) and f.detail.odd_rule == FLOAT64_RULE for f in devs)
     roots = _roots(result.verdict, spec, {})
     assert roots and all(s.odd in ((SCALED,), (TWIN,)) and "tensorflow" not in s.odd for s, _, _ in roots), roots
+
+
+def test_an_op_calls_reference_widens_its_float_tensors_and_dtype_argument_only():
+    from audee.reference.run import widened_call
+
+    call = {"op": "cumsum", "args": [{"tensor": "x"}, {"tensor": "i"}], "kwargs": {"axis": 0, "dtype": "float16"},
+            "dtypes": {"x": "bfloat16", "i": "int32"}}
+    tensors = {"x": np.ones(3, np.float32), "i": np.arange(3, dtype=np.int32)}
+    wide, arrays = widened_call(call, tensors)
+    assert wide["dtypes"] == {"x": "float64", "i": "int32"} and wide["kwargs"] == {"axis": 0, "dtype": "float64"}
+    assert arrays["x"].dtype == np.float64 and arrays["i"].dtype == np.int32
+    assert call["kwargs"]["dtype"] == "float16" and tensors["x"].dtype == np.float32   # the case's own call untouched

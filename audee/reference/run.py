@@ -292,9 +292,13 @@ WIDENED_OP = ("float16", "bfloat16", "float32")
 
 def widened_call(call: dict[str, Any], tensors: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """An op call (:meth:`audee.opcase.OpCase.call`) with its float tensors widened to float64:
-    their declared dtypes and their arrays (integers and booleans unchanged)."""
+    their declared dtypes and their arrays (integers and booleans unchanged), and a float
+    ``dtype`` argument too (``cumsum(x, dtype="float16")`` would round the reference back)."""
     dtypes = {k: ("float64" if v in WIDENED_OP else v) for k, v in call.get("dtypes", {}).items()}
-    return {**call, "dtypes": dtypes}, widened_inputs(tensors, "float64")
+    kwargs = dict(call.get("kwargs", {}))
+    if kwargs.get("dtype") in WIDENED_OP:
+        kwargs["dtype"] = "float64"
+    return {**call, "dtypes": dtypes, "kwargs": kwargs}, widened_inputs(tensors, "float64")
 
 
 @dataclass
