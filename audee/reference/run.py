@@ -24,7 +24,14 @@ Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in:
    findings (:func:`audee.oracle.precision.precision_findings`), diagnosed per layer by
    :mod:`audee.reference.diagnose`;
 4. a float16 or bfloat16 case also gets a float32 reference (the same model widened to
-   float32), recorded as ``lower``: how far the reduced dtype moved each backend.
+   float32), recorded as ``lower``: how far the reduced dtype moved each backend;
+5. the reference decides the odd backends of the case's findings before the majority does
+   (:mod:`audee.oracle.pairs`): those out of tolerance against it, and ``nonfinite``, those
+   non-finite where it is finite (:func:`nonfinite_odd`).
+
+An op case (:mod:`audee.opexec`) gets one too: the call on its float tensors widened to
+float64 (:func:`widened_call`) on the same candidates (:meth:`Reference.submit_op`,
+:meth:`Reference.collect_op`), judged per output by :func:`audee.oracle.ops.float64_verdicts`.
 """
 from __future__ import annotations
 
