@@ -17,7 +17,8 @@ class ReferenceRun(Record):
     :func:`audee.reference.run.disputed`); ``refused``: the candidates that
     gave no float64 result, and why (a failure, or an answer in another dtype: JAX without
     x64); ``nonfinite``: the backends non-finite where the backends' patterns differ and
-the reference is finite (the odd ones of a NaN finding); ``layers``: per backend, each layer's error along the whole model (a diagnosed
+the reference is finite (the odd ones of a NaN finding); ``layers``: per backend, each
+layer's error along the whole model (a diagnosed
     case only); ``lower``: a float16/bfloat16 case's float32 reference."""
 
     backend: str | None = None                # None: no backend computed it
@@ -29,7 +30,7 @@ the reference is finite (the odd ones of a NaN finding); ``layers``: per backend
     disputed: bool = False
     refused: dict[str, str] = {}
     layers: dict[str, dict[str, float]] = {}
-    nonfinite: list[str] | None = None        # backends non-finite where it is finite (audee.oracle.pairs.nonfinite_by_float64)
+    nonfinite: list[str] | None = None        # non-finite where it is finite: audee.oracle.pairs.nonfinite_by_float64
     factor: float | None = None               # the precision factor the case was judged with
     lower: "ReferenceRun | None" = None
 

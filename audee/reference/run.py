@@ -373,4 +373,5 @@ def _why(reply: Any) -> str:
     return " ".join(str(message).split())[:200]
 
 
-__all__ = ["KERAS_BACKENDS", "OpReference", "Reference", "Wide", "widened_call", "candidates", "reduced", "reference_refs", "reference_workers"]
+__all__ = ["KERAS_BACKENDS", "OpReference", "Reference", "Wide", "candidates", "reduced", "reference_refs",
+           "reference_workers", "widened_call"]
