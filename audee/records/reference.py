@@ -17,9 +17,8 @@ class ReferenceRun(Record):
     :func:`audee.reference.run.disputed`); ``refused``: the candidates that
     gave no float64 result, and why (a failure, or an answer in another dtype: JAX without
     x64); ``nonfinite``: the backends non-finite where the backends' patterns differ and
-the reference is finite (the odd ones of a NaN finding); ``layers``: per backend, each
-layer's error along the whole model (a diagnosed
-    case only); ``lower``: a float16/bfloat16 case's float32 reference."""
+    the reference is finite (the odd ones of a NaN finding); ``layers``: per backend, each
+    layer's error along the whole model (a diagnosed case only); ``lower``: a float16/bfloat16 case's float32 reference."""
 
     backend: str | None = None                # None: no backend computed it
     dtype: str = "float64"
