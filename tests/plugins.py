@@ -335,3 +335,25 @@ class NanZeroTfIndependent(_NanToValueOneLayer, TensorflowBackend):
     independent framework, judged by the majority rules only."""
 
     name = "nan-zero-tf-independent"
+
+
+class _ScaledDenseD(_ScalesOneLayer):
+    """Mixin: the layer named ``d`` returns its output times 1.05 (5% off: beyond float32's
+    tolerance, flipping no label of a one-Dense model)."""
+
+    target = "d"
+    factor = 1.05
+
+
+class ScaledDenseJax(_ScaledDenseD, JaxBackend):
+    """JAX with one wrong layer, for the float64 reference's odd-backend rule: with its twin
+    :class:`ScaledDenseJaxTwin` two backends share one wrong value, and the majority would
+    blame the one right backend."""
+
+    name = "scaled-dense-jax"
+
+
+class ScaledDenseJaxTwin(_ScaledDenseD, JaxBackend):
+    """:class:`ScaledDenseJax` under another name: the second backend sharing its fault."""
+
+    name = "scaled-dense-jax-twin"

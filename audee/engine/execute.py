@@ -27,6 +27,7 @@ from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dt
 from audee.oracle.nan import (condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite, overflow_boundary,
                               settle_conditioning)
 from audee.oracle.odd import mark_odd
+from audee.oracle.precision import float64_verdict
 from audee.records.findings import OwnScore
 from audee.records.reference import ReferenceRun
 from audee.reference.run import Reference
@@ -193,7 +194,8 @@ class Executor(Runner):
         if self.equivalence:  # each rule's equivalent model on every backend that ran the case
             eq, result.equivalence = run_equivalence(self, case, result.outcomes, self.equivalence, diagnose=diagnose)
             result.verdict.findings.extend(eq)
-        mark_odd(ordered, result.verdict.findings)  # after every change of kind
+        # after every change of kind; the float64 reference, where one judges, before the majority
+        mark_odd(ordered, result.verdict.findings, float64_verdict(result.reference))
         self._tally = None
         result.phases = phases.rounded()
         result.seconds = time.perf_counter() - started

@@ -20,7 +20,10 @@ from audee.records.findings import OwnScore
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import DTYPE_ROUNDING, FULL, ROUNDING, Tolerances, as_tolerances, perturbed
 from audee.oracle.nan import condition_pattern, settle_conditioning
-from audee.oracle.ops import op_findings, restore, value_compare
+from audee.oracle.ops import float64_verdicts, op_findings, restore, value_compare
+from audee.oracle.pairs import Float64Verdict
+from audee.records.reference import ReferenceRun
+from audee.reference.run import Reference, disputed
 
 
 @dataclass
@@ -38,7 +41,7 @@ class OpResult:
     equivalence: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     phases: dict[str, dict[str, float]] = field(default_factory=dict)
-    reference: None = None   # an op case has no float64 reference (the reference judges models); rows read it
+    reference: ReferenceRun | None = None   # the call's float64 reference (``--reference float64``); rows read it
 
 
 @dataclass
@@ -46,23 +49,29 @@ class OpSubmitted:
     case: OpCase
     tickets: dict[str, int]
     started: float
+    reference: dict[str, int] = field(default_factory=dict)   # the float64 reference's tickets
 
 
 class OpExecutor(Runner):
     """Op cases on a :class:`Pool` of Keras backends, judged with ``tolerances``."""
 
     def __init__(self, pool: Pool, *, tolerances: Tolerances | dict[str, Any] | None = None,
-                 undefined: dict[str, Sequence[str]] | None = None, **_: Any):
-        """``undefined``: per op, what its contract leaves undefined (the op configs')."""
+                 undefined: dict[str, Sequence[str]] | None = None, reference: Reference | None = None, **_: Any):
+        """``undefined``: per op, what its contract leaves undefined (the op configs');
+        ``reference``: the float64 reference each call runs beside (none by default): where it
+        judges, it names the odd backends of the call's findings (:mod:`audee.oracle.pairs`)."""
         self.pool = pool
         self.tolerances = as_tolerances(tolerances)
         self.undefined = dict(undefined or {})
+        self.reference = reference
 
     def run(self, case: OpCase) -> OpResult:
         return self.finish(self.submit(case))
 
     def submit(self, case: OpCase) -> OpSubmitted:
-        return OpSubmitted(case, self.pool.submit_op(case.call(), case.tensors), time.perf_counter())
+        tickets = self.pool.submit_op(case.call(), case.tensors)
+        ref = self.reference.submit_op(self.pool, case.call(), case.tensors) if self.reference is not None else {}
+        return OpSubmitted(case, tickets, time.perf_counter(), ref)
 
     def finish(self, sub: OpSubmitted) -> OpResult:
         modes = self.pool.precisions
@@ -79,18 +88,43 @@ class OpExecutor(Runner):
             outputs[label], dtypes[label] = list(got["outputs"]), list(got["dtypes"])
             phases[label] = {k: round(float(v), 5) for k, v in got.get("phases", {}).items()}
         ordered = [outcomes[label] for label in self.pool.labels if label in outcomes]
+        undefined = self.undefined.get(sub.case.op, ())
+        reference, verdicts = self._against_float64(sub, ordered, outputs, dtypes, undefined)
         findings, skipped = op_findings(ordered, outputs, dtypes, sub.case.tensors, self.tolerances,
-                                        self.undefined.get(sub.case.op, ()), sub.case.op,
-                                        sub.case.call())
+                                        undefined, sub.case.op, sub.case.call(), float64=verdicts)
         spec = next((got["spec_refuses"] for got in answers.values() if isinstance(got, dict)
                      and got.get("spec_refuses")), None)
         if spec:  # Keras's own symbolic call refuses the arguments: outside its contract
             skipped.append(f"{SPEC_REFUSES}: {spec}")
         result = OpResult(sub.case, Verdict(findings), {o.backend: o for o in ordered}, outputs, dtypes, skipped,
-                          phases=phases)
+                          phases=phases, reference=reference)
         self._condition(result)
         result.seconds = time.perf_counter() - sub.started
         return result
+
+    def _against_float64(self, sub: OpSubmitted, ordered: list[Outcome], outputs: dict[str, list[Any]],
+                         dtypes: dict[str, list[str]], undefined: Sequence[str]
+                         ) -> tuple[ReferenceRun | None, list[Float64Verdict | None]]:
+        """The call's float64 reference collected, its record (each backend's largest error
+        over the outputs) and, where it judges (computed, not disputed), each output's verdict
+        for the odd marking."""
+        if self.reference is None:
+            return None, []
+        ref = self.reference.collect_op(self.pool, sub.reference, self.tolerances)
+        rec = ref.record
+        if not ref.outputs:
+            return rec, []
+        verdicts = float64_verdicts(ordered, outputs, dtypes, ref.outputs, ref.dtypes, sub.case.tensors,
+                                    self.tolerances, undefined)
+        errors: dict[str, float] = {}
+        for v in verdicts:
+            for b, e in (v.errors.items() if v is not None else ()):
+                errors[b] = max(errors.get(b, 0.0), e)
+        rec.errors = errors
+        odd = sorted({b for v in verdicts if v is not None and v.nonfinite for b in v.nonfinite})
+        rec.nonfinite = odd or None
+        rec.disputed = disputed(rec)
+        return rec, verdicts if rec.usable else []
 
     def _condition(self, result: OpResult) -> None:
         """The conditioning rules of the model oracles, the op being the layer: the call run

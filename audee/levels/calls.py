@@ -15,6 +15,7 @@ from audee.cases.case import Finding
 from audee.core.errors import AudeeError
 from audee.levels.base import Localized, Pipelined, by_api, judging
 from audee.engine.opexec import OpExecutor
+from audee.reference.run import Reference
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +32,9 @@ def _undefined() -> dict[str, Any]:
 
 class CallLevel(Pipelined):
     def check(self, cfg: Any) -> None:
-        """Model judgements asked of op cases: one line naming the flag."""
-        for name, flag, off in (("reference", "--reference", "none"), ("equivalence", "--equivalence", "none"),
-                                ("phase", "--phase", "inference")):
+        """Model judgements asked of op cases: one line naming the flag (``--reference float64``
+        judges a call too: the call on its tensors widened to float64)."""
+        for name, flag, off in (("equivalence", "--equivalence", "none"), ("phase", "--phase", "inference")):
             if getattr(cfg, name) != off:  # each judges a model; an op call is none
                 raise AudeeError(f"{flag} {getattr(cfg, name)} judges models, not keras.ops calls (--op)", field=flag)
 
@@ -41,7 +42,7 @@ class CallLevel(Pipelined):
         return range(cfg.variants)
 
     def runner(self, pool: Any, cfg: Any) -> OpExecutor:
-        ex = OpExecutor(pool, **judging(cfg), undefined=_undefined())
+        ex = OpExecutor(pool, **judging(cfg), undefined=_undefined(), reference=Reference.from_settings(cfg))
         if not pool.op_labels:  # no row can be written without a backend: one line, not a results-row traceback
             raise AudeeError(f"no backend of the run calls keras.ops functions (--op needs a Keras backend: "
                              f"tensorflow, torch, jax or their modes; got {', '.join(pool.labels)})",
@@ -55,10 +56,12 @@ class CallLevel(Pipelined):
 
     def rerun(self, record: Any, *, refs: list[Any], log_dir: Path, timeout: float,
               tie_margin: float | None) -> Any:
-        """The call again, judged as recorded."""
-        with Pool(refs, log_dir, timeout=timeout) as pool:
+        """The call again, judged as recorded (beside its float64 reference, if it had one)."""
+        reference = Reference.recorded(record.meta)
+        with Pool(refs, log_dir, timeout=timeout, reference=reference.workers(refs) if reference else []) as pool:
             pool.start_or_fail(source=str(record.source))
-            return OpExecutor(pool, tolerances=record.tolerances or None, undefined=_undefined()).run(record.op_case())
+            return OpExecutor(pool, tolerances=record.tolerances or None, undefined=_undefined(),
+                              reference=reference).run(record.op_case())
 
     def repro_case(self, path: str | Path, record: Any, **options: Any) -> Any:
         """The op per backend, nothing to shrink (:mod:`audee.repro.ops`)."""

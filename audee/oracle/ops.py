@@ -38,6 +38,7 @@ from audee.oracle.crash import crash_findings
 from audee.oracle.deviation import Tolerance, Tolerances, as_tolerances, compare, pair_compute
 from audee.oracle.nan import nan_findings
 from audee.oracle.odd import mark_odd
+from audee.oracle.pairs import Float64Verdict, nonfinite_by_float64
 from audee.records.findings import DeviationDetail
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")  # complex: as (re, im)
@@ -56,11 +57,14 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
                 dtypes: Mapping[str, list[str]], inputs: Mapping[str, np.ndarray],
                 tolerances: Tolerances | Mapping[str, Any] | None = None,
                 undefined: Sequence[str] = (), op: str = "",
-                call: Mapping[str, Any] | None = None) -> tuple[list[Finding], list[str]]:
+                call: Mapping[str, Any] | None = None,
+                float64: Sequence[Float64Verdict | None] = ()) -> tuple[list[Finding], list[str]]:
     """The findings of one op call ``op`` (``outcomes``: one per backend, failures included;
     ``outputs``/``dtypes``: each backend that ran, its outputs and their Keras dtypes;
     ``call``: its arguments, :meth:`audee.cases.opcase.OpCase.call`), and what was not compared
-    because the contract leaves it undefined."""
+    because the contract leaves it undefined.  ``float64``: per output, what the call's
+    float64 reference says of the backends (:func:`float64_verdicts`): where it tells, it
+    names the odd backends of that output's findings before the majority does."""
     tol = as_tolerances(tolerances)
     findings = crash_findings(list(outcomes))
     mark_odd(list(outcomes), findings)
@@ -104,9 +108,54 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
                 skipped.append(f"out{k}: float values beyond {dtypes[ok[0].backend][k]}'s range (conversion undefined)")
             else:
                 group += _value_findings(views, k, tol if floats else EXACT, floats)
-        mark_odd(views, group)
+        mark_odd(views, group, float64[k] if k < len(float64) else None)
         findings += group
     return findings, skipped
+
+
+def float64_verdicts(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarray]],
+                     dtypes: Mapping[str, list[str]], reference: Sequence[np.ndarray], reference_dtypes: Sequence[str],
+                     inputs: Mapping[str, np.ndarray], tolerances: Tolerances | Mapping[str, Any] | None = None,
+                     undefined: Sequence[str] = ()) -> list[Float64Verdict | None]:
+    """Per output, each backend that ran against the call's float64 reference (``reference``:
+    the call on the tensors widened to float64, its outputs and Keras dtypes): its score as
+    the value oracle judges a pair (:func:`value_compare`: floats on the elements finite on
+    both sides, in the backend's dtype's tolerance; integers exactly), and the backends
+    non-finite where it is finite (:func:`audee.oracle.pairs.nonfinite_by_float64`).  None for
+    an output the reference cannot judge: another shape, a float output the reference did not
+    compute in float64, an integer one it computed as a float, or rows of empty segments
+    (each framework's own fill, as :func:`op_findings` leaves them)."""
+    tol = as_tolerances(tolerances)
+    ok = [o for o in outcomes if o.ok and o.backend in outputs]
+    if "empty_segments" in undefined and "segment_ids" in inputs:
+        outputs, _ = _without_empty_segments(outputs, inputs["segment_ids"])
+        reference = _without_empty_segments({"ref": list(reference)}, inputs["segment_ids"])[0]["ref"]
+    out: list[Float64Verdict | None] = []
+    n = min((len(outputs[o.backend]) for o in ok), default=0)
+    for k in range(n):
+        if k >= len(reference) or k >= len(reference_dtypes):
+            out.append(None)
+            continue
+        floats = all(dtypes[o.backend][k] in FLOAT_DTYPES for o in ok)
+        rdt = reference_dtypes[k]
+        if (floats and rdt not in ("float64", "complex128")) or (not floats and rdt in FLOAT_DTYPES):
+            out.append(None)
+            continue
+        ref = restore(reference[k], rdt).reshape(1, -1)
+        errors: dict[str, float] = {}
+        arrays: dict[str, np.ndarray] = {}
+        for o in ok:
+            mine = restore(outputs[o.backend][k], dtypes[o.backend][k]).reshape(1, -1)
+            if mine.shape != ref.shape:
+                continue
+            got = value_compare(mine, ref if floats else ref.astype(np.float64), tol if floats else EXACT,
+                                pair_compute(o.precision))
+            if got is not None:
+                errors[o.backend] = float(got["score"])
+            arrays[o.backend] = mine
+        nonfinite = nonfinite_by_float64(arrays, ref) if floats and len(arrays) == len(ok) else None
+        out.append(Float64Verdict(errors, nonfinite) if errors or nonfinite else None)
+    return out
 
 
 def _without_empty_segments(outputs: Mapping[str, list[np.ndarray]], ids: np.ndarray

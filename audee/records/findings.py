@@ -83,7 +83,7 @@ class HardCrashDetail(Detail):
     phase: str | None = None          # build, convert, weights, run
     message: str | None = None
     log_tail: str | None = None       # the worker's last log lines
-    odd: list[str] | None = None      # audee.oracle.odd: the backends outside the majority
+    odd: list[str] | None = None      # audee.oracle.odd: the backends the float64 reference or the majority names
     odd_rule: str | None = None       # ... and why
 
 

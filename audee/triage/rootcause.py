@@ -8,7 +8,8 @@ maintainer would fix (docs/oracles.md, "Root causes and classes"):
   ``tf2onnx``, the runtime ``onnxruntime``), the **op**, kernel or Keras layer its error
   names (``Erfc``, ``Conv3DBackpropInput``, ``CategoryEncoding``; an error that names none
   is known by its words alone) and the normalized error **template**;
-* a NaN pattern difference: the **odd backend** (else the pair, marked ``?``), the layer
+* a NaN pattern difference: the **odd backend** (the float64 reference's where it tells,
+  :mod:`audee.oracle.pairs`; else the majority's; else the pair, marked ``?``), the layer
   where the patterns first differ, and whether the input held NaN/Inf;
 * a deviation, an inconsistency or a precision finding (one family: a label flip is a
   deviation seen through argmax, a precision finding the same loss of accuracy seen against
