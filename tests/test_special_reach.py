@@ -45,6 +45,23 @@ def test_a_lone_kind_sets_one_element_per_chosen_slice_and_keeps_the_rest(kind):
     assert kind in NONFINITE_SPECIALS  # the root-cause classes see it as a non-finite input
 
 
+def test_a_lone_nan_lands_inside_one_segment_among_finite_members():
+    """segment_max's data rows are its segments' members: a lone NaN in one row is one NaN in
+    one segment, the segment's other rows finite."""
+    configs = load_op_configs()
+    inside = 0
+    for i in range(40):
+        case = generate_op_case("segment_max", configs, 3, i)
+        place_specials(case, configs["segment_max"], np.random.default_rng(i), 0.3, kinds=["lone_nan"])
+        data, ids = np.asarray(case.tensors["data"]), np.asarray(case.tensors["segment_ids"])
+        for seg in np.unique(ids):
+            rows = data[ids == seg].reshape(int((ids == seg).sum()), -1)
+            nan_rows = np.isnan(rows).any(axis=1)
+            if len(rows) > 1 and nan_rows.sum() == 1 and np.isnan(rows).sum() == 1:
+                inside += 1
+    assert inside >= 3, inside
+
+
 def test_a_nan_tie_puts_the_slice_maximum_twice_and_a_nan():
     row = _row()
     got = special.special_row(row, "nan_tie", np.random.default_rng(3), axis=1)
@@ -93,6 +110,17 @@ def test_the_op_configs_carry_domains_and_their_edges_are_drawn():
             seen |= set(np.asarray(case.tensors[name])[changed].astype(np.float64).tolist())
         assert values <= seen, (op, sorted(values - seen))
         assert kinds <= {"domain_edge", "subnormal"} and "domain_edge" in kinds  # a subnormal placed says so
+    import ml_dtypes
+
+    for i in range(60):  # a bfloat16 tensor gets bfloat16's edges, and travels as float32 holding them
+        case = generate_op_case("arccos", configs, 5, i)
+        if case.dtypes["x"] == "bfloat16" and np.ndim(case.tensors["x"]):
+            place_specials(case, configs["arccos"], np.random.default_rng(i), 1.0, kinds=["domain_edge"])
+            x = np.asarray(case.tensors["x"])
+            assert x.dtype == np.float32 and (x.astype(ml_dtypes.bfloat16).astype(np.float32) == x).all()
+            break
+    else:
+        pytest.fail("no bfloat16 arccos case")
     counted = special.describe({"x": np.array([1.0, 0.5, -1.0], np.float32)}, bounds={"x": [-1.0, 1.0]})
     assert counted == {"domain_edge": 2}
 
@@ -238,3 +266,29 @@ def test_default_op_generation_finds_xla_argmax_on_a_nan(tmp_path):
     case_id, sig = found[0]
     assert case_id == "op-argmax-v00081" and sig["backends"] == ["tensorflow", "tensorflow-xla"]
     assert sig["odd"] == ["tensorflow-xla"] and "nonfinite_input" in sig["context"]
+
+
+@pytest.mark.slow
+def test_a_lone_nan_in_an_image_reaches_one_pooling_window(tmp_path):
+    """At the layer level a ``lone_nan`` row is one NaN in one sample: a 2x2 max pooling keeps
+    it in the one window that holds it, and the other windows stay finite, on JAX and torch."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.spec import ModelSpec
+    from audee.weights import adapt_weights
+
+    spec = ModelSpec.from_json({
+        "name": "pool", "inputs": [{"name": "x", "shape": [4, 4, 1], "range": [0, 1]}],
+        "layers": [{"name": "p", "api": "MaxPooling2D", "params": {"pool_size": [2, 2]}, "inputs": ["x"]},
+                   {"name": "f", "api": "Flatten", "params": {}, "inputs": ["p"]}],
+        "output": "f", "logits": "f"})
+    x = np.random.default_rng(0).random((3, 4, 4, 1), dtype=np.float32)
+    out, done = special.inject({"x": x}, spec.inputs, np.random.default_rng(1), 1.0, kinds=["lone_nan"])
+    assert [d["kind"] for d in done] == ["lone_nan"] * 3 and (np.isnan(out["x"]).sum(axis=(1, 2, 3)) == 1).all()
+    windows = np.isnan(out["x"][..., 0]).reshape(3, 2, 2, 2, 2).any(axis=(2, 4)).reshape(3, 4)
+    with Pool(parse_backends("jax,torch"), tmp_path) as pool:
+        pool.start_or_fail()
+        shapes = {k: [(r, tuple(s)) for r, s in v] for k, v in pool.build(spec)["jax"]["shapes"].items()}
+        got = pool.run(spec, adapt_weights({}, shapes, 0), "w0", out)
+    for label in ("jax", "torch"):
+        np.testing.assert_array_equal(np.isnan(np.asarray(got[label]["output"])), windows, err_msg=label)
