@@ -23,8 +23,9 @@ oracles judge them, output by output:
   frameworks a NaN input makes it ``undefined``), never skipped as a conversion;
 * what the op's contract leaves undefined is not compared (:data:`audee.apis.config.UNDEFINED`):
   ``tie_indices`` (the indices of tied values: argmax, argsort, top_k) when the input has
-  ties and no value they point at can judge them, ``values`` (a factorization's signs and order: qr, eigh), ``empty_segments`` (the
-  rows of segment_max/min no id maps to: each framework's own fill); nor an integer output
+  ties and no value they point at can judge them, ``values`` (a factorization's signs and
+  order: qr, eigh), ``empty_segments`` (the rows of segment_max/min no id maps to: each
+  framework's own fill); nor an integer output
   of an op fed float values beyond that integer's range (a conversion C leaves undefined;
   :data:`SATURATING` ops define it); nor the values of an integer division by zero
   (:data:`INT_DIVISION`: the case's row says so and its failures are ``undefined``), nor a
