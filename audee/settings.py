@@ -422,7 +422,8 @@ class SpecialSettings(_Section):
     special_inputs: float = Field(0.0, ge=0, le=1,
                                   description="probability each input row of a network or API-level variant "
                                               "carries a special value (NaN, +-Inf, near the dtype's maximum, a "
-                                              "large offset, tiny, subnormal, signed zero, ties; ids out of range "
+                                              "large offset, tiny, subnormal, signed zero, ties, one NaN/Inf among "
+                                              "finite values, a NaN tie, a domain's edge; ids out of range "
                                               "or negative), audee/mutation/special.py; the seed case never")
 
 #: the order the fuzz settings' flags are listed in (`audee fuzz --help`) and ``config.json``

@@ -20,8 +20,13 @@ from audee.cases.spec import ModelSpec, Weights
 #: Special input values a test case's rows may carry (made by audee.mutation.special and
 #: recorded in ``meta['special_inputs']``; the root-cause classes read them).  Non-finite
 #: values and ids out of range are outside every backend's documented contract.
-NONFINITE_SPECIALS = ("nan", "inf", "-inf")
-SPECIAL_FLOAT_KINDS = NONFINITE_SPECIALS + ("near_max", "offset", "tiny", "subnormal", "signed_zero", "ties")
+#: ``lone_*``: exactly one such element in a row (or in some slices along the reduced axis)
+#: among finite values; ``nan_tie``: equal maxima and a NaN in one slice (argmax, sort)
+NONFINITE_SPECIALS = ("nan", "inf", "-inf", "lone_nan", "lone_inf", "lone_-inf", "nan_tie")
+#: ``domain_edge``: values at the edges of the tensor's domain (its op config's ``domain``)
+#: and of its dtype; recorded as ``subnormal`` when it placed a subnormal value
+SPECIAL_FLOAT_KINDS = NONFINITE_SPECIALS + ("near_max", "offset", "tiny", "subnormal", "signed_zero", "ties",
+                                            "domain_edge")
 SPECIAL_INT_KINDS = ("out_of_range", "negative")  # integer ids outside [0, n)
 #: special float kinds whose values are or make subnormals: TensorFlow's and JAX's CPU kernels
 #: flush them to zero by design, torch keeps them (a difference on them is undefined)

@@ -22,7 +22,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 from deap import base, creator, tools
 
-from audee.cases.case import TestCase
+from audee.cases.case import NONFINITE_SPECIALS, TestCase
 from audee.engine.execute import Executor, Result
 from audee.oracle.distance import layer_distances
 from audee.mutation import special
@@ -144,7 +144,7 @@ class Search:
                                  masks=case.spec.mask_inputs())
         # the nan fitness looks for a NaN the model makes: a NaN or Inf put into the input is no find
         self.special_kinds = [k for k in special.KINDS
-                              if cfg.fitness != "nan" or k not in ("nan", "inf", "-inf")]
+                              if cfg.fitness != "nan" or k not in NONFINITE_SPECIALS]
         self.labels = labels
         self.evaluator = self.make_evaluator()
         self.scales = self.encoding.scales(cfg.input_scale, cfg.weight_scale)
