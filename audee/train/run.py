@@ -152,7 +152,8 @@ class TrainExecutor(Runner):
         outcomes = {label: TrainOutcome(label, failure=got) for label, got in built.items()
                     if isinstance(got, WorkerFailure)}
         ready = [label for label, got in built.items() if not isinstance(got, WorkerFailure)]
-        tickets = self._submit_train(ts.spec, case.weights, case.inputs, setup, ready)
+        # the float inputs' gradients too: a weightless model's (or first layer's) backward pass is judged
+        tickets = self._submit_train(ts.spec, case.weights, case.inputs, setup, ready, input_grads=True)
         return TrainSubmitted(case, ts, setup, outcomes, tickets, PhaseTally(self._build_phases.pop(ts.spec.key(), {})),
                               t0)
 
@@ -257,13 +258,9 @@ class TrainExecutor(Runner):
             checks = jump_order(forward, order, spec.predecessors)[:OWN_LAYER_CHECKS]
         elif grads_out:
             last = grads_out[-1]
-            checks = [last]
-            for name in order[order.index(last) + 1:]:
-                if len(checks) >= OWN_LAYER_CHECKS:
-                    break
-                if name in first["gradient"]:
-                    break  # a layer with weights whose gradient agrees: the backward pass is right up to it
-                checks.append(name)
+            checks = [last] + _weightless_after(order, last, set(first["gradient"]))
+        elif any(v["score"] > 1.0 for v in first["input_gradient"].values()):
+            checks = _leading(order, set(first["gradient"]))   # only the inputs' gradients deviate
         if d.first_layer is None:
             d.first_layer = d.forward_first_layer or (grads_out[-1] if grads_out else None)
         att = attribute(checks, order, lambda name: self._own(case, spec, name, ra.layers, [a, b], once), own=d.own)
@@ -389,14 +386,13 @@ class TrainExecutor(Runner):
         d = f.detail
         order = spec.topological_order()
         start = _blamed_layer(d.differ, order)
-        if start is None:
-            return
         weighted = {n for o in got.values() for n, ws in o.grads.items() if any(w is not None for w in ws)}
-        checks = [start]
-        for name in order[order.index(start) + 1:]:
-            if len(checks) >= OWN_LAYER_CHECKS or name in weighted:
-                break  # a layer with weights whose gradient agrees: the backward pass is finite up to it
-            checks.append(name)
+        if start is not None:
+            checks = [start] + _weightless_after(order, start, weighted)
+        elif any(q.startswith("input_grad:") for q in d.differ):
+            checks = _leading(order, weighted)   # only the inputs' gradients differ: the layers before any weight
+        else:
+            return
         # fed from a backend finite everywhere when there is one (its forward pass is the clean one)
         feeder = next((b for b in d.finite_backends if b in got), next(iter(got)))
         labels = list(got)
@@ -441,6 +437,30 @@ class TrainExecutor(Runner):
                                      dtype)
 
         return Alone(pattern=pattern)
+
+
+def _weightless_after(order: list[str], start: str, weighted: set[str]) -> list[str]:
+    """The layers after ``start`` up to the next one with weights (whose gradient agrees: a
+    wrong backward pass corrupts its own gradient and every gradient before it, none after),
+    at most :data:`OWN_LAYER_CHECKS` - 1."""
+    out: list[str] = []
+    for name in order[order.index(start) + 1:]:
+        if len(out) >= OWN_LAYER_CHECKS - 1 or name in weighted:
+            break
+        out.append(name)
+    return out
+
+
+def _leading(order: list[str], weighted: set[str]) -> list[str]:
+    """The first layers up to and including the first with weights: where an input gradient
+    that differs alone (every weight's gradient agreeing) can come from, at most
+    :data:`OWN_LAYER_CHECKS`."""
+    out: list[str] = []
+    for name in order[:OWN_LAYER_CHECKS]:
+        out.append(name)
+        if name in weighted:
+            break
+    return out
 
 
 def _grad_vector(o: TrainOutcome) -> np.ndarray | None:
