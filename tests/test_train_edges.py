@@ -151,3 +151,19 @@ def test_the_zero_row_nan_gets_a_standalone_script_that_reproduces(pool, tmp_pat
     assert rep.model == "one-layer model", rep.notes                # the normalization alone reproduces it
     run = subprocess.run([sys.executable, str(rep.script)], capture_output=True, text=True, timeout=900)
     assert run.returncode == 0 and "REPRODUCED" in run.stdout, run.stdout + run.stderr
+
+
+def test_the_localizer_names_the_layer_the_backward_walk_blamed(pool, tmp_path):
+    from audee.apis import load_api_configs
+    from audee.store.caserecord import CaseRecord
+    from audee.train.localize import localize_train
+
+    ex = _trainer(pool)
+    result = ex.run(_unit_case(ex))
+    record = CaseRecord.from_result(result, parse_backends(",".join(KERAS)), pool.versions(),
+                                    meta={"phase": "train", "train": result.train})
+    record.to_file(tmp_path / "c.pkl")
+    record = CaseRecord.from_file(tmp_path / "c.pkl")
+    found = localize_train(pool, record, record.test_case(), load_api_configs(), max_values=1)
+    assert found.kind == Kind.TRAIN_NAN and found.layer == "norm" and found.api == "UnitNormalization", found
+    assert "norm (UnitNormalization)" in found.render()
