@@ -37,6 +37,8 @@ def test_every_float_kind_is_made_and_recognised(kind):
         assert got.min() > 100 and (got.max() - got.min()) / got.mean() < 1e-3
     elif kind == "tiny":
         assert 0 < np.abs(got).max() < 1e-34
+    elif kind == "zero_row":
+        assert not got.any() and not np.signbit(got).any()
     np.testing.assert_array_equal(special.special_row(row, kind, np.random.default_rng(2)), got)  # deterministic
 
 

@@ -41,12 +41,13 @@ from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.engine.execute import BuildCache, PhaseTally, Result, complete_weights, first_shapes
 from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.attribution import Alone, attribute
+from audee.oracle.nan import condition_pattern
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, jump_order, layer_scores,
                                     pair_compute, perturbed, rounding_for)
 from audee.records.findings import OwnScore
 from audee.settings import TIE_MARGIN
 from audee.cases.spec import ModelSpec, layer_feed, one_layer_model, weights_key
-from audee.oracle.train import clipped_loss, mark_train_odd, pair_scores, train_findings
+from audee.oracle.train import _blamed_layer, clipped_loss, mark_train_odd, pair_scores, train_findings
 from audee.train.setup import TrainOutcome, TrainSetup, TrainSpec, draw_setup, train_spec
 from audee.cases.weights import Shapes
 
@@ -151,7 +152,8 @@ class TrainExecutor(Runner):
         outcomes = {label: TrainOutcome(label, failure=got) for label, got in built.items()
                     if isinstance(got, WorkerFailure)}
         ready = [label for label, got in built.items() if not isinstance(got, WorkerFailure)]
-        tickets = self._submit_train(ts.spec, case.weights, case.inputs, setup, ready)
+        # the float inputs' gradients too: a weightless model's (or first layer's) backward pass is judged
+        tickets = self._submit_train(ts.spec, case.weights, case.inputs, setup, ready, input_grads=True)
         return TrainSubmitted(case, ts, setup, outcomes, tickets, PhaseTally(self._build_phases.pop(ts.spec.key(), {})),
                               t0)
 
@@ -256,13 +258,9 @@ class TrainExecutor(Runner):
             checks = jump_order(forward, order, spec.predecessors)[:OWN_LAYER_CHECKS]
         elif grads_out:
             last = grads_out[-1]
-            checks = [last]
-            for name in order[order.index(last) + 1:]:
-                if len(checks) >= OWN_LAYER_CHECKS:
-                    break
-                if name in first["gradient"]:
-                    break  # a layer with weights whose gradient agrees: the backward pass is right up to it
-                checks.append(name)
+            checks = [last] + _weightless_after(order, last, set(first["gradient"]))
+        elif any(v["score"] > 1.0 for v in first["input_gradient"].values()):
+            checks = _leading(order, set(first["gradient"]))   # only the inputs' gradients deviate
         if d.first_layer is None:
             d.first_layer = d.forward_first_layer or (grads_out[-1] if grads_out else None)
         att = attribute(checks, order, lambda name: self._own(case, spec, name, ra.layers, [a, b], once), own=d.own)
@@ -350,7 +348,10 @@ class TrainExecutor(Runner):
     def _diagnose_nan(self, case: TestCase, ts: TrainSpec, setup: TrainSetup, f: Finding,
                       outcomes: dict[str, TrainOutcome]) -> None:
         """Each backend's first non-finite layer in the training-mode forward pass; the
-        first where they differ becomes the blamed layer when no gradient names one."""
+        first where they differ becomes the blamed layer.  Where the forward pass does not
+        differ, the backward pass is walked (:meth:`_walk_backward`): the layer whose own
+        backward pass makes the non-finite gradient is blamed, not the weighted layer
+        before it whose weight gradient the NaN reaches first."""
         labels = [b for b, o in outcomes.items() if o.ok]
         once = TrainSetup(setup.loss, setup.optimizer, setup.learning_rate, 1, setup.target_seed, setup.from_logits)
         got = self._train_on(ts.spec, case.weights, case.inputs, once, labels, layers=True)
@@ -366,6 +367,109 @@ class TrainExecutor(Runner):
         ran = [label for label, o in got.items() if o.ok]
         if firsts and (len(set(firsts.values())) > 1 or len(firsts) < len(ran)):
             f.detail.layer = min(firsts.values(), key=order.index)  # the forward pass differs: it comes first
+            return
+        if len(ran) >= 2:
+            self._walk_backward(case, ts.spec, f, {label: got[label] for label in ran}, once)
+
+    def _walk_backward(self, case: TestCase, spec: ModelSpec, f: Finding, got: dict[str, TrainOutcome],
+                       setup: TrainSetup) -> None:
+        """The backward pass of a ``train_nan`` walked from the loss: a wrong (or
+        singular) backward pass makes its own input gradient non-finite, and with it every
+        gradient before it, none after.  The candidates are the layer nearest the loss whose
+        weight gradient differs and the weightless layers after it (up to the next layer with
+        weights, whose gradient agrees); each is run alone on every backend, fed its
+        training-mode input, with the probe loss (a fixed finite cotangent), and its
+        gradients (input and weights) compared by non-finite pattern under the conditioning
+        rule (:func:`audee.oracle.nan.condition_pattern`).  Of those blamed, the one nearest
+        the loss is the layer (``backward_layer``); every judged layer's verdict goes
+        into ``backward``."""
+        d = f.detail
+        order = spec.topological_order()
+        start = _blamed_layer(d.differ, order)
+        weighted = {n for o in got.values() for n, ws in o.grads.items() if any(w is not None for w in ws)}
+        if start is not None:
+            checks = [start] + _weightless_after(order, start, weighted)
+        elif any(q.startswith("input_grad:") for q in d.differ):
+            checks = _leading(order, weighted)   # only the inputs' gradients differ: the layers before any weight
+        else:
+            return
+        # fed from a backend finite everywhere when there is one (its forward pass is the clean one)
+        feeder = next((b for b in d.finite_backends if b in got), next(iter(got)))
+        labels = list(got)
+        att = attribute(checks, order, lambda name: self._backward_alone(case, spec, name, got[feeder].layers,
+                                                                         labels, setup))
+        d.backward = {name: ("blamed" if name in att.blamed else att.reasons.get(name, "")) for name in att.own}
+        if att.blamed:
+            d.backward_layer = att.blamed[-1]   # the nearest the loss: the first the backward pass meets
+            d.layer = d.backward_layer
+
+    def _backward_alone(self, case: TestCase, spec: ModelSpec, layer: str, layers: dict[str, np.ndarray],
+                        labels: list[str], setup: TrainSetup) -> Alone | None:
+        """``layer`` alone on every backend with the probe loss: whether its gradients'
+        non-finite pattern differs between a backend with a non-finite one and one without,
+        and stands the conditioning rule (None: it cannot be judged alone, or is fed non-finite
+        values: the forward pass's question)."""
+        fed = layer_feed(spec, layer, layers, case.inputs)
+        if fed is None or any(_nonfinite(v) for v in fed.values()):
+            return None
+        model = one_layer_model(spec, case.weights, layer, fed)
+        if model is None:
+            return None
+        spec1, weights = model
+        probe = setup.probe()
+        got = self._train_on(spec1, weights, fed, probe, labels, input_grads=True)
+        vectors = {b: _grad_vector(o) for b, o in got.items() if o.ok}
+        vectors = {b: v for b, v in vectors.items() if v is not None}
+        bad = [b for b, v in vectors.items() if not np.isfinite(v).all()]
+        good = [b for b, v in vectors.items() if np.isfinite(v).all()]
+        if not bad or not good or vectors[bad[0]].shape != vectors[good[0]].shape:
+            return Alone(pattern=lambda: "accumulated")  # alike alone: no difference of its own
+        pair = [bad[0], good[0]]
+
+        def pattern() -> str | None:
+            dtype = layer_compute_dtype(spec.layer(layer).params)   # judged in the layer's compute dtype
+            compute = pair_compute(got[pair[0]].precision, got[pair[1]].precision)
+            size = max(rounding_for(compute, fed), DTYPE_ROUNDING.get(dtype, 0.0))
+            moved = self._train_on(spec1, weights, perturbed(fed, size=size), probe, pair, input_grads=True)
+            again = {b: _grad_vector(o) for b, o in moved.items() if o.ok}
+            return condition_pattern(fed, {b: vectors[b] for b in pair},
+                                     {b: v for b, v in again.items() if v is not None and v.shape == vectors[b].shape},
+                                     dtype)
+
+        return Alone(pattern=pattern)
+
+
+def _weightless_after(order: list[str], start: str, weighted: set[str]) -> list[str]:
+    """The layers after ``start`` up to the next one with weights (whose gradient agrees: a
+    wrong backward pass corrupts its own gradient and every gradient before it, none after),
+    at most :data:`OWN_LAYER_CHECKS` - 1."""
+    out: list[str] = []
+    for name in order[order.index(start) + 1:]:
+        if len(out) >= OWN_LAYER_CHECKS - 1 or name in weighted:
+            break
+        out.append(name)
+    return out
+
+
+def _leading(order: list[str], weighted: set[str]) -> list[str]:
+    """The first layers up to and including the first with weights: where an input gradient
+    that differs alone (every weight's gradient agreeing) can come from, at most
+    :data:`OWN_LAYER_CHECKS`."""
+    out: list[str] = []
+    for name in order[:OWN_LAYER_CHECKS]:
+        out.append(name)
+        if name in weighted:
+            break
+    return out
+
+
+def _grad_vector(o: TrainOutcome) -> np.ndarray | None:
+    """A training step's input gradients and weight gradients as one float32 vector (the
+    same order on every backend), or None when it has none."""
+    parts = [np.asarray(o.input_grads[k]).astype(np.float32).ravel() for k in sorted(o.input_grads)]
+    for layer in sorted(o.grads):
+        parts += [np.asarray(g).astype(np.float32).ravel() for g in o.grads[layer] if g is not None]
+    return np.concatenate(parts) if parts else None
 
 
 def _score(scores: dict[str, Any], keys: tuple[str, ...]) -> float | None:

@@ -30,6 +30,14 @@ from audee.cases.case import SPECIAL_FLOAT_KINDS as FLOAT_KINDS  # the element o
 from audee.cases.case import SPECIAL_INT_KINDS as INT_KINDS      # for integer inputs (token ids)
 from audee.cases.spec import InputSpec
 
+# ---- rows with no spread: where normalization layers' gradients turn NaN ---------------------
+#: an all-zero row: a zero norm or a zero variance, where a normalization layer's forward pass
+#: is kept finite by an epsilon or a clamp but its backward pass may differentiate ``rsqrt(0)``
+#: (``UnitNormalization``: Keras' L2 ``normalize`` clamps ``rsqrt``'s output, not its input).
+#: The all-equal row with a nonzero mean (zero variance) is ``ties``.
+ROW_KINDS = ("zero_row",)
+FLOAT_KINDS = FLOAT_KINDS + ROW_KINDS
+
 KINDS = FLOAT_KINDS + INT_KINDS
 
 
@@ -154,8 +162,10 @@ def special_row(row: np.ndarray, kind: str, rng: np.random.Generator, high: floa
         x = flat.astype(np.float64)
         scale = float(np.abs(x).max()) or 1.0
         flat[:] = x / scale * float(info.tiny) * 10.0 ** rng.uniform(0, 3)
-    elif kind == "ties":  # exact ties: one value repeated over the whole row
+    elif kind == "ties":  # exact ties: one value repeated over the whole row (zero variance)
         flat[:] = flat[int(rng.integers(n))]
+    elif kind == "zero_row":
+        flat[:] = 0
     else:
         raise ValueError(f"unknown special kind {kind!r} (one of {', '.join(KINDS)})")
     return out

@@ -271,6 +271,8 @@ class TrainNanDetail(Detail):
     strong: bool = False                      # some backend is finite everywhere
     input_nonfinite: bool = False
     forward_first_layer: dict[str, str] = {}  # backend -> its first non-finite layer in training mode
+    backward_layer: str | None = None         # the layer whose backward pass alone makes the non-finite gradient
+    backward: dict[str, str] = {}             # each layer judged alone on the backward walk -> blamed, or why not
     layer: str | None = None
     losses: dict[str, list[float]] = {}
     setup: dict[str, Any] = {}

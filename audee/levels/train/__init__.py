@@ -3,18 +3,70 @@
 models).  A record is a training step's when its ``meta["phase"]`` says so (the registry
 decides): it re-runs on :class:`audee.engine.train.TrainExecutor`, its script trains one step
 (:mod:`audee.repro.train`), its localizer is :mod:`audee.localize.train`.  Its cases, ids
-and provenance are its source level's; a run of it is ``LEVEL.over(source)``."""
+and provenance are its source level's; a run of it is ``LEVEL.over(source)``.
+
+Special inputs (``special_inputs``) are the training level's own: a training step's loss is
+a mean over the batch, so one row holding NaN, an infinity or a value near the dtype's
+maximum makes the loss non-finite on every backend, and then every gradient of the batch is
+undefined and goes unjudged (the whole step compared on its forward pass alone).  The source
+makes its cases without them; each case (the seed case never) then gets
+:data:`TRAIN_SPECIAL_KINDS`, the kinds a correct step trains on with a finite loss (zero and
+all-equal rows, offsets, tiny and subnormal values, signed zeros; ids out of range), from
+its own stream ``(rng, crc32(case id), SPECIAL_STREAM)``, recorded in its row."""
 from __future__ import annotations
 
 import json
 import tempfile
+import zlib
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
 
 from audee.backends.pool import Pool
+from audee.cases.case import NONFINITE_SPECIALS
 from audee.core.errors import AudeeError
-from audee.levels.base import Level, Localized, Pipelined, judging
+from audee.levels.base import SPECIAL_STREAM, Level, Localized, Pipelined, judging
+from audee.mutation import special
 from audee.engine.train import TrainExecutor
+
+#: the special kinds a training step's inputs draw: every kind but those that make a correct
+#: framework's batch loss non-finite (NaN, infinities, values near the dtype's maximum)
+TRAIN_SPECIAL_KINDS = tuple(k for k in special.KINDS if k not in NONFINITE_SPECIALS + ("near_max",))
+
+
+def without_specials(cfg: Any) -> Any:
+    """``cfg`` with ``special_inputs`` 0: what the source level makes its cases with."""
+    return cfg.model_copy(update={"special": cfg.special.model_copy(update={"special_inputs": 0.0})})
+
+
+def train_specials(cases: Iterable[tuple[Any, dict[str, Any]]], cfg: Any
+                   ) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Each case of ``cases`` with the training phase's special inputs (module docstring),
+    what was done recorded in its row's ``special_inputs``."""
+    for case, extra in cases:
+        if cfg.special_inputs > 0 and extra.get("variant", 0) >= 0:
+            g = np.random.default_rng([cfg.rng, zlib.crc32(case.id.encode()), SPECIAL_STREAM])
+            case.inputs, done = special.inject(case.inputs, case.spec.inputs, g, cfg.special_inputs,
+                                               TRAIN_SPECIAL_KINDS, masks=case.spec.mask_inputs())
+            if done:
+                extra = {**extra, "special_inputs": done}
+        yield case, extra
+
+
+class _TrainLoop:
+    """The fuzz loop as a source level drives it in the training phase: the settings without
+    special inputs, each case given the training phase's on its way to the runner."""
+
+    def __init__(self, loop: Any):
+        self._loop = loop
+        self.cfg = without_specials(loop.cfg)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loop, name)
+
+    def pipelined(self, cases: Iterable[tuple[Any, dict[str, Any]]]) -> None:
+        self._loop.pipelined(train_specials(cases, self._loop.cfg))
 
 
 class TrainLevel(Pipelined):
@@ -48,10 +100,10 @@ class TrainLevel(Pipelined):
 
     def cases(self, runner: Any, todo: list[tuple[str, int]], cfg: Any, store: Any,
               context: dict[str, Any]) -> Iterator[tuple[Any, dict[str, Any]]]:
-        return self._source().cases(runner, todo, cfg, store, context)
+        return train_specials(self._source().cases(runner, todo, without_specials(cfg), store, context), cfg)
 
     def drive(self, loop: Any, runner: Any, todo: list[tuple[str, int]], context: dict[str, Any]) -> None:
-        self._source().drive(loop, runner, todo, context)
+        self._source().drive(_TrainLoop(loop), runner, todo, context)
 
     def searcher(self) -> Any:
         """The training phase's GA: the gradient-distance fitness (:mod:`audee.search.train`)."""
