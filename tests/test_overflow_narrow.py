@@ -97,7 +97,8 @@ def test_the_float64_reference_decides_where_no_run_backend_computes_float64(tmp
         assert p.start() == {}
         for name, ref in (("alone", None), ("reference", Reference())):
             result = Executor(p, reference=ref).run(_pooling_case())
-            assert np.isinf(result.outcomes["jax"].output).any() and np.isfinite(result.outcomes[FLOAT32_POOL].output).all()
+            outs = result.outcomes
+            assert np.isinf(outs["jax"].output).any() and np.isfinite(outs[FLOAT32_POOL].output).all()
             (got[name],) = [f for f in result.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
     for name, f in got.items():
         assert f.kind == Kind.NAN and f.detail.strong and not f.detail.overflow_boundary, (name, f.detail)
