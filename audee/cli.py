@@ -651,16 +651,18 @@ def cmd_apis(args: argparse.Namespace) -> int:
         return ExitCode.OK
     if args.coverage:
         os.environ.setdefault("KERAS_BACKEND", "jax")  # keras is imported here, for this command only
-        from audee.apis.coverage import coverage_rows, excluded_ops, render_coverage, uncovered_layers, uncovered_ops
+        from audee.apis.coverage import (coverage_rows, excluded_layers, excluded_ops, render_coverage,
+                                         uncovered_layers, uncovered_ops)
 
         cov = coverage_rows(apis)
         uncovered = uncovered_ops(apis) if args.ops else uncovered_layers(apis)
-        excluded: dict[str, list[str]] = {}
-        for name, reason in (excluded_ops() if args.ops else {}).items():
+        excluded: dict[str, list[str]] = {}  # reason -> the names it excludes: each one said with its reason
+        for name, reason in (excluded_ops() if args.ops else excluded_layers()).items():
             excluded.setdefault(reason, []).append(name)
+        what = "ops" if args.ops else "layers"
         if args.json:
-            print(json.dumps({"parameters": cov, f"uncovered_{'ops' if args.ops else 'layers'}": uncovered,
-                              **({"excluded_ops": excluded} if args.ops else {})}, indent=1))
+            print(json.dumps({"parameters": cov, f"uncovered_{what}": uncovered, f"excluded_{what}": excluded},
+                             indent=1))
         else:
             print(render_coverage(cov, uncovered, what="ops" if args.ops else "layers", excluded=excluded))
         gaps = uncovered or [r for r in cov if r["status"] in ("missing", "not_in_keras")]

@@ -424,7 +424,9 @@ class SpecialSettings(_Section):
                                               "carries a special value (NaN, +-Inf, near the dtype's maximum, a "
                                               "large offset, tiny, subnormal, signed zero, ties, one NaN/Inf among "
                                               "finite values, a NaN tie, a domain's edge; ids out of range "
-                                              "or negative), audee/mutation/special.py; the seed case never")
+                                              "or negative), and each float input a batch-wide offset over the "
+                                              "rows left alone (what batch statistics see), "
+                                              "audee/mutation/special.py; the seed case never")
 
 #: the order the fuzz settings' flags are listed in (`audee fuzz --help`) and ``config.json``
 #: holds them: the order of the flat model they came from, so the help text and the file stay

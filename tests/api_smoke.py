@@ -47,6 +47,7 @@ BASE: dict[str, dict[str, Any]] = {
     "Rescaling": {"scale": 0.5}, "Resizing": {"height": 4, "width": 4}, "CenterCrop": {"height": 4, "width": 4},
     "Normalization": {"mean": 0.0, "variance": 1.0}, "Discretization": {"bin_boundaries": [-1.0, 0.0, 1.0]},
     "CategoryEncoding": {"num_tokens": 8}, "GroupNormalization": {"groups": 2},
+    "STFTSpectrogram": {"frame_length": 4}, "MelSpectrogram": {"fft_length": 4, "sequence_stride": 2},
 }
 
 # Values that only make sense together with others (checked in ``values`` mode with these set).

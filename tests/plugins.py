@@ -357,3 +357,26 @@ class ScaledDenseJaxTwin(_ScaledDenseD, JaxBackend):
     """:class:`ScaledDenseJax` under another name: the second backend sharing its fault."""
 
     name = "scaled-dense-jax-twin"
+
+
+class Float32PoolJax(JaxBackend):
+    """JAX, except that the layer named ``p`` computes on its input cast to float32 and casts
+    its result back to its own dtype: a float16 average pooling whose window sum stays
+    finite where float16's overflows, as PyTorch's kernel keeps it; like JAX without x64, it
+    gives no float64 result, so only the float64 reference can say the mean fits float16."""
+
+    name = "float32-pool-jax"
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != "p":
+            return made
+        import keras
+
+        class Float32(type(made)):
+            def call(self, inputs, *args, **kwargs):
+                out = super().call(keras.ops.cast(inputs, "float32"), *args, **kwargs)
+                return keras.ops.cast(out, inputs.dtype)
+
+        made.__class__ = Float32
+        return made

@@ -285,3 +285,51 @@ def test_layers_taking_token_ids_get_int_ids_below_their_bound():
             (x,) = case.inputs.values()
             high = case.meta["params"][bound]
             assert x.dtype == np.int32 and x.min() >= 0 and x.max() < high, (api, i, high)
+
+
+NEW_LAYER_SCRIPT = """
+import contextlib, io, json, os
+os.environ["KERAS_BACKEND"] = "jax"
+import keras
+from audee.apis.coverage import keras_layer_names
+from audee.cli import main
+
+def run():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["apis", "--coverage", "--json"])
+    return {"code": int(code), "data": json.loads(out.getvalue())}
+
+today = run()
+layers = keras_layer_names()
+
+class BrandNewLayer(keras.layers.Layer):
+    def call(self, x):
+        return x
+
+keras.layers.BrandNewLayer = BrandNewLayer  # a layer a newer Keras would add
+print(json.dumps({"today": today, "layers": layers, "new": run()}))
+"""
+
+
+def test_apis_coverage_names_each_keras_layer_without_a_config_with_its_reason():
+    """`audee apis --coverage` accounts for every `keras.layers` layer: configured, or listed
+    with its reason (`api_configs/README.md`, "Excluded layers"); a layer Keras gains without
+    either is named as uncovered and the command exits with COVERAGE_GAP."""
+    from audee.core.exitcodes import ExitCode
+
+    got = subprocess.run([sys.executable, "-c", NEW_LAYER_SCRIPT], capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, "KERAS_BACKEND": "jax"}, timeout=300)
+    assert got.returncode == 0, got.stderr[-3000:]
+    out = json.loads(got.stdout.strip().splitlines()[-1])
+    today, new = out["today"], out["new"]
+    assert today["code"] == int(ExitCode.OK) and today["data"]["uncovered_layers"] == []
+    reasons = {name: reason for reason, names in today["data"]["excluded_layers"].items() for name in names}
+    configured = set(load_api_configs())
+    assert all(reasons.values())
+    unaccounted = [n for n in out["layers"] if n not in configured and n not in reasons]
+    assert unaccounted == []
+    for gained in ("AutoContrast", "ContrastLimitedAdaptiveHistogramEqualization", "MelSpectrogram",
+                   "STFTSpectrogram"):
+        assert gained in configured and gained not in reasons
+    assert new["code"] == int(ExitCode.COVERAGE_GAP) and new["data"]["uncovered_layers"] == ["BrandNewLayer"]

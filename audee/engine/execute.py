@@ -23,14 +23,14 @@ from audee.oracle import crash_findings, inconsistency_findings, layer_distances
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, compare,
                                     deviation_findings, jump_order, layer_scores, pair_compute, perturbed, rounding_for)
-from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dtype
+from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dtype, narrow_range
 from audee.oracle.nan import (condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite, overflow_boundary,
-                              settle_conditioning)
+                              overflow_scale, settle_conditioning)
 from audee.oracle.odd import mark_odd
 from audee.oracle.precision import float64_verdict
 from audee.records.findings import OwnScore
 from audee.records.reference import ReferenceRun
-from audee.reference.run import Reference
+from audee.reference.run import Reference, candidates as reference_candidates
 from audee.settings import TIE_MARGIN
 from audee.cases.spec import ModelSpec, layer_feed, one_layer_model, one_layer_spec, weights_key
 from audee.cases.weights import Shapes, adapt_weights
@@ -343,8 +343,10 @@ class Executor(Runner):
         backends, plain and moved by rounding noise: whether the difference stands
         (:func:`audee.oracle.nan.condition_pattern`; ``own_layer`` when it does, ``cleared``
         with the reason when it does not), judged in the layer's compute dtype; a difference
-        that stands is checked against the layer recomputed in float64
-        (:func:`audee.oracle.nan.overflow_boundary`).  Then :func:`settle_conditioning`."""
+        that stands, or one that an input at a narrow dtype's overflow scale would clear, is
+        checked against the layer recomputed in float64 (:meth:`_wide_labels`;
+        :func:`audee.oracle.nan.overflow_boundary`,
+        :func:`audee.oracle.nan.unforced_narrow_overflow`).  Then :func:`settle_conditioning`."""
         case = result.case
         for key, p in finding.detail.patterns.items():
             a, b = key.split("|")
@@ -368,17 +370,29 @@ class Executor(Runner):
             size = max(rounding_for(compute, {**fed, **alone}), DTYPE_ROUNDING.get(dtype, 0.0))
             moved_replies = self._run_alone(case, name, {}, perturbed(fed, size=size), [a, b], given=True)
             moved = {x: r["logits"] for x, r in moved_replies.items() if isinstance(r, dict)}
-            reason = condition_pattern(fed, alone, moved, dtype)
+            wide: dict[str, np.ndarray] | None = None
+            if narrow_range(dtype) and not has_nonfinite(fed) and overflow_scale(fed, dtype):
+                wide = self._run_wide(case, name, fed, self._wide_labels(result))  # forced by the math?
+            reason = condition_pattern(fed, alone, moved, dtype, wide)
             if reason is None:
                 p.own_layer = name
-                ran = [x for x, o in result.outcomes.items() if o.ok]  # the exact result: any backend's
-                wide = {} if has_nonfinite(fed) else self._run_wide(case, name, fed, ran)
+                if wide is None:
+                    wide = {} if has_nonfinite(fed) else self._run_wide(case, name, fed, self._wide_labels(result))
                 p.overflow_boundary = overflow_boundary(fed, alone, wide, dtype)
                 p.overflow_evidence = "float64" if wide else "scale"
             else:
                 p.cleared = reason
         settle_conditioning(finding)
 
+
+    def _wide_labels(self, result: Result) -> list[str]:
+        """The backends asked for a layer's float64 result: every one that ran the case, and
+        the float64 reference's workers when the run has one (``jax-x64`` computes JAX's)."""
+        labels = [x for x, o in result.outcomes.items() if o.ok]
+        if self.reference is not None:
+            labels += [x for x in reference_candidates(self.pool.labels, self.reference.backend)
+                       if x in self.pool.workers and x not in labels]
+        return labels
 
     def _run_wide(self, case: TestCase, layer: str, fed: dict[str, np.ndarray],
                   labels: list[str]) -> dict[str, np.ndarray]:

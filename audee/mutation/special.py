@@ -17,7 +17,9 @@ bound itself, and the dtype's edges: 0, -0, the largest finite, the smallest nor
 subnormal).
 
 :func:`inject` gives each row of a batch one special kind with probability ``rate``
-(deterministic in the generator) and returns what it did; :func:`describe` counts the
+(deterministic in the generator), and each float input, with the same probability, a
+batch-wide kind (:func:`inject_batch`: a common offset over the rows left alone, what batch
+statistics see), and returns what it did; :func:`describe` counts the
 special values any batch carries, so every case can record them, whoever made them.
 """
 from __future__ import annotations
@@ -38,7 +40,9 @@ from audee.cases.spec import InputSpec
 ROW_KINDS = ("zero_row",)
 FLOAT_KINDS = FLOAT_KINDS + ROW_KINDS
 
-KINDS = FLOAT_KINDS + INT_KINDS
+#: kinds given to a whole batch at once (:func:`inject_batch`): what batch statistics see
+BATCH_KINDS = ("batch_offset",)
+KINDS = FLOAT_KINDS + INT_KINDS + BATCH_KINDS
 
 
 def _some(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -217,7 +221,41 @@ def inject(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec], rng: np
                 kind = "subnormal"
             done.append({"input": name, "row": int(r), "kind": kind})
         out[name] = arr
+    inject_batch(out, done, rng.spawn(1)[0], rate, allowed, masks)  # its own stream: the rows' draws stay
     return out, done
+
+
+# ---- batch-wide kinds ------------------------------------------------------------------------------
+def inject_batch(out: dict[str, np.ndarray], done: list[dict[str, Any]], rng: np.random.Generator, rate: float,
+                 allowed: Collection[str], masks: Collection[str] = ()) -> None:
+    """Give each float input of ``out`` (changed in place, arrays copied before they change),
+    with probability ``rate``, a batch-wide kind: ``batch_offset``, the rows :func:`inject`
+    left alone moved together to one large common offset with a small spread across them
+    all.  A row kind changes one row, so the statistics over the batch — a
+    BatchNormalization in training mode, a reduction over the batch axis — still see
+    ordinary data; here its mean is huge and its variance tiny beside it, where a one-pass
+    variance cancels.  Recorded in ``done`` like a row kind, ``row: None`` for the whole
+    batch: ``{input, row: None, kind, rows: how many rows, offset}``."""
+    if rate <= 0 or "batch_offset" not in allowed:
+        return
+    for name, arr in list(out.items()):
+        arr = np.asarray(arr)
+        if name in masks or not np.issubdtype(arr.dtype, np.floating) or arr.ndim == 0:
+            continue
+        if rng.random() >= rate:
+            continue
+        special_rows = {d["row"] for d in done if d.get("input") == name}
+        rows = [r for r in range(arr.shape[0]) if r not in special_rows]
+        block = arr[rows].astype(np.float64)
+        if len(rows) < 2 or not np.isfinite(block).all():
+            continue
+        spread = block - block.mean()
+        scale = float(np.abs(spread).max()) or 1.0
+        offset = float(10.0 ** rng.uniform(3, min(6, np.log10(float(np.finfo(arr.dtype).max)) - 1)))
+        arr = arr.copy()
+        arr[rows] = (offset + spread / scale * offset * 1e-4).astype(arr.dtype)
+        out[name] = arr
+        done.append({"input": name, "row": None, "kind": "batch_offset", "rows": len(rows), "offset": offset})
 
 
 def describe(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec] = (),

@@ -40,6 +40,14 @@ def dtype_max(dtype: Any) -> float:
         return float(ml_dtypes.finfo(getattr(ml_dtypes, str(dtype), dtype)).max)
 
 
+def narrow_range(dtype: Any) -> bool:
+    """Whether ``dtype`` overflows before float32 does (float16: yes; bfloat16 shares float32's
+    exponent range: no).  Only in such a dtype can a backend avoid an overflow by computing an
+    intermediate in float32 (as mixed precision does): there the overflow-scale rule alone does
+    not explain an overflow that another backend does not make."""
+    return 2 * dtype_max(dtype) < dtype_max(FLOAT32)  # bfloat16 is a mantissa short of float32, not an exponent
+
+
 def narrowest(dtypes: list[str]) -> str:
     """The dtype with the smallest maximum among ``dtypes`` (float32 when empty): where a
     value is consumed by layers of several compute dtypes, the first to overflow decides."""

@@ -22,7 +22,8 @@ position: finite, NaN, +Inf or -Inf (:func:`nonfinite_codes`).  The rules:
   same input on both backends.  It is *cleared* when the layer alone agrees
   (``accumulated``: the difference came in with its input's rounding), when that input is
   finite but at overflow scale (``overflow``: where a sum or product of such values lands
-  on the boundary depends on the order of operations), or when a rounding-level
+  on the boundary depends on the order of operations; not in a dtype narrower than
+  float32 when the exact result fits: see *compute dtype*), or when a rounding-level
   perturbation of the input changes the layer's own pattern on either backend
   (``ill_conditioned``).  A difference that does not show again when the diagnosed
   rows are run again, on every layer and the output (``unstable``: a smaller batch, other
@@ -37,7 +38,13 @@ position: finite, NaN, +Inf or -Inf (:func:`nonfinite_codes`).  The rules:
   the same overflow: no evidence against one of them, so not a bug).
 * **compute dtype**: overflow scale is judged in the dtype a layer computes in
   (:mod:`audee.oracle.compute_dtype`), not the input array's: 300 in a float32 array fed
-  to a ``mixed_float16`` model is at float16's overflow scale.
+  to a ``mixed_float16`` model is at float16's overflow scale.  That explains an overflow
+  only where the math forces it: a float16 layer fed values at float16's (not float32's)
+  overflow scale, overflowing on one backend where another stays finite, and whose exact
+  result is representable in float16 (the layer recomputed in float64, on the run's
+  backends and the float64 reference's workers; without one, the finite backend's value
+  far below the maximum) is a finding: one backend kept an intermediate in float16 where
+  another did not (:func:`unforced_narrow_overflow`).
 * **overflow boundary** (:func:`overflow_boundary`): a difference that stands at a layer
   whose finite input gives a result beyond the compute dtype's maximum (the layer
   recomputed in float64) is recorded ``overflow_boundary``: undefined, not a bug.
@@ -52,7 +59,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from audee.cases.case import Finding, Kind, Outcome
-from audee.oracle.compute_dtype import dtype_max
+from audee.oracle.compute_dtype import FLOAT32, dtype_max, narrow_range
 from audee.records.findings import NanDetail, NanExample, NanPattern
 
 FINITE, NAN, POSINF, NEGINF = 0, 1, 2, 3
@@ -104,18 +111,23 @@ CLEARED = ("accumulated", "overflow", "ill_conditioned", "unstable")
 
 
 def condition_pattern(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray],
-                      moved: Mapping[str, np.ndarray] | None, compute: str | None = None) -> str | None:
+                      moved: Mapping[str, np.ndarray] | None, compute: str | None = None,
+                      wide: Mapping[str, np.ndarray] | None = None) -> str | None:
     """The conditioning rule on one pair at its first differing layer (module docstring):
     ``fed`` is the layer's input (the same on both backends), ``alone`` each backend's
     output of the layer alone on it, ``moved`` each backend's output on ``fed`` moved by a
     rounding-level perturbation (None: not run), ``compute`` the layer's compute dtype
-    (:func:`audee.oracle.compute_dtype.layer_compute_dtype`; None: each array's own).
-    Returns the reason the difference is cleared (one of :data:`CLEARED`), or None when it
-    stands against the pair."""
+    (:func:`audee.oracle.compute_dtype.layer_compute_dtype`; None: each array's own),
+    ``wide`` the layer recomputed in float64 (as :func:`overflow_boundary` reads it; None or
+    empty: none).  An input at overflow scale clears the difference (``overflow``) unless
+    the overflow is one of a narrow compute dtype the math does not force
+    (:func:`unforced_narrow_overflow`).  Returns the reason the difference is cleared (one
+    of :data:`CLEARED`), or None when it stands against the pair."""
     (a, out_a), (b, out_b) = list(alone.items())[:2]
     if compare_codes(out_a, out_b) is None:
         return "accumulated"
-    if not has_nonfinite(fed) and overflow_scale(fed, compute):
+    if not has_nonfinite(fed) and overflow_scale(fed, compute) and not unforced_narrow_overflow(fed, alone, wide,
+                                                                                                compute):
         return "overflow"
     if moved is not None:
         for label, out in alone.items():
@@ -127,22 +139,31 @@ def condition_pattern(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndar
 def overflow_boundary(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray],
                       wide: Mapping[str, np.ndarray] | None, compute: str | None = None) -> bool:
     """Whether a standing pattern difference sits at the overflow boundary of the compute
-    dtype: the layer's input ``fed`` is finite, and at every element where the two
-    backends' outputs of the layer alone (``alone``) differ in pattern, the exact result
-    is beyond the compute dtype's maximum.  The exact result is the layer recomputed in
-    float64 (``wide``: per backend that could, its float64 output on ``fed``; every one of
-    them must overflow there; an Inf or NaN in float64 counts as overflowing).  Without a
-    float64 result, the backends' own values stand in: every value at those elements, on
-    both backends, is non-finite or at overflow scale (at least the square root of the
-    maximum).  Such a result is not representable in the compute dtype whatever the
-    backend does: which elements end as Inf, NaN or a huge finite value depends on the
-    order of operations (an exploding recurrence), so the difference is undefined
-    behaviour, not evidence against a backend.  So is a difference in the kind of
-    non-finite value alone (NaN on one backend, Inf on the other, at every differing
-    element) from a finite input: both overflowed inside the layer, and whether an
-    overflow ends as Inf or as Inf - Inf = NaN is the order of operations too."""
-    if has_nonfinite(fed):
-        return False
+    dtype: the layer's input ``fed`` is finite and the math forces the overflow at every
+    element where the two backends' outputs of the layer alone (``alone``) differ in
+    pattern (:func:`overflow_forced`).  Such a result is not representable in the compute
+    dtype whatever the backend does: which elements end as Inf, NaN or a huge finite value
+    depends on the order of operations (an exploding recurrence), so the difference is
+    undefined behaviour, not evidence against a backend."""
+    return not has_nonfinite(fed) and overflow_forced(alone, wide, compute)
+
+
+def overflow_forced(alone: Mapping[str, np.ndarray], wide: Mapping[str, np.ndarray] | None,
+                    compute: str | None = None) -> bool:
+    """Whether the exact result is beyond the compute dtype's maximum at every element where
+    the first two backends of ``alone`` (each one's output of the layer alone) differ in
+    pattern.  The exact result is the layer recomputed in float64 (``wide``: per backend
+    that could, its float64 output; every one of them must overflow there; an Inf or NaN in
+    float64 counts as overflowing).  Without a float64 result, the backends' own values
+    stand in: in float32 or wider, every value at those elements, on both backends, is
+    non-finite or at overflow scale (at least the square root of the maximum); in a dtype
+    that overflows before float32 (:func:`audee.oracle.compute_dtype.narrow_range`:
+    float16) every finite value there is within a factor 2 of the maximum, since one far
+    below it (a backend that kept an intermediate in float32, finite at 17000 where float16
+    sums overflowed) shows a representable result no rounding can push over.  A difference
+    in the kind of non-finite value alone (NaN on one backend, Inf on the other, at every
+    differing element) is forced too: both overflowed inside the layer, and whether an
+    overflow ends as Inf or as Inf - Inf = NaN is the order of operations."""
     (a, out_a), (b, out_b) = list(alone.items())[:2]
     out_a, out_b = np.asarray(out_a), np.asarray(out_b)
     if out_a.shape != out_b.shape or not _is_float(out_a):
@@ -158,7 +179,29 @@ def overflow_boundary(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndar
     if exact:
         return all(bool((~(np.abs(w[differ]) <= limit)).all()) for w in exact)
     both = np.concatenate([out_a[differ].astype(np.float64), out_b[differ].astype(np.float64)])
+    if narrow_range(compute or out_a.dtype):
+        finite = np.abs(both[np.isfinite(both)])
+        return bool((finite >= limit / 2).all())
     return bool((~(np.abs(both) < np.sqrt(limit))).all())
+
+
+def unforced_narrow_overflow(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray],
+                             wide: Mapping[str, np.ndarray] | None, compute: str | None = None) -> bool:
+    """Whether an overflow that the input's scale would explain is one of a narrow compute
+    dtype that the math does not force: ``compute`` overflows before float32
+    (:func:`audee.oracle.compute_dtype.narrow_range`), the finite input ``fed`` is at that
+    dtype's overflow scale but not at float32's, and the exact result is representable at
+    some element where the pair differs (:func:`overflow_forced` is False: a backend stayed
+    finite there, and the float64 result, or without one that backend's value, says the
+    result fits).  Then one backend made an intermediate in the narrow dtype where another
+    did not (a float16 average pooling summing in float16): a finding, not the order of
+    operations at the boundary."""
+    if compute is None:
+        dtypes = [np.asarray(v).dtype for v in fed.values() if _is_float(v)]
+        compute = str(dtypes[0]) if dtypes else None
+    if compute is None or not narrow_range(compute) or has_nonfinite(fed) or overflow_scale(fed, FLOAT32):
+        return False
+    return not overflow_forced(alone, wide, compute)
 
 
 def compare_codes(a: np.ndarray, b: np.ndarray) -> dict[str, Any] | None:

@@ -1,0 +1,107 @@
+"""An overflow the compute dtype's scale "explains" is still a finding where the math does
+not force it: a float16 layer fed values at float16's (not float32's) overflow scale that
+overflows on one backend and stays finite on another, its exact result representable in
+float16 (audee.oracle.nan.unforced_narrow_overflow, audee.oracle.compute_dtype.narrow_range).
+
+The rule's cases need no framework; the end-to-end test runs real TensorFlow, PyTorch and
+JAX: Keras's AveragePooling1D under the ``float16`` policy sums each window in float16 on
+TensorFlow and JAX (eight values near 17000 make +Inf) while PyTorch keeps the window's sum
+finite; the mean, about 17000, fits in float16.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audee.cases.case import Kind
+from audee.oracle.compute_dtype import narrow_range
+from audee.oracle.nan import condition_pattern, overflow_boundary, unforced_narrow_overflow
+from audee.cases.spec import ModelSpec
+
+INF = float("inf")
+
+
+# ---- the rule, no framework -----------------------------------------------------------------------
+def test_only_a_dtype_that_overflows_before_float32_is_narrow():
+    assert narrow_range("float16") and not narrow_range("bfloat16") and not narrow_range("float32")
+
+
+def test_a_narrow_overflow_the_float64_result_does_not_force_stands():
+    fed = {"x": np.full((1, 8), 20000.0, np.float32)}            # float16's overflow scale, not float32's
+    alone = {"tf": np.array([[INF]], np.float16), "torch": np.array([[17000.0]], np.float16)}
+    fits, beyond = {"tf": np.array([[17000.0]])}, {"tf": np.array([[7e4]])}
+    assert unforced_narrow_overflow(fed, alone, fits, "float16")
+    assert condition_pattern(fed, alone, alone, "float16", fits) is None          # it stands...
+    assert not overflow_boundary(fed, alone, fits, "float16")                      # ...and is no boundary
+    assert condition_pattern(fed, alone, alone, "float16", beyond) == "overflow"   # forced: cleared as before
+    # without float64: the finite backend's value far below the maximum shows it fits
+    assert condition_pattern(fed, alone, alone, "float16", None) is None
+    near = {"tf": alone["tf"], "torch": np.array([[60000.0]], np.float16)}
+    assert condition_pattern(fed, near, near, "float16", None) == "overflow"
+    # float32 keeps the order-of-operations rule; so does a float16 input at float32's scale
+    big = {"x": np.full((1, 8), 2e19, np.float32)}
+    assert condition_pattern(big, alone, alone, "float16", fits) == "overflow"
+    wide32 = {"a": np.array([[INF]], np.float32), "b": np.array([[3e38]], np.float32)}
+    assert condition_pattern({"x": np.full((1, 3), 3e38, np.float32)}, wide32, wide32, "float32",
+                             {"c": np.array([[3e38]])}) == "overflow"
+
+
+# ---- on real frameworks ------------------------------------------------------------------------
+def _pooling_case():
+    from audee.cases.case import TestCase
+
+    spec = ModelSpec.from_json({
+        "name": "f16pool", "inputs": [{"name": "x", "shape": [16, 4]}],
+        "layers": [{"name": "p", "api": "AveragePooling1D", "params": {"pool_size": 8, "dtype": "float16"},
+                    "inputs": ["x"]}],
+        "output": "p", "logits": "p"})
+    x = np.random.default_rng(0).uniform(16000.0, 18000.0, (4, 16, 4)).astype(np.float32)
+    return TestCase("f16pool", spec, {}, {"x": x})
+
+
+def test_a_float16_pooling_overflowing_where_another_backend_stays_finite_is_a_finding(tmp_path):
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+
+    with Pool(parse_backends("tensorflow,torch,jax"), tmp_path, timeout=300) as p:
+        assert p.start() == {}
+        result = Executor(p).run(_pooling_case())
+    finite = {b: bool(np.isfinite(o.output).all()) for b, o in result.outcomes.items()}
+    assert finite == {"tensorflow": False, "torch": True, "jax": False}, finite  # the frameworks as measured
+    (f,) = [f for f in result.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    assert f.kind == Kind.NAN and f.detail.strong and not f.detail.overflow_boundary, f.detail
+    assert f.detail.input_overflow_scale and f.detail.finite_backends == ["torch"]
+    standing = {k: pt for k, pt in f.detail.patterns.items() if not pt.cleared}
+    assert set(standing) == {"tensorflow|torch", "torch|jax"}, f.detail.patterns
+    assert all(pt.own_layer == "p" and pt.overflow_evidence == "float64" for pt in standing.values())
+    assert result.verdict.failed
+
+
+FLOAT32_POOL = "tests.plugins:Float32PoolJax"
+
+
+def test_the_float64_reference_decides_where_no_run_backend_computes_float64(tmp_path):
+    """JAX and a JAX plugin whose pooling keeps its sum in float32: neither computes the layer
+    in float64 in the run's workers (JAX without x64), so alone the rule reads the finite
+    side's value (``scale``); with ``--reference float64`` the reference's ``jax-x64``
+    worker recomputes the layer, and its float64 mean decides (``float64``)."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+    from audee.reference.run import Reference, reference_refs
+
+    refs = parse_backends(f"jax,{FLOAT32_POOL}")
+    got = {}
+    with Pool(refs, tmp_path, timeout=300, reference=reference_refs(refs)) as p:
+        assert p.start() == {}
+        for name, ref in (("alone", None), ("reference", Reference())):
+            result = Executor(p, reference=ref).run(_pooling_case())
+            outs = result.outcomes
+            assert np.isinf(outs["jax"].output).any() and np.isfinite(outs[FLOAT32_POOL].output).all()
+            (got[name],) = [f for f in result.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    for name, f in got.items():
+        assert f.kind == Kind.NAN and f.detail.strong and not f.detail.overflow_boundary, (name, f.detail)
+    (alone,), (ref,) = got["alone"].detail.patterns.values(), got["reference"].detail.patterns.values()
+    assert alone.own_layer == ref.own_layer == "p"
+    assert alone.overflow_evidence == "scale" and ref.overflow_evidence == "float64", (alone, ref)
