@@ -46,6 +46,7 @@ class OpSubmitted:
     case: OpCase
     tickets: dict[str, int]
     started: float
+    sat_out: list[str] = field(default_factory=list)   # backends left out of this case, and why
 
 
 class OpExecutor(Runner):
@@ -62,7 +63,21 @@ class OpExecutor(Runner):
         return self.finish(self.submit(case))
 
     def submit(self, case: OpCase) -> OpSubmitted:
-        return OpSubmitted(case, self.pool.submit_op(case.call(), case.tensors), time.perf_counter())
+        labels, sat_out = self._labels_for(case)
+        return OpSubmitted(case, self.pool.submit_op(case.call(), case.tensors, labels), time.perf_counter(), sat_out)
+
+    def _labels_for(self, case: OpCase) -> tuple[list[str], list[str]]:
+        """The backends that call this case's op, and a note per backend left out: one whose
+        contract computes a tensor dtype of the case in another (``Backend.op_skips``), when
+        some other backend computes it (else every one runs it, each in what it computes)."""
+        labels = list(self.pool.op_labels)
+        dtypes = set(case.dtypes.values())
+        skips = {label: [f"{label} {why}" for d, why in getattr(self.pool.workers[label], "op_skips", {}).items()
+                         if d in dtypes] for label in labels}
+        kept = [label for label in labels if not skips[label]]
+        if not kept:
+            return labels, []
+        return kept, [f"left out: {note}" for label in labels for note in skips[label]]
 
     def finish(self, sub: OpSubmitted) -> OpResult:
         modes = self.pool.precisions
@@ -86,8 +101,8 @@ class OpExecutor(Runner):
                      and got.get("spec_refuses")), None)
         if spec:  # Keras's own symbolic call refuses the arguments: outside its contract
             skipped.append(f"{SPEC_REFUSES}: {spec}")
-        result = OpResult(sub.case, Verdict(findings), {o.backend: o for o in ordered}, outputs, dtypes, skipped,
-                          phases=phases)
+        result = OpResult(sub.case, Verdict(findings), {o.backend: o for o in ordered}, outputs, dtypes,
+                          sub.sat_out + skipped, phases=phases)
         self._condition(result)
         result.seconds = time.perf_counter() - sub.started
         return result

@@ -552,6 +552,18 @@ class JaxBackend(KerasBackend):
         xs = self._ordered(model, inputs)
         model.compiled[_signature(xs)] = model.fn.lower(model.tv, model.ntv, xs).compile()
 
+    def op_skips(self) -> dict[str, str]:
+        """Without ``jax_enable_x64`` JAX makes every 64-bit array a 32-bit one (its documented
+        default, "JAX enforces single-precision": the Sharp Bits), so a float64 or int64 call
+        would compute in 32 bits by contract, not by a bug."""
+        import jax
+
+        _ = self.keras  # JAX configured as the worker configures it
+        if jax.config.jax_enable_x64:
+            return {}
+        why = "computes {} as {} without jax_enable_x64 (JAX's documented default; the jax-x64 backend computes it)"
+        return {"float64": why.format("float64", "float32"), "int64": why.format("int64", "int32")}
+
     def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """The call under ``jax.jit`` as the model is (its tensors the jitted function's
         arguments): judged against ``jax-eager``, which runs it op by op."""
