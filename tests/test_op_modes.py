@@ -219,3 +219,42 @@ def test_torch_compile_compiles_every_op_case_past_dynamos_recompile_limit():
                          env={**NO_PYTHONPATH, "PYTHONPATH": str(REPO)})
     assert got.returncode == 0, got.stderr[-3000:]
     assert got.stdout.strip().splitlines()[-1] == str([1] * 10), got.stdout
+
+
+@pytest.mark.slow
+def test_litert_converts_the_op_call_and_its_nan_drop_is_a_bug_of_the_converter(tmp_path):
+    """litert runs an op case as it runs a model: the call traced, converted by the TFLite
+    converter, run by the LiteRT interpreter.  Its REDUCE_MAX drops a NaN TensorFlow keeps
+    (tensorflow/tensorflow#118389): judged against its reference, litert is odd and the root
+    cause a bug, and the op script converts the call too and reproduces it.  An op the
+    converter has no builtin for is a convert failure, a limitation."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.opexec import OpExecutor
+    from audee.repro.ops import write_op_repro
+    from audee.rootcause import classify
+    from audee.signature import case_signatures
+    from audee.store import CaseRecord
+
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -1.0]], np.float32)
+    with Pool(parse_backends("tensorflow,litert"), tmp_path / "logs", threads=1, timeout=300) as p:
+        p.start_or_fail()
+        ex = OpExecutor(p)
+        r = ex.run(_case("max", {"x": x}, [{"tensor": "x"}], {"axis": 1}))
+        refused = ex.run(_case("nonzero", {"x": x}, [{"tensor": "x"}]))
+        rec = CaseRecord.from_result(r, [w.ref for w in p.workers.values()], p.versions())
+    assert r.outputs["litert"][0].tolist() == [3.0, 5.0] and np.isnan(r.outputs["tensorflow"][0][0])
+    (f,) = [f for f in r.verdict.findings if f.kind == Kind.NAN]
+    assert f.detail.odd == ["litert"]
+    sigs = [s for s in case_signatures(r.verdict, None, {"op": "max", "api": "max"}) if s.kind == Kind.NAN]
+    assert sigs and all(s.odd == ("litert",) and classify(s)[0] == "bug" for s in sigs)
+    failure = refused.outcomes["litert"].failure
+    assert failure is not None and failure.phase == "convert" and "neither a custom op nor a flex op" in failure.message
+    (sig,) = case_signatures(refused.verdict, None, {"op": "nonzero", "api": "nonzero"})
+    assert classify(sig)[0] == "limitation"
+    rec.verdict = {**rec.verdict, "findings": [f.to_json()]}
+    script = write_op_repro(rec, tmp_path, "litert-max-nan", 0)
+    assert "def tflite_call(" in script.read_text()
+    got = subprocess.run([sys.executable, "-P", str(script)], capture_output=True, text=True, timeout=600,
+                         cwd=tmp_path, env=NO_PYTHONPATH)
+    assert got.returncode == 0 and "\nREPRODUCED" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]

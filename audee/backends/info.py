@@ -382,7 +382,8 @@ interpreter = Interpreter(model_content=converter.convert())
 runner = interpreter.get_signature_runner()
 at["phase"] = "run"
 got = runner(**{i["name"]: np.ascontiguousarray(x) for i, x in zip(spec["inputs"], xs)})
-return [np.asarray(got[f"y{k}"]) for k in range(len(got))]""", op=_TF_OP_GRAPH),  # its class's call_op
+return [np.asarray(got[f"y{k}"]) for k in range(len(got))]""",
+                          op="return tflite_call(fn, args, kwargs, {})  # converted, run by LiteRT"),
         builtin=True)),
 )}
 

@@ -177,13 +177,20 @@ OP_SCRIPT = compose(constants=OP_CONSTANTS, body="__OP_CODE__\n" + OP_BODY, data
 _EAGER = "return fn(*args, **kwargs)"
 
 
+def _carried() -> dict[str, tuple[Any, ...]]:
+    """The audee functions a backend's op lines may call, each with what it needs, in order:
+    a script carries their text verbatim (one owner: the worker runs the same code)."""
+    from audee.backends import keras_backends, litert_backend
+
+    shared = (keras_backends.split_tensors, keras_backends._Slot)
+    return {"traced_call": (*shared, keras_backends.traced_call), "tflite_call": (*shared, litert_backend.tflite_call)}
+
+
 def op_code(labels: list[str]) -> str:
     """The script's ``OP_CALLS``: each built-in backend's ``call_op`` lines from its description
     (``ScriptCode.op``: eagerly, traced or compiled, as its worker calls the op), one function
     per distinct text, and audee's ``traced_call`` (with what it needs) carried verbatim when a
     backend compiles the call."""
-    from audee.backends import keras_backends
-
     defs: dict[str, str] = {}   # body -> the function's name
     table = []
     for label in labels:
@@ -192,11 +199,12 @@ def op_code(labels: list[str]) -> str:
         name = defs.setdefault(body, f"call_{base_name(label).replace('-', '_')}")
         table.append(f"    {json.dumps(label)}: {name},")
     funcs = [f"def {name}(fn, args, kwargs):\n{textwrap.indent(body, '    ')}\n" for body, name in defs.items()]
+    carried = list(dict.fromkeys(obj for helper, objs in _carried().items() if any(f"{helper}(" in b for b in defs)
+                                 for obj in objs))
     shared = ""
-    if any("traced_call(" in body for body in defs):
+    if carried:
         shared = "from typing import Any\n\n\n" + "\n\n".join(
-            textwrap.dedent(inspect.getsource(obj)) for obj in
-            (keras_backends.split_tensors, keras_backends._Slot, keras_backends.traced_call)) + "\n\n"
+            textwrap.dedent(inspect.getsource(obj)) for obj in carried) + "\n\n"
     return ("# ---- each backend's own call (audee's description of it): eagerly, traced or compiled ----\n"
             + shared + "\n\n".join(funcs)
             + "\n\n# backend -> how it calls the op\nOP_CALLS = {\n" + "\n".join(table) + "\n}\n\n")
