@@ -141,6 +141,7 @@ def test_a_float64_op_case_computes_in_float64_and_jax_without_x64_sits_it_out(p
     assert any(n.startswith("left out: jax computes float64 as float32") for n in r.undefined), r.undefined
 
 
+@pytest.mark.slow
 def test_a_float64_op_case_on_jax_with_x64_computes_in_float64(tmp_path):
     """jax-x64 (jax_enable_x64) computes the float64 call and plain JAX is left out of it; with
     no backend of the run computing float64, JAX runs it (in what it computes: float32)."""
