@@ -47,14 +47,16 @@ class ScriptCode:
 
     ``op`` is the body of ``call_op(fn, args, kwargs)`` in a standalone op script
     (:mod:`audee.repro.ops`): one ``keras.ops`` function called the way the backend calls it
-    (``Backend.call_op``), None for eagerly; a compiled call reaches the script's
-    ``traced_call(fn, args, kwargs, is_tensor, compile)`` (audee's own, carried verbatim)."""
+    (``Backend.call_op``), None for eagerly; ``op_carries`` the audee functions it calls
+    (``module:name``, each after what it needs), whose text the script carries verbatim: the
+    worker and the script run one owner's code."""
 
     run: str
     helpers: tuple[str, ...] = ()
     gpu: str | None = None
     env: tuple[tuple[str, str], ...] = ()
     op: str | None = None
+    op_carries: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,9 @@ if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9
         switch.fp32_precision = "ieee" if full else "tf32"
 else:
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = not full"""
-#: an op call's lines (ScriptCode.op) as each backend's ``call_op`` runs it
+#: an op call's lines (ScriptCode.op) as each backend's ``call_op`` runs it, and what they call
+_TRACED = ("audee.backends.keras_backends:split_tensors", "audee.backends.keras_backends:_Slot",
+           "audee.backends.keras_backends:traced_call")
 _TF_OP_GRAPH = """import tensorflow as tf  # traced by tf.function, as the model is
 return traced_call(fn, args, kwargs, tf.is_tensor, lambda f: tf.function(f, autograph=False))"""
 _TF_OP_XLA = """import tensorflow as tf  # compiled by XLA
@@ -124,14 +128,16 @@ with jax.disable_jit():
 _TF_GRAPH = ScriptCode("""# a traced graph
 import tensorflow as tf
 at["phase"] = "run"
-return tf.function(lambda xs: model(xs, training=False), autograph=False)(xs)""", gpu=_TF_GPU, op=_TF_OP_GRAPH)
+return tf.function(lambda xs: model(xs, training=False), autograph=False)(xs)""", gpu=_TF_GPU, op=_TF_OP_GRAPH,
+                       op_carries=_TRACED)
 _JAX_ARGS = ("args = ([v.value for v in model.trainable_variables], "
              "[v.value for v in model.non_trainable_variables], xs)")
 _JAX_JIT = ScriptCode(f"""# jitted, as deployed
 import jax
 at["phase"] = "run"
 {_JAX_ARGS}
-return jax.jit(lambda tv, ntv, xs: model.stateless_call(tv, ntv, xs, training=False)[0])(*args)""", op=_JAX_OP_JIT)
+return jax.jit(lambda tv, ntv, xs: model.stateless_call(tv, ntv, xs, training=False)[0])(*args)""", op=_JAX_OP_JIT,
+                      op_carries=_TRACED)
 _TORCH_EAGER = ScriptCode("""# eagerly
 import torch
 at["phase"] = "run"
@@ -274,7 +280,7 @@ return model(xs, training=False)""", gpu=_TF_GPU)),
 import tensorflow as tf
 at["phase"] = "run"
 return tf.function(lambda xs: model(xs, training=False), autograph=False, jit_compile=True)(xs)""", gpu=_TF_GPU,
-                                                                          op=_TF_OP_XLA)),
+                                                                          op=_TF_OP_XLA, op_carries=_TRACED)),
     _mode(TENSORFLOW, "tensorflow-noonednn", "TensorflowNoOneDnnBackend",
           "Keras 3 on TensorFlow, a traced graph on TensorFlow's own CPU kernels (oneDNN off)",
           script=replace(_TF_GRAPH, env=(("TF_ENABLE_ONEDNN_OPTS", "0"),))),  # read at import
@@ -284,7 +290,8 @@ import torch
 at["phase"] = "run"
 with torch.no_grad():
     return torch.compile(model, dynamic=False)([keras.ops.convert_to_tensor(x) for x in xs], training=False)""",
-                                                                                gpu=_TORCH_GPU, op=_TORCH_OP_COMPILE)),
+                                                                                gpu=_TORCH_GPU, op=_TORCH_OP_COMPILE,
+                                                                                op_carries=_TRACED)),
     _mode(JAX, "jax-eager", "JaxEagerBackend", "Keras 3 on JAX, op by op", reference=None,
           trackers=("jax-ml/jax", "keras-team/keras"), script=ScriptCode(f"""# op by op
 import jax
@@ -383,7 +390,8 @@ runner = interpreter.get_signature_runner()
 at["phase"] = "run"
 got = runner(**{i["name"]: np.ascontiguousarray(x) for i, x in zip(spec["inputs"], xs)})
 return [np.asarray(got[f"y{k}"]) for k in range(len(got))]""",
-                          op="return tflite_call(fn, args, kwargs, {})  # converted, run by LiteRT"),
+                          op="return tflite_call(fn, args, kwargs, {})  # converted, run by LiteRT",
+                          op_carries=(*_TRACED[:2], "audee.backends.litert_backend:tflite_call")),
         builtin=True)),
 )}
 

@@ -14,6 +14,7 @@ module on the path, and nothing else of audee's.
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import re
@@ -177,34 +178,31 @@ OP_SCRIPT = compose(constants=OP_CONSTANTS, body="__OP_CODE__\n" + OP_BODY, data
 _EAGER = "return fn(*args, **kwargs)"
 
 
-def _carried() -> dict[str, tuple[Any, ...]]:
-    """The audee functions a backend's op lines may call, each with what it needs, in order:
-    a script carries their text verbatim (one owner: the worker runs the same code)."""
-    from audee.backends import keras_backends, litert_backend
-
-    shared = (keras_backends.split_tensors, keras_backends._Slot)
-    return {"traced_call": (*shared, keras_backends.traced_call), "tflite_call": (*shared, litert_backend.tflite_call)}
+def _resolve(ref: str) -> Any:
+    """The audee function or class ``module:name`` (a backend description's ``op_carries``)."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def op_code(labels: list[str]) -> str:
     """The script's ``OP_CALLS``: each built-in backend's ``call_op`` lines from its description
     (``ScriptCode.op``: eagerly, traced or compiled, as its worker calls the op), one function
-    per distinct text, and audee's ``traced_call`` (with what it needs) carried verbatim when a
-    backend compiles the call."""
+    per distinct text, and the audee functions those lines call (``ScriptCode.op_carries``:
+    a compiler's ``traced_call``, a converter's own call, what they need) carried verbatim."""
     defs: dict[str, str] = {}   # body -> the function's name
     table = []
+    carried: dict[str, None] = {}  # "module:name" of what the lines call, in order
     for label in labels:
         code = describe(label).script
         body = (code.op if code is not None and code.op else _EAGER).strip()
         name = defs.setdefault(body, f"call_{base_name(label).replace('-', '_')}")
         table.append(f"    {json.dumps(label)}: {name},")
+        carried.update(dict.fromkeys(code.op_carries if code is not None and code.op else ()))
     funcs = [f"def {name}(fn, args, kwargs):\n{textwrap.indent(body, '    ')}\n" for body, name in defs.items()]
-    carried = list(dict.fromkeys(obj for helper, objs in _carried().items() if any(f"{helper}(" in b for b in defs)
-                                 for obj in objs))
     shared = ""
     if carried:
         shared = "from typing import Any\n\n\n" + "\n\n".join(
-            textwrap.dedent(inspect.getsource(obj)) for obj in carried) + "\n\n"
+            textwrap.dedent(inspect.getsource(_resolve(ref))) for ref in carried) + "\n\n"
     return ("# ---- each backend's own call (audee's description of it): eagerly, traced or compiled ----\n"
             + shared + "\n\n".join(funcs)
             + "\n\n# backend -> how it calls the op\nOP_CALLS = {\n" + "\n".join(table) + "\n}\n\n")
