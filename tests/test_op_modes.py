@@ -111,6 +111,10 @@ def test_xla_dropping_a_nan_in_max_is_a_bug_of_tensorflow_xla(pool):
     judged = [(s.odd, classify(s)[0], root_key(s)) for s in sigs]
     assert judged and all(odd == ("tensorflow-xla",) and k == "bug" and "?" not in key
                           for odd, k, key in judged), judged
+    from audee.known import load_known_issues, match_known
+
+    issues = load_known_issues()
+    assert {match_known(s, issues).id for s in sigs} == {"tf-xla-minmax-drops-nan"}
 
 
 @pytest.mark.slow
@@ -249,6 +253,9 @@ def test_litert_converts_the_op_call_and_its_nan_drop_is_a_bug_of_the_converter(
     assert f.detail.odd == ["litert"]
     sigs = [s for s in case_signatures(r.verdict, None, {"op": "max", "api": "max"}) if s.kind == Kind.NAN]
     assert sigs and all(s.odd == ("litert",) and classify(s)[0] == "bug" for s in sigs)
+    from audee.known import load_known_issues, match_known
+
+    assert {match_known(s, load_known_issues()).id for s in sigs} == {"litert-minmax-drops-nan"}
     failure = refused.outcomes["litert"].failure
     assert failure is not None and failure.phase == "convert" and "neither a custom op nor a flex op" in failure.message
     (sig,) = case_signatures(refused.verdict, None, {"op": "nonzero", "api": "nonzero"})
