@@ -89,7 +89,7 @@ def test_dtypes_outside_keras_tested_contract_are_invalid_not_drawn():
     """nn/math/image/linalg ops are tested by Keras on floats only: their integer inputs are
     the crafty invalid value; numpy ops keep integers (they promote as NumPy does)."""
     configs = load_op_configs()
-    assert configs["relu6"].args["x"].dtypes == ["float32", "float16", "bfloat16"]
+    assert configs["relu6"].args["x"].dtypes == ["float32", "float64", "float16", "bfloat16"]
     assert configs["relu6"].args["x"].invalid == ["int32"]
     assert configs["segment_sum"].args["segment_ids"].invalid == []        # ids: integers by nature
     assert configs["bitwise_not"].args["x"].invalid == ["bool"]

@@ -211,14 +211,15 @@ def test_a_nan_finding_on_one_backend_has_a_repro_that_reproduces_alone(jax_pool
     assert got.returncode == 0 and "\nREPRODUCED" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]
 
 
-def test_tensorflow_xla_compiles_the_op_call_and_torch_compile_calls_none(tmp_path):
+def test_tensorflow_xla_compiles_the_op_call(tmp_path):
     """compiled equals eager for one op: tensorflow-xla's call is XLA-compiled (its tensors,
-    in lists too, the traced inputs); torch-compile is left out of op cases."""
-    from audee.backends.modes import TensorflowXlaBackend, TorchCompileBackend, split_tensors
+    in lists too, the traced inputs); every mode calls ops (tests/test_op_modes.py)."""
+    from audee.backends.keras_backends import split_tensors
+    from audee.backends.modes import TensorflowXlaBackend, TorchCompileBackend
 
     leaves, rebuild = split_tensors([[1, "t"], 3], {"b": "u", "axis": 0}, lambda v: isinstance(v, str))
     assert leaves == ["t", "u"] and rebuild(["T", "U"]) == ([[1, "T"], 3], {"b": "U", "axis": 0})
-    assert TensorflowXlaBackend.runs_ops and not TorchCompileBackend.runs_ops
+    assert TensorflowXlaBackend.runs_ops and TorchCompileBackend.runs_ops
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     with Pool(parse_backends("tensorflow-xla"), tmp_path, threads=1) as pool:
         pool.start_or_fail()

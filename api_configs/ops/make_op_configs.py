@@ -520,7 +520,7 @@ def generate(name: str, f: Any) -> dict[str, Any] | None:
     if any(a.get("skip") for a in args.values()):
         return None  # a positional argument we cannot draw: the op cannot be called
     cfg: dict[str, Any] = {"api": name, "category": category(f)}
-    args = {n: contract(name, cfg["category"], a) for n, a in args.items()}
+    args = {n: with_float64(contract(name, cfg["category"], a)) for n, a in args.items()}
     tensors = [n for n, a in args.items() if a.get("type") in ("tensor", "tensors")]
     for n, dom in zip(tensors, DOMAINS.get(name, [])):
         if dom:
@@ -557,6 +557,18 @@ def contract(name: str, cat: str, arg: dict[str, Any]) -> dict[str, Any]:
     if not keep or len(keep) == len(dtypes):
         return arg  # an index or id tensor (integers by nature), or nothing outside the contract
     return {**arg, "dtypes": keep, "invalid": [t for t in dtypes if t not in keep]}
+
+
+def with_float64(arg: dict[str, Any]) -> dict[str, Any]:
+    """A tensor argument that takes float32 takes float64 too (after it): every Keras backend
+    computes float64 but JAX without ``jax_enable_x64``, which computes float32 by its own
+    documented default (docs/ops.md, "float64").  Drawn rarer than the others
+    (``audee.mutation.oplevel.DTYPE_WEIGHTS``)."""
+    dtypes = arg.get("dtypes")
+    if arg.get("type") not in ("tensor", "tensors") or not dtypes or "float32" not in dtypes or "float64" in dtypes:
+        return arg
+    at = dtypes.index("float32") + 1
+    return {**arg, "dtypes": [*dtypes[:at], "float64", *dtypes[at:]]}
 
 
 def readme(excluded: dict[str, list[str]], configured: int, total: int) -> str:

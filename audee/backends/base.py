@@ -176,6 +176,13 @@ class Backend(ABC):
         comes back as float32 holding its values.  Only the Keras backends run ops."""
         raise NotImplementedError(f"{self.name} runs models only: keras.ops calls not supported")
 
+    def op_skips(self) -> dict[str, str]:
+        """The tensor dtypes whose op calls this backend sits out, each with why: a dtype
+        it computes in another by its own documented contract (JAX without
+        ``jax_enable_x64``: float64 as float32), where comparing its result with others'
+        would only show that contract.  Sent in the worker's hello."""
+        return {}
+
     def symbolic_refusal(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> str | None:
         """What Keras's symbolic call of the op raises (its written contract refuses the
         arguments), or None; only the Keras backends know it."""

@@ -43,12 +43,20 @@ class ScriptCode:
     (``convert``, ``run``) true for an error's report, and returns every layer's output.
     ``helpers`` are whole functions ``run`` calls, written once however many backends share
     them; ``gpu`` the body of ``gpu(full)``, run after ``import keras`` on a GPU device
-    (``full``: float32 math, else TF32); ``env`` is set before Keras is imported."""
+    (``full``: float32 math, else TF32); ``env`` is set before Keras is imported.
+
+    ``op`` is the body of ``call_op(fn, args, kwargs)`` in a standalone op script
+    (:mod:`audee.repro.ops`): one ``keras.ops`` function called the way the backend calls it
+    (``Backend.call_op``), None for eagerly; ``op_carries`` the audee functions it calls
+    (``module:name``, each after what it needs), whose text the script carries verbatim: the
+    worker and the script run one owner's code."""
 
     run: str
     helpers: tuple[str, ...] = ()
     gpu: str | None = None
     env: tuple[tuple[str, str], ...] = ()
+    op: str | None = None
+    op_carries: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,17 +110,34 @@ if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9
         switch.fp32_precision = "ieee" if full else "tf32"
 else:
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = not full"""
+#: an op call's lines (ScriptCode.op) as each backend's ``call_op`` runs it, and what they call
+_TRACED = ("audee.backends.keras_backends:split_tensors", "audee.backends.keras_backends:_Slot",
+           "audee.backends.keras_backends:traced_call")
+_TF_OP_GRAPH = """import tensorflow as tf  # traced by tf.function, as the model is
+return traced_call(fn, args, kwargs, tf.is_tensor, lambda f: tf.function(f, autograph=False))"""
+_TF_OP_XLA = """import tensorflow as tf  # compiled by XLA
+return traced_call(fn, args, kwargs, tf.is_tensor, lambda f: tf.function(f, autograph=False, jit_compile=True))"""
+_TORCH_OP_COMPILE = """import torch  # under torch.compile (Inductor)
+with torch.no_grad():
+    return traced_call(fn, args, kwargs, torch.is_tensor, lambda f: torch.compile(f, dynamic=False))"""
+_JAX_OP_JIT = """import jax  # jitted
+return traced_call(fn, args, kwargs, lambda v: isinstance(v, jax.Array), jax.jit)"""
+_JAX_OP_EAGER = """import jax  # op by op
+with jax.disable_jit():
+    return fn(*args, **kwargs)"""
 _TF_GRAPH = ScriptCode("""# a traced graph
 import tensorflow as tf
 at["phase"] = "run"
-return tf.function(lambda xs: model(xs, training=False), autograph=False)(xs)""", gpu=_TF_GPU)
+return tf.function(lambda xs: model(xs, training=False), autograph=False)(xs)""", gpu=_TF_GPU, op=_TF_OP_GRAPH,
+                       op_carries=_TRACED)
 _JAX_ARGS = ("args = ([v.value for v in model.trainable_variables], "
              "[v.value for v in model.non_trainable_variables], xs)")
 _JAX_JIT = ScriptCode(f"""# jitted, as deployed
 import jax
 at["phase"] = "run"
 {_JAX_ARGS}
-return jax.jit(lambda tv, ntv, xs: model.stateless_call(tv, ntv, xs, training=False)[0])(*args)""")
+return jax.jit(lambda tv, ntv, xs: model.stateless_call(tv, ntv, xs, training=False)[0])(*args)""", op=_JAX_OP_JIT,
+                      op_carries=_TRACED)
 _TORCH_EAGER = ScriptCode("""# eagerly
 import torch
 at["phase"] = "run"
@@ -205,7 +230,11 @@ TORCH = BackendInfo(
 JAX = BackendInfo(
     name="jax", target="audee.backends.keras_backends:JaxBackend", label="Keras 3 on JAX, jitted",
     keras_backend="jax", trackers=("keras-team/keras", "jax-ml/jax"), version_keys=("keras", "jax", "jaxlib"),
-    packages=("jax",), trains=True, runs_ops=True, unsupported=_KERAS_UNSUPPORTED,
+    packages=("jax",), trains=True, runs_ops=True,
+    # jax.jit traces with abstract values: an op whose output shape or control flow depends on
+    # the values (nonzero, unique, ...) cannot be jitted, by jit's documented contract
+    unsupported=(*_KERAS_UNSUPPORTED, r"ConcretizationTypeError|NonConcreteBooleanIndexError|"
+                 r"Tracer(?:Bool|Integer|Array)ConversionError"),
     op_names=(OpName(r"supported by (?!(?:the|a|an)\b)(\w+)", 150),  # ... is not supported by dot_general
               *_KERAS_OPS),
     # jax.jit compiles the program users write op by op: jitted JAX is judged against it
@@ -250,27 +279,30 @@ return model(xs, training=False)""", gpu=_TF_GPU)),
           trackers=("tensorflow/tensorflow", "openxla/xla"), script=ScriptCode("""# a traced graph compiled by XLA
 import tensorflow as tf
 at["phase"] = "run"
-return tf.function(lambda xs: model(xs, training=False), autograph=False, jit_compile=True)(xs)""", gpu=_TF_GPU)),
+return tf.function(lambda xs: model(xs, training=False), autograph=False, jit_compile=True)(xs)""", gpu=_TF_GPU,
+                                                                          op=_TF_OP_XLA, op_carries=_TRACED)),
     _mode(TENSORFLOW, "tensorflow-noonednn", "TensorflowNoOneDnnBackend",
           "Keras 3 on TensorFlow, a traced graph on TensorFlow's own CPU kernels (oneDNN off)",
           script=replace(_TF_GRAPH, env=(("TF_ENABLE_ONEDNN_OPTS", "0"),))),  # read at import
     _mode(TORCH, "torch-compile", "TorchCompileBackend", "Keras 3 on PyTorch under torch.compile",
-          trackers=("pytorch/pytorch", "keras-team/keras"), runs_ops=False, script=ScriptCode("""# under torch.compile
+          trackers=("pytorch/pytorch", "keras-team/keras"), script=ScriptCode("""# under torch.compile
 import torch
 at["phase"] = "run"
 with torch.no_grad():
     return torch.compile(model, dynamic=False)([keras.ops.convert_to_tensor(x) for x in xs], training=False)""",
-                                                                                gpu=_TORCH_GPU)),
+                                                                                gpu=_TORCH_GPU, op=_TORCH_OP_COMPILE,
+                                                                                op_carries=_TRACED)),
     _mode(JAX, "jax-eager", "JaxEagerBackend", "Keras 3 on JAX, op by op", reference=None,
           trackers=("jax-ml/jax", "keras-team/keras"), script=ScriptCode(f"""# op by op
 import jax
 at["phase"] = "run"
 {_JAX_ARGS}
 with jax.disable_jit():
-    return model.stateless_call(*args, training=False)[0]""")),
+    return model.stateless_call(*args, training=False)[0]""", op=_JAX_OP_EAGER)),
     # JAX with 64-bit types (jax_enable_x64): the float64 reference's JAX worker (registry.FLOAT64_TWIN)
     _mode(JAX, "jax-x64", "JaxX64Backend", "Keras 3 on JAX, jitted, with 64-bit types (jax_enable_x64)",
-          reference=None),  # another precision: no program of its own to match
+          reference=None,  # another precision: no program of its own to match
+          script=replace(_JAX_JIT, env=(("JAX_ENABLE_X64", "1"),))),  # read at JAX's import
     # more converters and runtimes
     _converted(BackendInfo(
         name="openvino", target="audee.backends.openvino_backend:OpenVinoBackend",
@@ -357,7 +389,9 @@ interpreter = Interpreter(model_content=converter.convert())
 runner = interpreter.get_signature_runner()
 at["phase"] = "run"
 got = runner(**{i["name"]: np.ascontiguousarray(x) for i, x in zip(spec["inputs"], xs)})
-return [np.asarray(got[f"y{k}"]) for k in range(len(got))]"""),
+return [np.asarray(got[f"y{k}"]) for k in range(len(got))]""",
+                          op="return tflite_call(fn, args, kwargs, {})  # converted, run by LiteRT",
+                          op_carries=(*_TRACED[:2], "audee.backends.litert_backend:tflite_call")),
         builtin=True)),
 )}
 

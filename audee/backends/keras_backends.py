@@ -199,8 +199,11 @@ class KerasBackend(Backend):
         return None
 
     def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        """One op call, eagerly, as a user calls ``keras.ops``; a compiling mode compiles it
-        (:mod:`audee.backends.modes`: the tensors its inputs, every other argument a constant)."""
+        """One op call, run the way this backend runs a model: eagerly here (torch, the eager
+        modes), as a user calls ``keras.ops``; a backend that traces or compiles its model
+        traces or compiles the call (the tensors its inputs, every other argument a constant:
+        :func:`split_tensors`), so each mode's pair with its reference is "compiled equals
+        eager" for one op as it is for a model."""
         return fn(*args, **kwargs)
 
     def _op_output(self, t: Any) -> tuple[np.ndarray, str]:
@@ -227,6 +230,51 @@ class KerasBackend(Backend):
         step = getattr(keras_train, f"train_{self.keras_backend}")
         return step(self, model, inputs, TrainSetup.from_json(setup), layers=layers, input_grads=input_grads,
                     mode=self.train_mode)
+
+
+def split_tensors(args: list[Any], kwargs: dict[str, Any], is_tensor: Any) -> tuple[list[Any], Any]:
+    """An op call's tensors (in lists too) in order, and the function that puts a traced
+    stand-in for each back where it came from: ``rebuild(ts) -> (args, kwargs)``."""
+    leaves: list[Any] = []
+
+    def cut(v: Any) -> Any:
+        if is_tensor(v):
+            leaves.append(v)
+            return _Slot(len(leaves) - 1)
+        if isinstance(v, (list, tuple)):
+            return type(v)(cut(x) for x in v)
+        return v
+
+    def put(v: Any, ts: Any) -> Any:
+        if isinstance(v, _Slot):
+            return ts[v.index]
+        if isinstance(v, (list, tuple)):
+            return type(v)(put(x, ts) for x in v)
+        return v
+
+    shape_args, shape_kwargs = cut(list(args)), {k: cut(v) for k, v in kwargs.items()}
+    return leaves, lambda ts: (put(shape_args, ts), {k: put(v, ts) for k, v in shape_kwargs.items()})
+
+
+class _Slot:
+    """Where tensor ``index`` of an op call goes."""
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+def traced_call(fn: Any, args: list[Any], kwargs: dict[str, Any], is_tensor: Any, compile: Any) -> Any:
+    """``fn(*args, **kwargs)`` through a compiler: ``compile`` gets a function of the call's
+    tensors alone (every other argument a constant of the trace) and returns its compiled
+    version, which is called on the tensors.  A new function per call: each case has its
+    own shapes and constants, so nothing compiled for one case is reused for another."""
+    leaves, rebuild = split_tensors(args, kwargs, is_tensor)
+
+    def call(*ts: Any) -> Any:
+        a, k = rebuild(ts)
+        return fn(*a, **k)
+
+    return compile(call)(*leaves)
 
 
 def _flat(out: Any) -> list[Any]:
@@ -326,6 +374,14 @@ class TensorflowBackend(KerasBackend):
         except TypeError:  # a dtype TensorFlow cannot name from numpy: the first call traces it
             return
         model.concrete[_signature(xs)] = model.fn.get_concrete_function(sig)
+
+    def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The call traced by ``tf.function`` as the model is (a graph, Grappler's rewrites,
+        TensorFlow's graph kernels): ``tensorflow-eager`` calls it eagerly, ``tensorflow-xla``
+        compiles it, both judged against this one."""
+        import tensorflow as tf
+
+        return traced_call(fn, args, kwargs, tf.is_tensor, lambda f: tf.function(f, autograph=False))
 
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The graph function traced for these inputs' signature, called directly: the
@@ -495,6 +551,25 @@ class JaxBackend(KerasBackend):
     def compile_for(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> None:
         xs = self._ordered(model, inputs)
         model.compiled[_signature(xs)] = model.fn.lower(model.tv, model.ntv, xs).compile()
+
+    def op_skips(self) -> dict[str, str]:
+        """Without ``jax_enable_x64`` JAX makes every 64-bit array a 32-bit one (its documented
+        default, "JAX enforces single-precision": the Sharp Bits), so a float64 or int64 call
+        would compute in 32 bits by contract, not by a bug."""
+        import jax
+
+        _ = self.keras  # JAX configured as the worker configures it
+        if jax.config.jax_enable_x64:
+            return {}
+        why = "computes {} as {} without jax_enable_x64 (JAX's documented default; the jax-x64 backend computes it)"
+        return {"float64": why.format("float64", "float32"), "int64": why.format("int64", "int32")}
+
+    def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The call under ``jax.jit`` as the model is (its tensors the jitted function's
+        arguments): judged against ``jax-eager``, which runs it op by op."""
+        import jax
+
+        return traced_call(fn, args, kwargs, lambda v: isinstance(v, jax.Array), jax.jit)
 
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         xs = self._ordered(model, inputs)

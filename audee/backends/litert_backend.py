@@ -11,6 +11,10 @@ TFLite's builtins is refused by the converter with an explicit "not supported" m
 Weights are constants of a converted model, as on a device: the model is converted once
 per weight set and input signature (a fuzzed case has one weight set; a weight-level
 search pays a conversion per individual).
+
+An op case goes the same way (:func:`tflite_call`): the ``keras.ops`` call traced with its
+tensors as the inputs, converted, run by the interpreter; judged against ``tensorflow``'s
+traced call of it, the program before conversion.
 """
 from __future__ import annotations
 
@@ -20,9 +24,37 @@ from typing import Any
 import numpy as np
 
 from audee.backends.base import BackendError, Phase
-from audee.backends.keras_backends import TensorflowBackend
+from audee.backends.keras_backends import TensorflowBackend, split_tensors
 from audee.backends.keras_build import BuiltModel
 from audee.cases.spec import Weights
+
+
+def tflite_call(fn: Any, args: list[Any], kwargs: dict[str, Any], at: dict[str, str]) -> list[Any]:
+    """``fn(*args, **kwargs)`` converted by the TFLite converter (builtin ops only) and run by
+    the LiteRT interpreter: the call traced with its tensors as the inputs (every other
+    argument a constant), its outputs flattened in order.  ``at["phase"]`` says where it is
+    (``convert``, ``run``) for a failure's phase.  Standalone: op scripts carry its text."""
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    at["phase"] = "convert"
+    leaves, rebuild = split_tensors(args, kwargs, tf.is_tensor)
+
+    def flat(out: Any) -> list[Any]:
+        return [x for o in out for x in flat(o)] if isinstance(out, (list, tuple)) else [out]
+
+    def forward(*ts: Any) -> dict[str, Any]:
+        a, k = rebuild(ts)
+        return {f"y{i}": tf.identity(o) for i, o in enumerate(flat(fn(*a, **k)))}
+
+    sig = [tf.TensorSpec(t.shape, t.dtype, name=f"t{i}") for i, t in enumerate(leaves)]
+    concrete = tf.function(forward, input_signature=sig, autograph=False).get_concrete_function()
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], tf.Module())
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    interpreter = Interpreter(model_content=converter.convert())
+    at["phase"] = "run"
+    got = interpreter.get_signature_runner()(**{f"t{i}": np.asarray(t) for i, t in enumerate(leaves)})
+    return [np.asarray(got[f"y{i}"]) for i in range(len(got))]
 
 
 class LiteRtBackend(TensorflowBackend):
@@ -85,6 +117,17 @@ class LiteRtBackend(TensorflowBackend):
         # the interpreter is kept with its runner: the runner alone does not keep it alive, and
         # a collected interpreter's buffers are read as garbage
         return interpreter, runner, [f"y{k}" for k in range(len(order))]
+
+    def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The op converted and run as a model is (:func:`tflite_call`); a converter failure is
+        phase ``convert``, the interpreter's ``run``."""
+        at = {"phase": Phase.CONVERT}
+        try:
+            with self.clock.timed("convert"):
+                return tflite_call(fn, args, kwargs, at)
+        except Exception as exc:
+            phase = Phase.CONVERT if at["phase"] == "convert" else Phase.RUN
+            raise BackendError(phase, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
 
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         xs = self._ordered(model, inputs)

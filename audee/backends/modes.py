@@ -16,11 +16,12 @@ two modes of one framework differs only in that thing:
 * ``jax-x64``: jitted JAX with 64-bit types on (``jax_enable_x64``): the float64 reference's
   JAX worker (``registry.FLOAT64_TWIN``); without it JAX casts a float64 model to float32.
 
-An op-level case (``audee fuzz --op``) is called eagerly on every backend but
-``tensorflow-xla``, which compiles the call (:meth:`TensorflowXlaBackend.call_op`): the pair
-``tensorflow`` / ``tensorflow-xla`` is "compiled equals eager" for one op.  ``torch-compile``
-calls no op: each call is a new closure, and TorchDynamo's recompile limit would fall back
-to eager without a word after a few.
+An op-level case (``audee fuzz --op``) is called the way each backend runs its model
+(``call_op``): traced by ``tf.function`` on ``tensorflow`` (and ``tensorflow-noonednn``),
+eagerly on ``tensorflow-eager``, compiled by XLA on ``tensorflow-xla``, eagerly on ``torch``,
+under ``torch.compile`` on ``torch-compile``, jitted on ``jax`` (and ``jax-x64``), op by op on
+``jax-eager``.  So each mode's pair with its reference (``BackendInfo.reference``) is
+"compiled equals eager" for one op, as it is for a model.
 
 A compiled mode compiles once per model and input signature (``compile_for``), never per
 weight set: weights stay variables (TensorFlow, torch) or arguments (JAX).
@@ -32,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from audee.backends.keras_backends import JaxBackend, TensorflowBackend, TorchBackend
+from audee.backends.keras_backends import JaxBackend, TensorflowBackend, TorchBackend, traced_call
 from audee.backends.keras_build import BuiltModel
 
 
@@ -49,6 +50,11 @@ class TensorflowEagerBackend(TensorflowBackend):
     def compile_for(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> None:
         """Nothing to trace: eager execution has no ahead-of-time step."""
 
+    def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The call eagerly, as a user calls ``keras.ops`` outside a ``tf.function``: the
+        reference-free side of ``tensorflow``'s traced call."""
+        return fn(*args, **kwargs)
+
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         import tensorflow as tf
 
@@ -56,37 +62,6 @@ class TensorflowEagerBackend(TensorflowBackend):
         with tf.device(device):
             outs = model.model(self._ordered(model, inputs), training=False)
         return [np.asarray(o) for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
-
-
-def split_tensors(args: list[Any], kwargs: dict[str, Any], is_tensor: Any) -> tuple[list[Any], Any]:
-    """An op call's tensors (in lists too) in order, and the function that puts a traced
-    stand-in for each back where it came from: ``rebuild(ts) -> (args, kwargs)``."""
-    leaves: list[Any] = []
-
-    def cut(v: Any) -> Any:
-        if is_tensor(v):
-            leaves.append(v)
-            return _Slot(len(leaves) - 1)
-        if isinstance(v, (list, tuple)):
-            return type(v)(cut(x) for x in v)
-        return v
-
-    def put(v: Any, ts: Any) -> Any:
-        if isinstance(v, _Slot):
-            return ts[v.index]
-        if isinstance(v, (list, tuple)):
-            return type(v)(put(x, ts) for x in v)
-        return v
-
-    shape_args, shape_kwargs = cut(list(args)), {k: cut(v) for k, v in kwargs.items()}
-    return leaves, lambda ts: (put(shape_args, ts), {k: put(v, ts) for k, v in shape_kwargs.items()})
-
-
-class _Slot:
-    """Where tensor ``index`` of an op call goes."""
-
-    def __init__(self, index: int):
-        self.index = index
 
 
 class TensorflowXlaBackend(TensorflowBackend):
@@ -116,14 +91,8 @@ class TensorflowXlaBackend(TensorflowBackend):
         each case has its own shapes)."""
         import tensorflow as tf
 
-        leaves, rebuild = split_tensors(args, kwargs, tf.is_tensor)
-
-        @tf.function(autograph=False, jit_compile=True)
-        def compiled(*ts: Any) -> Any:
-            a, k = rebuild(ts)
-            return fn(*a, **k)
-
-        return compiled(*leaves)
+        return traced_call(fn, args, kwargs, tf.is_tensor,
+                           lambda f: tf.function(f, autograph=False, jit_compile=True))
 
 
 class TensorflowNoOneDnnBackend(TensorflowBackend):
@@ -148,7 +117,6 @@ class TorchCompileBackend(TorchBackend):
     are parameters, so a new weight set reuses the compiled code."""
 
     name = "torch-compile"
-    runs_ops = False  # a compiled op call per case recompiles; see the module docstring
 
     def compile(self, built: BuiltModel) -> None:
         import torch
@@ -167,6 +135,18 @@ class TorchCompileBackend(TorchBackend):
         xs = [torch.from_numpy(np.ascontiguousarray(a)).to(model.torch_device) for a in self._ordered(model, inputs)]
         with torch.no_grad():
             return model.fn(xs, training=False)
+
+    def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The op under ``torch.compile`` (Inductor), its tensors the compiled function's
+        inputs, ``dynamic=False`` as for models.  TorchDynamo's caches are cleared first:
+        every case's function has the same code object, and past the recompile limit
+        (``torch._dynamo.config.recompile_limit``, 8) Dynamo would run it eagerly without a
+        word; a graph break leaves the rest of the call eager, as for a model."""
+        import torch
+
+        torch._dynamo.reset()
+        with torch.no_grad():
+            return traced_call(fn, args, kwargs, torch.is_tensor, lambda f: torch.compile(f, dynamic=False))
 
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         from audee.backends.keras_backends import _torch_to_numpy
@@ -195,6 +175,14 @@ class JaxEagerBackend(JaxBackend):
 
     def compile_for(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> None:
         """Nothing to compile ahead: eager JAX compiles each primitive when first met."""
+
+    def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The call op by op, as the model runs here (``jax.disable_jit``: the jitted
+        helpers inside ``jax.numpy`` too): the reference of ``jax``'s jitted call."""
+        import jax
+
+        with jax.disable_jit():
+            return fn(*args, **kwargs)
 
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         import jax

@@ -168,6 +168,7 @@ class Worker:
             return WorkerFailure("error", "start", hello["error"]["message"], hello["error"]["traceback"])
         self.versions = hello["versions"]
         self.runs_ops = bool(hello.get("runs_ops", False))  # keras.ops calls (op-level cases)
+        self.op_skips = {str(k): str(v) for k, v in dict(hello.get("op_skips") or {}).items()}  # dtype -> why
         note_plugin_reference(self.ref.target, hello.get("reference"))  # a plugin's, as its worker declares it
         self.precision_state = hello.get("precision", {"mode": self.ref.precision})
         log.info("worker %s: ready after %.1f s (%s)", self.label, time.monotonic() - self._started,

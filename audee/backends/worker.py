@@ -87,6 +87,7 @@ class WorkerState:
             precision = {str(k): str(v) for k, v in self.backend.precision_state().items()}
             return {"versions": versions, "precision": precision, "pid": os.getpid(),
                     "name": type(self.backend).name, "runs_ops": bool(self.backend.runs_ops),
+                    "op_skips": dict(self.backend.op_skips()) if self.backend.runs_ops else {},
                     "reference": getattr(type(self.backend), "reference", None)}
         if op == "build":
             t = time.perf_counter()

@@ -50,6 +50,7 @@ class OpSubmitted:
     tickets: dict[str, int]
     started: float
     reference: dict[str, int] = field(default_factory=dict)   # the float64 reference's tickets
+    sat_out: list[str] = field(default_factory=list)   # backends left out of this case, and why
 
 
 class OpExecutor(Runner):
@@ -69,9 +70,23 @@ class OpExecutor(Runner):
         return self.finish(self.submit(case))
 
     def submit(self, case: OpCase) -> OpSubmitted:
-        tickets = self.pool.submit_op(case.call(), case.tensors)
+        labels, sat_out = self._labels_for(case)
+        tickets = self.pool.submit_op(case.call(), case.tensors, labels)
         ref = self.reference.submit_op(self.pool, case.call(), case.tensors) if self.reference is not None else {}
-        return OpSubmitted(case, tickets, time.perf_counter(), ref)
+        return OpSubmitted(case, tickets, time.perf_counter(), reference=ref, sat_out=sat_out)
+
+    def _labels_for(self, case: OpCase) -> tuple[list[str], list[str]]:
+        """The backends that call this case's op, and a note per backend left out: one whose
+        contract computes a tensor dtype of the case in another (``Backend.op_skips``), when
+        some other backend computes it (else every one runs it, each in what it computes)."""
+        labels = list(self.pool.op_labels)
+        dtypes = set(case.dtypes.values())
+        skips = {label: [f"{label} {why}" for d, why in getattr(self.pool.workers[label], "op_skips", {}).items()
+                         if d in dtypes] for label in labels}
+        kept = [label for label in labels if not skips[label]]
+        if not kept:
+            return labels, []
+        return kept, [f"left out: {note}" for label in labels for note in skips[label]]
 
     def finish(self, sub: OpSubmitted) -> OpResult:
         modes = self.pool.precisions
@@ -96,8 +111,8 @@ class OpExecutor(Runner):
                      and got.get("spec_refuses")), None)
         if spec:  # Keras's own symbolic call refuses the arguments: outside its contract
             skipped.append(f"{SPEC_REFUSES}: {spec}")
-        result = OpResult(sub.case, Verdict(findings), {o.backend: o for o in ordered}, outputs, dtypes, skipped,
-                          phases=phases, reference=reference)
+        result = OpResult(sub.case, Verdict(findings), {o.backend: o for o in ordered}, outputs, dtypes,
+                          sub.sat_out + skipped, phases=phases, reference=reference)
         self._condition(result)
         result.seconds = time.perf_counter() - sub.started
         return result

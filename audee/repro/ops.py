@@ -14,13 +14,17 @@ module on the path, and nothing else of audee's.
 """
 from __future__ import annotations
 
+import importlib
+import inspect
+import json
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from audee.backends.info import keras_frameworks
+from audee.backends.info import base_name, describe, keras_frameworks
 from audee.cases.case import Finding, Kind
 from audee.core.errors import AudeeError
 from audee.repro.scaffold import compose
@@ -44,7 +48,7 @@ def _function(name: str) -> str:
 OP_CONSTANTS = r'''
 CALL = json.loads(__CALL__)
 TENSORS = json.loads(__TENSORS__)     # name -> [dtype as stored, shape, values]
-BACKENDS = json.loads(__BACKENDS__)   # label -> {"keras": KERAS_BACKEND, "plugin": "module:Class" or null}
+BACKENDS = json.loads(__BACKENDS__)   # label -> {"keras": KERAS_BACKEND, "plugin": "module:Class" or null, "env": {...}}
 CASE = json.loads(__CASE__)           # the finding: kind, backends, output, tolerance
 RUNS = list(BACKENDS)
 TITLE = None
@@ -56,15 +60,18 @@ def call(label):
     its outputs, flattened."""
     os.environ["KERAS_BACKEND"] = BACKENDS[label]["keras"]
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+    os.environ.update(BACKENDS[label]["env"])
     import keras
     ops = keras.ops
     fn = keras if CALL["op"].startswith("activations.") else ops
     for part in CALL["op"].split("."):
         fn = getattr(fn, part)
+    run = OP_CALLS.get(label)  # the backend's own way to call it (eagerly, traced, compiled)
     if BACKENDS[label].get("plugin"):
         import importlib
         module, cls = BACKENDS[label]["plugin"].split(":")
-        fn = getattr(importlib.import_module(module), cls)("cpu").op_function(CALL["op"])
+        backend = getattr(importlib.import_module(module), cls)("cpu")
+        fn, run = backend.op_function(CALL["op"]), backend.call_op
 
     def arg(v):
         if isinstance(v, dict) and set(v) == {"tensor"}:
@@ -77,7 +84,7 @@ def call(label):
             return tuple(items) if all(isinstance(x, (int, float)) for x in items) else items
         return v
 
-    out = fn(*[arg(a) for a in CALL["args"]], **{k: arg(v) for k, v in CALL["kwargs"].items()})
+    out = run(fn, [arg(a) for a in CALL["args"]], {k: arg(v) for k, v in CALL["kwargs"].items()})
     flat = []
 
     def walk(o):
@@ -165,8 +172,40 @@ def verdict(results):
     return judge(settled), ""
 '''
 
-OP_SCRIPT = compose(constants=OP_CONSTANTS, body=OP_BODY, data=False,
+OP_SCRIPT = compose(constants=OP_CONSTANTS, body="__OP_CODE__\n" + OP_BODY, data=False,
                     doc="An audee op-level repro: one keras.ops call on each backend in its own process.")
+
+_EAGER = "return fn(*args, **kwargs)"
+
+
+def _resolve(ref: str) -> Any:
+    """The audee function or class ``module:name`` (a backend description's ``op_carries``)."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def op_code(labels: list[str]) -> str:
+    """The script's ``OP_CALLS``: each built-in backend's ``call_op`` lines from its description
+    (``ScriptCode.op``: eagerly, traced or compiled, as its worker calls the op), one function
+    per distinct text, and the audee functions those lines call (``ScriptCode.op_carries``:
+    a compiler's ``traced_call``, a converter's own call, what they need) carried verbatim."""
+    defs: dict[str, str] = {}   # body -> the function's name
+    table = []
+    carried: dict[str, None] = {}  # "module:name" of what the lines call, in order
+    for label in labels:
+        code = describe(label).script
+        body = (code.op if code is not None and code.op else _EAGER).strip()
+        name = defs.setdefault(body, f"call_{base_name(label).replace('-', '_')}")
+        table.append(f"    {json.dumps(label)}: {name},")
+        carried.update(dict.fromkeys(code.op_carries if code is not None and code.op else ()))
+    funcs = [f"def {name}(fn, args, kwargs):\n{textwrap.indent(body, '    ')}\n" for body, name in defs.items()]
+    shared = ""
+    if carried:
+        shared = "from typing import Any\n\n\n" + "\n\n".join(
+            textwrap.dedent(inspect.getsource(_resolve(ref))) for ref in carried) + "\n\n"
+    return ("# ---- each backend's own call (audee's description of it): eagerly, traced or compiled ----\n"
+            + shared + "\n\n".join(funcs)
+            + "\n\n# backend -> how it calls the op\nOP_CALLS = {\n" + "\n".join(table) + "\n}\n\n")
 
 
 def _tensor_json(a: np.ndarray) -> list[Any]:
@@ -205,12 +244,15 @@ def write_op_repro(record: CaseRecord, out_dir: Path, name: str, finding: int) -
     backends = {}
     for label, ref in refs.items():
         builtin = ref.target in BUILTIN_TARGETS
-        keras = KERAS_OF.get(label) or next((k for k in KERAS_OF if k in ref.target.lower()), None)
+        info = describe(label)
+        keras = (info.keras_backend if builtin and info.runs_ops else
+                 None if builtin else next((k for k in KERAS_OF if k in ref.target.lower()), None))
         if keras is None:
             if label in f.backends:
                 raise AudeeError(f"backend {label!r} runs no keras.ops call", source=record.source or None)
             continue
-        backends[label] = {"keras": keras, "plugin": None if builtin else ref.target}
+        env = dict(info.script.env) if builtin and info.script is not None else {}
+        backends[label] = {"keras": keras, "plugin": None if builtin else ref.target, "env": env}
     case = _case_json(record, f)
     versions = ", ".join(f"{b}: " + ", ".join(f"{k} {v}" for k, v in (record.versions.get(b) or {}).items())
                          for b in backends)
@@ -220,6 +262,7 @@ def write_op_repro(record: CaseRecord, out_dir: Path, name: str, finding: int) -
               f"Run: python {name}.py   (exit 0: reproduces, 1: does not, 2: a framework is missing)"]
     text = fill(OP_SCRIPT, {
         "HEADER": Comment(header), "NORMALIZED_ERROR": Code(_function("normalized_error")),
+        "OP_CODE": Code(op_code([b for b in backends if not backends[b]["plugin"]])),
         "CALL": Data(record.op), "TENSORS": Data({k: _tensor_json(v) for k, v in record.inputs.items()}),
         "BACKENDS": Data(backends), "CASE": Data(case)})
     path = Path(out_dir) / f"{name}.py"
