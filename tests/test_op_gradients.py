@@ -124,3 +124,50 @@ def test_gradients_agree_across_frameworks_and_kinks_are_undefined_by_config(poo
     r = ex.run(_case("take", {"x": x, "i": np.array([0, 2], np.int32)}, [{"tensor": "x"}, {"tensor": "i"}],
                      {"axis": 1}))
     assert r.train[GRADIENT]["wrt"] == ["x"] and r.verdict.status == "pass", r.verdict.to_json()
+
+
+def _odd_gradient(r, tensor="grad:x"):
+    """The backends a gradient deviation is pinned on (every deviation of ``tensor``)."""
+    devs = [f for f in r.verdict.findings if f.kind == Kind.DEVIATION and f.detail.tensor == tensor]
+    return devs, {tuple(f.detail.odd or ()) for f in devs}
+
+
+@pytest.mark.slow
+def test_tensorflows_cumprod_gradient_at_a_zero_is_a_finding_on_tensorflow(pool):
+    """tensorflow/tensorflow#119430 (reproduces with TF 2.21): the gradient of cumprod divides
+    by x, so at an exact 0 it drops the terms that do not go through the 0 (d/dx0 of
+    [x0, x0 x1, x0 x1 x2] is c0 + c1 x1 + c2 x1 x2, finite and nonzero; TensorFlow answers 0)."""
+    x = np.array([[0.0, 2.0, 3.0], [1.0, 2.0, 3.0]], np.float32)
+    r = OpGradExecutor(pool).run(_case("cumprod", {"x": x}, [{"tensor": "x"}], {"axis": -1}))
+    devs, odd = _odd_gradient(r)
+    assert devs and odd == {("tensorflow",)}, r.verdict.to_json()
+    c = cotangent(5, 0, x.shape)
+    right = c[0, 0] + c[0, 1] * 2 + c[0, 2] * 6
+    assert abs(r.outputs["torch"][1][0, 0] - right) < 1e-4 and r.outputs["tensorflow"][1][0, 0] == 0
+
+
+@pytest.mark.slow
+def test_tensorflows_celu_gradient_at_zero_is_a_finding_on_tensorflow(pool):
+    """Keras on TensorFlow builds celu from maximum/minimum, whose gradient at a tie gives the
+    whole cotangent to the first argument: celu is differentiable at 0 (both slopes are 1),
+    yet TensorFlow's gradient there is twice the cotangent (torch and JAX agree with the math)."""
+    from audee.levels.calls import _undefined
+
+    x = np.array([[0.0, 1.0, -1.0]], np.float32)
+    r = OpGradExecutor(pool, undefined=_undefined()).run(_case("celu", {"x": x}, [{"tensor": "x"}]))
+    devs, odd = _odd_gradient(r)
+    assert devs and odd == {("tensorflow",)}, r.verdict.to_json()
+    c = cotangent(5, 0, x.shape)
+    assert abs(r.outputs["torch"][1][0, 0] - c[0, 0]) < 1e-5
+    assert abs(r.outputs["tensorflow"][1][0, 0] - 2 * c[0, 0]) < 1e-5
+
+
+@pytest.mark.slow
+def test_a_tie_between_two_arguments_is_undefined_for_maximum(pool):
+    """maximum(x, x): TensorFlow gives the cotangent to x1, torch and JAX half to each; the op
+    config says ties are undefined, and two tensors equal at one position are a tie."""
+    from audee.levels.calls import _undefined
+
+    t = {"a": np.array([1.0, 2.0], np.float32), "b": np.array([1.0, 3.0], np.float32)}
+    r = OpGradExecutor(pool, undefined=_undefined()).run(_case("maximum", t, [{"tensor": "a"}, {"tensor": "b"}]))
+    assert r.verdict.findings == [] and any("tied values" in u for u in r.undefined), r.undefined

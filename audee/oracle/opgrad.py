@@ -8,11 +8,14 @@ What the contract leaves undefined of a gradient is an op config's ``undefined:`
 (:data:`GRADIENT_UNDEFINED`), never a silent skip:
 
 * ``gradient_at_zero``: the op is not differentiable where an argument is 0 (``abs``,
-  ``sign``-like kinks, ``norm`` at the zero vector: TensorFlow and JAX answer NaN there,
-  torch the subgradient 0; ``abs`` at 0: JAX 1, the others 0): each framework picks its
-  own subgradient, so a case whose floating tensors hold a 0 has its gradients not compared;
-* ``gradient_at_ties``: a selection (``max``, ``min``, ``sort``-like) whose input holds tied
-  values: how the cotangent is split among the tied elements is each framework's choice.
+  ``relu``-like kinks, ``norm`` at the zero vector: TensorFlow and JAX answer NaN there,
+  torch the subgradient 0; ``abs`` at 0: JAX 1, the others 0; ``cbrt``'s infinite slope:
+  JAX inf, the others NaN): each framework picks its own answer, so a case whose floating
+  tensors hold a 0 has its gradients not compared;
+* ``gradient_at_ties``: a selection (``max``, ``min``, ``sort``-like, ``maximum``) whose
+  input holds tied values (within a tensor, or two tensors equal at one position):
+  how the cotangent is split among the tied elements is each framework's choice
+  (``maximum(x, x)``: all to ``x1`` on TensorFlow, half each on torch and JAX).
 
 A factorization's ``values`` (signs and order: ``qr``, ``eigh``) makes its gradient
 undefined too.  Each skip is returned with its reason, as the forward oracles' are.
@@ -47,9 +50,23 @@ def kinks(undefined: Sequence[str], floats: Mapping[str, np.ndarray]) -> list[st
     if "gradient_at_zero" in undefined and any((np.asarray(a, np.float64) == 0).any() for a in floats.values()):
         why.append("gradients: a floating tensor holds 0, where the op is not differentiable "
                    "(each framework's own subgradient)")
-    if "gradient_at_ties" in undefined and has_ties(dict(floats)):
+    if "gradient_at_ties" in undefined and (has_ties(dict(floats)) or _tied_across(list(floats.values()))):
         why.append("gradients: tied values, among which each framework splits the cotangent its own way")
     return why
+
+
+def _tied_across(arrays: list[np.ndarray]) -> bool:
+    """Whether two tensors hold an equal value at one position (broadcast): ``maximum(x1, x2)``
+    where ``x1 == x2``."""
+    for i, a in enumerate(arrays):
+        for b in arrays[i + 1:]:
+            try:
+                x, y = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
+            except ValueError:
+                continue
+            if (x == y).any():
+                return True
+    return False
 
 
 def gradient_findings(ok: Sequence[Outcome], grads: Mapping[str, list[np.ndarray]],
