@@ -171,3 +171,20 @@ def test_a_tie_between_two_arguments_is_undefined_for_maximum(pool):
     t = {"a": np.array([1.0, 2.0], np.float32), "b": np.array([1.0, 3.0], np.float32)}
     r = OpGradExecutor(pool, undefined=_undefined()).run(_case("maximum", t, [{"tensor": "a"}, {"tensor": "b"}]))
     assert r.verdict.findings == [] and any("tied values" in u for u in r.undefined), r.undefined
+
+
+def test_a_wrong_gradient_is_another_bug_than_a_wrong_value():
+    """A gradient finding's signature says phase ``gradient``: the same op deviating in its
+    value and in its gradient are two bugs (two signatures, two root causes)."""
+    from audee.signature import signatures_of
+
+    def finding(tensor):
+        return {"kind": Kind.DEVIATION, "backends": ["tensorflow", "torch"],
+                "detail": {"pair": "tensorflow|torch", "tensor": tensor, "score": 5.0, "rows": None,
+                           "first_layer": None, "own_layers": [], "own": {}}}
+
+    meta = {"seed": "op:celu", "op": "celu", "api": "celu", "mutations": []}
+    (grad,) = signatures_of(finding("grad:x"), {"layers": []}, meta)
+    (value,) = signatures_of(finding("out0"), {"layers": []}, meta)
+    assert grad.phase == "gradient" and value.phase is None and grad.key() != value.key()
+    assert grad.api == value.api == "celu"
