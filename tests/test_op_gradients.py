@@ -188,3 +188,15 @@ def test_a_wrong_gradient_is_another_bug_than_a_wrong_value():
     (value,) = signatures_of(finding("out0"), {"layers": []}, meta)
     assert grad.phase == "gradient" and value.phase is None and grad.key() != value.key()
     assert grad.api == value.api == "celu"
+
+
+@pytest.mark.slow
+def test_a_backend_whose_autodiff_refuses_the_call_fails_in_phase_gradient(pool):
+    """cumprod of a float tensor into int32: every framework calls it, torch's autograd refuses
+    an integer result of a tensor that requires a gradient (the call alone runs): a divergent
+    acceptance of torch in phase ``gradient``, not a failure of the op."""
+    x = np.array([[1.0, 2.0, 3.0]], np.float32)
+    r = OpGradExecutor(pool).run(_case("cumprod", {"x": x}, [{"tensor": "x"}], {"axis": -1, "dtype": "int32"}))
+    assert r.outcomes["torch"].failure.phase == "gradient", r.outcomes["torch"].failure
+    (f,) = [f for f in r.verdict.findings if f.kind == Kind.DIVERGENT_ACCEPTANCE]
+    assert f.backends == ["torch"] and "Autograd" in f.detail.errors["torch"].message

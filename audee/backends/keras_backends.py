@@ -492,7 +492,11 @@ class TorchBackend(KerasBackend):
 
         ws = [w.detach().requires_grad_(True) for w in wrt]
         with torch.enable_grad():
-            outs = _forward(f, ws)
+            try:
+                outs = f(*ws)
+            except Exception as exc:  # noqa: BLE001 - the call alone tells whose failure it is
+                _forward(f, [w.detach() for w in ws])  # fails too: the op's (phase run)
+                raise _gradient_failure(exc) from exc  # autograd refuses what the call accepts
         pulled = [(o, c) for k, o in enumerate(outs)
                   if torch.is_tensor(o) and o.requires_grad and (c := cot(k, o)) is not None]
         grads: list[Any] = [None] * len(ws)
