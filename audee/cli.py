@@ -1,7 +1,7 @@
 """The ``audee`` command line (``python -m audee`` is the same).
 
 Every subcommand is a thin layer over a library function; bad input ends with one line
-naming the file and the field, and exit code 2.  Exit codes: :mod:`audee.exitcodes`.
+naming the file and the field, and exit code 2.  Exit codes: :mod:`audee.core.exitcodes`.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from audee import __version__
-from audee.errors import AudeeError, BackendUnavailable
-from audee.exitcodes import ExitCode, describe
+from audee.core.errors import AudeeError, BackendUnavailable
+from audee.core.exitcodes import ExitCode, describe
 from audee.levels import parse_targets, target_entries
 from audee.settings import (PROFILES, FuzzSettings, LocalizeSettings, SearchSettings, ShardSettings,
                             add_model_options, apply_profile, check_environment, given_options, validate_settings)
@@ -229,7 +229,7 @@ def _known_issues_args(p: argparse.ArgumentParser) -> None:
 def _known_issues(args: argparse.Namespace) -> list:
     """The known issues a command judges with: shipped + --known-issues files (checked now:
     a bad file is one line naming it and the field, exit 2, before anything runs)."""
-    from audee.known import load_known_issues
+    from audee.triage.known import load_known_issues
 
     return load_known_issues(args.known_issues, shipped=not args.no_shipped_known_issues)
 
@@ -247,7 +247,7 @@ def check_out_dir(out: str | Path, flag: str = "--out") -> None:
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
-    from audee.seeds import read_seed
+    from audee.mutation.seeds import read_seed
     from audee.store.lock import dir_lock
 
     # every flag validated (audee.settings models) before anything is written or started
@@ -287,7 +287,7 @@ def _cmd_fuzz_level(args: argparse.Namespace, refs: list, cfg: Any, level: str, 
                     targets: list[str]) -> int:
     """A run of a level over named targets (:func:`audee.fuzz.fuzz_level`), with a progress bar."""
     from audee.fuzz import fuzz_level
-    from audee.logs import setup_logging
+    from audee.core.logs import setup_logging
 
     setup_logging(None, RunStore(args.out).log_file)
     bar = None
@@ -325,7 +325,7 @@ def _check_seed(seed: Any, plan: Any, source: str) -> None:
     """The seed spec against the API configs (an unknown API or a wrongly typed parameter
     would only make every case fail), and --layer against its layers."""
     from audee.apis import load_api_configs
-    from audee.spec import validate
+    from audee.cases.spec import validate
 
     validate(seed.spec, source=source, apis=load_api_configs())
     if plan is not None and plan.config.layer is not None:
@@ -337,8 +337,8 @@ def _check_seed(seed: Any, plan: Any, source: str) -> None:
 
 def _cmd_fuzz(args: argparse.Namespace, refs: list, cfg: Any, plan: Any, seed: Any) -> int:
     from audee.fuzz import fuzz
-    from audee.logs import setup_logging
-    from audee.seeds import read_seed, with_inputs
+    from audee.core.logs import setup_logging
+    from audee.mutation.seeds import read_seed, with_inputs
 
     setup_logging(None, RunStore(args.out).log_file)
     if seed is None:
@@ -380,9 +380,9 @@ def _search_plan(args: argparse.Namespace, refs: list, rng: int = 0) -> Any:
 
 
 def print_roots(roots: list[RootCause], unique_bugs: int) -> None:
-    """Root causes (audee.rootcause), counted per class as a maintainer counts them, then
+    """Root causes (audee.triage.rootcause), counted per class as a maintainer counts them, then
     one line each: bugs first, new before known."""
-    from audee.rootcause import CLASS_HELP, class_counts
+    from audee.triage.rootcause import CLASS_HELP, class_counts
 
     counts = class_counts(roots)
     print(f"  root causes          {len(roots)}  (from {unique_bugs} bug signatures; docs/oracles.md)")
@@ -452,7 +452,7 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from audee.backends.registry import parse_backends
-    from audee.reproduce import reproduce
+    from audee.repro.rerun import reproduce
 
     refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
     timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
@@ -558,7 +558,7 @@ def cmd_localize(args: argparse.Namespace) -> int:
     pair = [p.strip() for p in args.pair.split(",")] if args.pair else None
     cfg = validate_settings(LocalizeConfig, given_options(args, list(LocalizeConfig.model_fields)), flags=True)
     timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
-    # the case's level localizes it (audee.levels: Algorithm 2 for a model, audee.train.localize for a training step)
+    # the case's level localizes it (audee.levels: Algorithm 2 for a model, audee.localize.train for a training step)
     found = level_of(CaseRecord.from_file(args.case)).localize(
         args.case, cfg, backends=refs, pair=pair, timeout=timeout, allowed_plugins=args.allow_plugin,
         repro_dir=args.repro)
@@ -571,7 +571,7 @@ def cmd_localize(args: argparse.Namespace) -> int:
 def _print_campaign_roots(data: Any, known: list | None) -> None:
     """The root causes over every unit of a campaign directory so far, per class."""
     from audee.report.write import campaign_bugs
-    from audee.rootcause import root_causes
+    from audee.triage.rootcause import root_causes
 
     bugs = campaign_bugs(data, known)
     print_roots(root_causes(bugs), len(bugs))
@@ -616,7 +616,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 
 def cmd_seeds(args: argparse.Namespace) -> int:
-    from audee.seeds import list_seeds, load_seed
+    from audee.mutation.seeds import list_seeds, load_seed
 
     rows = []
     for name in list_seeds():
@@ -643,7 +643,7 @@ def cmd_apis(args: argparse.Namespace) -> int:
     apis = load_op_configs() if args.ops else load_api_configs()
     if args.coverage and args.seed:
         from audee.apis.coverage import render_seed_coverage, seed_coverage
-        from audee.seeds import read_seed
+        from audee.mutation.seeds import read_seed
 
         with tempfile.TemporaryDirectory(prefix="audee-apis-") as tmp:
             rows = seed_coverage(read_seed(args.seed, tmp).spec, apis)  # the spec alone
@@ -680,10 +680,11 @@ COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_locali
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from audee.logs import close_log_file, setup_logging
+    from audee.core import signals
+    from audee.core.logs import close_log_file, setup_logging
 
     args = build_parser().parse_args(argv)
-    __import__("audee.signals").signals.install()  # SIGTERM unwinds like Ctrl-C: temp dirs, locks, workers freed
+    signals.install()  # SIGTERM unwinds like Ctrl-C: temp dirs, locks, workers freed
     setup_logging(-1 if args.quiet else args.verbose)
     log.debug("audee %s: %s", __version__, args.command)
     try:

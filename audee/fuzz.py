@@ -22,16 +22,16 @@ from pydantic import ConfigDict, Field
 
 from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
-from audee.case import Kind, TestCase
-from audee.errors import ConfigError
-from audee.exercised import exercised
+from audee.cases.case import Kind, TestCase
+from audee.core.errors import ConfigError
+from audee.oracle.exercised import exercised
 from audee.repro import write_bug_repros
-from audee.execute import Result, Submitted
+from audee.engine.execute import Result, Submitted
 from audee.levels import LEVELS, Level, Runner, level_named, run_level, source_name, targets_header
 from audee.levels.base import judging, unbuildable
 from audee.reference.run import reference_workers
-from audee.seeds import Seed
-from audee.spec import weights_key
+from audee.mutation.seeds import Seed
+from audee.cases.spec import weights_key
 from audee.records.rows import ResultRow
 from audee.records.search import SearchRun
 from audee.store import CaseRecord, RunStore
@@ -109,7 +109,7 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
     """The results-table row of a case (``extra``: its provenance, audee.records.ResultRow's
     fields); ``meta``: its provenance with the mutation record as dicts (default: the case's
     own meta), read for the bug signatures."""
-    from audee.signature import case_signatures
+    from audee.triage.signature import case_signatures
 
     v = result.verdict
     backend_status = {}
@@ -137,7 +137,7 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
         **({"equivalence": dict(result.equivalence)} if result.equivalence else {}),
         # the float64 reference: every backend's error against it (audee/reference)
         **({"reference": result.reference.to_json()} if result.reference is not None else {}),
-        # one per failure finding (audee.signature): summaries and reports count unique bugs by these
+        # one per failure finding (audee.triage.signature): summaries and reports count unique bugs by these
         "signatures": [sig.to_json() for sig in case_signatures(v, result.case.spec,
                                                                  result.case.meta if meta is None else meta)],
         # every (layer API, parameter, value) the case ran: the report's coverage tables (an op case: none)
@@ -410,7 +410,7 @@ def _describe_verdict(result: Result) -> str:
 
 def _with_result(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
     """``extra`` with what the run learnt of the case that its provenance must carry (rows,
-    case files and signatures keep it): a training step's record (audee.train.run.TrainResult:
+    case files and signatures keep it): a training step's record (audee.engine.train.TrainResult:
     its setup, layers called inactive, backends skipped, losses); an op case's ``undefined``
     (audee.oracle.ops: an integer division by zero makes its failures undefined)."""
     if getattr(result, "train", None):
@@ -445,10 +445,10 @@ def _search_targets(level: Level, seed: Seed, cfg: FuzzConfig, store: RunStore, 
 
 def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
     """Counts over the whole results table of a run directory (all sessions, resumed too),
-    and first the unique bugs (by signature, :mod:`audee.signature`), each new or known
-    (``known``: the known issues, :mod:`audee.known`; default the shipped list)."""
-    from audee.known import load_known_issues, unique_bugs
-    from audee.rootcause import class_counts, root_causes
+    and first the unique bugs (by signature, :mod:`audee.triage.signature`), each new or known
+    (``known``: the known issues, :mod:`audee.triage.known`; default the shipped list)."""
+    from audee.triage.known import load_known_issues, unique_bugs
+    from audee.triage.rootcause import class_counts, root_causes
 
     store = RunStore(out)
     rows = list(store.rows())
@@ -471,7 +471,7 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
         "bugs": [b.to_json() for b in bugs],
         "unique_bugs": len(bugs),
         "root_causes": len(roots),
-        # a maintainer's count (audee.rootcause): new bugs are root causes of class bug not matched upstream
+        # a maintainer's count (audee.triage.rootcause): new bugs are root causes of class bug not matched upstream
         "new_bugs": classes["bug"]["new"],
         "classes": classes,
         "roots": [g.to_json() for g in roots],

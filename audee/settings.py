@@ -50,7 +50,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
-from audee.errors import ConfigError
+from audee.core.errors import ConfigError
 from audee.train.setup import LOSSES, OPTIMIZERS
 
 TIE_MARGIN = 1e-5       # label flips whose top-two outputs are closer than this are ties
@@ -59,7 +59,7 @@ TIMEOUT_S = 120.0       # seconds a backend may take on one request before it co
 # so a unit's `timeout: 1000000000` was an OverflowError traceback hours into a campaign
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_VARIANTS = 1_000_000    # network-level variants per run (ids are listed up front)
-MAX_PACK = 256              # API-level cases per build (audee/packed.py)
+MAX_PACK = 256              # API-level cases per build (audee/engine/packed.py)
 MAX_UNITS = 100_000         # units per campaign (all are expanded when it loads)
 # the search's relative Cauchy scale with the NaN fitness when none is given: with 0 (additive
 # noise only) values grow linearly: 60 s GA searches found NaN on 7 of 14 network variants
@@ -322,7 +322,7 @@ class NetworkSettings(_Section):
 
 class ApiSettings(_Section):
     """The API level's cases (``audee/levels/api``, ``audee/mutation/apilevel.py``,
-    ``audee/packed.py``); ``invalid_prob`` is read by the network and op levels too."""
+    ``audee/engine/packed.py``); ``invalid_prob`` is read by the network and op levels too."""
 
     invalid_prob: float = Field(0.1, ge=0, le=1, description="probability a variant tests one crafty invalid value")
     dtypes: str = Field(",".join(f"{k}:{v:g}" for k, v in DTYPE_WEIGHTS.items()),
@@ -422,7 +422,8 @@ class SpecialSettings(_Section):
     special_inputs: float = Field(0.0, ge=0, le=1,
                                   description="probability each input row of a network or API-level variant "
                                               "carries a special value (NaN, +-Inf, near the dtype's maximum, a "
-                                              "large offset, tiny, subnormal, signed zero, ties; ids out of range "
+                                              "large offset, tiny, subnormal, signed zero, ties, one NaN/Inf among "
+                                              "finite values, a NaN tie, a domain's edge; ids out of range "
                                               "or negative), audee/mutation/special.py; the seed case never")
 
 #: the order the fuzz settings' flags are listed in (`audee fuzz --help`) and ``config.json``
@@ -844,7 +845,7 @@ class CampaignRun(FuzzSettings):
 
 class ShardSettings(_Settings):
     """How a campaign shard shares its node: `audee campaign` flags, or the top level of a
-    campaign file (a flag wins).  The rule itself: audee/cpus.py, audee/backends/pool.py."""
+    campaign file (a flag wins).  The rule itself: audee/core/cpus.py, audee/backends/pool.py."""
 
     parallel_units: int | None = Field(None, ge=1,
                                        description="units a shard runs at once, each on its own set of backend "

@@ -26,9 +26,9 @@ from pathlib import Path
 
 from audee.backends.pool import Pool
 from audee.backends.registry import DEFAULT_BACKENDS, parse_backends
-from audee.case import TestCase
-from audee.execute import Executor, seed_batch
-from audee.seeds import load_seed
+from audee.cases.case import TestCase
+from audee.engine.execute import Executor, seed_batch
+from audee.mutation.seeds import load_seed
 
 
 def main() -> None:

@@ -32,13 +32,13 @@ from proc_cpu import cpu_seconds  # experiments/ is on the path when run as a sc
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import TestCase
-from audee.cpus import task_cpus
-from audee.execute import Executor
+from audee.cases.case import TestCase
+from audee.core.cpus import task_cpus
+from audee.engine.execute import Executor
 from audee.fuzz import FuzzConfig, fuzz
 from audee.search.engine import Search, SearchConfig
 from audee.search.runner import SearchPlan
-from audee.seeds import load_seed
+from audee.mutation.seeds import load_seed
 
 
 def part_a(generations: int, blocks: int) -> None:

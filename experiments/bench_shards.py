@@ -8,7 +8,7 @@ Every run executes the same campaign (rq1-cpu sized units: seeds x rngs, one bac
 
 - ``k shards``: ``audee campaign --shard i/k`` for i < k at once, each pinned to its own
   cores/k CPUs (``os.sched_setaffinity``, as SLURM's ``--cpus-per-task`` pins an array
-  task; audee reads the mask, audee/cpus.py, and gives each worker its share);
+  task; audee reads the mask, audee/core/cpus.py, and gives each worker its share);
 - ``k units at once``: one ``audee campaign --parallel-units k`` on all the CPUs.
 
 k needs k CPUs; larger k are skipped with the reason printed.  Scaling efficiency
@@ -192,12 +192,12 @@ def main() -> None:
         doc["model"] = model(doc)
         _write(doc, args.out or args.model_from.with_suffix(""))
         return
-    from audee.cpus import task_cpus
+    from audee.core.cpus import task_cpus
 
     cpus = sorted(os.sched_getaffinity(0))[:task_cpus()]
     n_units = len(args.seeds.split(",")) * args.rngs
     load0 = os.getloadavg()
-    print(f"{len(cpus)} CPUs (affinity, SLURM, cgroup quota: audee.cpus.task_cpus), load average {load0[0]:.1f}; "
+    print(f"{len(cpus)} CPUs (affinity, SLURM, cgroup quota: audee.core.cpus.task_cpus), load average {load0[0]:.1f}; "
           f"campaign: {n_units} units ({args.seeds} x {args.rngs} rngs) on {args.backends}, "
           f"{args.variants} variants, batch 16")
     results: list[dict[str, Any]] = []

@@ -42,7 +42,7 @@ APIS = ["Dense", "Conv2D", "MaxPooling2D", "BatchNormalization", "LayerNormaliza
 # ---- the floor: bare framework code, one process per backend ------------------------------------
 def floor_child(backend: str, specs_file: str, batch: int) -> None:
     """Runs in its own process (``--floor-child``): the specs of ``specs_file``, bare."""
-    from audee.spec import ModelSpec
+    from audee.cases.spec import ModelSpec
 
     keras_backend = "tensorflow" if backend == "onnxruntime" else backend
     os.environ["KERAS_BACKEND"] = keras_backend
@@ -144,7 +144,7 @@ def run_audee(backends: list[str], variants: int, apis: list[str], api_cases: in
     it ran (for the floor), audee's phase summary."""
     from audee.backends.registry import parse_backends
     from audee.fuzz import FuzzConfig, fuzz, fuzz_apis, start_pool, summarize
-    from audee.seeds import load_seed
+    from audee.mutation.seeds import load_seed
     from audee.store import RunStore
 
     refs = parse_backends(",".join(backends))

@@ -30,8 +30,8 @@ def main() -> None:
     import numpy as np
 
     from audee.backends.keras_build import BuiltModel
-    from audee.seeds import load_seed
-    from audee.weights import adapt_weights
+    from audee.mutation.seeds import load_seed
+    from audee.cases.weights import adapt_weights
 
     seed = load_seed(args.seed)
     built = BuiltModel(seed.spec, keras)

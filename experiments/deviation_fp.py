@@ -29,10 +29,10 @@ import numpy as np
 
 import audee.fuzz as fuzz_mod
 from audee.backends.registry import parse_backends
-from audee.case import Kind
-from audee.execute import Executor
+from audee.cases.case import Kind
+from audee.engine.execute import Executor
 from audee.oracle.deviation import TENSORS, compare
-from audee.seeds import list_seeds, load_seed
+from audee.mutation.seeds import list_seeds, load_seed
 from audee.settings import TOLERANCES
 from audee.store import RunStore
 

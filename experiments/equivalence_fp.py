@@ -39,7 +39,7 @@ from fp_rounds import BACKENDS, explain as explain_by, run_dirs, run_round
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Kind
+from audee.cases.case import Kind
 from audee.settings import EQUIVALENCE_RULES, parse_rules
 from audee.store import RunStore
 #: network variants per seed in each round (the big CNNs cost seconds per build and rewrite)
@@ -224,8 +224,8 @@ def recheck(res: dict[str, Any], work: Path) -> None:
     """Each case with an imprecision or unexplained finding judged again under the rules as
     they are now (``remains``: the same rule still fails on the same backend); kept in
     ``work/recheck.json`` for later analyses."""
-    from audee.case import Kind as K
-    from audee.execute import Executor
+    from audee.cases.case import Kind as K
+    from audee.engine.execute import Executor
     from audee.store.caserecord import CaseRecord
 
     todo = [f for f in res["findings"] if f["class"] in ("imprecision", "unexplained")]

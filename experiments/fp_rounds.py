@@ -16,7 +16,7 @@ from typing import Any, Callable
 import audee.fuzz as fuzz_mod
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.seeds import list_seeds, load_seed
+from audee.mutation.seeds import list_seeds, load_seed
 
 BACKENDS = "tensorflow,torch,jax,onnxruntime"
 SMALL = ("lenet5", "simplernn", "lstm", "gru")  # seeds whose variants cost seconds; the CNNs last

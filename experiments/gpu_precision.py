@@ -33,12 +33,12 @@ import numpy as np
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Kind, TestCase
-from audee.execute import Executor, seed_batch
+from audee.cases.case import Kind, TestCase
+from audee.engine.execute import Executor, seed_batch
 from audee.oracle.deviation import FULL, compare, pair_compute
 from audee.oracle.distance import layer_distance
 from audee.records.findings import DeviationDetail
-from audee.seeds import list_seeds, load_seed
+from audee.mutation.seeds import list_seeds, load_seed
 
 BACKENDS = "torch,jax,torch@cuda,jax@cuda,torch@cuda:tf32,jax@cuda:tf32"
 

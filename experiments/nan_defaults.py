@@ -26,7 +26,7 @@ from audee.backends.registry import parse_backends
 from audee.fuzz import FuzzConfig, fuzz
 from audee.search.engine import SearchConfig
 from audee.search.runner import SearchPlan
-from audee.seeds import list_seeds, load_seed
+from audee.mutation.seeds import list_seeds, load_seed
 
 
 def run(seeds: list[str], scales: list[str], budget: float, variants: int, work: Path, log: Path) -> list[dict]:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from fp_rounds import BACKENDS, Explained, explain, record_runs, run_dirs, run_round, write_results
 
-from audee.case import Kind
+from audee.cases.case import Kind
 from audee.settings import PRECISION_FACTOR
 from audee.store import RunStore
 

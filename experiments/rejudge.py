@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from audee.backends.pool import Pool
-from audee.case import Kind
-from audee.execute import Executor
+from audee.cases.case import Kind
+from audee.engine.execute import Executor
 from audee.records.rows import ResultRow
 from audee.store import RunStore
 from audee.store.caserecord import CaseRecord

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from audee.backends.keras_backends import JaxBackend, TensorflowBackend, TorchBackend
-from audee.spec import LayerSpec
+from audee.cases.spec import LayerSpec
 
 
 class _Mixin:

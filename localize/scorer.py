@@ -29,19 +29,19 @@ from typing import Any
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Kind, TestCase
-from audee.errors import ConfigError
-from audee.execute import Executor, Result
+from audee.cases.case import Kind, TestCase
+from audee.core.errors import ConfigError
+from audee.engine.execute import Executor, Result
 from audee.fuzz import case_record
 from audee.localize import LocalizeConfig, Localizer, Report
 from audee.localize.run import localize_case, with_repro
 from audee.repro import SCRIPT_TIMEOUT_S
 from audee.search.engine import Search, SearchConfig
-from audee.seeds import load_seed
-from audee.spec import ModelSpec
+from audee.mutation.seeds import load_seed
+from audee.cases.spec import ModelSpec
 from audee.store import save_case
 from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
-from audee.yamlio import read_yaml_mapping
+from audee.core.yamlio import read_yaml_mapping
 
 CORPUS = Path(__file__).resolve().parent / "corpus.yaml"
 ENTRY_KEYS = {"id", "seed", "fault", "edit", "edit_api", "truth", "also", "backends", "reference", "insert",

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE  # where the seed directories are written (--out)
 sys.path.insert(0, str(HERE.parent))
 
-from audee.spec import InputSpec, LayerSpec, ModelSpec, save_weights  # noqa: E402
+from audee.cases.spec import InputSpec, LayerSpec, ModelSpec, save_weights  # noqa: E402
 
 
 class Builder:
@@ -251,7 +251,7 @@ def train(spec: ModelSpec, x: np.ndarray, y: np.ndarray, epochs: int, lr: float,
 def calibrate_and_probe(spec: ModelSpec, weight_seed: int, x: np.ndarray, y: np.ndarray, seed: int) -> tuple[dict, Any]:
     """Make an untrained deep seed classify something without shipping its big weights.
 
-    Weights start from audee.weights.init_weights (what audee uses at run time); then
+    Weights start from audee.cases.weights.init_weights (what audee uses at run time); then
     (1) every BatchNormalization gets the mean/variance its input actually has on the data
     (one training-mode pass with momentum 0), so signal flows instead of dying in ReLUs;
     (2) the logits layer is fitted on the frozen features (a linear probe).  Only the BN
@@ -260,7 +260,7 @@ def calibrate_and_probe(spec: ModelSpec, weight_seed: int, x: np.ndarray, y: np.
     import keras
 
     from audee.backends.keras_build import BuiltModel
-    from audee.weights import init_weights
+    from audee.cases.weights import init_weights
 
     keras.utils.set_random_seed(seed)
     built = BuiltModel(spec, keras)
@@ -296,7 +296,7 @@ def _accuracy(spec: ModelSpec, wseed: int, partial: dict, x: np.ndarray, y: np.n
     import keras
 
     from audee.backends.keras_build import BuiltModel
-    from audee.weights import adapt_weights
+    from audee.cases.weights import adapt_weights
 
     built = BuiltModel(spec, keras)
     built.set_weights(adapt_weights(partial, built.weight_shapes(), wseed))
@@ -342,7 +342,7 @@ def main() -> None:
         d = write(name, spec, {"image": imgs8}, img_labels,
                   {"description": desc,
                    "data": "synthetic: 120 smooth random colour fields with one shape (numpy seed 7)",
-                   "weights": f"init: audee.weights.init_weights seed {wseed}; BatchNorm statistics calibrated "
+                   "weights": f"init: audee.cases.weights.init_weights seed {wseed}; BatchNorm statistics calibrated "
                               "on 1500 other synthetic images and the logits layer fitted on the frozen features "
                               "(linear probe); only those arrays ship in weights.npz",
                    "weight_seed": wseed, "classes": 10, "input_scale": {"image": 1 / 255}})

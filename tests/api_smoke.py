@@ -22,7 +22,7 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 
 from audee.apis import ApiConfig, ParamConfig, load_api_configs  # noqa: E402
 from audee.mutation import draw_value  # noqa: E402
-from audee.spec import LayerSpec  # noqa: E402
+from audee.cases.spec import LayerSpec  # noqa: E402
 
 SIZES = {2: 8, 3: 8, 4: 8, 5: 8, 6: 7}  # every non-batch dimension of a rank's test input
 BATCH = 2

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from audee.spec import ModelSpec
+from audee.cases.spec import ModelSpec
 
 
 def tiny_cnn(name: str = "tiny") -> ModelSpec:

@@ -358,3 +358,25 @@ class SquareGradJax(JaxBackend):
                     + (root - ops.stop_gradient(root)) * ops.cast(0.0, x.dtype))
 
         return broken
+
+
+class _ScaledDenseD(_ScalesOneLayer):
+    """Mixin: the layer named ``d`` returns its output times 1.05 (5% off: beyond float32's
+    tolerance, flipping no label of a one-Dense model)."""
+
+    target = "d"
+    factor = 1.05
+
+
+class ScaledDenseJax(_ScaledDenseD, JaxBackend):
+    """JAX with one wrong layer, for the float64 reference's odd-backend rule: with its twin
+    :class:`ScaledDenseJaxTwin` two backends share one wrong value, and the majority would
+    blame the one right backend."""
+
+    name = "scaled-dense-jax"
+
+
+class ScaledDenseJaxTwin(_ScaledDenseD, JaxBackend):
+    """:class:`ScaledDenseJax` under another name: the second backend sharing its fault."""
+
+    name = "scaled-dense-jax-twin"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from audee.levels import is_call, level_name, level_named
-from audee.opcase import ACTIVATION_NS, ACTIVATIONS, callable_names
+from audee.cases.opcase import ACTIVATION_NS, ACTIVATIONS, callable_names
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -13,7 +13,7 @@ import pytest
 
 from audee.apis import load_api_config, load_api_configs
 from audee.apis.coverage import EXEMPT
-from audee.errors import ConfigError, SpecError
+from audee.core.errors import ConfigError, SpecError
 from audee.mutation import draw_value
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,7 +31,7 @@ def test_shipped_configs_cover_the_paper_and_the_seeds():
     apis = load_api_configs()
     assert len(apis) >= 90
     assert PAPER_AND_SEED_APIS <= set(apis)
-    from audee.seeds import list_seeds, load_seed
+    from audee.mutation.seeds import list_seeds, load_seed
 
     used = {layer.api for name in list_seeds() for layer in load_seed(name).spec.layers}
     assert used <= set(apis), used - set(apis)
@@ -56,7 +56,7 @@ print(json.dumps({"rows": rows, "trimmed": coverage_rows(trimmed), "layers": ker
 def coverage(tmp_path_factory):
     import yaml
 
-    from audee.paths import api_configs_dir
+    from audee.core.paths import api_configs_dir
 
     trimmed = tmp_path_factory.mktemp("trimmed")
     conv = yaml.safe_load((api_configs_dir() / "Conv2D.yaml").read_text())
@@ -230,7 +230,7 @@ def test_ranks_skip_and_per_side_values(tmp_path):
 
 def test_skipped_parameters_are_never_drawn_by_network_mutation():
     from audee.mutation.network import mutate_spec
-    from audee.spec import InputSpec, LayerSpec, ModelSpec
+    from audee.cases.spec import InputSpec, LayerSpec, ModelSpec
 
     apis = load_api_configs()
     assert apis["Dense"].params["lora_rank"].skip
@@ -265,7 +265,7 @@ def test_apis_coverage_command_reports_no_gap():
 def test_the_package_reads_the_top_level_api_configs_folder():
     """api_configs/ at the top of the repository is the source of truth: the package's
     audee/data/api_configs is a link to it (a wheel carries copies: tests/test_wheel.py)."""
-    from audee.paths import api_configs_dir
+    from audee.core.paths import api_configs_dir
 
     assert (REPO / "audee" / "data" / "api_configs").is_symlink()
     assert api_configs_dir().resolve() == (REPO / "api_configs").resolve()

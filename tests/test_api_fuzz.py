@@ -14,7 +14,7 @@ import pytest
 
 from audee.apis import load_api_configs
 from audee.campaign import load_campaign
-from audee.errors import ConfigError
+from audee.core.errors import ConfigError
 from audee.mutation.apilevel import api_ranks, case_id, generate_case
 from audee.store import ResultsTable
 
@@ -97,7 +97,7 @@ def test_invalid_values_one_at_most_and_never_redrawn():
 def jax_executor(tmp_path_factory):
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
-    from audee.execute import Executor
+    from audee.engine.execute import Executor
 
     pool = Pool(parse_backends("jax"), tmp_path_factory.mktemp("logs"), timeout=120, threads=1)
     assert pool.start() == {}
@@ -106,7 +106,7 @@ def jax_executor(tmp_path_factory):
 
 
 def _builds(ex, api: str) -> None:
-    from audee.case import TestCase
+    from audee.cases.case import TestCase
     from audee.fuzz import _unbuildable
     from audee.mutation.apilevel import cast_weights
 

@@ -103,7 +103,7 @@ def test_the_pattern_rule_blames_only_a_difference_that_stands(reason, verdict):
 
 
 def test_a_layer_is_fed_alone_from_one_run_and_cut_out_with_its_own_weights():
-    from audee.spec import layer_feed, one_layer_model
+    from audee.cases.spec import layer_feed, one_layer_model
     from tests.helpers import tiny_cnn, tiny_inputs
 
     spec, inputs = tiny_cnn(), tiny_inputs(2)

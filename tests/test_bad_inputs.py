@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from audee.cli import main
-from audee.errors import AudeeError, ConfigError, SpecError
-from audee.exitcodes import ExitCode
+from audee.core.errors import AudeeError, ConfigError, SpecError
+from audee.core.exitcodes import ExitCode
 from audee.settings import MAX_TIMEOUT_S
 from tests.helpers import tiny_cnn
 
@@ -36,7 +36,7 @@ def test_a_latin1_campaign_is_one_line(tmp_path, capsys):
 
 
 def test_a_latin1_known_issues_file_names_the_file(tmp_path):
-    from audee.known import load_known_file
+    from audee.triage.known import load_known_file
 
     bad = tmp_path / "known.yaml"
     bad.write_bytes(b"issues:\n  - id: " + LATIN1 + b"\n")
@@ -63,7 +63,7 @@ def test_a_latin1_search_config_names_the_file(tmp_path):
 
 
 def test_a_latin1_spec_is_one_line(tmp_path, capsys):
-    from audee.spec import ModelSpec
+    from audee.cases.spec import ModelSpec
 
     bad = tmp_path / "spec.json"
     bad.write_bytes(json.dumps(tiny_cnn().to_json()).encode().replace(b'"tiny"', b'"' + LATIN1 + b'"'))
@@ -75,7 +75,7 @@ def test_a_latin1_spec_is_one_line(tmp_path, capsys):
 
 
 def test_a_latin1_seed_json_names_the_file(tmp_path):
-    from audee.seeds import load_seed
+    from audee.mutation.seeds import load_seed
 
     (tmp_path / "spec.json").write_text(json.dumps(tiny_cnn().to_json()))
     (tmp_path / "seed.json").write_bytes(b'{"description": "' + LATIN1 + b'"}')
@@ -115,7 +115,7 @@ def test_the_longest_timeout_can_be_waited_for(tmp_path):
 
 # ---- complex --inputs --------------------------------------------------------------------------------
 def test_complex_inputs_are_refused_not_cut_to_their_real_part(tmp_path, capsys):
-    from audee.seeds import Seed, with_inputs
+    from audee.mutation.seeds import Seed, with_inputs
 
     spec = tiny_cnn()
     x = np.random.default_rng(0).random((4, 12, 12, 1)) * (1 + 1j)
@@ -132,7 +132,7 @@ def test_complex_inputs_are_refused_not_cut_to_their_real_part(tmp_path, capsys)
 
 @pytest.mark.parametrize("array", [np.ones((4, 12, 12, 1), bool), np.full((4, 12, 12, 1), "a")])
 def test_non_numeric_inputs_are_refused(tmp_path, array):
-    from audee.seeds import check_inputs
+    from audee.mutation.seeds import check_inputs
 
     with pytest.raises(AudeeError, match=r"^x.npz: image: expected real numbers"):
         check_inputs(tiny_cnn(), {"image": array}, "x.npz")

@@ -16,7 +16,7 @@ from typing import Callable
 import pytest
 
 from audee.campaign import load_campaign, shard_of
-from audee.errors import AudeeError, ConfigError
+from audee.core.errors import AudeeError, ConfigError
 from audee.store import ResultsTable
 
 CONFIG = """name: tiny

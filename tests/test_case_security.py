@@ -16,12 +16,12 @@ import pytest
 
 from audee.backends.pool import worker_pythonpath
 from audee.backends.registry import BUILTIN
-from audee.case import TestCase, Verdict
-from audee.errors import CaseFileError
-from audee.execute import Result
+from audee.cases.case import TestCase, Verdict
+from audee.core.errors import CaseFileError
+from audee.engine.execute import Result
 from audee.settings import TIE_MARGIN
 from audee.store import CaseRecord, load_case
-from audee.weights import init_weights
+from audee.cases.weights import init_weights
 from tests.helpers import tiny_cnn, tiny_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -267,7 +267,7 @@ class _FakePool:
 
 def test_the_tie_margin_is_stored_and_used_to_rejudge(tmp_path, monkeypatch):
     import audee.localize.run as lrun
-    import audee.reproduce as rmod
+    import audee.repro.rerun as rmod
     from audee.fuzz import case_record
 
     case = TestCase("tie-1", tiny_cnn(), {}, tiny_inputs(2))

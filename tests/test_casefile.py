@@ -4,7 +4,7 @@ import pickle
 import numpy as np
 import pytest
 
-from audee.errors import CaseFileError
+from audee.core.errors import CaseFileError
 from audee.settings import TIE_MARGIN
 from audee.store import CaseRecord, load_case, save_case
 from tests.helpers import tiny_cnn

@@ -13,8 +13,8 @@ import pytest
 
 import audee
 from audee.cli import main
-from audee.exitcodes import ExitCode
-from audee.logs import level_for
+from audee.core.exitcodes import ExitCode
+from audee.core.logs import level_for
 from audee.store import ResultsTable
 from audee.store.atomic import write_atomic
 

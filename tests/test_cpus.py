@@ -11,9 +11,9 @@ from audee.backends.pool import GPU_MEM_FRACTION, Pool, gpu_fractions, worker_en
 from audee.backends.registry import parse_backends
 from audee.campaign.config import Unit
 from audee.campaign.runner import parallel_units
-from audee.cpus import (available_cpus, default_parallel_units, parse_cpu_max, read_cgroup_cpus, task_cpus,
+from audee.core.cpus import (available_cpus, default_parallel_units, parse_cpu_max, read_cgroup_cpus, task_cpus,
                         threads_per_worker)
-from audee.errors import AudeeError
+from audee.core.errors import AudeeError
 from audee.settings import ShardSettings
 
 

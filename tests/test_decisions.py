@@ -1,7 +1,7 @@
 """One place for each decision, settings passed down whole, every search saying why it stopped.
 
 * the case's main failure and "the verdict still holds" are each one function
-  (:mod:`audee.verdicts`), which reproduce, localize and repro call;
+  (:mod:`audee.oracle.verdicts`), which reproduce, localize and repro call;
 * the standalone repro script's copy of the judging logic (it may not import audee) gives
   the package's answers on the same arrays;
 * the fuzz and search settings are frozen; the search plan is one pydantic model whose
@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from audee.case import Finding, Kind, TestCase, Verdict
-from audee.errors import AudeeError
+from audee.cases.case import Finding, Kind, TestCase, Verdict
+from audee.core.errors import AudeeError
 from audee.settings import FuzzSettings, SearchPlan, SearchSettings
-from audee.verdicts import MAIN_FAILURE_ORDER, finding_holds, main_failure, verdict_holds
+from audee.oracle.verdicts import MAIN_FAILURE_ORDER, finding_holds, main_failure, verdict_holds
 from tests.test_repro import gelu_record, load_module
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,8 +83,8 @@ def test_a_verdict_holds_when_every_recorded_failure_does():
 
 
 def test_reproduce_says_what_the_rule_says():
-    from audee.execute import Result
-    from audee.reproduce import Reproduction
+    from audee.engine.execute import Result
+    from audee.repro.rerun import Reproduction
 
     case = TestCase("c", None, {}, {})
     recorded = Verdict([F(Kind.NAN, "tensorflow", "jax")])
@@ -93,13 +93,13 @@ def test_reproduce_says_what_the_rule_says():
 
 
 def test_no_command_keeps_its_own_rule():
-    """reproduce, localize and repro ask audee.verdicts; none compares signatures or ranks
+    """reproduce, localize and repro ask audee.oracle.verdicts; none compares signatures or ranks
     kinds itself."""
-    for rel in ("audee/reproduce.py", "audee/localize/run.py", "audee/repro/__init__.py"):
+    for rel in ("audee/repro/rerun.py", "audee/localize/run.py", "audee/repro/__init__.py"):
         text = (ROOT / rel).read_text()
         assert "signatures() <=" not in text and "PRIORITY" not in text and "KINDS = (" not in text, rel
-        assert "from audee.verdicts import" in text, rel
-    assert "verdict_holds(" in (ROOT / "audee/reproduce.py").read_text()
+        assert "from audee.oracle.verdicts import" in text, rel
+    assert "verdict_holds(" in (ROOT / "audee/repro/rerun.py").read_text()
     run = (ROOT / "audee/localize/run.py").read_text()
     assert "main_failure(" in run and "verdict_holds(" in run
     repro = (ROOT / "audee/repro/__init__.py").read_text()
@@ -258,7 +258,7 @@ def test_search_plan_errors_through_the_cli(tmp_path):
 def ex(tmp_path_factory):
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
-    from audee.execute import Executor
+    from audee.engine.execute import Executor
 
     with Pool(parse_backends("tensorflow"), tmp_path_factory.mktemp("logs")) as pool:
         assert pool.start() == {}

@@ -7,13 +7,13 @@ import pytest
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Finding, Kind, Outcome, TestCase
-from audee.execute import Executor
+from audee.cases.case import Finding, Kind, Outcome, TestCase
+from audee.engine.execute import Executor
 from audee.fitness import inconsistency_fitness
 from audee.oracle.deviation import (Tolerance, Tolerances, compare, deviation_findings, deviation_score,
                                     normalized_error)
 from audee.settings import TOLERANCES, FuzzSettings
-from audee.spec import ModelSpec
+from audee.cases.spec import ModelSpec
 from audee.store.caserecord import CaseRecord
 from tests.helpers import tiny_cnn, tiny_inputs
 

@@ -22,12 +22,12 @@ import pytest
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Kind, TestCase
-from audee.execute import Executor, Result
+from audee.cases.case import Kind, TestCase
+from audee.engine.execute import Executor, Result
 from audee.oracle.deviation import compare
 from audee.settings import TOLERANCES
-from audee.spec import ModelSpec
-from audee.weights import adapt_weights, init_weights
+from audee.cases.spec import ModelSpec
+from audee.cases.weights import adapt_weights, init_weights
 
 BACKENDS = ("tensorflow", "torch", "jax", "onnxruntime")
 TF2ONNX_BF16 = "tf2onnx maps TensorFlow's bfloat16 to ONNX float16"
@@ -97,7 +97,7 @@ def test_float16_models_run_on_every_backend_without_a_finding(executor, policy,
 
 
 def test_float16_weights_in_their_dtype_give_the_same_outputs(executor):
-    """Weights handed over as float16 arrays (audee.weights with the variables' dtype)
+    """Weights handed over as float16 arrays (audee.cases.weights with the variables' dtype)
     round as float32 ones do inside each backend: the outputs are the same bits."""
     base = run(executor, "float16", "float16")
     spec = dtype_spec("float16", "float16")
@@ -143,7 +143,7 @@ def test_bfloat16_compare_uses_the_lowest_precision():
     assert compare(a, b)["dtype"] == "bfloat16" and compare(a.astype(np.float16), b)["dtype"] == "bfloat16"
 
 
-# ---- audee.weights in each variable's dtype (no framework) -----------------------------------------
+# ---- audee.cases.weights in each variable's dtype (no framework) -----------------------------------------
 def test_weights_take_each_variables_dtype_rounded_from_float32():
     plain = {"conv": [("kernel", (3, 3, 2, 3)), ("bias", (3,))], "bn": [("gamma", (3,)), ("moving_variance", (3,))]}
     typed = {"conv": [("kernel", (3, 3, 2, 3), "float16"), ("bias", (3,), "float16")],

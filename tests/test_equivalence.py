@@ -23,16 +23,16 @@ import pytest
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Finding, Kind, TestCase, Verdict
+from audee.cases.case import Finding, Kind, TestCase, Verdict
 from audee.cli import main
 from audee.equivalence.rules import RULES, apply_rule, same_padding
-from audee.exitcodes import ExitCode
-from audee.execute import Executor
+from audee.core.exitcodes import ExitCode
+from audee.engine.execute import Executor
 from audee.oracle.equivalence import equivalence_odd, judge_rewrite, pattern_cleared, settle
 from audee.records.findings import EquivalenceDetail
 from audee.settings import EQUIVALENCE_RULES, FuzzSettings, parse_rules
-from audee.spec import InputSpec, LayerSpec, ModelSpec
-from audee.verdicts import finding_holds, main_failure, recorded_rules
+from audee.cases.spec import InputSpec, LayerSpec, ModelSpec
+from audee.oracle.verdicts import finding_holds, main_failure, recorded_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = "tests.equivalence_plugins:ShiftedSameConvJax"
@@ -67,7 +67,7 @@ def test_every_rule_is_a_setting_name_and_the_flag_refuses_unknown_ones(capsys):
 
 def test_campaign_runs_take_the_setting(tmp_path):
     from audee.campaign.config import load_campaign
-    from audee.errors import ConfigError
+    from audee.core.errors import ConfigError
 
     good = tmp_path / "c.yaml"
     good.write_text("name: c\ndefaults: {equivalence: all}\nruns:\n  - seeds: [lenet5]\n    backends: [[jax]]\n"
@@ -203,7 +203,7 @@ def test_roundtrip_go_backwards_and_formula_rewrites():
 
 def test_owned_layers_are_a_closed_whitelist():
     """A spec may name audee's own layers with their closed parameter sets only (one line naming the field)."""
-    from audee.errors import SpecError
+    from audee.core.errors import SpecError
 
     def spec_with(api, params, **top):
         return {"name": "t", "inputs": [{"name": "x", "shape": [4, 3]}], "output": "o", **top,
@@ -262,8 +262,8 @@ def test_pattern_differences_rounding_decides_are_cleared():
 
 
 def test_settle_odd_verdicts_and_signatures():
-    from audee.rootcause import classify, root_key
-    from audee.signature import signatures_of
+    from audee.triage.rootcause import classify, root_key
+    from audee.triage.signature import signatures_of
 
     def fnd(rule, backend, **kw):
         return Finding(Kind.EQUIVALENCE, [backend], EquivalenceDetail(rule=rule, backend=backend, **kw))
@@ -439,9 +439,9 @@ def test_the_channels_rule_finds_tensorflows_misplaced_bias_and_the_script_shows
 def _seeds_stay_clean(backends: str, rules) -> None:
     """Every rule of ``rules`` on the seven unmutated seeds (8 rows each): no finding but
     onnxruntime's explicit refusals, classed ``limitation``."""
-    from audee.rootcause import classify
-    from audee.seeds import list_seeds, load_seed, with_inputs
-    from audee.signature import signatures_of
+    from audee.triage.rootcause import classify
+    from audee.mutation.seeds import list_seeds, load_seed, with_inputs
+    from audee.triage.signature import signatures_of
 
     with tempfile.TemporaryDirectory() as tmp, Pool(parse_backends(backends), Path(tmp)) as pool:
         pool.start_or_fail()

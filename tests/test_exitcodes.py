@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import audee.exitcodes
-from audee.exitcodes import ExitCode, describe, markdown_table
+import audee.core.exitcodes
+from audee.core.exitcodes import ExitCode, describe, markdown_table
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -32,7 +32,7 @@ def readme_table() -> str:
 
 def test_the_readme_table_is_the_one_rendered_from_the_enum():
     assert readme_table() == markdown_table(), (
-        "README.md's exit-code table differs from the enum: paste `python -m audee.exitcodes` between its markers")
+        "README.md's exit-code table differs from the enum: paste `python -m audee.core.exitcodes` between its markers")
 
 
 def test_every_code_has_its_meaning_in_the_table_and_the_docstring():
@@ -40,14 +40,14 @@ def test_every_code_has_its_meaning_in_the_table_and_the_docstring():
     assert [int(r.split("|")[1]) for r in rows] == [int(c) for c in ExitCode]
     for code in ExitCode:
         assert code.brief and code.meaning, code.name
-        assert f"| {int(code)} | `{code.name}` |" in (audee.exitcodes.__doc__ or ""), code.name
+        assert f"| {int(code)} | `{code.name}` |" in (audee.core.exitcodes.__doc__ or ""), code.name
     assert {5, 6} <= {int(c) for c in ExitCode}
     assert describe(ExitCode.OK, ExitCode.BACKEND_UNAVAILABLE) == (
         "exit codes: 0 success, 4 a backend worker could not start")
 
 
 def test_python_m_audee_exitcodes_prints_the_table():
-    r = subprocess.run([sys.executable, "-m", "audee.exitcodes"], capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run([sys.executable, "-m", "audee.core.exitcodes"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0 and r.stdout == markdown_table()
 
 
@@ -86,7 +86,7 @@ def test_campaign_exits_4_with_one_line(tmp_path, parallel):
 
 @pytest.mark.parametrize("command", ["reproduce", "localize"])
 def test_case_commands_exit_4_with_one_line(tmp_path, command):
-    from audee.weights import init_weights
+    from audee.cases.weights import init_weights
     from tests.helpers import tiny_cnn, tiny_inputs
 
     weights = init_weights({"conv": [("kernel", (3, 3, 1, 4)), ("bias", (4,))],

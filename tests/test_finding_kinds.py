@@ -1,4 +1,4 @@
-"""The finding kind table (audee.kinds) is the one list of kinds: every kind it holds is
+"""The finding kind table (audee.cases.kinds) is the one list of kinds: every kind it holds is
 written to a case file, read back and judged again as a reproduction would judge it, and
 every list of kinds elsewhere is the table's."""
 from __future__ import annotations
@@ -6,13 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audee import kinds, known, rootcause, verdicts
+from audee.cases import kinds
+from audee.triage import known
+from audee.triage import rootcause
+from audee.oracle import verdicts
 from audee.campaign import localize_stage
-from audee.case import Finding, Kind, Verdict
+from audee.cases.case import Finding, Kind, Verdict
 from audee.oracle import odd, precision
 from audee.store import CaseRecord
 from audee.store import caserecord
-from audee.verdicts import finding_holds, main_failure, verdict_holds
+from audee.oracle.verdicts import finding_holds, main_failure, verdict_holds
 from tests.helpers import tiny_cnn
 
 PAIR = ["tensorflow", "torch"]

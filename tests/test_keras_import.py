@@ -18,9 +18,9 @@ import pytest
 
 from audee.backends.pool import Pool, WorkerFailure
 from audee.backends.registry import parse_backends
-from audee.seeds import check_inputs
-from audee.spec import ModelSpec, weights_key
-from audee.weights import as_dtype
+from audee.mutation.seeds import check_inputs
+from audee.cases.spec import ModelSpec, weights_key
+from audee.cases.weights import as_dtype
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Known issues (audee.known): the shipped list's schema, one-line errors for bad lists,
+"""Known issues (audee.triage.known): the shipped list's schema, one-line errors for bad lists,
 matching rules, and a real run where onnxruntime's gelu/Erfc rejection is reported as known."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from audee.errors import ConfigError
-from audee.known import load_known_file, load_known_issues, match_known, shipped_file
-from audee.signature import Signature
+from audee.core.errors import ConfigError
+from audee.triage.known import load_known_file, load_known_issues, match_known, shipped_file
+from audee.triage.signature import Signature
 
 GELU = Signature("divergent_acceptance", "activations.gelu", (("activation", "'gelu'"),), ("onnxruntime",),
                  "convert", "InvalidGraph: [ONNXRuntimeError] : <n> : INVALID_GRAPH : ... Error No Op registered "
@@ -152,7 +152,7 @@ def test_a_bad_known_issues_file_stops_fuzz_before_it_runs(tmp_path):
     got = subprocess.run(FUZZ + ["--out", str(tmp_path / "o"), "--known-issues", str(bad)],
                          capture_output=True, text=True, timeout=120)
     assert got.returncode == 2
-    from audee.case import Kind  # every failure kind, whoever added it
+    from audee.cases.case import Kind  # every failure kind, whoever added it
 
     assert got.stderr.strip() == (f"audee: error: {bad}: issues[0].match.kind: unknown finding kind 'oops' "
                                   f"(known: {', '.join(Kind.FAILURES)})")
@@ -167,10 +167,10 @@ def test_tensorflow_max_pooling_dropping_nan_is_known(tmp_path):
 
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
-    from audee.case import TestCase
-    from audee.execute import Executor
-    from audee.signature import case_signatures
-    from audee.spec import ModelSpec
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
+    from audee.triage.signature import case_signatures
+    from audee.cases.spec import ModelSpec
 
     spec = ModelSpec.from_json({
         "name": "pool", "inputs": [{"name": "x", "shape": [4, 4, 1], "range": [0, 1]}],
@@ -201,10 +201,10 @@ def test_torch_normalizing_the_wrong_axis_silently_is_known(tmp_path):
 
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
-    from audee.case import TestCase
-    from audee.execute import Executor
-    from audee.signature import case_signatures
-    from audee.spec import ModelSpec
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
+    from audee.triage.signature import case_signatures
+    from audee.cases.spec import ModelSpec
 
     def spec(axis):
         return ModelSpec.from_json({
@@ -233,7 +233,7 @@ def test_training_campaign_root_causes_are_known():
     jit (was 'harness': JAX's filtered traceback ended in audee's frame), and two forward-pass
     differences the training phase meets as a train_deviation (torch's bicubic kernel, torch's
     RMSNormalization over a non-trailing axis)."""
-    from audee.rootcause import classify
+    from audee.triage.rootcause import classify
 
     issues = load_known_issues()
     gqa = Signature("divergent_acceptance", "GroupQueryAttention", (("head_dim", "+int"),), ("jax",), "train",

@@ -25,7 +25,7 @@ class Import:
 
     source: str   # importing module, dotted
     target: str   # imported module, dotted
-    where: str    # "audee/execute.py:246"
+    where: str    # "audee/engine/execute.py:246"
 
 
 def modules(package: Path = PACKAGE) -> dict[str, Path]:
@@ -246,3 +246,36 @@ def test_no_module_outside_the_levels_inspects_a_case_for_its_level():
             if LEVEL_INSPECTION.search(line):
                 found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not found, "level inspected outside audee/levels:\n" + "\n".join(found)
+
+
+# The only modules at the top of audee/: the entry points and the three one-module rooms. Every other
+# module lives in the folder of its layer, so the tree itself shows the layering.
+TOP_LEVEL_MODULES = {"audee", "audee.__main__", "audee.settings", "audee.fuzz", "audee.cli"}
+# Modules that sit in a folder of another layer, each for a reason the doc gives: the one atomic write
+# beside the store it serves, a backend's description and names (plain data the judgement reads) beside
+# the backends, the level registry and protocols (vocabulary) beside the levels, an entry point.
+OUT_OF_FOLDER = {"audee.store.atomic", "audee.backends.info", "audee.backends.registry", "audee.levels",
+                 "audee.levels.base", "audee.localize.__main__"}
+
+
+def test_the_folders_show_the_layers():
+    mods = modules()
+    top = {m for m, path in mods.items() if path.parent == PACKAGE}
+    assert top == TOP_LEVEL_MODULES, (
+        f"modules at the top of audee/ beside the entry points and settings/fuzz/cli: "
+        f"{', '.join(sorted(top - TOP_LEVEL_MODULES)) or '-'} (put each in the folder of its layer, "
+        f"docs/architecture.md 'Layers'); missing: {', '.join(sorted(TOP_LEVEL_MODULES - top)) or '-'}")
+    folder_layer: dict[str, str] = {}
+    for name, names in layers():
+        for entry in names:
+            if entry.endswith("/") and entry.count("/") == 1:
+                folder_layer[entry.rstrip("/")] = name
+    placed = layer_of(mods)
+    strays = []
+    for mod in mods:
+        parts = mod.split(".")
+        if len(parts) < 2 or parts[1] not in folder_layer or mod in OUT_OF_FOLDER:
+            continue
+        if placed[mod][1] != folder_layer[parts[1]]:
+            strays.append(f"{mod} (layer {placed[mod][1]}, folder {parts[1]}/ is {folder_layer[parts[1]]})")
+    assert not strays, "modules in the folder of another layer: " + ", ".join(strays)

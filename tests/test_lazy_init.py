@@ -10,8 +10,8 @@ from audee.backends.keras_backends import JaxBackend, TensorflowBackend, TorchBa
 from audee.backends.onnx_backend import OnnxRuntimeBackend
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.execute import Executor
-from audee.spec import weights_key
+from audee.engine.execute import Executor
+from audee.cases.spec import weights_key
 
 from tests.test_phases import BUILTIN, case_of, spec_of
 

@@ -51,16 +51,16 @@ def test_a_runs_level_is_its_phases_over_its_source():
 
 
 def test_the_three_executors_declare_the_runner_protocol():
-    from audee.execute import Executor
-    from audee.opexec import OpExecutor
-    from audee.train.run import TrainExecutor
+    from audee.engine.execute import Executor
+    from audee.engine.opexec import OpExecutor
+    from audee.engine.train import TrainExecutor
 
     for cls in (Executor, OpExecutor, TrainExecutor):
         assert Runner in cls.__mro__ and all(callable(getattr(cls, m)) for m in ("submit", "finish", "run"))
 
 
 def test_op_cases_refuse_model_judgements_by_their_level():
-    from audee.errors import AudeeError
+    from audee.core.errors import AudeeError
     from audee.settings import FuzzSettings
 
     with pytest.raises(AudeeError, match="--equivalence all judges models"):
@@ -100,7 +100,7 @@ def test_a_target_levels_flag_and_names_come_from_its_registry_entry():
     import argparse
 
     from audee.cli import build_parser
-    from audee.errors import AudeeError
+    from audee.core.errors import AudeeError
     from audee.levels import parse_targets, target_entries
 
     entries = target_entries()

@@ -65,8 +65,8 @@ import sys
 from pathlib import Path
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import TestCase
-from audee.execute import Executor
+from audee.cases.case import TestCase
+from audee.engine.execute import Executor
 from tests.helpers import tiny_cnn, tiny_inputs
 
 with Pool(parse_backends(sys.argv[2]), Path(sys.argv[1]), timeout=600) as pool:
@@ -232,7 +232,7 @@ def flushing():   # registered first, so it runs after audee's own exit handler 
         time.sleep(0.01)
     print("handler-done", flush=True)
 atexit.register(flushing)
-from audee import signals
+from audee.core import signals
 signals.install(announce=False)
 """
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from audee.errors import ConfigError
+from audee.core.errors import ConfigError
 from localize.scorer import load_corpus, run_entry, summarize
 from audee.localize import LocalizeConfig
 
@@ -71,10 +71,10 @@ def lstm_case(tmp_path_factory) -> Path:
     """A real inconsistency case file: the LSTM gate fault against TensorFlow."""
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
-    from audee.case import TestCase
-    from audee.execute import Executor
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
     from audee.fuzz import case_record
-    from audee.seeds import load_seed
+    from audee.mutation.seeds import load_seed
     from audee.store import save_case
 
     tmp = tmp_path_factory.mktemp("lstm")

@@ -2,7 +2,7 @@
 import math
 
 from audee.localize.rates import EPS, change_rates, cradle_flags
-from audee.spec import ModelSpec
+from audee.cases.spec import ModelSpec
 
 SPEC = ModelSpec.from_json({
     "name": "dag", "inputs": [{"name": "x", "shape": [4]}],

@@ -16,7 +16,7 @@ from audee.localize.evidence import Candidate, rank
 from audee.localize.localizer import sanitized
 from audee.localize.onelayer import param_spaces
 from audee.localize.signatures import TABLE
-from audee.spec import LayerSpec, ModelSpec
+from audee.cases.spec import LayerSpec, ModelSpec
 
 FAULT = "localize.faults:RuleFaultsTorch"
 
@@ -40,8 +40,8 @@ def localize(tmp_path_factory):
     """Localize a spec's failure between jax and the faulty torch on one shared pool."""
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
-    from audee.case import TestCase
-    from audee.execute import Executor
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
     from audee.fuzz import case_record
     from audee.localize.run import localize_case
     from audee.store import save_case

@@ -18,13 +18,13 @@ import pytest
 from audee.apis import load_api_configs
 from audee.apis.call_args import MASK_LAYERS, MASK_LEFT_OUT, draw_masks, mask_shape
 from audee.equivalence.rules import apply_rule
-from audee.errors import SpecError
+from audee.core.errors import SpecError
 from audee.mutation import special
 from audee.mutation.apilevel import generate_case
-from audee.pack import pack_specs
+from audee.cases.pack import pack_specs
 from audee.search.encoding import Encoding
-from audee.seeds import generate_inputs
-from audee.spec import ModelSpec, one_layer_spec
+from audee.mutation.seeds import generate_inputs
+from audee.cases.spec import ModelSpec, one_layer_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS, FEATURES, UNITS = 6, 3, 4
@@ -167,7 +167,7 @@ def onnx_pool(tmp_path_factory):
 def _padded_case(ex):
     """The masked LSTM on padded rows: the padding is large garbage, so a layer reading it
     could not pass; rows 0 and 4 carry the same steps, one cut at 6 and one at 3."""
-    from audee.case import TestCase
+    from audee.cases.case import TestCase
 
     d = _lstm()
     d["layers"], d["output"] = d["layers"][:1], "rnn"  # the LSTM's own output
@@ -199,7 +199,7 @@ def _lstm_prefix(x: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
 
 @pytest.mark.parametrize("which", ["pool", pytest.param("onnx_pool", marks=pytest.mark.slow)])
 def test_a_padded_lstm_agrees_everywhere_and_equals_the_lstm_on_each_unpadded_prefix(request, which):
-    from audee.execute import Executor
+    from audee.engine.execute import Executor
 
     labels = KERAS if which == "pool" else ["onnxruntime"]
     ex = Executor(request.getfixturevalue(which))
@@ -216,7 +216,7 @@ def test_a_padded_lstm_agrees_everywhere_and_equals_the_lstm_on_each_unpadded_pr
 
 
 def test_a_padded_lstm_trains_alike_on_every_keras_backend(pool):
-    from audee.train.run import TrainExecutor
+    from audee.engine.train import TrainExecutor
     from audee.train.setup import TrainSetup
 
     ex = TrainExecutor(pool)
@@ -248,8 +248,8 @@ def test_a_fully_masked_row_is_the_same_on_every_keras_backend(pool):
     """What EMPTY_UNDEFINED says: GlobalAveragePooling1D averages a fully masked row over
     no steps, NaN alike everywhere (a weak NaN, not a strong one); the other rows are the
     mean over their unmasked steps."""
-    from audee.case import Kind, TestCase
-    from audee.execute import Executor
+    from audee.cases.case import Kind, TestCase
+    from audee.engine.execute import Executor
 
     spec = ModelSpec.from_json({"name": "gap", "inputs": [{"name": "x", "shape": [STEPS, FEATURES]},
                                                           {"name": "m", "shape": [STEPS], "dtype": "int32"}],
@@ -271,10 +271,10 @@ def test_a_keras_bug_raised_in_a_layer_call_is_a_bug_not_audees_own_error(pool):
     workers keep whole tracebacks — Keras and TensorFlow filter their own frames out by
     default, which left audee's calling frame innermost: counted as audee's own error
     (class harness) instead of the framework's bug."""
-    from audee.case import Kind, TestCase
-    from audee.execute import Executor
-    from audee.rootcause import classify
-    from audee.signature import case_signatures
+    from audee.cases.case import Kind, TestCase
+    from audee.engine.execute import Executor
+    from audee.triage.rootcause import classify
+    from audee.triage.signature import case_signatures
 
     spec = ModelSpec.from_json(_lstm(params={"units": UNITS, "go_backwards": True, "unroll": True}))
     ex = Executor(pool)

@@ -54,7 +54,7 @@ def converters_pool(tmp_path_factory):
 
 
 def _run(pool, case):
-    from audee.execute import Executor
+    from audee.engine.execute import Executor
 
     ex = Executor(pool)
     ex.complete_weights(case, 0)
@@ -65,7 +65,7 @@ def test_each_converter_runs_a_cnn_and_agrees_with_tensorflow(converters_pool):
     """The default suite's check of the converters (LeNet-5 on every mode: the slow test
     above): a small CNN through OpenVINO, the TFLite converter + LiteRT and PyTorch's ONNX
     exporter agrees with TensorFlow, each having converted it."""
-    from audee.case import TestCase
+    from audee.cases.case import TestCase
 
     x = np.random.default_rng(0).random((8, 12, 12, 1), dtype=np.float32)
     result = _run(converters_pool, TestCase("cnn", tiny_cnn(), {}, {"image": x}))
@@ -79,10 +79,10 @@ def test_an_op_the_tflite_converter_has_no_builtin_for_is_a_limitation(converter
     only) refuses ``tf.AvgPool`` in bfloat16 with its explicit "neither a custom op nor a
     flex op": a divergent acceptance on litert, attributed to the converter's phase, classed
     as a limitation, not a bug."""
-    from audee.case import Kind, TestCase
-    from audee.rootcause import classify
-    from audee.signature import case_signatures
-    from audee.spec import ModelSpec
+    from audee.cases.case import Kind, TestCase
+    from audee.triage.rootcause import classify
+    from audee.triage.signature import case_signatures
+    from audee.cases.spec import ModelSpec
 
     spec = ModelSpec.from_json({
         "name": "pool16", "inputs": [{"name": "x", "shape": [8, 8, 2], "range": [0, 1]}],
@@ -101,8 +101,8 @@ def test_an_op_the_tflite_converter_has_no_builtin_for_is_a_limitation(converter
 def _bfloat16_rescaling(pool):
     """A one-layer bfloat16 Rescaling run on ``pool``: (its spec, the judged result).  tf2onnx
     writes a Mul of a float16 tensor and a bfloat16 constant for it."""
-    from audee.case import TestCase
-    from audee.spec import ModelSpec
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
 
     spec = ModelSpec.from_json({
         "name": "scale16", "inputs": [{"name": "x", "shape": [6, 3], "range": [-1, 1]}],
@@ -118,9 +118,9 @@ def test_openvino_refusing_an_invalid_converted_graph_blames_the_converter(conve
     constant; OpenVINO's frontend refuses it, and so does the ONNX checker: the refusal names
     the checker's verdict and tf2onnx as the failing component (the known
     tensorflow-onnx#2337), not OpenVINO."""
-    from audee.case import Kind
-    from audee.known import load_known_issues, match_known
-    from audee.signature import case_signatures
+    from audee.cases.case import Kind
+    from audee.triage.known import load_known_issues, match_known
+    from audee.triage.signature import case_signatures
 
     spec, result = _bfloat16_rescaling(converters_pool)
     (f,) = [f for f in result.verdict.findings if f.kind == Kind.DIVERGENT_ACCEPTANCE and "openvino" in f.backends]
@@ -160,8 +160,8 @@ def fault_pool(tmp_path_factory):
 
 
 def test_a_fault_in_one_compiled_mode_is_flagged_between_the_two_modes_and_localized(fault_pool, tmp_path):
-    from audee.case import Kind, TestCase
-    from audee.execute import Executor
+    from audee.cases.case import Kind, TestCase
+    from audee.engine.execute import Executor
     from audee.fuzz import case_record
     from audee.localize.run import localize_case
     from audee.settings import LocalizeSettings
@@ -191,7 +191,7 @@ def test_a_compiled_torch_worker_leaves_nothing_in_tmpdir(tmp_path, monkeypatch)
     import tempfile
 
     from audee.backends.pool import Pool
-    from audee.case import TestCase
+    from audee.cases.case import TestCase
 
     tmp = tmp_path / "tmp"  # the run's TMPDIR (the parent's and, without a dir of its own, the worker's)
     tmp.mkdir()

@@ -18,7 +18,7 @@ from audee.backends.registry import parse_backends
 from audee.mutation import Mutation, mutate_spec
 from audee.mutation.operators import (ACTIVATIONS, STRUCTURAL, apply_mutations, fit, infer_shapes, layer_shape,
                                       to_rank)
-from audee.seeds import list_seeds, load_seed
+from audee.mutation.seeds import list_seeds, load_seed
 from audee.settings import OPERATORS
 from tests.helpers import tiny_cnn
 
@@ -167,7 +167,7 @@ def test_adapters_reach_the_target_shape_exactly():
 
 
 def test_shape_inference_agrees_with_keras_on_the_seeds():
-    code = ("import json, sys, keras; from audee.seeds import load_seed; from audee.backends.keras_build import "
+    code = ("import json, sys, keras; from audee.mutation.seeds import load_seed; from audee.backends.keras_build import "
             "BuiltModel\nout = {}\nfor n in sys.argv[1:]:\n    m = BuiltModel(load_seed(n).spec, keras)\n"
             "    out[n] = {k: list(t.shape[1:]) for k, t in zip(m.order, m.model.outputs)}\nprint(json.dumps(out))")
     names = ["lenet5", "gru"]

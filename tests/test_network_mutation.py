@@ -8,7 +8,7 @@ import numpy as np
 
 from audee.apis import load_api_configs
 from audee.mutation import generate_variants, mutate_spec
-from audee.spec import ModelSpec
+from audee.cases.spec import ModelSpec
 from tests.helpers import tiny_cnn
 
 APIS = load_api_configs()

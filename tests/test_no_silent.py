@@ -13,7 +13,7 @@ import pytest
 
 from audee.backends.registry import parse_backends
 from audee.cli import main
-from audee.exitcodes import ExitCode
+from audee.core.exitcodes import ExitCode
 from audee.reference.run import candidates, reference_refs
 from audee.store import ResultsTable
 
@@ -55,7 +55,7 @@ def test_a_reference_no_backend_computes_is_one_line_before_any_case(tmp_path, c
 
 def test_a_campaign_reference_no_backend_computes_is_refused_at_load(tmp_path):
     from audee.campaign.config import load_campaign
-    from audee.errors import ConfigError
+    from audee.core.errors import ConfigError
 
     f = tmp_path / "c.yaml"
     f.write_text("name: x\ndefaults: {reference: float64}\nruns:\n  - seeds: [lenet5]\n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audee.case import Finding, Kind, Outcome, Verdict
+from audee.cases.case import Finding, Kind, Outcome, Verdict
 from audee.oracle.nan import (compare_codes, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
                               nan_findings, nonfinite_codes, overflow_scale, settle_conditioning)
 
@@ -146,8 +146,8 @@ class _Only:
 
 def _run(pool, labels: list[str], nan_rows: list[int]):
     """The tiny CNN on a batch of 4 with one NaN pixel in each of ``nan_rows``, on ``labels``."""
-    from audee.case import TestCase
-    from audee.execute import Executor
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
     from audee.fuzz import result_row
     from tests.helpers import tiny_cnn, tiny_inputs
 
@@ -255,8 +255,8 @@ OVERFLOW = "tests.plugins:HalvedDenseJax"
 def _dense_case(scale: float):
     """One Dense layer whose exact result is finite but whose float32 partial sums
     overflow at ``scale`` 1e38 (weights +1, +1, -1 on three equal inputs)."""
-    from audee.case import TestCase
-    from audee.spec import ModelSpec
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
 
     spec = ModelSpec.from_json({
         "name": "overflow", "inputs": [{"name": "x", "shape": [3], "range": [0, 1]}],
@@ -269,7 +269,7 @@ def _dense_case(scale: float):
 def test_overflow_decided_by_summation_order_is_cleared_end_to_end(tmp_path_factory):
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
-    from audee.execute import Executor
+    from audee.engine.execute import Executor
 
     with Pool(parse_backends(f"jax,{OVERFLOW}"), tmp_path_factory.mktemp("logs"), timeout=120) as p:
         assert p.start() == {}

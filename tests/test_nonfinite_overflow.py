@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audee.case import Kind, Outcome
+from audee.cases.case import Kind, Outcome
 from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dtype
 from audee.oracle.nan import nan_findings, overflow_boundary, overflow_scale
-from audee.spec import ModelSpec
+from audee.cases.spec import ModelSpec
 
 NAN, INF = float("nan"), float("inf")
 
@@ -86,7 +86,7 @@ def test_overflow_boundary_wants_the_exact_result_beyond_the_maximum_at_every_di
 def executor(tmp_path_factory):
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
-    from audee.execute import Executor
+    from audee.engine.execute import Executor
 
     with Pool(parse_backends("tensorflow,torch,jax"), tmp_path_factory.mktemp("logs"), timeout=300) as p:
         assert p.start() == {}
@@ -100,7 +100,7 @@ def _failures_that_are_bugs(result) -> list:
 
 
 def test_a_mixed_float16_model_overflowing_on_every_backend_is_no_bug(executor):
-    from audee.case import TestCase
+    from audee.cases.case import TestCase
 
     x = np.array([[1000.0, 1000.0, 1000.0], [1.0, 1.0, 1.0]], np.float32)  # ordinary for float32, not float16
     weights = {"d": [np.full((3, 2), 100.0, np.float32), np.zeros(2, np.float32)]}
@@ -115,7 +115,7 @@ def test_a_mixed_float16_model_overflowing_on_every_backend_is_no_bug(executor):
 
 @pytest.mark.parametrize("api", ["SimpleRNN", "GRU"])
 def test_a_recurrence_overflowing_on_every_backend_is_no_bug(executor, api):
-    from audee.case import TestCase
+    from audee.cases.case import TestCase
 
     spec = ModelSpec.from_json({"name": "rnn", "inputs": [{"name": "x", "shape": [6, 2]}],
                                 "layers": [{"name": "r", "api": api, "params": {"units": 4, "activation": "exponential"},
@@ -142,8 +142,8 @@ def test_a_difference_at_the_overflow_boundary_is_told_from_one_below_it(tmp_pat
     overflow, and that difference stands."""
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
-    from audee.case import TestCase
-    from audee.execute import Executor
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
 
     spec = ModelSpec.from_json({"name": "ov", "inputs": [{"name": "x", "shape": [3]}],
                                 "layers": [{"name": "d", "api": "Dense", "params": {"units": 1, "use_bias": False},

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audee.case import Finding, Kind, Outcome
+from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.nan import nan_findings
 from audee.oracle.odd import mark_odd, minority, odd_of_pairs
 
@@ -115,8 +115,8 @@ def test_nan_findings_name_the_backend_whose_pattern_is_in_the_minority():
 def test_tensorflow_dropping_a_nan_in_max_pooling_is_the_odd_one(tmp_path):
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
-    from audee.case import TestCase
-    from audee.execute import Executor
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
     from audee.fuzz import result_row
     from tests.helpers import tiny_cnn, tiny_inputs
 

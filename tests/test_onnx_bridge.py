@@ -12,9 +12,9 @@ import pytest
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import TestCase
-from audee.execute import Executor
-from audee.spec import ModelSpec
+from audee.cases.case import TestCase
+from audee.engine.execute import Executor
+from audee.cases.spec import ModelSpec
 
 
 @pytest.fixture(scope="module")

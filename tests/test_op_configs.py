@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from audee.apis import load_api_config, load_api_configs, load_op_configs
-from audee.errors import ConfigError
+from audee.core.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "KERAS_BACKEND": "jax"}

@@ -15,9 +15,9 @@ import pytest
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Kind
-from audee.opcase import OpCase, cotangent
-from audee.opgrad import GRADIENT, OpGradExecutor
+from audee.cases.case import Kind
+from audee.cases.opcase import OpCase, cotangent
+from audee.engine.opgrad import GRADIENT, OpGradExecutor
 from audee.oracle.opgrad import kinks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ def test_a_gradient_nan_where_the_others_are_finite_is_the_broken_backends(jax_p
 def test_an_op_gradient_run_writes_judged_rows_and_a_case_file_that_reproduces(jax_pool, tmp_path):
     from audee.fuzz import FuzzConfig, fuzz_ops
     from audee.levels import level_of
-    from audee.reproduce import reproduce
+    from audee.repro.rerun import reproduce
     from audee.store import CaseRecord, RunStore
 
     cfg = FuzzConfig([w.ref for w in jax_pool.workers.values()], tmp_path, variants=2, rng=3, phase="train")
@@ -176,7 +176,7 @@ def test_a_tie_between_two_arguments_is_undefined_for_maximum(pool):
 def test_a_wrong_gradient_is_another_bug_than_a_wrong_value():
     """A gradient finding's signature says phase ``gradient``: the same op deviating in its
     value and in its gradient are two bugs (two signatures, two root causes)."""
-    from audee.signature import signatures_of
+    from audee.triage.signature import signatures_of
 
     def finding(tensor):
         return {"kind": Kind.DEVIATION, "backends": ["tensorflow", "torch"],

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audee.case import Kind, Outcome
-from audee.errors import ConfigError
+from audee.cases.case import Kind, Outcome
+from audee.core.errors import ConfigError
 from audee.oracle.ops import op_findings
 
 B = ("tensorflow", "torch", "jax")
@@ -50,9 +50,9 @@ def test_undefined_parts_are_not_compared_and_say_why():
 
 
 def test_an_integer_division_by_zero_is_undefined_values_and_failures():
-    from audee.case import ZERO_DIVISOR, Finding
-    from audee.rootcause import classify
-    from audee.signature import signatures_of
+    from audee.cases.case import ZERO_DIVISOR, Finding
+    from audee.triage.rootcause import classify
+    from audee.triage.signature import signatures_of
 
     x1, zero = np.array([6, -8], np.int32), np.array([2, 0], np.int32)
     a, b = np.array([0, 0], np.int32), np.array([0, -1], np.int32)
@@ -67,10 +67,10 @@ def test_an_integer_division_by_zero_is_undefined_values_and_failures():
 
 
 def test_a_reduction_without_identity_over_an_empty_axis_is_undefined_values_and_failures():
-    from audee.case import EMPTY_REDUCTION, Finding
+    from audee.cases.case import EMPTY_REDUCTION, Finding
     from audee.oracle.ops import op_findings
-    from audee.rootcause import classify
-    from audee.signature import signatures_of
+    from audee.triage.rootcause import classify
+    from audee.triage.signature import signatures_of
 
     x = np.zeros((3, 0), np.float32)
     ok = [Outcome("tensorflow"), Outcome("jax")]

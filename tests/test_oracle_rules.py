@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audee.case import Kind, Outcome
+from audee.cases.case import Kind, Outcome
 from audee.fitness import inconsistency_fitness, relative_inconsistency_fitness
 from audee.oracle.distance import SCALE_FLOOR, layer_distance, per_input_distance, relative_distance
 from audee.oracle.inconsistency import inconsistency_findings

@@ -11,9 +11,9 @@ import re
 import numpy as np
 import pytest
 
-from audee.case import Kind, TestCase
-from audee.pack import members_named, pack, pack_specs
-from audee.spec import ModelSpec
+from audee.cases.case import Kind, TestCase
+from audee.cases.pack import members_named, pack, pack_specs
+from audee.cases.spec import ModelSpec
 
 BOOM = "tests.pack_plugins:AbortOnBoom"
 
@@ -123,7 +123,7 @@ def test_packed_and_unpacked_api_runs_write_the_same_rows_and_case_files(pool, t
     for k in (1, 4):
         cfg = FuzzConfig(refs, tmp_path / f"k{k}", variants=6, batch=4, invalid_prob=0.2, pack=k,
                          dtypes="float32:0.8,bfloat16:0.2")    # bfloat16: onnxruntime refuses it whole
-        with caplog.at_level(logging.INFO, logger="audee.packed"):
+        with caplog.at_level(logging.INFO, logger="audee.engine.packed"):
             stats = fuzz_apis(["Dense", "Conv2D", "Add"], cfg, pool=pool)
         assert stats.run == 18
         runs[k] = _rows(tmp_path / f"k{k}")
@@ -140,8 +140,8 @@ def test_packed_and_unpacked_api_runs_write_the_same_rows_and_case_files(pool, t
 
 
 def test_a_crash_and_a_converter_rejection_are_pinned_on_their_own_cases(pool):
-    from audee.execute import Executor
-    from audee.packed import PackRunner
+    from audee.engine.execute import Executor
+    from audee.engine.packed import PackRunner
 
     specs = [_dense("c0", 3), _dense("c1", 2, layer="boom"), _dense("c2", 4, dtype="bfloat16"),
              _softmaxed("c3"), _dense("c4", 6)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audee.case import Kind
+from audee.cases.case import Kind
 
 MODE = "tests.plugins:NanZeroTfMode"
 CONVERTER = "tests.plugins:NanFiniteTfConverter"
@@ -43,7 +43,7 @@ def test_each_mode_and_converter_names_its_reference_on_its_placement():
 
 
 def test_a_pair_root_of_a_backend_and_its_reference_folds_into_the_judged_side():
-    from audee.rootcause import _pair_target
+    from audee.triage.rootcause import _pair_target
     from audee.triage import NumericRoot
 
     pair = NumericRoot("nan", (), "Dense", ("litert", "tensorflow"), "from NaN/Inf input")
@@ -67,11 +67,11 @@ def pool(tmp_path_factory):
 def _judged(pool, other: str):
     """The one-Dense model on 3 rows, a NaN in row 0, on ``tensorflow`` and ``other``: its NaN
     finding, its signatures and their classes."""
-    from audee.case import TestCase
-    from audee.execute import Executor
-    from audee.rootcause import classify, root_key
-    from audee.signature import case_signatures
-    from audee.spec import ModelSpec
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
+    from audee.triage.rootcause import classify, root_key
+    from audee.triage.signature import case_signatures
+    from audee.cases.spec import ModelSpec
 
     spec = ModelSpec.from_json({
         "name": "one-dense", "inputs": [{"name": "x", "shape": [4], "range": [0, 1]}],

@@ -11,10 +11,10 @@ import pytest
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import TestCase
-from audee.execute import Executor
+from audee.cases.case import TestCase
+from audee.engine.execute import Executor
 from audee.fuzz import FuzzConfig, fuzz_apis, summarize
-from audee.spec import ModelSpec
+from audee.cases.spec import ModelSpec
 from audee.report import load_campaign_dir
 from audee.report.write import phase_table
 from audee.store import ResultsTable

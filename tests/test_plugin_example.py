@@ -8,8 +8,8 @@ from pathlib import Path
 from audee.backends import examples
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Kind, TestCase
-from audee.execute import Executor
+from audee.cases.case import Kind, TestCase
+from audee.engine.execute import Executor
 from tests.helpers import tiny_cnn, tiny_inputs
 
 PLUGIN = "audee.backends.examples:DenseWithoutBiasTF"

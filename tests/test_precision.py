@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from audee.backends.registry import parse_backends, parse_placement
-from audee.case import Finding, Kind, Outcome, Verdict
-from audee.errors import AudeeError, CaseFileError
-from audee.execute import fold_reduced_precision_flips
+from audee.cases.case import Finding, Kind, Outcome, Verdict
+from audee.core.errors import AudeeError, CaseFileError
+from audee.engine.execute import fold_reduced_precision_flips
 from audee.oracle.deviation import Tolerances, compare, deviation_findings, pair_compute
 from audee.oracle.inconsistency import inconsistency_findings
 from audee.oracle.labels import label_flips

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from audee.case import Finding, Kind, Verdict
-from audee.kinds import DETAIL_TYPES, parse_detail
+from audee.cases.case import Finding, Kind, Verdict
+from audee.cases.kinds import DETAIL_TYPES, parse_detail
 from audee.records.findings import (BackendError, ConsistentRejectionDetail, Detail, DeviationDetail,
                                     DivergentAcceptanceDetail, HardCrashDetail, InconsistencyDetail, NanDetail,
                                     NanExample, NanPattern, OwnScore)
@@ -223,7 +223,7 @@ def test_a_stage_file_keeps_its_keys_and_reads_back():
 
 
 def test_a_case_file_with_a_wrongly_typed_detail_is_one_line_naming_the_field():
-    from audee.errors import CaseFileError
+    from audee.core.errors import CaseFileError
     from audee.store.caserecord import CaseRecord
     from tests.test_case_security import _record
 

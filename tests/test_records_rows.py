@@ -92,7 +92,7 @@ def test_search_run_and_trace_keep_their_bytes(tmp_path):
 def run(tmp_path_factory):
     from audee.backends.registry import parse_backends
     from audee.fuzz import FuzzConfig, fuzz
-    from audee.seeds import load_seed
+    from audee.mutation.seeds import load_seed
 
     out = tmp_path_factory.mktemp("records") / "run"
     seed = load_seed("lenet5")

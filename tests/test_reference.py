@@ -9,9 +9,9 @@ import pytest
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Finding, Kind, TestCase
+from audee.cases.case import Finding, Kind, TestCase
 from audee.equivalence.rules import rules_named, widened
-from audee.execute import Executor
+from audee.engine.execute import Executor
 from audee.oracle.precision import culprit, mark_culprits, precision_findings
 from audee.reference.run import Reference, candidates, reduced, reference_refs
 from audee.settings import PRECISION_FACTOR, FuzzSettings
@@ -107,7 +107,7 @@ def test_a_bfloat16_matmul_is_a_precision_finding_its_culprit_and_its_layer(roun
     assert d.odd == [ROUNDED] and ref.layers[ROUNDED]["d2"] > 1
     devs = [f for f in result.verdict.findings if f.kind == Kind.DEVIATION]
     assert devs and all(f.detail.culprit == [ROUNDED] for f in devs)  # the reference names the wrong one
-    from audee.signature import case_signatures
+    from audee.triage.signature import case_signatures
 
     sigs = case_signatures(result.verdict, result.case.spec)
     assert {s.odd for s in sigs} == {(ROUNDED,)}
@@ -120,7 +120,7 @@ def test_a_bfloat16_matmul_is_a_precision_finding_its_culprit_and_its_layer(roun
 def test_the_case_file_reruns_and_localizes_it(pool, rounded_case, tmp_path):
     from audee.fuzz import case_record
     from audee.localize.run import localize_case, render
-    from audee.reproduce import Reproduction
+    from audee.repro.rerun import Reproduction
     from audee.store.caserecord import CaseRecord
 
     path = case_record(rounded_case, pool, {"seed": "mlp"}).to_file(tmp_path / "c.pkl")
@@ -143,7 +143,7 @@ def test_the_seven_seeds_on_the_four_backends_give_no_precision_finding():
     import tempfile
     from pathlib import Path
 
-    from audee.seeds import list_seeds, load_seed, with_inputs
+    from audee.mutation.seeds import list_seeds, load_seed, with_inputs
 
     with tempfile.TemporaryDirectory() as tmp, Pool(parse_backends("tensorflow,torch,jax,onnxruntime"),
                                                     Path(tmp)) as pool:

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from audee.backends.registry import BackendRef, parse_backends
-from audee.errors import AudeeError
+from audee.core.errors import AudeeError
 from audee.repro import write_repro
-from audee.spec import ModelSpec
+from audee.cases.spec import ModelSpec
 from audee.store.caserecord import CaseRecord
 
 ERFC = "[ONNXRuntimeError] : 10 : INVALID_GRAPH : ... No Op registered for Erfc with domain_version of 15"

@@ -1,4 +1,4 @@
-"""Root causes and classes (audee.rootcause), and known-issue matching as a maintainer
+"""Root causes and classes (audee.triage.rootcause), and known-issue matching as a maintainer
 counts: rules without a framework first, then real TensorFlow + onnxruntime runs where
 riders and the carrying layer must not split one converter failure."""
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audee.case import Finding, Kind
-from audee.known import KnownIssue, load_known_issues, match_known, unique_bugs
+from audee.cases.case import Finding, Kind
+from audee.triage.known import KnownIssue, load_known_issues, match_known, unique_bugs
 from audee.records import ResultRow
-from audee.rootcause import class_counts, classify, root_causes, root_key, template
-from audee.signature import Signature, op_of, signatures_of
+from audee.triage.rootcause import class_counts, classify, root_causes, root_key, template
+from audee.triage.signature import Signature, op_of, signatures_of
 
 SPEC = {"layers": [{"name": "deconv", "api": "Conv3DTranspose", "params": {"activation": "relu"}},
                    {"name": "dense", "api": "Dense", "params": {"units": 4}}]}
@@ -100,7 +100,7 @@ def test_an_inconsistency_joins_its_pairs_deviation():
         {"kind": Kind.DEVIATION, "backends": ["jax", "torch"],
          "detail": {"pair": "jax|torch", "own_layers": ["dense"], "odd": ["jax"]}},
         {"kind": Kind.INCONSISTENCY, "backends": ["jax", "torch"], "detail": {"pair": "jax|torch", "odd": ["jax"]}}]}
-    from audee.signature import case_signatures
+    from audee.triage.signature import case_signatures
 
     sigs = case_signatures(verdict, SPEC, {"mutations": [{"layer": "deconv", "param": "activation", "new": "selu"}]})
     assert len(sigs) == 2 and len({root_key(s) for s in sigs}) == 1
@@ -194,10 +194,10 @@ def pool(tmp_path_factory):
 
 def _one_layer(pool, api: str, params: dict, shape: list[int], meta: dict) -> ResultRow:
     """A one-layer model of ``api`` run on the pool; its results row (signatures included)."""
-    from audee.case import TestCase
-    from audee.execute import Executor
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
     from audee.fuzz import result_row
-    from audee.spec import ModelSpec
+    from audee.cases.spec import ModelSpec
 
     spec = ModelSpec.from_json({"name": "one", "inputs": [{"name": "x", "shape": shape}],
                                 "layers": [{"name": "layer", "api": api, "params": params, "inputs": ["x"]},
@@ -292,7 +292,7 @@ def test_input_facts_are_read_on_the_rows_a_finding_names():
 
 
 def test_a_label_flip_within_tolerance_is_the_harness():
-    from audee.signature import case_signatures
+    from audee.triage.signature import case_signatures
 
     flip = {"kind": Kind.INCONSISTENCY, "backends": ["jax", "torch"], "detail": {"pair": "jax|torch", "odd": []}}
     (alone,) = case_signatures({"findings": [flip]}, SPEC, {})
@@ -314,7 +314,7 @@ def test_only_the_kind_of_nonfinite_value_differing_is_the_overflow_boundary():
 
 
 def test_a_label_flip_between_outputs_of_different_shapes_is_no_near_tie():
-    from audee.signature import case_signatures
+    from audee.triage.signature import case_signatures
 
     flip = {"kind": Kind.INCONSISTENCY, "backends": ["onnxruntime", "torch"],
             "detail": {"pair": "torch|onnxruntime", "distance": float("inf"), "odd": ["onnxruntime"],

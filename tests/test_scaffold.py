@@ -11,7 +11,7 @@ from audee.repro.opgrad import GRAD_SCRIPT
 from audee.repro.ops import OP_SCRIPT
 from audee.repro.scaffold import _DATA_SECTION, _SCAFFOLD, backend_code
 from audee.repro.template import SCRIPT
-from audee.train.repro import TEMPLATE
+from audee.repro.train import TEMPLATE
 
 
 def _functions(text: str) -> dict[str, str]:

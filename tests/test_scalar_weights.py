@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from audee.spec import ModelSpec, contiguous
+from audee.cases.spec import ModelSpec, contiguous
 
 
 def test_contiguous_keeps_the_shape_of_a_scalar():
@@ -19,8 +19,8 @@ def test_contiguous_keeps_the_shape_of_a_scalar():
 def test_a_scalar_weight_runs_on_the_backends_that_copy_weights_directly(tmp_path):
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
-    from audee.case import TestCase
-    from audee.execute import Executor
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
 
     spec = ModelSpec.from_json({
         "name": "att", "inputs": [{"name": "q", "shape": [4, 6]}, {"name": "v", "shape": [4, 6]}],

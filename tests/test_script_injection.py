@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from audee.backends.registry import parse_backends
-from audee.errors import CaseFileError
+from audee.core.errors import CaseFileError
 from audee.store import CaseRecord
 from tests.test_repro import gelu_record
 
@@ -100,7 +100,7 @@ def test_every_template_takes_text_as_comments_and_data_only(tmp_path):
     from audee.repro.ops import OP_SCRIPT
     from audee.repro.source import Code, Comment, Data, comment_safe, fill
     from audee.repro.template import SCRIPT
-    from audee.train.repro import TEMPLATE
+    from audee.repro.train import TEMPLATE
 
     mark = tmp_path / "MARKER"
     texts = hostile(mark)
@@ -185,8 +185,8 @@ def test_every_id_audee_writes_is_a_case_id():
 
 
 def test_a_seed_whose_name_cannot_start_case_ids_is_refused(tmp_path):
-    from audee.errors import AudeeError
-    from audee.seeds import load_seed
+    from audee.core.errors import AudeeError
+    from audee.mutation.seeds import load_seed
     from tests.helpers import tiny_cnn
 
     spec = tiny_cnn().to_json() | {"name": "my model\n#"}

@@ -6,13 +6,13 @@ import pytest
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import TestCase
-from audee.errors import ConfigError
-from audee.execute import Executor
+from audee.cases.case import TestCase
+from audee.core.errors import ConfigError
+from audee.engine.execute import Executor
 from audee.search.config import load_search_config, make_config, parse_duration
 from audee.search.encoding import Encoding, cauchy_noise
 from audee.search.engine import Search, SearchConfig
-from audee.spec import InputSpec
+from audee.cases.spec import InputSpec
 from tests.helpers import tiny_cnn, tiny_inputs
 
 TOKENS = InputSpec("tokens", (6,), "int32", (0, 20))

@@ -9,11 +9,11 @@ import pytest
 
 from audee.backends.pool import Pool, WorkerFailure
 from audee.backends.registry import DEFAULT_BACKENDS, parse_backends
-from audee.case import Outcome
-from audee.errors import AudeeError
+from audee.cases.case import Outcome
+from audee.core.errors import AudeeError
 from audee.oracle.deviation import deviation_pairs
-from audee.seeds import check_inputs, list_seeds, load_seed
-from audee.weights import adapt_weights
+from audee.mutation.seeds import check_inputs, list_seeds, load_seed
+from audee.cases.weights import adapt_weights
 
 # measured by seeds/make_seeds.py --train (seeds/README.md); chance is 0.1 (10 classes) or 0.5
 MIN_ACCURACY = {"lenet5": 0.95, "simplernn": 0.7, "lstm": 0.8, "gru": 0.8,
@@ -98,7 +98,7 @@ def test_make_seeds_regenerates_the_shipped_files(tmp_path):
     import subprocess
     import sys
 
-    from audee.paths import seeds_dir
+    from audee.core.paths import seeds_dir
 
     script = ROOT / "seeds" / "make_seeds.py"  # a tool of the repository, not shipped in the wheel
     proc = subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], capture_output=True, text=True,
@@ -114,7 +114,7 @@ def test_make_seeds_regenerates_the_shipped_files(tmp_path):
 def test_the_package_reads_the_top_level_seeds_folder():
     """seeds/ at the top of the repository is the source of truth: the package's
     audee/data/seeds is a link to it (a wheel carries copies: tests/test_wheel.py)."""
-    from audee.paths import seeds_dir
+    from audee.core.paths import seeds_dir
 
     assert (ROOT / "audee" / "data" / "seeds").is_symlink()
     assert seeds_dir().resolve() == (ROOT / "seeds").resolve()

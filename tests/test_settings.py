@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from audee.campaign import load_campaign
-from audee.errors import AudeeError, ConfigError
+from audee.core.errors import AudeeError, ConfigError
 from audee.settings import (TIE_MARGIN, TIMEOUT_S, FuzzSettings, LocalizeSettings, SearchSettings,
                             validate_settings)
 from audee.store import ResultsTable

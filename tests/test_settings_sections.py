@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from audee.campaign import load_campaign
-from audee.errors import ConfigError
+from audee.core.errors import ConfigError
 from audee.settings import (FLAG_ORDER, FLAT_PATHS, PROFILES, FuzzSettings, JudgingSettings, ToleranceSettings,
                             validate_settings)
 

@@ -1,10 +1,10 @@
-"""Bug signatures (audee.signature): error normalization, where the blame comes from, and
+"""Bug signatures (audee.triage.signature): error normalization, where the blame comes from, and
 one root cause in many variants collapsing into one signature.  No frameworks needed."""
 from __future__ import annotations
 
-from audee.case import Finding, Kind
+from audee.cases.case import Finding, Kind
 from audee.localize.localizer import Report, Source
-from audee.signature import Signature, normalize_error, signatures_of
+from audee.triage.signature import Signature, normalize_error, signatures_of
 
 ERFC = ('InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. In Node, '
         '("{layer}/Gelu/Erfc", Erfc, "", -1) : ("{layer}/Gelu/mul_1:0": tensor(float),) -> '
@@ -114,7 +114,7 @@ def test_signature_from_deviation_and_nan_detail():
 
 
 def test_a_training_nan_from_a_nonfinite_input_is_undefined_and_one_from_finite_input_a_bug():
-    from audee.rootcause import classify
+    from audee.triage.rootcause import classify
 
     meta = {"mutations": [_mut("fc1", "units", 50, 120)]}
     detail = {"nonfinite": {"torch": ["grad:fc1/0"]}, "first": {"torch": "grad:fc1/0"}, "differ": ["grad:fc1/0"],
@@ -134,8 +134,8 @@ def test_non_failures_have_no_signature():
 
 
 def test_root_causes_join_parameter_classes_and_name_the_odd_backend_out():
-    from audee.known import unique_bugs
-    from audee.rootcause import root_causes
+    from audee.triage.known import unique_bugs
+    from audee.triage.rootcause import root_causes
 
     from audee.records import ResultRow
 

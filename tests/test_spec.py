@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from audee.errors import SpecError
-from audee.spec import ModelSpec, load_weights, save_weights, weights_key
+from audee.core.errors import SpecError
+from audee.cases.spec import ModelSpec, load_weights, save_weights, weights_key
 from tests.helpers import tiny_cnn
 
 RESNET_LIKE = {
@@ -56,7 +56,7 @@ def test_unknown_api_and_wrong_type_with_api_configs():
     from audee.apis import load_api_configs
 
     apis = load_api_configs()
-    from audee.spec import validate
+    from audee.cases.spec import validate
 
     spec = ModelSpec.from_json(RESNET_LIKE)
     spec.layers[0].api = "Conv9D"
@@ -83,7 +83,7 @@ def test_weights_npz_round_trip(tmp_path):
 
 
 def test_adapt_weights_keeps_what_still_fits_and_never_shifts_roles():
-    from audee.weights import adapt_weights
+    from audee.cases.weights import adapt_weights
 
     gamma, beta = np.full(4, 2.0, np.float32), np.full(4, 0.5, np.float32)
     mean, var = np.full(4, -1.0, np.float32), np.full(4, 3.0, np.float32)

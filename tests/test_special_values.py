@@ -9,8 +9,8 @@ from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.mutation import special
 from audee.search.encoding import Encoding
-from audee.spec import InputSpec, ModelSpec
-from audee.weights import adapt_weights
+from audee.cases.spec import InputSpec, ModelSpec
+from audee.cases.weights import adapt_weights
 
 FLOAT = InputSpec("x", (6,), "float32", (0.0, 1.0))
 IDS = InputSpec("ids", (5,), "int32", (0, 20))
@@ -37,6 +37,8 @@ def test_every_float_kind_is_made_and_recognised(kind):
         assert got.min() > 100 and (got.max() - got.min()) / got.mean() < 1e-3
     elif kind == "tiny":
         assert 0 < np.abs(got).max() < 1e-34
+    elif kind == "zero_row":
+        assert not got.any() and not np.signbit(got).any()
     np.testing.assert_array_equal(special.special_row(row, kind, np.random.default_rng(2)), got)  # deterministic
 
 
@@ -106,8 +108,8 @@ def test_special_values_reach_the_backends_bit_for_bit(pool):
 
 
 def test_ga_children_carry_special_values_and_the_nan_fitness_gets_no_nan(pool):
-    from audee.case import TestCase
-    from audee.execute import Executor
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
     from audee.search.encoding import cauchy_draw
     from audee.search.engine import Search
     from audee.settings import SearchSettings

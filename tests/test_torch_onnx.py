@@ -17,9 +17,9 @@ import pytest
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.backends.torch_onnx_backend import TorchOnnxBackend
-from audee.case import TestCase
-from audee.execute import Executor
-from audee.spec import ModelSpec
+from audee.cases.case import TestCase
+from audee.engine.execute import Executor
+from audee.cases.spec import ModelSpec
 
 REFUSING = "tests.test_torch_onnx:RefusingExport"
 

@@ -8,10 +8,10 @@ import pytest
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Kind, TestCase
-from audee.execute import Executor
-from audee.spec import ModelSpec
-from audee.train.run import TrainExecutor
+from audee.cases.case import Kind, TestCase
+from audee.engine.execute import Executor
+from audee.cases.spec import ModelSpec
+from audee.engine.train import TrainExecutor
 
 PLUGIN = "tests.plugins:GradScaledJax"
 FAR = "tests.plugins:GradScaledFarJax"
@@ -86,7 +86,7 @@ def test_the_training_search_drives_the_inputs_to_a_gradient_bug_the_seed_input_
     input level, from a seed input on which the plugin's layer is right: the search pushes
     an input beyond the plugin's threshold, and the suspect it confirms names the layer."""
     from audee.settings import SearchSettings
-    from audee.train.search import train_search
+    from audee.search.train import train_search
 
     labels = ["jax", FAR]
     ex = _trainer(pool, labels, losses={"mean_squared_error": 1}, optimizers={"sgd": 1})
@@ -132,7 +132,7 @@ def test_a_cross_entropy_on_saturated_probabilities_is_left_out_and_an_unsaturat
     (from the attached logits) and PyTorch's and JAX's (from clipped probabilities) are
     different rules, both intended: the loss and gradients are not compared there, and
     the record says why; the same model unsaturated is judged as usual."""
-    from audee.train.oracle import pair_scores
+    from audee.oracle.train import pair_scores
     from audee.train.setup import TrainSetup
 
     ex = _trainer(pool, KERAS)
@@ -157,7 +157,7 @@ def test_a_plugin_finding_is_localized_to_its_layer_and_no_parameter_removes_it(
     from audee.apis import load_api_configs
     from audee.backends.registry import parse_backends
     from audee.store.caserecord import CaseRecord
-    from audee.train.localize import localize_train
+    from audee.localize.train import localize_train
 
     labels = ["jax", PLUGIN]
     ex = _trainer(pool, labels, losses={"mean_squared_error": 1}, optimizers={"sgd": 1})
@@ -199,7 +199,7 @@ def test_a_train_nan_finding_gets_a_standalone_script(pool, tmp_path):
     import sys
 
     from audee.store.caserecord import CaseRecord
-    from audee.train.repro import write_train_repro
+    from audee.repro.train import write_train_repro
 
     spec = {"name": "pool", "inputs": [{"name": "x", "shape": [4, 2]}],
             "layers": [{"name": "pool", "api": "MaxPooling1D", "params": {"pool_size": 2}, "inputs": ["x"]}],

@@ -13,9 +13,9 @@ import pytest
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Kind, TestCase
-from audee.seeds import list_seeds, load_seed
-from audee.train.run import TrainExecutor
+from audee.cases.case import Kind, TestCase
+from audee.mutation.seeds import list_seeds, load_seed
+from audee.engine.train import TrainExecutor
 from audee.train.setup import TrainSetup
 
 pytestmark = pytest.mark.slow

@@ -17,14 +17,14 @@ from audee.apis.call_args import TRAINING_LAYERS, random_in_training
 from audee.backends.base import Backend
 from audee.backends.pool import WorkerFailure
 from audee.backends.worker import WorkerState
-from audee.case import Finding, Kind
-from audee.errors import ConfigError, SpecError
+from audee.cases.case import Finding, Kind
+from audee.core.errors import ConfigError, SpecError
 from audee.oracle.deviation import as_tolerances
-from audee.pack import pack_specs
+from audee.cases.pack import pack_specs
 from audee.settings import FuzzSettings, validate_settings
-from audee.spec import ModelSpec, one_layer_spec
+from audee.cases.spec import ModelSpec, one_layer_spec
 from audee.store.caserecord import FINDING_KINDS
-from audee.train.oracle import train_findings
+from audee.oracle.train import train_findings
 from audee.train.setup import CLASS_LOSSES, LOSSES, TrainOutcome, TrainSetup, draw_setup, make_targets, train_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -291,7 +291,7 @@ def test_the_gradient_fitness_is_the_largest_pairs_normalized_distance():
 
 
 def test_an_update_is_judged_at_its_own_scale_not_the_weights():
-    from audee.train.oracle import update_score
+    from audee.oracle.train import update_score
     from audee.train.setup import reference_update
 
     setup = TrainSetup("huber", "sgd", learning_rate=1e-4)
@@ -305,7 +305,7 @@ def test_an_update_is_judged_at_its_own_scale_not_the_weights():
 def test_a_bf16_update_is_judged_without_numpy_knowing_the_dtype():
     import ml_dtypes
 
-    from audee.train.oracle import update_score
+    from audee.oracle.train import update_score
 
     w0 = np.ones(3, ml_dtypes.bfloat16)
     assert update_score(w0, w0, w0, as_tolerances(None))["score"] == 0.0

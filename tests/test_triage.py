@@ -1,5 +1,5 @@
 """The triage records (audee.triage): a bug and a root cause are declared types made once
-(audee.known.unique_bugs, audee.rootcause.root_causes), written to a summary as the JSON it
+(audee.triage.known.unique_bugs, audee.triage.rootcause.root_causes), written to a summary as the JSON it
 has always held, read back equal, and read as made by the report and the printed summary."""
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from audee.case import Kind
-from audee.known import KnownIssue, unique_bugs
+from audee.cases.case import Kind
+from audee.triage.known import KnownIssue, unique_bugs
 from audee.records import ResultRow
-from audee.rootcause import root_causes, root_of
-from audee.signature import Signature
+from audee.triage.rootcause import root_causes, root_of
+from audee.triage.signature import Signature
 from audee.triage import Bug, CrashRoot, KnownRoot, NumericRoot, RootCause, parse_root
 
 S = Signature

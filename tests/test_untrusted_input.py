@@ -1,4 +1,4 @@
-"""What audee takes from outside is data, bounded (audee.bounded): a backend's message that is
+"""What audee takes from outside is data, bounded (audee.core.bounded): a backend's message that is
 no valid UTF-8 or 10 MB long, and files that are named pipes or devices.
 
 A real plugin backend (``tests.plugins.GarblingBackend``, JAX underneath) raises such a
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from audee.bounded import MESSAGE_LIMIT, clean_text, read_bytes, utf8
-from audee.errors import AudeeError
+from audee.core.bounded import MESSAGE_LIMIT, clean_text, read_bytes, utf8
+from audee.core.errors import AudeeError
 
 ROOT = Path(__file__).resolve().parents[1]
 GARBLING = "tests.plugins:GarblingBackend"
@@ -61,8 +61,8 @@ def test_clean_text_replaces_surrogates_and_bad_bytes_and_bounds_length():
 # ---- consumers are safe for any str (rows written before the fix, plugins) --------------------------
 def test_signature_and_known_match_of_a_message_with_surrogates():
     """Before: ``short_hash`` raised UnicodeEncodeError on a lone surrogate."""
-    from audee.known import KnownIssue, match_known
-    from audee.signature import Signature, normalize_error
+    from audee.triage.known import KnownIssue, match_known
+    from audee.triage.signature import Signature, normalize_error
 
     d = {"kind": "divergent_acceptance", "backends": ["jax", "torch"], "phase": "run",
          "error": "OSError: cannot open /data/caf\udce9.bin", "error_full": "OSError: cannot open caf\udce9 " * 3}
@@ -81,7 +81,7 @@ def garbled_run(tmp_path_factory):
     died in ``signature.short_hash`` at its first case (and so did every resume)."""
     from audee.backends.registry import parse_backends
     from audee.fuzz import FuzzConfig, fuzz
-    from audee.seeds import load_seed
+    from audee.mutation.seeds import load_seed
 
     out = tmp_path_factory.mktemp("garbled") / "run"
     seed = load_seed("lenet5")
@@ -94,7 +94,7 @@ def garbled_run(tmp_path_factory):
 
 
 def test_rows_and_case_files_hold_bounded_valid_text(garbled_run):
-    from audee.case import Verdict
+    from audee.cases.case import Verdict
     from audee.store import RunStore
 
     store = RunStore(garbled_run)
@@ -115,7 +115,7 @@ def test_rows_and_case_files_hold_bounded_valid_text(garbled_run):
 
 def test_summary_known_issue_and_repro_scripts_of_the_garbled_run(garbled_run, tmp_path):
     from audee.fuzz import summarize
-    from audee.known import load_known_file, unique_bugs
+    from audee.triage.known import load_known_file, unique_bugs
     from audee.store import RunStore
 
     known = tmp_path / "known.yaml"

@@ -20,10 +20,10 @@ import pytest
 from audee.apis import load_api_configs
 from audee.apis.coverage import unconfigured
 from audee.apis.keras_layers import known_layers
-from audee.errors import AudeeError, SpecError
+from audee.core.errors import AudeeError, SpecError
 from audee.mutation.network import mutate_spec
-from audee.seeds import GENERATED_ROWS, generate_inputs, import_keras_seed, load_seed, read_seed, with_inputs
-from audee.spec import ModelSpec, validate
+from audee.mutation.seeds import GENERATED_ROWS, generate_inputs, import_keras_seed, load_seed, read_seed, with_inputs
+from audee.cases.spec import ModelSpec, validate
 from audee.store import ResultsTable
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,10 +6,10 @@ import pytest
 
 from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
-from audee.case import Kind, TestCase
-from audee.execute import Executor
-from audee.spec import ModelSpec, weights_key
-from audee.weights import adapt_weights
+from audee.cases.case import Kind, TestCase
+from audee.engine.execute import Executor
+from audee.cases.spec import ModelSpec, weights_key
+from audee.cases.weights import adapt_weights
 from tests.helpers import tiny_cnn, tiny_inputs
 
 ABORT = "tests.plugins:AbortingBackend"

@@ -20,7 +20,7 @@ os.environ["CUDA_VISIBLE_DEVICES"] = ""
 import numpy as np  # noqa: E402
 
 from audee.backends.onnx_backend import OnnxRuntimeBackend, convert_function  # noqa: E402
-from audee.spec import ModelSpec  # noqa: E402
+from audee.cases.spec import ModelSpec  # noqa: E402
 from tests.helpers import tiny_cnn  # noqa: E402
 
 

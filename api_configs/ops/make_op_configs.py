@@ -84,6 +84,17 @@ GRADIENT_KINKS: dict[str, list[str]] = {
                                            "segment_max", "segment_min")},
 }
 
+# ---- domains: where an op's tensor is defined (the edges special values reach: docs/mutation.md) ----
+#: per op, the domain of each tensor argument in order (None: all reals, or not said); written
+#: as intervals, ``[`` / ``]`` including a bound; a divisor's domain leaves out 0
+NONZERO = "(-inf, 0) | (0, inf)"
+DOMAINS: dict[str, list[str | None]] = {
+    **{op: ["(0, inf)"] for op in ("log", "log2", "log10", "rsqrt")},
+    "log1p": ["(-1, inf)"], "sqrt": ["[0, inf)"], "arccos": ["[-1, 1]"], "arcsin": ["[-1, 1]"],
+    "arccosh": ["[1, inf)"], "arctanh": ["(-1, 1)"], "erfinv": ["[-1, 1]"], "reciprocal": [NONZERO],
+    **{op: [None, NONZERO] for op in ("divide", "true_divide", "divide_no_nan", "floor_divide", "mod", "fmod")},
+}
+
 #: one op's hand-written config: merged over what its family and signature gave
 HAND: dict[str, dict[str, Any]] = {
     # arguments with a meaning a signature cannot say
@@ -525,6 +536,10 @@ def generate(name: str, f: Any) -> dict[str, Any] | None:
         return None  # a positional argument we cannot draw: the op cannot be called
     cfg: dict[str, Any] = {"api": name, "category": category(f)}
     args = {n: contract(name, cfg["category"], a) for n, a in args.items()}
+    tensors = [n for n, a in args.items() if a.get("type") in ("tensor", "tensors")]
+    for n, dom in zip(tensors, DOMAINS.get(name, [])):
+        if dom:
+            args[n] = {**args[n], "domain": dom}
     ranks = hand.get("ranks", fam.get("ranks", RANKS))
     if ranks and any(a.get("type") in ("tensor", "tensors") for a in args.values()):
         cfg["ranks"] = ranks

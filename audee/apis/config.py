@@ -5,9 +5,10 @@ Each parameter has a type, the valid values or range that network mutation draws
 and crafty invalid values (0 or negative sizes, None for strings, out-of-range rates).
 An op config adds ``args``: the op's positional arguments in order, each a parameter of
 the same schema whose type may also be ``tensor`` (an array with its ``dtypes`` and its
-``shape`` rule relative to the first tensor, :data:`SHAPE_RULES`) or ``tensors`` (a list
-of them); its keyword arguments are ``params`` as for a layer, where ``axis`` is an int
-drawn within the first tensor's rank.  Every file is schema-checked when loaded; a
+``shape`` rule relative to the first tensor, :data:`SHAPE_RULES`, and its mathematical
+``domain``, whose edges special values reach) or ``tensors`` (a list of them); its keyword
+arguments are ``params`` as for a layer, where ``axis`` is an int drawn within the first
+tensor's rank.  Every file is schema-checked when loaded; a
 malformed one is refused with a one-line error naming the file and the field path.
 """
 from __future__ import annotations
@@ -18,9 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from audee.errors import ConfigError, SpecError
-from audee.paths import api_configs_dir
-from audee.yamlio import read_yaml_mapping
+from audee.core.errors import ConfigError, SpecError
+from audee.core.paths import api_configs_dir
+from audee.core.yamlio import read_yaml_mapping
 
 CATEGORIES = ("conv", "pool", "norm", "activation", "reshape", "merge", "recurrent", "core", "embedding",
               "wrapper", "regularization", "attention", "preprocessing")
@@ -31,7 +32,7 @@ TENSOR_TYPES = ("tensor", "tensors")
 TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids",
             "args", "derive", "undefined"}
 PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip",
-              "dtypes", "shape", "count", "spread"}
+              "dtypes", "shape", "count", "spread", "domain"}
 #: the dtypes an op's tensors may be drawn in (Keras names; bfloat16 travels as float32 and is cast in the worker)
 OP_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
 #: how a tensor argument's shape follows the op's first tensor (``free``: its own draw in ``ranks``)
@@ -43,6 +44,38 @@ GRADIENT_UNDEFINED = ("gradient_at_zero", "gradient_at_ties")
 #: why an op's result is intentionally not compared (undefined by the op's contract)
 UNDEFINED = ("tie_indices", "values", "empty_segments", *GRADIENT_UNDEFINED)
 LIST_VALUE_TYPES = ("int", "float")  # draw_value stringifies str values, and a bool is drawn as a coin
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One interval of a domain: ``low``/``high`` (±inf allowed) and whether each is in it."""
+
+    low: float
+    high: float
+    low_closed: bool
+    high_closed: bool
+
+
+def parse_domain(text: Any) -> list[Interval]:
+    """A domain written as intervals joined by ``|``: ``(0, inf)``, ``[-1, 1]``, ``(-inf, 0) |
+    (0, inf)``; ``[``/``]`` include a bound, ``(``/``)`` exclude it.  ValueError says what is wrong."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"expected intervals such as '(0, inf)' or '[-1, 1] | (2, inf)', got {text!r}")
+    out = []
+    for part in text.split("|"):
+        p = part.strip()
+        if len(p) < 5 or p[0] not in "([" or p[-1] not in ")]" or p.count(",") != 1:
+            raise ValueError(f"{p!r} is not an interval such as '(0, inf)' or '[-1, 1]'")
+        try:
+            lo, hi = (float(v.strip()) for v in p[1:-1].split(","))
+        except ValueError:
+            raise ValueError(f"{p!r}: bounds must be numbers or inf") from None
+        if math.isnan(lo) or math.isnan(hi) or not lo < hi:
+            raise ValueError(f"{p!r}: expected low < high")
+        if p[0] == "[" and math.isinf(lo) or p[-1] == "]" and math.isinf(hi):
+            raise ValueError(f"{p!r}: an infinite bound is never in a domain (use '(' or ')')")
+        out.append(Interval(lo, hi, p[0] == "[", p[-1] == "]"))
+    return out
 
 
 @dataclass
@@ -62,6 +95,14 @@ class ParamConfig:
     shape: str = "free"  # a tensor's shape rule (SHAPE_RULES)
     count: list[int] | None = None  # ``tensors``: how many, [low, high]
     spread: bool = False  # ``tensors``: passed as separate positional arguments (the op takes ``*x``)
+    #: a tensor's mathematical domain (``"(0, inf)"``, ``"[-1, 1]"``, ``"(-inf, 0) | (0, inf)"``) as
+    #: :class:`Interval` s: the special kind ``domain_edge`` draws values at its bounds
+    domain: list[Interval] = field(default_factory=list)
+
+    @property
+    def bounds(self) -> list[float]:
+        """The finite bounds of the tensor's domain, sorted, each once."""
+        return sorted({b for i in self.domain for b in (i.low, i.high) if math.isfinite(b)})
 
     def is_invalid_value(self, value: Any) -> bool:
         return any(_same(value, v) for v in self.invalid)
@@ -246,6 +287,13 @@ def _check_param(name: str, raw: Any, source: str, section: str = "params") -> P
         if t != "tensors" or not isinstance(raw["spread"], bool):
             raise _err(source, f"{where}.spread", "a tensor list's spread: true or false (passed as *args)")
         p.spread = raw["spread"]
+    if "domain" in raw:
+        if t not in TENSOR_TYPES:
+            raise _err(source, f"{where}.domain", "only a tensor has a domain")
+        try:
+            p.domain = parse_domain(raw["domain"])
+        except ValueError as e:
+            raise _err(source, f"{where}.domain", str(e)) from None
     if t == "layer":
         apis = raw.get("apis")
         if not isinstance(apis, list) or not apis or not all(isinstance(a, str) for a in apis):

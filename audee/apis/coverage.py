@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from audee.apis.config import ApiConfig
-from audee.paths import api_configs_dir
-from audee.spec import ModelSpec
+from audee.core.paths import api_configs_dir
+from audee.cases.spec import ModelSpec
 
 EXEMPT: dict[str, str] = {
     "name": "a label: no effect on the computation",

@@ -13,8 +13,8 @@ from typing import Any, ClassVar, Iterator
 
 import numpy as np
 
-from audee.bounded import TRACEBACK_LIMIT, clean_text
-from audee.spec import ModelSpec, Weights
+from audee.core.bounded import TRACEBACK_LIMIT, clean_text
+from audee.cases.spec import ModelSpec, Weights
 
 
 class Phase:
@@ -70,7 +70,7 @@ class BackendError(Exception):
     """A clean, Python-level failure of a framework, tagged with the phase it happened in."""
 
     def __init__(self, phase: str, message: str, tb: str = ""):
-        super().__init__(clean_text(message))  # a framework's words: valid, bounded text (audee.bounded)
+        super().__init__(clean_text(message))  # a framework's words: valid, bounded text (audee.core.bounded)
         self.phase = phase
         self.tb = clean_text(tb, TRACEBACK_LIMIT)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from audee.backends.keras_backends import TensorflowBackend
-from audee.spec import LayerSpec
+from audee.cases.spec import LayerSpec
 
 
 class DenseWithoutBiasTF(TensorflowBackend):

@@ -14,7 +14,7 @@ import numpy as np
 
 from audee.backends.base import Backend, BackendError, Phase
 from audee.backends.keras_build import BuiltModel, RoundTripError, default_layer
-from audee.spec import LayerSpec, ModelSpec, Weights, contiguous
+from audee.cases.spec import LayerSpec, ModelSpec, Weights, contiguous
 
 
 def gpu_precision_env(device: str, precision: str) -> dict[str, str | None]:
@@ -146,9 +146,9 @@ class KerasBackend(Backend):
 
     def op_function(self, name: str) -> Any:
         """The function a call names (``add``, ``image.resize``, ``activations.relu``;
-        :func:`audee.opcase.call_function`): the worker has checked it is one a case may
+        :func:`audee.cases.opcase.call_function`): the worker has checked it is one a case may
         name.  Plugins override this to swap one op."""
-        from audee.opcase import call_function
+        from audee.cases.opcase import call_function
 
         return call_function(self.keras, name)
 
@@ -189,7 +189,7 @@ class KerasBackend(Backend):
                 return tuple(items) if all(isinstance(x, (int, float)) for x in items) else items
             return v
 
-        from audee.opcase import call_function
+        from audee.cases.opcase import call_function
 
         fn = call_function(keras, str(call["op"]))
         try:
@@ -206,14 +206,14 @@ class KerasBackend(Backend):
     def run_op_grad(self, call: dict[str, Any], tensors: dict[str, np.ndarray], seed: int
                     ) -> tuple[list[tuple[np.ndarray, str]], list[str], list[tuple[np.ndarray, str]]]:
         """One call and its vector-Jacobian product (the op level's gradient phase,
-        :mod:`audee.opgrad`): the call's outputs, the tensors differentiated (each floating
-        tensor argument, :data:`audee.opcase.GRAD_DTYPES`), and the gradient of each, the
-        cotangent of output ``k`` drawn by :func:`audee.opcase.cotangent` from ``seed`` (an
+        :mod:`audee.engine.opgrad`): the call's outputs, the tensors differentiated (each floating
+        tensor argument, :data:`audee.cases.opcase.GRAD_DTYPES`), and the gradient of each, the
+        cotangent of output ``k`` drawn by :func:`audee.cases.opcase.cotangent` from ``seed`` (an
         integer, boolean or complex output pulls nothing back).  Called through
         :meth:`call_op`, so a compiling mode differentiates its compiled call; the framework's
         own autodiff (:meth:`vjp`).  A failure of the call is phase ``run``, of its
         differentiation phase ``gradient``."""
-        from audee.opcase import GRAD_DTYPES, cotangent, refs
+        from audee.cases.opcase import GRAD_DTYPES, cotangent, refs
 
         keras = self.keras
         ops = keras.ops

@@ -12,7 +12,7 @@ import numpy as np
 
 from audee.apis.keras_layers import runs_code
 from audee.apis.owned_layers import OWNED_LAYERS, owned_layer, round_trip
-from audee.spec import LayerSpec, ModelSpec, Weights
+from audee.cases.spec import LayerSpec, ModelSpec, Weights
 
 MERGE_APIS = frozenset({"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"})
 #: layers whose call takes each input as its own positional argument (query, value), not one list
@@ -95,7 +95,7 @@ class _Placeholder:
         self.native = native
 
     def __call__(self, shape: Any, dtype: Any = None) -> Any:
-        from audee.weights import numpy_dtype
+        from audee.cases.weights import numpy_dtype
 
         zeros = np.zeros(tuple(int(d) for d in shape), numpy_dtype(dtype or "float32"))
         return zeros if self.native is None else self.native(zeros)

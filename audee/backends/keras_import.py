@@ -1,7 +1,7 @@
 """Import a user's ``.keras`` model as a ModelSpec plus its weights.
 
 Runs where Keras is importable: inside a backend worker (``op_import_keras``), never in
-the parent process (``audee.seeds`` must stay framework-free).  The model's functional
+the parent process (``audee.mutation.seeds`` must stay framework-free).  The model's functional
 graph is walked from its output back to its inputs; each layer becomes one LayerSpec
 whose ``params`` are the layer's ``get_config()`` restricted to constructor arguments
 that differ from the constructor's defaults, as plain JSON data.  Dropped on purpose:
@@ -39,9 +39,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from audee.bounded import MAX_DATA_BYTES, check_regular
-from audee.errors import AudeeError
-from audee.spec import DTYPES, InputSpec, LayerSpec, ModelSpec, Weights, validate
+from audee.core.bounded import MAX_DATA_BYTES, check_regular
+from audee.core.errors import AudeeError
+from audee.cases.spec import DTYPES, InputSpec, LayerSpec, ModelSpec, Weights, validate
 
 # get_config() keys that are not layer semantics (or that audee sets itself).
 _NOISE = frozenset({"name", "trainable", "autocast", "batch_input_shape", "batch_shape",

@@ -6,7 +6,7 @@ rewriting on the way) and the interpreter runs its own kernels: both are code pa
 other backend shares.  Their failures stay apart: the converter's are ``convert``'s, the
 interpreter's (allocating or invoking) are ``run``'s.  A model that needs an op outside
 TFLite's builtins is refused by the converter with an explicit "not supported" message
-(a limitation, audee/rootcause.py), not run through the TensorFlow (Flex) fallback.
+(a limitation, audee/triage/rootcause.py), not run through the TensorFlow (Flex) fallback.
 
 Weights are constants of a converted model, as on a device: the model is converted once
 per weight set and input signature (a fuzzed case has one weight set; a weight-level
@@ -22,7 +22,7 @@ import numpy as np
 from audee.backends.base import BackendError, Phase
 from audee.backends.keras_backends import TensorflowBackend
 from audee.backends.keras_build import BuiltModel
-from audee.spec import Weights
+from audee.cases.spec import Weights
 
 
 class LiteRtBackend(TensorflowBackend):

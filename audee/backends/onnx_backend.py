@@ -15,7 +15,7 @@ Finding on this stack: Keras' JAX-backend ONNX export emits a 4-D MaxPool that
 onnxruntime rejects, so the TF-backend path (tf2onnx, opset 15) is used.
 
 Dtypes: every weight and input is cast to its graph input's element type (a float16
-model's weights arrive as float32 from ``audee.weights`` or a seed; onnxruntime takes no
+model's weights arrive as float32 from ``audee.cases.weights`` or a seed; onnxruntime takes no
 implicit cast).  tf2onnx 1.17 maps TensorFlow's bfloat16 to ONNX float16
 (``tf2onnx.tf_utils.TF_TO_ONNX_DTYPE``), so a converted graph can compute a layer in
 another precision than the Keras model; such a graph is refused at convert
@@ -32,7 +32,7 @@ import numpy as np
 from audee.backends.base import Backend, BackendError, Phase
 from audee.backends.keras_backends import TensorflowBackend, apply_precision_env, round_trip_built
 from audee.backends.keras_build import BuiltModel
-from audee.spec import ModelSpec, Weights, contiguous
+from audee.cases.spec import ModelSpec, Weights, contiguous
 
 
 class OnnxModel:
@@ -324,7 +324,7 @@ class OnnxRuntimeBackend(Backend):
         """The message of a runtime's refusal of the converted graph, led by the ONNX
         checker's verdict when the checker rejects the graph too: then the graph is invalid
         ONNX and the converter's bug, not the runtime's (a runtime whose frontend refuses a
-        graph that mixes float16 and bfloat16 operands is right to; ``audee.signature``
+        graph that mixes float16 and bfloat16 operands is right to; ``audee.triage.signature``
         names the converter as the failing component)."""
         own = f"{type(exc).__name__}: {exc}"
         invalid = onnx_checker_error(om.proto)

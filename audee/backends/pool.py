@@ -25,12 +25,12 @@ from audee.backends import wire
 from audee.backends.info import note_plugin_reference
 from audee.backends.registry import BackendRef
 from audee.backends.worker import MEMORY_EXIT
-from audee.case import MEMORY_CAP
-from audee.cpus import task_cpus, threads_per_worker
-from audee.bounded import TRACEBACK_LIMIT, clean_text
-from audee.errors import BackendUnavailable
+from audee.cases.case import MEMORY_CAP
+from audee.core.cpus import task_cpus, threads_per_worker
+from audee.core.bounded import TRACEBACK_LIMIT, clean_text
+from audee.core.errors import BackendUnavailable
 from audee.settings import MAX_TIMEOUT_S, TIMEOUT_S
-from audee.spec import ModelSpec, Weights
+from audee.cases.spec import ModelSpec, Weights
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ class Worker:
     def stop(self) -> None:
         """Ask an idle worker to exit (10 s grace), else kill it: a busy one, or any when
         audee is being terminated, is killed at once."""
-        from audee.signals import terminating
+        from audee.core.signals import terminating
 
         if self.alive() and self.conn is not None and not self._busy and not terminating():
             try:
@@ -417,7 +417,7 @@ class Pool:
     def __init__(self, refs: list[BackendRef], log_dir: Path, *, timeout: float = TIMEOUT_S,
                  start_timeout: float = 180.0, threads: int | None = None, sets: int = 1,
                  shards_per_gpu: int = 1, cpus: int | None = None, reference: list[BackendRef] = ()):
-        """``threads`` per worker defaults to the task's CPUs (:func:`audee.cpus.task_cpus`:
+        """``threads`` per worker defaults to the task's CPUs (:func:`audee.core.cpus.task_cpus`:
         affinity, SLURM_CPUS_PER_TASK, cgroup quota; or ``cpus``) shared out among every
         worker computing at once: these backends times ``sets`` (pools running side by side
         in this task, e.g. a shard's parallel units), since frameworks that each spin a

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from audee.backends.info import BUILTIN_INFO
-from audee.errors import AudeeError
+from audee.core.errors import AudeeError
 
 #: every built-in backend's name -> its class; the backends and their facts are declared
 #: once, in :mod:`audee.backends.info`

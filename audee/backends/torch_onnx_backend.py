@@ -33,7 +33,7 @@ from audee.backends.base import BackendError, Phase
 from audee.backends.keras_backends import TorchBackend, apply_precision_env
 from audee.backends.keras_build import BuiltModel
 from audee.backends.onnx_backend import OnnxModel, OnnxRuntimeBackend, graph_input_dtypes
-from audee.spec import ModelSpec, Weights
+from audee.cases.spec import ModelSpec, Weights
 
 Shapes = tuple  # one shape (batch first) per model input, in spec order
 

@@ -24,10 +24,10 @@ import numpy as np
 from audee.backends import wire
 from audee.backends.base import Backend, BackendError, Phase
 from audee.backends.registry import load_class
-from audee.case import MEMORY_CAP
-from audee.bounded import clean_text
-from audee.errors import AudeeError
-from audee.spec import ModelSpec
+from audee.cases.case import MEMORY_CAP
+from audee.core.bounded import clean_text
+from audee.core.errors import AudeeError
+from audee.cases.spec import ModelSpec
 
 CACHE_SIZE = 6
 KEEP_SIZE = 64  # outputs kept for a later per-layer look (search profiles the best individual)
@@ -167,7 +167,7 @@ class WorkerState:
         """One ``keras.ops`` call (``Backend.run_op``): the op must be a configured one (the
         closed set of ``api_configs/ops/``: a case names data, never code).  Its outputs
         and their Keras dtypes; a failure is phase ``run``."""
-        from audee.opcase import callable_names
+        from audee.cases.opcase import callable_names
 
         call = msg["call"]
         if str(call.get("op")) not in callable_names():
@@ -194,7 +194,7 @@ class WorkerState:
         and their gradients, each with its Keras dtype.  The closed set, Keras's symbolic
         check and the size cap of :meth:`run_op`; a failure of the call is phase ``run``,
         of its differentiation ``gradient``."""
-        from audee.opcase import callable_names
+        from audee.cases.opcase import callable_names
 
         call = msg["call"]
         if str(call.get("op")) not in callable_names():
@@ -362,7 +362,7 @@ def _nonfinite(order: list[str], outs: list[np.ndarray]) -> tuple[list[str], dic
 
 def _msg(exc: BaseException) -> str:
     """An exception as the one message the parent gets: valid, bounded text whatever the
-    framework put in it (:func:`audee.bounded.clean_text`)."""
+    framework put in it (:func:`audee.core.bounded.clean_text`)."""
     try:
         text = f"{type(exc).__name__}: {exc}"
     except Exception:  # noqa: BLE001 - an exception whose __str__ itself raises

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audee.errors import ConfigError
+from audee.core.errors import ConfigError
 from audee.reference.run import KERAS_BACKENDS, candidates
 from audee.settings import MAX_UNITS, CampaignSearch, CampaignSettings, ShardSettings, validate_settings
-from audee.yamlio import read_yaml_mapping
+from audee.core.yamlio import read_yaml_mapping
 
 PLAN_KEYS = ("search", "budget", "budget_s", "ga_on_consistent", "input_index")
 

@@ -26,15 +26,15 @@ import numpy as np
 
 from audee.backends.pool import Pool
 from audee.campaign.config import Unit
-from audee.case import Kind, TestCase
-from audee.errors import AudeeError
-from audee.kinds import with_accumulated
+from audee.cases.case import Kind, TestCase
+from audee.core.errors import AudeeError
+from audee.cases.kinds import with_accumulated
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
 from audee.localize.rates import top1_rate
 from audee.records.localization import LocalizationRecord, LocalizedPair
 from audee.records.rows import ResultRow
 from audee.report.dedup import unique_inconsistencies
-from audee.seeds import read_seed, with_inputs
+from audee.mutation.seeds import read_seed, with_inputs
 from audee.store import ResultsTable, RunStore
 from audee.store.atomic import write_atomic
 

@@ -28,13 +28,13 @@ from audee.backends.pool import Pool
 from audee.backends.registry import parse_backends
 from audee.campaign.config import Campaign, Unit
 from audee.campaign.localize_stage import localize_unit, pending
-from audee.cpus import default_parallel_units, task_cpus
-from audee.bounded import MAX_TEXT_BYTES, read_bytes
-from audee.errors import AudeeError, BackendUnavailable
+from audee.core.cpus import default_parallel_units, task_cpus
+from audee.core.bounded import MAX_TEXT_BYTES, read_bytes
+from audee.core.errors import AudeeError, BackendUnavailable
 from audee.fuzz import FuzzConfig, check_resume, fuzz, fuzz_apis, fuzz_ops, run_config, summarize
-from audee.logs import setup_logging
+from audee.core.logs import setup_logging
 from audee.reference.run import reference_workers
-from audee.seeds import read_seed, with_inputs
+from audee.mutation.seeds import read_seed, with_inputs
 from audee.settings import ShardSettings
 from audee.store.atomic import create_atomic, write_atomic
 from audee.store.lock import dir_lock, locked
@@ -188,8 +188,8 @@ def check_seeds(units: list[Unit], source: str, log_dir: Path | None = None) -> 
     generated); a search ``layer`` names a layer of it.  A bad seed is one line naming the
     campaign file and the run's field, before the first unit runs."""
     from audee.apis import load_api_configs, load_op_configs
-    from audee.errors import ConfigError
-    from audee.spec import validate
+    from audee.core.errors import ConfigError
+    from audee.cases.spec import validate
 
     apis = load_api_configs()
     for u in units:
@@ -287,7 +287,7 @@ class _Pools:
 
 def parallel_units(units: list[Unit], node: ShardSettings, cpus: int) -> int:
     """Units this shard runs at once: ``node.parallel_units`` if given, else one per
-    (backends per unit) of the task's CPUs (:func:`audee.cpus.default_parallel_units`);
+    (backends per unit) of the task's CPUs (:func:`audee.core.cpus.default_parallel_units`);
     never more than there are units to run."""
     if not units:
         return 1
@@ -423,7 +423,7 @@ def _run_parallel(campaign: Campaign, out: Path, index: int, count: int, todo: l
     """Run ``todo`` on ``width`` slot processes pulling unit ids from one queue (in the
     serial order, so a slot's consecutive units mostly share its workers); every state
     change comes back as an event and is recorded here, in the shard process."""
-    from audee import logs
+    from audee.core import logs
 
     # The queues' semaphores are tracked by multiprocessing's resource tracker, a process of
     # its own started with them; when a failing shard stops its slots, the tracker may find
@@ -529,7 +529,7 @@ def _slot_main(slot: int, campaign: Campaign, out: Path, index: int, count: int,
     slot's own workers (``OUT/logs/shard-I-of-N/slot-J/``), report every state change.
     Stopped by the shard (SIGTERM, which unwinds like a serial shard); Ctrl-C goes to the
     shard, which then stops the slots; it dies with the shard if that one is killed."""
-    from audee import signals
+    from audee.core import signals
     from audee.backends.worker import die_with_parent
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)

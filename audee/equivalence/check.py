@@ -1,7 +1,7 @@
 """The equivalence oracle's runs: each selected rule's equivalent model beside the test case,
 on every backend that ran it, judged per backend (:mod:`audee.oracle.equivalence`).
 
-Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in: the rewrites
+Called by :meth:`audee.engine.execute.Executor.judge` once a case's outcomes are in: the rewrites
 are built (the workers cache them like any spec; a batch rule's is the case's own spec)
 and run at once on every backend, then each backend's pair of runs is judged.  A finding
 about values or non-finite patterns is then diagnosed on that backend:
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from audee.case import Finding, Kind, Outcome, TestCase
+from audee.cases.case import Finding, Kind, Outcome, TestCase
 from audee.equivalence.rules import Rewrite, Rule
 from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.attribution import Alone, attribute
@@ -41,7 +41,7 @@ from audee.oracle.deviation import (FULL, Tolerance, Tolerances, compare, jump_o
 from audee.oracle.equivalence import judge_rewrite, pattern_cleared, settle
 from audee.oracle.nan import compare_codes, condition_pattern
 from audee.records.findings import OwnScore
-from audee.spec import one_layer_model, weights_key
+from audee.cases.spec import one_layer_model, weights_key
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ the original layer's name (so the layer map is the identity on the original name
 rewritten model's output and logits layers are the original's, and the layers downstream
 keep their inputs); the layers it adds are named ``<layer>__eq<what>`` (weights move with
 the layer that holds them).  Applied to the one-layer model of a layer
-(:func:`audee.spec.one_layer_spec`), a rule rewrites that layer the same way: the
+(:func:`audee.cases.spec.one_layer_spec`), a rule rewrites that layer the same way: the
 oracle's own-layer check (``audee.equivalence.check``) compares a layer with and without
 the rule on the same input.
 
@@ -28,7 +28,7 @@ import numpy as np
 
 from audee.apis.owned_layers import ACTIVATION_ALIASES, ACTIVATION_FORMULAS
 from audee.mutation.operators import MAX_UNROLL, ShapeError, infer_shapes
-from audee.spec import InputSpec, LayerSpec, ModelSpec, Weights
+from audee.cases.spec import InputSpec, LayerSpec, ModelSpec, Weights
 
 Shape = tuple[int, ...]
 

@@ -1,9 +1,9 @@
 """The training phase's search fitness: how far apart two backends' training steps are.
 
 The largest normalized error (:mod:`audee.oracle.deviation`'s score, via
-:func:`audee.train.oracle.pair_scores`) over the model output in training mode, the loss
+:func:`audee.oracle.train.pair_scores`) over the model output in training mode, the loss
 and every trainable weight's gradient, for the pair of backends where it is largest: the
-GA (:mod:`audee.train.search`) climbs it at input or weight level towards a
+GA (:mod:`audee.search.train`) climbs it at input or weight level towards a
 ``train_deviation``, which a value above 1 already is.  Scale-normalized like every
 deviation, so the search cannot win by blowing values up.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any, Mapping
 
-from audee.train.oracle import pair_scores
+from audee.oracle.train import pair_scores
 from audee.train.setup import TrainOutcome
 
 QUANTITIES = ("output", "loss", "gradient")

@@ -92,7 +92,7 @@ def parse_targets(name: str, text: str) -> list[str]:
     """``text`` (comma-separated names, or ``all``: every one in name order) as level
     ``name``'s targets, each checked against the names its level knows; a bad one is one
     line naming the flag."""
-    from audee.errors import AudeeError
+    from audee.core.errors import AudeeError
 
     e = _BY_NAME[name]
     known = level_named(name).target_names()

@@ -1,5 +1,5 @@
 """What the call levels share (the op level, the activation level): a case is one function
-call as data (:class:`audee.opcase.OpCase`), run by :class:`audee.opexec.OpExecutor` on the
+call as data (:class:`audee.cases.opcase.OpCase`), run by :class:`audee.engine.opexec.OpExecutor` on the
 Keras workers, judged by the op oracles, re-run and scripted as a call
 (:func:`audee.repro.ops.write_op_repro`); its case record holds the call
 (``CaseRecord.op``), no model: nothing to localize.  A call level adds its name, its ids and
@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from audee.backends.pool import Pool
-from audee.case import Finding
-from audee.errors import AudeeError
+from audee.cases.case import Finding
+from audee.core.errors import AudeeError
 from audee.levels.base import Localized, Pipelined, by_api, judging
-from audee.opexec import OpExecutor
+from audee.engine.opexec import OpExecutor
+from audee.reference.run import Reference
 
 log = logging.getLogger(__name__)
 
@@ -30,21 +31,21 @@ def _undefined() -> dict[str, Any]:
 
 
 def refuse_model_judgements(cfg: Any, *, phase: bool = True) -> None:
-    """Model judgements asked of call cases (the float64 reference, equivalent models, and
-    unless ``phase`` is False a training phase): one line naming the flag."""
-    asked = (("reference", "--reference", "none"), ("equivalence", "--equivalence", "none"),
-             *((("phase", "--phase", "inference"),) if phase else ()))
+    """Model judgements asked of call cases (equivalent models, and unless ``phase`` is False
+    a training phase): one line naming the flag."""
+    asked = (("equivalence", "--equivalence", "none"), *((("phase", "--phase", "inference"),) if phase else ()))
     for name, flag, off in asked:
         if getattr(cfg, name) != off:  # each judges a model; an op call is none
             raise AudeeError(f"{flag} {getattr(cfg, name)} judges models, not keras.ops calls (--op)", field=flag)
 
 
 class CallLevel(Pipelined):
-    #: what runs and judges the level's cases (the gradient phase's: audee.opgrad.OpGradExecutor)
+    #: what runs and judges the level's cases (the gradient phase's: audee.engine.opgrad.OpGradExecutor)
     executor: type[OpExecutor] = OpExecutor
 
     def check(self, cfg: Any) -> None:
-        """Model judgements asked of op cases: one line naming the flag (``--phase train`` of a
+        """Model judgements asked of op cases: one line naming the flag (``--reference float64``
+        judges a call too: the call on its tensors widened to float64; ``--phase train`` of a
         call is its gradient phase: the registry runs the ``opgrad`` level instead)."""
         refuse_model_judgements(cfg)
 
@@ -52,7 +53,7 @@ class CallLevel(Pipelined):
         return range(cfg.variants)
 
     def runner(self, pool: Any, cfg: Any) -> OpExecutor:
-        ex = self.executor(pool, **judging(cfg), undefined=_undefined())
+        ex = self.executor(pool, **judging(cfg), undefined=_undefined(), reference=Reference.from_settings(cfg))
         if not pool.op_labels:  # no row can be written without a backend: one line, not a results-row traceback
             raise AudeeError(f"no backend of the run calls keras.ops functions (--op needs a Keras backend: "
                              f"tensorflow, torch, jax or their modes; got {', '.join(pool.labels)})",
@@ -66,11 +67,12 @@ class CallLevel(Pipelined):
 
     def rerun(self, record: Any, *, refs: list[Any], log_dir: Path, timeout: float,
               tie_margin: float | None) -> Any:
-        """The call again, judged as recorded."""
-        with Pool(refs, log_dir, timeout=timeout) as pool:
+        """The call again, judged as recorded (beside its float64 reference, if it had one)."""
+        reference = Reference.recorded(record.meta)
+        with Pool(refs, log_dir, timeout=timeout, reference=reference.workers(refs) if reference else []) as pool:
             pool.start_or_fail(source=str(record.source))
-            return self.executor(pool, tolerances=record.tolerances or None,
-                                 undefined=_undefined()).run(record.op_case())
+            return self.executor(pool, tolerances=record.tolerances or None, undefined=_undefined(),
+                                 reference=reference).run(record.op_case())
 
     def repro_case(self, path: str | Path, record: Any, **options: Any) -> Any:
         """The op per backend, nothing to shrink (:mod:`audee.repro.ops`)."""

@@ -1,5 +1,5 @@
 """What the two model levels (network variants and API-level models) share: a case is a
-model run by :class:`audee.execute.Executor`, re-run by :func:`audee.reproduce.rerun_model`,
+model run by :class:`audee.engine.execute.Executor`, re-run by :func:`audee.repro.rerun.rerun_model`,
 scripted by :func:`audee.repro.write_repro` and localized by Algorithm 2
 (:func:`audee.localize.run.localize_case`).  The training level reuses the re-run with its
 own runner."""
@@ -9,11 +9,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from audee.execute import Executor
+from audee.engine.execute import Executor
 from audee.levels.base import Localized, Pipelined, judging
 from audee.localize.run import localize_case, localized, render
 from audee.repro import repro_model_case, write_repro
-from audee.reproduce import rerun_model
+from audee.repro.rerun import rerun_model
 from audee.reference.run import Reference
 
 log = logging.getLogger(__name__)

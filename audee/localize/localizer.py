@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure
-from audee.case import Kind, TestCase
-from audee.execute import Executor
-from audee.kinds import CRASHES
+from audee.cases.case import Kind, TestCase
+from audee.engine.execute import Executor
+from audee.cases.kinds import CRASHES
 from audee.localize.evidence import Candidate, rank
 from audee.localize.onelayer import ParamSpace, param_spaces, same_value
 from audee.localize.rates import change_rates, cradle_flags
@@ -43,8 +43,8 @@ from audee.oracle.distance import layer_distances, relative_distance
 from audee.records.localization import LocalizationReport, RateRow, Round, Source, Trial, Trigger
 from audee.search.engine import Search, SearchConfig
 from audee.settings import LocalizeSettings
-from audee.signature import normalize_error
-from audee.spec import ModelSpec, one_layer_spec, Weights, weights_key
+from audee.triage.signature import normalize_error
+from audee.cases.spec import ModelSpec, one_layer_spec, Weights, weights_key
 
 # t1, t2 (the paper's thresholds), precision, GA size, rounds...: one pydantic model in
 # audee.settings (types, ranges, defaults), shared with `audee localize` flags and campaigns.

@@ -1,6 +1,6 @@
 """One-layer DNNs: the candidate values of a single layer's parameters.
 
-Algorithm 2 rebuilds the suspicious layer alone (:func:`audee.spec.one_layer_spec`), with
+Algorithm 2 rebuilds the suspicious layer alone (:func:`audee.cases.spec.one_layer_spec`), with
 one parameter replaced, and feeds it the same input it saw inside the full model; these
 helpers say which parameters to replace and the values to try.
 """
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from audee.localize.signatures import REQUIRED, defaults_for, skipped
-from audee.spec import LayerSpec
+from audee.cases.spec import LayerSpec
 
 MISSING = object()  # a parameter with no known Keras default
 # Alternatives for string parameters outside the API configs, by parameter name.

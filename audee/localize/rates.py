@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from audee.records.localization import RateRow
-from audee.spec import ModelSpec
+from audee.cases.spec import ModelSpec
 
 EPS = 1e-7
 

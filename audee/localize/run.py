@@ -9,16 +9,16 @@ import numpy as np
 
 from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
-from audee.case import Kind
-from audee.execute import Executor
+from audee.cases.case import Kind
+from audee.engine.execute import Executor
 from audee.levels import level_of
 from audee.records.localization import RateRow, Round
 from audee.reference.run import Reference
 from audee.localize.localizer import LocalizeConfig, Localizer, Report
 from audee.settings import TIMEOUT_S
-from audee.signature import normalize_error
+from audee.triage.signature import normalize_error
 from audee.store.caserecord import CaseRecord
-from audee.verdicts import main_failure, recorded_rules, verdict_holds
+from audee.oracle.verdicts import main_failure, recorded_rules, verdict_holds
 
 
 def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backends: list[BackendRef] | None = None,
@@ -30,7 +30,7 @@ def localize_case(path: str | Path, cfg: LocalizeConfig | None = None, *, backen
     (or ``backends``): plugins the case names run only when ``allowed_plugins`` names them.
     ``repro_dir``: also write the one-layer repro script of the top candidate's layer there."""
     from audee.apis import load_api_configs
-    from audee.errors import AudeeError
+    from audee.core.errors import AudeeError
 
     record = CaseRecord.from_file(path)
     refusal = level_of(record).localize_refusal()  # an op call: its arguments are the whole case
@@ -55,7 +55,7 @@ def with_repro(report: Report, record: CaseRecord, pool: Pool, repro_dir: str | 
     the same workers; why not, in the note, when it cannot be written."""
     if repro_dir is None or not (report.sources or report.trigger) or not report.reproduced:
         return report
-    from audee.errors import AudeeError
+    from audee.core.errors import AudeeError
     from audee.repro import default_name, pick_finding, write_repro
 
     layer = report.sources[0].layer if report.sources else report.trigger.layer

@@ -31,7 +31,7 @@ import numpy as np
 from audee.apis import ApiConfig, ParamConfig
 from audee.apis.call_args import draw_masks
 from audee.mutation.base import Mutation, _py, couple_params, draw_value
-from audee.spec import InputSpec, LayerSpec, ModelSpec, Weights
+from audee.cases.spec import InputSpec, LayerSpec, ModelSpec, Weights
 
 Validate = Callable[[ModelSpec], "str | None"]
 

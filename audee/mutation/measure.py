@@ -30,7 +30,7 @@ def measure(seeds: list[str], operators: list[str], variants: int, backends: str
     error of each unbuildable draw."""
     from audee.backends.pool import Pool, WorkerFailure
     from audee.backends.registry import parse_backends
-    from audee.seeds import load_seed
+    from audee.mutation.seeds import load_seed
 
     apis = load_api_configs()
     out: dict[str, Any] = {}
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", default="tensorflow,torch,jax,onnxruntime")
     ap.add_argument("--rng", type=int, default=0)
     args = ap.parse_args(argv)
-    from audee.seeds import list_seeds
+    from audee.mutation.seeds import list_seeds
 
     seeds = list_seeds() if args.seeds == "all" else args.seeds.split(",")
     t0 = time.perf_counter()

@@ -23,7 +23,7 @@ from audee.apis import ApiConfig
 from audee.mutation.base import NETWORK_FIXED, Mutation, couple_params, draw_value
 from audee.mutation.operators import STRUCTURAL, ShapeError, infer_shapes
 from audee.settings import OPERATORS
-from audee.spec import LayerSpec, ModelSpec
+from audee.cases.spec import LayerSpec, ModelSpec
 
 Validate = Callable[[ModelSpec], "str | None"]
 log = logging.getLogger(__name__)

@@ -23,12 +23,12 @@ import numpy as np
 
 from audee.apis import ApiConfig
 from audee.mutation.base import NETWORK_FIXED, Mutation, couple_params, draw_value
-from audee.opcase import ACTIVATIONS
-from audee.spec import LayerSpec, ModelSpec
+from audee.cases.opcase import ACTIVATIONS
+from audee.cases.spec import LayerSpec, ModelSpec
 
 Shape = tuple[int, ...]  # without the batch axis
 
-# every keras.activations function: one list, kept with the calls a case may name (audee.opcase)
+# every keras.activations function: one list, kept with the calls a case may name (audee.cases.opcase)
 ACTIVATION_PARAMS = ("activation", "recurrent_activation")
 NO_INSERT = frozenset({"Embedding"})  # needs integer token ids: only a model input has them
 MAX_ELEMENTS = 1 << 18  # per-sample elements of any new tensor (beyond the seed's largest)

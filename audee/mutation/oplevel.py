@@ -15,20 +15,22 @@ crafty invalid value (an axis out of range, a config's ``invalid``; for a tensor
 outside the op's contract, its ``invalid`` dtypes).  What a schema cannot
 say (sorted bins, segment ids, a symmetric positive definite matrix, a reshape's new shape)
 is a named coupled draw, :data:`DERIVE`.  Case ``i`` of op ``O`` draws from stream
-``(rng, crc32(O), i)``; its special values from another stream (``audee.fuzz``).
+``(rng, crc32(O), i)``; its special values from another stream (:func:`place_specials`).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from audee.apis.config import TENSOR_TYPES, ApiConfig, ParamConfig
 from audee.mutation.apilevel import case_rng
+from audee.mutation import special
 from audee.mutation.base import Mutation, _py, draw_value
-from audee.opcase import OpCase, refs
+from audee.cases.opcase import OpCase, refs
+from audee.cases.spec import InputSpec
 
-__all__ = ["DERIVE", "OpCase", "generate_op_case", "op_case_id", "refs", "wire_array"]
+__all__ = ["DERIVE", "OpCase", "generate_op_case", "op_case_id", "place_specials", "refs", "wire_array"]
 
 MAX_DIM = 5
 EMPTY_DIM = 0.03   # chance of a 0-sized dimension (an empty tensor)
@@ -174,6 +176,68 @@ def generate_op_case(op: str, configs: dict[str, ApiConfig], rng: int, index: in
     args = [a for n, p in cfg.args.items() for a in (d.args[n] if p.spread else [d.args[n]])]
     return OpCase(op, [_py(a) for a in args], {k: _py(v) for k, v in d.kwargs.items()}, d.tensors, d.dtypes,
                   d.muts, bad is not None)
+
+
+# ---- special values on the call's tensors -----------------------------------------------------------
+def place_specials(case: OpCase, cfg: ApiConfig | None, rng: np.random.Generator, rate: float,
+                   kinds: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Special values (:func:`audee.mutation.special.inject`) on every tensor of ``case`` but
+    booleans, in place, and their record.  Each tensor of rank 2 or more gets them per row
+    (its first axis); a scalar or a vector is one row, so a binary op's scalar operand can
+    carry one and a vector's slice kinds see the whole vector.  The call's ``axis`` says
+    where the first tensor is reduced (``lone_*`` and ``nan_tie`` place along it), each
+    tensor's config ``domain`` where ``domain_edge`` draws; a bfloat16 tensor gets them in
+    bfloat16 (its last float before a bound is bfloat16's)."""
+    configs = _tensor_configs(cfg, case) if cfg is not None else {}
+    first = next(iter(case.tensors), None)
+    axis = _call_axis(case, cfg)
+    arrays: dict[str, np.ndarray] = {}
+    specs, axes, bounds = [], {}, {}
+    for name, a in case.tensors.items():
+        a = np.asarray(a)
+        if a.dtype == bool:
+            continue
+        dtype = case.dtypes.get(name, str(a.dtype))
+        if dtype == "bfloat16":
+            import ml_dtypes  # noqa: PLC0415 - installed with every framework here
+
+            a = a.astype(ml_dtypes.bfloat16)
+        lifted = a[None] if a.ndim <= 1 else a
+        arrays[name] = lifted
+        specs.append(InputSpec(name, tuple(lifted.shape[1:]), str(a.dtype)))
+        if name == first and isinstance(axis, int) and a.ndim and -a.ndim <= axis < a.ndim:
+            ax = axis % a.ndim
+            axes[name] = ax if a.ndim == 1 else (ax - 1 if ax else None)
+        p = configs.get(name)
+        if p is not None and p.domain:
+            bounds[name] = p.bounds
+    got, done = special.inject(arrays, specs, rng, rate, kinds=kinds, axes=axes, bounds=bounds)
+    for name, lifted in got.items():
+        back = lifted[0] if np.asarray(case.tensors[name]).ndim <= 1 else lifted
+        case.tensors[name] = wire_array(back, case.dtypes.get(name, str(back.dtype)))
+    return done
+
+
+def _tensor_configs(cfg: ApiConfig, case: OpCase) -> dict[str, ParamConfig]:
+    """Each tensor of ``case`` and the config of the argument it was drawn for (a tensor
+    list's members ``<name><k>`` share theirs)."""
+    out: dict[str, ParamConfig] = {}
+    for n, p in {**cfg.params, **cfg.args}.items():
+        if p.type == "tensor" and n in case.tensors:
+            out[n] = p
+        elif p.type == "tensors":
+            out.update({t: p for t in case.tensors if t.startswith(n) and t[len(n):].isdigit()})
+    return out
+
+
+def _call_axis(case: OpCase, cfg: ApiConfig | None) -> Any:
+    """The call's ``axis`` (a keyword, or a positional argument its config names), or None."""
+    if "axis" in case.kwargs:
+        return case.kwargs["axis"]
+    if cfg is not None and "axis" in cfg.args and not any(p.spread for p in cfg.args.values()):
+        i = list(cfg.args).index("axis")
+        return case.args[i] if i < len(case.args) else None
+    return None
 
 
 def _draw_scalar(p: ParamConfig, d: _Draw, *, invalid: bool) -> Any:

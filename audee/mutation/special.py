@@ -8,6 +8,14 @@ backend only), signed zeros, exact ties (argmax, max pooling, sorting), and for 
 inputs ids out of range or negative (an embedding lookup that clamps on one backend,
 raises on another and reads garbage on a third).
 
+Many bugs need one special element among finite ones: a reduction, a segment or a pooling
+window that drops or picks a lone NaN (``lone_nan``, ``lone_inf``, ``lone_-inf``: exactly one
+in the row, or with a reduced ``axis`` one in some of the slices along it), an argmax or a
+sort facing equal maxima and a NaN (``nan_tie``), or a value at the edge of the op's domain
+(``domain_edge``: the last float before and after each bound of the tensor's ``domain``, the
+bound itself, and the dtype's edges: 0, -0, the largest finite, the smallest normal and
+subnormal).
+
 :func:`inject` gives each row of a batch one special kind with probability ``rate``
 (deterministic in the generator) and returns what it did; :func:`describe` counts the
 special values any batch carries, so every case can record them, whoever made them.
@@ -18,9 +26,17 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from audee.case import SPECIAL_FLOAT_KINDS as FLOAT_KINDS  # the element or row patterns special_row makes
-from audee.case import SPECIAL_INT_KINDS as INT_KINDS      # for integer inputs (token ids)
-from audee.spec import InputSpec
+from audee.cases.case import SPECIAL_FLOAT_KINDS as FLOAT_KINDS  # the element or row patterns special_row makes
+from audee.cases.case import SPECIAL_INT_KINDS as INT_KINDS      # for integer inputs (token ids)
+from audee.cases.spec import InputSpec
+
+# ---- rows with no spread: where normalization layers' gradients turn NaN ---------------------
+#: an all-zero row: a zero norm or a zero variance, where a normalization layer's forward pass
+#: is kept finite by an epsilon or a clamp but its backward pass may differentiate ``rsqrt(0)``
+#: (``UnitNormalization``: Keras' L2 ``normalize`` clamps ``rsqrt``'s output, not its input).
+#: The all-equal row with a nonzero mean (zero variance) is ``ties``.
+ROW_KINDS = ("zero_row",)
+FLOAT_KINDS = FLOAT_KINDS + ROW_KINDS
 
 KINDS = FLOAT_KINDS + INT_KINDS
 
@@ -31,9 +47,58 @@ def _some(rng: np.random.Generator, n: int) -> np.ndarray:
     return rng.choice(n, size=min(k, n), replace=False)
 
 
-def special_row(row: np.ndarray, kind: str, rng: np.random.Generator, high: float | None = None) -> np.ndarray:
+def finfo(dtype: Any) -> Any:
+    """The float limits of ``dtype``, bfloat16 and the other ml_dtypes floats included
+    (NumPy's ``finfo`` does not know them); float32's for a non-float dtype."""
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        return np.finfo(dtype)
+    try:
+        import ml_dtypes  # noqa: PLC0415 - installed with every framework here
+
+        return ml_dtypes.finfo(dtype)
+    except (ImportError, ValueError, TypeError):
+        return np.finfo(np.float32)
+
+
+def edge_values(dtype: Any, bounds: Sequence[float] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """The values at a domain's edges in ``dtype``: for each finite bound, the last float
+    before it, the bound, the first float after it (``np.nextafter`` in the dtype); and the
+    dtype's own edges: 0, -0, the largest finite, the smallest normal and the smallest
+    subnormal, each with both signs.  (bound edges, dtype edges), both arrays of ``dtype``."""
+    dt = np.dtype(dtype)
+    info = finfo(dt)
+    near = []
+    for b in bounds:
+        if not np.isfinite(b):
+            continue
+        v = np.asarray(b).astype(dt)
+        near += [np.nextafter(v, np.asarray(-np.inf, dt)), v, np.nextafter(v, np.asarray(np.inf, dt))]
+    own = [0.0, -0.0] + [s * float(v) for v in (info.max, info.tiny, info.smallest_subnormal) for s in (1.0, -1.0)]
+    return np.asarray(near, dt).reshape(-1), np.asarray(own, np.float64).astype(dt)
+
+
+def _slices(out: np.ndarray, axis: int | None, rng: np.random.Generator) -> list[np.ndarray]:
+    """Views of ``out`` along which a slice kind places its values: with ``axis``, some of
+    the 1-d slices along it (each with probability 1/2, at least one); without, the whole
+    array flattened (one slice)."""
+    if axis is None or out.ndim == 0 or not -out.ndim <= axis < out.ndim:
+        return [out.reshape(-1)]
+    moved = np.moveaxis(out, axis, -1)  # a view: writing through it writes ``out``
+    index = list(np.ndindex(moved.shape[:-1]))
+    pick = rng.random(len(index)) < 0.5
+    if not pick.any():
+        pick[int(rng.integers(len(index)))] = True
+    return [moved[i] for i, p in zip(index, pick) if p]
+
+
+def special_row(row: np.ndarray, kind: str, rng: np.random.Generator, high: float | None = None,
+                axis: int | None = None, bounds: Sequence[float] = ()) -> np.ndarray:
     """A copy of one input row (any shape) carrying special kind ``kind``.  ``high``: the
-    exclusive upper bound of an integer input (its vocabulary size), for out-of-range ids."""
+    exclusive upper bound of an integer input (its vocabulary size), for out-of-range ids;
+    ``axis``: the row's axis a call reduces (``lone_*`` and ``nan_tie`` place one pattern in
+    some slices along it; None: in the whole row); ``bounds``: the finite bounds of the
+    tensor's domain (``domain_edge``)."""
     out = np.array(row, copy=True)
     flat = out.reshape(-1)
     n = flat.size
@@ -47,7 +112,32 @@ def special_row(row: np.ndarray, kind: str, rng: np.random.Generator, high: floa
             base = int(high) if high is not None else int(np.iinfo(flat.dtype).max) - 10
             flat[idx] = base + rng.integers(0, 10, size=idx.size)
         return out
-    info = np.finfo(flat.dtype) if np.issubdtype(flat.dtype, np.floating) else np.finfo(np.float32)
+    info = finfo(flat.dtype)
+    if kind in ("lone_nan", "lone_inf", "lone_-inf"):  # one element per chosen slice, the rest as it was
+        value = {"lone_nan": np.nan, "lone_inf": np.inf, "lone_-inf": -np.inf}[kind]
+        for sl in _slices(out, axis, rng):
+            if sl.size:
+                sl[int(rng.integers(sl.size))] = value
+        return out
+    if kind == "nan_tie":  # the slice's maximum twice and a NaN, at random places (NaN before or after)
+        for sl in _slices(out, axis, rng):
+            finite = sl.astype(np.float64)
+            finite = finite[np.isfinite(finite)]
+            if sl.size >= 3 and finite.size:
+                p, q, r = rng.choice(sl.size, size=3, replace=False)
+                sl[[p, q]] = finite.max()
+                sl[r] = np.nan
+            elif sl.size:
+                sl[int(rng.integers(sl.size))] = np.nan
+        return out
+    if kind == "domain_edge":  # one to a few elements at the domain's or the dtype's edges
+        near, own = edge_values(flat.dtype, bounds)
+        idx = _some(rng, n)
+        pool = [own] if near.size == 0 else [near, own]
+        for i in idx:
+            src = pool[int(rng.integers(len(pool)))]
+            flat[i] = src[int(rng.integers(src.size))]
+        return out
     idx = _some(rng, n)
     if kind == "nan":
         flat[idx] = np.nan
@@ -72,23 +162,37 @@ def special_row(row: np.ndarray, kind: str, rng: np.random.Generator, high: floa
         x = flat.astype(np.float64)
         scale = float(np.abs(x).max()) or 1.0
         flat[:] = x / scale * float(info.tiny) * 10.0 ** rng.uniform(0, 3)
-    elif kind == "ties":  # exact ties: one value repeated over the whole row
+    elif kind == "ties":  # exact ties: one value repeated over the whole row (zero variance)
         flat[:] = flat[int(rng.integers(n))]
+    elif kind == "zero_row":
+        flat[:] = 0
     else:
         raise ValueError(f"unknown special kind {kind!r} (one of {', '.join(KINDS)})")
     return out
 
 
+def _subnormal(a: np.ndarray) -> np.ndarray:
+    """Where ``a`` (a float array of any float dtype) holds a subnormal value."""
+    x = np.asarray(a).astype(np.float64)
+    return (x != 0) & (np.abs(x) < float(finfo(np.asarray(a).dtype).tiny))
+
+
 def inject(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec], rng: np.random.Generator, rate: float,
-           kinds: Sequence[str] | None = None, masks: Collection[str] = ()
+           kinds: Sequence[str] | None = None, masks: Collection[str] = (),
+           axes: Mapping[str, int | None] | None = None, bounds: Mapping[str, Sequence[float]] | None = None
            ) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
     """``inputs`` with each row of each input given one special kind with probability
     ``rate`` (float kinds for float inputs, integer kinds for integer ones; ``kinds``
     restricts the choice), and the record of what was done: ``[{input, row, kind}]``.
-    The inputs in ``masks`` (a spec's :meth:`~audee.spec.ModelSpec.mask_inputs`) are left
-    as they are: a mask is ``m != 0``, an id out of range is only one more 1 there."""
+    The inputs in ``masks`` (a spec's :meth:`~audee.cases.spec.ModelSpec.mask_inputs`) are left
+    as they are: a mask is ``m != 0``, an id out of range is only one more 1 there.
+    ``axes``: per input, the axis of its rows a call reduces (slice kinds place along it);
+    ``bounds``: per input, the finite bounds of its domain (``domain_edge``).  A
+    ``domain_edge`` that placed a subnormal is recorded as ``subnormal``: its value is one,
+    which flushing backends treat as 0 by design."""
     by_name = {s.name: s for s in specs}
     allowed = set(kinds) if kinds is not None else set(KINDS)
+    axes, bounds = axes or {}, bounds or {}
     out: dict[str, np.ndarray] = {}
     done: list[dict[str, Any]] = []
     for name, arr in inputs.items():
@@ -107,17 +211,24 @@ def inject(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec], rng: np
         high = spec.range[1] if spec is not None and spec.range and integer else None
         for r in hit:
             kind = choice[int(rng.integers(len(choice)))]
-            arr[r] = special_row(arr[r], kind, rng, high)
+            before = np.array(arr[r], copy=True)
+            arr[r] = special_row(before, kind, rng, high, axes.get(name), bounds.get(name, ()))
+            if kind == "domain_edge" and (_subnormal(arr[r]) & ~_subnormal(before)).any():
+                kind = "subnormal"
             done.append({"input": name, "row": int(r), "kind": kind})
         out[name] = arr
     return out, done
 
 
-def describe(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec] = ()) -> dict[str, int]:
+def describe(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec] = (),
+             bounds: Mapping[str, Sequence[float]] | None = None) -> dict[str, int]:
     """How many special values a batch carries, by kind (kinds absent are left out):
     NaN, +Inf, -Inf, values beyond half the dtype's maximum, subnormals, negative zeros,
-    and for integer inputs ids outside ``[low, high)`` of their spec."""
+    values at a domain's edge (``domain_edge``: a bound of the input's ``bounds`` or the
+    float next to it, the largest finite, the smallest normal), and for integer inputs ids
+    outside ``[low, high)`` of their spec."""
     ranges = {s.name: s.range for s in specs}
+    bounds = bounds or {}
     counts: dict[str, int] = {}
 
     def add(kind: str, n: int) -> None:
@@ -126,19 +237,28 @@ def describe(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec] = ()) 
 
     for name, arr in inputs.items():
         a = np.asarray(arr)
-        if np.issubdtype(a.dtype, np.floating):
-            info = np.finfo(a.dtype)
+        if _is_float(a):
+            info = finfo(a.dtype)
+            x = a.astype(np.float64)
             with np.errstate(invalid="ignore"):
-                add("nan", np.isnan(a).sum())
-                add("inf", np.isposinf(a).sum())
-                add("-inf", np.isneginf(a).sum())
-                fin = a[np.isfinite(a)]
+                add("nan", np.isnan(x).sum())
+                add("inf", np.isposinf(x).sum())
+                add("-inf", np.isneginf(x).sum())
+                fin = x[np.isfinite(x)]
                 add("near_max", (np.abs(fin) > float(info.max) / 2).sum())
                 add("subnormal", ((fin != 0) & (np.abs(fin) < float(info.tiny))).sum())
                 add("signed_zero", ((fin == 0) & np.signbit(fin)).sum())
+                near, _ = edge_values(a.dtype, bounds.get(name, ()))
+                edges = np.concatenate([near.astype(np.float64), [float(info.max), float(info.tiny)]])
+                add("domain_edge", (np.isin(fin, edges) | np.isin(-fin, edges[-2:])).sum())
         elif np.issubdtype(a.dtype, np.integer):
             rng_ = ranges.get(name)
             add("negative", (a < 0).sum())
             if rng_:
                 add("out_of_range", (a >= rng_[1]).sum())
     return counts
+
+
+def _is_float(a: np.ndarray) -> bool:
+    """Whether ``a`` holds floats, NumPy's or bfloat16 (an ml_dtypes type NumPy calls void)."""
+    return np.issubdtype(a.dtype, np.floating) or str(a.dtype) == "bfloat16"

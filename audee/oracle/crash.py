@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from audee.case import Finding, Kind, Outcome
+from audee.cases.case import Finding, Kind, Outcome
 from audee.records.findings import (BackendError, ConsistentRejectionDetail, DivergentAcceptanceDetail,
                                     HardCrashDetail)
 

@@ -255,7 +255,7 @@ def deviation_findings(outcomes: list[Any], tol: Tolerances | Mapping | None = N
     """One ``deviation`` finding per backend pair whose logits (or, if those agree, output)
     are out of tolerance on some row finite on both sides.  The per-layer fields
     (``first_layer``, ``own_layers``, ``own``) start empty: the Executor fills them in."""
-    from audee.case import Finding, Kind
+    from audee.cases.case import Finding, Kind
     from audee.records.findings import DeviationDetail
 
     return [Finding(Kind.DEVIATION, [a, b], DeviationDetail(pair=f"{a}|{b}", tensor=tensor, **got,

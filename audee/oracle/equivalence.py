@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from audee.case import Finding, Kind, Outcome
+from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.deviation import FULL, Tolerances, compare
 from audee.oracle.nan import compare_codes, has_nonfinite, overflow_scale
 from audee.records.findings import EquivalenceDetail

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from audee.case import Finding, Kind, Outcome
+from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.deviation import pair_compute, relative_tie_margin
 from audee.oracle.distance import layer_distance, per_input_distance
 from audee.oracle.labels import label_flips

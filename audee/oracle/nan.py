@@ -51,7 +51,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from audee.case import Finding, Kind, Outcome
+from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.compute_dtype import dtype_max
 from audee.records.findings import NanDetail, NanExample, NanPattern
 
@@ -277,7 +277,7 @@ def _settle_kind(finding: Finding) -> None:
     takes :func:`unpatterned_kind`; when that is the paper's NaN oracle and at least two
     backends ran, the backends agree on a non-finite result from finite, ordinary inputs
     (``agreed``): counted in the paper's NaN tables, not evidence of a bug in any one
-    backend (``audee.known`` classes it)."""
+    backend (``audee.triage.known`` classes it)."""
     d = finding.detail
     if not d.strong:
         finding.kind = unpatterned_kind(d)

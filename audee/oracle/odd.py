@@ -25,14 +25,21 @@ The rules (``docs/oracles.md``, "The odd backend"):
   tell (two backends, no strict majority) and every differing pair is a compiled or
   converted backend and the backend whose program it runs, the compiled or converted side
   is odd (``"judged against its reference tensorflow"``); for a pairwise finding, its own pair.
+* **the float64 reference** (:mod:`audee.oracle.pairs`, ``--reference float64``): where a
+  case has one that judges, it decides before the majority does: a deviation's or an
+  inconsistency's odd backends are those out of tolerance against it
+  (:func:`~audee.oracle.pairs.odd_by_float64`: ``"out of tolerance against the float64
+  reference"``), a NaN finding's those non-finite where it is finite
+  (:func:`~audee.oracle.pairs.nonfinite_by_float64`); two backends sharing one wrong value
+  leave the third, right one alone.  Where it cannot tell, the rules below and above.
 * **deviation, inconsistency** (one finding per pair): from the pairs with such a finding
   among the backends that ran, the smallest set of backends that touches every failing
   pair, when it is the only one of its size and the backends left (every pair among them
   agrees) are a strict majority: four backends whose pairs with onnxruntime deviate and
   whose other pairs agree give ``["onnxruntime"]``.
 
-It is a pure function of the outcomes and the findings, so it runs again, unchanged, on
-a re-judged or reproduced case.
+It is a pure function of the outcomes, the findings and the float64 reference's verdict,
+so it runs again, unchanged, on a re-judged or reproduced case.
 """
 from __future__ import annotations
 
@@ -41,17 +48,21 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from audee.case import Finding, Outcome
-from audee.kinds import PAIRWISE, odd_rule
+from audee.cases.case import Finding, Outcome
+from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, nonfinite_codes
-from audee.oracle.pairs import differing_pairs, odd_by_reference
+from audee.oracle.pairs import Float64Verdict, NONFINITE_RULE, differing_pairs, odd_by_float64, odd_by_reference
 
 
-def mark_odd(outcomes: list[Outcome], findings: list[Finding]) -> None:
+def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float64Verdict | None = None) -> None:
     """Set ``odd`` and ``odd_rule`` on every failure finding of one case (module docstring),
-    by the rule its kind names in the finding kind table (:func:`audee.kinds.odd_rule`)."""
+    by the rule its kind names in the finding kind table (:func:`audee.cases.kinds.odd_rule`);
+    ``reference``: what the case's float64 reference says, where it has one that judges."""
     crash = nan = pairwise = None  # computed once per case, when a finding needs them
+    ran = [o.backend for o in outcomes if o.ok]
+    by_float64 = odd_by_float64(ran, reference.errors) if reference is not None else None
+    nonfinite = (list(reference.nonfinite), NONFINITE_RULE) if reference is not None and reference.nonfinite else None
     for f in findings:
         if not f.is_failure:
             continue
@@ -60,11 +71,11 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding]) -> None:
             crash = crash or _or_reference(minority, acceptance_groups(outcomes))
             odd, rule = crash
         elif by == "nan":
-            nan = nan or _or_reference(minority, nan_groups(outcomes))
+            nan = nan or nonfinite or _or_reference(minority, nan_groups(outcomes))
             odd, rule = nan
         elif by == "pairs":
             failing = failing_pairs(findings)
-            pairwise = pairwise or odd_of_pairs([o.backend for o in outcomes if o.ok], failing)
+            pairwise = pairwise or by_float64 or odd_of_pairs(ran, failing)
             odd, rule = pairwise
             if not odd:  # the case cannot tell: this pair may still be a backend and its reference
                 odd, rule = odd_by_reference([_pair_of(f)]) or (odd, rule)

@@ -1,4 +1,4 @@
-"""The oracles on an op call's gradients (the op level's gradient phase, :mod:`audee.opgrad`):
+"""The oracles on an op call's gradients (the op level's gradient phase, :mod:`audee.engine.opgrad`):
 each backend's vector-Jacobian product of the call, one gradient per floating tensor
 argument, judged by the op oracles' rules (:func:`audee.oracle.ops.op_findings`: non-finite
 patterns with the call's tensors as the input, values with the dtype's tolerances, shapes
@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from audee.apis.config import GRADIENT_UNDEFINED
-from audee.case import Finding, Outcome
+from audee.cases.case import Finding, Outcome
 from audee.oracle.deviation import Tolerances
 from audee.oracle.ops import has_ties, op_findings
 

@@ -4,17 +4,29 @@ compiles or converts another's program (its description's ``reference``,
 pair of the two the reference is right by definition and the other side is the odd one.
 
 Between independent frameworks (``tensorflow``, ``torch``, ``jax``) nothing is anyone's
-reference: the majority and the float64 reference decide, as before.  The odd-backend
-marking (:mod:`audee.oracle.odd`), the root-cause classes and the pair folding
-(:mod:`audee.rootcause`) read these functions and no other copy of the rule
+reference by construction; where the case has a float64 reference (``--reference
+float64``: the model widened, or the op called on widened tensors), it decides which side
+is wrong (:func:`odd_by_float64`, :func:`nonfinite_by_float64`): two backends sharing one
+wrong value are no majority against the third that computes what float64 computes.  Where
+it cannot tell (none, disputed, non-finite itself where the backends differ, every backend
+off), the majority decides, as before.  The odd-backend marking (:mod:`audee.oracle.odd`),
+the float64 culprit (:mod:`audee.oracle.precision`), the root-cause classes and the pair
+folding (:mod:`audee.triage.rootcause`) read these functions and no other copy of the rule
 (docs/oracles.md, "Pairs and their references").
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Iterable
+from typing import Iterable, Mapping
+
+import numpy as np
 
 from audee.backends.info import reference_of
+
+#: the rules' words in a finding's ``odd_rule``
+FLOAT64_RULE = "out of tolerance against the float64 reference"
+NONFINITE_RULE = "non-finite where the float64 reference is finite"
 
 
 def judged_against(a: str, b: str) -> str | None:
@@ -69,3 +81,47 @@ def in_contract(odd: Iterable[str], backends: Iterable[str]) -> bool:
         return False
     refs = {reference_of(b) for b in odd}
     return all(r is not None and r in involved and r not in odd for r in refs)
+
+
+@dataclass(frozen=True)
+class Float64Verdict:
+    """What a case's float64 reference says of its backends: each one's error against it
+    (``errors``: above 1 is out of tolerance in the backend's own dtype) and the backends
+    non-finite where it is finite, at a place where the backends' patterns differ
+    (``nonfinite``: :func:`nonfinite_by_float64`; None where it cannot tell)."""
+
+    errors: Mapping[str, float] = field(default_factory=dict)
+    nonfinite: tuple[str, ...] | None = None
+
+
+def odd_by_float64(backends: Iterable[str], errors: Mapping[str, float]) -> tuple[list[str], str] | None:
+    """Of ``backends``, those out of tolerance against the float64 reference (``errors``),
+    with the rule's words, when some backend of the case stays within it: the reference, not
+    the majority, says which side is wrong.  None where it cannot tell: no backend of
+    ``backends`` is out, or every backend with an error is (an ill-conditioned case)."""
+    out = sorted(str(b) for b in backends if errors.get(b, 0.0) > 1.0)
+    within = [b for b, e in errors.items() if e <= 1.0]
+    return (out, FLOAT64_RULE) if out and within else None
+
+
+def nonfinite_by_float64(arrays: Mapping[str, np.ndarray], reference: np.ndarray) -> tuple[str, ...] | None:
+    """The backends (``arrays``: each one's tensor, the reference's shape) non-finite at an
+    element where their patterns differ and the float64 ``reference`` is finite: there the
+    value is defined and representable, so the non-finite side is wrong, however many share
+    it.  None where it cannot tell: shapes differ, the patterns do not differ, the reference
+    is itself non-finite where they differ (undefined there), or every backend is off."""
+    ref = np.asarray(reference)
+    masks = {}
+    for b, a in arrays.items():
+        a = np.asarray(a)
+        if a.shape != ref.shape:
+            return None
+        masks[b] = ~np.isfinite(a.astype(np.float64))
+    if len(masks) < 2:
+        return None
+    stack = np.stack(list(masks.values()))
+    differ = stack.any(axis=0) & ~stack.all(axis=0)
+    if not differ.any() or not np.isfinite(ref.astype(np.float64))[differ].all():
+        return None
+    odd = tuple(sorted(b for b, m in masks.items() if (m & differ).any()))
+    return odd if 0 < len(odd) < len(masks) else None

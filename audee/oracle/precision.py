@@ -26,10 +26,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from audee.case import Finding, Kind, Outcome
-from audee.kinds import CULPRIT_KINDS
+from audee.cases.case import Finding, Kind, Outcome
+from audee.cases.kinds import CULPRIT_KINDS
 from audee.oracle.deviation import TENSORS, Tolerances, compare, pair_compute
+from audee.oracle.pairs import Float64Verdict, odd_by_float64
 from audee.records.findings import PrecisionDetail
+from audee.records.reference import ReferenceRun
 
 
 
@@ -54,10 +56,19 @@ def reference_scores(outcomes: list[Outcome], reference: Mapping[str, np.ndarray
 
 def culprit(backends: list[str], errors: Mapping[str, float]) -> list[str]:
     """Of ``backends`` (a finding's), those out of tolerance against the reference, when some
-    backend with an error stays within it; else ``[]`` (module docstring)."""
-    out = sorted(b for b in backends if errors.get(b, 0.0) > 1.0)
-    within = [b for b, e in errors.items() if e <= 1.0]
-    return out if out and within else []
+    backend with an error stays within it; else ``[]`` (the one rule:
+    :func:`audee.oracle.pairs.odd_by_float64`)."""
+    told = odd_by_float64(backends, errors)
+    return told[0] if told else []
+
+
+def float64_verdict(rec: ReferenceRun | None) -> Float64Verdict | None:
+    """What a case's reference record says of its backends, for the odd marking
+    (:func:`audee.oracle.odd.mark_odd`); None when it has none that judges (not computed,
+    disputed)."""
+    if rec is None or not rec.usable:
+        return None
+    return Float64Verdict(dict(rec.errors), tuple(rec.nonfinite) if rec.nonfinite else None)
 
 
 def mark_culprits(findings: list[Finding], errors: Mapping[str, float]) -> None:
@@ -91,4 +102,4 @@ def precision_findings(scores: Mapping[str, Mapping[str, Any]], factor: float, r
     return found
 
 
-__all__ = ["CULPRIT_KINDS", "culprit", "mark_culprits", "precision_findings", "reference_scores"]
+__all__ = ["CULPRIT_KINDS", "culprit", "float64_verdict", "mark_culprits", "precision_findings", "reference_scores"]

@@ -1,9 +1,9 @@
 """Each finding kind's detail, as a declared type.
 
-A :class:`audee.case.Finding` carries a *detail*: what its oracle measured, then what the
+A :class:`audee.cases.case.Finding` carries a *detail*: what its oracle measured, then what the
 Executor's diagnosis and :func:`audee.oracle.odd.mark_odd` added.  Its shape depends on the
 kind, so each kind has one model here (which kind has which: the finding kind table,
-:data:`audee.kinds.KINDS`), and code writes and reads a detail through its fields, never by key.
+:data:`audee.cases.kinds.KINDS`), and code writes and reads a detail through its fields, never by key.
 
 Why these rules:
 
@@ -83,7 +83,7 @@ class HardCrashDetail(Detail):
     phase: str | None = None          # build, convert, weights, run
     message: str | None = None
     log_tail: str | None = None       # the worker's last log lines
-    odd: list[str] | None = None      # audee.oracle.odd: the backends outside the majority
+    odd: list[str] | None = None      # audee.oracle.odd: the backends the float64 reference or the majority names
     odd_rule: str | None = None       # ... and why
 
 
@@ -198,7 +198,7 @@ class OwnScore(Record):
 
 class DeviationDetail(Detail):
     """``deviation`` and ``deviation_accumulated`` (:mod:`audee.oracle.deviation`), with the
-    per-layer judgement of ``audee.execute`` and, for a reduced-precision pair, the label
+    per-layer judgement of ``audee.engine.execute`` and, for a reduced-precision pair, the label
     flips folded into it (``label_flips``, ``flip_inputs``)."""
 
     pair: str | None = None
@@ -223,11 +223,11 @@ class DeviationDetail(Detail):
     reference_errors: dict[str, float] | None = None  # the pair's errors against the reference
 
 
-# ---- the training phase (audee/train/oracle.py) ---------------------------------------------------
+# ---- the training phase (audee/oracle/train.py) ---------------------------------------------------
 class TrainDeviationDetail(Detail):
     """``train_deviation`` and ``train_deviation_accumulated``: one backend pair's training
-    step out of tolerance (:mod:`audee.train.oracle`), with the per-layer judgement of
-    :mod:`audee.train.run`.  ``quantity``: what deviates first, in the order the step
+    step out of tolerance (:mod:`audee.oracle.train`), with the per-layer judgement of
+    :mod:`audee.engine.train`.  ``quantity``: what deviates first, in the order the step
     computes it: ``output`` (the forward pass in training mode), ``loss``, ``gradient``,
     ``weights`` (after the optimizer's steps).  Per-layer scores are kept for the layers
     out of tolerance only.  ``layer``: the layer a signature pins (the first that deviates
@@ -271,6 +271,8 @@ class TrainNanDetail(Detail):
     strong: bool = False                      # some backend is finite everywhere
     input_nonfinite: bool = False
     forward_first_layer: dict[str, str] = {}  # backend -> its first non-finite layer in training mode
+    backward_layer: str | None = None         # the layer whose backward pass alone makes the non-finite gradient
+    backward: dict[str, str] = {}             # each layer judged alone on the backward walk -> blamed, or why not
     layer: str | None = None
     losses: dict[str, list[float]] = {}
     setup: dict[str, Any] = {}

@@ -16,8 +16,9 @@ class ReferenceRun(Record):
     another backend corroborates the reference: ``disputed``, it judges nothing;
     :func:`audee.reference.run.disputed`); ``refused``: the candidates that
     gave no float64 result, and why (a failure, or an answer in another dtype: JAX without
-    x64); ``layers``: per backend, each layer's error along the whole model (a diagnosed
-    case only); ``lower``: a float16/bfloat16 case's float32 reference."""
+    x64); ``nonfinite``: the backends non-finite where the backends' patterns differ and
+    the reference is finite (the odd ones of a NaN finding); ``layers``: per backend, each
+    layer's error along the whole model (a diagnosed case only); ``lower``: a float16/bfloat16 case's float32 reference."""
 
     backend: str | None = None                # None: no backend computed it
     dtype: str = "float64"
@@ -28,6 +29,7 @@ class ReferenceRun(Record):
     disputed: bool = False
     refused: dict[str, str] = {}
     layers: dict[str, dict[str, float]] = {}
+    nonfinite: list[str] | None = None        # non-finite where it is finite: audee.oracle.pairs.nonfinite_by_float64
     factor: float | None = None               # the precision factor the case was judged with
     lower: "ReferenceRun | None" = None
 

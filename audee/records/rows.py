@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from audee.records.reference import ReferenceRun
 
-#: a row's status: the verdict's (audee.case.Verdict.status)
+#: a row's status: the verdict's (audee.cases.case.Verdict.status)
 STATUSES = ("pass", "fail", "rejected")
 
 Number = int | float                      # kept as written: an int stays an int in the JSON line
@@ -61,8 +61,8 @@ class ResultRow(BaseModel):
     deviating_pairs: list[str] = []
     equivalence: dict[str, str] = {}       # equivalence rule -> pass | fail | accumulated | harness (rules applied)
     reference: ReferenceRun | None = None  # the float64 reference (--reference float64): every backend's error
-    signatures: list[dict[str, Any]] = []  # audee.signature.Signature.to_json(), one per failure finding
-    exercised: list[list[str]] = []        # [api, param, value] triples (audee.exercised)
+    signatures: list[dict[str, Any]] = []  # audee.triage.signature.Signature.to_json(), one per failure finding
+    exercised: list[list[str]] = []        # [api, param, value] triples (audee.oracle.exercised)
     seconds: Number = 0.0
     phases: dict[str, dict[str, Number]] = {}  # backend -> phase -> seconds (audee.store.results.phases_field)
     case_file: str | None = None           # relative to the run directory; failing cases only

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from audee.case import Finding, Kind, TestCase
+from audee.cases.case import Finding, Kind, TestCase
 from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, compare, jump_order, layer_scores, pair_compute, perturbed,
                                     rounding_for)
 from audee.records.findings import OwnScore
-from audee.spec import one_layer_model, weights_key
+from audee.cases.spec import one_layer_model, weights_key
 
 DIAGNOSE_ROWS = 8        # rows whose layers are fetched for a finding
 OWN_LAYER_CHECKS = 6     # layers judged alone per finding

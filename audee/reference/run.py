@@ -1,6 +1,6 @@
 """The float64 reference of a test case, run beside it and judged.
 
-Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in:
+Called by :meth:`audee.engine.execute.Executor.judge` once a case's outcomes are in:
 
 1. the case's model widened to float64 (:func:`audee.equivalence.rules.widened`, the one
    way audee makes a wider model: every layer under the ``float64`` policy, float weights
@@ -24,7 +24,14 @@ Called by :meth:`audee.execute.Executor.judge` once a case's outcomes are in:
    findings (:func:`audee.oracle.precision.precision_findings`), diagnosed per layer by
    :mod:`audee.reference.diagnose`;
 4. a float16 or bfloat16 case also gets a float32 reference (the same model widened to
-   float32), recorded as ``lower``: how far the reduced dtype moved each backend.
+   float32), recorded as ``lower``: how far the reduced dtype moved each backend;
+5. the reference decides the odd backends of the case's findings before the majority does
+   (:mod:`audee.oracle.pairs`): those out of tolerance against it, and ``nonfinite``, those
+   non-finite where it is finite (:func:`nonfinite_odd`).
+
+An op case (:mod:`audee.engine.opexec`) gets one too: the call on its float tensors widened to
+float64 (:func:`widened_call`) on the same candidates (:meth:`Reference.submit_op`,
+:meth:`Reference.collect_op`), judged per output by :func:`audee.oracle.ops.float64_verdicts`.
 """
 from __future__ import annotations
 
@@ -36,16 +43,18 @@ import numpy as np
 
 from audee.backends.registry import BUILTIN, BackendRef, float64_twin, parse_backends
 from audee.backends.info import base_name, keras_frameworks
-from audee.case import Finding, Outcome, TestCase
-from audee.errors import AudeeError
+from audee.cases.case import Finding, Outcome, TestCase
+from audee.core.errors import AudeeError
 from audee.equivalence.rules import widened
 from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.deviation import TENSORS, compare
+from audee.oracle.ops import restore, value_compare
+from audee.oracle.pairs import nonfinite_by_float64
 from audee.oracle.precision import mark_culprits, precision_findings, reference_scores
 from audee.reference.diagnose import diagnose_precision
 from audee.records.reference import ReferenceRun
 from audee.settings import PRECISION_FACTOR, FuzzSettings
-from audee.spec import ModelSpec, Weights, weights_key
+from audee.cases.spec import ModelSpec, Weights, weights_key
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +219,42 @@ class Reference:
             rec.checks = checks
         return rec, wide, tensors
 
+    def submit_op(self, pool: Any, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> dict[str, int]:
+        """Send an op call, its float tensors widened to float64 (:func:`widened_call`), to
+        every candidate worker (:func:`candidates`; the run's own workers answer it after the
+        run's call): each one's ticket for :meth:`collect_op`."""
+        wide_call, wide = widened_call(call, tensors)
+        labels = [b for b in candidates(pool.labels, self.backend) if b in pool.workers]
+        return pool.submit_op(wide_call, wide, labels) if labels else {}
+
+    def collect_op(self, pool: Any, tickets: dict[str, int], tol: Any) -> OpReference:
+        """The op call's reference from the candidates' answers (``tickets``, in candidate
+        order): the first whose float outputs are float64; every other one that answered in
+        float64 cross-checks it in float32's tolerance (``checks``, :func:`disputed`, as a
+        model's reference)."""
+        rec = ReferenceRun(dtype="float64", factor=self.factor)
+        got = pool.collect_op(tickets) if tickets else {}
+        refused = {b: (_why(r) if not isinstance(r, dict) else f"answered {', '.join(r.get('dtypes', []))}")
+                   for b, r in got.items() if not _float64_outputs(r)}
+        answers = {b: r for b, r in got.items() if b not in refused}
+        if refused or not got:
+            rec.refused = refused or {"-": "no Keras backend in the run"}
+        if not answers:
+            return OpReference(rec)
+        rec.backend = next(iter(answers))
+        mine = answers[rec.backend]
+        outs, dts = list(mine["outputs"]), list(mine["dtypes"])
+        checks = {}
+        for b, r in answers.items():
+            if b == rec.backend or len(r["outputs"]) != len(outs):
+                continue
+            scores = [value_compare(restore(x, d), restore(y, e), tol) for x, d, y, e in
+                      zip(r["outputs"], r["dtypes"], outs, dts)]
+            checks[b] = max((float(c["score"]) for c in scores if c is not None), default=0.0)
+        if checks:
+            rec.checks = checks
+        return OpReference(rec, outs, dts)
+
     def judge(self, ex: Any, case: TestCase, outcomes: dict[str, Outcome], findings: list[Finding], *,
               diagnose: bool = True) -> tuple[ReferenceRun, list[Finding]]:
         """Run the reference of ``case``, record every backend's error against it, name the
@@ -233,6 +278,7 @@ class Reference:
         rec.disputed = disputed(rec)
         if not rec.usable:
             return rec, []
+        rec.nonfinite = nonfinite_odd(ordered, tensors)
         mark_culprits(findings, rec.errors)
         found = precision_findings(scores, self.factor, rec.backend, wide.dtype)
         if diagnose and found:
@@ -244,6 +290,62 @@ class Reference:
                     log.exception("diagnosing precision of %s on case %s", f.detail.backend, case.id)
             rec.layers = layers
         return rec, found
+
+
+#: the dtypes an op call's reference computes in float64 (complex ones stay: a complex128 input
+#: is the case's own)
+WIDENED_OP = ("float16", "bfloat16", "float32")
+
+
+def widened_call(call: dict[str, Any], tensors: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """An op call (:meth:`audee.cases.opcase.OpCase.call`) with its float tensors widened to float64:
+    their declared dtypes and their arrays (integers and booleans unchanged), and a float
+    ``dtype`` argument too (``cumsum(x, dtype="float16")`` would round the reference back)."""
+    dtypes = {k: ("float64" if v in WIDENED_OP else v) for k, v in call.get("dtypes", {}).items()}
+    kwargs = dict(call.get("kwargs", {}))
+    if kwargs.get("dtype") in WIDENED_OP:
+        kwargs["dtype"] = "float64"
+    return {**call, "dtypes": dtypes, "kwargs": kwargs}, widened_inputs(tensors, "float64")
+
+
+@dataclass
+class OpReference:
+    """An op call's float64 reference as computed: its record (errors not yet judged), its
+    outputs and their Keras dtypes (empty when no candidate computed it)."""
+
+    record: ReferenceRun
+    outputs: list[np.ndarray] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+
+
+def _float64_outputs(reply: Any) -> bool:
+    """Whether an op reply's float outputs are all float64 (a call whose outputs are integers
+    only counts too: its float inputs were widened)."""
+    return isinstance(reply, dict) and all(d in ("float64", "complex128") or d not in _FLOATS
+                                           for d in reply.get("dtypes", []))
+
+
+_FLOATS = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+
+
+def nonfinite_odd(outcomes: list[Outcome], tensors: dict[str, np.ndarray]) -> list[str] | None:
+    """The backends of ``outcomes`` non-finite where their patterns differ and the reference
+    ``tensors`` are finite (:func:`audee.oracle.pairs.nonfinite_by_float64` over the logits
+    and the output together); None where it cannot tell."""
+    ok = [o for o in outcomes if o.ok]
+    arrays: dict[str, list[np.ndarray]] = {o.backend: [] for o in ok}
+    ref: list[np.ndarray] = []
+    for t in TENSORS:
+        theirs = {o.backend: getattr(o, t) for o in ok}
+        if t not in tensors or any(a is None or np.shape(a) != np.shape(tensors[t]) for a in theirs.values()):
+            continue
+        ref.append(np.asarray(tensors[t], dtype=np.float64).ravel())
+        for b, a in theirs.items():
+            arrays[b].append(np.asarray(a).astype(np.float64).ravel())
+    if not ref:
+        return None
+    odd = nonfinite_by_float64({b: np.concatenate(a) for b, a in arrays.items()}, np.concatenate(ref))
+    return list(odd) if odd else None
 
 
 def disputed(rec: ReferenceRun) -> bool:
@@ -271,4 +373,5 @@ def _why(reply: Any) -> str:
     return " ".join(str(message).split())[:200]
 
 
-__all__ = ["KERAS_BACKENDS", "Reference", "Wide", "candidates", "reduced", "reference_refs", "reference_workers"]
+__all__ = ["KERAS_BACKENDS", "OpReference", "Reference", "Wide", "candidates", "reduced", "reference_refs",
+           "reference_workers", "widened_call"]

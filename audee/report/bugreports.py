@@ -1,6 +1,6 @@
 """One upstream-ready report per new bug: ``report/bugs/<root>.md``.
 
-A root cause of class ``bug`` that no known issue matches (:mod:`audee.rootcause`) is what a
+A root cause of class ``bug`` that no known issue matches (:mod:`audee.triage.rootcause`) is what a
 maintainer would want filed.  Its report holds what the tracker asks for: a title in the
 tracker's style, the versions the case ran on, the standalone repro script inline, what
 was expected against what happened (numbers from the case file's verdict), the class and
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from audee.backends.info import all_query_noise, all_version_keys, first_blamed, trackers_of
-from audee.bounded import utf8
-from audee.rootcause import core_message
+from audee.core.bounded import utf8
+from audee.triage.rootcause import core_message
 from audee.store.atomic import write_atomic
 from audee.triage import RootCause, RootKey
 

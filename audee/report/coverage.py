@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from audee.exercised import API_ONLY, exercised  # noqa: F401 - re-exported: what a case exercised
+from audee.oracle.exercised import API_ONLY, exercised  # noqa: F401 - re-exported: what a case exercised
 from audee.store.atomic import write_via
 
 def _triples(cases: pd.DataFrame) -> pd.DataFrame:
@@ -94,9 +94,9 @@ def backend_api_tables(cases: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     """Per backend, over API-level cases (rows with an ``api``): how many APIs it was given,
     how many it converted and ran in at least one case, and how many it never ran; and one
     row per (backend, API) never run, with the phase and the normalized error of its first
-    failure (:func:`audee.rootcause.template`) and that error's class when it is an explicit
+    failure (:func:`audee.triage.rootcause.template`) and that error's class when it is an explicit
     refusal (limitation) — what a converter or compiler covers, and why not the rest."""
-    from audee.rootcause import explicit_refusal, template
+    from audee.triage.rootcause import explicit_refusal, template
 
     summary_cols = ["backend", "apis", "ran", "never_ran", "never_ran_limitation"]
     rest_cols = ["backend", "api", "cases", "phase", "error", "limitation"]

@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 from pydantic import ValidationError
 
-from audee.bounded import MAX_TEXT_BYTES, read_bytes
-from audee.errors import AudeeError
+from audee.core.bounded import MAX_TEXT_BYTES, read_bytes
+from audee.core.errors import AudeeError
 from audee.records.localization import LocalizationRecord
 from audee.records.rows import PlacedRow, ResultRow
 from audee.records.search import SearchTrace
@@ -62,11 +62,11 @@ def _labels_of(config: dict) -> list[str]:
 
 def resigned(row: ResultRow, case_path: str | None) -> ResultRow:
     """``row`` with its bug signatures made again from its case file by today's rules
-    (audee.signature.case_signatures): a run recorded before a classification rule changed
+    (audee.triage.signature.case_signatures): a run recorded before a classification rule changed
     counts as today's audee would.  A row without a case file, or whose case file cannot be
     read (a warning naming it), keeps what it recorded: one lost file loses no recount."""
-    from audee.errors import CaseFileError
-    from audee.signature import case_signatures
+    from audee.core.errors import CaseFileError
+    from audee.triage.signature import case_signatures
     from audee.store.caserecord import CaseRecord
 
     if not case_path or not row.signatures:

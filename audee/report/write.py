@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from audee.apis import load_api_configs
-from audee.bounded import utf8
+from audee.core.bounded import utf8
 from audee.levels import source_name
 from audee.records.localization import LocalizationRecord
 from audee.records.rows import PlacedRow
@@ -420,12 +420,12 @@ BUG_COLS = ["class", "status", "known_id", "kind", "backends", "odd", "what", "p
 
 def _relocalized(at: PlacedRow, localized: dict) -> PlacedRow:
     """A row whose inconsistencies were localized (the RQ2 stage): their signatures take the
-    layer API and parameter from the localization (audee.signature: localization first)."""
+    layer API and parameter from the localization (audee.triage.signature: localization first)."""
     from dataclasses import replace
 
-    from audee.case import Finding
+    from audee.cases.case import Finding
     from audee.records.findings import InconsistencyDetail
-    from audee.signature import Signature, signatures_of
+    from audee.triage.signature import Signature, signatures_of
 
     docs = localized.get((at.unit, at.row.id))
     if not docs:
@@ -444,9 +444,9 @@ def _relocalized(at: PlacedRow, localized: dict) -> PlacedRow:
 
 
 def campaign_bugs(data: CampaignData, known: list | None = None) -> list[Bug]:
-    """Unique bugs over every unit and shard (audee.known.unique_bugs), signatures re-derived
+    """Unique bugs over every unit and shard (audee.triage.known.unique_bugs), signatures re-derived
     where the localize stage ran."""
-    from audee.known import load_known_issues, unique_bugs
+    from audee.triage.known import load_known_issues, unique_bugs
 
     if not data.rows:
         return []
@@ -460,7 +460,7 @@ def campaign_bugs(data: CampaignData, known: list | None = None) -> list[Bug]:
 
 
 def bug_table(bugs: list[Bug], out: Path, reports: dict[RootKey, Path] | None = None) -> pd.DataFrame:
-    """One row per signature (audee.signature), new first: known or new (audee.known),
+    """One row per signature (audee.triage.signature), new first: known or new (audee.triage.known),
     kind, backends, API/params, cases behind it, the first case file and the repro script
     (links relative to ``out``)."""
     table = []
@@ -511,7 +511,7 @@ ROOT_COLS = ["class", "status", "known_id", "kind", "component", "op", "api", "o
 
 
 def root_table(roots: list[RootCause], out: Path, reports: dict[RootKey, Path]) -> pd.DataFrame:
-    """Root causes (audee.rootcause.root_causes), bugs first, new before known; ``reports``:
+    """Root causes (audee.triage.rootcause.root_causes), bugs first, new before known; ``reports``:
     the upstream-ready report of each new bug (audee.report.bugreports)."""
     rows = []
     for g in roots:
@@ -528,7 +528,7 @@ def root_table(roots: list[RootCause], out: Path, reports: dict[RootKey, Path]) 
 
 def class_line(roots: list[RootCause]) -> str:
     """Root causes per class, new and known: the count a maintainer reads first."""
-    from audee.rootcause import class_counts
+    from audee.triage.rootcause import class_counts
 
     return "; ".join(f"{c['root_causes']} {k} ({c['new']} new)" for k, c in class_counts(roots).items())
 
@@ -539,7 +539,7 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
     out.mkdir(parents=True, exist_ok=True)
     written = []
     from audee.report.bugreports import write_bug_reports
-    from audee.rootcause import root_causes
+    from audee.triage.rootcause import root_causes
 
     raw_bugs = campaign_bugs(data, known)
     raw_roots = root_causes(raw_bugs)

@@ -33,9 +33,9 @@ import numpy as np
 
 from audee import __version__
 from audee.backends.info import describe
-from audee.case import Finding, Kind, TestCase
-from audee.errors import AudeeError
-from audee.kinds import CRASHES, PAIRWISE
+from audee.cases.case import Finding, Kind, TestCase
+from audee.core.errors import AudeeError
+from audee.cases.kinds import CRASHES, PAIRWISE
 from audee.levels import level_of
 from audee.oracle.deviation import Tolerances
 from audee.records.findings import DeviationDetail, EquivalenceDetail, HardCrashDetail
@@ -43,12 +43,12 @@ from audee.records.localization import LocalizationReport
 from audee.records.rows import ResultRow
 from audee.repro.source import Code, Comment, Data, fill
 from audee.repro.template import SCRIPT
-from audee.spec import ModelSpec, Weights, contiguous, one_layer_spec, weights_key
-from audee.bounded import utf8
+from audee.cases.spec import ModelSpec, Weights, contiguous, one_layer_spec, weights_key
+from audee.core.bounded import utf8
 from audee.store.atomic import write_atomic
 from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
 from audee.store.runstore import RunStore
-from audee.verdicts import finding_holds, main_failure
+from audee.oracle.verdicts import finding_holds, main_failure
 
 #: the script's exit codes (its header says them too): the failure reproduces, it does not, the
 #: environment is broken (a framework missing), the data file is missing or damaged (no verdict)
@@ -78,7 +78,7 @@ class ReproScript:
 # ---- what the script shows ----------------------------------------------------------------------
 def pick_finding(record: CaseRecord, index: int | None = None) -> Finding:
     """The finding a script is written for: ``index`` into the verdict, else the case's
-    main failure (:func:`audee.verdicts.main_failure`)."""
+    main failure (:func:`audee.oracle.verdicts.main_failure`)."""
     findings = [Finding.from_json(f) for f in record.verdict.get("findings", [])]
     if index is not None:
         if not 0 <= index < len(findings):
@@ -138,7 +138,7 @@ def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str
     if isinstance(loc, dict):
         cands += [s.layer for s in LocalizationReport.from_json(loc).sources]
     if f.kind in CRASHES:  # a layer the error message names
-        from audee.signature import named_layer
+        from audee.triage.signature import named_layer
 
         texts = [d.message] if isinstance(d, HardCrashDetail) else [e.message for e in d.errors.values()]
         spec_layers = {ls.name: ls for ls in record.model_spec.layers}
@@ -166,7 +166,7 @@ def _compare_layer(spec: ModelSpec, f: Finding, one_layer: str | None) -> str:
 
 # ---- checking a candidate on audee's workers ----------------------------------------------------
 def _still_fails(pool: Any, record: CaseRecord, f: Finding, case: TestCase) -> bool:
-    from audee.execute import Executor
+    from audee.engine.execute import Executor
 
     ex = Executor(pool, tie_margin=record.tie_margin, diagnose=False, tolerances=record.tolerances or None,
                   equivalence=[f.detail.rule] if f.kind == Kind.EQUIVALENCE else [])
@@ -446,9 +446,9 @@ def run_script(script: Path, timeout: float = SCRIPT_TIMEOUT_S * 2) -> tuple[int
 
 
 def default_name(record: CaseRecord, f: Finding) -> str:
-    """The bug signature's slug (:meth:`audee.signature.Signature.slug`), else the case id."""
+    """The bug signature's slug (:meth:`audee.triage.signature.Signature.slug`), else the case id."""
     try:
-        from audee.signature import signatures_of  # noqa: PLC0415
+        from audee.triage.signature import signatures_of  # noqa: PLC0415
 
         sigs = signatures_of(f, record.spec, record.meta, record.meta.get("localization"))
         if sigs:
@@ -513,7 +513,7 @@ def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[
     nothing here stops the run."""
     import logging
 
-    from audee.signature import Signature, signatures_of
+    from audee.triage.signature import Signature, signatures_of
 
     log = logging.getLogger(__name__)
     written: list[Path] = []

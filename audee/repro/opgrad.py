@@ -1,7 +1,7 @@
 """Standalone repro scripts of an op call's gradient phase: the call and its
 vector-Jacobian product on each backend, each framework's own autodiff written out
 (``tf.GradientTape``, ``torch.autograd.grad``, ``jax.vjp``), the cotangent of output ``k``
-drawn by the text of :func:`audee.opcase.cotangent` from the recorded seed.
+drawn by the text of :func:`audee.cases.opcase.cotangent` from the recorded seed.
 
 The script is the op level's (:mod:`audee.repro.ops`) with another ``call``: a child
 answers the call's outputs followed by its gradients, and the op script's judgement reads
@@ -13,10 +13,10 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from audee.bounded import utf8
-from audee.case import Finding, Kind
-from audee.errors import AudeeError
-from audee.opcase import GRAD_DTYPES, cotangent
+from audee.core.bounded import utf8
+from audee.cases.case import Finding, Kind
+from audee.core.errors import AudeeError
+from audee.cases.opcase import GRAD_DTYPES, cotangent
 from audee.repro.ops import KERAS_OF, OP_BODY, OP_CONSTANTS, _case_json, _function, _tensor_json
 from audee.repro.scaffold import compose
 from audee.repro.source import Code, Comment, Data, fill

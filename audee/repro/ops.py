@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 
 from audee.backends.info import keras_frameworks
-from audee.case import Finding, Kind
-from audee.errors import AudeeError
+from audee.cases.case import Finding, Kind
+from audee.core.errors import AudeeError
 from audee.repro.scaffold import compose
 from audee.repro.source import Code, Comment, Data, fill
 from audee.repro.template import SCRIPT as MODEL_SCRIPT
-from audee.bounded import utf8
+from audee.core.bounded import utf8
 from audee.store.atomic import write_atomic
 from audee.store.caserecord import BUILTIN_TARGETS, CaseRecord
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from audee.errors import ConfigError
+from audee.core.errors import ConfigError
 from audee.settings import SearchSettings, parse_duration as _parse_duration, settings_error, validate_settings
-from audee.yamlio import read_yaml_mapping
+from audee.core.yamlio import read_yaml_mapping
 
 SearchConfig = SearchSettings
 

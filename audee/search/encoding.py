@@ -11,7 +11,7 @@ from typing import Collection
 
 import numpy as np
 
-from audee.spec import InputSpec, Weights
+from audee.cases.spec import InputSpec, Weights
 
 LEVELS = ("input", "weight", "input-weight")
 

@@ -22,12 +22,12 @@ from typing import Any, Callable, Protocol
 import numpy as np
 from deap import base, creator, tools
 
-from audee.case import TestCase
-from audee.execute import Executor, Result
+from audee.cases.case import NONFINITE_SPECIALS, TestCase
+from audee.engine.execute import Executor, Result
 from audee.oracle.distance import layer_distances
 from audee.mutation import special
 from audee.search.encoding import Encoding, cauchy_draw, scaled_noise
-from audee.errors import AudeeError
+from audee.core.errors import AudeeError
 from audee.reference.run import Reference
 from audee.search.evaluate import Evaluation, PopulationEvaluator, ReferenceLane
 from audee.settings import SearchSettings
@@ -144,7 +144,7 @@ class Search:
                                  masks=case.spec.mask_inputs())
         # the nan fitness looks for a NaN the model makes: a NaN or Inf put into the input is no find
         self.special_kinds = [k for k in special.KINDS
-                              if cfg.fitness != "nan" or k not in ("nan", "inf", "-inf")]
+                              if cfg.fitness != "nan" or k not in NONFINITE_SPECIALS]
         self.labels = labels
         self.evaluator = self.make_evaluator()
         self.scales = self.encoding.scales(cfg.input_scale, cfg.weight_scale)
@@ -170,7 +170,7 @@ class Search:
     def make_evaluator(self) -> Evaluator:
         """What gives each individual its fitness: the population on the backends, judged
         by the inference oracles (:class:`PopulationEvaluator`).  Another phase's search
-        (the training phase's, :mod:`audee.train.search`) gives its own and keeps the rest
+        (the training phase's, :mod:`audee.search.train`) gives its own and keeps the rest
         of the engine."""
         cfg, ex = self.cfg, self.ex
         return PopulationEvaluator(ex.pool, self.case.spec, self.encoding, fitness=cfg.fitness, labels=self.labels,

@@ -27,7 +27,7 @@ from audee.oracle.deviation import (FULL, Tolerances, as_tolerances, deviation_s
 from audee.oracle.labels import label_flips
 from audee.reference.run import widened_inputs
 from audee.search.encoding import Encoding
-from audee.spec import ModelSpec, weights_key
+from audee.cases.spec import ModelSpec, weights_key
 
 _counter = itertools.count()
 

@@ -15,12 +15,12 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from audee.case import TestCase
-from audee.execute import Executor, Result
+from audee.cases.case import TestCase
+from audee.engine.execute import Executor, Result
 from audee.search.engine import INTERRUPTED, Search, SearchConfig, SearchOutcome
 from audee.settings import SearchPlan  # the one shape of a search plan (re-exported here)
 from audee.records.search import SearchRun, SearchTrace
-from audee.spec import ModelSpec, Weights
+from audee.cases.spec import ModelSpec, Weights
 from audee.store import RunStore
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def run_searches(ex: Executor, targets: list[Target], inputs: dict[str, np.ndarr
                      cfg.level, cfg.fitness, cfg.budget_s)
             try:
                 outcome: SearchOutcome = search.run()
-            except KeyboardInterrupt:  # Ctrl-C or SIGTERM (audee.signals): say so, then unwind
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM (audee.core.signals): say so, then unwind
                 _record(store, sid, target, kind, scfg, row_index, search.outcome)
                 raise
             rows.append(_record(store, sid, target, kind, scfg, row_index, outcome))

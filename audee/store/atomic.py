@@ -13,7 +13,7 @@ import secrets
 from pathlib import Path
 from typing import BinaryIO, Callable
 
-from audee.errors import AudeeError
+from audee.core.errors import AudeeError
 
 
 def _create_temp(path: Path) -> tuple[int, str]:

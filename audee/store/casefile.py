@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from audee.bounded import read_bytes
-from audee.errors import CaseFileError
+from audee.core.bounded import read_bytes
+from audee.core.errors import CaseFileError
 
 CASE_FORMAT = "audee.case/2"                          # what audee writes
 READ_FORMATS = ("audee.case/1", "audee.case/2")      # what audee reads

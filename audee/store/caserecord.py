@@ -27,9 +27,9 @@ import numpy as np
 from pydantic import ValidationError
 
 from audee.backends.registry import BUILTIN, DEFAULT_PRECISION, BackendRef, backend_label, parse_placement
-from audee.case import TestCase, Verdict
-from audee.errors import CaseFileError
-from audee.kinds import NAMES, parse_detail
+from audee.cases.case import TestCase, Verdict
+from audee.core.errors import CaseFileError
+from audee.cases.kinds import NAMES, parse_detail
 from audee.settings import TIE_MARGIN
 from audee.store.atomic import write_atomic
 from audee.store.casefile import CASE_FORMAT, READ_FORMATS, encode, read_case_bytes
@@ -37,7 +37,7 @@ from audee.store.casefile import CASE_FORMAT, READ_FORMATS, encode, read_case_by
 FIELDS = ("format", "created", "id", "spec", "weights", "inputs", "backends", "verdict", "distances", "outputs",
           "versions", "tie_margin", "tolerances", "op")
 BUILTIN_TARGETS = frozenset(BUILTIN.values())
-FINDING_KINDS = NAMES  # every kind of the finding kind table (audee.kinds)
+FINDING_KINDS = NAMES  # every kind of the finding kind table (audee.cases.kinds)
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 #: a case id, as audee makes them: ``<seed>-seed``, ``<seed>-v00001``, ``api-<API>-v00001``,
@@ -105,9 +105,9 @@ class CaseRecord:
     def from_result(cls, result: Any, backends: Iterable[BackendRef], versions: dict[str, Any], *,
                     tie_margin: float | None = None, tolerances: dict[str, Any] | None = None,
                     meta: dict[str, Any] | None = None) -> "CaseRecord":
-        """The record of an :class:`audee.execute.Result`."""
+        """The record of an :class:`audee.engine.execute.Result`."""
         case = result.case
-        if case.spec is None:  # an op case (audee.opexec.OpResult): the call and each backend's outputs
+        if case.spec is None:  # an op case (audee.engine.opexec.OpResult): the call and each backend's outputs
             return cls(
                 id=case.id, spec={}, weights={}, inputs=dict(case.tensors), backends=list(backends),
                 verdict=result.verdict.to_json(), versions=versions,
@@ -223,7 +223,7 @@ class CaseRecord:
 
     def op_case(self) -> Any:
         """The op case as :class:`audee.mutation.oplevel.OpCase` (op records only)."""
-        from audee.opcase import OpCase
+        from audee.cases.opcase import OpCase
 
         return OpCase(str(self.op["op"]), list(self.op.get("args", [])), dict(self.op.get("kwargs", {})),
                       dict(self.inputs), dict(self.op.get("dtypes", {})), id=self.id, meta=dict(self.meta))
@@ -231,9 +231,9 @@ class CaseRecord:
     # ---- using one -----------------------------------------------------------------------------
     @property
     def model_spec(self) -> Any:
-        """The spec as an :class:`audee.spec.ModelSpec` (checked; a bad one is a CaseFileError)."""
+        """The spec as an :class:`audee.cases.spec.ModelSpec` (checked; a bad one is a CaseFileError)."""
         if self._spec_obj is None:
-            from audee.spec import ModelSpec
+            from audee.cases.spec import ModelSpec
 
             try:
                 self._spec_obj = ModelSpec.from_json(self.spec, source="spec")
@@ -301,7 +301,7 @@ def _check_verdict(verdict: dict, bad: Any) -> None:
             raise bad("expected a list of backend labels", f"{where}.backends")
         if not isinstance(f.get("detail", {}), dict):
             raise bad(f"expected a mapping, got {type(f.get('detail')).__name__}", f"{where}.detail")
-        try:  # each kind's detail type (audee.kinds): a wrong value is named here
+        try:  # each kind's detail type (audee.cases.kinds): a wrong value is named here
             parse_detail(f["kind"], f.get("detail") or {})
         except ValidationError as exc:
             first = exc.errors()[0]
@@ -345,10 +345,10 @@ def _check_backends(raw: list, bad: Any) -> list[BackendRef]:
 
 def _check_op(op: dict, inputs: dict, bad: Any) -> None:
     """An op record's call: a name of the closed set a call may name (configured ops,
-    ``keras.activations`` functions, :func:`audee.opcase.callable_names`: a case names data, never code), its arguments as JSON data, every tensor it names among
+    ``keras.activations`` functions, :func:`audee.cases.opcase.callable_names`: a case names data, never code), its arguments as JSON data, every tensor it names among
     the inputs (a plain array), every dtype one an op case may take."""
     from audee.apis.config import OP_DTYPES
-    from audee.opcase import callable_names, refs
+    from audee.cases.opcase import callable_names, refs
 
     unknown = sorted(set(op) - {"op", "args", "kwargs", "dtypes"})
     if unknown:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 from contextlib import contextmanager
 
-from audee.errors import AudeeError
+from audee.core.errors import AudeeError
 
 LOCK_NAME = ".audee.lock"
 

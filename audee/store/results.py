@@ -15,8 +15,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from audee.bounded import open_regular
-from audee.errors import AudeeError
+from audee.core.bounded import open_regular
+from audee.core.errors import AudeeError
 from audee.records.rows import RowRejected, parse_object
 
 log = logging.getLogger(__name__)

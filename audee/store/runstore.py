@@ -25,11 +25,11 @@ import logging
 from pathlib import Path
 from typing import Any, Iterator
 
-from audee.bounded import MAX_TEXT_BYTES, read_bytes
-from audee.errors import AudeeError
+from audee.core.bounded import MAX_TEXT_BYTES, read_bytes
+from audee.core.errors import AudeeError
 from audee.records.rows import PlacedRow, ResultRow, RowRejected, parse_row
 from audee.records.search import SearchRun, SearchTrace, last_runs, parse_search_run, parse_trace
-from audee.spec import ModelSpec
+from audee.cases.spec import ModelSpec
 from audee.store.atomic import write_atomic
 from audee.store.caserecord import CaseRecord, save_case
 from audee.store.results import ResultsTable
@@ -59,7 +59,7 @@ class RunStore:
 
     @property
     def log_file(self) -> Path:
-        """The run's own log (audee.logs.setup_logging writes it)."""
+        """The run's own log (audee.core.logs.setup_logging writes it)."""
         return self.logs / "audee.log"
 
     @property

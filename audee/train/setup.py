@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from audee.apis.call_args import random_in_training
-from audee.spec import ModelSpec
+from audee.cases.spec import ModelSpec
 
 #: the losses a case draws from (Keras names; each a ``keras.losses`` class in the worker)
 LOSSES = ("categorical_crossentropy", "sparse_categorical_crossentropy", "binary_crossentropy",

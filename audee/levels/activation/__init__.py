@@ -1,12 +1,12 @@
 """The activation level: one ``keras.activations`` function (every name the swap-activation
-operator draws, :data:`audee.opcase.ACTIVATIONS`) applied to a drawn float tensor, with its
+operator draws, :data:`audee.cases.opcase.ACTIVATIONS`) applied to a drawn float tensor, with its
 own parameters drawn (``relu``'s ``max_value``, ``elu``'s ``alpha``, ``softmax``'s
 ``axis``, ...), ids ``activation-<name>-v<i>`` (``audee fuzz --activation``).
 
 Why a level of its own: the layers reach these functions only through their defaults and
 the op level calls the ``keras.ops`` twins, whose parameters differ (``keras.activations.relu``
 adds ``negative_slope``, ``max_value``, ``threshold`` in Python over the backend ops).  The
-case is an op call as data (:class:`audee.opcase.OpCase` naming ``activations.<name>``), so
+case is an op call as data (:class:`audee.cases.opcase.OpCase` naming ``activations.<name>``), so
 every call level's runner, oracles, re-run, script and localization refusal serve it
 unchanged (:class:`audee.levels.calls.CallLevel`).
 """
@@ -19,7 +19,7 @@ import numpy as np
 from audee.levels.base import SPECIAL_STREAM, nonempty
 from audee.levels.calls import CallLevel
 from audee.mutation import special
-from audee.opcase import ACTIVATION_NS, ACTIVATIONS, OpCase
+from audee.cases.opcase import ACTIVATION_NS, ACTIVATIONS, OpCase
 
 DTYPES = ("float32", "float32", "float16", "bfloat16")  # float32 twice: most cases judged at float32 tolerance
 MAX_DIM = 6
@@ -101,7 +101,7 @@ class ActivationLevel(CallLevel):
         tensor (``--special-inputs``, their own random stream)."""
         from audee.mutation.apilevel import case_rng
         from audee.mutation.oplevel import wire_array
-        from audee.spec import InputSpec
+        from audee.cases.spec import InputSpec
 
         for name, index in todo:
             case = generate_activation_case(name, cfg.rng, index)

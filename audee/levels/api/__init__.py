@@ -1,11 +1,11 @@
 """The API level: small models around one layer API at a time (``audee fuzz --api``), ids
 ``api-<API>-v<i>`` from the stream ``(rng, crc32(API), i)`` (:mod:`audee.mutation.apilevel`);
-``--pack K`` runs K cases per build (:mod:`audee.packed`)."""
+``--pack K`` runs K cases per build (:mod:`audee.engine.packed`)."""
 from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Sequence
 
-from audee.case import TestCase
+from audee.cases.case import TestCase
 from audee.levels.base import SPECIAL_STREAM, by_api, nonempty, unbuildable
 from audee.levels.models import ModelLevel
 from audee.mutation import special
@@ -37,10 +37,10 @@ class ApiLevel(ModelLevel):
         from audee.apis import load_api_configs
 
         configs = load_api_configs()
-        # --pack K > 1 runs K cases per build (audee.packed: a planner stands in for the executor
+        # --pack K > 1 runs K cases per build (audee.engine.packed: a planner stands in for the executor
         # while cases are made; rows and case files as an unpacked run's, timings apart)
         if loop.cfg.pack > 1:
-            from audee.packed import run_packed
+            from audee.engine.packed import run_packed
 
             for result, extra in run_packed(runner, todo, lambda planner, part: self.cases(
                     planner, part, loop.cfg, loop.store, {"configs": configs}), loop.cfg.pack):

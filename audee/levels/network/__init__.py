@@ -7,8 +7,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from audee.case import TestCase
-from audee.execute import seed_batch
+from audee.cases.case import TestCase
+from audee.engine.execute import seed_batch
 from audee.levels.base import SPECIAL_STREAM, nonempty, unbuildable
 from audee.levels.models import ModelLevel
 from audee.mutation import special

@@ -7,7 +7,6 @@ from typing import Any, Iterator
 
 from audee.levels.base import SPECIAL_STREAM, nonempty
 from audee.levels.calls import REFUSAL, CallLevel
-from audee.mutation import special
 
 __all__ = ["LEVEL", "REFUSAL", "OpLevel"]
 
@@ -30,22 +29,18 @@ class OpLevel(CallLevel):
     def cases(self, runner: Any, todo: list[tuple[str, int]], cfg: Any, store: Any,
               context: dict[str, Any]) -> Iterator[tuple[Any, dict[str, Any]]]:
         """Each op-level case to run, with its row's provenance: the drawn call, then special
-        values in its tensors (``--special-inputs``, their own random stream)."""
+        values in its tensors (``--special-inputs``, their own random stream,
+        :func:`audee.mutation.oplevel.place_specials`)."""
         from audee.apis import load_op_configs
         from audee.mutation.apilevel import case_rng
-        from audee.mutation.oplevel import generate_op_case, op_case_id, wire_array
-        from audee.spec import InputSpec
+        from audee.mutation.oplevel import generate_op_case, op_case_id, place_specials
 
         configs = context.get("configs") or load_op_configs()
         for op, index in todo:
             case = generate_op_case(op, configs, cfg.rng, index, invalid_prob=cfg.invalid_prob)
             case.id = op_case_id(op, index)
-            specs = [InputSpec(n, tuple(a.shape[1:]), str(a.dtype)) for n, a in case.tensors.items()
-                     if a.ndim and a.dtype != bool]
-            tensors, specials = special.inject({s.name: case.tensors[s.name] for s in specs}, specs,
-                                               case_rng(cfg.rng, op, index, stream=SPECIAL_STREAM),
-                                               cfg.special_inputs)
-            case.tensors.update({n: wire_array(a, case.dtypes[n]) for n, a in tensors.items()})
+            specials = place_specials(case, configs.get(op), case_rng(cfg.rng, op, index, stream=SPECIAL_STREAM),
+                                      cfg.special_inputs)
             bad = next((m for m in case.mutations if m.invalid), None)
             first = next(iter(case.dtypes.values()), None)
             case.meta = {"seed": f"op:{op}", "api": op, "variant": index, "rng": cfg.rng,

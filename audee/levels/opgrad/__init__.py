@@ -1,7 +1,7 @@
 """The gradient phase of the call levels (``audee fuzz --op ... --phase train``, and
 ``--activation``): each case of its source level (one ``keras.ops`` or ``keras.activations``
 call) is called and differentiated on every Keras backend, a drawn cotangent pulled back
-through it (:mod:`audee.opgrad`), the outputs and the gradient of each floating tensor
+through it (:mod:`audee.engine.opgrad`), the outputs and the gradient of each floating tensor
 argument judged by the op oracles' rules (:mod:`audee.oracle.opgrad`).
 
 Why a level of its own, and not the training level over the op level: a call has no model,
@@ -19,7 +19,7 @@ from typing import Any, Iterator, Sequence
 
 from audee.levels.base import Level
 from audee.levels.calls import CallLevel, refuse_model_judgements
-from audee.opgrad import GRADIENT, OpGradExecutor
+from audee.engine.opgrad import GRADIENT, OpGradExecutor
 
 __all__ = ["GRADIENT_STREAM", "LEVEL", "OpGradLevel"]
 

@@ -1,0 +1,274 @@
+"""Root causes and classes: how many bugs a run found, as a maintainer counts them.
+
+A *signature* (:mod:`audee.triage.signature`) is one bug as a known issue would match it; many
+signatures may come from one fix upstream.  A **root cause** groups them by what a
+maintainer would fix (docs/oracles.md, "Root causes and classes"):
+
+* a crash or rejection: its kind, the **component** that failed (a framework, the converter
+  ``tf2onnx``, the runtime ``onnxruntime``), the **op**, kernel or Keras layer its error
+  names (``Erfc``, ``Conv3DBackpropInput``, ``CategoryEncoding``; an error that names none
+  is known by its words alone) and the normalized error **template**;
+* a NaN pattern difference: the **odd backend** (the float64 reference's where it tells,
+  :mod:`audee.oracle.pairs`; else the majority's; else the pair, marked ``?``), the layer
+  where the patterns first differ, and whether the input held NaN/Inf;
+* a deviation, an inconsistency or a precision finding (one family: a label flip is a
+  deviation seen through argmax, a precision finding the same loss of accuracy seen against
+  float64): the odd backend (the float64 reference's culprit where it named one; else the
+  pair) and the layer that deviates on its own input.
+
+A pair's root (the oracle could not tell which of two backends is off) folds into the root of
+the same family and layer or op whose odd backend is one of the two, where exactly one exists:
+it is that backend's difference seen without a third backend to tell.  A compiled or converted
+backend and its reference are never a pair's root: the judged side is the odd one.
+
+What rode along with the failing layer (an activation drawn for it, parameter values)
+enters the key only where localization named it (the signature's ``localized`` context).
+
+Each root cause has a **class**, decided by :func:`classify` in this order: a known issue's
+``class``; ``undefined`` when audee's memory cap stopped it (the case asked for more memory than a
+worker may hold); ``harness`` (the failure is raised in audee's own code); ``undefined`` (the case
+is outside the documented contract: a crafty invalid parameter value, NaN/Inf inputs to a
+difference between independent frameworks (not to a compiled or converted backend's against
+its reference, :mod:`audee.oracle.pairs`: the same program must compute the same on them), ids out of range, a pattern difference at the float32 overflow
+boundary); ``limitation`` (an explicit "unsupported" error: no op, no kernel, not
+implemented, only supports ...); else ``bug``.  A group of signatures takes the class of its
+most telling member (:data:`CLASSES` order): one case with valid inputs makes it a bug.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Protocol
+
+from audee.backends.info import all_unsupported, describe
+from audee.cases.case import MEMORY_CAP, Kind
+from audee.cases.kinds import CRASHES, root_family
+from audee.oracle.pairs import in_contract, judged_side
+from audee.triage.signature import Signature, invalid_graph_complaint, primary_api
+from audee.triage import Bug, CrashRoot, NumericRoot, RootCause, RootKey
+
+#: the root families whose pair roots fold into their odd backend's (:func:`_fold_pairs`)
+PAIR_FAMILIES = (root_family(Kind.DEVIATION), root_family(Kind.NAN))
+#: the classes, most telling first: a group takes the first class any member has
+CLASSES = ("bug", "harness", "limitation", "undefined")
+CLASS_HELP = {
+    "bug": "a backend computes something wrong or crashes where its docs promise a result",
+    "limitation": "an explicit, documented 'unsupported' error",
+    "undefined": "an input outside the documented contract (worth a report only when one backend is "
+                 "silently different)",
+    "harness": "audee's own fault (its conversion glue, its checks)",
+}
+
+# An explicit "this is not supported": the words of any library, then each backend's own
+# (its description's ``unsupported``: a kernel or op it has not, a converter's missing rule).
+UNSUPPORTED = re.compile("|".join((
+    r"not supported|[Uu]nsupported|only supports?\b",
+    r"[Nn]ot implemented|NotImplementedError|do not yet support|currently only support|is not available on",
+    *all_unsupported())))
+_UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_range": "ids out of range",
+                      "overflow_boundary": "at the float32 overflow boundary",
+                      "zero_divisor": "an integer division by zero",
+                      "empty_reduction": "a reduction without an identity over an empty axis (NumPy refuses it)",
+                      "spec_refuses": "Keras's own symbolic call refuses the arguments",
+                      "subnormal_input": "subnormal or tiny inputs (TensorFlow and JAX flush subnormals to zero "
+                                         "on the CPU by design)"}
+
+
+def explicit_refusal(error: str | None) -> bool:
+    """Whether an error is an explicit "this is not supported" (the limitation rule)."""
+    return bool(UNSUPPORTED.search(error or ""))
+
+
+class _Known(Protocol):  # audee.triage.known.KnownIssue, without importing it (known imports this module)
+    id: str
+    klass: str | None
+
+
+# What varies between graphs and layers inside one error, and the words every error of a
+# framework or runtime carries: folded out of a template, a title and a search query.
+_VARYING = [re.compile(p) for p in (
+    r"In Node, .*? , Error ",                                   # ONNX: the node's signature before its error
+    r"\b(?:in )?[Nn]ode \([^()]*\)\s*",                              # ONNX: the node's name
+    r"\s*==> Context:.*$",                                       # ONNX: the enclosing graph (a Loop body)
+    r"\[\[\{\{node [^}]*\}\}\]\]", r"\{\{node [^}]*\}\}", r"\[Op:[^\]]*\]",   # TensorFlow node labels
+    r"with these attrs: \[[^\]]*\]", r"Registered (?:devices|kernels):.*$",  # TensorFlow kernel listings
+    r"\(?<name>: tensor\(\w+\),?\s*|tensor\(\w+\)",                  # ONNX type lists
+    r"\x1b\[\d+m|\[\d+m",
+    r"\s*Received: [^\n]*")]                                   # Keras: the argument values it refused
+_BOILERPLATE = [re.compile(p) for p in (
+    r"^\w*(?:Error|Exception|Graph|Fail):\s*", r"\[ONNXRuntimeError\]\s*:\s*<n>\s*:\s*\w+\s*:\s*",
+    r"This is an invalid model\.\s*", r"Non-zero status code returned while running \w+ node\.\s*",
+    r"Name:<name>\s*", r"Status Message:\s*", r"<path>\s*", r"Graph execution error:\s*",
+    r"Exception encountered when calling \w+\.call\(\)\.\s*", r"&lt;|&gt;")]
+
+
+def _fold(text: str, patterns: list[re.Pattern]) -> str:
+    for _ in range(2):
+        for p in patterns:
+            text = p.sub("", text)
+    return " ".join(text.split())
+
+
+def template(error: str | None) -> str:
+    """A normalized error with what varies between layers and graphs folded too (graph node
+    names and attributes, ONNX node signatures and type lists): the words that say what
+    went wrong, 160 characters at most."""
+    return _fold(error, _VARYING)[:160].strip() or "-" if error else "-"
+
+
+def core_message(error: str | None) -> str:
+    """What an error says went wrong, without the words every error of its kind carries
+    (the exception type, the runtime's status prefix, node labels): for titles and searches."""
+    return _fold(_fold(error or "", _VARYING), _BOILERPLATE)
+
+
+def root_of(sig: Signature) -> RootKey:
+    """The root cause a signature belongs to (module docstring)."""
+    if sig.kind in CRASHES:  # an error naming no op nor layer is known by its words alone
+        error = sig.error_full or sig.error
+        # an invalid converted graph is the converter's one bug, whichever runtimes refuse it
+        error = invalid_graph_complaint(error) or error
+        return CrashRoot(sig.kind, sig.component or ",".join(sig.backends) or "-", sig.op or "-", template(error))
+    what = sig.layer or primary_api(sig.api) or "-"
+    if "localized" in sig.context:  # localization named the parameter (a rider too): it matters
+        what = (sig.api or what) + "(" + ",".join(f"{p}={v}" for p, v in sig.params) + ")"
+    source = None
+    if sig.kind == Kind.NAN:
+        source = "from NaN/Inf input" if "nonfinite_input" in sig.context else "from finite input"
+    if sig.kind == Kind.EQUIVALENCE:  # one rule's failure on one layer API: the rule is part of it
+        what += "".join(f"[{v}]" for p, v in sig.params if p == "rule")
+    # the finding kind table's family: numeric, nan, or a family of its own
+    return NumericRoot(root_family(sig.kind), sig.odd, what, () if sig.odd else sig.backends, source)
+
+
+def root_key(sig: Signature) -> str:
+    """The text of a signature's root (:func:`root_of`), as reports print and hash it."""
+    return str(root_of(sig))
+
+
+def _flushing(odd: Iterable[str]) -> bool:
+    """Whether a flushing backend (its description's ``flushes_subnormals``: its CPU kernels
+    flush subnormals to zero by design) is odd alone among backends that flush too: then its
+    difference on subnormal or tiny inputs is not flush-to-zero (JAX's closed-form 2x2
+    determinant underflowing where TensorFlow and torch agree), so it stays a bug."""
+    return any(describe(str(b)).flushes_subnormals for b in odd)
+
+
+def _against_reference(sig: Signature) -> bool:
+    """Whether a signature's difference is a compiled or converted backend's against its
+    reference, which is not odd itself (:func:`audee.oracle.pairs.in_contract`; a pair of
+    the two names no odd backend: its judged side is): NaN/Inf inputs are then in the
+    contract, the program the backend was given computes on them."""
+    odd = sig.odd
+    if not odd and len(sig.backends) == 2:
+        side = judged_side(*sig.backends)
+        odd = (side,) if side else ()
+    return in_contract(odd, sig.backends)
+
+
+def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
+    """(class, why) of one signature (module docstring); ``issue``: the known issue it
+    matches, whose ``class`` decides when given."""
+    if issue is not None and getattr(issue, "klass", None):
+        return str(issue.klass), f"known issue {issue.id}"
+    ctx = set(sig.context)
+    if sig.kind in CRASHES and MEMORY_CAP in (sig.error_full or sig.error or ""):
+        return "undefined", "the case needs more memory than a worker may hold (audee's memory cap)"
+    if "audee_raised" in ctx:
+        return "harness", "raised in audee's own code"
+    if "within_tolerance" in ctx:
+        return "harness", "labels flip on values within the deviation tolerance (a near-tie)"
+    invalid = sorted(c.split(":", 1)[1] for c in ctx if c.startswith("invalid:"))
+    if invalid:
+        return "undefined", "a crafty invalid value of " + ", ".join(invalid)
+    reasons = [text for c, text in _UNDEFINED_CONTEXT.items()
+               if c in ctx and not (c == "subnormal_input" and _flushing(sig.odd))
+               and not (c == "nonfinite_input" and _against_reference(sig))]
+    if reasons:
+        return "undefined", "; ".join(reasons)
+    if sig.kind in CRASHES and explicit_refusal(sig.error_full or sig.error):
+        return "limitation", "an explicit 'unsupported' error"
+    if sig.kind == Kind.EQUIVALENCE and sig.error and explicit_refusal(sig.error_full or sig.error):
+        return "limitation", "the equivalent model is refused with an explicit 'unsupported' error"
+    return "bug", "no rule clears it"
+
+
+def silent_backend(sigs: Iterable[Signature]) -> str | None:
+    """The backend that is silently different from the rest, where one is: the lone backend
+    that ran what every other refused, or the lone odd backend of a numeric finding."""
+    for s in sigs:
+        for c in s.context:
+            if c.startswith("silent:"):
+                return c.split(":", 1)[1]
+        if s.kind not in CRASHES and len(s.odd) == 1:
+            return s.odd[0]
+    return None
+
+
+def root_causes(bugs: list[Bug]) -> list[RootCause]:
+    """Unique bugs (:func:`audee.triage.known.unique_bugs`) grouped by their ``root`` (a known
+    issue's link, else :func:`root_of`), a pair's group folded into its odd backend's
+    (:func:`_fold_pairs`): one root cause per group, bugs first, new before known, more cases
+    first (:func:`_root_cause`)."""
+    groups: dict[RootKey, list[Bug]] = {}
+    for b in bugs:
+        groups.setdefault(b.root, []).append(b)
+    _fold_pairs(groups)
+    out = [_root_cause(key, members) for key, members in groups.items()]
+    return sorted(out, key=lambda g: (CLASSES.index(g.klass), g.status != "new", -g.cases, str(g.root)))
+
+
+def _root_cause(key: RootKey, members: list[Bug]) -> RootCause:
+    """The root cause of ``members`` (in the order they were grouped): the class of the first
+    most telling member, with its reason; the first known issue and repro script any member
+    has; the first member's kind, layer API, op, component, error and first case; signatures
+    and cases summed (a case may count under several); the backends and odd backends of all;
+    for an ``undefined`` cause the backend silently different from the rest, if any."""
+    first = members[0]
+    telling = min(members, key=lambda m: CLASSES.index(m.klass))
+    sig = first.signature
+    klass = telling.klass
+    return RootCause(
+        root=key, klass=klass, class_reason=telling.class_reason, kind=first.kind,
+        api=sig.layer or primary_api(sig.api) or "-", signatures=len(members), cases=sum(m.cases for m in members),
+        first_case=first.first_case, known_id=next((m.known_id for m in members if m.known_id), None),
+        component=sig.component, op=sig.op, error=first.error,
+        odd=tuple(sorted({b for m in members for b in m.signature.odd})),
+        backends=tuple(sorted({b for m in members for b in m.backends})),
+        silent=silent_backend(m.signature for m in members) if klass == "undefined" else None,
+        case_file=first.case_file, repro=next((m.repro for m in members if m.repro), None), members=tuple(members))
+
+
+def _pair_target(key: RootKey, groups: dict[RootKey, list[Bug]]) -> RootKey | None:
+    """The root a pair's numeric or NaN root (the oracle could not tell which of the two is
+    off) is a view of: for a compiled or converted backend and its reference, the judged
+    side's (:func:`audee.oracle.pairs.judged_side`), whether or not it exists yet; else the one
+    root of the same family, layer or op (and input) whose odd backend is one of the pair's,
+    if exactly one exists."""
+    if not isinstance(key, NumericRoot) or key.family not in PAIR_FAMILIES or key.told:
+        return None
+    side = judged_side(*key.pair) if len(key.pair) == 2 else None
+    if side is not None:
+        return key.with_odd(side)
+    found = [k for k in (key.with_odd(b) for b in key.pair) if k in groups]
+    return found[0] if len(found) == 1 else None
+
+
+def _fold_pairs(groups: dict[RootKey, list[Bug]]) -> None:
+    """Fold each pair root into the odd backend's root of the same layer or op (one fix: a
+    pair is that backend's difference seen where the oracle had no third backend to tell,
+    or where the others differ too; ``nonzero`` on torch gave one odd root and two pairs)."""
+    for key in list(groups):
+        target = _pair_target(key, groups)
+        if target is None:
+            continue
+        groups.setdefault(target, []).extend(groups.pop(key))
+
+
+def class_counts(roots: list[RootCause]) -> dict[str, dict[str, int]]:
+    """Per class: root causes, new (not matched upstream) and known."""
+    out = {c: {"root_causes": 0, "new": 0, "known": 0} for c in CLASSES}
+    for g in roots:
+        c = out[g.klass]
+        c["root_causes"] += 1
+        c["new" if g.status == "new" else "known"] += 1
+    return out

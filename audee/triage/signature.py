@@ -1,0 +1,626 @@
+"""Bug signatures: what makes two failing cases the same bug.
+
+A failing case has one :class:`Signature` per failure finding: the finding kind, the layer
+API held responsible and the parameter values involved, the backends involved, the phase
+and, for crashes and rejections, the error message normalized (numbers, addresses, paths,
+shapes, quoted names and the case's layer names taken out).  One root cause seen in many
+variants collapses into one signature: gelu on any layer, rejected by onnxruntime with the
+``No Op registered for Erfc`` error, is one signature.
+
+Where the responsible layer and parameter come from, best first:
+
+1. localization, where it ran (its top source: layer API, parameter, the value blamed);
+2. the finding itself: a deviation's first layer deviating on its own input, a NaN's first
+   layer on the failing backend, a crash whose message names a layer of the case;
+3. the mutation record (``meta['mutations']``): an invalid value is the prime suspect, then
+   a mutated value the error message names (``gelu`` in ``.../Gelu/Erfc``), then the
+   mutations of the layer named, then categorical values (activations, paddings, ...) the
+   seed never used, then every mutation.
+
+Two rules keep variants together: a parameter whose value is itself a Keras function
+(``activation``, ``recurrent_activation``) makes that function the responsible API
+(``activations.gelu``, whatever layer carries it), and numbers are kept by sign only
+(``units=47`` and ``units=222`` are one ``units=+int``): a bug rarely depends on the exact
+integer, and an invalid negative value stays apart from a valid positive one.
+
+The one owner of "the same bug"; ``audee.fuzz`` writes each failing row's signatures into
+``results.jsonl``, summaries and reports group by :meth:`Signature.key`, known issues
+(:mod:`audee.triage.known`) match against signatures and repro scripts are named by :meth:`Signature.slug`.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from audee.backends.info import all_op_names, describe
+from audee.core.bounded import clean_text, utf8
+from audee.cases.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
+                        ZERO_DIVISOR, Finding, Kind)
+from audee.cases.kinds import TRAINING_FAILURES, with_accumulated
+from audee.levels import is_call
+from audee.records.findings import BackendError
+from audee.records.localization import parse_localization
+
+FUNCTION_PARAMS = ("activation", "recurrent_activation")  # a value that is a Keras function
+MAX_ERROR = 240  # characters of a normalized error kept in a key
+MAX_ERROR_FULL = 4000  # characters of the whole normalized error kept for matching
+
+
+@dataclass(frozen=True)
+class Signature:
+    kind: str
+    api: str | None = None
+    params: tuple[tuple[str, str], ...] = ()   # sorted (param, value class) pairs
+    backends: tuple[str, ...] = ()              # sorted
+    phase: str | None = None                    # crash / rejection phase: build, convert, weights, run
+    error: str | None = None                    # normalized error message (crashes, rejections)
+    # -- what the root cause and the class are decided on (audee.triage.rootcause); not in key() --
+    odd: tuple[str, ...] = ()                   # the backends unlike the majority (audee.oracle.odd); () can't tell
+    layer: str | None = field(default=None, compare=False)  # the layer API that fails or deviates, no riders
+    op: str | None = field(default=None, compare=False)     # the op or kernel the error names (Erfc, Loop, ...)
+    component: str | None = field(default=None, compare=False)  # a framework, the converter or the runtime
+    error_full: str | None = field(default=None, compare=False)  # the whole normalized error, for matching
+    context: tuple[str, ...] = field(default=(), compare=False)  # facts for the class: invalid:<param>, ...
+
+    def __post_init__(self) -> None:
+        # an old row's or a plugin's words may hold lone surrogates: a key must always hash and print
+        for name in ("error", "error_full"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, clean_text(value, None))
+
+    @property
+    def named_backends(self) -> tuple[str, ...]:
+        """The backends a key names: the odd ones where the oracle could tell, else all of
+        the finding's (a pairwise deviation of one odd backend is one bug, not three)."""
+        return self.odd or self.backends
+
+    def key(self) -> str:
+        """A stable string: equal keys, same bug."""
+        params = ",".join(f"{p}={v}" for p, v in self.params)
+        return " | ".join([self.kind, self.api or "-", params or "-", ",".join(self.named_backends) or "-",
+                           self.phase or "-", self.error or "-"])
+
+    def short_hash(self) -> str:
+        return hashlib.sha1(utf8(self.key())).hexdigest()[:8]
+
+    def slug(self) -> str:
+        """Filename-safe and short, unique by a hash of the key: ``repro/<slug>.py``."""
+        api = (self.api or "net").replace("activations.", "")
+        words = [self.kind, api, *self.named_backends[:2]]
+        text = "-".join(re.sub(r"[^A-Za-z0-9]+", "_", w).strip("_") for w in words if w)
+        return f"{text[:60]}-{self.short_hash()}"
+
+    def describe(self) -> str:
+        """One line for people: ``Dense(units=+int) on onnxruntime [convert] ValueError: ...``."""
+        what = self.api or "?"
+        if self.params:
+            what += "(" + ", ".join(f"{p}={v}" for p, v in self.params) + ")"
+        return what
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key(), "slug": self.slug(), "kind": self.kind, "api": self.api,
+                "params": [list(p) for p in self.params], "backends": list(self.backends),
+                "phase": self.phase, "error": self.error, "odd": list(self.odd), "layer": self.layer,
+                "op": self.op, "component": self.component, "error_full": self.error_full,
+                "context": list(self.context)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Signature":
+        """A signature from a results row (rows written before the root-cause fields read
+        with those fields empty)."""
+        return cls(str(d["kind"]), d.get("api"), tuple((str(p), str(v)) for p, v in d.get("params") or []),
+                   tuple(sorted(str(b) for b in d.get("backends") or [])), d.get("phase"), d.get("error"),
+                   tuple(sorted(str(b) for b in d.get("odd") or [])), _str_or_none(d.get("layer")),
+                   _str_or_none(d.get("op")), _str_or_none(d.get("component")), _str_or_none(d.get("error_full")),
+                   tuple(str(c) for c in d.get("context") or []))
+
+
+def _str_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+# ---- error messages ----------------------------------------------------------------------------
+_SUBS = [
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/){2,}[\w.-]*(?::\d+)?"), "<path>"),     # file paths, a/b/c names
+    (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
+    (re.compile(r"__inference_\w+"), "<fn>"),                                          # traced function names
+    (re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"), "<name>"),                      # quoted names
+    (re.compile(r"(?<![\w.])\(\s*(?:None|\?|-?\d+)?(?:\s*,\s*(?:None|\?|-?\d+))*\s*,?\s*\)"), "<shape>"),
+    (re.compile(r"\[\s*(?:None|\?|-?\d+)(?:\s*,\s*(?:None|\?|-?\d+))*\s*,?\s*\]"), "<shape>"),
+    (re.compile(r"\b\d+(?:x\d+)+\b"), "<shape>"),                                      # 1x28x28
+    (re.compile(r"\b[A-Za-z][\w]*:\d+\b"), "<name>"),                                  # tensor names x:0
+    (re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d+\b"), "<name>"),                  # auto names dense_1
+    (re.compile(r"(?<![\w<])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b"), "<n>"),          # numbers
+]
+
+
+def _without_traceback(lines: list[str]) -> list[str]:
+    """``lines`` without an embedded Python traceback (TensorFlow's "Detected at node ...
+    defined at (most recent call last):" and its ``File`` and code lines): the words that
+    say what went wrong come after it."""
+    out: list[str] = []
+    skipping = False
+    for ln in lines:
+        if "(most recent call last)" in ln:
+            skipping = True
+            continue
+        if skipping and (re.match(r"\s+File ", ln) or re.match(r"\s{3,}\S", ln)):
+            continue
+        skipping = False
+        out.append(ln)
+    return out
+
+
+def normalize_error(message: str | None, layer_names: Iterable[str] = (), whole: bool = False) -> str | None:
+    """A crash or rejection message with what changes from case to case taken out: file
+    paths, hex addresses, quoted and tensor names, shapes, numbers and the case's layer
+    names.  Keeps the exception type (``InvalidGraph:``) and the stable words.  The head of
+    the message (three lines, :data:`MAX_ERROR` characters) for keys; ``whole``: every line,
+    up to :data:`MAX_ERROR_FULL` characters, for known-issue matching (a known error may be
+    worded past the head)."""
+    if not message:
+        return None
+    message = clean_text(message)  # valid and bounded: the patterns below never see 10 MB
+    lines = _without_traceback([ln for ln in message.strip().splitlines() if ln.strip()])
+    if not lines:
+        return None
+    text = " ".join(" ".join(lines if whole else lines[:3]).split())
+    names = sorted({n for n in layer_names if n}, key=len, reverse=True)
+    if names:
+        text = re.sub(r"\b(?:" + "|".join(map(re.escape, names)) + r")(?:_\d+)?\b", "<layer>", text)
+    for pattern, repl in _SUBS:
+        text = pattern.sub(repl, text)
+    text = re.sub(r"(<(\w+)>)(?:\s*[,x]?\s*\1)+", r"\1", text)  # "<n>, <n>, <n>" -> "<n>"
+    return text[:MAX_ERROR_FULL if whole else MAX_ERROR].strip()
+
+
+# ---- the failing op and component -------------------------------------------------------------
+# Where an error names the op or kernel that failed, best first: every backend's patterns
+# (its description's ``op_names``: a converter's or runtime's node, a TensorFlow kernel, a
+# graph node, the Keras layer whose call raised), ranked as one list.
+_OP_PATTERNS = [re.compile(p) for p in all_op_names()]
+_NOT_OPS = {"Error", "Exception", "Graph", "InvalidGraph", "Fail", "Status", "Message", "Type", "Node", "NodeDef",
+            "Detected", "Arguments", "Traceback", "Received", "Expected"}  # Keras: "... Received: x=3"
+
+
+def op_of(message: str | None) -> str | None:
+    """The op, kernel or Keras layer an error message names as the one that failed (see
+    ``_OP_PATTERNS``), or None."""
+    if not message:
+        return None
+    text = "\n".join(_without_traceback(str(message).splitlines()))
+    for pattern in _OP_PATTERNS:
+        for m in pattern.finditer(text):
+            op = m.group(1)
+            if op not in _NOT_OPS and not op.lower().endswith(("error", "exception", "warning")):
+                return op
+    return None
+
+
+def _innermost_frame(traceback: str | None) -> str:
+    """The file of a Python traceback's innermost frame (``/`` separated), or ``""``."""
+    frames = re.findall(r'File "([^"]+)"', traceback or "")
+    return frames[-1].replace("\\", "/") if frames else ""
+
+
+#: a runtime's refusal of a converted graph that the ONNX checker rejects too (``OnnxRuntimeBackend.refusal``)
+_INVALID_GRAPH = re.compile(r"([\w.-]+) produced an invalid ONNX graph \(onnx\.checker: ")
+
+
+def invalid_graph_complaint(message: str | None) -> str | None:
+    """The converter's part of a runtime's refusal of an invalid converted graph ("tf2onnx
+    produced an invalid ONNX graph (onnx.checker: ...)", without the runtime's own words),
+    or None: every runtime refusing the same invalid graph is one converter bug."""
+    m = _INVALID_GRAPH.search(message or "")
+    if m is None:
+        return None
+    end = (message or "").find("); ", m.end())
+    return (message or "")[m.start(): end + 1 if end >= 0 else None]
+
+
+def _gradient_phase(name: Any) -> str | None:
+    """``gradient`` when a finding names an op call's gradient (``grad:<tensor>``, the op
+    level's gradient phase): a wrong gradient is another bug than a wrong value of the call."""
+    return "gradient" if isinstance(name, str) and name.startswith("grad:") else None
+
+
+def component_of(backends: Iterable[str], phase: str | None, message: str | None, traceback: str | None = None) -> str:
+    """What failed, as the maintainer who would fix it sees it: a framework (``tensorflow``,
+    ``torch``, ``jax``), the converter (``tf2onnx``: its graph is refused by onnxruntime's
+    checks, or conversion itself raised) or the runtime (``onnxruntime`` failing at run on a
+    valid graph).  An onnxruntime failure raised inside TensorFlow or Keras (its traceback's
+    innermost frame; else its words) is TensorFlow's: the model fails in TensorFlow before
+    the converter sees it.  A refusal of a graph the ONNX checker rejects too is the
+    converter's, whichever runtime refused it.  Several backends: TensorFlow first
+    (onnxruntime inherits its graph), else the first.  Each backend's part in this (its
+    converter, its runtime's own error words, the framework whose model it converts) is
+    its description's (:mod:`audee.backends.info`)."""
+    names = sorted({b.split("@")[0] for b in backends})
+    first = [n for n in names if describe(n).blamed_first]  # the others convert its graph
+    if first:
+        return describe(first[0]).blamed
+    name = names[0] if names else "-"
+    invalid = _INVALID_GRAPH.search(message or "")
+    if invalid:  # the ONNX checker rejects the converted graph: the converter's (backends/onnx_backend.py)
+        return invalid.group(1)
+    info = describe(name)
+    if info.converter is None or info.runtime_errors is None:  # no converter's share to tell apart
+        return info.blamed
+    text = message or ""
+    if re.search(info.runtime_errors, text):
+        converted = info.converted_graph_errors and re.search(info.converted_graph_errors, text)
+        return info.converter if converted else (info.runtime or info.blamed)
+    framework = describe(info.keras_backend) if info.keras_backend else None
+    inner = _innermost_frame(traceback)
+    if phase == "convert" and inner and framework is not None:
+        if f"/{info.converter}/" not in inner and (f"/{framework.name}/" in inner or "/keras/" in inner):
+            return framework.blamed
+    elif phase == "convert" and framework is not None and framework.error_words \
+            and re.search(framework.error_words, text) and info.converter not in text:
+        return framework.blamed
+    return info.converter if phase == "convert" else info.blamed
+
+
+# ---- parameter values --------------------------------------------------------------------------
+def value_class(value: Any) -> str:
+    """What of a parameter value a signature keeps: categorical values as they are
+    (``'gelu'``, ``True``, ``None``), numbers by sign (``+int``, ``-int``, ``0``, ``+float``),
+    sequences element by element."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return repr(value)
+    if isinstance(value, (int, float)):
+        kind = "int" if isinstance(value, int) else "float"
+        if value != value:
+            return "nan"
+        if value == 0:
+            return "0"
+        return ("+" if value > 0 else "-") + kind
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(value_class(v) for v in value) + "]"
+    if hasattr(value, "item"):
+        return value_class(value.item())
+    return type(value).__name__
+
+
+def _api_and_param(api: str | None, param: str, value: Any) -> tuple[str | None, tuple[str, str]]:
+    """A function-valued parameter (an activation) makes the function the responsible API."""
+    if param in FUNCTION_PARAMS and isinstance(value, str) and value not in ("linear", None):
+        return f"activations.{value}", (param, repr(value))
+    return api, (param, value_class(value))
+
+
+# ---- the spec, the finding, the mutation record ------------------------------------------------
+def _layers(spec: Any) -> dict[str, tuple[str, dict[str, Any]]]:
+    """layer name -> (API, params), from a ModelSpec or its JSON."""
+    if spec is None:
+        return {}
+    layers = spec.get("layers", []) if isinstance(spec, dict) else getattr(spec, "layers", [])
+    out = {}
+    for layer in layers:
+        if isinstance(layer, dict):
+            out[str(layer.get("name"))] = (str(layer.get("api")), dict(layer.get("params") or {}))
+        else:
+            out[layer.name] = (layer.api, dict(layer.params))
+    return out
+
+
+def _mutations(meta: dict[str, Any] | None) -> list[dict[str, Any]]:
+    muts = (meta or {}).get("mutations") or []
+    return [m for m in muts if isinstance(m, dict) and "layer" in m and "param" in m]
+
+
+def named_layer(text: str | None, layers: dict[str, Any]) -> str | None:
+    """The first layer of the case a message names (``fc1``, Keras's ``fc1_1`` too)."""
+    if not text:
+        return None
+    best = None
+    for name in sorted(layers, key=len, reverse=True):
+        m = re.search(r"(?<![A-Za-z0-9])" + re.escape(name) + r"(?:_\d+)?(?![A-Za-z0-9])", text)
+        if m and (best is None or m.start() < best[0]):
+            best = (m.start(), name)
+    return best[1] if best else None
+
+
+def _seed_values(seed_spec: Any) -> set[tuple[str, str]]:
+    """(param, repr value) pairs the seed already runs with (on any layer)."""
+    return {(p, repr(v)) for _, (_, params) in _layers(seed_spec).items() for p, v in params.items()}
+
+
+def _suspects(muts: list[dict[str, Any]], error: str | None, layer: str | None,
+              seed_spec: Any = None) -> list[dict[str, Any]]:
+    """The mutations most likely behind a failure (see the module doc)."""
+    if not muts:
+        return []
+    invalid = [m for m in muts if m.get("invalid")]
+    if invalid:
+        return invalid
+    if error:
+        low = error.lower()
+        named = [m for m in muts if isinstance(m.get("new"), str) and len(m["new"]) > 2
+                 and re.search(r"(?<![a-z])" + re.escape(m["new"].lower()) + r"(?![a-z])", low)]
+        if named:
+            return named
+    if layer is not None:
+        on_layer = [m for m in muts if m["layer"] == layer]
+        if on_layer:
+            return on_layer
+    seen = _seed_values(seed_spec)
+    categorical = [m for m in muts if isinstance(m.get("new"), str) and (m["param"], repr(m["new"])) not in seen]
+    if categorical:
+        return categorical
+    return muts
+
+
+def _blame(suspects: list[dict[str, Any]], layers: dict[str, tuple[str, dict]]) -> tuple[str | None, tuple]:
+    apis, params = set(), set()
+    for m in suspects:
+        api, p = _api_and_param(layers.get(m["layer"], (None, {}))[0], m["param"], m.get("new"))
+        if api:
+            apis.add(api)
+        params.add(p)
+    return ("+".join(sorted(apis)) or None), tuple(sorted(params))
+
+
+def _layer_blame(layer: str | None, muts: list[dict[str, Any]], layers: dict[str, tuple[str, dict]],
+                 error: str | None = None, seed_spec: Any = None) -> tuple[str | None, tuple]:
+    """A layer the finding names: its API, and the mutations of that layer (if any)."""
+    if layer is None:
+        return _blame(_suspects(muts, error, None, seed_spec), layers)
+    on_layer = [m for m in muts if m["layer"] == layer]
+    if on_layer:
+        return _blame(_suspects(on_layer, error, layer, seed_spec), layers)
+    return layers.get(layer, (None, {}))[0], ()
+
+
+def _from_localization(localization: Any) -> tuple[str, str, Any] | None:
+    """(API, parameter, blamed value) of the top source of a localization: a
+    :class:`audee.localize.localizer.Report`, its JSON, or the RQ2 stage's summary."""
+    if localization is None:
+        return None
+    if isinstance(localization, dict):
+        localization = parse_localization(localization)
+    return localization.top_source()
+
+
+def primary_api(api: str | None) -> str | None:
+    """A blamed API without its riders: ``Conv3DTranspose+activations.relu`` ->
+    ``Conv3DTranspose``; an activation alone stays (it is all that was blamed)."""
+    if not api:
+        return None
+    parts = [p for p in api.split("+") if not p.startswith("activations.")]
+    return "+".join(parts) or api
+
+
+def _audee_raised(traceback: str | None) -> bool:
+    """Whether a failure's innermost frame is audee's own code (its conversion glue, its
+    checks): the harness's fault unless a known issue says otherwise."""
+    return "/audee/" in _innermost_frame(traceback)
+
+
+def _op_case(meta: dict[str, Any] | None) -> bool:
+    """Whether a case is one call (a ``keras.ops`` or ``keras.activations`` function,
+    :func:`audee.levels.is_call`): its tensors are the call's whole input, so a clean refusal
+    at run may answer their values (``linalg.eigh`` raising on a NaN where another backend
+    returns NaN: undefined), as a model's never does."""
+    return is_call(meta)
+
+
+def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[int] | None = None,
+                   values: bool = True, crash: bool = False) -> list[str]:
+    """Facts about the inputs that put a finding outside the documented contract: the
+    special values the case's rows carry (``meta['special_inputs']``: ``[{input, row,
+    kind}]``), on ``rows`` only where the finding names its rows (None: any row).
+    ``values``: whether NaN/Inf inputs count (not for a model's crash: it raises for the
+    model, not for a value; an op's clean refusal may be its answer to a NaN, see
+    :func:`_op_case`).  Subnormal and tiny values (``subnormal_input``): TensorFlow's and JAX's
+    CPU kernels flush subnormals to zero by design (jax-ml/jax#16200), torch does not; a value
+    that differs on them is each framework's documented choice, not a bug (a ``crash`` is no
+    value: never so)."""
+    special = (meta or {}).get("special_inputs") or []
+    wanted = None if rows is None else {int(r) for r in rows}
+    kinds = {str(s.get("kind")) for s in special if isinstance(s, dict)
+             and (wanted is None or s.get("row") in wanted)} if isinstance(special, list) else set()
+    out = []
+    if nonfinite or (values and kinds & set(NONFINITE_SPECIALS)):
+        out.append("nonfinite_input")
+    if kinds & set(SPECIAL_INT_KINDS):
+        out.append("ids_out_of_range")
+    subnormal = {s.get("row") for s in special if isinstance(s, dict) and s.get("kind") in SUBNORMAL_SPECIALS} \
+        if isinstance(special, list) else set()
+    if subnormal and not crash and (wanted is None or wanted <= subnormal):  # on every row the finding names
+        out.append("subnormal_input")
+    undefined = [str(u) for u in (meta or {}).get("undefined") or []]  # an op case's (audee.oracle.ops)
+    if ZERO_DIVISOR in undefined:
+        out.append("zero_divisor")
+    if EMPTY_REDUCTION in undefined:
+        out.append("empty_reduction")
+    if any(u.startswith(SPEC_REFUSES) for u in undefined):
+        out.append("spec_refuses")
+    return out
+
+
+def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dict[str, Any] | None = None,
+                  localization: Any = None, seed_spec: Any = None, pair_layer: str | None = None,
+                  within_tolerance: bool = False) -> list[Signature]:
+    """The signatures of one finding (none for a non-failure, nor for non-finite values
+    every backend agrees on: the paper's NaN oracle counts those, they are no bug of one
+    backend): one per distinct (phase, error) among the backends that rejected a case, one
+    otherwise.  ``spec``: the case's ModelSpec (or JSON); ``meta``: its provenance
+    (``mutations``, ``api``, ``special_inputs``); ``localization``: a localization report of
+    the case, where it ran; ``pair_layer``: for an inconsistency, the layer its pair's
+    deviation finding pins (the layer deviating on its own input); ``within_tolerance``:
+    an inconsistency whose pair has no deviation finding, though both outputs have one
+    shape and a finite distance (its labels flip on values the deviation oracle accepts: a
+    near-tie the tie margin missed)."""
+    if isinstance(finding, dict):
+        finding = Finding.from_json(finding)
+    if not finding.is_failure:
+        return []
+    detail = finding.detail
+    if finding.kind == Kind.NAN and detail.agreed:
+        return []
+    layers = _layers(spec)
+    muts = _mutations(meta)
+    top = _from_localization(localization)
+    backends = tuple(sorted(finding.backends))
+    odd = tuple(sorted(str(b) for b in getattr(detail, "odd", None) or []))  # a new kind may not declare it
+    if getattr(detail, "culprit", None):  # the float64 reference named the wrong one (audee.oracle.precision)
+        odd = tuple(sorted(str(b) for b in detail.culprit))
+    case_api = (meta or {}).get("api") if isinstance((meta or {}).get("api"), str) else None
+    if not layers and case_api and _op_case(meta):
+        layers = {case_api: (case_api, {})}  # an op case: its drawn arguments are the op's "layer"
+    invalid = sorted({f"invalid:{m['param']}" for m in muts if m.get("invalid")})
+
+    def blamed(layer: str | None, error: str | None = None) -> tuple[str | None, tuple]:
+        if top is not None:
+            api, param, value = top
+            api, p = _api_and_param(api, param, value)
+            return api, (p,)
+        api, params = _layer_blame(layer, muts, layers, error, seed_spec)
+        return (api or (case_api if set(layers) == {case_api} else None)), params
+
+    def layer_api(layer: str | None, api: str | None) -> str | None:
+        """The layer the finding pins, by API: localization's, the layer named, the API a
+        case was made around, else the blamed API without riders."""
+        if top is not None:
+            return top[0]
+        if layer is not None and layer in layers:
+            return layers[layer][0]
+        return case_api or primary_api(api)
+
+    def sig(kind: str, api: str | None, params: tuple, bs: tuple, layer: str | None, phase: str | None = None,
+            error: str | None = None, raw: str | None = None, context: list[str] = (),
+            odd: tuple[str, ...] = odd, traceback: str | None = None) -> Signature:
+        ctx = tuple(dict.fromkeys([*invalid, *context, *(["localized"] if top is not None else [])]))
+        return Signature(kind, api, params, bs, phase, error, odd, layer_api(layer, api), op_of(raw),
+                         component_of(odd or bs, phase, raw, traceback) if raw is not None else None,
+                         normalize_error(raw, layers, whole=True) if raw else None, ctx)
+
+    if finding.kind == Kind.DIVERGENT_ACCEPTANCE:
+        groups: dict[tuple, list[str]] = {}
+        raw: dict[tuple, BackendError] = {}
+        for b, e in sorted(detail.errors.items()):
+            key = (e.phase, normalize_error(e.message, layers))
+            groups.setdefault(key, []).append(b)
+            raw.setdefault(key, e)
+        if not groups:
+            groups[(None, None)] = list(backends)
+            raw[(None, None)] = BackendError()
+        # the rejecting backends name each signature; a lone backend that ran what the
+        # others refused is said apart: it may be silently wrong
+        accepted = set(detail.accepted)
+        silent = [f"silent:{odd[0]}"] if len(odd) == 1 and odd[0] in accepted else []
+        out = []
+        for (phase, error), bs in groups.items():
+            message = str(raw[(phase, error)].message or "")
+            named = named_layer(message, layers)
+            api, params = blamed(named, message)
+            traceback = raw[(phase, error)].traceback
+            context = (["audee_raised"] if _audee_raised(traceback) else []) + \
+                (_input_context(meta, False, values=_op_case(meta), crash=True) if phase == "run" else []) + silent
+            out.append(sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context,
+                           odd=(), traceback=traceback))
+        return out
+    if finding.kind == Kind.HARD_CRASH:
+        message = detail.message or ""
+        how = detail.how
+        error = normalize_error(message, layers)
+        error = f"{how}: {error}" if how and error else (error or how)
+        named = named_layer(message, layers)
+        api, params = blamed(named, message)
+        context = _input_context(meta, False, values=False, crash=True) if detail.phase == "run" else []
+        return [sig(finding.kind, api, params, backends, named, detail.phase, error, message, context)]
+    if finding.kind == Kind.NAN:
+        # where the backends' non-finite patterns first differ; else where the failing
+        # backend first went non-finite (a NaN the input carried may pass layers alike)
+        differ = [p.first_layer for p in detail.patterns.values() if isinstance(p.first_layer, str)]
+        first = detail.first_layer
+        if differ:
+            order = list(layers)
+            layer = min(differ, key=lambda n: order.index(n) if n in order else len(order))
+        else:
+            layer = next((first[b] for b in finding.backends if b in first), None)
+        api, params = blamed(layer)
+        context = _input_context(meta, bool(detail.input_nonfinite)) + \
+            (["overflow_boundary"] if detail.overflow_boundary else [])
+        return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
+                    _gradient_phase(layer), context=context)]
+    if finding.kind == Kind.DEVIATION:
+        own = detail.own_layers
+        layer = own[0] if own else detail.first_layer
+        pair = detail.pair
+        bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
+        layer = layer if isinstance(layer, str) else None
+        api, params = blamed(layer)
+        return [sig(finding.kind, api, params, bs, layer, _gradient_phase(detail.tensor),
+                    context=_input_context(meta, False, detail.rows))]
+    if finding.kind == Kind.EQUIVALENCE:
+        # one backend against itself: the rule joins the parameters (padding and channels
+        # failing on one layer are two bugs); a refused rewrite keeps its error and phase
+        layer = detail.layer or detail.first_layer
+        layer = layer if isinstance(layer, str) else None
+        api, params = blamed(layer)
+        params = tuple(dict.fromkeys([*params, ("rule", str(detail.rule))]))
+        raw = detail.message if detail.reason in ("rejected", "crashed") and detail.message else None
+        context = [f"equivalence:{detail.reason}"] + (
+            _input_context(meta, False, detail.rows) if detail.reason in ("values", "nonfinite") else [])
+        return [sig(finding.kind, api, params, backends, layer, detail.phase if raw else None,
+                    normalize_error(raw, layers) if raw else None, raw, context)]
+    if finding.kind in TRAINING_FAILURES:
+        # the training phase: the layer its oracle pins; NaN/Inf or special values the
+        # inputs carried put it outside the contract as for the forward pass
+        layer = getattr(detail, "layer", None)
+        layer = layer if isinstance(layer, str) else None
+        api, params = blamed(layer)
+        nonfinite = bool(getattr(detail, "input_nonfinite", False))
+        return [sig(finding.kind, api, params, backends, layer, context=_input_context(meta, nonfinite))]
+    if finding.kind == Kind.PRECISION:
+        # one backend against the float64 reference: the layer where it loses accuracy alone
+        layer = detail.layer or detail.first_layer
+        layer = layer if isinstance(layer, str) else None
+        api, params = blamed(layer)
+        return [sig(finding.kind, api, params, backends, layer, context=_input_context(meta, False, detail.rows))]
+    if finding.kind != Kind.INCONSISTENCY:
+        # a kind without rules of its own (a new oracle's): its backends and the layer its
+        # detail names, if any (a detail's ``layer`` field), and the localization or mutation record
+        layer = getattr(detail, "layer", None)
+        api, params = blamed(layer if isinstance(layer, str) else None)
+        return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None)]
+    # inconsistency: the pair, and localization or the mutation record
+    pair = detail.pair
+    bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
+    api, params = blamed(None)
+    # outputs of different shapes differ whatever the rows held
+    rows_context = [] if detail.shape_mismatch is not None else _input_context(meta, False, detail.inputs)
+    context = rows_context + (["within_tolerance"] if within_tolerance else [])
+    return [sig(finding.kind, api, params, bs, pair_layer, context=context)]
+
+
+def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None = None,
+                    localization: Any = None, seed_spec: Any = None) -> list[Signature]:
+    """Every failure signature of a verdict (a Verdict or its JSON), duplicates dropped.  An
+    inconsistency takes the layer its pair's deviation finding pins (a label flip is the
+    deviation seen through argmax: one root cause)."""
+    findings = verdict.get("findings", []) if isinstance(verdict, dict) else verdict.findings
+    findings = [Finding.from_json(f) if isinstance(f, dict) else f for f in findings]
+    own: dict[str, str] = {}
+    for f in findings:
+        if f.kind == Kind.DEVIATION and isinstance(f.detail.pair, str):
+            layer = (f.detail.own_layers or [None])[0] or f.detail.first_layer
+            if isinstance(layer, str):
+                own[f.detail.pair] = layer
+    deviating = {f.detail.pair for f in findings if f.kind in with_accumulated(Kind.DEVIATION)}
+    out: list[Signature] = []
+    for f in findings:
+        incons = f.kind == Kind.INCONSISTENCY
+        pair_layer = own.get(f.detail.pair) if incons else None
+        within = (incons and localization is None and f.detail.pair not in deviating
+                  and f.detail.shape_mismatch is None and math.isfinite(float(f.detail.distance or 0.0)))
+        for s in signatures_of(f, spec, meta, localization, seed_spec, pair_layer, within):
+            if s not in out:
+                out.append(s)
+    return out
