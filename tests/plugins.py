@@ -337,6 +337,29 @@ class NanZeroTfIndependent(_NanToValueOneLayer, TensorflowBackend):
     name = "nan-zero-tf-independent"
 
 
+class SquareGradJax(JaxBackend):
+    """Keras on JAX whose ``keras.ops.square`` computes the right values but a wrong
+    backward pass (an injected gradient bug): 3x instead of 2x, and NaN where x is 0 (a
+    0 * inf in the backward pass), for the op-gradient tests."""
+
+    name = "jax-square-grad-bug"
+
+    def op_function(self, name):
+        fn = super().op_function(name)
+        if name != "square":
+            return fn
+        ops = self.keras.ops
+
+        def broken(x):
+            if not self.keras.backend.is_float_dtype(x.dtype):  # integers have no gradient: left alone
+                return fn(x)
+            root = ops.sqrt(ops.abs(x))  # its derivative is inf at 0
+            return (fn(x) + (x - ops.stop_gradient(x)) * x
+                    + (root - ops.stop_gradient(root)) * ops.cast(0.0, x.dtype))
+
+        return broken
+
+
 class _ScaledDenseD(_ScalesOneLayer):
     """Mixin: the layer named ``d`` returns its output times 1.05 (5% off: beyond float32's
     tolerance, flipping no label of a one-Dense model)."""

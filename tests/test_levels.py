@@ -63,9 +63,27 @@ def test_op_cases_refuse_model_judgements_by_their_level():
     from audee.core.errors import AudeeError
     from audee.settings import FuzzSettings
 
-    with pytest.raises(AudeeError, match="--phase train judges models"):
-        run_level("op", "train").check(FuzzSettings(phase="train"))
+    with pytest.raises(AudeeError, match="--equivalence all judges models"):
+        run_level("op", "train").check(FuzzSettings(phase="train", equivalence="all"))
+    with pytest.raises(AudeeError, match="--phase train judges models"):  # the op level alone trains nothing
+        level_named("op").check(FuzzSettings(phase="train"))
+    run_level("op", "train").check(FuzzSettings(phase="train"))  # a call's training phase: its gradients
     level_named("api").check(FuzzSettings(phase="train"))  # a model level takes every judgement
+
+
+def test_a_calls_training_phase_is_its_gradient_level():
+    """``--phase train`` over a call level runs the ``opgrad`` level (the registry decides, by
+    whether the source makes calls); a record of phase train holding a call is re-run by it."""
+    grads = run_level("op", "train")
+    assert grads.name == "opgrad" and grads.source is level_named("op")
+    assert grads.case_id("abs", 3) == "op-abs-v00003"
+    assert run_level("activation", "train").source is level_named("activation")
+    assert level_name({"seed": "op:abs", "phase": "train"}) == "opgrad"
+    assert level_name({"seed": "activation:relu", "phase": "train"}) == "opgrad"
+    assert level_name({"phase": "train"}, call=True) == "opgrad"
+    assert level_name({"seed": "lenet5", "phase": "train"}) == "train"
+    assert run_level("network", "train").name == "train"
+    assert level_named("opgrad").localize_refusal() is not None
 
 
 def test_the_settings_a_level_reads_are_settings():

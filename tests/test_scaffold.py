@@ -7,6 +7,7 @@ import ast
 import re
 
 from audee.backends.info import BUILTIN_INFO, describe
+from audee.repro.opgrad import GRAD_SCRIPT
 from audee.repro.ops import OP_SCRIPT
 from audee.repro.scaffold import _DATA_SECTION, _SCAFFOLD, backend_code
 from audee.repro.template import SCRIPT
@@ -23,7 +24,7 @@ def _functions(text: str) -> dict[str, str]:
 def test_every_level_runs_in_the_one_scaffold():
     shared = _functions(_SCAFFOLD.replace("__DOC__", ""))
     assert {"run_all", "main", "environment_broken", "write_result"} <= set(shared)
-    for template in (SCRIPT, OP_SCRIPT, TEMPLATE):
+    for template in (SCRIPT, OP_SCRIPT, GRAD_SCRIPT, TEMPLATE):
         got = _functions(template)
         for name, source in shared.items():
             assert got[name] == source, name        # the scaffold's text, once, in every level
@@ -33,6 +34,7 @@ def test_every_level_runs_in_the_one_scaffold():
     for template in (SCRIPT, TEMPLATE):            # the two levels with a .npz: one data check
         assert all(_functions(template)[n] == s for n, s in data.items())
     assert "def check_data" not in OP_SCRIPT       # an op script carries its tensors itself
+    assert "def check_data" not in GRAD_SCRIPT
 
 
 def test_a_model_scripts_backend_code_is_each_backends_own():

@@ -82,11 +82,21 @@ def test_an_op_cases_text_never_runs_in_its_script(tmp_path):
     got = _load_top_level(script, tmp_path)
     assert got.returncode == 0, got.stderr[-2000:]
     assert not mark.exists()
+    # its gradient phase's script: the tensors differentiated are data too
+    from audee.repro.opgrad import write_opgrad_repro
+
+    rec.meta["train"] = {"gradient": {"seed": 3, "wrt": [texts[1]]}}
+    script = write_opgrad_repro(rec, tmp_path / "out", "evil-grad", 0)
+    compile(script.read_text(encoding="utf-8"), str(script), "exec")
+    got = _load_top_level(script, tmp_path)
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert not mark.exists()
 
 
 def test_every_template_takes_text_as_comments_and_data_only(tmp_path):
     """The one filler (audee.repro.source): each generator's template with the attack in
     every comment and data placeholder loads, holds the data unchanged, runs none of it."""
+    from audee.repro.opgrad import GRAD_SCRIPT
     from audee.repro.ops import OP_SCRIPT
     from audee.repro.source import Code, Comment, Data, comment_safe, fill
     from audee.repro.template import SCRIPT
@@ -95,9 +105,9 @@ def test_every_template_takes_text_as_comments_and_data_only(tmp_path):
     mark = tmp_path / "MARKER"
     texts = hostile(mark)
     value = {"data": texts[0], "texts": texts, "nested": [{t: t} for t in texts], "n": float("nan")}
-    for i, (template, code) in enumerate([(SCRIPT, {"OWNED": ""}), (OP_SCRIPT, {"NORMALIZED_ERROR": ""}),
-                                          (TEMPLATE, {})]):
-        names = {n for n in ("HEADER", "MODEL", "CASE", "EQUIV", "DATA", "CALL", "TENSORS", "BACKENDS")
+    for i, (template, code) in enumerate([(SCRIPT, {"OWNED": ""}), (OP_SCRIPT, {"NORMALIZED_ERROR": "", "OP_CODE": ""}),
+                                          (GRAD_SCRIPT, {"NORMALIZED_ERROR": "", "COTANGENT": ""}), (TEMPLATE, {})]):
+        names = {n for n in ("HEADER", "MODEL", "CASE", "EQUIV", "DATA", "CALL", "TENSORS", "BACKENDS", "GRAD")
                  if f"__{n}__" in template}
         pieces = {n: Comment(texts) if n == "HEADER" else Data(texts[0]) if n == "DATA" else
                   Data(value, rows=n == "MODEL") for n in names}

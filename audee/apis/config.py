@@ -38,8 +38,11 @@ OP_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int3
 #: how a tensor argument's shape follows the op's first tensor (``free``: its own draw in ``ranks``)
 SHAPE_RULES = ("free", "same", "broadcast", "index", "matmul", "square", "vector", "scalar", "last")
 OWN_SHAPES = ("free", "square", "vector", "scalar")  # drawn without another tensor (the first tensor's)
+#: why an op's gradient is not compared (the op's gradient phase, audee/oracle/opgrad.py): not
+#: differentiable where an argument is 0, or where tied values share the cotangent
+GRADIENT_UNDEFINED = ("gradient_at_zero", "gradient_at_ties")
 #: why an op's result is intentionally not compared (undefined by the op's contract)
-UNDEFINED = ("tie_indices", "values", "empty_segments")
+UNDEFINED = ("tie_indices", "values", "empty_segments", *GRADIENT_UNDEFINED)
 LIST_VALUE_TYPES = ("int", "float")  # draw_value stringifies str values, and a bool is drawn as a coin
 
 

@@ -206,6 +206,63 @@ class KerasBackend(Backend):
         eager" for one op as it is for a model."""
         return fn(*args, **kwargs)
 
+    def run_op_grad(self, call: dict[str, Any], tensors: dict[str, np.ndarray], seed: int
+                    ) -> tuple[list[tuple[np.ndarray, str]], list[str], list[tuple[np.ndarray, str]]]:
+        """One call and its vector-Jacobian product (the op level's gradient phase,
+        :mod:`audee.engine.opgrad`): the call's outputs, the tensors differentiated (each floating
+        tensor argument, :data:`audee.cases.opcase.GRAD_DTYPES`), and the gradient of each, the
+        cotangent of output ``k`` drawn by :func:`audee.cases.opcase.cotangent` from ``seed`` (an
+        integer, boolean or complex output pulls nothing back).  Called through
+        :meth:`call_op`, so a compiling mode differentiates its compiled call; the framework's
+        own autodiff (:meth:`vjp`).  A failure of the call is phase ``run``, of its
+        differentiation phase ``gradient``."""
+        from audee.cases.opcase import GRAD_DTYPES, cotangent, refs
+
+        keras = self.keras
+        ops = keras.ops
+        dtypes = call.get("dtypes", {})
+        native: dict[str, Any] = {}
+        for n, a in tensors.items():
+            t = ops.convert_to_tensor(a)
+            want = dtypes.get(n, str(a.dtype))
+            native[n] = ops.cast(t, want) if want != str(a.dtype) else t
+        named = [n for a in [*call.get("args", []), *call.get("kwargs", {}).values()] for n in refs(a)]
+        wrt = [n for n in dict.fromkeys(named) if dtypes.get(n, str(tensors[n].dtype)) in GRAD_DTYPES]
+        fn = self.op_function(str(call["op"]))
+
+        def f(*ws: Any) -> list[Any]:
+            sub = {**native, **dict(zip(wrt, ws))}
+
+            def resolve(v: Any) -> Any:
+                if isinstance(v, dict) and set(v) == {"tensor"}:
+                    return sub[v["tensor"]]
+                if isinstance(v, list):
+                    items = [resolve(x) for x in v]
+                    return tuple(items) if all(isinstance(x, (int, float)) for x in items) else items
+                return v
+
+            return _flat(self.call_op(fn, [resolve(a) for a in call.get("args", [])],
+                                      {k: resolve(v) for k, v in call.get("kwargs", {}).items()}))
+
+        def cot(k: int, o: Any) -> Any:
+            """Output ``k``'s cotangent as a tensor of its dtype, None when it has none."""
+            if o is None or isinstance(o, (bool, int, float)):
+                return None
+            d = keras.backend.standardize_dtype(o.dtype)
+            if d not in GRAD_DTYPES:
+                return None
+            c = cotangent(seed, k, tuple(o.shape))
+            return ops.cast(ops.convert_to_tensor(c if d == "float64" else c.astype(np.float32)), d)
+
+        outs, grads = self.vjp(f, [native[n] for n in wrt], cot)
+        return [self._op_output(o) for o in outs], wrt, [self._op_output(g) for g in grads]
+
+    def vjp(self, f: Any, wrt: list[Any], cot: Any) -> tuple[list[Any], list[Any]]:
+        """``f(*wrt)`` (a list of outputs) and the gradient of each of ``wrt`` pulled back
+        from ``cot(k, output)`` (None: output ``k`` pulls nothing); a tensor no output
+        reaches gets zeros (TensorFlow and torch say None, JAX zeros).  Each framework's own."""
+        raise NotImplementedError(f"{self.name}: no vector-Jacobian product")
+
     def _op_output(self, t: Any) -> tuple[np.ndarray, str]:
         keras = self.keras
         if isinstance(t, (bool, int, float)) or t is None:
@@ -282,6 +339,22 @@ def _flat(out: Any) -> list[Any]:
     if isinstance(out, (tuple, list)):
         return [x for o in out for x in _flat(o)]
     return [out]
+
+
+def _forward(f: Any, ws: list[Any]) -> list[Any]:
+    """The call of a gradient request: its failure is the op's (phase ``run``)."""
+    try:
+        return f(*ws)
+    except BackendError:
+        raise
+    except Exception as exc:
+        raise BackendError(Phase.RUN, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
+
+
+def _gradient_failure(exc: BaseException) -> BackendError:
+    """A framework that cannot differentiate the call (no gradient registered, an
+    unsupported dtype in the backward pass): phase ``gradient``."""
+    return BackendError(Phase.GRADIENT, f"{type(exc).__name__}: {exc}", traceback.format_exc())
 
 
 class TensorflowBackend(KerasBackend):
@@ -383,6 +456,22 @@ class TensorflowBackend(KerasBackend):
 
         return traced_call(fn, args, kwargs, tf.is_tensor, lambda f: tf.function(f, autograph=False))
 
+    def vjp(self, f: Any, wrt: list[Any], cot: Any) -> tuple[list[Any], list[Any]]:
+        """``tf.GradientTape`` around the call, ``output_gradients`` the cotangents."""
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            tape.watch(wrt)
+            outs = _forward(f, wrt)
+        pulled = [(o, c) for k, o in enumerate(outs) if (c := cot(k, o)) is not None]
+        grads: list[Any] = [None] * len(wrt)
+        if pulled and wrt:
+            try:
+                grads = list(tape.gradient([o for o, _ in pulled], wrt, output_gradients=[c for _, c in pulled]))
+            except Exception as exc:
+                raise _gradient_failure(exc) from exc
+        return outs, [tf.zeros_like(w) if g is None else tf.convert_to_tensor(g) for g, w in zip(grads, wrt)]
+
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The graph function traced for these inputs' signature, called directly: the
         ``tf.function`` front door binds arguments and looks up its trace cache on every
@@ -452,6 +541,29 @@ class TorchBackend(KerasBackend):
             for n, arrs in weights.items():
                 for v, a in zip(model.layers[n].weights, arrs):
                     v.value.copy_(torch.from_numpy(contiguous(a)))
+
+    def vjp(self, f: Any, wrt: list[Any], cot: Any) -> tuple[list[Any], list[Any]]:
+        """``torch.autograd.grad`` of the call's outputs, ``grad_outputs`` the cotangents."""
+        import torch
+
+        ws = [w.detach().requires_grad_(True) for w in wrt]
+        with torch.enable_grad():
+            try:
+                outs = f(*ws)
+            except Exception as exc:  # noqa: BLE001 - the call alone tells whose failure it is
+                _forward(f, [w.detach() for w in ws])  # fails too: the op's (phase run)
+                raise _gradient_failure(exc) from exc  # autograd refuses what the call accepts
+        pulled = [(o, c) for k, o in enumerate(outs)
+                  if torch.is_tensor(o) and o.requires_grad and (c := cot(k, o)) is not None]
+        grads: list[Any] = [None] * len(ws)
+        if pulled and ws:
+            try:
+                grads = list(torch.autograd.grad([o for o, _ in pulled], ws, grad_outputs=[c for _, c in pulled],
+                                                 allow_unused=True))
+            except Exception as exc:
+                raise _gradient_failure(exc) from exc
+        return ([o.detach() if torch.is_tensor(o) else o for o in outs],
+                [torch.zeros_like(w) if g is None else g.detach() for g, w in zip(grads, ws)])
 
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         import torch
@@ -570,6 +682,27 @@ class JaxBackend(KerasBackend):
         import jax
 
         return traced_call(fn, args, kwargs, lambda v: isinstance(v, jax.Array), jax.jit)
+
+    def vjp(self, f: Any, wrt: list[Any], cot: Any) -> tuple[list[Any], list[Any]]:
+        """``jax.vjp`` of the call's floating outputs (the call first on its own: its failure
+        is the op's, a failure of ``jax.vjp`` the gradient's)."""
+        import jax
+        import jax.numpy as jnp
+
+        outs = _forward(f, wrt)
+        cots = {k: c for k, o in enumerate(outs) if (c := cot(k, o)) is not None}
+        grads: list[Any] = [None] * len(wrt)
+        if cots and wrt:
+            def pulled(*ws: Any) -> tuple[Any, ...]:
+                got = f(*ws)
+                return tuple(got[k] for k in cots)
+
+            try:
+                _, pull = jax.vjp(pulled, *wrt)
+                grads = list(pull(tuple(cots.values())))
+            except Exception as exc:
+                raise _gradient_failure(exc) from exc
+        return outs, [jnp.zeros_like(w) if g is None else g for g, w in zip(grads, wrt)]
 
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         xs = self._ordered(model, inputs)

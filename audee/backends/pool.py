@@ -546,6 +546,14 @@ class Pool:
         shared = pickled(msg)
         return {label: self.workers[label].submit(msg, pickled=shared) for label in labels or self.op_labels}
 
+    def submit_op_grad(self, call: dict[str, Any], tensors: dict[str, Any], seed: int,
+                       labels: list[str] | None = None) -> dict[str, int]:
+        """As :meth:`submit_op`, the call's vector-Jacobian product too (its cotangents drawn
+        from ``seed``, :func:`audee.cases.opcase.cotangent`); answers taken by :meth:`collect_op`."""
+        msg = {"op": "run_op_grad", "call": call, "tensors": tensors, "seed": int(seed)}
+        shared = pickled(msg)
+        return {label: self.workers[label].submit(msg, pickled=shared) for label in labels or self.op_labels}
+
     def collect_op(self, tickets: dict[str, int]) -> dict[str, dict | WorkerFailure]:
         return {label: _as_failure(self.workers[label].result(t), "run") for label, t in tickets.items()}
 

@@ -107,6 +107,8 @@ class WorkerState:
             return reply
         if op == "run_op":  # an op-level case: one keras.ops call, see run_op()
             return self.run_op(msg)
+        if op == "run_op_grad":  # an op case's gradient phase: the call and its vector-Jacobian product
+            return self.run_op_grad(msg)
         if op == "call":  # plugin-specific or maintenance operations
             return {"value": getattr(self, "op_" + msg["name"])(**msg.get("kwargs", {}))}
         raise ValueError(f"unknown op {op!r}")
@@ -186,6 +188,37 @@ class WorkerState:
                                           f"({MAX_OP_OUTPUT_BYTES >> 20} MiB passed back)")
         return {"outputs": [a for a, _ in outs], "dtypes": [d for _, d in outs], "run_s": time.perf_counter() - t,
                 "phases": self.backend.clock.reset(), **({"spec_refuses": spec} if spec else {})}
+
+    def run_op_grad(self, msg: dict) -> dict:
+        """One configured call and its vector-Jacobian product (``KerasBackend.run_op_grad``,
+        the cotangents drawn from ``msg["seed"]``): its outputs, the tensors differentiated
+        and their gradients, each with its Keras dtype.  The closed set, Keras's symbolic
+        check and the size cap of :meth:`run_op`; a failure of the call is phase ``run``,
+        of its differentiation ``gradient``."""
+        from audee.cases.opcase import callable_names
+
+        call = msg["call"]
+        if str(call.get("op")) not in callable_names():
+            raise BackendError(Phase.RUN, f"refused: {call.get('op')!r} is not a configured keras.ops function")
+        if not hasattr(self.backend, "run_op_grad"):
+            raise BackendError(Phase.GRADIENT, f"{type(self.backend).name}: no vector-Jacobian product of a call")
+        spec = self.backend.symbolic_refusal(call, msg["tensors"])
+        t = time.perf_counter()
+        try:
+            with self.backend.clock.timed("run"):
+                outs, wrt, grads = self.backend.run_op_grad(call, msg["tensors"], int(msg["seed"]))
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise BackendError(Phase.GRADIENT, _msg(exc), traceback.format_exc()) from exc
+        size = sum(int(np.asarray(a).nbytes) for a, _ in [*outs, *grads])
+        if size > MAX_OP_OUTPUT_BYTES:
+            raise BackendError(Phase.RUN, f"the op's outputs and gradients hold {size} bytes, {MEMORY_CAP} "
+                                          f"({MAX_OP_OUTPUT_BYTES >> 20} MiB passed back)")
+        return {"outputs": [a for a, _ in outs], "dtypes": [d for _, d in outs], "wrt": list(wrt),
+                "grads": [a for a, _ in grads], "grad_dtypes": [d for _, d in grads],
+                "run_s": time.perf_counter() - t, "phases": self.backend.clock.reset(),
+                **({"spec_refuses": spec} if spec else {})}
 
     def train(self, msg: dict) -> dict:
         """One training step (``Backend.train``) of the spec ``msg`` carries, from the

@@ -88,3 +88,16 @@ def refs(value: Any) -> list[str]:
     if isinstance(value, list):
         return [n for v in value for n in refs(v)]
     return []
+
+
+#: the dtypes a call is differentiated in: a tensor argument of one of these has a gradient,
+#: integer, boolean and complex ones have none (complex: each framework conjugates its own way)
+GRAD_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def cotangent(seed: int, k: int, shape: tuple[int, ...]) -> np.ndarray:
+    """The cotangent of a call's output ``k`` (the vector of its vector-Jacobian product):
+    standard normal values drawn from ``default_rng([seed, k])``, so every backend (and a
+    repro script, which carries this function's text) pulls back the same vector whatever
+    its framework; float64, cast by the caller to the output's dtype."""
+    return np.random.default_rng([int(seed), int(k)]).standard_normal(tuple(int(d) for d in shape))

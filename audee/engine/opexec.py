@@ -150,17 +150,17 @@ class OpExecutor(Runner):
         ``ill_conditioned``), else the op is its ``own_layers``; a non-finite pattern
         difference is judged by :func:`audee.oracle.nan.condition_pattern`."""
         case = result.case
-        devs = [f for f in result.verdict.findings if f.kind == Kind.DEVIATION and _output(f.detail.tensor) is not None]
+        devs = [f for f in result.verdict.findings
+                if f.kind == Kind.DEVIATION and self._index(result, f.detail.tensor) is not None]
         nans = [f for f in result.verdict.findings if f.kind == Kind.NAN and f.detail.patterns]
         if not devs and not nans:
             return
         labels = sorted({b for f in devs + nans for b in f.backends if b in result.outputs})
         size = max([ROUNDING[FULL]] + [DTYPE_ROUNDING.get(d, 0.0) for d in case.dtypes.values()])
         moved_in = perturbed(case.tensors, size=size)
-        got = self.pool.collect_op(self.pool.submit_op(case.call(), moved_in, labels))
-        moved = {b: r["outputs"] for b, r in got.items() if isinstance(r, dict) and "outputs" in r}
+        moved = self._again(case, moved_in, labels)
         for f in devs:
-            k = _output(f.detail.tensor)
+            k = self._index(result, f.detail.tensor)
             pair = tuple(f.backends)
 
             def self_score(k: int = k, pair: tuple[str, ...] = pair) -> float:
@@ -183,7 +183,7 @@ class OpExecutor(Runner):
         for f in nans:
             for key, p in f.detail.patterns.items():
                 a, b = key.split("|")
-                k = _output(p.first_layer)
+                k = self._index(result, p.first_layer)
                 if k is None or a not in result.outputs or b not in result.outputs:
                     continue
                 alone = {x: restore(result.outputs[x][k], result.dtypes[x][k]) for x in (a, b)}
@@ -195,6 +195,16 @@ class OpExecutor(Runner):
                 else:
                     p.cleared = reason
             settle_conditioning(f)
+
+    def _again(self, case: OpCase, tensors: dict[str, Any], labels: list[str]) -> dict[str, list[Any]]:
+        """The call on ``tensors`` (the conditioning's moved ones) on ``labels``: each
+        backend's outputs, in the order :meth:`_index` counts them."""
+        got = self.pool.collect_op(self.pool.submit_op(case.call(), tensors, labels))
+        return {b: r["outputs"] for b, r in got.items() if isinstance(r, dict) and "outputs" in r}
+
+    def _index(self, result: OpResult, name: Any) -> int | None:
+        """The output a finding names (``out2`` -> 2), None for a shape or dtype mismatch."""
+        return _output(name)
 
 
 def _output(name: Any) -> int | None:

@@ -9,7 +9,8 @@ line.  No module but this one imports a level package (``tests/test_layering.py`
 
 How a case names its level (decided here, once): a record's ``meta["phase"]`` names the
 training phase, which is a level of its own (its runner, script and localizer differ)
-over the cases another level made; an op case holds a call (``CaseRecord.op``) and its
+over the cases another level made (a model level's: ``train``; a call level's, whose
+training phase is its gradient: ``opgrad``); an op case holds a call (``CaseRecord.op``) and its
 seed reads ``op:<op>``; an API-level case's seed reads ``api:<API>``; anything else is a
 network case (a seed or its variant).
 """
@@ -61,7 +62,9 @@ ENTRIES: tuple[Entry, ...] = (
                     "every one) on a drawn tensor with drawn parameters, on the Keras backends, ids "
                     "activation-<name>-v<i>"),
     Entry("train", "audee.levels.train", phase="train",
-          doc="one training step of another level's case (`--phase train`)"),
+          doc="one training step of a model level's case (`--phase train`)"),
+    Entry("opgrad", "audee.levels.opgrad", phase="train", call=True,
+          doc="the vector-Jacobian product of a call level's case (`--op ... --phase train`)"),
 )
 LEVELS: tuple[str, ...] = tuple(e.name for e in ENTRIES)
 DEFAULT = "network"  # a case no other level marks
@@ -121,11 +124,16 @@ def is_call(meta: Mapping[str, Any] | None) -> bool:
 def level_name(meta: Mapping[str, Any] | None, *, call: bool = False) -> str:
     """The level a case is run, scripted and localized as: its phase's level when its meta
     names one (``train``), else :func:`source_name`."""
-    phase = (meta or {}).get("phase")
-    for e in ENTRIES:
-        if e.phase is not None and phase == e.phase:
-            return e.name
-    return source_name(meta, call=call)
+    source = source_name(meta, call=call)
+    phased = _phase_entry((meta or {}).get("phase"), source)
+    return phased.name if phased is not None else source
+
+
+def _phase_entry(phase: Any, source: str) -> Entry | None:
+    """The level of ``phase`` over ``source``'s cases: the one that makes calls when
+    ``source`` does (a call's training phase is its gradient), else the model one."""
+    matches = [e for e in ENTRIES if e.phase is not None and phase == e.phase]
+    return next((e for e in matches if e.call == _BY_NAME[source].call), matches[0] if matches else None)
 
 
 def level_named(name: str) -> Level:
@@ -146,7 +154,7 @@ def level_of(record: Any) -> Level:
 def run_level(source: str, phase: str | None = None) -> Level:
     """The level a fuzz run drives: ``source``'s (the level making its cases), or the level
     of its ``phase`` over them (``--phase train``: training steps of ``source``'s cases)."""
-    for e in ENTRIES:
-        if e.phase is not None and phase == e.phase:
-            return level_named(e.name).over(level_named(source))  # type: ignore[attr-defined]
+    phased = _phase_entry(phase, source)
+    if phased is not None:
+        return level_named(phased.name).over(level_named(source))  # type: ignore[attr-defined]
     return level_named(source)

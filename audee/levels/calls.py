@@ -30,19 +30,30 @@ def _undefined() -> dict[str, Any]:
     return {n: c.undefined for n, c in load_op_configs().items()}
 
 
+def refuse_model_judgements(cfg: Any, *, phase: bool = True) -> None:
+    """Model judgements asked of call cases (equivalent models, and unless ``phase`` is False
+    a training phase): one line naming the flag."""
+    asked = (("equivalence", "--equivalence", "none"), *((("phase", "--phase", "inference"),) if phase else ()))
+    for name, flag, off in asked:
+        if getattr(cfg, name) != off:  # each judges a model; an op call is none
+            raise AudeeError(f"{flag} {getattr(cfg, name)} judges models, not keras.ops calls (--op)", field=flag)
+
+
 class CallLevel(Pipelined):
+    #: what runs and judges the level's cases (the gradient phase's: audee.engine.opgrad.OpGradExecutor)
+    executor: type[OpExecutor] = OpExecutor
+
     def check(self, cfg: Any) -> None:
         """Model judgements asked of op cases: one line naming the flag (``--reference float64``
-        judges a call too: the call on its tensors widened to float64)."""
-        for name, flag, off in (("equivalence", "--equivalence", "none"), ("phase", "--phase", "inference")):
-            if getattr(cfg, name) != off:  # each judges a model; an op call is none
-                raise AudeeError(f"{flag} {getattr(cfg, name)} judges models, not keras.ops calls (--op)", field=flag)
+        judges a call too: the call on its tensors widened to float64; ``--phase train`` of a
+        call is its gradient phase: the registry runs the ``opgrad`` level instead)."""
+        refuse_model_judgements(cfg)
 
     def indices(self, cfg: Any) -> Sequence[int]:
         return range(cfg.variants)
 
     def runner(self, pool: Any, cfg: Any) -> OpExecutor:
-        ex = OpExecutor(pool, **judging(cfg), undefined=_undefined(), reference=Reference.from_settings(cfg))
+        ex = self.executor(pool, **judging(cfg), undefined=_undefined(), reference=Reference.from_settings(cfg))
         if not pool.op_labels:  # no row can be written without a backend: one line, not a results-row traceback
             raise AudeeError(f"no backend of the run calls keras.ops functions (--op needs a Keras backend: "
                              f"tensorflow, torch, jax or their modes; got {', '.join(pool.labels)})",
@@ -60,13 +71,12 @@ class CallLevel(Pipelined):
         reference = Reference.recorded(record.meta)
         with Pool(refs, log_dir, timeout=timeout, reference=reference.workers(refs) if reference else []) as pool:
             pool.start_or_fail(source=str(record.source))
-            return OpExecutor(pool, tolerances=record.tolerances or None, undefined=_undefined(),
-                              reference=reference).run(record.op_case())
+            return self.executor(pool, tolerances=record.tolerances or None, undefined=_undefined(),
+                                 reference=reference).run(record.op_case())
 
     def repro_case(self, path: str | Path, record: Any, **options: Any) -> Any:
         """The op per backend, nothing to shrink (:mod:`audee.repro.ops`)."""
         from audee.repro import ReproScript, default_name, pick_finding
-        from audee.repro.ops import write_op_repro
         from audee.store.runstore import RunStore
 
         finding, out, name = options.get("finding"), options.get("out"), options.get("name")
@@ -74,13 +84,17 @@ class CallLevel(Pipelined):
         index = finding if finding is not None else [Finding.from_json(x).to_json() for x in
                                                      record.verdict["findings"]].index(f.to_json())
         out_dir = Path(out) if out is not None else RunStore(Path(path).resolve().parent.parent).repro_dir
-        script = write_op_repro(record, out_dir, name or default_name(record, f), index)
+        script = self.write_script(record, out_dir, name or default_name(record, f), index)
         return ReproScript(script, script, f.kind, list(f.backends), "op", None, [])
 
-    def bug_repro(self, record: Any, out_dir: Path, name: str, pool: Any, index: int) -> Path:
+    def write_script(self, record: Any, out_dir: Path, name: str, index: int) -> Path:
+        """The standalone script of the record's finding ``index`` (:func:`audee.repro.ops.write_op_repro`)."""
         from audee.repro.ops import write_op_repro
 
-        script = write_op_repro(record, out_dir, name, index)
+        return write_op_repro(record, out_dir, name, index)
+
+    def bug_repro(self, record: Any, out_dir: Path, name: str, pool: Any, index: int) -> Path:
+        script = self.write_script(record, out_dir, name, index)
         log.info("repro script %s: keras.ops.%s", script, record.op["op"])
         return script
 

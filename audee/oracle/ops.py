@@ -69,14 +69,21 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
                 tolerances: Tolerances | Mapping[str, Any] | None = None,
                 undefined: Sequence[str] = (), op: str = "",
                 call: Mapping[str, Any] | None = None,
-                float64: Sequence[Float64Verdict | None] = ()) -> tuple[list[Finding], list[str]]:
+                float64: Sequence[Float64Verdict | None] = (),
+                names: Sequence[str] | None = None) -> tuple[list[Finding], list[str]]:
     """The findings of one op call ``op`` (``outcomes``: one per backend, failures included;
     ``outputs``/``dtypes``: each backend that ran, its outputs and their Keras dtypes;
     ``call``: its arguments, :meth:`audee.cases.opcase.OpCase.call`), and what was not compared
     because the contract leaves it undefined.  ``float64``: per output, what the call's
     float64 reference says of the backends (:func:`float64_verdicts`): where it tells, it
-    names the odd backends of that output's findings before the majority does."""
+    names the odd backends of that output's findings before the majority does.  ``names``:
+    what each output is called in a finding (default ``out<k>``; the gradient phase names its
+    gradients ``grad:<tensor>``)."""
     tol = as_tolerances(tolerances)
+
+    def name(k: int) -> str:
+        return names[k] if names is not None and k < len(names) else f"out{k}"
+
     findings = crash_findings(list(outcomes))
     mark_odd(list(outcomes), findings)
     ok = [o for o in outcomes if o.ok]
@@ -105,10 +112,10 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
             xa, xb = outputs[a.backend][k], outputs[b.backend][k]
             da, db = dtypes[a.backend][k], dtypes[b.backend][k]
             if np.shape(xa) != np.shape(xb):
-                group.append(_mismatch(a, b, f"out{k}:shape", list(np.shape(xa)), list(np.shape(xb))))
+                group.append(_mismatch(a, b, f"{name(k)}:shape", list(np.shape(xa)), list(np.shape(xb))))
             elif da != db:
-                group.append(_mismatch(a, b, f"out{k}:dtype", da, db))
-        views = [_view(o, outputs[o.backend][k], dtypes[o.backend][k], k) for o in ok]
+                group.append(_mismatch(a, b, f"{name(k)}:dtype", da, db))
+        views = [_view(o, outputs[o.backend][k], dtypes[o.backend][k], name(k)) for o in ok]
         floats = all(dtypes[o.backend][k] in FLOAT_DTYPES for o in ok)
         if floats and not whole:
             group += nan_findings(views, inputs)
@@ -119,11 +126,11 @@ def op_findings(outcomes: Sequence[Outcome], outputs: Mapping[str, list[np.ndarr
                 skipped.append(f"out{k}: indices of tied values judged by the values they point at")
         elif "values" not in undefined:
             if not floats and "tie_indices" in undefined and has_ties(inputs):
-                skipped.append(f"out{k}: indices of tied values")
+                skipped.append(f"{name(k)}: indices of tied values")
             elif not floats and op not in SATURATING and beyond_int_range(inputs, dtypes[ok[0].backend][k]):
-                skipped.append(f"out{k}: float values beyond {dtypes[ok[0].backend][k]}'s range (conversion undefined)")
+                skipped.append(f"{name(k)}: float values beyond {dtypes[ok[0].backend][k]}'s range (conversion undefined)")
             else:
-                group += _value_findings(views, k, tol if floats else EXACT, floats)
+                group += _value_findings(views, name(k), tol if floats else EXACT, floats)
         mark_odd(views, group, float64[k] if k < len(float64) else None)
         findings += group
     return findings, skipped
@@ -328,11 +335,11 @@ def restore(a: np.ndarray, dtype: str) -> np.ndarray:
     return a
 
 
-def _view(o: Outcome, out: np.ndarray, dtype: str, k: int) -> Outcome:
-    """Output ``k`` of a backend as an Outcome the model oracles read: one row."""
+def _view(o: Outcome, out: np.ndarray, dtype: str, name: str) -> Outcome:
+    """Output ``name`` of a backend as an Outcome the model oracles read: one row."""
     a = restore(out, dtype).reshape(1, -1)
     bad = dtype in FLOAT_DTYPES and not np.isfinite(a.astype(np.float32)).all()
-    return Outcome(o.backend, logits=a, output=a, nonfinite=[f"out{k}"] if bad else [], run_s=o.run_s,
+    return Outcome(o.backend, logits=a, output=a, nonfinite=[name] if bad else [], run_s=o.run_s,
                    precision=o.precision)
 
 
@@ -354,7 +361,7 @@ def _is_float(a: np.ndarray) -> bool:
     return np.issubdtype(a.dtype, np.floating) or str(a.dtype) == "bfloat16"
 
 
-def _value_findings(views: list[Outcome], k: int, tol: Tolerances, floats: bool) -> list[Finding]:
+def _value_findings(views: list[Outcome], name: str, tol: Tolerances, floats: bool) -> list[Finding]:
     """A ``deviation`` per pair out of tolerance on the elements finite on both sides."""
     found = []
     for a, b in combinations(views, 2):
@@ -366,7 +373,7 @@ def _value_findings(views: list[Outcome], k: int, tol: Tolerances, floats: bool)
                 got["dtype"] = str(a.output.dtype)  # judged exactly
             got["rows"] = None  # the whole output is one row: every tensor's special values may explain it
             found.append(Finding(Kind.DEVIATION, [a.backend, b.backend],
-                                 DeviationDetail(pair=f"{a.backend}|{b.backend}", tensor=f"out{k}", **got,
+                                 DeviationDetail(pair=f"{a.backend}|{b.backend}", tensor=name, **got,
                                                  first_layer=None, own_layers=[], own={})))
     return found
 

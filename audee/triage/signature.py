@@ -222,6 +222,12 @@ def invalid_graph_complaint(message: str | None) -> str | None:
     return (message or "")[m.start(): end + 1 if end >= 0 else None]
 
 
+def _gradient_phase(name: Any) -> str | None:
+    """``gradient`` when a finding names an op call's gradient (``grad:<tensor>``, the op
+    level's gradient phase): a wrong gradient is another bug than a wrong value of the call."""
+    return "gradient" if isinstance(name, str) and name.startswith("grad:") else None
+
+
 def component_of(backends: Iterable[str], phase: str | None, message: str | None, traceback: str | None = None) -> str:
     """What failed, as the maintainer who would fix it sees it: a framework (``tensorflow``,
     ``torch``, ``jax``), the converter (``tf2onnx``: its graph is refused by onnxruntime's
@@ -541,7 +547,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         api, params = blamed(layer)
         context = _input_context(meta, bool(detail.input_nonfinite)) + \
             (["overflow_boundary"] if detail.overflow_boundary else [])
-        return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None, context=context)]
+        return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
+                    _gradient_phase(layer), context=context)]
     if finding.kind == Kind.DEVIATION:
         own = detail.own_layers
         layer = own[0] if own else detail.first_layer
@@ -549,7 +556,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
         layer = layer if isinstance(layer, str) else None
         api, params = blamed(layer)
-        return [sig(finding.kind, api, params, bs, layer, context=_input_context(meta, False, detail.rows))]
+        return [sig(finding.kind, api, params, bs, layer, _gradient_phase(detail.tensor),
+                    context=_input_context(meta, False, detail.rows))]
     if finding.kind == Kind.EQUIVALENCE:
         # one backend against itself: the rule joins the parameters (padding and channels
         # failing on one layer are two bugs); a refused rewrite keeps its error and phase
