@@ -50,3 +50,29 @@ def test_a_model_scripts_backend_code_is_each_backends_own():
     assert code.count("def tf2onnx_graph(") == 1   # a helper two backends share is written once
     assert "def tf2onnx_graph(" in SCRIPT and "BACKEND_CODE = {" in SCRIPT
     assert describe("mypkg.mod:Backend").script is None  # a plugin has no script lines: refused earlier
+
+
+def test_a_model_script_judges_its_kinds_and_refuses_the_others(tmp_path, monkeypatch):
+    """Each kind a model script declares it judges has its branch in the script's ``judge`` (a
+    deviation: the closing tolerance check every other pair reaches too); a failure of a kind
+    it does not judge gets one error line and no script, never a script that judges it as a
+    deviation (what a new kind's finding got before)."""
+    import pytest
+
+    import audee.repro as repro
+    from audee.cases.case import Kind
+    from audee.core.errors import AudeeError
+    from audee.repro.template import JUDGED_KINDS
+    from tests.test_repro import gelu_record
+
+    judge = _functions(SCRIPT)["judge"]
+    for kind in JUDGED_KINDS:
+        assert kind == Kind.DEVIATION or f'"{kind}"' in judge, kind
+    record = gelu_record(backends="tensorflow,jax")
+    record.verdict = {"status": "fail", "findings": [
+        {"kind": "deviation", "backends": ["tensorflow", "jax"], "detail": {"pair": "tensorflow|jax"}}]}
+    assert repro.write_repro(record, tmp_path, "judged").script.is_file()  # no pool: written, not checked
+    monkeypatch.setattr(repro, "JUDGED_KINDS", tuple(k for k in JUDGED_KINDS if k != Kind.DEVIATION))
+    with pytest.raises(AudeeError, match="no standalone script for a deviation finding"):
+        repro.write_repro(record, tmp_path, "refused")
+    assert not (tmp_path / "refused.py").exists() and not (tmp_path / "refused.npz").exists()

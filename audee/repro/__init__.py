@@ -42,7 +42,7 @@ from audee.records.findings import DeviationDetail, EquivalenceDetail, HardCrash
 from audee.records.localization import LocalizationReport
 from audee.records.rows import ResultRow
 from audee.repro.source import Code, Comment, Data, fill
-from audee.repro.template import SCRIPT
+from audee.repro.template import JUDGED_KINDS, SCRIPT
 from audee.cases.spec import ModelSpec, Weights, contiguous, one_layer_spec, weights_key
 from audee.core.bounded import utf8
 from audee.store.atomic import write_atomic
@@ -213,6 +213,9 @@ def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "a
     if f.kind == Kind.PRECISION:  # judged against a float64 model the script does not build
         raise AudeeError("no standalone script for a precision finding yet (its case's deviation findings, if any, "
                          "have theirs; `audee localize` names its layer)", source=record.source or None)
+    if f.is_failure and f.kind not in JUDGED_KINDS:  # a kind the script cannot tell: no script rather than a wrong one
+        raise AudeeError(f"no standalone script for a {f.kind} finding (a model script judges "
+                         f"{', '.join(JUDGED_KINDS)})", source=record.source or None)
     run, failing = _roles(record, f)
     check_builtin(record, run)
     spec = record.model_spec
