@@ -76,3 +76,18 @@ def test_a_model_script_judges_its_kinds_and_refuses_the_others(tmp_path, monkey
     with pytest.raises(AudeeError, match="no standalone script for a deviation finding"):
         repro.write_repro(record, tmp_path, "refused")
     assert not (tmp_path / "refused.py").exists() and not (tmp_path / "refused.npz").exists()
+
+
+def test_a_scripts_expectation_of_a_kind_without_words_is_the_kind_tables():
+    """What a script says it expects, for a failure kind ``_expect`` has no words of its own
+    for (a new kind with a script judge): the kind's ``about`` from the finding kind table,
+    one backend or several (it unpacked a pair before, and raised on one backend)."""
+    from audee.cases.case import Finding, Kind
+    from audee.cases.kinds import BY_NAME
+    from audee.repro import _expect
+
+    one = Finding(Kind.TRAIN_NAN, ["jax"], {})
+    assert _expect(one, ["jax"], ["jax"], "d") == f"jax: {BY_NAME[Kind.TRAIN_NAN].about}"
+    pair = Finding(Kind.DEVIATION, ["tensorflow", "jax"], {"pair": "tensorflow|jax"})
+    assert _expect(pair, ["tensorflow", "jax"], ["tensorflow", "jax"], "d") == \
+        "tensorflow and jax disagree on d beyond the tolerance"

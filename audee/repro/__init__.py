@@ -35,7 +35,7 @@ from audee import __version__
 from audee.backends.info import describe
 from audee.cases.case import Finding, Kind, TestCase
 from audee.core.errors import AudeeError
-from audee.cases.kinds import CRASHES, PAIRWISE
+from audee.cases.kinds import BY_NAME, CRASHES, PAIRWISE
 from audee.levels import level_of
 from audee.oracle.deviation import Tolerances
 from audee.records.findings import DeviationDetail, EquivalenceDetail, HardCrashDetail
@@ -340,6 +340,8 @@ def _expect(f: Finding, run: list[str], failing: list[str], layer: str) -> str:
         if f.detail.reason in ("rejected", "crashed"):
             return f"{a} runs the model but refuses its equivalent by the rule {rule}"
         return f"{a} computes {layer} differently in the model and in its equivalent by the rule {rule}"
+    if f.is_failure and f.kind not in (Kind.INCONSISTENCY, Kind.DEVIATION):  # no words here: the kind table's
+        return f"{', '.join(f.backends)}: {BY_NAME[f.kind].about}"
     a, b = f.backends[:2]
     if f.kind == Kind.INCONSISTENCY:
         return f"{a} and {b} predict different labels for the same inputs"
