@@ -101,6 +101,18 @@ def test_each_backends_words_reach_the_judgement():
     assert not explicit_refusal("ValueError: something plain went wrong")
 
 
+def test_the_backends_page_lists_every_builtin_backend():
+    """docs/backends.md's table of built-in backends names each one with its class, as the
+    descriptions declare them: a backend added in ``info.py`` and not on the page (or one
+    renamed on one side only) fails here."""
+    text = (PACKAGE.parent / "docs" / "backends.md").read_text()
+    start = text.index("## Built-in backends")
+    table = text[start:text.index("\n#", start + 1)]
+    rows = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \|", table, re.M)
+    assert len(rows) == len(dict(rows)) and dict(rows) == BUILTIN, \
+        "docs/backends.md's built-in table differs from audee/backends/info.py's BUILTIN_INFO"
+
+
 def test_no_module_outside_the_backends_names_a_converter_backend():
     """A backend named outside ``audee/backends/`` is a fact kept twice.  A standalone
     script's lines for a backend come from its description (``BackendInfo.script``), so no

@@ -52,3 +52,44 @@ def test_a_model_scripts_backend_code_is_each_backends_own():
     assert code.count("def tf2onnx_graph(") == 1   # a helper two backends share is written once
     assert "def tf2onnx_graph(" in SCRIPT and "BACKEND_CODE = {" in SCRIPT
     assert describe("mypkg.mod:Backend").script is None  # a plugin has no script lines: refused earlier
+
+
+def test_a_model_script_judges_its_kinds_and_refuses_the_others(tmp_path, monkeypatch):
+    """Each kind a model script declares it judges has its branch in the script's ``judge`` (a
+    deviation: the closing tolerance check every other pair reaches too); a failure of a kind
+    it does not judge gets one error line and no script, never a script that judges it as a
+    deviation (what a new kind's finding got before)."""
+    import pytest
+
+    import audee.repro as repro
+    from audee.cases.case import Kind
+    from audee.core.errors import AudeeError
+    from audee.repro.template import JUDGED_KINDS
+    from tests.test_repro import gelu_record
+
+    judge = _functions(SCRIPT)["judge"]
+    for kind in JUDGED_KINDS:
+        assert kind == Kind.DEVIATION or f'"{kind}"' in judge, kind
+    record = gelu_record(backends="tensorflow,jax")
+    record.verdict = {"status": "fail", "findings": [
+        {"kind": "deviation", "backends": ["tensorflow", "jax"], "detail": {"pair": "tensorflow|jax"}}]}
+    assert repro.write_repro(record, tmp_path, "judged").script.is_file()  # no pool: written, not checked
+    monkeypatch.setattr(repro, "JUDGED_KINDS", tuple(k for k in JUDGED_KINDS if k != Kind.DEVIATION))
+    with pytest.raises(AudeeError, match="no standalone script for a deviation finding"):
+        repro.write_repro(record, tmp_path, "refused")
+    assert not (tmp_path / "refused.py").exists() and not (tmp_path / "refused.npz").exists()
+
+
+def test_a_scripts_expectation_of_a_kind_without_words_is_the_kind_tables():
+    """What a script says it expects, for a failure kind ``_expect`` has no words of its own
+    for (a new kind with a script judge): the kind's ``about`` from the finding kind table,
+    one backend or several (it unpacked a pair before, and raised on one backend)."""
+    from audee.cases.case import Finding, Kind
+    from audee.cases.kinds import BY_NAME
+    from audee.repro import _expect
+
+    one = Finding(Kind.TRAIN_NAN, ["jax"], {})
+    assert _expect(one, ["jax"], ["jax"], "d") == f"jax: {BY_NAME[Kind.TRAIN_NAN].about}"
+    pair = Finding(Kind.DEVIATION, ["tensorflow", "jax"], {"pair": "tensorflow|jax"})
+    assert _expect(pair, ["tensorflow", "jax"], ["tensorflow", "jax"], "d") == \
+        "tensorflow and jax disagree on d beyond the tolerance"

@@ -255,12 +255,13 @@ ONNXRUNTIME = _converted(BackendInfo(
 
 
 def _mode(base: BackendInfo, name: str, cls: str, label: str, **changes: object) -> BackendInfo:
-    """Another execution mode of a framework (``audee/backends/modes.py``): the framework's
-    facts, its own name, class and label; the framework is its reference (the same program,
-    run another way) unless ``changes`` say otherwise."""
+    """Another execution mode of a framework: the framework's facts, its own name, class and
+    label; the framework is its reference (the same program, run another way) unless
+    ``changes`` say otherwise.  ``cls``: a class of ``audee/backends/modes.py`` by name, or a
+    mode in a module of its own as ``module:Class``."""
     changes.setdefault("reference", base.name)
-    return replace(base, name=name, target=f"audee.backends.modes:{cls}", label=label, blamed_first=False,
-                   **changes)
+    target = cls if ":" in cls else f"audee.backends.modes:{cls}"
+    return replace(base, name=name, target=target, label=label, blamed_first=False, **changes)
 
 
 

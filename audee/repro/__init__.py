@@ -35,14 +35,14 @@ from audee import __version__
 from audee.backends.info import describe
 from audee.cases.case import Finding, Kind, TestCase
 from audee.core.errors import AudeeError
-from audee.cases.kinds import CRASHES, PAIRWISE
+from audee.cases.kinds import BY_NAME, CRASHES, PAIRWISE
 from audee.levels import level_of
 from audee.oracle.deviation import Tolerances
 from audee.records.findings import DeviationDetail, EquivalenceDetail, HardCrashDetail
 from audee.records.localization import LocalizationReport
 from audee.records.rows import ResultRow
 from audee.repro.source import Code, Comment, Data, fill
-from audee.repro.template import SCRIPT
+from audee.repro.template import JUDGED_KINDS, SCRIPT
 from audee.cases.spec import ModelSpec, Weights, contiguous, one_layer_spec, weights_key
 from audee.core.bounded import utf8
 from audee.store.atomic import write_atomic
@@ -213,6 +213,9 @@ def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "a
     if f.kind == Kind.PRECISION:  # judged against a float64 model the script does not build
         raise AudeeError("no standalone script for a precision finding yet (its case's deviation findings, if any, "
                          "have theirs; `audee localize` names its layer)", source=record.source or None)
+    if f.is_failure and f.kind not in JUDGED_KINDS:  # a kind the script cannot tell: no script rather than a wrong one
+        raise AudeeError(f"no standalone script for a {f.kind} finding (a model script judges "
+                         f"{', '.join(JUDGED_KINDS)})", source=record.source or None)
     run, failing = _roles(record, f)
     check_builtin(record, run)
     spec = record.model_spec
@@ -337,6 +340,8 @@ def _expect(f: Finding, run: list[str], failing: list[str], layer: str) -> str:
         if f.detail.reason in ("rejected", "crashed"):
             return f"{a} runs the model but refuses its equivalent by the rule {rule}"
         return f"{a} computes {layer} differently in the model and in its equivalent by the rule {rule}"
+    if f.is_failure and f.kind not in (Kind.INCONSISTENCY, Kind.DEVIATION):  # no words here: the kind table's
+        return f"{', '.join(f.backends)}: {BY_NAME[f.kind].about}"
     a, b = f.backends[:2]
     if f.kind == Kind.INCONSISTENCY:
         return f"{a} and {b} predict different labels for the same inputs"

@@ -14,7 +14,14 @@ importable for tests, which hold them equal to the package's (``tests/test_decis
 The data file is checked before anything runs (the scaffold's ``check_data``): a truncated
 or foreign ``.npz`` is reported as bad data (exit 3), never as a verdict.
 """
+from audee.cases.kinds import Kind
 from audee.repro.scaffold import compose
+
+#: the failure kinds the script's ``judge`` tells apart (a deviation by its closing tolerance
+#: check, which any other pair would reach too): :func:`audee.repro.write_repro` refuses a
+#: failure of a kind not here rather than write a script that judges it as a deviation
+JUDGED_KINDS = (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE, Kind.NAN, Kind.EQUIVALENCE, Kind.INCONSISTENCY,
+                Kind.DEVIATION)
 
 CONSTANTS = r'''
 MODEL = json.loads(__MODEL__)
