@@ -7,7 +7,6 @@ Inconsistencies are counted after the paper's reduction (section 3.2), defined o
 from __future__ import annotations
 
 import os
-import re
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pandas as pd
 
 from audee.apis import load_api_configs
 from audee.core.bounded import utf8
+from audee.core.markdown import cell as _cell
 from audee.levels import source_name
 from audee.records.localization import LocalizationRecord
 from audee.records.rows import PlacedRow
@@ -406,12 +406,6 @@ def _md(df: pd.DataFrame) -> str:
                                        f"[{v}]({v})" if k == "link" and v != "-" else _cell(v)
                                        for k, v in r.items()) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _cell(v: object) -> str:
-    """A Markdown table cell: no line breaks, and a ``|`` in an error message stays text."""
-    # a normalized error's placeholders (<n>, <name>) would read as HTML tags and vanish
-    return re.sub(r"<(\w+)>", r"&lt;\1&gt;", " ".join(str(v).split()).replace("|", "\\|"))
 
 
 BUG_COLS = ["class", "status", "known_id", "kind", "backends", "odd", "what", "phase", "error", "cases", "units",
