@@ -10,7 +10,8 @@ dimension -- silently adds the bias to the wrong axis.  With a constant bias (fr
 built model) the conversion is right, which is why the campaign's own repro script, converting
 with from_keras, does not reproduce the campaign's Conv1DTranspose failure.
 
-    python tf2onnx_biasadd_nchw_nonconst.py
+    python tf2onnx_biasadd_nchw_nonconst.py   # prints REPRODUCED and exits 1 while the bug is there
+    # (a converted bias_add refused by onnxruntime, or more than 1e-5 off x + b[:, None])
 
 Found by audee (Conv1DTranspose(data_format='channels_first', use_bias=True), onnxruntime run
 error).  Upstream: not found; the Const-only NCHW handling dates from onnx/tensorflow-onnx#121.
@@ -18,10 +19,12 @@ error).  Upstream: not found; the Const-only NCHW handling dates from onnx/tenso
 import os
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import logging
+import sys
 import numpy as np
 import tensorflow as tf, tf2onnx, onnxruntime as ort
 logging.getLogger("tf2onnx").setLevel(logging.CRITICAL)
 
+failed = []
 for shape in [(2, 3, 4), (2, 3, 3)]:  # (N, C, L); the second has C == L
     x = np.random.default_rng(0).normal(size=shape).astype("float32")
     b = np.arange(1, 4, dtype="float32")
@@ -34,7 +37,17 @@ for shape in [(2, 3, 4), (2, 3, 3)]:  # (N, C, L); the second has C == L
         feed = {"x": x, **({"b": b} if bias_is_input else {})}
         try:
             y = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)[0]
-            res = f"max |onnx - (x + b[:, None])| = {np.abs(y - ref).max():.3g}"
+            err = np.abs(y - ref).max()
+            res = f"max |onnx - (x + b[:, None])| = {err:.3g}"
+            ok = bool(err <= 1e-5)
         except Exception as e:
             res = f"{type(e).__name__}: {str(e).split(' : ')[-1][:90]}"
-        print(f"x{shape} bias {'graph input' if bias_is_input else 'constant   '}: {res}")
+            ok = False
+        what = f"x{shape} bias {'graph input' if bias_is_input else 'constant   '}"
+        print(f"{what}: {res}")
+        if not ok:
+            failed.append(f"{' '.join(what.split())}: {res}")
+if failed:
+    print("REPRODUCED: " + "; ".join(failed))
+    sys.exit(1)
+print("NOT REPRODUCED: every converted NCHW bias_add equals x + b[:, None]")
