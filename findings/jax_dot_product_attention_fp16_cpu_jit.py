@@ -62,4 +62,4 @@ except Exception as e:
 if failed:
     print("REPRODUCED: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

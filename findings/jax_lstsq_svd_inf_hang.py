@@ -51,4 +51,4 @@ for name, call in CALLS.items():
 if failed:
     print(f"REPRODUCED on {backend}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

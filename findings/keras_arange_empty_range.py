@@ -39,4 +39,4 @@ for args in [(-2,), (5, 2), (2, 5, -1), (-0.4384, None, 1.117), (3,)]:
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

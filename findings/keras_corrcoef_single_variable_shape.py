@@ -53,4 +53,4 @@ for name, x in cases:
 if failed:
     print(f"REPRODUCED on {b}: shape is not the docstring's (N, N) for " + ", ".join(failed))
     sys.exit(1)
-print(f"not reproduced on {b} (shape = docstring's (N, N); see the numpy note above)")
+print(f"NOT REPRODUCED on {b} (shape = docstring's (N, N); see the numpy note above)")

@@ -52,4 +52,4 @@ for n, m in [(3, 6), (2, 5), (3, 4), (3, 3), (6, 3)]:
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

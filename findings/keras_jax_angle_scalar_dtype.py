@@ -34,4 +34,4 @@ for dt, shape in [("float16", ()), ("bfloat16", ()), ("float16", (3,)), ("float3
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -60,4 +60,4 @@ for shape in [(3, 3), (2, 3, 3), (3, 3, 3), (1, 3, 3)]:
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

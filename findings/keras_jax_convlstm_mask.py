@@ -50,4 +50,4 @@ for batch, width in ((2, 2), (3, 2)):
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -55,4 +55,4 @@ print(f"{backend:10s} nonzero rows: max |grad - ref| = {control:.3g}")
 if not np.isfinite(grad[1]).all():
     print(f"REPRODUCED on {backend}: NaN gradient at an all-zero row")
     sys.exit(1)
-print(f"not reproduced on {backend}: the zero row's gradient is finite")
+print(f"NOT REPRODUCED on {backend}: the zero row's gradient is finite")

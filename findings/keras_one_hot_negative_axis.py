@@ -57,4 +57,4 @@ for axis in (-1, 2, 0, -2, -3, -4):
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -29,4 +29,4 @@ print(f"{keras.backend.backend():10s} ops.size -> {kind} {dtype} = {int(s)}; sym
 if dtype != spec:
     print(f"REPRODUCED on {keras.backend.backend()}: {dtype}, declared {spec}")
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

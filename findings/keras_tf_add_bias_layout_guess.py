@@ -86,4 +86,4 @@ if __name__ == "__main__":
     if bad:
         print("REPRODUCED: keras.ops.add on TensorFlow adds a (1, C, 1, 1) operand along the last axis when W == C")
         sys.exit(1)
-    print("not reproduced")
+    print("NOT REPRODUCED")

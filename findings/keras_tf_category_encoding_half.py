@@ -53,4 +53,4 @@ for dtype in ("float16", "bfloat16", "mixed_float16", "float32"):
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -131,4 +131,4 @@ if __name__ == "__main__":
     if bad:
         print("REPRODUCED: TensorFlow refuses a Conv*DTranspose(padding='same', output_padding=0) that torch and JAX compute")
         sys.exit(1)
-    print("not reproduced: TensorFlow computes every case")
+    print("NOT REPRODUCED: TensorFlow computes every case")

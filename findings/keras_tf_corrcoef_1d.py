@@ -35,4 +35,4 @@ for x in (np.array([1.0, 3.0, 2.0, 5.0], dtype="float32"), np.array([[1.0, 3.0, 
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

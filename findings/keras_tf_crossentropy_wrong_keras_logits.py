@@ -82,4 +82,4 @@ if __name__ == "__main__":
     if bad:
         print("REPRODUCED: loss differs from the reference:", ", ".join(bad))
         sys.exit(1)
-    print("not reproduced: all backends match the reference")
+    print("NOT REPRODUCED: all backends match the reference")

@@ -32,4 +32,4 @@ for x, bins in [([-2.073436975479126], 2), ([-0.5], 4), ([3.0, 3.0], 3), ([1.0, 
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + "; ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -40,4 +40,4 @@ for a_shape, b_shape in [((5, 0), (5, 2)), ((2, 0), (2,)), ((0, 3), (0,)), ((0, 
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

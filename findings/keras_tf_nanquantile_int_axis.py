@@ -49,4 +49,4 @@ for dtype, kw in [("int32", dict(axis=-1, keepdims=True)), ("int32", dict(axis=0
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -36,4 +36,4 @@ for xdt, dt in [("bfloat16", "float16"), ("int32", "float32"), ("float32", "bflo
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

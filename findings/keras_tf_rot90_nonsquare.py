@@ -32,4 +32,4 @@ for axes in ((0, 1), (1, 2), (0, 2)):
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print(f"{keras.backend.backend():10s} rot90 k in 1..3 over three planes of {x.shape}: all equal numpy; not reproduced")
+print(f"NOT REPRODUCED on {keras.backend.backend()}: rot90 k in 1..3 over three planes of {x.shape}: all equal numpy")

@@ -47,4 +47,4 @@ print(f"{keras.backend.backend():10s} dy, first row: {np.round(y[0, :, 0], 2).to
 if np.abs(y - zero).max() > 1e-3:
     print(f"REPRODUCED on {keras.backend.backend()}: the border follows reflect padding, torch/JAX zero padding")
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -85,4 +85,4 @@ if __name__ == "__main__":
     if bad:
         print("REPRODUCED: updates differ from the dense reference:", ", ".join(bad))
         sys.exit(1)
-    print("not reproduced: all backends match the reference")
+    print("NOT REPRODUCED: all backends match the reference")

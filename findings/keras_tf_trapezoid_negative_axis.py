@@ -35,4 +35,4 @@ for axis in [-1, -2, -3, 0, 1, 2]:
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -36,4 +36,4 @@ for name, xs in [("four (3,) vectors", rows), ("one (3,) vector", rows[:1]),
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

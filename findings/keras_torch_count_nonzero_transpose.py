@@ -35,4 +35,4 @@ for shape, axis in [((1, 4, 2), -1), ((2, 3, 4), 0), ((3, 3, 2), 2), ((5, 6), 0)
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -36,4 +36,4 @@ for dtype in ["float32", "int32", "bool"]:
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -42,4 +42,4 @@ print(f"{keras.backend.backend():10s} x[ops.nonzero(x)] -> {got}; x[np.nonzero(x
 if not ok:
     print(f"REPRODUCED on {keras.backend.backend()}: nonzero is not a tuple of index vectors")
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

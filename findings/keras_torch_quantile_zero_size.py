@@ -62,4 +62,4 @@ for shape, kw, counted in cases:
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -36,4 +36,4 @@ for name in ["amax", "amin", "max", "min", "prod", "sum", "nanprod", "ptp", "mea
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -43,5 +43,5 @@ for cls in (keras.layers.SimpleRNN, keras.layers.GRU, keras.layers.LSTM):
     print(f"{keras.backend.backend():10s} {cls.__name__:9s} go_backwards, masked: {res}")
     if isinstance(got, str) or np.abs(got - outs[False]).max() > 1e-5:
         failed.append(cls.__name__)
-print(f"REPRODUCED on {keras.backend.backend()}: {', '.join(failed)}" if failed else "not reproduced")
+print(f"REPRODUCED on {keras.backend.backend()}: {', '.join(failed)}" if failed else "NOT REPRODUCED")
 sys.exit(1 if failed else 0)

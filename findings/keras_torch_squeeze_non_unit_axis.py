@@ -39,4 +39,4 @@ for axis in (1, 0, -1, (0, 1)):
 if accepted:
     print(f"REPRODUCED on {keras.backend.backend()}: accepts a non-unit axis: " + ", ".join(accepted))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

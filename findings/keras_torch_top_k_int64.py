@@ -31,4 +31,4 @@ print(f"{keras.backend.backend():10s} top_k indices: eager {eager}, symbolic spe
 if eager != symbolic or not same:
     print(f"REPRODUCED on {keras.backend.backend()}: indices {eager}, spec {symbolic}")
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -36,4 +36,4 @@ for a, b in [(x1[0], x2[0]), (x1, x2), (x1.reshape(1, 2, 3), x2.reshape(1, 2, 3)
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

@@ -107,7 +107,7 @@ def main():
     if failed:
         print(f"REPRODUCED: the TFLite converter rejects tf.nn.bias_add(data_format='NCHW') on rank 3/5 ({failed} of 2)")
         return 1
-    print("not reproduced: NCHW bias_add of rank 3 and 5 converts")
+    print("NOT REPRODUCED: NCHW bias_add of rank 3 and 5 converts")
     return 0
 
 

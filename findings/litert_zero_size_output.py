@@ -95,7 +95,7 @@ def main():
     if empty:
         print("REPRODUCED: LiteRT cannot return a zero-size output tensor (ValueError: Invalid tensor size.)")
         return 1
-    print("not reproduced: LiteRT returns the empty output")
+    print("NOT REPRODUCED: LiteRT returns the empty output")
     return 0
 
 

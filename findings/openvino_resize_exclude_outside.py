@@ -92,7 +92,7 @@ def main():
     if worst > 1e-3:
         print("REPRODUCED: OpenVINO ignores exclude_outside=1 of ONNX Resize (cubic)")
         return 1
-    print("not reproduced: OpenVINO matches the ONNX reference for exclude_outside=0 and 1")
+    print("NOT REPRODUCED: OpenVINO matches the ONNX reference for exclude_outside=0 and 1")
     return 0
 
 

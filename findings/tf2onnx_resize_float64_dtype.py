@@ -47,5 +47,5 @@ for method in ("nearest", "bilinear", "bicubic", "area"):
             res = f"REFUSED: {type(e).__name__}: {str(e).splitlines()[0][:150]}"
             bad += dtype == tf.float64 and method != "nearest"
         print(f"tf.image.resize({method:8s}) {dtype.name}: {res}")
-print("REPRODUCED" if bad else "not reproduced")
+print("REPRODUCED" if bad else "NOT REPRODUCED")
 sys.exit(1 if bad else 0)

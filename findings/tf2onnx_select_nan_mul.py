@@ -65,4 +65,4 @@ for name, ref in REF.items():
 if bad:
     print("REPRODUCED: tf2onnx's Select lowering (Mul/Add) lets NaN/Inf of the branch not taken into the result")
     sys.exit(1)
-print("not reproduced: onnxruntime matches the reference")
+print("NOT REPRODUCED: onnxruntime matches the reference")

@@ -38,5 +38,5 @@ for n in (5, 6, 7, 9):
               f"{want.tolist()}  {'ok' if ok else 'WRONG'}")
         if not ok:
             bad.append(f"n={n} {dtype}")
-print(f"REPRODUCED: {', '.join(bad)}" if bad else "not reproduced")
+print(f"REPRODUCED: {', '.join(bad)}" if bad else "NOT REPRODUCED")
 sys.exit(1 if bad else 0)

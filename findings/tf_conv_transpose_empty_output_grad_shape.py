@@ -46,4 +46,4 @@ for name, op, xs, fs, out_shape in cases:
 if bad:
     print("REPRODUCED: the input gradient of an empty transposed convolution has the output's shape:", ", ".join(bad))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

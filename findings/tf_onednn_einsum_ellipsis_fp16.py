@@ -82,4 +82,4 @@ if __name__ == "__main__":
     if bad_on and ok_off:
         print("REPRODUCED: float16 tf.einsum('...a,ab->...b') wrong with oneDNN, right without")
         sys.exit(1)
-    print("not reproduced")
+    print("NOT REPRODUCED")

@@ -25,4 +25,4 @@ if __name__ == "__main__":
     if p.returncode == -8:
         print("REPRODUCED: eager tf.nn.max_pool3d killed by SIGFPE")
         sys.exit(1)
-    print(f"not reproduced: exit {p.returncode}, stdout {p.stdout.strip()!r}")
+    print(f"NOT REPRODUCED: exit {p.returncode}, stdout {p.stdout.strip()!r}")

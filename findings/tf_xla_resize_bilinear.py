@@ -90,4 +90,4 @@ print(f"XLA wrong on {len(wrong)} of {8 * 24} (in, out) widths: {', '.join(wrong
 if bad:
     print("REPRODUCED: XLA's bilinear resize differs from eager TensorFlow and the reference")
     sys.exit(1)
-print("not reproduced: XLA matches the reference")
+print("NOT REPRODUCED: XLA matches the reference")

@@ -34,4 +34,4 @@ for big in [1e37, 1e38, 2.420862369222063e38]:
 if failed:
     print(f"REPRODUCED on {keras.backend.backend()}: " + ", ".join(failed))
     sys.exit(1)
-print("not reproduced")
+print("NOT REPRODUCED")

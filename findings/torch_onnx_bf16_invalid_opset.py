@@ -99,4 +99,4 @@ if __name__ == "__main__":
     if invalid:
         print(f"REPRODUCED: the exporter wrote bfloat16 nodes invalid at the graph's opset: {', '.join(invalid)}")
         sys.exit(1)
-    print("not reproduced: every exported graph is valid ONNX at its opset")
+    print("NOT REPRODUCED: every exported graph is valid ONNX at its opset")
