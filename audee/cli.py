@@ -53,6 +53,7 @@ def _backends_arg(p: argparse.ArgumentParser, default: str, settings: bool = Tru
 
 def build_parser() -> argparse.ArgumentParser:
     from audee.backends.registry import BUILTIN, DEFAULT_BACKENDS
+    from audee.repro.recheck import TIMEOUT_S as RECHECK_TIMEOUT_S
 
     ap = argparse.ArgumentParser(prog="audee", description="Differential fuzzing of deep-learning frameworks "
                                  "(Audee, ASE 2020): mutate a seed DNN, run it on several backends, record "
@@ -160,6 +161,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu")
     _precision_arg(p)
     p.add_argument("--no-run", action="store_true", help="write the script, do not run it")
+
+    p = sub.add_parser("recheck", help="run every standalone script of a folder again, each alone: which still "
+                                       "reproduce, which are fixed, which are broken",
+                       description="Run each standalone script of PATH (a run directory's repro/ scripts, a folder "
+                                   "such as findings/, or scripts named) in a fresh process of --python, in a "
+                                   "scratch directory, with a timeout; a findings/ script once per Keras backend "
+                                   "its docstring names (KERAS_BACKEND=...). Its printed REPRODUCED / NOT "
+                                   "REPRODUCED line decides (reproduces / fixed), the exit code cross-checks it; a "
+                                   "script that errors, times out or prints neither is broken. Writes "
+                                   "recheck.md, .csv and .json (each framework's version in the interpreter, the "
+                                   "last line of each script), rewritten after every script. Exit 0 when every script "
+                                   "reproduces, 1 when one is fixed and none broken, 7 when one is broken. "
+                                   + describe(ExitCode.OK, ExitCode.NOT_REPRODUCED, ExitCode.BAD_INPUT,
+                                              ExitCode.SCRIPTS_BROKEN) + ".")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a run directory (its repro/ scripts), a folder of scripts (its own *.py), or a .py script")
+    p.add_argument("--python", metavar="PATH",
+                   help="the interpreter to run the scripts in, e.g. another virtual environment's bin/python "
+                        "(default: the one running audee)")
+    p.add_argument("--out", help="where to write the table (default: RUN/recheck/ when PATH is one run directory; "
+                                 "needed for any other folder)")
+    p.add_argument("--timeout", type=float, default=RECHECK_TIMEOUT_S, metavar="S",
+                   help=f"seconds one run of one script may take; its processes are killed then and it is broken "
+                        f"(default: {RECHECK_TIMEOUT_S:g})")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="scripts run at a time (default: 1, each alone on the machine)")
 
     p = sub.add_parser("campaign", help="run a campaign config (or one shard of it), resumably",
                        description="Expand CONFIG into units (seed x backend set x rng), run the shard's units "
@@ -508,6 +535,26 @@ def cmd_repro(args: argparse.Namespace) -> int:
     return ExitCode.BACKEND_UNAVAILABLE
 
 
+def cmd_recheck(args: argparse.Namespace) -> int:
+    from audee.repro.recheck import Recheck, ScriptResult, default_out, recheck
+
+    out = args.out or default_out(args.paths)
+    if out is None:
+        raise AudeeError("where to write the table: only a single run directory has a default (its recheck/)",
+                         field="--out")
+    check_out_dir(out)
+
+    def show(row: ScriptResult, report: Recheck) -> None:
+        print(f"[{len(report.rows)}/{len(report.scripts)}] {row.script}: {row.result} ({row.seconds:.0f} s): "
+              f"{row.line}", flush=True)
+
+    report = recheck(args.paths, Path(out), python=args.python, timeout=args.timeout, jobs=args.jobs,
+                     progress=show)
+    print(report.summary() + (f"; {report.kept} rows kept from the interrupted recheck there" if report.kept else ""))
+    print(f"table: {Path(out) / 'recheck.md'} (+ recheck.csv, recheck.json)")
+    return report.exit_code()
+
+
 def cmd_campaign(args: argparse.Namespace) -> int:
     from audee.campaign import load_campaign, run_shard, shard_of
 
@@ -677,7 +724,7 @@ def cmd_apis(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "repro": cmd_repro, "campaign": cmd_campaign, "report": cmd_report, "backends": cmd_backends, "seeds": cmd_seeds,
+COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "repro": cmd_repro, "recheck": cmd_recheck, "campaign": cmd_campaign, "report": cmd_report, "backends": cmd_backends, "seeds": cmd_seeds,
             "apis": cmd_apis}
 
 

@@ -25,9 +25,11 @@ class ExitCode(enum.IntEnum):
         return obj
 
     OK = (0, "success",
-          "the command did what was asked (for `reproduce`: the verdict holds; for `localize`: localized)")
+          "the command did what was asked (for `reproduce`: the verdict holds; for `localize`: localized; "
+          "for `recheck`: every script reproduces)")
     NOT_REPRODUCED = (1, "the case no longer fails as recorded",
-                      "the case no longer fails as recorded (`reproduce`, `localize`, `repro`)")
+                      "the case no longer fails as recorded (`reproduce`, `localize`, `repro`); `recheck`: a "
+                      "script says NOT REPRODUCED (fixed) and none is broken")
     BAD_INPUT = (2, "bad input (a file, a field or an option)",
                  "a bad file, field or option; one line on stderr names it")
     NOT_LOCALIZED = (3, "the case reproduces but nothing was localized",
@@ -41,6 +43,9 @@ class ExitCode(enum.IntEnum):
     UNIT_ERRORS = (6, "campaign: some units stopped on an internal error; rerun resumes them",
                    "`campaign`: a unit stopped on an internal error (`OUT/units/<id>/ERROR.json`, traceback "
                    "inside); the other units ran, and rerunning resumes it")
+    SCRIPTS_BROKEN = (7, "recheck: a script errored, timed out or printed neither verdict line",
+                      "`recheck`: a script is broken: it errored, timed out, or printed neither REPRODUCED nor "
+                      "NOT REPRODUCED (its row says which, with its last line); the others' rows are written too")
     INTERRUPTED = (130, "interrupted; rerun the same command to resume",
                    "interrupted (Ctrl-C); rerun the same command to resume")
     BROKEN_PIPE = (141, "stdout was closed early (piped into head)",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import inspect
 import io
 import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from audee.oracle.deviation import Tolerances
 from audee.records.findings import DeviationDetail, EquivalenceDetail, HardCrashDetail
 from audee.records.localization import LocalizationReport
 from audee.records.rows import ResultRow
+from audee.repro.recheck import run_alone, script_env
 from audee.repro.source import Code, Comment, Data, fill
 from audee.repro.template import JUDGED_KINDS, SCRIPT
 from audee.cases.spec import ModelSpec, Weights, contiguous, one_layer_spec, weights_key
@@ -440,14 +440,10 @@ def _equiv_json(equiv: Any, n: int) -> Any:
 def run_script(script: Path, timeout: float = SCRIPT_TIMEOUT_S * 2) -> tuple[int, str]:
     """Run a repro script alone in a fresh process (its own directory as cwd is not needed:
     a scratch one is used); its exit code and output."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
-    with tempfile.TemporaryDirectory(prefix="audee-repro-run-") as cwd:
-        try:
-            p = subprocess.run([sys.executable, str(Path(script).resolve())], cwd=cwd, env=env,
-                               capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return EXIT_BROKEN, f"the script ran past {timeout:.0f} s"
-    return p.returncode, (p.stdout + (p.stderr[-2000:] if p.returncode not in (0, 1) else "")).rstrip()
+    r = run_alone([sys.executable, str(Path(script).resolve())], env=script_env({}), timeout=timeout)
+    if r.exit is None:
+        return EXIT_BROKEN, f"the script ran past {timeout:.0f} s"
+    return r.exit, (r.stdout + (r.stderr[-2000:] if r.exit not in (0, 1) else "")).rstrip()
 
 
 def default_name(record: CaseRecord, f: Finding) -> str:

@@ -33,6 +33,11 @@ from audee.repro.source import Code, fill
 #: the exit codes every script keeps (its header says them)
 EXIT_REPRODUCED, EXIT_NOT_REPRODUCED, EXIT_BROKEN, EXIT_BAD_DATA = 0, 1, 2, 3
 
+#: a line every script composed here holds, as every one written before did: how ``audee
+#: recheck`` knows a script keeps the exit codes above (REPRODUCED 0), not the ``findings/``
+#: scripts' (REPRODUCED 1)
+SCAFFOLD_MARK = "ENV_BROKEN = 2  # exit code"
+
 _SCAFFOLD = r'''#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 __HEADER__

@@ -9,6 +9,7 @@ only through :class:`RunStore`, never by path::
     searches.jsonl     one row per search run (audee.records.SearchRun)
     traces/<id>.json   one trace per search run (audee.records.SearchTrace)
     logs/  repro/      the run's log and workers' logs; standalone repro scripts
+    recheck/           `audee recheck`'s table of those scripts run again (recheck.md, .csv, .json)
     localize/          a campaign unit's localization stage (its reports are audee.records')
     config.json        the run's settings, written first
     summary.json       `audee fuzz`'s counts;  DONE.json / ERROR.json: a campaign unit's commit point / error
@@ -66,6 +67,11 @@ class RunStore:
     def repro_dir(self) -> Path:
         """Standalone repro scripts, one per unique bug (audee.repro)."""
         return self.root / "repro"
+
+    @property
+    def recheck_dir(self) -> Path:
+        """``audee recheck``'s table of the repro scripts run again (audee.repro.recheck)."""
+        return self.root / "recheck"
 
     @property
     def localize_dir(self) -> Path:

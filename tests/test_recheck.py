@@ -1,0 +1,242 @@
+"""``audee recheck``: every standalone script of a folder run again, each alone, and the table
+of which still reproduce, which are fixed and which are broken, with an exit code a CI job
+reads.  The scripts here are real scripts in real processes (tiny ones, and two that audee
+writes for a run directory, run on TensorFlow and onnxruntime); ``findings/`` is read, not run."""
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audee.core.errors import AudeeError
+from audee.core.exitcodes import ExitCode
+from audee.repro.recheck import (AUDEE, BROKEN, FINDINGS, FIXED, REPRODUCES, ProcessRun, combine,
+                                 convention_of, default_out, documented_backends, find_scripts, interpreter, judge,
+                                 run_alone)
+from audee.repro.scaffold import _SCAFFOLD, SCAFFOLD_MARK
+
+ROOT = Path(__file__).resolve().parents[1]
+FINDINGS_DIR = ROOT / "findings"
+
+REPRODUCES_SCRIPT = '"""Still there."""\nimport sys\nprint("checking")\nprint("REPRODUCED: still wrong")\nsys.exit(1)\n'
+FIXED_SCRIPT = '"""Gone."""\nprint("NOT REPRODUCED: right now")\n'
+ERROR_SCRIPT = '"""Cannot run."""\nimport no_such_module_xyz\nprint("REPRODUCED")\n'
+
+
+def _audee(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "audee", "recheck", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def _folder(tmp_path: Path, **scripts: str) -> Path:
+    folder = tmp_path / "scripts"
+    folder.mkdir()
+    for name, text in scripts.items():
+        (folder / f"{name}.py").write_text(text)
+    return folder
+
+
+def test_three_scripts_three_rows_and_the_broken_exit_code(tmp_path):
+    folder = _folder(tmp_path, a_reproduces=REPRODUCES_SCRIPT, b_fixed=FIXED_SCRIPT, c_errors=ERROR_SCRIPT,
+                     make_table="raise SystemExit('a generator, not a script: never run')", _helper="")
+    (folder / "notes.md").write_text("not a script\n")
+    r = _audee(str(folder), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == ExitCode.SCRIPTS_BROKEN == 7, r.stdout + r.stderr
+    assert "3 of 3 scripts: 1 reproduce, 1 fixed, 1 broken" in r.stdout
+    with open(tmp_path / "out" / "recheck.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(Path(row["script"]).name, row["result"]) for row in rows] == [
+        ("a_reproduces.py", "reproduces"), ("b_fixed.py", "fixed"), ("c_errors.py", "broken")]
+    assert rows[0]["last_line"] == "REPRODUCED: still wrong" and rows[0]["exit"] == "1" and not rows[0]["note"]
+    assert rows[1]["last_line"] == "NOT REPRODUCED: right now" and rows[1]["exit"] == "0"
+    assert "No module named 'no_such_module_xyz'" in rows[2]["last_line"]
+    assert "printed neither REPRODUCED nor NOT REPRODUCED" in rows[2]["note"]
+    import keras  # noqa: PLC0415 - the interpreter's own version, as the table has it
+
+    assert {row["keras"] for row in rows} == {keras.__version__}
+    doc = json.loads((tmp_path / "out" / "recheck.json").read_text())
+    assert doc["counts"] == {"reproduces": 1, "fixed": 1, "broken": 1}
+    assert doc["rows"][2]["runs"][0]["stderr"].rstrip().endswith("No module named 'no_such_module_xyz'")
+    md = (tmp_path / "out" / "recheck.md").read_text()
+    assert "| script | result |" in md and md.count("\n| ") == 4 and f"keras {keras.__version__}" in md
+
+
+@pytest.mark.parametrize("scripts, code", [({"a": REPRODUCES_SCRIPT, "b": FIXED_SCRIPT}, ExitCode.NOT_REPRODUCED),
+                                           ({"a": REPRODUCES_SCRIPT}, ExitCode.OK)])
+def test_fixed_without_broken_exits_1_and_all_reproducing_0(tmp_path, scripts, code):
+    r = _audee(str(_folder(tmp_path, **scripts)), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == code, r.stdout + r.stderr
+
+
+def test_an_interrupted_recheck_resumes_and_a_finished_one_runs_again(tmp_path):
+    """The rows an interrupted recheck wrote are kept for the scripts unchanged since; the
+    others run.  A finished table is no resume point: every script runs again."""
+    folder = _folder(tmp_path, a=REPRODUCES_SCRIPT, b=FIXED_SCRIPT, c=FIXED_SCRIPT)
+    out = tmp_path / "out"
+    assert _audee(str(folder), "--out", str(out), cwd=tmp_path).returncode == ExitCode.NOT_REPRODUCED
+    doc = json.loads((out / "recheck.json").read_text())
+    assert doc["complete"] is True
+    doc["complete"] = False                      # as if stopped after its rows were written
+    doc["rows"][0]["line"] = "kept from before"
+    doc["rows"][2]["line"] = "kept from before"
+    doc["rows"] = doc["rows"][:1] + doc["rows"][2:]   # b had no row yet
+    (out / "recheck.json").write_text(json.dumps(doc))
+    (folder / "c.py").write_text(REPRODUCES_SCRIPT)  # changed since: runs again
+    r = _audee(str(folder), "--out", str(out), cwd=tmp_path)
+    assert r.returncode == ExitCode.NOT_REPRODUCED and "1 rows kept from the interrupted recheck" in r.stdout
+    lines = [row["line"] for row in json.loads((out / "recheck.json").read_text())["rows"]]
+    assert lines == ["kept from before", "NOT REPRODUCED: right now", "REPRODUCED: still wrong"]
+    r = _audee(str(folder), "--out", str(out), cwd=tmp_path)
+    assert "kept" not in r.stdout
+    assert json.loads((out / "recheck.json").read_text())["rows"][0]["line"] == "REPRODUCED: still wrong"
+
+
+def test_a_run_directorys_repro_scripts_are_found_and_read_by_audees_convention(tmp_path):
+    """Two scripts `audee repro` writes (TensorFlow and onnxruntime, each in its own child):
+    one still failing (exit 0), one whose model no longer fails (exit 1); recheck finds them in
+    repro/, writes its table into the run's recheck/, and reads their exits as audee's."""
+    from audee.repro import write_repro
+    from tests.test_repro import gelu_record
+
+    run = tmp_path / "run"
+    (run / "cases").mkdir(parents=True)
+    (run / "results.jsonl").write_text("")
+    write_repro(gelu_record(), run / "repro", "gelu")
+    write_repro(gelu_record("relu"), run / "repro", "relu")
+    assert find_scripts([run]) == [run / "repro" / "gelu.py", run / "repro" / "relu.py"]
+    assert default_out([run]) == run / "recheck"
+    r = _audee(str(run), cwd=tmp_path)
+    assert r.returncode == ExitCode.NOT_REPRODUCED, r.stdout + r.stderr
+    doc = json.loads((run / "recheck" / "recheck.json").read_text())
+    got = {Path(row["script"]).name: (row["result"], row["runs"][0]["exit"], row["note"]) for row in doc["rows"]}
+    assert got == {"gelu.py": (REPRODUCES, 0, ""), "relu.py": (FIXED, 1, "")}, doc["rows"]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    folder = _folder(tmp_path, a=FIXED_SCRIPT)
+    cases = [([str(folder)], "--out: "),                                          # a folder has no default
+             ([str(folder), "--out", "o", "--python", str(tmp_path / "nopython")], "--python: no such interpreter"),
+             ([str(folder), "--out", "o", "--python", str(folder / "a.py")], "--python: "),
+             ([str(tmp_path / "missing"), "--out", "o"], "no such folder"),
+             ([str(tmp_path), "--out", "o"], "no standalone scripts")]
+    for args, says in cases:
+        r = _audee(*args, cwd=tmp_path)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == ExitCode.BAD_INPUT and len(lines) == 1 and says in lines[0], (args, r.stderr)
+    assert not (tmp_path / "o").exists()
+
+
+# ---- one run judged ---------------------------------------------------------------------------------------
+def _run(stdout: str, exit: int | None, stderr: str = "") -> ProcessRun:
+    return ProcessRun(exit, stdout, stderr, 1.0, exit is None)
+
+
+def test_the_printed_line_decides_and_the_exit_code_cross_checks():
+    assert judge(_run("x\nREPRODUCED on torch: y\n", 1), FINDINGS, 60).result == REPRODUCES
+    fixed = judge(_run("NOT REPRODUCED\n", 0), FINDINGS, 60)
+    assert fixed.result == FIXED and fixed.note == ""
+    odd = judge(_run("REPRODUCED: z\n", 0), FINDINGS, 60)         # the line wins, the exit disagrees
+    assert odd.result == REPRODUCES and "exit 0 where the findings convention gives 1" in odd.note
+    assert judge(_run("REPRODUCED: z\n", 0), AUDEE, 60).note == ""  # audee's scripts exit 0 when they reproduce
+    late = judge(_run("REPRODUCED: z\n", -11, "Segmentation fault"), AUDEE, 60)
+    assert late.result == REPRODUCES and "exit -11" in late.note
+    last = judge(_run("NOT REPRODUCED: a\nREPRODUCED: b\n", 1), FINDINGS, 60)  # the last verdict line
+    assert last.result == REPRODUCES and last.line == "REPRODUCED: b"
+    quiet = judge(_run("all fine, not reproduced\n", 0), FINDINGS, 60)  # lower case, mid-line: no verdict
+    assert quiet.result == BROKEN and quiet.line == "all fine, not reproduced"
+    env = judge(_run("ENVIRONMENT: torch: cannot import\n", 2), AUDEE, 60)
+    assert env.result == BROKEN and env.line == "ENVIRONMENT: torch: cannot import"
+    late_kill = judge(_run("REPRODUCED\n", None), FINDINGS, 30)
+    assert late_kill.result == BROKEN and late_kill.line == "timed out after 30 s"
+
+
+def test_a_row_reproduces_when_any_backend_does_else_broken_else_fixed():
+    def runs(*results: str) -> list:
+        lines = {REPRODUCES: ("REPRODUCED", 1), FIXED: ("NOT REPRODUCED", 0), BROKEN: ("Traceback", 1)}
+        return [judge(_run(lines[r][0] + "\n", lines[r][1]), FINDINGS, 60, b)
+                for b, r in zip(("tensorflow", "torch", "jax"), results)]
+
+    row = combine("s.py", runs(FIXED, REPRODUCES, BROKEN))
+    assert row.result == REPRODUCES and row.line == "torch: REPRODUCED" and "jax: broken" in row.note
+    assert row.runs_text() == "tensorflow fixed, torch reproduces, jax broken"
+    assert combine("s.py", runs(FIXED, BROKEN, FIXED)).result == BROKEN
+    assert combine("s.py", runs(FIXED, FIXED, FIXED)).result == FIXED
+
+
+def test_a_timed_out_script_leaves_no_process_behind(tmp_path):
+    """The script's child (its own process, as a repro script's per-backend children are)
+    outlives neither the timeout nor the script."""
+    pid_file = tmp_path / "child.pid"
+    script = tmp_path / "hangs.py"
+    script.write_text("import subprocess, sys, time\n"
+                      "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+                      f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+                      "time.sleep(600)\n")
+    run = run_alone([sys.executable, str(script)], timeout=5)
+    assert run.timed_out and run.exit is None
+    assert not _alive(int(pid_file.read_text()))
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs: gone, or a zombie its new parent has not reaped yet, is dead."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+def test_the_interpreters_versions_are_its_distributions():
+    import importlib.metadata as md
+
+    version, versions = interpreter(sys.executable)
+    assert version == sys.version.split()[0]
+    assert versions["keras"] == md.version("keras") and versions["numpy"] == md.version("numpy")
+    assert "tensorflow" in versions   # installed here as tensorflow-cpu: found by its module's distribution
+    with pytest.raises(AudeeError, match="--python"):
+        interpreter("/bin/false")
+
+
+# ---- the scripts' conventions -------------------------------------------------------------------------
+def test_audees_scripts_carry_the_mark_recheck_reads():
+    assert SCAFFOLD_MARK in _SCAFFOLD
+    assert convention_of(_SCAFFOLD) is AUDEE and convention_of(FIXED_SCRIPT) is FINDINGS
+
+
+def test_the_documented_runs_of_a_script():
+    loop = '"""X.\n\n    for b in tensorflow torch jax; do KERAS_BACKEND=$b python x.py; done\n"""\n'
+    lines = '"""X.\n\n    KERAS_BACKEND=torch python x.py   -> wrong\n    KERAS_BACKEND=jax   python x.py\n"""\n'
+    assert documented_backends(loop) == ["tensorflow", "torch", "jax"]
+    assert documented_backends(lines) == ["torch", "jax"]
+    plain = '"""Plain.\n\n    python x.py\n"""\nimport os\nos.environ["KERAS_BACKEND"] = "jax"\n'
+    assert documented_backends(plain) == []
+    assert documented_backends("# KERAS_BACKEND=torch python x.py, a comment, not the docstring\n") == []
+
+
+def _findings() -> list[Path]:
+    return find_scripts([FINDINGS_DIR])  # what `audee recheck findings/` runs
+
+
+@pytest.mark.parametrize("script", _findings(), ids=lambda p: p.name)
+def test_every_findings_script_prints_both_verdict_lines(script):
+    """Each findings/ script decides: it prints REPRODUCED (exit 1) or NOT REPRODUCED (exit 0),
+    in capitals at the start of the line, so `audee recheck findings/` reads every one; one
+    that checks whichever Keras backend it runs under says in its docstring which to run it
+    under (recheck runs it once per backend named; else once, under Keras' default)."""
+    text = script.read_text()
+    assert re.search(r'print\(f?"REPRODUCED\b', text) or re.search(r'f?"REPRODUCED\b[^"]*"\s+if\b', text), script
+    assert re.search(r'f?"NOT REPRODUCED\b', text), script
+    assert re.search(r"sys\.exit\(1\)|sys\.exit\(1 if |return 1\b", text), script
+    ast.parse(text)
+    sets_backend = re.search(r"os\.environ(\[\"KERAS_BACKEND\"\]\s*=|\.setdefault\(\"KERAS_BACKEND\"|"
+                             r"\.update\(KERAS_BACKEND=)|dict\(os\.environ,\s*KERAS_BACKEND=", text)  # its children's
+    if "keras.backend.backend()" in text and not sets_backend:
+        assert documented_backends(text), f"{script.name}: which Keras backends to run it under?"
