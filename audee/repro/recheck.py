@@ -61,6 +61,7 @@ from audee.core.exitcodes import ExitCode
 from audee.core.markdown import table
 from audee.repro.scaffold import EXIT_NOT_REPRODUCED, EXIT_REPRODUCED, SCAFFOLD_MARK
 from audee.store.atomic import write_atomic
+from audee.store.lock import dir_lock
 from audee.store.runstore import RunStore
 
 log = logging.getLogger(__name__)
@@ -338,7 +339,11 @@ def recheck_script(script: Path, python: str, timeout: float = TIMEOUT_S) -> Scr
     runs = []
     for backend in documented_backends(text) or [None]:
         env = script_env({"KERAS_BACKEND": backend} if backend else {})
-        run = run_alone([python, str(script.resolve())], env=env, timeout=timeout)
+        try:
+            run = run_alone([python, str(script.resolve())], env=env, timeout=timeout)
+        except OSError as exc:  # the interpreter went away (or cannot start) since it was asked its versions
+            runs.append(RunResult(backend, BROKEN, None, 0.0, f"cannot run {python}: {exc.strerror or exc}"))
+            continue
         runs.append(judge(run, convention, timeout, backend))
     return combine(str(script), runs, hashlib.sha256(raw).hexdigest())
 
@@ -458,6 +463,12 @@ def recheck(paths: Sequence[str | Path], out: Path, *, python: str | None = None
     exe = executable(python)
     version, versions = interpreter(exe)
     report = Recheck(exe, version, versions, [str(s) for s in scripts])
+    with dir_lock(out):  # one recheck writes a table at a time
+        return _run(report, scripts, out, exe, timeout, jobs, progress)
+
+
+def _run(report: Recheck, scripts: list[Path], out: Path, exe: str, timeout: float, jobs: int,
+         progress: Callable[[ScriptResult, Recheck], None] | None) -> Recheck:
     left = set(report.resume(out))
     start, before = time.monotonic(), report.seconds
     order = {str(s): i for i, s in enumerate(scripts)}
