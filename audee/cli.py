@@ -171,12 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
                                    "REPRODUCED line decides (reproduces / fixed), the exit code cross-checks it; a "
                                    "script that errors, times out or prints neither is broken. Writes "
                                    "recheck.md, .csv and .json (each framework's version in the interpreter, the "
-                                   "last line of each script), rewritten after every script. Exit 0 when every script "
-                                   "reproduces, 1 when one is fixed and none broken, 7 when one is broken. "
+                                   "last line of each script), rewritten after every script; rerun to resume. Exit "
+                                   "0 when every script reproduces, 1 when one is fixed and none broken, 7 when one "
+                                   "is broken. "
                                    + describe(ExitCode.OK, ExitCode.NOT_REPRODUCED, ExitCode.BAD_INPUT,
                                               ExitCode.SCRIPTS_BROKEN) + ".")
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="a run directory (its repro/ scripts), a folder of scripts (its own *.py), or a .py script")
+                   help="a run directory (its repro/ scripts), a folder of scripts (its own *.py but the make_*.py "
+                        "and _*.py helpers), or a .py script")
     p.add_argument("--python", metavar="PATH",
                    help="the interpreter to run the scripts in, e.g. another virtual environment's bin/python "
                         "(default: the one running audee)")
