@@ -312,7 +312,9 @@ class ScriptResult:
         return cls(**{**doc, "runs": [RunResult(**run) for run in doc.get("runs", [])]})
 
     def runs_text(self) -> str:
-        return ", ".join(f"{r.backend} {r.result}" for r in self.runs if r.backend) or "one run"
+        """Each backend's run by what it printed (a backend without the bug never had it to fix)."""
+        said = {REPRODUCES: "reproduced", FIXED: "not reproduced", BROKEN: "broken"}
+        return ", ".join(f"{r.backend} {said[r.result]}" for r in self.runs if r.backend) or "one run"
 
     def exits(self) -> str:
         return ", ".join("timeout" if r.exit is None else str(r.exit) for r in self.runs)
