@@ -40,7 +40,7 @@ def test_every_builtin_backend_is_described_completely(name):
         assert re.compile(o.pattern).groups == 1, o
     if info.converter is not None:
         assert info.converter_trackers and trackers_of(info.converter) == info.converter_trackers
-    for words in (info.runtime_errors, info.converted_graph_errors, info.error_words):
+    for words in (info.runtime_errors, info.error_words, *(pattern for _, pattern in info.graph_faults)):
         if words is not None:
             re.compile(words)
 

@@ -39,11 +39,12 @@ from __future__ import annotations
 import re
 from typing import Iterable, Protocol
 
-from audee.backends.info import all_unsupported, describe
+from audee.backends.info import describe
 from audee.cases.case import MEMORY_CAP, Kind
 from audee.cases.kinds import CRASHES, root_family
 from audee.oracle.pairs import in_contract, judged_side
-from audee.triage.signature import Signature, invalid_graph_complaint, primary_api
+from audee.triage.signature import (GRAPH_FAULT, OUTSIDE, REFUSED_BY, REJECTED_BY, UNSUPPORTED, Signature,
+                                    explicit_refusal, invalid_graph_complaint, primary_api)
 from audee.triage import Bug, CrashRoot, NumericRoot, RootCause, RootKey
 
 #: the root families whose pair roots fold into their odd backend's (:func:`_fold_pairs`)
@@ -58,12 +59,6 @@ CLASS_HELP = {
     "harness": "audee's own fault (its conversion glue, its checks)",
 }
 
-# An explicit "this is not supported": the words of any library, then each backend's own
-# (its description's ``unsupported``: a kernel or op it has not, a converter's missing rule).
-UNSUPPORTED = re.compile("|".join((
-    r"not supported|[Uu]nsupported|only supports?\b",
-    r"[Nn]ot implemented|NotImplementedError|do not yet support|currently only support|is not available on",
-    *all_unsupported())))
 _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_range": "ids out of range",
                       "overflow_boundary": "at the float32 overflow boundary",
                       "zero_divisor": "an integer division by zero",
@@ -71,11 +66,6 @@ _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_ran
                       "spec_refuses": "Keras's own symbolic call refuses the arguments",
                       "subnormal_input": "subnormal or tiny inputs (TensorFlow and JAX flush subnormals to zero "
                                          "on the CPU by design)"}
-
-
-def explicit_refusal(error: str | None) -> bool:
-    """Whether an error is an explicit "this is not supported" (the limitation rule)."""
-    return bool(UNSUPPORTED.search(error or ""))
 
 
 class _Known(Protocol):  # audee.triage.known.KnownIssue, without importing it (known imports this module)
@@ -121,9 +111,52 @@ def core_message(error: str | None) -> str:
     return _fold(_fold(error or "", _VARYING), _BOILERPLATE)
 
 
+def _fact(sig: Signature, head: str) -> str | None:
+    """The value of a signature's context fact ``head<value>``, or None."""
+    return next((c[len(head):] for c in sig.context if c.startswith(head)), None)
+
+
+def shared_component(backends: Iterable[str]) -> str:
+    """Who must fix what several backends refuse alike at one layer: their one component;
+    ``keras`` where they are different Keras frameworks (the layer's code is what they
+    share: its tracker is Keras's, :data:`audee.report.bugreports.DEFAULT_TRACKERS`); else
+    the failing backends."""
+    names = sorted({b.split("@")[0] for b in backends})
+    blamed = {describe(n).blamed for n in names}
+    if len(blamed) == 1:
+        return blamed.pop()
+    frameworks = {describe(n).keras_backend for n in names}
+    if None not in frameworks and len(frameworks) > 1:
+        return "keras"
+    return ",".join(names) or "-"
+
+
+def _input_cause(sig: Signature) -> str:
+    """What of a case's input a shared refusal answers, in words without values: the facts
+    that put it outside the contract (:func:`classify`'s: why a value is outside it, else a
+    crafty invalid parameter, the input facts), or ``the case`` where none is known."""
+    ctx = set(sig.context)
+    outside = sorted(c[len(OUTSIDE):] for c in ctx if c.startswith(OUTSIDE))
+    invalid = sorted(f"an invalid {p}" for c in ctx if c.startswith("invalid:")
+                     for p in [c.split(":", 1)[1]] if not any(o.startswith(p + " ") for o in outside))
+    return ", ".join([*outside, *invalid, *sorted(c for c in ctx if c in _UNDEFINED_CONTEXT)]) or "the case"
+
+
 def root_of(sig: Signature) -> RootKey:
     """The root cause a signature belongs to (module docstring)."""
     if sig.kind in CRASHES:  # an error naming no op nor layer is known by its words alone
+        shared = _fact(sig, REJECTED_BY)
+        if shared is not None:  # several backends refusing one case at one layer: the case's cause, not words
+            return CrashRoot(sig.kind, shared_component(shared.split(",")), sig.layer or "-",
+                             f"refused alike: {_input_cause(sig)}")
+        refused_by = _fact(sig, REFUSED_BY)
+        if refused_by is not None:  # a converter computing what its reference refuses, at this layer
+            return CrashRoot(sig.kind, sig.component or ",".join(sig.backends), sig.layer or "-",
+                             f"computes what {refused_by} refuses")
+        fault = _fact(sig, GRAPH_FAULT)
+        if fault is not None:  # a runtime refusing the converted graph: the node's fault, at load or at run
+            return CrashRoot(sig.kind, sig.component or ",".join(sig.backends), sig.op or "-",
+                             f"a runtime refuses its graph: {fault}")
         error = sig.error_full or sig.error
         # an invalid converted graph is the converter's one bug, whichever runtimes refuse it
         error = invalid_graph_complaint(error) or error
@@ -177,6 +210,12 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
         return "harness", "raised in audee's own code"
     if "within_tolerance" in ctx:
         return "harness", "labels flip on values within the deviation tolerance (a near-tie)"
+    refused_by = _fact(sig, REFUSED_BY)
+    if refused_by is not None:  # the converted program must do what it was given: raise where its reference does
+        return "bug", f"{sig.component or 'the converter'} computes what its reference {refused_by} refuses"
+    outside = sorted(c[len(OUTSIDE):] for c in ctx if c.startswith(OUTSIDE))
+    if outside:
+        return "undefined", "outside the contract: " + "; ".join(outside)
     invalid = sorted(c.split(":", 1)[1] for c in ctx if c.startswith("invalid:"))
     if invalid:
         return "undefined", "a crafty invalid value of " + ", ".join(invalid)
@@ -231,7 +270,9 @@ def _root_cause(key: RootKey, members: list[Bug]) -> RootCause:
         root=key, klass=klass, class_reason=telling.class_reason, kind=first.kind,
         api=sig.layer or primary_api(sig.api) or "-", signatures=len(members), cases=sum(m.cases for m in members),
         first_case=first.first_case, known_id=next((m.known_id for m in members if m.known_id), None),
-        component=sig.component, op=sig.op, error=first.error,
+        # a crash root's component is its key's: several backends refusing one case alike share one
+        component=key.who if isinstance(key, CrashRoot) and sig.component else sig.component,
+        op=sig.op, error=first.error,
         odd=tuple(sorted({b for m in members for b in m.signature.odd})),
         backends=tuple(sorted({b for m in members for b in m.backends})),
         silent=silent_backend(m.signature for m in members) if klass == "undefined" else None,
