@@ -219,15 +219,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _known_issues_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--known-issues", action="append", default=[], metavar="FILE",
-                   help="a YAML list of bug signatures already known upstream (repeatable; schema: "
-                        "docs/oracles.md): matching bugs are reported as known, with the issue's id and link, "
-                        "not new. Adds to the list audee ships (audee/data/known_issues.yaml)")
+                   help="a YAML list of triaged bugs (repeatable; schema: docs/oracles.md): matching bugs are "
+                        "reported with the entry's status (found before, known upstream, fixed upstream), id and "
+                        "link, not new. Adds to the list audee ships (audee/data/known_issues.yaml)")
     p.add_argument("--no-shipped-known-issues", action="store_true",
                    help="leave the shipped known-issues list out (only --known-issues files count)")
 
 
 def _known_issues(args: argparse.Namespace) -> list:
-    """The known issues a command judges with: shipped + --known-issues files (checked now:
+    """The triaged bugs a command judges with: shipped + --known-issues files (checked now:
     a bad file is one line naming it and the field, exit 2, before anything runs)."""
     from audee.triage.known import load_known_issues
 
@@ -379,24 +379,31 @@ def _search_plan(args: argparse.Namespace, refs: list, rng: int = 0) -> Any:
                                    {k: v for k, v in plan.items() if v is not None}, [r.label for r in refs], rng)
 
 
+#: each status as a root cause's line tags it (five letters, so the columns stay aligned)
+STATUS_TAGS = {"new": "NEW  ", "found before": "FOUND", "known upstream": "KNOWN", "fixed upstream": "FIXED"}
+
+
 def print_roots(roots: list[RootCause], unique_bugs: int) -> None:
-    """Root causes (audee.triage.rootcause), counted per class as a maintainer counts them, then
-    one line each: bugs first, new before known."""
-    from audee.triage.rootcause import CLASS_HELP, class_counts
+    """The new bugs first (root causes of class bug by status), then the root causes
+    (audee.triage.rootcause) per class as a maintainer counts them, then one line each: bugs
+    first, new before the rest, each known one with where it is known."""
+    from audee.triage.rootcause import CLASS_HELP, class_counts, new_bugs_line
 
     counts = class_counts(roots)
+    print(f"  {new_bugs_line(roots)}")
     print(f"  root causes          {len(roots)}  (from {unique_bugs} bug signatures; docs/oracles.md)")
     for klass, c in counts.items():
-        print(f"    {klass:<12} {c['root_causes']:>4}  (new: {c['new']}, known: {c['known']})  {CLASS_HELP[klass]}")
+        print(f"    {klass:<12} {c['root_causes']:>4}  (new: {c['new']}, found before: {c['found before']}, "
+              f"known upstream: {c['known upstream']}, fixed upstream: {c['fixed upstream']})  {CLASS_HELP[klass]}")
     for g in roots:
-        tag = "NEW  " if g.status == "new" else "KNOWN"
+        tag = STATUS_TAGS.get(g.status, g.status)
         who = g.component or ",".join(g.odd) or "?" + ",".join(g.backends)
         what = g.op or g.api or "-"
         print(f"    {g.klass:<10} {tag} {g.kind:<20} {who:<14} {what}  "
               f"[{g.cases} case{'s' if g.cases != 1 else ''}, {g.signatures} signature"
               f"{'s' if g.signatures != 1 else ''}]")
-        if g.status == "known":
-            print(f"          known issue {g.known_id}")
+        if g.status != "new":
+            print(f"          {g.status}: {g.known_id}" + (f", {g.known_where}" if g.known_where else ""))
         if g.silent:
             print(f"          {g.silent} is silently different from the rest")
         if g.error:

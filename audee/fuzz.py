@@ -445,8 +445,9 @@ def _search_targets(level: Level, seed: Seed, cfg: FuzzConfig, store: RunStore, 
 
 def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
     """Counts over the whole results table of a run directory (all sessions, resumed too),
-    and first the unique bugs (by signature, :mod:`audee.triage.signature`), each new or known
-    (``known``: the known issues, :mod:`audee.triage.known`; default the shipped list)."""
+    and first the unique bugs (by signature, :mod:`audee.triage.signature`), each new or with
+    the status of the triaged entry it matches (``known``: the triaged bugs,
+    :mod:`audee.triage.known`; default the shipped list)."""
     from audee.triage.known import load_known_issues, unique_bugs
     from audee.triage.rootcause import class_counts, root_causes
 
@@ -471,7 +472,8 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
         "bugs": [b.to_json() for b in bugs],
         "unique_bugs": len(bugs),
         "root_causes": len(roots),
-        # a maintainer's count (audee.triage.rootcause): new bugs are root causes of class bug not matched upstream
+        # a maintainer's count (audee.triage.rootcause): new bugs are root causes of class bug no triaged
+        # entry matches (the others of class bug: classes["bug"] by status)
         "new_bugs": classes["bug"]["new"],
         "classes": classes,
         "roots": [g.to_json() for g in roots],

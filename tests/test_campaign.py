@@ -28,6 +28,19 @@ runs:
 """
 
 
+def test_a_training_run_of_the_same_targets_has_units_of_its_own(tmp_path):
+    """The ops campaign runs each op forward and, in another run, its gradients on the same
+    backends and rng: the gradient run's units are its own (``-train``), not the forward
+    run's replaced."""
+    p = tmp_path / "c.yaml"
+    p.write_text("name: x\nruns:\n  - ops: [sqrt, log]\n    backends: [[tensorflow, jax]]\n"
+                 "  - ops: [sqrt, log]\n    phase: train\n    backends: [[tensorflow, jax]]\n")
+    units = load_campaign(p).units
+    assert len(units) == 4
+    trained = [u for u in units if u.settings.get("phase") == "train"]
+    assert len(trained) == 2 and all(u.id.endswith("--r0-train") for u in trained)
+
+
 def test_units_and_shards_are_deterministic(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text(CONFIG.replace("rngs: [0, 6]", "rngs: [0, 1, 2, 3, 4]"))
@@ -54,6 +67,9 @@ def test_units_and_shards_are_deterministic(tmp_path):
      "runs[0].localize.consistant"),
     ("name: x\nruns:\n  - seeds: [lenet5]\n    backends: [[tensorflow]]\n    localize: {t1: -1}\n",
      "runs[0].localize.t1"),
+    # two runs making one unit: the second would have replaced the first without a word
+    ("name: x\nruns:\n  - ops: [sqrt]\n    backends: [[tensorflow, jax]]\n  - ops: [sqrt]\n    variants: 9\n"
+     "    backends: [[tensorflow, jax]]\n", "runs[1]"),
 ])
 def test_bad_campaign_fields_are_named(tmp_path, body, field):
     p = tmp_path / "bad.yaml"

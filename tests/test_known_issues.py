@@ -112,15 +112,17 @@ def test_a_known_signature_is_reported_as_known(tmp_path):
     first = subprocess.run(fuzz + ["--out", str(out)], capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     lines = first.stdout.splitlines()
-    assert "root causes          1  (from 1 bug signatures" in lines[1], first.stdout  # root causes first
-    assert "limitation      1  (new: 0, known: 1)" in first.stdout
+    assert lines[1] == "  new bugs: 0 (found before: 0, known upstream: 0, fixed upstream: 0)", first.stdout
+    assert "root causes          1  (from 1 bug signatures" in lines[2], first.stdout  # root causes next
+    assert "limitation      1  (new: 0, found before: 0, known upstream: 1, fixed upstream: 0)" in first.stdout
     assert "limitation KNOWN divergent_acceptance tf2onnx        Erfc" in first.stdout
-    assert "tf2onnx-gelu-erfc" in first.stdout and "first case: gelunet-seed" in first.stdout
+    assert "known upstream: tf2onnx-gelu-erfc, https://github.com/onnx/tensorflow-onnx/issues/2347" in first.stdout
+    assert "first case: gelunet-seed" in first.stdout
     bugs = json.loads((out / "summary.json").read_text())["bugs"]
     assert len(bugs) == 1
     b = bugs[0]
     assert (b["status"], b["known_id"], b["kind"], b["backends"], b["cases"], b["first_case"]) == (
-        "known", "tf2onnx-gelu-erfc", "divergent_acceptance", ["onnxruntime"], 1, "gelunet-seed")
+        "known upstream", "tf2onnx-gelu-erfc", "divergent_acceptance", ["onnxruntime"], 1, "gelunet-seed")
     assert b["case_file"].endswith("cases/gelunet-seed.pkl") and Path(b["case_file"]).is_file()
 
     # with an empty known list the same bug is new (a resumed run: nothing is re-run)
@@ -129,7 +131,7 @@ def test_a_known_signature_is_reported_as_known(tmp_path):
                             capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "0 test cases run now, 1 resumed" in second.stdout
-    assert "limitation      1  (new: 1, known: 0)" in second.stdout
+    assert "limitation      1  (new: 1, found before: 0, known upstream: 0, fixed upstream: 0)" in second.stdout
     assert "limitation NEW   divergent_acceptance" in second.stdout
     b2 = json.loads((out / "summary.json").read_text())["bugs"][0]
     assert (b2["status"], b2["known_id"], b2["key"]) == ("new", None, b["key"])
@@ -142,7 +144,7 @@ def test_a_known_signature_is_reported_as_known(tmp_path):
     assert index.index("## Root causes by class") < index.index("## Bug signatures") < index.index("## Table 1")
     assert "1 root causes ([list](roots.md)): 0 bug (0 new); 0 harness (0 new); 1 limitation (0 new)" in index
     bugs_md = (tmp_path / "report" / "bugs.md").read_text()
-    assert "| limitation | known | tf2onnx-gelu-erfc | divergent_acceptance | onnxruntime |" in bugs_md
+    assert "| limitation | known upstream | tf2onnx-gelu-erfc | divergent_acceptance | onnxruntime |" in bugs_md
     assert "domain_version of &lt;n&gt;" in bugs_md  # placeholders survive Markdown
     assert "(../run/cases/gelunet-seed.pkl)" in bugs_md
 
@@ -265,7 +267,8 @@ def test_a_gather_out_of_range_in_the_update_phase_is_not_an_embedding_id_out_of
     """The train-cpu campaign's simplernn-v00001: TensorFlow's optimizer on an Embedding's
     sparse gradient with repeated ids gathers out of range in phase `update` (findings row 23),
     which the run called known issue keras-embedding-out-of-range-raise (same GatherV2 text).
-    That entry now names the phases an id reaches; a phase list is checked like one phase."""
+    That entry now names the phases an id reaches, and the update phase's crash is row 23's own
+    entry (found before); a phase list is checked like one phase."""
     issues = load_known_issues()
     text = ("InvalidArgumentError: {{function_node __wrapped__GatherV2_device_/job:localhost/<name>/<name>/device:<name>}}"
             " indices<shape> = <n> is not in [<n>) [Op:GatherV2] name:")
@@ -274,7 +277,7 @@ def test_a_gather_out_of_range_in_the_update_phase_is_not_an_embedding_id_out_of
         return Signature("divergent_acceptance", "LSTM", (), ("tensorflow",), phase, text, error_full=text)
 
     assert match_known(sig("run"), issues).id == "keras-embedding-out-of-range-raise"
-    assert match_known(sig("update"), issues) is None
+    assert match_known(sig("update"), issues).id == "keras-tf-sparse-optimizer-duplicate-ids"
     p = _write(tmp_path, "issues:\n  - {id: a, title: t, link: 'https://x.org/1', match: {phase: [run, updat]}}\n")
     with pytest.raises(ConfigError) as err:
         load_known_file(p)
@@ -283,8 +286,8 @@ def test_a_gather_out_of_range_in_the_update_phase_is_not_an_embedding_id_out_of
 
 def test_op_level_root_causes_found_upstream_are_known():
     """Three op-level findings of `audee fuzz --op all` (findings rows 33, 40, 44), signed as the
-    run signed them, are the upstream issues they are; the same op refused on another backend,
-    or another op's rejection, is not."""
+    run signed them, are the upstream issues they are; the same op refused on another backend
+    is not, and another op's rejection is its own entry (row 44's i0: found before)."""
     issues = load_known_issues()
     ss = ("InvalidArgumentError: {{function_node __wrapped__UpperBound_device_/job:localhost/<name>/<name>/"
           "device:<name>}} Leading dim_size of both tensors must match. [Op:UpperBound]")
@@ -300,7 +303,8 @@ def test_op_level_root_causes_found_upstream_are_known():
     size = Signature("deviation", "size", (), ("tensorflow", "torch"), odd=("tensorflow",), layer="size")
     assert match_known(size, issues).id == "keras-size-dtype"
     bessel = rc.replace("Reciprocal", "BesselI0").replace("DT_INT32", "DT_BFLOAT16")
-    assert match_known(Signature("divergent_acceptance", "i0", (), ("tensorflow",), "run", bessel, layer="i0",
-                                 error_full=bessel), issues) is None
+    i0 = match_known(Signature("divergent_acceptance", "i0", (), ("tensorflow",), "run", bessel, layer="i0",
+                               error_full=bessel), issues)
+    assert (i0.id, i0.status) == ("tf-no-bessel-i0-bfloat16-kernel", "found before")  # row 44's other half
     assert match_known(Signature("divergent_acceptance", "searchsorted", (), ("torch",), "run", ss,
                                  layer="searchsorted", error_full=ss), issues) is None

@@ -150,7 +150,8 @@ def test_a_known_class_overrides_the_rules_and_counts_per_class():
     (sig,) = signatures_of(_divergent(SIZE), SPEC, {})
     assert match_known(sig, [issue]) is issue and classify(sig, issue) == ("limitation", "known issue size")
     roots = root_causes(unique_bugs(_rows([sig]), [issue]))
-    assert class_counts(roots)["limitation"] == {"root_causes": 1, "new": 0, "known": 1}
+    assert class_counts(roots)["limitation"] == {"root_causes": 1, "new": 0, "known": 1, "found before": 0,
+                                                 "known upstream": 1, "fixed upstream": 0}
 
 
 def test_known_matching_reads_the_whole_error_aliases_and_the_odd_backend():
@@ -242,10 +243,13 @@ def test_one_converter_failure_is_one_root_cause_whatever_rides_along_or_carries
     assert known[0].known_id == "tf2onnx-gelu-erfc"
 
 
-def test_a_new_bug_gets_an_upstream_ready_report(tmp_path):
-    """tf2onnx's BiasAdd(NCHW) failure is a new bug: `audee report` writes bugs/<root>.md with
-    a title, the versions, the repro script inline, expected and actual, and a search query,
-    and links it from bugs.md and roots.md."""
+def test_a_triaged_finding_is_found_before_and_a_new_bug_gets_an_upstream_ready_report(tmp_path):
+    """A real run: tf2onnx's BiasAdd(NCHW) with a non-constant bias, caught by onnxruntime at
+    run (findings row 7).  With the shipped list it is `found before` (its row and script), not
+    new: the summary leads with "new bugs: 0 (found before: 1, ...)" and no bug report is
+    written.  Without the list the same run (resumed) calls it new, and `audee report` writes
+    bugs/<root>.md with a title, the versions, the repro script inline, expected and actual,
+    and a search query, and links it from bugs.md and roots.md."""
     import json
     import subprocess
     import sys
@@ -260,15 +264,37 @@ def test_a_new_bug_gets_an_upstream_ready_report(tmp_path):
     (tmp_path / "nchw.json").write_text(json.dumps(spec))
     np.savez(tmp_path / "x.npz", x=np.random.default_rng(0).normal(size=(8, 3, 4)).astype(np.float32))
     out = tmp_path / "run"
-    run = subprocess.run([sys.executable, "-m", "audee", "fuzz", "--seed", str(tmp_path / "nchw.json"), "--inputs",
-                          str(tmp_path / "x.npz"), "--backends", "tensorflow,onnxruntime", "--batch", "8",
-                          "--no-progress", "--variants", "0", "--out", str(out)],
+    fuzz = [sys.executable, "-m", "audee", "fuzz", "--seed", str(tmp_path / "nchw.json"), "--inputs",
+            str(tmp_path / "x.npz"), "--backends", "tensorflow,onnxruntime", "--batch", "8",
+            "--no-progress", "--variants", "0", "--out", str(out)]
+    run = subprocess.run(fuzz, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert lines[1] == "  new bugs: 0 (found before: 1, known upstream: 0, fixed upstream: 0)", run.stdout
+    assert "bug             1  (new: 0, found before: 1, known upstream: 0, fixed upstream: 0)" in run.stdout
+    assert "bug        FOUND divergent_acceptance" in run.stdout
+    assert ("found before: tf2onnx-biasadd-nchw-nonconst, findings row 7, findings/tf2onnx_biasadd_nchw_nonconst.py"
+            in run.stdout), run.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["new_bugs"] == 0 and summary["classes"]["bug"]["found before"] == 1
+    (root,) = summary["roots"]
+    assert (root["status"], root["known_id"]) == ("found before", "tf2onnx-biasadd-nchw-nonconst")
+    write_report(load_campaign_dir(out), tmp_path / "known-report")
+    assert not (tmp_path / "known-report" / "bugs").exists()  # a report per new root only
+    roots_md = (tmp_path / "known-report" / "roots.md").read_text()
+    assert roots_md.split("\n")[2].startswith("**new bugs: 0 (found before: 1, known upstream: 0, fixed upstream: 0)**")
+    assert "| bug | found before | tf2onnx-biasadd-nchw-nonconst |" in roots_md
+
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("issues: []\n")
+    run = subprocess.run(fuzz + ["--no-shipped-known-issues", "--known-issues", str(empty)],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "bug             1  (new: 1, known: 0)" in run.stdout, run.stdout
+    assert "0 test cases run now, 1 resumed" in run.stdout
+    assert "new bugs: 1 (found before: 0, known upstream: 0, fixed upstream: 0)" in run.stdout, run.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["new_bugs"] == 1 and summary["classes"]["bug"]["root_causes"] == 1
-    write_report(load_campaign_dir(out), tmp_path / "report")
+    write_report(load_campaign_dir(out), tmp_path / "report", known=[])
     (report,) = (tmp_path / "report" / "bugs").glob("*.md")
     text = report.read_text()
     assert text.startswith("# [tf2onnx] Add (Conv1DTranspose):"), text[:200]   # onnxruntime trips over tf2onnx's Add
@@ -365,7 +391,7 @@ def test_signatures_matching_known_issues_at_one_link_are_one_root_cause():
     rows = _rows([tf], [lite])
     assert len(root_causes(unique_bugs(rows, []))) == 2
     (root,) = root_causes(unique_bugs(rows, issues))
-    assert root.status == "known" and root.cases == 2
+    assert root.status == "known upstream" and root.cases == 2
 
 
 def test_flush_to_zero_on_subnormal_rows_is_undefined_unless_a_flushing_backend_is_odd_alone():

@@ -77,7 +77,7 @@ def test_root_causes_group_by_typed_keys_and_fold_a_pair_into_its_odd_root():
     (pair,) = [g for g in dense if not g.root.told]
     assert str(pair.root) == "numeric | ?jax,tensorflow | Dense"
     known = next(g for g in roots if g.known_id)
-    assert known.root == KnownRoot(ERFC.link) and known.status == "known" and known.klass == "limitation"
+    assert known.root == KnownRoot(ERFC.link) and known.status == "known upstream" and known.klass == "limitation"
     crash = next(g for g in roots if g.op == "Conv3DBackpropInput")
     assert crash.root == root_of(CASES[4][0]) and crash.klass == "bug" and crash.signatures == 2
     with pytest.raises(ValueError, match="not both"):

@@ -80,6 +80,14 @@ def load_campaign(path: str | Path) -> Campaign:
     name = cfg.name
     defaults = cfg.defaults.given()
     units: dict[str, Unit] = {}
+    made_by: dict[str, str] = {}  # unit id -> the run that made it: two runs never share one
+
+    def add(unit: Unit, where: str) -> None:
+        if unit.id in units:
+            raise ConfigError(f"unit {unit.id} is made twice (also by {made_by[unit.id]}): one of the two would "
+                              "be lost; give the runs different backends, rngs or targets", source=source, field=where)
+        units[unit.id], made_by[unit.id] = unit, where
+
     for k, run in enumerate(cfg.runs):
         settings = {**defaults, **run.unit_settings()}
         backend_sets = [tuple(b) for b in run.backends]
@@ -90,23 +98,24 @@ def load_campaign(path: str | Path) -> Campaign:
                                       f"backend: {', '.join(KERAS_BACKENDS)}); name one with reference_backend",
                                       source=source, field=f"runs[{k}].backends[{j}]")
         rngs = run.rngs if run.rngs is not None else [settings.get("rng", 0)]
+        phase = "" if settings.get("phase", "inference") == "inference" else f"-{settings['phase']}"  # its own units
         if groups[k] is not None:
             ops = run.ops is not None
             for group, backends, rng in itertools.product(groups[k], backend_sets, rngs):
                 tag = _api_tag(group, "op" if ops else "api")
-                uid = f"{tag}--{'+'.join(_backend_tag(b) for b in backends)}--r{rng}"
-                units[uid] = Unit(uid, tag, backends, {**settings, "rng": rng}, apis=None if ops else group,
-                                  ops=group if ops else None)
+                uid = f"{tag}--{'+'.join(_backend_tag(b) for b in backends)}--r{rng}{phase}"
+                add(Unit(uid, tag, backends, {**settings, "rng": rng}, apis=None if ops else group,
+                         ops=group if ops else None), f"runs[{k}]")
             continue
         seeds = run.seeds or []
         search = _search(run.search)
         localize = run.localize.given() if run.localize is not None else None
         for (i, seed), backends, rng in itertools.product(enumerate(seeds), backend_sets, rngs):
             tag = f"-{search['level']}-{search['fitness']}" if search else ""
-            uid = f"{_seed_tag(seed)}--{'+'.join(_backend_tag(b) for b in backends)}--r{rng}{tag}"
+            uid = f"{_seed_tag(seed)}--{'+'.join(_backend_tag(b) for b in backends)}--r{rng}{tag}{phase}"
             inputs = run.inputs.get(seed) if isinstance(run.inputs, dict) else run.inputs
-            units[uid] = Unit(uid, seed, backends, {**settings, "rng": rng}, search, localize,
-                              inputs=inputs, origin=f"runs[{k}].seeds[{i}]")
+            add(Unit(uid, seed, backends, {**settings, "rng": rng}, search, localize,
+                     inputs=inputs, origin=f"runs[{k}].seeds[{i}]"), f"runs[{k}].seeds[{i}]")
     node = ShardSettings(**{k: getattr(cfg, k) for k in cfg.model_fields_set if k in ShardSettings.model_fields})
     return Campaign(name, [units[k] for k in sorted(units)], source, node)
 

@@ -415,7 +415,7 @@ def _cell(v: object) -> str:
 
 
 BUG_COLS = ["class", "status", "known_id", "kind", "backends", "odd", "what", "phase", "error", "cases", "units",
-            "first_case", "case_file", "repro", "report", "link", "slug"]
+            "first_case", "case_file", "repro", "report", "link", "known_where", "slug"]
 
 
 def _relocalized(at: PlacedRow, localized: dict) -> PlacedRow:
@@ -460,9 +460,10 @@ def campaign_bugs(data: CampaignData, known: list | None = None) -> list[Bug]:
 
 
 def bug_table(bugs: list[Bug], out: Path, reports: dict[RootKey, Path] | None = None) -> pd.DataFrame:
-    """One row per signature (audee.triage.signature), new first: known or new (audee.triage.known),
-    kind, backends, API/params, cases behind it, the first case file and the repro script
-    (links relative to ``out``)."""
+    """One row per signature (audee.triage.signature), new first: its status (new, found before,
+    known upstream, fixed upstream: audee.triage.known) and where it is known, kind, backends,
+    API/params, cases behind it, the first case file and the repro script (links relative to
+    ``out``)."""
     table = []
     for b in bugs:
         paths = {"case_file": b.case_file, "repro": b.repro, "report": (reports or {}).get(b.root)}
@@ -471,7 +472,8 @@ def bug_table(bugs: list[Bug], out: Path, reports: dict[RootKey, Path] | None = 
                       "backends": ", ".join(b.backends), "odd": ", ".join(b.odd) or "-",
                       "what": b.what, "phase": b.phase or "-",
                       "error": b.error or "-", "cases": b.cases, "units": len(b.units),
-                      "first_case": b.first_case, **rel, "link": b.link or "-", "slug": b.slug})
+                      "first_case": b.first_case, **rel, "link": b.link or "-", "known_where": b.known_where or "-",
+                      "slug": b.slug})
     return pd.DataFrame(table, columns=BUG_COLS)
 
 
@@ -507,12 +509,13 @@ def rate_table(cases: pd.DataFrame) -> pd.DataFrame:
 
 
 ROOT_COLS = ["class", "status", "known_id", "kind", "component", "op", "api", "odd", "silent", "backends", "error",
-             "signatures", "cases", "first_case", "repro", "report", "why"]
+             "signatures", "cases", "first_case", "repro", "report", "known_where", "why"]
 
 
 def root_table(roots: list[RootCause], out: Path, reports: dict[RootKey, Path]) -> pd.DataFrame:
-    """Root causes (audee.triage.rootcause.root_causes), bugs first, new before known; ``reports``:
-    the upstream-ready report of each new bug (audee.report.bugreports)."""
+    """Root causes (audee.triage.rootcause.root_causes), bugs first, new before the rest, each
+    with its status and where it is known (the findings row and script, or the link);
+    ``reports``: the upstream-ready report of each new bug (audee.report.bugreports)."""
     rows = []
     for g in roots:
         rel = {k: Path(os.path.relpath(v, Path(out).resolve())).as_posix() if v else "-"
@@ -522,7 +525,7 @@ def root_table(roots: list[RootCause], out: Path, reports: dict[RootKey, Path]) 
                      "odd": ", ".join(g.odd) or "-", "silent": g.silent or "-",
                      "backends": ", ".join(g.backends), "error": g.error or "-",
                      "signatures": g.signatures, "cases": g.cases, "first_case": g.first_case,
-                     **rel, "why": g.class_reason})
+                     **rel, "known_where": g.known_where or "-", "why": g.class_reason})
     return pd.DataFrame(rows, columns=ROOT_COLS)
 
 
@@ -539,7 +542,7 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
     out.mkdir(parents=True, exist_ok=True)
     written = []
     from audee.report.bugreports import write_bug_reports
-    from audee.triage.rootcause import root_causes
+    from audee.triage.rootcause import new_bugs_line, root_causes
 
     raw_bugs = campaign_bugs(data, known)
     raw_roots = root_causes(raw_bugs)
@@ -556,7 +559,8 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
     api_runs, api_rest = coverage.backend_api_tables(data.cases)
     sections = [("Root causes by class (bug, harness, limitation, undefined; new first; report: the "
                  "upstream-ready report of a new bug; docs/oracles.md)", "roots", roots),
-                ("Bug signatures (new first; known: already reported upstream)", "bugs", bugs),
+                ("Bug signatures (new first; found before: a findings row; known upstream: reported; fixed "
+                 "upstream: fixed after the installed version)", "bugs", bugs),
                 ("Table 1: unique inconsistencies (seed x backend pair x level)", "table1",
                  table1(data.cases, data.units)),
                 ("Test cases by outcome", "outcomes", crash_table(data.cases)),
@@ -579,7 +583,10 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
                 ("Rate by case level (op: a keras.ops call; api: a model around a layer API; network: a seed "
                  "variant)", "rates", rate_table(data.cases))]
     n_units = data.cases["unit"].nunique() if not data.cases.empty else 0
-    index = ["# audee report", "",
+    # the count a maintainer reads first leads roots.md and index.md
+    leads = {"roots": f"**{new_bugs_line(raw_roots)}** (root causes of class bug; each new one has a report in "
+                      f"bugs/)\n\n"}
+    index = ["# audee report", "", leads["roots"].strip(), "",
              f"{len(roots)} root causes ([list](roots.md)): {class_line(raw_roots)}; "
              f"{len(reports)} new bugs with an upstream-ready report (bugs/); "
              f"from {len(bugs)} bug signatures ([list](bugs.md)); "
@@ -589,7 +596,7 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
              f"{len(sigs)} unique localization signatures.", ""]
     for title, name, df in sections:
         write_atomic(out / f"{name}.csv", utf8(df.to_csv(index=False)))
-        write_atomic(out / f"{name}.md", utf8(f"# {title}\n\n{_md(df)}"))
+        write_atomic(out / f"{name}.md", utf8(f"# {title}\n\n{leads.get(name, '')}{_md(df)}"))
         written += [out / f"{name}.csv", out / f"{name}.md"]
         shown = _md(df.head(INDEX_ROWS))
         if len(df) > INDEX_ROWS:

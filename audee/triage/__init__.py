@@ -25,6 +25,13 @@ from audee.triage.signature import Signature
 KNOWN = "known"
 _SEP = " | "
 
+#: a bug's or a root cause's status: no triaged entry matches it (``new``), or the status of
+#: the entry that does (audee.triage.known): the project's own triaged finding (a row and a
+#: script in ``findings/``), an issue known upstream (its link), or one whose fix was merged
+#: upstream after the installed version
+NEW, FOUND_BEFORE, KNOWN_UPSTREAM, FIXED_UPSTREAM = "new", "found before", "known upstream", "fixed upstream"
+STATUSES = (NEW, FOUND_BEFORE, KNOWN_UPSTREAM, FIXED_UPSTREAM)
+
 
 @dataclass(frozen=True)
 class CrashRoot:
@@ -74,7 +81,9 @@ class NumericRoot:
 @dataclass(frozen=True)
 class KnownRoot:
     """Every bug matching a known issue at ``link``: one upstream issue is one fix, however
-    many entries, backends or error texts reach it."""
+    many entries, backends or error texts reach it.  An entry of the project's own findings
+    has no upstream link: its ``link`` is its findings row and id (``findings row 7:
+    tf2onnx-biasadd-nchw-nonconst``), one entry one fix."""
 
     link: str
 
@@ -108,12 +117,22 @@ def _opt(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
+def _known_status(d: dict[str, Any]) -> str | None:
+    """The status a summary entry was written with, as a matched entry's (None: new); a
+    summary written before the four statuses said ``known`` for every match: known upstream."""
+    status = d.get("status")
+    if status in (None, NEW):
+        return KNOWN_UPSTREAM if d.get("known_id") else None
+    return KNOWN_UPSTREAM if status == KNOWN else str(status)
+
+
 @dataclass(frozen=True)
 class Bug:
     """One signature over a run's rows: its class and why (:func:`audee.triage.rootcause.classify`),
-    the known issue it matches (None: a new bug), its root key, the cases behind it, the first
-    one (by id) with its case file and the repro script ``<slug>.py`` where one was written,
-    and the campaign units it was seen in."""
+    the known issue it matches (None: a new bug) with its status and where it is known (the
+    link, or the findings row and script), its root key, the cases behind it, the first one
+    (by id) with its case file and the repro script ``<slug>.py`` where one was written, and
+    the campaign units it was seen in."""
 
     signature: Signature
     root: RootKey
@@ -127,10 +146,13 @@ class Bug:
     known_title: str | None = None
     link: str | None = None
     units: tuple[str, ...] = ()
+    known_status: str | None = None
+    known_where: str | None = None
 
     @property
     def status(self) -> str:
-        return "known" if self.known_id else "new"
+        """``new``, or the matched entry's status (:data:`STATUSES`)."""
+        return self.known_status or (KNOWN_UPSTREAM if self.known_id else NEW)
 
     @property
     def kind(self) -> str:
@@ -175,7 +197,8 @@ class Bug:
     def to_json(self) -> dict[str, Any]:
         """A summary's ``bugs`` entry."""
         return {"status": self.status, "known_id": self.known_id, "known_title": self.known_title, "link": self.link,
-                "class": self.klass, "class_reason": self.class_reason, "kind": self.kind,
+                "known_where": self.known_where, "class": self.klass, "class_reason": self.class_reason,
+                "kind": self.kind,
                 "backends": list(self.backends), "odd": list(self.odd), "api": self.api, "params": list(self.params),
                 "what": self.what, "phase": self.phase, "error": self.error, "cases": self.cases,
                 "first_case": self.first_case, "case_file": self.case_file, "repro": self.repro, "key": self.key,
@@ -191,13 +214,15 @@ class Bug:
                         tuple(str(b) for b in d.get("odd") or []))
         return cls(sig, parse_root(str(d["root"])), str(d["class"]), str(d["class_reason"]), int(d["cases"]),
                    str(d["first_case"]), _opt(d.get("case_file")), _opt(d.get("repro")), _opt(d.get("known_id")),
-                   _opt(d.get("known_title")), _opt(d.get("link")), tuple(str(u) for u in d.get("units") or []))
+                   _opt(d.get("known_title")), _opt(d.get("link")), tuple(str(u) for u in d.get("units") or []),
+                   _known_status(d), _opt(d.get("known_where")))
 
 
 @dataclass(frozen=True)
 class RootCause:
     """One upstream fix (:mod:`audee.triage.rootcause`): its key; its class (the most telling of its
-    bugs') and why; the known issue any of them matches; the first bug's kind, component, op,
+    bugs') and why; the known issue any of them matches, its status and where it is known;
+    the first bug's kind, component, op,
     layer API, normalized error and first case; the backends involved and the odd ones; for
     an ``undefined`` cause the backend silently different from the rest; how many signatures
     and cases (summed: a case may count under several) are behind it.
@@ -221,17 +246,21 @@ class RootCause:
     odd: tuple[str, ...] = ()
     backends: tuple[str, ...] = ()
     silent: str | None = None
+    known_status: str | None = None
+    known_where: str | None = None
     case_file: str | None = field(default=None, compare=False)
     repro: str | None = field(default=None, compare=False)
     members: tuple[Bug, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def status(self) -> str:
-        return "known" if self.known_id else "new"
+        """``new``, or the status of the entry its bugs match (:data:`STATUSES`)."""
+        return self.known_status or (KNOWN_UPSTREAM if self.known_id else NEW)
 
     def to_json(self) -> dict[str, Any]:
         """A summary's ``roots`` entry."""
-        return {"class": self.klass, "status": self.status, "known_id": self.known_id, "kind": self.kind,
+        return {"class": self.klass, "status": self.status, "known_id": self.known_id,
+                "known_where": self.known_where, "kind": self.kind,
                 "component": self.component, "op": self.op, "api": self.api, "odd": list(self.odd),
                 "backends": list(self.backends), "silent": self.silent, "signatures": self.signatures,
                 "cases": self.cases, "first_case": self.first_case, "class_reason": self.class_reason,
@@ -244,5 +273,5 @@ class RootCause:
                    str(d["api"]), int(d["signatures"]), int(d["cases"]), str(d["first_case"]),
                    _opt(d.get("known_id")), _opt(d.get("component")), _opt(d.get("op")), _opt(d.get("error")),
                    tuple(str(b) for b in d.get("odd") or []), tuple(str(b) for b in d.get("backends") or []),
-                   _opt(d.get("silent")))
+                   _opt(d.get("silent")), _known_status(d), _opt(d.get("known_where")))
 

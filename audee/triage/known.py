@@ -1,21 +1,41 @@
-"""Known issues: bug signatures already reported upstream, so a run says "known" instead of "new".
+"""Triaged bugs: signatures the project or upstream already knows, so a run says which root
+causes are new and which were found before, are known upstream or were fixed upstream.
 
-audee ships ``audee/data/known_issues.yaml``; ``--known-issues FILE`` (repeatable) adds a
-user's own list, ``--no-shipped-known-issues`` leaves the shipped one out.  A file::
+audee ships ``audee/data/known_issues.yaml``, the one list of triaged bugs: the project's own
+findings (``findings/``: a row of ``findings/README.md``, whose summary table
+``findings/make_readme.py`` writes from this file, and a standalone script) and the issues
+known upstream.  ``--known-issues FILE`` (repeatable) adds a user's own list,
+``--no-shipped-known-issues`` leaves the shipped one out.  A file::
 
+    findings:                            # optional: the rows of findings/README.md's summary table
+      - row: 7
+        title: tf2onnx BiasAdd(data_format=NCHW) with a non-constant bias
+        script: tf2onnx_biasadd_nchw_nonconst.py   # in findings/; none for a row without one
+        backends: onnxruntime            # the table's cells, Markdown
+        output: ...
+        upstream: not found (queries: ...)
+        verdict: '**converter bug** (...)'
     issues:
       - id: tf2onnx-gelu-erfc            # letters, digits, - _ .; unique over all lists
         title: one line
+        status: known upstream           # found before (a findings row, no upstream report), known upstream
+                                         # (the default), fixed upstream (a fix merged after a release)
+        row: 4                           # the findings row it belongs to (required for found before)
         note: what happens and why, what to do
-        link: https://github.com/...     # the upstream issue
+        link: https://github.com/...     # the upstream issue (known upstream, fixed upstream)
+        fixed: {package: keras, version: 3.16.0}   # fixed upstream: the first release with the fix
         class: limitation                # optional: bug, limitation, undefined, harness (audee.triage.rootcause)
-        match:                           # every criterion given must hold; at least one
-          kind: divergent_acceptance     # or a list of kinds
+        match:                           # optional (an entry no finding of audee's shows); every criterion
+          kind: divergent_acceptance     # given must hold; at least one.  A kind or a list of kinds
           api: activations.gelu          # the signature's responsible API, or a list: any of them
           params: {activation: gelu}     # a subset of the signature's parameters
           backends: [onnxruntime]        # a subset of the odd backends (else of the signature's)
           phase: convert                 # build, convert, weights, run (train, gradient, update); or a list
           error: 'No Op registered for Erfc'   # a regex searched in the whole normalized error
+
+A ``fixed upstream`` entry is compared with the installed version of its package when it is
+matched: before the fixed version the fix is upstream only (``fixed upstream``: upgrade); at
+or after it the fix did not cover what audee saw, which is then ``known upstream``.
 
 An ``api`` matches the signature's blamed API, the layer it pins, and every alias of
 either: another public name of the same Keras class or a Keras layer it subclasses
@@ -24,28 +44,35 @@ stored with the Keras layer list).  ``backends`` is compared with the odd
 backends where the oracle named them: an entry about TensorFlow dropping NaN does not
 match a finding where onnxruntime is the odd one.  Numbers in ``params`` match by sign, as
 signatures keep them (``units: 3`` matches any positive ``units``).  The schema is checked
-(unknown keys refused) and a bad file is one line naming the file and the field, exit code 2.
+(unknown keys refused; every findings row has an entry, every entry's row exists) and a bad
+file is one line naming the file and the field, exit code 2.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
+from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from packaging.version import InvalidVersion, Version
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from audee.apis.keras_layers import layer_aliases
 from audee.cases.kinds import FAILURES
 from audee.core.paths import data_dir
 from audee.records.rows import PlacedRow, ResultRow
 from audee.triage.rootcause import CLASSES, classify, root_of
-from audee.settings import FieldError, validate_settings
+from audee.settings import FieldError, settings_error, validate_settings
 from audee.triage.signature import Signature, value_class
-from audee.triage import Bug, KnownRoot
+from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot
 from audee.core.yamlio import read_yaml_mapping
 
 KINDS = FAILURES  # the failure kinds a match may name (the finding kind table's)
+#: the statuses a triaged entry may have (a bug no entry matches is new)
+ENTRY_STATUSES = (FOUND_BEFORE, KNOWN_UPSTREAM, FIXED_UPSTREAM)
 
 
 def shipped_file() -> Path:
@@ -127,32 +154,182 @@ class KnownMatch(_Strict):
         return True
 
 
+def _rule(raw: Any, where: str) -> KnownMatch:
+    """One ``match`` rule checked; its first error as a :class:`FieldError` at ``where``."""
+    if not isinstance(raw, dict):
+        raise FieldError(where, f"expected a mapping of criteria, got {raw!r}")
+    try:
+        return KnownMatch.model_validate(raw)
+    except ValidationError as exc:
+        err = settings_error(exc, KnownMatch)
+        text = str(err)
+        message = text[len(err.field) + 2:] if err.field else text
+        field = where + ("" if not err.field else err.field if err.field.startswith("[") else "." + err.field)
+        raise FieldError(field, message) from None
+
+
+@functools.cache
+def installed_version(package: str) -> str | None:
+    """The installed version of a distribution (None: not installed), read from its metadata
+    without importing it."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+class Fix(_Strict):
+    package: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                         description="the distribution whose release carries the fix (keras, tensorflow, torch, ...)")
+    version: str = Field(description="the first version with the fix (PEP 440)")
+
+    @field_validator("version")
+    @classmethod
+    def _pep440(cls, v: Any) -> Any:
+        if _version(v) is None:
+            raise ValueError(f"not a version (PEP 440): {v!r}")
+        return v
+
+
+class FindingRow(_Strict):
+    """One row of the summary table of ``findings/README.md`` (its cells, Markdown)."""
+
+    row: int = Field(ge=1, description="its number, which the README's text and the entries cite")
+    title: str = Field(min_length=1, description="what was found")
+    script: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+\.py$", description="its script in findings/")
+    script_note: str | None = Field(None, min_length=1, description="how to read the script, after its name")
+    backends: str = Field(min_length=1)
+    output: str = Field(min_length=1, description="the confirmed output, short")
+    upstream: str = Field(min_length=1, description="what the upstream search found")
+    verdict: str = Field(min_length=1)
+
+
 class KnownIssue(_Strict):
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="a short unique id")
     title: str = Field(min_length=1)
+    status: str = Field(KNOWN_UPSTREAM, description="found before, known upstream or fixed upstream")
+    row: int | None = Field(None, ge=1, description="the row of findings/README.md it belongs to")
     note: str = ""
-    link: str = Field(pattern=r"^https?://\S+$", description="the upstream issue")
+    link: str | None = Field(None, pattern=r"^https?://\S+$", description="the upstream issue")
+    fixed: Fix | None = Field(None, description="fixed upstream: the package and its first version with the fix")
     klass: str | None = Field(None, alias="class",
                               description="the class of what it matches (audee.triage.rootcause); default: by the rules")
-    match: KnownMatch
-    _source: str = PrivateAttr("")
+    match: Any = Field(None, description="a rule (every criterion given holds) or a list of rules (any of them); "
+                                         "none: an entry no finding of audee's shows")
+    _rules: list[KnownMatch] = PrivateAttr(default_factory=list)  # ``match`` checked (set on validation)
+    _source: str = PrivateAttr("")  # the file it came from (set on loading)
+    _finding: FindingRow | None = PrivateAttr(None)  # its findings row (set on loading)
 
     @field_validator("klass")
     @classmethod
     def _class(cls, v: Any) -> Any:
         if v is not None and v not in CLASSES:
             raise ValueError(f"unknown class {v!r} (known: {', '.join(CLASSES)})")
-        return v  # the file it came from (set on loading)
+        return v
+
+    @field_validator("status")
+    @classmethod
+    def _status(cls, v: Any) -> Any:
+        if v not in ENTRY_STATUSES:
+            raise ValueError(f"unknown status {v!r} (known: {', '.join(ENTRY_STATUSES)})")
+        return v
+
+    @model_validator(mode="after")
+    def _match_rules(self) -> "KnownIssue":
+        """``match`` as rules: one mapping, or a list of them for a bug with several faces
+        (one entry, one root cause); a bad rule is named by its place (``match[1].kind``)."""
+        raw = self.match
+        if raw is None:
+            self._rules = []
+        elif isinstance(raw, KnownMatch):
+            self._rules = [raw]
+        elif isinstance(raw, dict):
+            self._rules = [_rule(raw, "match")]
+        elif isinstance(raw, list) and raw:
+            self._rules = [_rule(r, f"match[{i}]") for i, r in enumerate(raw)]
+        else:
+            raise FieldError("match", "expected a mapping of criteria or a non-empty list of them")
+        return self
+
+    @model_validator(mode="after")
+    def _status_fields(self) -> "KnownIssue":
+        if self.status == FOUND_BEFORE:
+            if self.row is None:
+                raise FieldError("row", "required: a `found before` entry is a row of findings/README.md")
+            if self.link is not None:
+                raise FieldError("link", "a `found before` entry has no upstream issue (reported upstream, it is "
+                                         "`known upstream`)")
+        elif self.link is None:
+            raise FieldError("link", f"required: the upstream issue of a `{self.status}` entry")
+        if self.status == FIXED_UPSTREAM and self.fixed is None:
+            raise FieldError("fixed", "required: the package and the first version with the fix")
+        if self.status != FIXED_UPSTREAM and self.fixed is not None:
+            raise FieldError("fixed", "only a `fixed upstream` entry names its fix")
+        return self
 
     @property
     def source(self) -> str:
         return self._source
 
+    @property
+    def rules(self) -> list[KnownMatch]:
+        return list(self._rules)
+
+    def matches(self, sig: Signature) -> bool:
+        """Whether any of its rules holds for ``sig`` (an entry without rules matches nothing)."""
+        return any(r.matches(sig) for r in self._rules)
+
+    @property
+    def finding(self) -> FindingRow | None:
+        return self._finding
+
+    @property
+    def script(self) -> str | None:
+        """Its findings script (``findings/<name>.py``), where its row has one."""
+        return f"findings/{self._finding.script}" if self._finding and self._finding.script else None
+
+    @property
+    def ref(self) -> str:
+        """What its root cause is known by (:class:`audee.triage.KnownRoot`): the upstream
+        link, or for the project's own finding its row and id (one entry, one fix)."""
+        return self.link if self.link is not None else f"findings row {self.row}: {self.id}"
+
+    def status_now(self, installed: Callable[[str], str | None] = installed_version) -> str:
+        """Its status against the installed packages: a ``fixed upstream`` entry whose package
+        is installed at or after the fixed version is ``known upstream`` (the fix did not cover
+        what was seen); a package not installed cannot tell, the entry's status stands."""
+        if self.status != FIXED_UPSTREAM or self.fixed is None:
+            return self.status
+        have = installed(self.fixed.package)
+        version = _version(have) if have else None
+        return KNOWN_UPSTREAM if version is not None and version >= Version(self.fixed.version) else FIXED_UPSTREAM
+
+    def where(self, installed: Callable[[str], str | None] = installed_version) -> str:
+        """Where it is known, for people: its findings row and script, or its link (with the
+        fix's version against the installed one)."""
+        if self.status == FOUND_BEFORE:
+            return f"findings row {self.row}" + (f", {self.script}" if self.script else "")
+        text = str(self.link)
+        if self.fixed is not None:
+            have = installed(self.fixed.package) or "not installed"
+            seen = "; still seen" if self.status_now(installed) != FIXED_UPSTREAM else ""
+            text += f" (fixed in {self.fixed.package} {self.fixed.version}; installed {have}{seen})"
+        return text
+
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "link": self.link, "source": self.source}
+        return {"id": self.id, "title": self.title, "status": self.status, "row": self.row, "link": self.link,
+                "source": self.source}
 
 
 class KnownIssues(_Strict):
+    findings: list[FindingRow] = Field(default_factory=list)
     issues: list[KnownIssue] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -162,17 +339,38 @@ class KnownIssues(_Strict):
             if issue.id in seen:
                 raise FieldError(f"issues[{i}].id", f"duplicate id {issue.id!r}")
             seen.add(issue.id)
+        rows: dict[int, FindingRow] = {}
+        for j, f in enumerate(self.findings):
+            if f.row in rows:
+                raise FieldError(f"findings[{j}].row", f"duplicate row {f.row}")
+            rows[f.row] = f
+        for i, issue in enumerate(self.issues):
+            if issue.row is not None and issue.row not in rows:
+                raise FieldError(f"issues[{i}].row", f"no row {issue.row} under findings: in this file")
+            issue._finding = rows.get(issue.row) if issue.row is not None else None
+        named = {issue.row for issue in self.issues}
+        for j, f in enumerate(self.findings):
+            if f.row not in named:
+                raise FieldError(f"findings[{j}]", f"row {f.row} has no entry under issues: (give it one with its "
+                                                   f"status)")
         return self
 
 
-def load_known_file(path: str | Path) -> list[KnownIssue]:
-    """One known-issues file, schema-checked (a :class:`audee.core.errors.ConfigError` naming the
-    file and the field otherwise)."""
+def load_triage_file(path: str | Path | None = None) -> KnownIssues:
+    """One file of triaged bugs (default: the shipped one) with its findings rows,
+    schema-checked (a :class:`audee.core.errors.ConfigError` naming the file and the field
+    otherwise)."""
+    path = shipped_file() if path is None else path
     data = read_yaml_mapping(path, "a mapping with an `issues:` list")
     doc = validate_settings(KnownIssues, data, str(path))
     for issue in doc.issues:
         issue._source = str(path)
-    return doc.issues
+    return doc
+
+
+def load_known_file(path: str | Path) -> list[KnownIssue]:
+    """The entries of one known-issues file (:func:`load_triage_file`)."""
+    return load_triage_file(path).issues
 
 
 def load_known_issues(files: list[str | Path] | tuple = (), shipped: bool = True) -> list[KnownIssue]:
@@ -196,15 +394,16 @@ def match_known(sig: Signature | dict[str, Any], issues: list[KnownIssue]) -> Kn
     """The first known issue whose match holds for ``sig``, or None (a new bug)."""
     if isinstance(sig, dict):
         sig = Signature.from_json(sig)
-    return next((i for i in issues if i.match.matches(sig)), None)
+    return next((i for i in issues if i.matches(sig)), None)
 
 
 def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue]) -> list[Bug]:
     """Unique bugs over result rows (each one's ``signatures``): one :class:`Bug` per
     signature key, new ones first, then by cases behind it; each with its known issue (if
-    any), its class (:func:`audee.triage.rootcause.classify`) and root (the known issue's link, else
-    :func:`audee.triage.rootcause.root_of`), the number of cases, the first case (by id) and its case
-    file, the repro script ``<slug>.py`` of the row's run directory when one exists (a
+    any) and that entry's status now (:meth:`KnownIssue.status_now`), its class
+    (:func:`audee.triage.rootcause.classify`) and root (the known issue's link or findings row,
+    :attr:`KnownIssue.ref`, else :func:`audee.triage.rootcause.root_of`), the number of cases,
+    the first case (by id) and its case file, the repro script ``<slug>.py`` of the row's run directory when one exists (a
     :class:`PlacedRow` says where a row was read; a bare row has its case file as written and
     no script), and the campaign units it was seen in."""
     first: dict[str, Bug] = {}
@@ -221,14 +420,47 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
                 klass, why = classify(sig, issue)
                 repro = Path(at.repro_dir) / f"{sig.slug()}.py" if at.repro_dir is not None else None
                 first[key] = Bug(
-                    sig, KnownRoot(issue.link) if issue else root_of(sig), klass, why, cases=0, first_case=row.id,
+                    sig, KnownRoot(issue.ref) if issue else root_of(sig), klass, why, cases=0, first_case=row.id,
                     case_file=at.case_path or row.case_file,
                     repro=str(repro) if repro is not None and repro.is_file() else None,
                     known_id=issue.id if issue else None, known_title=issue.title if issue else None,
-                    link=issue.link if issue else None)
+                    link=issue.link if issue else None, known_status=issue.status_now() if issue else None,
+                    known_where=issue.where() if issue else None)
                 case_ids[key], units[key] = set(), []
             case_ids[key].add(row.id)
             if at.unit is not None and at.unit not in units[key]:
                 units[key].append(at.unit)
     bugs = [replace(b, cases=len(case_ids[k]), units=tuple(units[k])) for k, b in first.items()]
     return sorted(bugs, key=lambda b: (b.status != "new", -b.cases, b.key))
+
+
+#: the header of findings/README.md's summary table (:func:`findings_table`)
+FINDINGS_HEADER = ("| row | what | backends | confirmed output (short) | upstream | status | verdict |\n"
+                   "|---|---|---|---|---|---|---|")
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _entry_status(issue: KnownIssue) -> str:
+    fix = f" in {issue.fixed.package} {issue.fixed.version}" if issue.fixed is not None else ""
+    return f"{issue.status}{fix} (`{issue.id}`)"
+
+
+def findings_table(doc: KnownIssues) -> str:
+    """The summary table of ``findings/README.md`` as the data file makes it: one line per
+    findings row, its entries' statuses (as the file gives them: the installed versions do
+    not change the README) in the status column."""
+    entries: dict[int, list[KnownIssue]] = {}
+    for issue in doc.issues:
+        if issue.row is not None:
+            entries.setdefault(issue.row, []).append(issue)
+    lines = [FINDINGS_HEADER]
+    for f in sorted(doc.findings, key=lambda f: f.row):
+        script = f"`{f.script}`" if f.script else "no script"
+        what = f"{f.title} -- {script}" + (f" {f.script_note}" if f.script_note else "")
+        status = "; ".join(_entry_status(i) for i in entries[f.row])
+        lines.append("| " + " | ".join(_cell(c) for c in (str(f.row), what, f.backends, f.output, f.upstream, status,
+                                                          f.verdict)) + " |")
+    return "\n".join(lines)

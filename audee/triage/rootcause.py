@@ -45,7 +45,8 @@ from audee.cases.kinds import CRASHES, root_family
 from audee.oracle.pairs import in_contract, judged_side
 from audee.triage.signature import (GRAPH_FAULT, OUTSIDE, REFUSED_BY, REJECTED_BY, UNSUPPORTED, Signature,
                                     explicit_refusal, invalid_graph_complaint, primary_api)
-from audee.triage import Bug, CrashRoot, NumericRoot, RootCause, RootKey
+from audee.triage import (FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, NEW, Bug, CrashRoot, NumericRoot, RootCause,
+                          RootKey)
 
 #: the root families whose pair roots fold into their odd backend's (:func:`_fold_pairs`)
 PAIR_FAMILIES = (root_family(Kind.DEVIATION), root_family(Kind.NAN))
@@ -253,23 +254,26 @@ def root_causes(bugs: list[Bug]) -> list[RootCause]:
         groups.setdefault(b.root, []).append(b)
     _fold_pairs(groups)
     out = [_root_cause(key, members) for key, members in groups.items()]
-    return sorted(out, key=lambda g: (CLASSES.index(g.klass), g.status != "new", -g.cases, str(g.root)))
+    return sorted(out, key=lambda g: (CLASSES.index(g.klass), g.status != NEW, -g.cases, str(g.root)))
 
 
 def _root_cause(key: RootKey, members: list[Bug]) -> RootCause:
     """The root cause of ``members`` (in the order they were grouped): the class of the first
-    most telling member, with its reason; the first known issue and repro script any member
-    has; the first member's kind, layer API, op, component, error and first case; signatures
-    and cases summed (a case may count under several); the backends and odd backends of all;
-    for an ``undefined`` cause the backend silently different from the rest, if any."""
+    most telling member, with its reason; the first known issue (its status, where it is known)
+    and repro script any member has; the first member's kind, layer API, op, component, error
+    and first case; signatures and cases summed (a case may count under several); the backends
+    and odd backends of all; for an ``undefined`` cause the backend silently different from the
+    rest, if any."""
     first = members[0]
     telling = min(members, key=lambda m: CLASSES.index(m.klass))
+    known = next((m for m in members if m.known_id), None)
     sig = first.signature
     klass = telling.klass
     return RootCause(
         root=key, klass=klass, class_reason=telling.class_reason, kind=first.kind,
         api=sig.layer or primary_api(sig.api) or "-", signatures=len(members), cases=sum(m.cases for m in members),
-        first_case=first.first_case, known_id=next((m.known_id for m in members if m.known_id), None),
+        first_case=first.first_case, known_id=known.known_id if known else None,
+        known_status=known.status if known else None, known_where=known.known_where if known else None,
         # a crash root's component is its key's: several backends refusing one case alike share one
         component=key.who if isinstance(key, CrashRoot) and sig.component else sig.component,
         op=sig.op, error=first.error,
@@ -306,10 +310,21 @@ def _fold_pairs(groups: dict[RootKey, list[Bug]]) -> None:
 
 
 def class_counts(roots: list[RootCause]) -> dict[str, dict[str, int]]:
-    """Per class: root causes, new (not matched upstream) and known."""
-    out = {c: {"root_causes": 0, "new": 0, "known": 0} for c in CLASSES}
+    """Per class: root causes; new (no triaged entry matches them) and known (every other),
+    and known by status (found before, known upstream, fixed upstream)."""
+    out = {c: {"root_causes": 0, "new": 0, "known": 0, FOUND_BEFORE: 0, KNOWN_UPSTREAM: 0, FIXED_UPSTREAM: 0}
+           for c in CLASSES}
     for g in roots:
         c = out[g.klass]
         c["root_causes"] += 1
-        c["new" if g.status == "new" else "known"] += 1
+        c[g.status] += 1
+        c["known"] += g.status != NEW
     return out
+
+
+def new_bugs_line(roots: list[RootCause]) -> str:
+    """The count a maintainer reads first: root causes of class ``bug`` by status, the new
+    ones (no triaged entry matches them: each gets a bug report) before the rest."""
+    c = class_counts(roots)["bug"]
+    return (f"new bugs: {c[NEW]} ({FOUND_BEFORE}: {c[FOUND_BEFORE]}, {KNOWN_UPSTREAM}: {c[KNOWN_UPSTREAM]}, "
+            f"{FIXED_UPSTREAM}: {c[FIXED_UPSTREAM]})")
