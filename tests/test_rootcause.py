@@ -10,7 +10,7 @@ from audee.cases.case import Finding, Kind
 from audee.report.bugreports import search_queries
 from audee.triage.known import KnownIssue, load_known_issues, match_known, unique_bugs
 from audee.records import ResultRow
-from audee.triage.rootcause import class_counts, classify, root_causes, root_key, template
+from audee.triage.rootcause import class_counts, classify, root_causes, root_key, shared_component, template
 from audee.triage.signature import Signature, op_of, signatures_of
 
 SPEC = {"layers": [{"name": "deconv", "api": "Conv3DTranspose", "params": {"activation": "relu"}},
@@ -479,6 +479,8 @@ def test_backends_refusing_one_case_in_their_own_words_are_one_root():
         (root,) = [r for r in roots if r.component != "tf2onnx"]   # ... one root: the case's
         assert root.signatures == 3 and root.api == "UnitNormalization" and root.component == "keras"
         assert root.backends == ("jax", "tensorflow", "torch")
+    # who must fix a shared refusal: Keras for several frameworks, the framework for its own graph's converter
+    assert (shared_component(["jax", "torch"]), shared_component(["onnxruntime", "tensorflow"])) == ("keras", "tensorflow")
     # a harness failure beside them stays the harness's
     frame = 'Traceback (most recent call last):\n  File "/x/site-packages/audee/backends/worker.py", line 9\n'
     glue = Finding(Kind.DIVERGENT_ACCEPTANCE, ["jax", "torch"], {"accepted": ["tensorflow"], "errors": {
@@ -512,7 +514,10 @@ def test_a_duplicate_axis_is_undefined_for_the_backends_and_a_converter_bug_when
     cannot = _divergent("UnimplementedError: Graph execution error: The Conv2D op currently only supports the NHWC "
                         "tensor format on the CPU.")
     cannot.detail.accepted[:] = ["onnxruntime"]
-    for f in (torch_ran, cannot):
+    jax_ran = Finding(Kind.DIVERGENT_ACCEPTANCE, ["tensorflow", "torch"], {   # jitted JAX: its reference not run
+        "accepted": ["jax", "onnxruntime"], "errors": {
+            b: {"phase": "run", "message": DUPLICATE_AXIS[b]} for b in ("tensorflow", "torch")}})
+    for f in (torch_ran, jax_ran, cannot):
         assert all(s.component != "tf2onnx" for s in signatures_of(f, got.spec, meta))
 
 

@@ -120,16 +120,17 @@ def _fact(sig: Signature, head: str) -> str | None:
 def shared_component(backends: Iterable[str]) -> str:
     """Who must fix what several backends refuse alike at one layer: their one component;
     ``keras`` where they are different Keras frameworks (the layer's code is what they
-    share: its tracker is Keras's, :data:`audee.report.bugreports.DEFAULT_TRACKERS`); else
-    the failing backends."""
+    share: its tracker is Keras's, :data:`audee.report.bugreports.DEFAULT_TRACKERS`); the
+    framework where the others run its model (a mode, a converter: TensorFlow refusing and
+    onnxruntime failing to convert its graph); else the failing backends."""
     names = sorted({b.split("@")[0] for b in backends})
     blamed = {describe(n).blamed for n in names}
     if len(blamed) == 1:
         return blamed.pop()
     frameworks = {describe(n).keras_backend for n in names}
-    if None not in frameworks and len(frameworks) > 1:
-        return "keras"
-    return ",".join(names) or "-"
+    if None in frameworks:  # a plugin: no framework to tell
+        return ",".join(names) or "-"
+    return "keras" if len(frameworks) > 1 else describe(frameworks.pop()).blamed
 
 
 def _input_cause(sig: Signature) -> str:

@@ -685,8 +685,8 @@ def _converter_acceptance(detail: Any, sigs: list[Signature], accepted: set[str]
     reference's refusal is an explicit "unsupported" (the converter may do what the
     reference cannot), audee's own failure or its memory cap: none of them says the input
     is refused.  One signature per such backend, named by it and its converter."""
-    if not accepted or any(describe(b).reference is None for b in accepted):
-        return []
+    if not accepted or any(describe(b).reference not in detail.errors for b in accepted):
+        return []  # a backend ran it whose reference did not refuse it (an independent framework, ...)
     out = []
     for b in sorted(accepted):
         info = describe(b)
