@@ -15,7 +15,8 @@ from audee.backends.info import (BUILTIN_INFO, BackendInfo, all_op_names, all_un
                                  keras_frameworks, trackers_of)
 from audee.backends.registry import BUILTIN, load_class
 from audee.report.bugreports import VERSION_KEYS, search_queries, trackers
-from audee.triage.rootcause import _flushing, explicit_refusal
+from audee.triage.rootcause import _flushing
+from audee.triage.signature import explicit_refusal
 from audee.triage.signature import component_of, op_of
 from audee.triage import CrashRoot, RootCause
 

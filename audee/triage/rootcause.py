@@ -7,7 +7,11 @@ maintainer would fix (docs/oracles.md, "Root causes and classes"):
 * a crash or rejection: its kind, the **component** that failed (a framework, the converter
   ``tf2onnx``, the runtime ``onnxruntime``), the **op**, kernel or Keras layer its error
   names (``Erfc``, ``Conv3DBackpropInput``, ``CategoryEncoding``; an error that names none
-  is known by its words alone) and the normalized error **template**;
+  is known by its words alone) and the normalized error **template**; by cause, not words,
+  where the words differ for one cause: a runtime refusing a converted graph is the
+  converter's, keyed by the graph's **fault** (one node refused at load and at run is one
+  root); several backends refusing one case at one layer are the case's, keyed by the
+  layer and the input facts; a converter computing what its reference refuses is its own;
 * a NaN pattern difference: the **odd backend** (the float64 reference's where it tells,
   :mod:`audee.oracle.pairs`; else the majority's; else the pair, marked ``?``), the layer
   where the patterns first differ, and whether the input held NaN/Inf;
@@ -26,8 +30,10 @@ enters the key only where localization named it (the signature's ``localized`` c
 
 Each root cause has a **class**, decided by :func:`classify` in this order: a known issue's
 ``class``; ``undefined`` when audee's memory cap stopped it (the case asked for more memory than a
-worker may hold); ``harness`` (the failure is raised in audee's own code); ``undefined`` (the case
-is outside the documented contract: a crafty invalid parameter value, NaN/Inf inputs to a
+worker may hold); ``harness`` (the failure is raised in audee's own code); ``bug`` for a
+converter computing what its reference refuses, whatever the input; ``undefined`` (the case
+is outside the documented contract: a value the generator marked outside it, a crafty
+invalid parameter value, NaN/Inf inputs to a
 difference between independent frameworks (not to a compiled or converted backend's against
 its reference, :mod:`audee.oracle.pairs`: the same program must compute the same on them), ids out of range, a pattern difference at the float32 overflow
 boundary); ``limitation`` (an explicit "unsupported" error: no op, no kernel, not
@@ -43,7 +49,7 @@ from audee.backends.info import describe
 from audee.cases.case import MEMORY_CAP, Kind
 from audee.cases.kinds import CRASHES, root_family
 from audee.oracle.pairs import in_contract, judged_side
-from audee.triage.signature import (GRAPH_FAULT, OUTSIDE, REFUSED_BY, REJECTED_BY, UNSUPPORTED, Signature,
+from audee.triage.signature import (GRAPH_FAULT, OUTSIDE, REFUSED_BY, REJECTED_BY, Signature,
                                     explicit_refusal, invalid_graph_complaint, primary_api)
 from audee.triage import (FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, NEW, Bug, CrashRoot, NumericRoot, RootCause,
                           RootKey)
