@@ -128,7 +128,11 @@ def check_backend_name(name: str) -> str:
 
     base, env, device = split_label(name.strip())
     if env is not None:
-        check_env_name(env)
+        try:
+            check_env_name(env)
+        except ValueError:
+            raise ValueError(f"unknown device or environment {env[:40]!r} in {name.strip()[:80]!r} (devices: cpu, "
+                             "cuda, cuda:N; an environment: a name envs: declares)") from None
     if device:
         parse_placement(device)
     if base not in BUILTIN and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", base):
@@ -901,11 +905,13 @@ class CampaignSettings(ShardSettings):
 
         for k, run in enumerate(self.runs):
             for j, backends in enumerate(run.backends):
-                for b in backends:
+                for i, b in enumerate(backends):
                     env = env_of(b)
                     if env is not None and env not in self.envs:
-                        raise FieldError(f"runs[{k}].backends[{j}]",
-                                         f"{b!r} runs in the environment {env!r}, which envs: does not declare")
+                        declared = ", ".join(sorted(self.envs)) or "none"
+                        raise FieldError(f"runs[{k}].backends[{j}][{i}]",
+                                         f"unknown device or environment {env!r} in {b!r} (devices: cpu, cuda, "
+                                         f"cuda:N; environments: those envs: declares, {declared})")
         return self
 
     @model_validator(mode="before")

@@ -80,8 +80,9 @@ def test_a_bad_environment_is_one_line(given, words):
 def test_an_undeclared_environment_is_one_line():
     with pytest.raises(AudeeError) as e:
         parse_backends("torch,torch@next", envs=parse_envs([f"prev={sys.executable}"]))
-    assert str(e.value) == ("--backends: 'torch@next' runs in the environment 'next', which is not declared "
-                            "(declared: prev): give --env next=/path/to/python (or envs: in a campaign file)")
+    assert str(e.value) == ("--backends: unknown device or environment 'next' in 'torch@next' (devices: cpu, cuda, "
+                            "cuda:N; environments declared: prev): to run it in an environment, give "
+                            "--env next=/path/to/python (or envs: in a campaign file)")
 
 
 def test_a_campaign_declares_its_environments(tmp_path):
@@ -91,8 +92,8 @@ def test_a_campaign_declares_its_environments(tmp_path):
     assert check_backend_name("torch@prev@cuda:tf32") == "torch@prev@cuda:tf32"
     with pytest.raises(ConfigError) as e:
         validate_settings(CampaignSettings, {"name": "v", "runs": [run]}, "c.yaml")
-    assert str(e.value) == ("c.yaml: runs[0].backends[0]: 'torch@prev' runs in the environment 'prev', which envs: "
-                            "does not declare")
+    assert str(e.value) == ("c.yaml: runs[0].backends[0][1]: unknown device or environment 'prev' in 'torch@prev' "
+                            "(devices: cpu, cuda, cuda:N; environments: those envs: declares, none)")
     with pytest.raises(ConfigError) as e:
         validate_settings(CampaignSettings, {"name": "v", "runs": [run], "envs": {"prev": str(tmp_path)}}, "c.yaml")
     assert str(e.value).startswith(f"c.yaml: envs.prev: environment 'prev': {tmp_path} is not an executable file")

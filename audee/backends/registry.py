@@ -196,14 +196,13 @@ def parse_backends(text: str | list[str], default_device: str = "cpu",
         name, env, place = split_label(raw)
         try:
             device, precision = parse_placement(place or default_device, default_precision)
-            if env is not None:
-                check_env_name(env)
         except ValueError as exc:
             raise AudeeError(f"{exc} in {raw!r}", field="--backends") from None
         if env is not None and env not in envs:
-            declared = f" (declared: {', '.join(sorted(envs))})" if envs else ""
-            raise AudeeError(f"{raw!r} runs in the environment {env!r}, which is not declared{declared}: "
-                             f"give --env {env}=/path/to/python (or envs: in a campaign file)", field="--backends")
+            declared = ", ".join(sorted(envs)) or "none"
+            raise AudeeError(f"unknown device or environment {env!r} in {raw!r} (devices: cpu, cuda, cuda:N; "
+                             f"environments declared: {declared}): to run it in an environment, give "
+                             f"--env {env}=/path/to/python (or envs: in a campaign file)", field="--backends")
         target = BUILTIN.get(name, name)
         if ":" not in target:
             raise AudeeError(f"unknown backend {name!r}: use one of {', '.join(BUILTIN)} "
