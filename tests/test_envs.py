@@ -218,6 +218,26 @@ def test_a_case_file_records_the_environment_by_name_never_its_interpreter(tmp_p
         check_one_interpreter(rec, pick_finding(rec))
 
 
+def test_a_bug_report_of_a_regression_names_the_version_pair_and_each_sides_versions(tmp_path):
+    from audee.records import ResultRow
+    from audee.report.bugreports import write_bug_reports
+    from audee.triage.known import unique_bugs
+    from audee.triage.rootcause import root_causes
+
+    path = _record(tmp_path)
+    rec = CaseRecord.from_file(path)
+    sigs = case_signatures(rec.verdict_obj(), rec.spec, {"seed": "op:median", "api": "median"})
+    row = ResultRow(id=rec.id, status="fail", kinds=["regression"], backends={"torch": "ok", "torch@prev": "ok"},
+                    case_file=str(path), signatures=[s.to_json() for s in sigs])
+    root, = root_causes(unique_bugs([row], []))
+    assert (root.klass, root.component, root.odd) == ("bug", "keras 3.15.1 vs 3.14.1 on torch", ("torch",))
+    text = write_bug_reports([root], tmp_path)[root.root].read_text()
+    assert text.startswith("# median computes differently under keras 3.15.1 vs 3.14.1 on torch\n")
+    assert "- torch: keras 3.15.1, torch 2.13.0+cpu\n- torch@prev: keras 3.14.1, torch 2.13.0+cpu\n" in text
+    assert "- torch computes what torch@prev computes differently (keras 3.15.1 vs 3.14.1 on torch): seen as " \
+           "deviation" in text
+
+
 # ---- the worker in another environment ---------------------------------------------------------
 def test_the_worker_needs_what_the_probe_checks():
     """What audee's worker imports beside its framework is what an environment is probed for."""
