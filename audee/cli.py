@@ -52,7 +52,7 @@ def _envs(args: argparse.Namespace) -> dict[str, str]:
     return parse_envs(getattr(args, "env", None) or [])
 
 
-def _backend_refs(args: argparse.Namespace) -> list | None:
+def _backend_refs(args: argparse.Namespace) -> list[Any] | None:
     """A command's backends: ``--backends`` in the ``--env`` environments, else None (a case
     file's own), or, when ``--env`` is given, the case file's with their interpreters."""
     from audee.backends.registry import parse_backends

@@ -14,9 +14,10 @@ the packages whose versions differ (``component``: "keras 3.15.1 vs 3.14.1 on to
 carries each finding it was seen as (``evidence``).  A finding of the version pair alone (a
 deviation or label flip of the pair, a NaN pattern or a refusal only the two differ in) is
 replaced by it; one that speaks of other backends too (a NaN pattern a third backend shares,
-a crash) stays, as it says what happened among all of them.  It runs after the odd marking of the other kinds, so the majority still reads the
-version pair's differences (``tensorflow`` and ``torch`` agreeing against ``torch@prev``).
-Non-failures (``deviation_accumulated``: rounding no layer shows alone) are no regression.
+a crash) stays, as it says what happened among all of them.  It runs after the odd marking
+of the other kinds, so the majority still reads the version pair's differences
+(``tensorflow`` and ``torch`` agreeing against ``torch@prev``).  Non-failures
+(``deviation_accumulated``: rounding no layer shows alone) are no regression.
 """
 from __future__ import annotations
 
