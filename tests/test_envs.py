@@ -134,7 +134,8 @@ def test_a_version_pairs_deviation_becomes_a_regression_of_the_newer_release():
     assert [f.kind for f in found] == [Kind.DEVIATION, Kind.REGRESSION] and found[0] is cross
     r = found[1]
     assert r.backends == ["torch@prev", "torch"] and r.detail.newer == "torch" and r.detail.odd == ["torch"]
-    assert (r.detail.component, r.detail.changed) == ("keras 3.15.1 vs 3.14.1 on torch", {"keras": ["3.14.1", "3.15.1"]})
+    assert r.detail.component == "keras 3.15.1 vs 3.14.1 on torch"
+    assert r.detail.changed == {"keras": ["3.14.1", "3.15.1"]}
     assert (r.detail.seen, r.detail.layer, r.detail.score, r.detail.tensor) == (["deviation"], "conv", 9.0, "output")
     assert r.detail.evidence[0]["kind"] == "deviation" and r.detail.evidence[0]["detail"]["pair"] == "torch|torch@prev"
     # not a failure (rounding no layer shows alone), or no version pair: nothing changes
@@ -164,7 +165,8 @@ def test_every_kind_of_difference_between_the_releases_is_one_regression():
     assert regression_findings(both, VERSIONS) == both
     # versions that do not order the pair: both named, no odd one
     unordered = regression_findings([_dev("torch", "torch@prev")], {"torch": NEW, "torch@prev": NEW})[0]
-    assert unordered.backends == ["torch", "torch@prev"] and unordered.detail.odd == [] and unordered.detail.newer is None
+    assert unordered.backends == ["torch", "torch@prev"]
+    assert unordered.detail.odd == [] and unordered.detail.newer is None
 
 
 def test_the_odd_marking_names_the_newer_release_and_the_signature_the_version_pair():

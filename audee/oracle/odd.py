@@ -55,8 +55,8 @@ from audee.cases.case import Finding, Outcome
 from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, nonfinite_codes
-from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs, odd_by_float64,
-                                odd_by_reference)
+from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
+                                odd_by_float64, odd_by_reference)
 
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float64Verdict | None = None) -> None:
