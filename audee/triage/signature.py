@@ -641,6 +641,20 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         layer = layer if isinstance(layer, str) else None
         api, params = blamed(layer)
         return [sig(finding.kind, api, params, backends, layer, context=_input_context(meta, False, detail.rows))]
+    if finding.kind == Kind.REGRESSION:
+        # one backend under two releases: the layer the difference pins, the pair by name, the
+        # newer side odd; the version pair is its component and part of its key (another pair
+        # of releases is another change), with the error of a side that raised
+        layer = detail.layer if isinstance(detail.layer, str) else None
+        api, params = blamed(layer)
+        bs = tuple(sorted(detail.pair.split("|"))) if isinstance(detail.pair, str) else backends
+        raw = detail.message or None
+        what = detail.component or "-"
+        error = f"{what}: {normalize_error(raw, layers)}" if raw else what
+        nonfinite = bool(detail.input_nonfinite)
+        made = sig(finding.kind, api, params, bs, layer, detail.phase if raw else _gradient_phase(detail.tensor),
+                   error, raw, _input_context(meta, nonfinite, detail.rows, values=not raw, crash=bool(raw)))
+        return [replace(made, component=detail.component)]
     if finding.kind != Kind.INCONSISTENCY:
         # a kind without rules of its own (a new oracle's): its backends and the layer its
         # detail names, if any (a detail's ``layer`` field), and the localization or mutation record
