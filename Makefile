@@ -2,16 +2,19 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# the second environment (`make env-prev`): the previous Keras minor beside .venv's frameworks
+VENV_PREV ?= .venv-prev
 RUN ?= runs/default
 PYTEST_ARGS ?=
 # test processes (pytest-xdist): each test file runs whole on one of them (module fixtures start their
 # backend workers once); a serial run uses about one of a 2-core machine's cores
 TEST_JOBS ?= 2
 
-.PHONY: install slurm fuzz test test-slow test-wheel bench bench-search bench-throughput bench-nnsmith localize-bench clean help
+.PHONY: install env-prev slurm fuzz test test-slow test-wheel bench bench-search bench-throughput bench-nnsmith localize-bench clean help
 
 help:
 	@echo "make install   build $(VENV) with the pinned stack and audee (editable)"
+	@echo "make env-prev  build $(VENV_PREV): requirements-prev.txt (the previous Keras) over $(VENV)'s frameworks"
 	@echo "make slurm     (root, Debian) install slurm-wlm and munge for the real-SLURM tests (CI runs it)"
 	@echo "make fuzz      LeNet-5 across tensorflow, torch, jax, onnxruntime -> $(RUN)/"
 	@echo "make test      run the test suite on the real frameworks"
@@ -31,6 +34,20 @@ install: $(BIN)/python
 	$(BIN)/python -m pip install -q -r requirements.txt
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	$(BIN)/audee backends --backends tensorflow,torch,jax,onnxruntime,openvino,litert,torch-onnx  # the modes run on these frameworks
+
+# A second environment for version pairs (torch@prev, docs/backends.md "Environments"): a
+# venv of its own holding only what requirements-prev.txt pins (no dependencies: the previous
+# Keras), and a .pth line that puts $(VENV)'s site-packages after its own, so the same
+# TensorFlow, torch and JAX are found there.  audee is not installed in it: its workers import
+# audee from this checkout.  Seconds, one wheel: CI builds it beside `make install`.
+env-prev: $(BIN)/python
+	rm -rf $(VENV_PREV)
+	$(BIN)/python -m venv --without-pip $(VENV_PREV)
+	$(VENV_PREV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > $(VENV_PREV)/.purelib
+	$(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > "$$(cat $(VENV_PREV)/.purelib)/audee-base.pth"
+	$(BIN)/python -m pip install -q --no-deps --target "$$(cat $(VENV_PREV)/.purelib)" -r requirements-prev.txt
+	rm -f $(VENV_PREV)/.purelib
+	$(VENV_PREV)/bin/python -c "import importlib.metadata as m; print('$(VENV_PREV): keras', m.version('keras'))"
 
 # The real-SLURM tests (tests/test_slurm.py) start a one-node cluster; they install nothing
 # themselves.  Root only: a developer without root skips those tests (CI=true fails them).

@@ -37,16 +37,47 @@ def _precision_arg(p: argparse.ArgumentParser) -> None:
                         "(the GPU's TF32 matmuls and convolutions, judged with the tf32 tolerances)")
 
 
+def _env_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", action="append", default=[], metavar="NAME=PYTHON",
+                   help="an environment a backend may run in: NAME=/path/to/python (repeatable); a backend "
+                        "named NAME@... (torch@prev) runs its worker under that interpreter, audee itself "
+                        "from this checkout; torch and torch@prev are a version pair, judged as a regression "
+                        "pair (docs/backends.md, Environments; `make env-prev` builds .venv-prev)")
+
+
+def _envs(args: argparse.Namespace) -> dict[str, str]:
+    """The environments ``--env`` declares (checked: a bad one is one line, exit 2)."""
+    from audee.backends.registry import parse_envs
+
+    return parse_envs(getattr(args, "env", None) or [])
+
+
+def _backend_refs(args: argparse.Namespace) -> list[Any] | None:
+    """A command's backends: ``--backends`` in the ``--env`` environments, else None (a case
+    file's own), or, when ``--env`` is given, the case file's with their interpreters."""
+    from audee.backends.registry import parse_backends
+    from audee.store.caserecord import CaseRecord
+
+    envs = _envs(args)
+    if args.backends:
+        return parse_backends(args.backends, args.device, args.gpu_precision, envs)
+    if not envs:
+        return None  # the case's recorded backends; one in an environment is refused there in one line
+    return CaseRecord.from_file(args.case).backend_refs(args.allow_plugin, envs)
+
+
 def _backends_arg(p: argparse.ArgumentParser, default: str, settings: bool = True) -> None:
     from audee.backends.registry import BUILTIN
 
     p.add_argument("--backends", default=default,
                    help=f"comma-separated backends: {', '.join(BUILTIN)}, "
                         "or a plugin class as package.module:ClassName; append @cuda for a GPU device, "
-                        "@cuda:tf32 for a GPU in TF32 mode "
+                        "@cuda:tf32 for a GPU in TF32 mode, @NAME to run it in the environment NAME "
+                        "(--env; torch@prev, torch@prev@cuda) "
                         f"(default: {default})")
     p.add_argument("--device", default="cpu", help="default device for backends without @device (cpu, cuda)")
     _precision_arg(p)
+    _env_arg(p)
     if settings:  # `audee fuzz` adds these with the rest of FuzzSettings
         add_model_options(p, FuzzSettings, only=["timeout", "threads"])
 
@@ -114,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "choose code to run, so plugins it names are refused unless allowed here")
     p.add_argument("--device", default="cpu")
     _precision_arg(p)
+    _env_arg(p)
     add_model_options(p, FuzzSettings, only=["timeout"])
     p.add_argument("--json", action="store_true", help="print the new verdict as JSON")
 
@@ -135,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "choose code to run, so plugins it names are refused unless allowed here")
     p.add_argument("--device", default="cpu")
     _precision_arg(p)
+    _env_arg(p)
     add_model_options(p, FuzzSettings, only=["timeout"])
 
     p = sub.add_parser("repro", help="write a standalone repro script for a case, and run it once",
@@ -160,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "that involves one is refused")
     p.add_argument("--device", default="cpu")
     _precision_arg(p)
+    _env_arg(p)
     p.add_argument("--no-run", action="store_true", help="write the script, do not run it")
 
     p = sub.add_parser("recheck", help="run every standalone script of a folder again, each alone: which still "
@@ -281,7 +315,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
     # every flag validated (audee.settings models) before anything is written or started
     check_out_dir(args.out)
-    refs = parse_backends(args.backends, args.device, args.gpu_precision)
+    refs = parse_backends(args.backends, args.device, args.gpu_precision, _envs(args))
     entry = next((e for e in target_entries() if getattr(args, _dest(e.flag)) is not None), None)
     if entry is not None:  # cases of named targets (APIs, ops, activations): no seed, no search
         target_level, flag, what = entry.name, entry.flag, entry.plural
@@ -487,10 +521,9 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from audee.backends.registry import parse_backends
     from audee.repro.rerun import reproduce
 
-    refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
+    refs = _backend_refs(args)
     timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
     with tempfile.TemporaryDirectory(prefix="audee-repro-") as tmp:
         rep = reproduce(args.case, backends=refs, log_dir=Path(tmp), timeout=timeout,
@@ -514,10 +547,9 @@ def _describe(v: Any) -> str:
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
-    from audee.backends.registry import parse_backends
     from audee.repro import EXIT_BAD_DATA, EXIT_NOT_REPRODUCED, EXIT_REPRODUCED, repro_case, run_script
 
-    refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
+    refs = _backend_refs(args)
     if args.out:
         check_out_dir(args.out)
     # the case's level writes its script (audee.levels: a model's, an op call's, a training step's)
@@ -605,12 +637,11 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
 
 def cmd_localize(args: argparse.Namespace) -> int:
-    from audee.backends.registry import parse_backends
     from audee.levels import level_of
     from audee.localize import LocalizeConfig
     from audee.store.caserecord import CaseRecord
 
-    refs = parse_backends(args.backends, args.device, args.gpu_precision) if args.backends else None
+    refs = _backend_refs(args)
     pair = [p.strip() for p in args.pair.split(",")] if args.pair else None
     cfg = validate_settings(LocalizeConfig, given_options(args, list(LocalizeConfig.model_fields)), flags=True)
     timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
@@ -648,7 +679,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
 
-    refs = parse_backends(args.backends, args.device, args.gpu_precision)
+    refs = parse_backends(args.backends, args.device, args.gpu_precision, _envs(args))
     with tempfile.TemporaryDirectory(prefix="audee-backends-") as tmp, Pool(refs, Path(tmp)) as pool:
         failed = pool.start()
         rows = []
@@ -656,7 +687,8 @@ def cmd_backends(args: argparse.Namespace) -> int:
             f = failed.get(label)
             rows.append({"backend": label, "class": w.ref.target, "device": w.ref.device, "usable": f is None,
                          "precision": w.precision_state or {"mode": w.ref.precision},
-                         "versions": w.versions, "error": f.line if f else ""})
+                         "versions": w.versions, "error": f.line if f else "",
+                         **({"env": w.ref.env, "python": w.executable or w.ref.python} if w.ref.env else {})})
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
@@ -667,7 +699,8 @@ def cmd_backends(args: argparse.Namespace) -> int:
             mode = prec.pop("mode", "full")
             if prec:
                 mode += " (" + ", ".join(f"{k}={v}" for k, v in prec.items()) + ")"
-            print(f"{r['backend']:<22} {r['device']:<6} {state:<8}  {vers}; precision {mode}")
+            where = f"; environment {r['env']} ({r['python']})" if r.get("env") else ""
+            print(f"{r['backend']:<22} {r['device']:<6} {state:<8}  {vers}; precision {mode}{where}")
     return ExitCode.OK if all(r["usable"] for r in rows) else ExitCode.BACKEND_UNAVAILABLE
 
 

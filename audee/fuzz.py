@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -63,7 +63,7 @@ class FuzzConfig(FuzzSettings):
     def to_json(self) -> dict[str, Any]:
         """``config.json``'s settings: flat, as flags name them (the form every audee wrote, so
         an older run directory resumes), then the backends and the directory."""
-        return {**self.flat(), "backends": [asdict(b) for b in self.backends], "out": str(self.out)}
+        return {**self.flat(), "backends": [b.to_json() for b in self.backends], "out": str(self.out)}
 
 
 @dataclass
@@ -105,6 +105,16 @@ def executor(pool: Pool, cfg: FuzzSettings, source: str = "network") -> Runner:
     return run_level(source, cfg.phase).runner(pool, cfg)
 
 
+def _regressions(v: Any) -> dict[str, Any]:
+    """A row's record of its regression findings: each version pair (older|newer where the
+    versions order it) and the versions each side's worker reported; nothing without one."""
+    found = [f for f in v.findings if f.kind == Kind.REGRESSION]
+    if not found:
+        return {}
+    return {"regression_pairs": sorted("|".join(f.backends) for f in found),
+            "versions": {b: dict(vs) for f in found for b, vs in sorted(f.detail.versions.items())}}
+
+
 def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | None = None) -> ResultRow:
     """The results-table row of a case (``extra``: its provenance, audee.records.ResultRow's
     fields); ``meta``: its provenance with the mutation record as dicts (default: the case's
@@ -133,6 +143,8 @@ def result_row(result: Result, extra: dict[str, Any], *, meta: dict[str, Any] | 
         "propagated_nonfinite": any(f.kind == Kind.NAN_PROPAGATED for f in v.findings),
         "inconsistent_pairs": sorted(f.detail.pair for f in v.findings if f.kind == Kind.INCONSISTENCY),
         "deviating_pairs": sorted(f.detail.pair for f in v.findings if f.kind == Kind.DEVIATION),
+        # one backend under two releases that differ: the pair and what each side runs (audee/oracle/regression.py)
+        **_regressions(v),
         # the equivalence oracle: each rule applied to the case and its status (audee/equivalence/check.py)
         **({"equivalence": dict(result.equivalence)} if result.equivalence else {}),
         # the float64 reference: every backend's error against it (audee/reference)

@@ -121,12 +121,19 @@ def parse_duration(text: Any) -> float:
 
 def check_backend_name(name: str) -> str:
     """A backend as named in a campaign or on the command line: a built-in name or a plugin
-    ``package.module:ClassName``, optionally ``@cpu``/``@cuda``/``@cuda:N``, a GPU with a
-    precision mode (``@cuda:tf32``; :func:`audee.backends.registry.parse_placement`)."""
-    from audee.backends.registry import BUILTIN, parse_placement
+    ``package.module:ClassName``, optionally in an environment (``@prev``: its name's syntax
+    here, its declaration the campaign's ``envs:``) and ``@cpu``/``@cuda``/``@cuda:N``, a GPU
+    with a precision mode (``@cuda:tf32``; :func:`audee.backends.registry.parse_placement`)."""
+    from audee.backends.registry import BUILTIN, check_env_name, parse_placement, split_label
 
-    base, at, device = name.strip().partition("@")
-    if at:
+    base, env, device = split_label(name.strip())
+    if env is not None:
+        try:
+            check_env_name(env)
+        except ValueError:
+            raise ValueError(f"unknown device or environment {env[:40]!r} in {name.strip()[:80]!r} (devices: cpu, "
+                             "cuda, cuda:N; an environment: a name envs: declares)") from None
+    if device:
         parse_placement(device)
     if base not in BUILTIN and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", base):
         raise ValueError(f"unknown backend {base!r}: use one of {', '.join(BUILTIN)} "
@@ -867,11 +874,45 @@ class CampaignSettings(ShardSettings):
     name: Name = Field(description="campaign name")
     defaults: FuzzSettings = Field(default_factory=FuzzSettings, description="unit settings every run starts from")
     runs: list[CampaignRun] = Field(min_length=1, description="the runs, each expanded into units")
+    envs: dict[str, str] = Field(default_factory=dict,
+                                 description="environments a backend may run in (torch@prev): name -> a Python "
+                                             "interpreter, relative to the directory audee runs in "
+                                             "(.venv-prev/bin/python; docs/backends.md, Environments)")
 
     @field_validator("defaults", mode="before")
     @classmethod
     def _none_is_empty(cls, v: Any) -> Any:
         return {} if v is None else v
+
+    @field_validator("envs")
+    @classmethod
+    def _envs(cls, envs: dict[str, str]) -> dict[str, str]:
+        """Each name an environment's, each interpreter an executable file (made absolute)."""
+        from audee.backends.registry import check_env_name, check_python
+
+        out = {}
+        for name, path in envs.items():
+            try:
+                out[check_env_name(name)] = check_python(path, name)
+            except ValueError as exc:
+                raise FieldError(name, str(exc)) from None
+        return out
+
+    @model_validator(mode="after")
+    def _envs_declared(self) -> Any:
+        """Every environment a backend names is declared in ``envs``."""
+        from audee.backends.registry import env_of
+
+        for k, run in enumerate(self.runs):
+            for j, backends in enumerate(run.backends):
+                for i, b in enumerate(backends):
+                    env = env_of(b)
+                    if env is not None and env not in self.envs:
+                        declared = ", ".join(sorted(self.envs)) or "none"
+                        raise FieldError(f"runs[{k}].backends[{j}][{i}]",
+                                         f"unknown device or environment {env!r} in {b!r} (devices: cpu, cuda, "
+                                         f"cuda:N; environments: those envs: declares, {declared})")
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -92,6 +92,34 @@ def test_invalid_values_one_at_most_and_never_redrawn():
         assert not g.invalid and g.meta["invalid_param"] is None
 
 
+def test_a_valid_axis_list_the_drawn_rank_names_twice_is_marked_outside_the_contract():
+    """``axis=[1, -1]`` is a valid draw for a rank-3 input and names axis 1 twice on a rank-2
+    one: the case record marks it invalid, says why, and the case is never redrawn."""
+    calls = []
+
+    def never_builds(spec):
+        calls.append(spec.name)
+        return "ValueError: no"
+
+    seen = set()
+    for api in ("UnitNormalization", "LayerNormalization", "RMSNormalization"):
+        lname = f"t_{api.lower()}"
+        for i in range(40):
+            g = generate_case(api, APIS, 0, i, invalid_prob=0.0, validate=never_builds, max_redraws=1)
+            axis = g.spec.layer(lname).params.get("axis")
+            twice = isinstance(axis, list) and len({a % g.meta["rank"] for a in axis}) < len(axis)
+            marks = [m for m in g.mutations if m.invalid]
+            assert [(m.param, m.why) for m in marks] == ([("axis", "axis names one axis twice")] if twice else [])
+            assert g.invalid == twice and ("build_error" in g.meta) != twice   # a marked draw is never validated
+            assert g.spec.meta["mutations"] == [m.to_json() for m in g.mutations]
+            seen.add((twice, g.meta["rank"] if axis == [1, -1] else None))
+    assert (True, 2) in seen and (False, 3) in seen    # [1, -1] marked at rank 2 only
+    g = generate_case("UnitNormalization", APIS, 0, 38, invalid_prob=0.0)
+    assert [m.to_json() for m in g.mutations if m.invalid] == [
+        {"layer": "t_unitnormalization", "param": "axis", "old": None, "new": [1, -1], "invalid": True,
+         "why": "axis names one axis twice"}]
+
+
 # ---- on a real backend (one jax worker for the module) ---------------------------------------------
 @pytest.fixture(scope="module")
 def jax_executor(tmp_path_factory):

@@ -15,7 +15,8 @@ from audee.backends.info import (BUILTIN_INFO, BackendInfo, all_op_names, all_un
                                  keras_frameworks, trackers_of)
 from audee.backends.registry import BUILTIN, load_class
 from audee.report.bugreports import VERSION_KEYS, search_queries, trackers
-from audee.triage.rootcause import _flushing, explicit_refusal
+from audee.triage.rootcause import _flushing
+from audee.triage.signature import explicit_refusal
 from audee.triage.signature import component_of, op_of
 from audee.triage import CrashRoot, RootCause
 
@@ -40,7 +41,7 @@ def test_every_builtin_backend_is_described_completely(name):
         assert re.compile(o.pattern).groups == 1, o
     if info.converter is not None:
         assert info.converter_trackers and trackers_of(info.converter) == info.converter_trackers
-    for words in (info.runtime_errors, info.converted_graph_errors, info.error_words):
+    for words in (info.runtime_errors, info.error_words, *(pattern for _, pattern in info.graph_faults)):
         if words is not None:
             re.compile(words)
 

@@ -81,10 +81,10 @@ def test_a_masking_parameter_loses_to_the_cause(localize):
 
 def test_an_immutable_parameter_is_a_candidate(localize):
     # Softmax's axis was `mutable: false` when this test was written (never mutated, found through the
-    # constructor's signature); the configs now draw it too: localized either way
+    # constructor's signature); its config draws it now, so the config is where the candidate comes from
     report = localize("axis", _spec([{"name": "sm", "api": "Softmax", "params": {}}]))
     assert _top(report) == ("sm", "axis"), report.to_json()["candidates"]
-    assert report.candidates[0].origin in ("config", "signature")
+    assert report.candidates[0].origin == "config"
 
 
 def test_a_nan_fault_localizes_to_its_parameter(localize):
@@ -146,9 +146,11 @@ def test_every_constructor_parameter_is_a_candidate_with_alternatives():
     spaces = {p.name: p for p in param_spaces(LayerSpec("s", "Softmax", {}, ["x"]), apis["Softmax"])}
     assert spaces["axis"].current == -1 and spaces["axis"].values and -1 not in spaces["axis"].values
     flat = {p.name: p for p in param_spaces(LayerSpec("f", "Flatten", {}, ["x"]), apis["Flatten"])}
-    # unset data_format is channels_last: the one alternative is channels_first (from the config since
-    # Flatten's data_format is configured; from the constructor's signature before)
-    assert flat["data_format"].values == ["channels_first"] and flat["data_format"].origin in ("config", "signature")
+    # unset data_format is channels_last: the one alternative is channels_first, from Flatten's config
+    # (a parameter its config draws comes from the config; one the config pins, from the signature)
+    assert flat["data_format"].values == ["channels_first"] and flat["data_format"].origin == "config"
+    dense = {p.name: p for p in param_spaces(LayerSpec("d", "Dense", {"units": 2}, ["x"]), apis["Dense"])}
+    assert dense["units"].origin == "config" and dense["lora_rank"].origin == "signature"
     pool = {p.name: p for p in param_spaces(LayerSpec("p", "MaxPooling2D", {"padding": "same"}, ["x"]),
                                             apis["MaxPooling2D"])}
     assert pool["padding"].values[0] == "valid" and pool["padding"].default == "valid"  # the default first

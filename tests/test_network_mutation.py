@@ -65,3 +65,28 @@ def test_unbuildable_valid_variants_are_redrawn_invalid_ones_kept():
             assert "build_error" not in v.spec.meta
             kept += 1
     assert redrawn > 0 and kept > 0
+
+
+def test_a_redrawn_axis_that_names_one_axis_twice_at_its_layer_is_marked_outside_the_contract():
+    """A LayerNormalization on a rank-2 tensor redrawn to ``axis=[1, -1]`` (valid on rank 3):
+    the variant's record marks the value invalid and why, and it is kept, not redrawn."""
+    spec = ModelSpec.from_json({"name": "ln", "inputs": [{"name": "x", "shape": [6]}],
+                                "layers": [{"name": "ln", "api": "LayerNormalization", "params": {}, "inputs": ["x"]},
+                                           {"name": "logits", "api": "Dense", "params": {"units": 3},
+                                            "inputs": ["ln"], "fixed": ["units"]}],
+                                "output": "logits", "logits": "logits"})
+    marked = clean = 0
+    for i in range(60):
+        v = mutate_spec(spec, APIS, np.random.default_rng([5, i]), invalid_prob=0.0, param_rate=1.0,
+                        validate=lambda s: "always fails", max_redraws=2, index=i)
+        axis = v.spec.layer("ln").params.get("axis")
+        marks = [(m.param, m.why) for m in v.mutations if m.invalid]
+        if axis == [1, -1]:
+            assert marks == [("axis", "axis names one axis twice")] and "build_error" not in v.spec.meta
+            assert {"why": "axis names one axis twice", "invalid": True}.items() <= \
+                next(m for m in v.spec.meta["mutations"] if m["param"] == "axis").items()
+            marked += 1
+        else:
+            assert marks == []
+            clean += 1
+    assert marked and clean

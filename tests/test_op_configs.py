@@ -70,6 +70,11 @@ def test_generator_and_coverage_agree_with_the_installed_keras():
     ("api: add\ncategory: op.numpy\nranks: [-1]\nargs:\n  x1: {type: tensor}\n", "ranks"),
     ("api: add\ncategory: core\nargs:\n  x1: {type: tensor}\n", "args"),
     ("api: add\ncategory: core\nparams:\n  x1: {type: tensor}\n", "params.x1.type"),
+    ("api: add\ncategory: op.numpy\ndistinct: [axis1, offset]\nargs:\n  x1: {type: tensor}\nparams:\n"
+     "  axis1: {type: axis}\n  offset: {type: int, range: [0, 2]}\n", "distinct"),
+    ("api: add\ncategory: op.numpy\ndistinct: [axis1]\nargs:\n  x1: {type: tensor}\nparams:\n"
+     "  axis1: {type: axis}\n", "distinct"),
+    ("api: add\ncategory: core\ndistinct: [axis]\n", "distinct"),
 ])
 def test_malformed_op_config_names_file_and_field(tmp_path, body, field):
     path = tmp_path / "add.yaml"

@@ -66,6 +66,35 @@ def test_a_dtype_outside_the_contract_is_the_cases_invalid_value_and_undefined()
     assert classify(sig) == ("undefined", "a crafty invalid value of x.dtype")
 
 
+def test_two_axes_an_op_needs_distinct_drawn_as_one_are_outside_the_contract():
+    """``diagonal``'s ``axis1`` and ``axis2`` are each a valid axis; drawn naming one axis
+    (``1`` and ``-1`` on a matrix) the call is outside numpy's contract: the case record marks
+    it and says why, and what it triggers is undefined."""
+    from audee.triage.rootcause import classify
+    from audee.triage.signature import signatures_of
+
+    configs = load_op_configs()
+    assert configs["diagonal"].distinct == ["axis1", "axis2"] and not configs["swapaxes"].distinct
+    same = differ = 0
+    for i in range(40):
+        case = generate_op_case("diagonal", configs, 0, i)
+        n = case.tensors["x"].ndim
+        a1, a2 = case.kwargs["axis1"], case.kwargs["axis2"]
+        marks = [(m.param, m.why) for m in case.mutations if m.invalid]
+        if a1 % n == a2 % n:
+            assert marks == [("axis2", "axis1 and axis2 name one axis")] and case.invalid
+            muts, same = [m.to_json() for m in case.mutations], same + 1
+        else:
+            assert marks == [] and not case.invalid
+            differ += 1
+    assert same and differ
+    finding = {"kind": Kind.DIVERGENT_ACCEPTANCE, "backends": ["torch"],
+               "detail": {"accepted": ["tensorflow", "jax"], "errors": {"torch": {
+                   "phase": "run", "message": "RuntimeError: diagonal dimensions cannot be identical 1, 1"}}}}
+    (sig,) = signatures_of(finding, {"layers": []}, {"mutations": muts, "api": "diagonal", "seed": "op:diagonal"})
+    assert classify(sig) == ("undefined", "outside the contract: axis1 and axis2 name one axis")
+
+
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
     """The three Keras backends (slow tests: three framework imports)."""

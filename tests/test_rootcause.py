@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from audee.cases.case import Finding, Kind
+from audee.report.bugreports import search_queries
 from audee.triage.known import KnownIssue, load_known_issues, match_known, unique_bugs
 from audee.records import ResultRow
-from audee.triage.rootcause import class_counts, classify, root_causes, root_key, template
+from audee.triage.rootcause import class_counts, classify, root_causes, root_key, shared_component, template
 from audee.triage.signature import Signature, op_of, signatures_of
 
 SPEC = {"layers": [{"name": "deconv", "api": "Conv3DTranspose", "params": {"activation": "relu"}},
@@ -217,19 +218,24 @@ def _act(layer_params: dict, act: str, api: str) -> dict:
 
 
 def test_one_converter_failure_is_one_root_cause_whatever_rides_along_or_carries_it(pool):
-    # tf2onnx's BiasAdd(NCHW) with a non-constant bias, met with two rider activations
+    # tf2onnx's BiasAdd(NCHW) with a non-constant bias (findings/tf2onnx_biasadd_nchw_nonconst.py), met
+    # with two rider activations: onnxruntime trips over its Add at run (a broadcast its shapes refuse) ...
     conv = {"filters": 3, "kernel_size": 2, "data_format": "channels_first", "use_bias": True}
     riders = [_one_layer(pool, "Conv1DTranspose", {**conv, "activation": a}, [3, 4], _act(conv, a, "Conv1DTranspose"))
               for a in ("relu", "selu")]
+    # ... and at load, where the ONNX checker's shape inference refuses the same Add
+    load = _one_layer(pool, "Conv1D", {**conv, "activation": "relu"}, [3, 6], _act(conv, "relu", "Conv1D"))
     # gelu (tf2onnx leaves TensorFlow's Erfc unconverted), carried by a Dense and by a Conv2D
     gelu = [_one_layer(pool, "Dense", {"units": 3, "activation": "gelu"}, [5], _act({}, "gelu", "Dense")),
             _one_layer(pool, "Conv2D", {"filters": 2, "kernel_size": 2, "activation": "gelu"}, [4, 4, 1],
                        _act({}, "gelu", "Conv2D"))]
-    for row in riders + gelu:
+    for row in riders + [load] + gelu:
         assert row.status == "fail" and row.backends["tensorflow"] == "ok", row
         assert row.backends["onnxruntime"] != "ok", row
-    roots = root_causes(unique_bugs(riders, []))
-    assert len(roots) == 1 and roots[0].cases == 2 and roots[0].component in ("tf2onnx", "onnxruntime")
+    assert {riders[0].backends["onnxruntime"], load.backends["onnxruntime"]} == {"error:run", "error:convert"}
+    (root,) = root_causes(unique_bugs(riders + [load], []))   # one node's two faces: one root, the converter's
+    assert root.cases == 3 and root.component == "tf2onnx" and root.op == "Add" and root.klass == "bug"
+    assert search_queries(root)[0].startswith("repo:onnx/tensorflow-onnx ")   # reported where tf2onnx is fixed
     (g,) = root_causes(unique_bugs(gelu, []))
     assert g.op == "Erfc" and g.component == "tf2onnx" and g.cases == 2
     assert g.klass == "limitation"                     # an op the converter does not support
@@ -291,7 +297,7 @@ def test_a_triaged_finding_is_found_before_and_a_new_bug_gets_an_upstream_ready_
     write_report(load_campaign_dir(out), tmp_path / "report", known=[])
     (report,) = (tmp_path / "report" / "bugs").glob("*.md")
     text = report.read_text()
-    assert text.startswith(("# [tf2onnx] Add (Conv1DTranspose):", "# [onnxruntime] Add (Conv1DTranspose):")), text[:200]
+    assert text.startswith("# [tf2onnx] Add (Conv1DTranspose):"), text[:200]   # onnxruntime trips over tf2onnx's Add
     for part in ("## Versions", "- keras 3.", "- onnxruntime ", "## Expected and actual",
                  "- expected: every backend computes a result, as tensorflow do", "```python",
                  "import", "## Already reported?", "repo:"):
@@ -433,3 +439,126 @@ def test_the_argument_values_keras_echoes_do_not_split_a_root_nor_name_an_op():
         return sig
     a, b = refusal("lanczos3"), refusal("lanczos5")
     assert a.op is None and root_key(a) == root_key(b)
+
+
+# ---- one case, one root; inputs outside the contract; the component that must fix it ---------------
+#: TensorFlow, torch and JAX refusing one UnitNormalization(axis=[1, -1]) on a rank-2 input, each in its
+#: own words, while the graph tf2onnx made of TensorFlow's model ran (recorded by `audee fuzz`)
+DUPLICATE_AXIS = {
+    "tensorflow": "InvalidArgumentError: Graph execution error:\n\nDetected at node audee_model_1/t_unitnormalization_1/"
+                  "Sum defined at (most recent call last):\n  File \"/x/keras/src/backend/tensorflow/numpy.py\", line "
+                  "3668, in sum\n\nInvalid reduction arguments: Axes contains duplicate dimension: 1\n\t [[{{node "
+                  "audee_model_1/t_unitnormalization_1/Sum}}]] [Op:__inference_fn_11]",
+    "torch": "RuntimeError: dim 1 appears multiple times in the list of dims",
+    "jax": "ValueError: duplicate value in 'axis': (1, -1)"}
+
+
+def _duplicate_axis_case() -> tuple[object, dict]:
+    """The API-level case the generator draws with ``axis=[1, -1]`` on a rank-2 input, and its row's meta."""
+    from audee.apis import load_api_configs
+    from audee.mutation.apilevel import generate_case
+
+    got = generate_case("UnitNormalization", load_api_configs(), 0, 38, invalid_prob=0.0)
+    assert got.meta["rank"] == 2 and got.spec.layer("t_unitnormalization").params["axis"] == [1, -1]
+    return got, {"seed": "api:UnitNormalization", "api": "UnitNormalization",
+                 "mutations": [m.to_json() for m in got.mutations]}
+
+
+def test_backends_refusing_one_case_in_their_own_words_are_one_root():
+    """Three frameworks refusing one case at one layer, three messages: one root cause (the
+    case's), whether or not the generator knew the input was outside the contract."""
+    refused = Finding(Kind.DIVERGENT_ACCEPTANCE, sorted(DUPLICATE_AXIS), {
+        "accepted": ["onnxruntime"], "odd": ["onnxruntime"],
+        "errors": {b: {"phase": "run", "message": m} for b, m in DUPLICATE_AXIS.items()}})
+    got, meta = _duplicate_axis_case()
+    for meta in (meta, {"api": "UnitNormalization"}):   # tagged by the generator, and as a bare case
+        sigs = signatures_of(refused, got.spec, meta)
+        rejections = [s for s in sigs if s.backends != ("onnxruntime",)]
+        assert len({s.key() for s in rejections}) == 3        # each backend's words stay its own signature ...
+        roots = root_causes(unique_bugs(_rows(sigs), []))
+        (root,) = [r for r in roots if r.component != "tf2onnx"]   # ... one root: the case's
+        assert root.signatures == 3 and root.api == "UnitNormalization" and root.component == "keras"
+        assert root.backends == ("jax", "tensorflow", "torch")
+    # who must fix a shared refusal: Keras for several frameworks, the framework for its own graph's converter
+    assert (shared_component(["jax", "torch"]), shared_component(["onnxruntime", "tensorflow"])) == ("keras", "tensorflow")
+    # a harness failure beside them stays the harness's
+    frame = 'Traceback (most recent call last):\n  File "/x/site-packages/audee/backends/worker.py", line 9\n'
+    glue = Finding(Kind.DIVERGENT_ACCEPTANCE, ["jax", "torch"], {"accepted": ["tensorflow"], "errors": {
+        "jax": {"phase": "run", "message": DUPLICATE_AXIS["jax"]},
+        "torch": {"phase": "run", "message": "ValueError: glue", "traceback": frame}}})
+    assert len(root_causes(unique_bugs(_rows(signatures_of(glue, got.spec, meta)), []))) == 2
+
+
+def test_a_duplicate_axis_is_undefined_for_the_backends_and_a_converter_bug_when_it_computes():
+    """The generator marks ``axis=[1, -1]`` on a rank-2 input outside the contract: the
+    frameworks' refusals are ``undefined`` (onnxruntime named as the silent one), and tf2onnx,
+    whose graph computed what TensorFlow refused, has the one bug, filed on its tracker."""
+    refused = Finding(Kind.DIVERGENT_ACCEPTANCE, sorted(DUPLICATE_AXIS), {
+        "accepted": ["onnxruntime"], "odd": ["onnxruntime"],
+        "errors": {b: {"phase": "run", "message": m} for b, m in DUPLICATE_AXIS.items()}})
+    got, meta = _duplicate_axis_case()
+    (mark,) = [m for m in meta["mutations"] if m.get("invalid")]
+    assert (mark["param"], mark["why"]) == ("axis", "axis names one axis twice")
+    by_class = {r.klass: r for r in root_causes(unique_bugs(_rows(signatures_of(refused, got.spec, meta)), []))}
+    assert set(by_class) == {"undefined", "bug"}
+    assert by_class["undefined"].class_reason == "outside the contract: axis names one axis twice"
+    assert by_class["undefined"].silent == "onnxruntime" and by_class["undefined"].signatures == 3
+    bug = by_class["bug"]
+    assert bug.component == "tf2onnx" and bug.backends == ("onnxruntime",) and bug.api == "UnitNormalization"
+    assert search_queries(bug)[0].startswith("repo:onnx/tensorflow-onnx ")
+    # no converter's bug where an independent framework ran the case too, or where the reference
+    # only said it cannot (an explicit "unsupported" is no verdict on the input)
+    torch_ran = Finding(Kind.DIVERGENT_ACCEPTANCE, ["jax", "tensorflow"], {
+        "accepted": ["onnxruntime", "torch"], "errors": {
+            b: {"phase": "run", "message": DUPLICATE_AXIS[b]} for b in ("jax", "tensorflow")}})
+    cannot = _divergent("UnimplementedError: Graph execution error: The Conv2D op currently only supports the NHWC "
+                        "tensor format on the CPU.")
+    cannot.detail.accepted[:] = ["onnxruntime"]
+    jax_ran = Finding(Kind.DIVERGENT_ACCEPTANCE, ["tensorflow", "torch"], {   # jitted JAX: its reference not run
+        "accepted": ["jax", "onnxruntime"], "errors": {
+            b: {"phase": "run", "message": DUPLICATE_AXIS[b]} for b in ("tensorflow", "torch")}})
+    for f in (torch_ran, jax_ran, cannot):
+        assert all(s.component != "tf2onnx" for s in signatures_of(f, got.spec, meta))
+
+
+def test_the_converters_two_faces_of_one_node_are_one_root_blamed_on_the_converter():
+    """tf2onnx's BiasAdd(NCHW) Add refused by onnxruntime at load (shape inference) and, on
+    another case, at run (a broadcast its shapes do not allow), as the api-cpu campaign
+    recorded them: one root, tf2onnx's, not a converter root and a runtime root."""
+    load = ("Fail: [ONNXRuntimeError] : 1 : FAIL : Node (t_conv3dtranspose_1/BiasAdd) Op (Add) [ShapeInferenceError] "
+            "Incompatible dimensions")
+    run = ("Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. "
+           "Name:'t_conv1dtranspose_1/BiasAdd' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/"
+           "element_wise_ops.h:563 void onnxruntime::BroadcastIterator::Init(ptrdiff_t, ptrdiff_t) axis == 1 || "
+           "axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 20 by 58")
+    spec = {"layers": [{"name": "t_conv1dtranspose", "api": "Conv1DTranspose", "params": {}},
+                       {"name": "t_conv3dtranspose", "api": "Conv3DTranspose", "params": {}}]}
+    (a,) = signatures_of(_divergent(load, "onnxruntime", "convert"), spec, {"api": "Conv3DTranspose"})
+    (b,) = signatures_of(_divergent(run, "onnxruntime", "run"), spec, {"api": "Conv1DTranspose"})
+    assert a.component == b.component == "tf2onnx" and a.op == b.op == "Add"
+    (root,) = root_causes(unique_bugs(_rows([a], [b]), []))
+    assert root.component == "tf2onnx" and root.cases == 2 and root.klass == "bug"
+    # a runtime's failure on a graph it loaded, for no fault of the graph's, stays the runtime's
+    (own,) = signatures_of(_divergent("Fail: [ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code "
+                                      "returned while running Gemm node. bad alloc", "onnxruntime"), spec, {})
+    assert own.component == "onnxruntime" and root_key(own) != root_key(b)
+
+
+def test_a_duplicate_axis_run_on_tensorflow_and_onnxruntime(pool):
+    """The generator's duplicate-axis case run for real: TensorFlow refuses it, the graph tf2onnx
+    made of the same model computes something; TensorFlow's refusal is undefined, the
+    converter's computing is its bug."""
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
+    from audee.fuzz import result_row
+
+    got, meta = _duplicate_axis_case()
+    case = TestCase(got.spec.name, got.spec, {}, got.inputs, meta)
+    ex = Executor(pool)
+    ex.complete_weights(case, weight_seed=0)
+    row = result_row(ex.run(case), {}, meta=meta)
+    assert row.backends == {"tensorflow": "error:run", "onnxruntime": "ok"}, row
+    roots = {r.klass: r for r in root_causes(unique_bugs([row], []))}
+    assert set(roots) == {"undefined", "bug"}
+    assert roots["undefined"].component == "tensorflow" and roots["undefined"].silent == "onnxruntime"
+    assert roots["bug"].component == "tf2onnx" and roots["bug"].kind == "divergent_acceptance"

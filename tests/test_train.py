@@ -188,6 +188,9 @@ class _SubPool:
     def build(self, spec, labels=None, **kw):
         return self.pool.build(spec, labels or self.labels, **kw)
 
+    def versions(self):
+        return {k: v for k, v in self.pool.versions().items() if k in self.workers}
+
 
 @pytest.mark.slow
 def test_a_train_nan_finding_gets_a_standalone_script(pool, tmp_path):

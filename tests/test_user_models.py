@@ -27,15 +27,16 @@ from audee.cases.spec import ModelSpec, validate
 from audee.store import ResultsTable
 
 ROOT = Path(__file__).resolve().parent.parent
-CLAHE = "ContrastLimitedAdaptiveHistogramEqualization"  # a real Keras 3.15 layer with no API config
-CLAHE_SPEC = {"name": "clahe", "inputs": [{"name": "img", "shape": [16, 16, 3], "range": [0, 255]}],
-              "layers": [{"name": "clahe", "api": CLAHE, "inputs": ["img"],
-                          "params": {"value_range": [0, 255], "tile_grid_size": [2, 2]}}],
+# Real Keras 3.15 layers with no API config (random augmentations: their reason in api_configs/README.md),
+# which a user's spec may still hold: they run as given, unmutated (identities at inference).
+UNCONFIGURED = "RandomBrightness"
+BRIGHTNESS_SPEC = {"name": "clahe", "inputs": [{"name": "img", "shape": [16, 16, 3], "range": [0, 255]}],
+              "layers": [{"name": "clahe", "api": UNCONFIGURED, "inputs": ["img"],
+                          "params": {"factor": 0.2, "value_range": [0, 255]}}],
               "output": "clahe"}
-MEL_SPEC = {"name": "mel", "inputs": [{"name": "audio", "shape": [256]}],
-            "layers": [{"name": "mel", "api": "MelSpectrogram", "inputs": ["audio"],
-                        "params": {"fft_length": 64, "sequence_stride": 32, "sequence_length": 64,
-                                   "num_mel_bins": 16, "sampling_rate": 8000}}],
+CONTRAST_SPEC = {"name": "mel", "inputs": [{"name": "img", "shape": [16, 16, 3]}],
+            "layers": [{"name": "mel", "api": "RandomContrast", "inputs": ["img"],
+                        "params": {"factor": 0.3}}],
             "output": "mel"}
 
 MAKE_MODELS = textwrap.dedent("""
@@ -80,24 +81,24 @@ def models(tmp_path_factory) -> Path:
 
 def test_any_keras_layer_validates_and_an_unknown_name_is_one_line(tmp_path):
     apis = load_api_configs()
-    assert CLAHE not in apis and "MelSpectrogram" not in apis and {CLAHE, "MelSpectrogram"} <= known_layers()
-    for body in (CLAHE_SPEC, MEL_SPEC):
+    assert UNCONFIGURED not in apis and "RandomContrast" not in apis and {UNCONFIGURED, "RandomContrast"} <= known_layers()
+    for body in (BRIGHTNESS_SPEC, CONTRAST_SPEC):
         validate(ModelSpec.from_json(body), source="spec.json", apis=apis)
-    bad = json.loads(json.dumps(MEL_SPEC).replace("MelSpectrogram", "MelSpectrogramm"))
+    bad = json.loads(json.dumps(CONTRAST_SPEC).replace("RandomContrast", "RandomContrastt"))
     with pytest.raises(SpecError) as err:
         validate(ModelSpec.from_json(bad), source="my/spec.json", apis=apis)
-    assert str(err.value).startswith("my/spec.json: layers[mel].api: unknown API 'MelSpectrogramm'")
+    assert str(err.value).startswith("my/spec.json: layers[mel].api: unknown API 'RandomContrastt'")
     assert "\n" not in str(err.value)
 
 
 def test_unconfigured_layers_are_never_mutated():
     apis = load_api_configs()
-    body = json.loads(json.dumps(CLAHE_SPEC))
+    body = json.loads(json.dumps(BRIGHTNESS_SPEC))
     body["layers"].append({"name": "conv", "api": "Conv2D", "params": {"filters": 2, "kernel_size": 3},
                            "inputs": ["clahe"]})
     body["output"] = "conv"
     spec = ModelSpec.from_json(body)
-    assert unconfigured(spec, apis) == {CLAHE: ["clahe"]}
+    assert unconfigured(spec, apis) == {UNCONFIGURED: ["clahe"]}
     changed = set()
     for i in range(30):
         v = mutate_spec(spec, apis, np.random.default_rng([0, i]), invalid_prob=0.5, index=i)
@@ -159,9 +160,9 @@ def test_the_stored_layer_list_is_the_installed_keras(models):
 
 
 def test_user_spec_without_config_fuzzes_to_a_verdict(tmp_path):
-    spec = _spec_dir(tmp_path, CLAHE_SPEC)
+    spec = _spec_dir(tmp_path, BRIGHTNESS_SPEC)
     cov = _audee("apis", "--coverage", "--seed", str(spec))
-    assert cov.returncode == 0 and f"{CLAHE:<28} unmutated" in cov.stdout, cov.stdout + cov.stderr
+    assert cov.returncode == 0 and f"{UNCONFIGURED:<28} unmutated" in cov.stdout, cov.stdout + cov.stderr
     out = tmp_path / "out"
     got = _audee("fuzz", "--seed", str(spec), "--backends", "tensorflow,torch,jax,onnxruntime", "--variants", "1",
                  "--batch", "4", "--out", str(out), "--no-progress")
@@ -170,10 +171,10 @@ def test_user_spec_without_config_fuzzes_to_a_verdict(tmp_path):
     assert [r["id"] for r in rows] == ["clahe-seed", "clahe-v00000"]
     assert all(r["status"] in ("pass", "fail") and len(r["backends"]) == 4 for r in rows)
     variant = json.loads((out / "variants" / "clahe-v00000.json").read_text())
-    assert variant["layers"][0]["params"] == CLAHE_SPEC["layers"][0]["params"]   # run as it is
+    assert variant["layers"][0]["params"] == BRIGHTNESS_SPEC["layers"][0]["params"]   # run as it is
     assert variant["meta"]["inputs"]["generated"] == {"img": "uniform in [0, 255)"}  # recorded in every case
     log = (out / "logs" / "audee.log").read_text()
-    assert log.count(f"{CLAHE} has no API config: layer clahe runs unmutated") == 1
+    assert log.count(f"{UNCONFIGURED} has no API config: layer clahe runs unmutated") == 1
 
 
 def test_keras_model_without_config_fuzzes_and_keeps_dtypes(models, tmp_path):
@@ -189,7 +190,7 @@ def test_keras_model_without_config_fuzzes_and_keeps_dtypes(models, tmp_path):
 
 
 def test_campaign_over_two_user_specs_runs_without_unit_error(tmp_path):
-    specs = [_spec_dir(tmp_path, CLAHE_SPEC), _spec_dir(tmp_path, MEL_SPEC)]
+    specs = [_spec_dir(tmp_path, BRIGHTNESS_SPEC), _spec_dir(tmp_path, CONTRAST_SPEC)]
     cfg = tmp_path / "users.yaml"
     cfg.write_text(f"name: users\ndefaults: {{variants: 1, batch: 4}}\nruns:\n  - seeds: [{specs[0]}, {specs[1]}]\n"
                    "    backends: [[tensorflow, torch]]\n")
@@ -203,7 +204,7 @@ def test_campaign_over_two_user_specs_runs_without_unit_error(tmp_path):
     # the campaign's closing lines: root causes over its units, counted per class
     assert "  root causes " in got.stdout and "    bug " in got.stdout and "    limitation " in got.stdout, got.stdout
     # a bad seed stops the campaign before any unit: one line naming the file and the field
-    bad = json.loads(json.dumps(MEL_SPEC).replace("MelSpectrogram", "NoSuchLayer"))
+    bad = json.loads(json.dumps(CONTRAST_SPEC).replace("RandomContrast", "NoSuchLayer"))
     bad["name"] = "bad"
     cfg.write_text(cfg.read_text().replace(str(specs[1]), str(_spec_dir(tmp_path, bad))))
     got = _audee("campaign", str(cfg), "--out", str(tmp_path / "out2"), "--no-progress")

@@ -30,7 +30,7 @@ OP_CATEGORIES = ("op.numpy", "op.nn", "op.linalg", "op.image", "op.math", "op.co
 TYPES = ("int", "float", "bool", "str", "layer", "tensor", "tensors", "axis")
 TENSOR_TYPES = ("tensor", "tensors")
 TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids",
-            "args", "derive", "undefined"}
+            "args", "derive", "undefined", "distinct"}
 PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip",
               "dtypes", "shape", "count", "spread", "domain"}
 #: the dtypes an op's tensors may be drawn in (Keras names; bfloat16 travels as float32 and is cast in the worker)
@@ -159,6 +159,9 @@ class ApiConfig:
     derive: str | None = None
     #: what in an op's result its contract leaves undefined (:data:`UNDEFINED`), not compared
     undefined: list[str] = field(default_factory=list)
+    #: an op's axis arguments that must name different axes (``diagonal``'s ``axis1`` and ``axis2``):
+    #: a combination of valid values the contract excludes, marked when drawn (audee.mutation.oplevel)
+    distinct: list[str] = field(default_factory=list)
 
     @property
     def namespace(self) -> str:
@@ -339,24 +342,25 @@ def load_api_config(path: str | Path) -> ApiConfig:
     if ids is not None and not (isinstance(ids, str) and isinstance(params.get(ids), dict)
                                 and params[ids].get("type") == "int"):
         raise _err(source, "ids", f"expected the name of an int parameter bounding the input ids, got {ids!r}")
-    args, derive, undefined = _check_op_keys(data, source, op_config)
+    args, derive, undefined, distinct = _check_op_keys(data, source, op_config)
     return ApiConfig(api, data["category"], inputs, {n: _check_param(n, p, source) for n, p in params.items()},
                      rank if rank is not None else (ranks[0] if ranks and len(ranks) == 1 else None),
-                     str(data.get("note", "")), source, list(ranks or []), ids, args, derive, undefined)
+                     str(data.get("note", "")), source, list(ranks or []), ids, args, derive, undefined, distinct)
 
 
 def _check_op_keys(data: dict[str, Any], source: str, op_config: bool) -> tuple[dict[str, ParamConfig], str | None,
-                                                                             list[str]]:
-    """An op config's ``args`` (positional, in order), ``derive`` and ``undefined``; a layer
-    config may hold none of them, and a tensor type belongs to an op's arguments only."""
+                                                                             list[str], list[str]]:
+    """An op config's ``args`` (positional, in order), ``derive``, ``undefined`` and
+    ``distinct``; a layer config may hold none of them, and a tensor type belongs to an op's
+    arguments only."""
     if not op_config:
-        for key in ("args", "derive", "undefined"):
+        for key in ("args", "derive", "undefined", "distinct"):
             if key in data:
                 raise _err(source, key, "only an op config (category op.*) has this key")
         for name, raw in (data.get("params") or {}).items():
             if isinstance(raw, dict) and raw.get("type") in (*TENSOR_TYPES, "axis"):
                 raise _err(source, f"params.{name}.type", "tensor and axis types are for op configs")
-        return {}, None, []
+        return {}, None, [], []
     raw_args = data.get("args", {})
     if not isinstance(raw_args, dict):
         raise _err(source, "args", "expected a mapping of positional argument name to settings")
@@ -375,7 +379,14 @@ def _check_op_keys(data: dict[str, Any], source: str, op_config: bool) -> tuple[
     undefined = data.get("undefined", [])
     if not (isinstance(undefined, list) and all(u in UNDEFINED for u in undefined)):
         raise _err(source, "undefined", f"expected a list of {', '.join(UNDEFINED)}, got {undefined!r}")
-    return args, derive, list(undefined)
+    distinct = data.get("distinct", [])
+    axes = {n for n, raw in {**(data.get("params") or {}), **raw_args}.items()
+            if isinstance(raw, dict) and raw.get("type") == "axis"}
+    if not (isinstance(distinct, list) and (not distinct or len(distinct) >= 2) and len(set(distinct)) == len(distinct)
+            and all(n in axes for n in distinct)):
+        raise _err(source, "distinct", f"expected two or more of the op's axis arguments ({', '.join(sorted(axes))}), "
+                                       f"got {distinct!r}")
+    return args, derive, list(undefined), list(distinct)
 
 
 def load_api_configs(directory: str | Path | None = None) -> dict[str, ApiConfig]:

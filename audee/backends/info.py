@@ -74,7 +74,9 @@ class BackendInfo:
     converter_trackers: tuple[str, ...] = ()  # where the converter's bugs are filed
     runtime: str | None = None            # the runtime blamed where its own error words appear
     runtime_errors: str | None = None     # regex: words only the runtime's own errors carry
-    converted_graph_errors: str | None = None  # regex: a runtime error that blames the converted graph
+    #: (fault, regex): what a refusal of a converted graph says is wrong with it, first match;
+    #: each makes the refusal the converter's (:data:`ONNX_GRAPH_FAULTS`)
+    graph_faults: tuple[tuple[str, str], ...] = ()
     error_words: str | None = None        # regex: words only this framework's errors carry
     version_keys: tuple[str, ...] = ()    # packages whose versions its worker records (a report prints them)
     packages: tuple[str, ...] = ()        # pip distributions a standalone script needs to run it
@@ -200,6 +202,17 @@ _ONNX_OPS = (
     OpName(r"In Node, \([^,()]*, (\w+),", 100),                 # ONNX graph check
 )
 _TF2ONNX_TRACKERS = ("onnx/tensorflow-onnx",)
+#: what a runtime's refusal of a converted ONNX graph says is wrong with the graph, first match
+#: first: an op the converter left unconverted, operand types, shapes, any other invalid graph.
+#: Each is the converter's bug (its graph breaks ONNX's rules where the model it converted ran),
+#: and each is one fault whatever the words: one node refused at load (shape inference:
+#: "Incompatible dimensions") and at run (a broadcast its shapes do not allow) is one fault
+ONNX_GRAPH_FAULTS = (
+    ("a missing op", r"No Op registered"),
+    ("operand types", r"Type Error|inconsistent type|bound to different types"),
+    ("shapes", r"ShapeInferenceError|Incompatible dimensions|BroadcastIterator|Attempting to broadcast"),
+    ("an invalid graph", r"INVALID_GRAPH"),
+)
 
 def _converted(info: BackendInfo) -> BackendInfo:
     """A converter's or runtime's description: the Keras backend whose model it converts is
@@ -245,7 +258,7 @@ ONNXRUNTIME = _converted(BackendInfo(
     trackers=("microsoft/onnxruntime", "onnx/tensorflow-onnx"),  # a converted graph: either may be at fault
     converter="tf2onnx", converter_trackers=_TF2ONNX_TRACKERS, runtime="onnxruntime",
     runtime_errors=r"ONNXRuntimeError",
-    converted_graph_errors=r"INVALID_GRAPH|ShapeInferenceError|Type Error|No Op registered",
+    graph_faults=ONNX_GRAPH_FAULTS,
     version_keys=("keras", "tensorflow", "onnx", "onnxruntime", "tf2onnx"),
     packages=("tensorflow", "tf2onnx", "onnxruntime"),
     unsupported=(r"No Op registered for",
@@ -310,7 +323,7 @@ with jax.disable_jit():
         label="TensorFlow's Keras model converted by tf2onnx, run by OpenVINO's CPU plugin",
         keras_backend="tensorflow",
         trackers=("openvinotoolkit/openvino", "onnx/tensorflow-onnx"),  # tf2onnx's graph: either may be at fault
-        converter="tf2onnx", converter_trackers=_TF2ONNX_TRACKERS,
+        converter="tf2onnx", converter_trackers=_TF2ONNX_TRACKERS, graph_faults=ONNX_GRAPH_FAULTS,
         version_keys=("keras", "tensorflow", "tf2onnx", "onnx", "openvino"),
         packages=("tensorflow", "tf2onnx", "openvino"),
         unsupported=(r"No conversion rule found for operations",),  # its ONNX frontend has no translator

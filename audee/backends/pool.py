@@ -82,6 +82,8 @@ class Worker:
     proc: subprocess.Popen | None = None
     conn: Connection | None = None
     versions: dict[str, str] = field(default_factory=dict)
+    executable: str = ""   # the interpreter the worker runs under, as it reported it
+    _refused: str | None = None  # why its environment cannot run it (missing_in_env): no process started
     precision_state: dict[str, str] = field(default_factory=dict)  # the worker's mode and framework switches
     restarts: int = 0
     _sent_weights: dict[str, str] = field(default_factory=dict)
@@ -121,6 +123,13 @@ class Worker:
         for sock in (parent_sock, child_sock):
             _widen(sock)
         env = worker_env(self.ref, os.environ, self.threads, self.gpu_fraction)
+        python = self.ref.python or sys.executable
+        self._refused = missing_in_env(self.ref, env) if self.ref.python else None
+        if self._refused is not None:  # nothing to start: wait_ready says so in one line
+            log.info("worker %s: %s", self.label, self._refused)
+            self.proc = self.conn = None
+            self._started = time.monotonic()
+            return
         self._drop_tmp()  # a dead process's leftovers
         try:
             self.tmp = Path(tempfile.mkdtemp(prefix=f"audee-worker-{self.log_path.stem[len('worker-'):]}-"))
@@ -128,11 +137,12 @@ class Worker:
         except OSError as exc:  # no usable temp dir: the framework meets the same one and says so
             log.info("worker %s: no temp dir of its own (%s); it shares TMPDIR", self.label, exc)
         logf = open(self.log_path, "ab")
+        where = f" in environment {self.ref.env} ({python})" if self.ref.env else ""
         logf.write(f"\n=== start {time.strftime('%Y-%m-%d %H:%M:%S')} {self.ref.target} on {self.ref.device} "
-                   f"({self.ref.precision} precision)\n".encode())
+                   f"({self.ref.precision} precision){where}\n".encode())
         logf.flush()
         self.proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "audee.backends.worker", "--fd", str(child_sock.fileno()),
+            [python, "-P", "-m", "audee.backends.worker", "--fd", str(child_sock.fileno()),
              "--backend", self.ref.target, "--device", self.ref.device,
              "--precision", self.ref.precision, "--parent-pid", str(os.getpid())],
             pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
@@ -150,6 +160,8 @@ class Worker:
 
     def wait_ready(self) -> WorkerFailure | None:
         """Block until the worker imported its framework and answered ``hello``."""
+        if self._refused is not None:
+            return WorkerFailure("error", "start", self._refused)
         left = self.start_timeout - (time.monotonic() - self._started)
         got = self._recv(max(left, 0.1), phase="start")
         if isinstance(got, WorkerFailure):
@@ -167,6 +179,7 @@ class Worker:
         if "error" in hello:
             return WorkerFailure("error", "start", hello["error"]["message"], hello["error"]["traceback"])
         self.versions = hello["versions"]
+        self.executable = str(hello.get("executable") or "")
         self.runs_ops = bool(hello.get("runs_ops", False))  # keras.ops calls (op-level cases)
         self.op_skips = {str(k): str(v) for k, v in dict(hello.get("op_skips") or {}).items()}  # dtype -> why
         note_plugin_reference(self.ref.target, hello.get("reference"))  # a plugin's, as its worker declares it
@@ -672,7 +685,7 @@ def worker_env(ref: BackendRef, base: Mapping[str, str], threads: int = 0,
     ``torch.cuda.set_per_process_memory_fraction``).  A fraction the user set in
     ``AUDEE_GPU_MEM_FRACTION`` is kept as given."""
     env = dict(base)
-    env["PYTHONPATH"] = worker_pythonpath(ref.target, env.get("PYTHONPATH", ""))
+    env["PYTHONPATH"] = worker_pythonpath(ref.target, env.get("PYTHONPATH", ""), other_env=ref.python is not None)
     env.setdefault("PYTHONUNBUFFERED", "1")
     if threads > 0:
         env["AUDEE_THREADS"] = str(threads)
@@ -685,12 +698,14 @@ def worker_env(ref: BackendRef, base: Mapping[str, str], threads: int = 0,
     return env
 
 
-def worker_pythonpath(target: str, current: str) -> str:
+def worker_pythonpath(target: str, current: str, other_env: bool = False) -> str:
     """PYTHONPATH for a worker (started with ``python -P``: no script or current directory
     in front of ``sys.path``, so a module in the current directory cannot shadow anything).
     The current directory is added, after the existing entries, only for a plugin target
     the user named (built-ins never need it); the directory audee itself was imported
-    from is added when it is on this process's path (a source checkout run in place)."""
+    from is added when it is on this process's path (a source checkout run in place), and
+    first for a worker in another environment (``other_env``): audee runs there from this
+    checkout, without being installed, and never as another copy installed there."""
     from audee.backends.registry import BUILTIN
 
     parts = [p for p in current.split(os.pathsep) if p]
@@ -698,8 +713,66 @@ def worker_pythonpath(target: str, current: str) -> str:
 
     root = str(Path(audee.__file__).resolve().parent.parent)
     here = {str(Path(p or os.getcwd()).resolve()) for p in sys.path}
-    if root in here and root not in parts:
+    if other_env:
+        parts = [root] + [p for p in parts if p != root]
+    elif root in here and root not in parts:
         parts.append(root)
     if target not in BUILTIN.values() and os.getcwd() not in parts:
         parts.append(os.getcwd())
     return os.pathsep.join(parts)
+
+
+#: the packages audee's worker imports beside its framework (``audee.backends.worker`` and
+#: what it imports: ``tests/test_envs.py`` holds this list to the modules it loads)
+WORKER_NEEDS = ("numpy", "pydantic", "yaml")
+#: the oldest Python audee runs on (setup.cfg's python_requires)
+MIN_PYTHON = (3, 11)
+#: what the probe of another environment runs (``python -P -c``): the modules of its
+#: arguments it cannot find, and its Python version, as one JSON line
+_PROBE = ("import importlib.util, json, sys\n"
+          "missing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\n"
+          "print(json.dumps({'missing': missing, 'python': list(sys.version_info[:2])}))")
+_PROBED: dict[tuple[str, tuple[str, ...]], str | None] = {}
+
+
+def env_needs(ref: BackendRef) -> tuple[str, ...]:
+    """The modules a worker of ``ref`` needs in its environment: audee's (:data:`WORKER_NEEDS`),
+    Keras, and the packages its description names (a plugin: audee's and Keras)."""
+    from audee.backends.info import describe
+
+    return tuple(dict.fromkeys((*WORKER_NEEDS, "keras", *describe(ref.label).modules)))
+
+
+def missing_in_env(ref: BackendRef, env: Mapping[str, str]) -> str | None:
+    """Why ``ref``'s environment cannot run its worker, in one line (it lacks a package audee
+    or the backend imports, its Python is older than audee's, its interpreter does not run),
+    or None.  Probed once per interpreter and package list (``env``: the worker's environment
+    variables, PYTHONPATH included: audee comes from this checkout)."""
+    needs = env_needs(ref)
+    key = (str(ref.python), needs)
+    if key not in _PROBED:
+        _PROBED[key] = _probe(str(ref.python), ref.env or "?", needs, env)
+    return _PROBED[key]
+
+
+def _probe(python: str, name: str, needs: tuple[str, ...], env: Mapping[str, str]) -> str | None:
+    import json
+
+    where = f"environment {name!r} ({python})"
+    try:
+        got = subprocess.run([python, "-P", "-c", _PROBE, *needs], env=dict(env), capture_output=True,
+                             timeout=120, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{where} does not run: {exc}"
+    try:
+        answer = json.loads(got.stdout.decode(errors="replace").strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = clean_text(got.stderr.decode(errors="replace")).strip().splitlines()
+        return f"{where} does not run Python's probe (exit {got.returncode}): {tail[-1] if tail else 'no output'}"
+    if tuple(answer.get("python", ())) < MIN_PYTHON:
+        have = ".".join(str(v) for v in answer.get("python", ()))
+        return f"{where} runs Python {have}; audee's worker needs {'.'.join(map(str, MIN_PYTHON))} or later"
+    missing = [str(m) for m in answer.get("missing", [])]
+    if missing:
+        return f"{where} lacks {', '.join(missing)}: install them there (audee itself comes from this checkout)"
+    return None

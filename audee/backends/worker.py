@@ -85,7 +85,7 @@ class WorkerState:
         if op == "hello":
             versions = {str(k): str(v) for k, v in self.backend.versions().items()}  # TorchVersion -> str
             precision = {str(k): str(v) for k, v in self.backend.precision_state().items()}
-            return {"versions": versions, "precision": precision, "pid": os.getpid(),
+            return {"versions": versions, "precision": precision, "pid": os.getpid(), "executable": sys.executable,
                     "name": type(self.backend).name, "runs_ops": bool(self.backend.runs_ops),
                     "op_skips": dict(self.backend.op_skips()) if self.backend.runs_ops else {},
                     "reference": getattr(type(self.backend), "reference", None)}

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,8 @@ class Unit:
     ops: tuple[str, ...] | None = None    # an op-level unit: these keras.ops functions instead of a seed
     inputs: str | None = field(default=None, hash=False)  # the run's inputs .npz for this seed (None: the seed's)
     origin: str = field(default="", hash=False, compare=False)  # the run's field naming the seed: runs[0].seeds[1]
+    # the campaign's environments (envs:): name -> interpreter, for backends such as torch@prev
+    envs: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
 
 @dataclass
@@ -117,7 +119,7 @@ def load_campaign(path: str | Path) -> Campaign:
             add(Unit(uid, seed, backends, {**settings, "rng": rng}, search, localize,
                      inputs=inputs, origin=f"runs[{k}].seeds[{i}]"), f"runs[{k}].seeds[{i}]")
     node = ShardSettings(**{k: getattr(cfg, k) for k in cfg.model_fields_set if k in ShardSettings.model_fields})
-    return Campaign(name, [units[k] for k in sorted(units)], source, node)
+    return Campaign(name, [replace(units[k], envs=dict(cfg.envs)) for k in sorted(units)], source, node)
 
 
 def _api_groups(run: Any, source: str, k: int) -> list[tuple[str, ...]] | None:

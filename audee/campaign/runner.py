@@ -245,7 +245,7 @@ def unit_config(unit: Unit, out: Path, device: str = "cpu",
                 precision: str | None = None) -> tuple[FuzzConfig, Any]:
     """The unit's FuzzConfig (settings it does not give take FuzzSettings' defaults, the
     same as `audee fuzz` flags) and its search plan."""
-    cfg = FuzzConfig(parse_backends(list(unit.backends), device, precision), out, **unit.settings)
+    cfg = FuzzConfig(parse_backends(list(unit.backends), device, precision, unit.envs), out, **unit.settings)
     plan = None
     if unit.search:
         from audee.search.config import make_config

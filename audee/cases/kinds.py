@@ -17,7 +17,7 @@ Each :class:`FindingKind` says:
 * ``accumulated``: the kind it becomes when no layer is to blame on its own input;
 * ``odd``: the rule :func:`audee.oracle.odd.mark_odd` names its odd backend by
   (``acceptance``, ``nan``, ``pairs`` — one finding per backend pair —, ``equivalence``,
-  ``reference``; None: no rule there);
+  ``reference``, ``version`` — the newer release of a version pair —; None: no rule there);
 * ``phase``: ``run`` (a forward pass) or ``train`` (a training step, :mod:`audee.train`);
 * ``culprit``: whether the float64 reference names its culprit (:mod:`audee.oracle.precision`);
 * ``holds``: when a re-run's finding of the same kind shows the recorded one again
@@ -33,7 +33,7 @@ from typing import Any, Callable, Literal, Mapping, Protocol
 
 from audee.records.findings import (ConsistentRejectionDetail, Detail, DeviationDetail, DivergentAcceptanceDetail,
                                     EquivalenceDetail, HardCrashDetail, InconsistencyDetail, NanDetail,
-                                    PrecisionDetail, Record, TrainDeviationDetail, TrainNanDetail)
+                                    PrecisionDetail, Record, RegressionDetail, TrainDeviationDetail, TrainNanDetail)
 
 
 class Kind:
@@ -58,6 +58,8 @@ class Kind:
     # accurate than the best, whether or not the backends agree with each other
     PRECISION = "precision"
     PRECISION_ACCUMULATED = "precision_accumulated"  # ... but no layer loses it on its own input (or only ill-conditioned)
+    # one backend under two releases (audee/oracle/regression.py): a version pair differs
+    REGRESSION = "regression"
 
     #: the failure kinds, in table order (derived below from :data:`KINDS`)
     FAILURES: tuple[str, ...] = ()
@@ -87,7 +89,7 @@ def same_rule_same_backends(recorded: _Judged, now: _Judged) -> bool:
     return now.detail.rule == recorded.detail.rule and same_backends(recorded, now)
 
 
-OddRule = Literal["acceptance", "nan", "pairs", "equivalence", "reference"]
+OddRule = Literal["acceptance", "nan", "pairs", "equivalence", "reference", "version"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,12 @@ KINDS: tuple[FindingKind, ...] = (
                 main=6, accumulated=_K.EQUIVALENCE_ACCUMULATED, odd="equivalence", holds=same_rule_same_backends),
     FindingKind(_K.PRECISION, PrecisionDetail, True, "a backend far less accurate than the best against float64",
                 main=4, family="numeric", accumulated=_K.PRECISION_ACCUMULATED, odd="reference"),
+    # whatever the oracles saw between the two releases (its family its own: a change between
+    # releases is one fix, apart from the frameworks' differences); as a main failure after
+    # every finding among frameworks, which say what the frameworks do (a run of a version
+    # pair alone has the regression only: its pair's own findings are folded into it)
+    FindingKind(_K.REGRESSION, RegressionDetail, True, "one backend computes differently under two releases",
+                main=9, odd="version"),
     FindingKind(_K.CONSISTENT_REJECTION, ConsistentRejectionDetail, False, "every backend raises a clean error"),
     FindingKind(_K.NAN_PROPAGATED, NanDetail, False, "non-finite values the input explains, alike everywhere"),
     FindingKind(_K.DEVIATION_ACCUMULATED, DeviationDetail, False,

@@ -27,6 +27,7 @@ from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dt
 from audee.oracle.nan import (condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite, overflow_boundary,
                               overflow_scale, settle_conditioning)
 from audee.oracle.odd import mark_odd
+from audee.oracle.regression import regression_findings
 from audee.oracle.precision import float64_verdict
 from audee.records.findings import OwnScore
 from audee.records.reference import ReferenceRun
@@ -196,6 +197,8 @@ class Executor(Runner):
             result.verdict.findings.extend(eq)
         # after every change of kind; the float64 reference, where one judges, before the majority
         mark_odd(ordered, result.verdict.findings, float64_verdict(result.reference))
+        # one backend under two releases: its pair's differences, after the majority read them
+        result.verdict.findings[:] = regression_findings(result.verdict.findings, self.pool.versions())
         self._tally = None
         result.phases = phases.rounded()
         result.seconds = time.perf_counter() - started

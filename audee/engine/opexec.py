@@ -21,6 +21,7 @@ from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import DTYPE_ROUNDING, FULL, ROUNDING, Tolerances, as_tolerances, perturbed
 from audee.oracle.nan import condition_pattern, settle_conditioning
 from audee.oracle.ops import float64_verdicts, op_findings, restore, value_compare
+from audee.oracle.regression import regression_findings
 from audee.oracle.pairs import Float64Verdict
 from audee.records.reference import ReferenceRun
 from audee.reference.run import Reference, disputed
@@ -114,6 +115,7 @@ class OpExecutor(Runner):
         result = OpResult(sub.case, Verdict(findings), {o.backend: o for o in ordered}, outputs, dtypes,
                           sub.sat_out + skipped, phases=phases, reference=reference)
         self._condition(result)
+        result.verdict.findings[:] = regression_findings(result.verdict.findings, self.pool.versions())
         result.seconds = time.perf_counter() - sub.started
         return result
 

@@ -31,6 +31,7 @@ from audee.engine.opexec import OpExecutor, OpResult, OpSubmitted
 from audee.oracle.deviation import FULL
 from audee.oracle.opgrad import gradient_findings, grad_name
 from audee.oracle.ops import op_findings
+from audee.oracle.regression import regression_findings
 
 #: the key of a case's ``meta["train"]`` (and a row's ``train``) holding its gradient phase
 GRADIENT = "gradient"
@@ -95,6 +96,7 @@ class OpGradExecutor(OpExecutor):
                               {b: dtypes[b] + grad_dtypes[b] for b in outputs}, skipped + why, phases=phases,
                               names=names, train={GRADIENT: {"seed": cotangent_seed(case), "wrt": wrt}})
         self._condition(result)
+        result.verdict.findings[:] = regression_findings(result.verdict.findings, self.pool.versions())
         result.seconds = time.perf_counter() - sub.started
         return result
 

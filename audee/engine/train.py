@@ -47,6 +47,7 @@ from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_toleran
 from audee.records.findings import OwnScore
 from audee.settings import TIE_MARGIN
 from audee.cases.spec import ModelSpec, layer_feed, one_layer_model, weights_key
+from audee.oracle.regression import regression_findings
 from audee.oracle.train import _blamed_layer, clipped_loss, mark_train_odd, pair_scores, train_findings
 from audee.train.setup import TrainOutcome, TrainSetup, TrainSpec, draw_setup, train_spec
 from audee.cases.weights import Shapes
@@ -214,6 +215,7 @@ class TrainExecutor(Runner):
                 elif f.kind == Kind.TRAIN_NAN:
                     self._diagnose_nan(case, ts, setup, f, outcomes)
             mark_train_odd(ordered, findings)  # after every change of kind
+        findings = regression_findings(findings, self.pool.versions())  # one backend under two releases
         judged = {o.backend: Outcome(o.backend, failure=o.failure, output=o.output, run_s=o.run_s,
                                      precision=o.precision) for o in ordered if o.unsupported is None}
         record = {**setup.to_json(), **ts.to_json()}

@@ -9,7 +9,9 @@ size it needs.  Merge layers get two or three inputs of compatible shapes; wrapp
 model dtype policy (float32 mostly; float16, bfloat16, mixed_float16), input shapes with
 odd, even and size-1 dims, both data formats where the config has one, the API's
 parameters with :func:`audee.mutation.base.draw_value` and, with ``invalid_prob``,
-exactly one crafty invalid value.
+exactly one crafty invalid value; a valid draw that the drawn rank puts outside the
+layer's contract (``axis=[1, -1]`` on a rank-2 input names one axis twice) is marked
+invalid too (:func:`audee.mutation.base.outside_contract`), never counted as a bug.
 
 Case ``i`` of API ``A`` draws from ``np.random.default_rng([rng, crc32(A), i])`` alone, so
 it is the same whatever else a run generates, skips or shards.  A case of valid draws that
@@ -30,7 +32,7 @@ import numpy as np
 
 from audee.apis import ApiConfig, ParamConfig
 from audee.apis.call_args import draw_masks
-from audee.mutation.base import Mutation, _py, couple_params, draw_value
+from audee.mutation.base import Mutation, _py, couple_params, draw_value, outside_contract
 from audee.cases.spec import InputSpec, LayerSpec, ModelSpec, Weights
 
 Validate = Callable[[ModelSpec], "str | None"]
@@ -257,6 +259,11 @@ def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.ran
     channels_first = data_format == "channels_first"
     ranks = api_ranks(cfg, apis)
     rank = int(ranks[int(rng.integers(len(ranks)))])
+    for m in muts:  # a valid draw the drawn rank makes invalid (an axis list naming one axis twice)
+        why = outside_contract(m.param, cfg.params[m.param], m.new, rank) \
+            if m.layer == lname and not m.invalid and m.param in cfg.params else None
+        if why:
+            m.mark_outside(why)
     chain = _Chain()
     derived: dict[str, Any] = {}
     if cfg.ids is not None:  # integer token ids in [0, the bounding parameter's value)

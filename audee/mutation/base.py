@@ -24,7 +24,12 @@ class Mutation:
     (:mod:`audee.mutation.operators`) also list the layers they ``added`` (LayerSpec JSON,
     each with ``after``: the layer it follows in the spec's list, None at the start), the
     layers they ``removed`` and the inputs they ``rewired`` ([consumer, old, new];
-    consumer ``@output`` for the model output)."""
+    consumer ``@output`` for the model output).
+
+    ``invalid`` marks a value outside the layer's or op's contract: a crafty invalid draw
+    from its config, or a valid-looking one that the case's input makes invalid, with
+    ``why`` saying so (:func:`outside_contract`: ``axis names one axis twice``).  Either way
+    what it triggers is ``undefined`` (:mod:`audee.triage.rootcause`), never a bug."""
 
     layer: str
     param: str
@@ -35,11 +40,12 @@ class Mutation:
     added: list[dict[str, Any]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     rewired: list[list[str]] = field(default_factory=list)
+    why: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """JSON-safe; a plain redraw keeps exactly the five keys it always had."""
         d = asdict(self)
-        for key in ("added", "removed", "rewired"):
+        for key in ("added", "removed", "rewired", "why"):
             if not d[key]:
                 del d[key]
         if d["op"] == "redraw":
@@ -50,9 +56,47 @@ class Mutation:
     def from_json(cls, d: dict[str, Any]) -> "Mutation":
         return cls(d["layer"], d["param"], d.get("old"), d.get("new"), bool(d.get("invalid", False)),
                    d.get("op", "redraw"), list(d.get("added", [])), list(d.get("removed", [])),
-                   [list(r) for r in d.get("rewired", [])])
+                   [list(r) for r in d.get("rewired", [])], str(d.get("why") or ""))
+
+    def mark_outside(self, why: str) -> None:
+        """This value is outside the contract for the input it meets (``why``, without values:
+        the record holds them): invalid from now on, never redrawn as a valid draw would be."""
+        self.invalid, self.why = True, why
 
 
+def _axes(value: Any) -> list[int] | None:
+    """The axes an axis argument names (an int or a list of ints), or None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return [int(value)]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                                         for v in value):
+        return [int(v) for v in value]
+    return None
+
+
+#: the parameters that name axes of the one input tensor, by name in every Keras layer (``axes``
+#: of a ``Dot`` names one axis per input: not among them) or by type in an op config
+AXIS_PARAMS = ("axis",)
+
+
+def outside_contract(name: str, param: ParamConfig, value: Any, rank: int) -> str | None:
+    """Why a value drawn for ``param`` (named ``name``) is outside its contract for an input
+    of ``rank`` (the batch axis included), or None: an axis list naming one axis twice once
+    negative axes count from the end (``[1, -1]`` at rank 2, where the configs allow pairs
+    only from rank 3 and list ``[1, 1]`` as invalid; TensorFlow, torch and JAX each refuse
+    it at run, in their own words, while the model builds).  A valid draw from the config
+    can meet such an input: the value is fine, the pair is not.  An axis the input has not
+    is no such case: no backend builds it, and a valid draw no backend builds is redrawn."""
+    if name not in AXIS_PARAMS and param.type != "axis":
+        return None
+    axes = _axes(value)
+    if axes is None or rank <= 0 or any(not -rank <= a < rank for a in axes):
+        return None
+    if len({a % rank for a in axes}) < len(axes):
+        return f"{name} names one axis twice"
+    return None
 
 
 def _py(v: Any) -> Any:

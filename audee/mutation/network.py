@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from audee.apis import ApiConfig
-from audee.mutation.base import NETWORK_FIXED, Mutation, couple_params, draw_value
+from audee.mutation.base import NETWORK_FIXED, Mutation, couple_params, draw_value, outside_contract
 from audee.mutation.operators import STRUCTURAL, ShapeError, infer_shapes
 from audee.settings import OPERATORS
 from audee.cases.spec import LayerSpec, ModelSpec
@@ -178,6 +178,7 @@ def mutate_spec(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Gene
         else:
             new, muts = _draw_operator(spec, apis, rng, operators, layer_rate, invalid_prob, param_rate,
                                        max_layers)
+        _mark_outside(new, muts, apis)
         error = None
         if not any(m.invalid for m in muts):
             error = _shape_error(new)
@@ -190,6 +191,27 @@ def mutate_spec(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Gene
     if error is not None:
         new.meta["build_error"] = error
     return Variant(index, new, muts)
+
+
+def _mark_outside(spec: ModelSpec, muts: list[Mutation], apis: dict[str, ApiConfig]) -> None:
+    """Mark the redrawn values the layer's input puts outside its contract (an axis list
+    naming one axis twice at the rank the layer meets, :func:`audee.mutation.base.outside_contract`),
+    where the pure-Python shape inference knows that rank."""
+    try:
+        shapes = infer_shapes(spec)
+    except ShapeError:
+        return
+    for m in muts:
+        if m.invalid or m.op != "redraw" or "." in m.layer or m.layer not in spec.layer_names():
+            continue
+        layer = spec.layer(m.layer)
+        p = apis[layer.api].params.get(m.param) if layer.api in apis else None
+        ins = [shapes.get(i) for i in layer.inputs]
+        if p is None or not ins or ins[0] is None:
+            continue
+        why = outside_contract(m.param, p, layer.params.get(m.param), len(ins[0]) + 1)
+        if why:
+            m.mark_outside(why)
 
 
 def _shape_error(spec: ModelSpec) -> str | None:

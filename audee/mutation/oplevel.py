@@ -177,9 +177,24 @@ def generate_op_case(op: str, configs: dict[str, ApiConfig], rng: int, index: in
         (d.args if where == "arg" else d.kwargs)[name] = value
     if cfg.derive:
         DERIVE[cfg.derive](d)
+    _mark_same_axis(cfg, d)
     args = [a for n, p in cfg.args.items() for a in (d.args[n] if p.spread else [d.args[n]])]
     return OpCase(op, [_py(a) for a in args], {k: _py(v) for k, v in d.kwargs.items()}, d.tensors, d.dtypes,
-                  d.muts, bad is not None)
+                  d.muts, any(m.invalid for m in d.muts))
+
+
+def _mark_same_axis(cfg: ApiConfig, d: _Draw) -> None:
+    """The config's ``distinct`` axis arguments drawn naming one axis (``axis1=1, axis2=-1`` on
+    a matrix), each valid alone: the combination is outside the op's contract, marked on the
+    last one's record (:meth:`audee.mutation.base.Mutation.mark_outside`)."""
+    values = [_get(d, n) for n in cfg.distinct]
+    n = d.rank
+    if not values or n == 0 or not all(isinstance(v, int) and -n <= v < n for v in values):
+        return
+    if len({v % n for v in values}) < len(values):
+        last = next((m for m in d.muts if m.param == cfg.distinct[-1] and not m.invalid), None)
+        if last is not None:
+            last.mark_outside(f"{' and '.join(cfg.distinct)} name one axis")
 
 
 # ---- special values on the call's tensors -----------------------------------------------------------

@@ -32,6 +32,9 @@ The rules (``docs/oracles.md``, "The odd backend"):
   reference"``), a NaN finding's those non-finite where it is finite
   (:func:`~audee.oracle.pairs.nonfinite_by_float64`); two backends sharing one wrong value
   leave the third, right one alone.  Where it cannot tell, the rules below and above.
+* **a version pair** (``regression``, :mod:`audee.oracle.regression`): its newer release,
+  judged against the older (``"the newer release, judged against the older"``); none where
+  the reported versions do not order the two.
 * **deviation, inconsistency** (one finding per pair): from the pairs with such a finding
   among the backends that ran, the smallest set of backends that touches every failing
   pair, when it is the only one of its size and the backends left (every pair among them
@@ -52,7 +55,8 @@ from audee.cases.case import Finding, Outcome
 from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, nonfinite_codes
-from audee.oracle.pairs import Float64Verdict, NONFINITE_RULE, differing_pairs, odd_by_float64, odd_by_reference
+from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
+                                odd_by_float64, odd_by_reference)
 
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float64Verdict | None = None) -> None:
@@ -83,6 +87,9 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
             odd, rule = equivalence_odd(f, findings, [o.backend for o in outcomes if o.ok])
         elif by == "reference":  # the float64 reference tells: the backend far worse than the best
             odd, rule = [f.detail.backend], "against the float64 reference"
+        elif by == "version":  # a version pair: the newer release, judged against the older
+            newer = f.detail.newer
+            odd, rule = ([newer], VERSION_RULE) if newer else ([], UNORDERED)
         else:
             odd, rule = [], f"no rule for {f.kind}"
         f.detail.odd, f.detail.odd_rule = list(odd), rule

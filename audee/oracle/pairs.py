@@ -13,16 +13,24 @@ off), the majority decides, as before.  The odd-backend marking (:mod:`audee.ora
 the float64 culprit (:mod:`audee.oracle.precision`), the root-cause classes and the pair
 folding (:mod:`audee.triage.rootcause`) read these functions and no other copy of the rule
 (docs/oracles.md, "Pairs and their references").
+
+A **version pair** is one backend in two environments (``torch`` and ``torch@prev``,
+:func:`version_pair`): the same program under two releases must give the same result, so
+the older release is the reference and the newer side is judged (:func:`version_sides`,
+from the versions each worker reported); :mod:`audee.oracle.regression` turns their
+differences into ``regression`` findings.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import re
 from itertools import combinations
 from typing import Iterable, Mapping
 
 import numpy as np
 
 from audee.backends.info import reference_of
+from audee.backends.registry import split_label
 
 #: the rules' words in a finding's ``odd_rule``
 FLOAT64_RULE = "out of tolerance against the float64 reference"
@@ -73,14 +81,76 @@ def differing_pairs(groups: dict[str, object]) -> list[frozenset[str]]:
 def in_contract(odd: Iterable[str], backends: Iterable[str]) -> bool:
     """Whether a difference whose odd backends are ``odd``, among ``backends``, is judged
     against a reference that is itself not odd: each odd backend compiles or converts one of
-    the others, which the odd ones are not.  Then the inputs the reference took (NaN, Inf)
-    are in the contract: the compiled or converted program must keep what its source computes."""
+    the others, which the odd ones are not, or is one side of a version pair whose other side
+    is among them (the same backend under another release, :func:`version_pair`).  Then the
+    inputs the reference took (NaN, Inf) are in the contract: the compiled or converted
+    program, or the newer release, must keep what its reference computes."""
     odd = {str(b) for b in odd}
     involved = {str(b) for b in backends}
     if not odd:
         return False
-    refs = {reference_of(b) for b in odd}
-    return all(r is not None and r in involved and r not in odd for r in refs)
+    for b in odd:
+        refs = {reference_of(b)} | {o for o in involved if version_pair(b, o)}
+        if not any(r is not None and r in involved and r not in odd for r in refs):
+            return False
+    return True
+
+
+# ---- version pairs: one backend under two releases -------------------------------------------
+#: the rule's words in a regression finding's ``odd_rule``
+VERSION_RULE = "the newer release, judged against the older"
+UNORDERED = "the versions do not order the pair"
+
+
+def version_pair(a: str, b: str) -> bool:
+    """Whether result labels ``a`` and ``b`` are one backend on one placement in two
+    environments (``torch`` and ``torch@prev``, ``jax@cuda`` and ``jax@next@cuda``)."""
+    na, ea, pa = split_label(a)
+    nb, eb, pb = split_label(b)
+    return na == nb and pa == pb and ea != eb
+
+
+def release(version: str) -> tuple[int, ...] | None:
+    """A version's numeric release (``2.13.0+cpu`` -> ``(2, 13, 0)``), None when it starts
+    with no number: enough to order the releases a worker reports; a pre-release or local
+    tag of the same release does not order (:func:`version_sides` cannot tell)."""
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", str(version))
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def changed_versions(a: str, b: str, versions: Mapping[str, Mapping[str, str]]) -> dict[str, tuple[str, str]]:
+    """The packages both workers report at different versions: package -> (``a``'s, ``b``'s)."""
+    va, vb = versions.get(a) or {}, versions.get(b) or {}
+    return {k: (str(va[k]), str(vb[k])) for k in va if k in vb and str(va[k]) != str(vb[k])}
+
+
+def version_sides(a: str, b: str, versions: Mapping[str, Mapping[str, str]]) -> tuple[str, str] | None:
+    """(older, newer) of the version pair ``a``, ``b`` by the versions their workers reported
+    (``versions``: label -> {package: version}): every package they report differently must
+    be newer on one side; None where it cannot tell (no package differs, a release that does
+    not order, one package newer on each side, or not a version pair)."""
+    if not version_pair(a, b):
+        return None
+    changed = changed_versions(a, b, versions)
+    newer: set[str] = set()
+    for va, vb in changed.values():
+        ra, rb = release(va), release(vb)
+        if ra is None or rb is None or ra == rb:
+            return None
+        newer.add(b if rb > ra else a)
+    if len(newer) != 1:
+        return None
+    side = newer.pop()
+    return (a if side == b else b), side
+
+
+def version_component(older: str, newer: str, versions: Mapping[str, Mapping[str, str]]) -> str:
+    """A version pair as a component, the newer first: ``keras 3.15.1 vs 3.14.1 on torch``
+    (every package that differs; the backend by name and placement)."""
+    name, _, place = split_label(newer)
+    changed = changed_versions(newer, older, versions)
+    what = ", ".join(f"{k} {vn} vs {vo}" for k, (vn, vo) in sorted(changed.items())) or "the same versions"
+    return f"{what} on {name}" + (f"@{place}" if place else "")
 
 
 @dataclass(frozen=True)

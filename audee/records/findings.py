@@ -350,13 +350,45 @@ class PrecisionDetail(Detail):
     odd_rule: str | None = None
 
 
+# ---- one backend under two releases (audee/oracle/regression.py) -----------------------------------
+class RegressionDetail(Detail):
+    """``regression``: one backend in two environments (a version pair, ``torch`` and
+    ``torch@prev``) computes a case differently.  The older release is the reference, the
+    newer side is judged (``newer``, ``odd``); where the reported versions do not order the
+    two (``newer`` None) the finding names both.  ``seen``: the kinds the oracles saw between
+    the two (``deviation``, ``inconsistency``, ``nan``, ``divergent_acceptance``, ...), each
+    finding's detail in ``evidence``; the numbers and the layer of the first (the most telling
+    by the main-failure order) are copied up."""
+
+    pair: str | None = None                   # "a|b", sorted
+    older: str | None = None
+    newer: str | None = None
+    versions: dict[str, dict[str, str]] = {}  # each side's label -> the versions its worker reported
+    changed: dict[str, list[str]] = {}        # package -> [older's, newer's] (or the pair's order, unordered)
+    component: str | None = None              # "keras 3.15.1 vs 3.14.1 on torch"
+    seen: list[str] = []                      # the kinds the difference was seen as, most telling first
+    tensor: str | None = None                 # the first's tensor or output (logits, output, out0, grad:x, ...)
+    score: float | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    rows: list[int] | None = None
+    first_layer: str | None = None
+    layer: str | None = None                  # the layer it pins (deviating on its own input, else the first)
+    message: str | None = None                # a side's error, where one raised and the other did not
+    phase: str | None = None                  # ... and its phase
+    input_nonfinite: bool = False             # NaN/Inf in the input the pair computed differently on
+    evidence: list[dict[str, Any]] = []       # [{"kind": ..., "detail": ...}] of every finding seen
+    odd: list[str] | None = None
+    odd_rule: str | None = None
+
+
 #: what a finding's detail may be
 AnyDetail = (Detail | HardCrashDetail | DivergentAcceptanceDetail | ConsistentRejectionDetail | NanDetail
              | InconsistencyDetail | DeviationDetail | TrainDeviationDetail | TrainNanDetail | EquivalenceDetail
-             | PrecisionDetail)
+             | PrecisionDetail | RegressionDetail)
 
 
 __all__ = ["AnyDetail", "BackendError", "Detail", "DeviationDetail", "DivergentAcceptanceDetail",
            "ConsistentRejectionDetail", "HardCrashDetail", "InconsistencyDetail", "NanDetail", "NanExample",
-           "NanPattern", "OwnScore", "PrecisionDetail", "Record", "ToleranceDetail", "plain",
+           "NanPattern", "OwnScore", "PrecisionDetail", "Record", "RegressionDetail", "ToleranceDetail", "plain",
            "TrainDeviationDetail", "TrainNanDetail"]

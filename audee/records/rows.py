@@ -59,6 +59,8 @@ class ResultRow(BaseModel):
     propagated_nonfinite: bool = False
     inconsistent_pairs: list[str] = []
     deviating_pairs: list[str] = []
+    regression_pairs: list[str] = []        # version pairs that differ, older|newer (audee.oracle.regression)
+    versions: dict[str, dict[str, str]] = {}  # each side of such a pair -> the versions its worker reported
     equivalence: dict[str, str] = {}       # equivalence rule -> pass | fail | accumulated | harness (rules applied)
     reference: ReferenceRun | None = None  # the float64 reference (--reference float64): every backend's error
     signatures: list[dict[str, Any]] = []  # audee.triage.signature.Signature.to_json(), one per failure finding

@@ -89,7 +89,8 @@ def reference_refs(refs: list[BackendRef], backend: str = "auto") -> list[Backen
     does not test): the Pool starts them beside the run's (``Pool(reference=...)``), so a run
     that asks for a reference gets one, or stops at the start with one line (exit 4)."""
     have = {r.label for r in refs}
-    return [parse_backends(label)[0] for label in candidates([r.label for r in refs], backend)
+    envs = {r.env: r.python for r in refs if r.env is not None and r.python is not None}  # jax@prev's jax-x64@prev
+    return [parse_backends(label, envs=envs)[0] for label in candidates([r.label for r in refs], backend)
             if label not in have]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from audee.backends.info import all_query_noise, all_version_keys, first_blamed, trackers_of
+from audee.backends.registry import env_of
 from audee.core.bounded import utf8
 from audee.triage.rootcause import core_message
 from audee.store.atomic import write_atomic
@@ -81,6 +82,8 @@ def title(root: RootCause) -> str:
     if root.kind in ("deviation", "inconsistency"):
         return (f"{root.api or what} gives different results on {odd or ' vs '.join(root.backends)}"
                 + (f" than on {', '.join(others)}" if odd and others else ""))
+    if root.kind == "regression":  # one backend under two releases: the component is the version pair
+        return f"{root.api or what} computes differently under {root.component or ' vs '.join(root.backends)}"
     if root.kind in ("train_deviation", "train_nan"):  # the training phase (audee/train/)
         how = "NaN/Inf in a training step" if root.kind == "train_nan" else "a different training step"
         return (f"{root.api or what}: {how} on {odd or ' vs '.join(root.backends)}"
@@ -107,6 +110,9 @@ def _case(root: RootCause) -> Any:
 
 def _versions(record: Any) -> list[str]:
     versions = getattr(record, "versions", None) or {}
+    if any(env_of(str(label)) for label in versions):  # backends in several environments: each its own
+        return [f"- {label}: " + ", ".join(f"{k} {v[k]}" for k in VERSION_KEYS if k in v)
+                for label, v in versions.items() if isinstance(v, dict)]
     flat: dict[str, Any] = {}
     for k, v in versions.items():
         if isinstance(v, dict):
@@ -158,6 +164,12 @@ def expected_actual(root: RootCause, record: Any) -> list[str]:
         elif root.kind == "train_nan":
             out.append(f"- first non-finite quantity per backend: {d.first}; finite backends: {d.finite_backends}; "
                        f"non-finite on some only: {d.differ[:8]}; setup {d.setup}")
+        elif root.kind == "regression":
+            out.append(f"- {d.newer or (d.pair or '').replace('|', ' vs ')} computes what "
+                       f"{d.older or 'the other release'} computes differently ({d.component}): seen as "
+                       f"{', '.join(d.seen)}; largest |difference| {d.max_abs}, score {d.score}, layer {d.layer or '-'}"
+                       + (f"; error ({d.phase}): `{' '.join(str(d.message).split())[:400]}`" if d.message else "")
+                       + "; expected: the older release's result, unless the release notes announce the change")
         elif root.kind == "nan":
             out.append(f"- first non-finite layer per backend: {d.first_layer}; finite backends: "
                        f"{d.finite_backends}; non-finite counts in the output: {d.counts}")

@@ -96,7 +96,8 @@ def backend_api_tables(cases: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     row per (backend, API) never run, with the phase and the normalized error of its first
     failure (:func:`audee.triage.rootcause.template`) and that error's class when it is an explicit
     refusal (limitation) — what a converter or compiler covers, and why not the rest."""
-    from audee.triage.rootcause import explicit_refusal, template
+    from audee.triage.rootcause import template
+    from audee.triage.signature import explicit_refusal
 
     summary_cols = ["backend", "apis", "ran", "never_ran", "never_ran_limitation"]
     rest_cols = ["backend", "api", "cases", "phase", "error", "limitation"]

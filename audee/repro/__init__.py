@@ -120,6 +120,19 @@ def check_builtin(record: CaseRecord, labels: list[str]) -> None:
             source=record.source or None)
 
 
+def check_one_interpreter(record: CaseRecord, f: Finding) -> None:
+    """Refuse a failure between environments (a ``regression``, or any finding naming a
+    backend recorded in another environment, ``torch@prev``): a script runs every backend
+    under the one interpreter that runs it, so it would compare one release with itself."""
+    envs = {r.label: r.env for r in record.backends if r.env is not None}
+    named = [b for b in f.backends if b in envs]
+    if f.kind == Kind.REGRESSION or named:
+        where = f" ({named[0]!r} ran in the environment {envs[named[0]]!r})" if named else ""
+        raise AudeeError(f"a {f.kind} finding between environments{where} cannot be in a standalone script: it "
+                         "runs every backend under the interpreter that runs it; `audee reproduce --env "
+                         "NAME=/path/to/python` re-runs the case", source=record.source or None)
+
+
 def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str | None:
     """The layer the failure is pinned on: given, from the finding, or from a localization."""
     names = set(record.model_spec.layer_names())
@@ -469,6 +482,7 @@ def repro_case(path: str | Path, *, out: str | Path | None = None, name: str | N
     script's backends, or ``backends``) compute the one-layer input and check the model
     still fails."""
     record = CaseRecord.from_file(path)
+    check_one_interpreter(record, pick_finding(record, finding))
     return level_of(record).repro_case(path, record, out=out, name=name, layer=layer, model=model,
                                        backends=backends, allowed_plugins=allowed_plugins, timeout=timeout,
                                        log_dir=log_dir, finding=finding)
@@ -533,6 +547,7 @@ def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[
                           if any(s.slug() == slug for s in signatures_of(f, record.spec, record.meta))), None)
             if index is None:
                 continue
+            check_one_interpreter(record, findings[index])
             written.append(level_of(record).bug_repro(record, store.repro_dir, slug, pool, index))
         except AudeeError as exc:
             log.info("no repro script for %s: %s", slug, exc)

@@ -19,14 +19,15 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 from pydantic import ValidationError
 
-from audee.backends.registry import BUILTIN, DEFAULT_PRECISION, BackendRef, backend_label, parse_placement
+from audee.backends.registry import (BUILTIN, DEFAULT_PRECISION, BackendRef, backend_label, check_env_name,
+                                     parse_placement)
 from audee.cases.case import TestCase, Verdict
 from audee.core.errors import CaseFileError
 from audee.cases.kinds import NAMES, parse_detail
@@ -130,8 +131,9 @@ class CaseRecord:
         return {
             "format": self.format, "created": self.created, "id": self.id, "spec": self.spec,
             "weights": self.weights, "inputs": self.inputs,
-            "backends": [{"label": b.label, "target": b.target, "device": b.device, "precision": b.precision}
-                         for b in self.backends],
+            # the environment by name only: a case file never chooses an interpreter (backend_refs)
+            "backends": [{"label": b.label, "target": b.target, "device": b.device, "precision": b.precision,
+                          **({"env": b.env} if b.env is not None else {})} for b in self.backends],
             "verdict": self.verdict, "distances": self.distances, "outputs": self.outputs,
             "versions": self.versions, "tie_margin": self.tie_margin, "tolerances": self.tolerances,
             **({"op": self.op} if self.op else {}), **self.meta,
@@ -252,21 +254,34 @@ class CaseRecord:
     def verdict_obj(self) -> Verdict:
         return Verdict.from_json(self.verdict)
 
-    def backend_refs(self, allowed_plugins: Iterable[str] = ()) -> list[BackendRef]:
+    def backend_refs(self, allowed_plugins: Iterable[str] = (), envs: Mapping[str, str] | None = None
+                     ) -> list[BackendRef]:
         """The recorded backends, to start workers for.  A plugin (a target that is not a
         built-in backend) is refused unless ``allowed_plugins`` names its target: a case
-        file may not choose code to run."""
+        file may not choose code to run.  Nor an interpreter: a backend recorded in an
+        environment (``torch@prev``) runs under the interpreter ``envs`` gives that name
+        (``--env prev=/path/to/python``), and is refused without one."""
         allowed = set(allowed_plugins)
+        envs = dict(envs or {})
         if not self.backends:
             raise CaseFileError("no backends recorded; name them with --backends", source=self.source or None,
                                 field="backends")
+        out = []
         for i, ref in enumerate(self.backends):
             if ref.target not in BUILTIN_TARGETS and ref.target not in allowed:
                 raise CaseFileError(
                     f"names the plugin {ref.target!r}, and a case file may not choose code to run; if you trust "
                     f"it, rerun with --allow-plugin {ref.target} (or pick backends with --backends)",
                     source=self.source or None, field=f"backends[{i}].target")
-        return list(self.backends)
+            if ref.env is not None:
+                if ref.env not in envs:
+                    raise CaseFileError(
+                        f"{ref.label!r} ran in the environment {ref.env!r}, and a case file may not choose an "
+                        f"interpreter: rerun with --env {ref.env}=/path/to/python (or pick backends with --backends)",
+                        source=self.source or None, field=f"backends[{i}].env")
+                ref = replace(ref, python=envs[ref.env])
+            out.append(ref)
+        return out
 
 
 def save_case(path: str | Path, record: Any) -> Path:
@@ -329,17 +344,23 @@ def _check_backends(raw: list, bad: Any) -> list[BackendRef]:
             _, precision = parse_placement(f"{device}:{precision}")
         except ValueError as exc:
             raise bad(str(exc), f"{where}.precision") from None
+        env = b.get("env")  # written only for a backend in another environment
+        if env is not None:
+            try:
+                check_env_name(env)
+            except ValueError as exc:
+                raise bad(str(exc), f"{where}.env") from None
         name = label.partition("@")[0]
         if name in BUILTIN and target != BUILTIN[name]:
             raise bad(f"built-in backend {name!r} must have target {BUILTIN[name]!r}, not {target!r}",
                       f"{where}.target")
-        if name not in BUILTIN and name != target or label != backend_label(name, device, precision):
-            raise bad(f"expected {backend_label(name if name in BUILTIN else target, device, precision)!r} "
-                      f"(the backend's name, @device and precision as audee writes them), got {_shown(label)!r}",
-                      f"{where}.label")
+        if name not in BUILTIN and name != target or label != backend_label(name, device, precision, env):
+            raise bad(f"expected {backend_label(name if name in BUILTIN else target, device, precision, env)!r} "
+                      f"(the backend's name, @env, @device and precision as audee writes them), "
+                      f"got {_shown(label)!r}", f"{where}.label")
         if label in {r.label for r in refs}:
             raise bad(f"backend {label!r} listed twice", f"{where}.label")
-        refs.append(BackendRef(label, target, device, precision))
+        refs.append(BackendRef(label, target, device, precision, env))
     return refs
 
 

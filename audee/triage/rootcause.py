@@ -7,7 +7,11 @@ maintainer would fix (docs/oracles.md, "Root causes and classes"):
 * a crash or rejection: its kind, the **component** that failed (a framework, the converter
   ``tf2onnx``, the runtime ``onnxruntime``), the **op**, kernel or Keras layer its error
   names (``Erfc``, ``Conv3DBackpropInput``, ``CategoryEncoding``; an error that names none
-  is known by its words alone) and the normalized error **template**;
+  is known by its words alone) and the normalized error **template**; by cause, not words,
+  where the words differ for one cause: a runtime refusing a converted graph is the
+  converter's, keyed by the graph's **fault** (one node refused at load and at run is one
+  root); several backends refusing one case at one layer are the case's, keyed by the
+  layer and the input facts; a converter computing what its reference refuses is its own;
 * a NaN pattern difference: the **odd backend** (the float64 reference's where it tells,
   :mod:`audee.oracle.pairs`; else the majority's; else the pair, marked ``?``), the layer
   where the patterns first differ, and whether the input held NaN/Inf;
@@ -26,8 +30,10 @@ enters the key only where localization named it (the signature's ``localized`` c
 
 Each root cause has a **class**, decided by :func:`classify` in this order: a known issue's
 ``class``; ``undefined`` when audee's memory cap stopped it (the case asked for more memory than a
-worker may hold); ``harness`` (the failure is raised in audee's own code); ``undefined`` (the case
-is outside the documented contract: a crafty invalid parameter value, NaN/Inf inputs to a
+worker may hold); ``harness`` (the failure is raised in audee's own code); ``bug`` for a
+converter computing what its reference refuses, whatever the input; ``undefined`` (the case
+is outside the documented contract: a value the generator marked outside it, a crafty
+invalid parameter value, NaN/Inf inputs to a
 difference between independent frameworks (not to a compiled or converted backend's against
 its reference, :mod:`audee.oracle.pairs`: the same program must compute the same on them), ids out of range, a pattern difference at the float32 overflow
 boundary); ``limitation`` (an explicit "unsupported" error: no op, no kernel, not
@@ -39,11 +45,12 @@ from __future__ import annotations
 import re
 from typing import Iterable, Protocol
 
-from audee.backends.info import all_unsupported, describe
+from audee.backends.info import describe
 from audee.cases.case import MEMORY_CAP, Kind
 from audee.cases.kinds import CRASHES, root_family
 from audee.oracle.pairs import in_contract, judged_side
-from audee.triage.signature import Signature, invalid_graph_complaint, primary_api
+from audee.triage.signature import (GRAPH_FAULT, OUTSIDE, REFUSED_BY, REJECTED_BY, Signature,
+                                    explicit_refusal, invalid_graph_complaint, primary_api)
 from audee.triage import (FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, NEW, Bug, CrashRoot, NumericRoot, RootCause,
                           RootKey)
 
@@ -59,12 +66,6 @@ CLASS_HELP = {
     "harness": "audee's own fault (its conversion glue, its checks)",
 }
 
-# An explicit "this is not supported": the words of any library, then each backend's own
-# (its description's ``unsupported``: a kernel or op it has not, a converter's missing rule).
-UNSUPPORTED = re.compile("|".join((
-    r"not supported|[Uu]nsupported|only supports?\b",
-    r"[Nn]ot implemented|NotImplementedError|do not yet support|currently only support|is not available on",
-    *all_unsupported())))
 _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_range": "ids out of range",
                       "overflow_boundary": "at the float32 overflow boundary",
                       "zero_divisor": "an integer division by zero",
@@ -72,11 +73,6 @@ _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_ran
                       "spec_refuses": "Keras's own symbolic call refuses the arguments",
                       "subnormal_input": "subnormal or tiny inputs (TensorFlow and JAX flush subnormals to zero "
                                          "on the CPU by design)"}
-
-
-def explicit_refusal(error: str | None) -> bool:
-    """Whether an error is an explicit "this is not supported" (the limitation rule)."""
-    return bool(UNSUPPORTED.search(error or ""))
 
 
 class _Known(Protocol):  # audee.triage.known.KnownIssue, without importing it (known imports this module)
@@ -122,9 +118,53 @@ def core_message(error: str | None) -> str:
     return _fold(_fold(error or "", _VARYING), _BOILERPLATE)
 
 
+def _fact(sig: Signature, head: str) -> str | None:
+    """The value of a signature's context fact ``head<value>``, or None."""
+    return next((c[len(head):] for c in sig.context if c.startswith(head)), None)
+
+
+def shared_component(backends: Iterable[str]) -> str:
+    """Who must fix what several backends refuse alike at one layer: their one component;
+    ``keras`` where they are different Keras frameworks (the layer's code is what they
+    share: its tracker is Keras's, :data:`audee.report.bugreports.DEFAULT_TRACKERS`); the
+    framework where the others run its model (a mode, a converter: TensorFlow refusing and
+    onnxruntime failing to convert its graph); else the failing backends."""
+    names = sorted({b.split("@")[0] for b in backends})
+    blamed = {describe(n).blamed for n in names}
+    if len(blamed) == 1:
+        return blamed.pop()
+    frameworks = {describe(n).keras_backend for n in names}
+    if None in frameworks:  # a plugin: no framework to tell
+        return ",".join(names) or "-"
+    return "keras" if len(frameworks) > 1 else describe(frameworks.pop()).blamed
+
+
+def _input_cause(sig: Signature) -> str:
+    """What of a case's input a shared refusal answers, in words without values: the facts
+    that put it outside the contract (:func:`classify`'s: why a value is outside it, else a
+    crafty invalid parameter, the input facts), or ``the case`` where none is known."""
+    ctx = set(sig.context)
+    outside = sorted(c[len(OUTSIDE):] for c in ctx if c.startswith(OUTSIDE))
+    invalid = sorted(f"an invalid {p}" for c in ctx if c.startswith("invalid:")
+                     for p in [c.split(":", 1)[1]] if not any(o.startswith(p + " ") for o in outside))
+    return ", ".join([*outside, *invalid, *sorted(c for c in ctx if c in _UNDEFINED_CONTEXT)]) or "the case"
+
+
 def root_of(sig: Signature) -> RootKey:
     """The root cause a signature belongs to (module docstring)."""
     if sig.kind in CRASHES:  # an error naming no op nor layer is known by its words alone
+        shared = _fact(sig, REJECTED_BY)
+        if shared is not None:  # several backends refusing one case at one layer: the case's cause, not words
+            return CrashRoot(sig.kind, shared_component(shared.split(",")), sig.layer or "-",
+                             f"refused alike: {_input_cause(sig)}")
+        refused_by = _fact(sig, REFUSED_BY)
+        if refused_by is not None:  # a converter computing what its reference refuses, at this layer
+            return CrashRoot(sig.kind, sig.component or ",".join(sig.backends), sig.layer or "-",
+                             f"computes what {refused_by} refuses")
+        fault = _fact(sig, GRAPH_FAULT)
+        if fault is not None:  # a runtime refusing the converted graph: the node's fault, at load or at run
+            return CrashRoot(sig.kind, sig.component or ",".join(sig.backends), sig.op or "-",
+                             f"a runtime refuses its graph: {fault}")
         error = sig.error_full or sig.error
         # an invalid converted graph is the converter's one bug, whichever runtimes refuse it
         error = invalid_graph_complaint(error) or error
@@ -178,6 +218,12 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
         return "harness", "raised in audee's own code"
     if "within_tolerance" in ctx:
         return "harness", "labels flip on values within the deviation tolerance (a near-tie)"
+    refused_by = _fact(sig, REFUSED_BY)
+    if refused_by is not None:  # the converted program must do what it was given: raise where its reference does
+        return "bug", f"{sig.component or 'the converter'} computes what its reference {refused_by} refuses"
+    outside = sorted(c[len(OUTSIDE):] for c in ctx if c.startswith(OUTSIDE))
+    if outside:
+        return "undefined", "outside the contract: " + "; ".join(outside)
     invalid = sorted(c.split(":", 1)[1] for c in ctx if c.startswith("invalid:"))
     if invalid:
         return "undefined", "a crafty invalid value of " + ", ".join(invalid)
@@ -235,7 +281,9 @@ def _root_cause(key: RootKey, members: list[Bug]) -> RootCause:
         api=sig.layer or primary_api(sig.api) or "-", signatures=len(members), cases=sum(m.cases for m in members),
         first_case=first.first_case, known_id=known.known_id if known else None,
         known_status=known.status if known else None, known_where=known.known_where if known else None,
-        component=sig.component, op=sig.op, error=first.error,
+        # a crash root's component is its key's: several backends refusing one case alike share one
+        component=key.who if isinstance(key, CrashRoot) and sig.component else sig.component,
+        op=sig.op, error=first.error,
         odd=tuple(sorted({b for m in members for b in m.signature.odd})),
         backends=tuple(sorted({b for m in members for b in m.backends})),
         silent=silent_backend(m.signature for m in members) if klass == "undefined" else None,

@@ -32,13 +32,13 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from audee.backends.info import all_op_names, describe
+from audee.backends.info import all_op_names, all_unsupported, describe
 from audee.core.bounded import clean_text, utf8
-from audee.cases.case import (EMPTY_REDUCTION, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS,
-                        ZERO_DIVISOR, Finding, Kind)
+from audee.cases.case import (EMPTY_REDUCTION, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS,
+                              SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
 from audee.cases.kinds import TRAINING_FAILURES, with_accumulated
 from audee.levels import is_call
 from audee.records.findings import BackendError
@@ -178,6 +178,20 @@ def normalize_error(message: str | None, layer_names: Iterable[str] = (), whole:
     return text[:MAX_ERROR_FULL if whole else MAX_ERROR].strip()
 
 
+# An explicit "this is not supported": the words of any library, then each backend's own
+# (its description's ``unsupported``: a kernel or op it has not, a converter's missing rule).
+UNSUPPORTED = re.compile("|".join((
+    r"not supported|[Uu]nsupported|only supports?\b",
+    r"[Nn]ot implemented|NotImplementedError|do not yet support|currently only support|is not available on",
+    *all_unsupported())))
+
+
+def explicit_refusal(error: str | None) -> bool:
+    """Whether an error is an explicit "this is not supported" (the limitation rule of
+    :func:`audee.triage.rootcause.classify`; a refusal that says so is no verdict on the input)."""
+    return bool(UNSUPPORTED.search(error or ""))
+
+
 # ---- the failing op and component -------------------------------------------------------------
 # Where an error names the op or kernel that failed, best first: every backend's patterns
 # (its description's ``op_names``: a converter's or runtime's node, a TensorFlow kernel, a
@@ -228,11 +242,51 @@ def _gradient_phase(name: Any) -> str | None:
     return "gradient" if isinstance(name, str) and name.startswith("grad:") else None
 
 
+#: a signature's context facts (:attr:`Signature.context`) that its root and class are decided on:
+#: a runtime refused the converted graph for this fault (``graph_fault:shapes``)
+GRAPH_FAULT = "graph_fault:"
+#: the backends that rejected one case at one layer, each in its own words: one cause (``rejected_by:jax,torch``)
+REJECTED_BY = "rejected_by:"
+#: a converted backend ran what its reference refused (``refused_by:tensorflow``)
+REFUSED_BY = "refused_by:"
+#: why the generator drew a value outside the contract (the mutation record's ``why``)
+OUTSIDE = "outside:"
+
+
+def _fault(faults: tuple[tuple[str, str], ...], text: str) -> str | None:
+    return next((what for what, pattern in faults if re.search(pattern, text)), None)
+
+
+def graph_fault(backends: Iterable[str], message: str | None) -> str | None:
+    """What is wrong with a converted graph that a runtime refused (its description's
+    ``graph_faults``: a missing op, operand types, shapes, an invalid graph), or None when
+    the failure is no refusal of a converted graph: a refusal the ONNX checker shares (the
+    checker's words), or the runtime's own error (its ``runtime_errors``) naming a fault.
+    Such a refusal is the converter's, and the fault, not the runtime's words, is its cause:
+    one node refused at load and at run is one fault.  Several backends: the first's, as
+    :func:`component_of` blames; none where TensorFlow is among them (its failure, which
+    the others inherit)."""
+    names = sorted({b.split("@")[0] for b in backends})
+    if not names or any(describe(n).blamed_first for n in names):
+        return None
+    info = describe(names[0])
+    if info.converter is None or not info.graph_faults:
+        return None
+    text = message or ""
+    complaint = invalid_graph_complaint(text)
+    if complaint is not None:  # the ONNX checker rejects the converted graph too (backends/onnx_backend.py)
+        return _fault(info.graph_faults, complaint) or _fault(info.graph_faults, text) or "an invalid graph"
+    if info.runtime_errors is not None and re.search(info.runtime_errors, text):
+        return _fault(info.graph_faults, text)
+    return None
+
+
 def component_of(backends: Iterable[str], phase: str | None, message: str | None, traceback: str | None = None) -> str:
     """What failed, as the maintainer who would fix it sees it: a framework (``tensorflow``,
-    ``torch``, ``jax``), the converter (``tf2onnx``: its graph is refused by onnxruntime's
-    checks, or conversion itself raised) or the runtime (``onnxruntime`` failing at run on a
-    valid graph).  An onnxruntime failure raised inside TensorFlow or Keras (its traceback's
+    ``torch``, ``jax``), the converter (``tf2onnx``: a runtime refuses its graph for a fault
+    of the graph, :func:`graph_fault`, at load or at run; or conversion itself raised) or
+    the runtime (``onnxruntime`` failing at run on a graph it loaded, for no fault of the
+    graph's).  An onnxruntime failure raised inside TensorFlow or Keras (its traceback's
     innermost frame; else its words) is TensorFlow's: the model fails in TensorFlow before
     the converter sees it.  A refusal of a graph the ONNX checker rejects too is the
     converter's, whichever runtime refused it.  Several backends: TensorFlow first
@@ -252,8 +306,7 @@ def component_of(backends: Iterable[str], phase: str | None, message: str | None
         return info.blamed
     text = message or ""
     if re.search(info.runtime_errors, text):
-        converted = info.converted_graph_errors and re.search(info.converted_graph_errors, text)
-        return info.converter if converted else (info.runtime or info.blamed)
+        return info.converter if graph_fault([name], text) else (info.runtime or info.blamed)
     framework = describe(info.keras_backend) if info.keras_backend else None
     inner = _innermost_frame(traceback)
     if phase == "convert" and inner and framework is not None:
@@ -473,7 +526,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     case_api = (meta or {}).get("api") if isinstance((meta or {}).get("api"), str) else None
     if not layers and case_api and _op_case(meta):
         layers = {case_api: (case_api, {})}  # an op case: its drawn arguments are the op's "layer"
-    invalid = sorted({f"invalid:{m['param']}" for m in muts if m.get("invalid")})
+    invalid = sorted({f"invalid:{m['param']}" for m in muts if m.get("invalid")}) + \
+        sorted({f"{OUTSIDE}{m['why']}" for m in muts if m.get("invalid") and m.get("why")})
 
     def blamed(layer: str | None, error: str | None = None) -> tuple[str | None, tuple]:
         if top is not None:
@@ -495,7 +549,9 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     def sig(kind: str, api: str | None, params: tuple, bs: tuple, layer: str | None, phase: str | None = None,
             error: str | None = None, raw: str | None = None, context: list[str] = (),
             odd: tuple[str, ...] = odd, traceback: str | None = None) -> Signature:
-        ctx = tuple(dict.fromkeys([*invalid, *context, *(["localized"] if top is not None else [])]))
+        fault = graph_fault(odd or bs, raw) if raw is not None else None
+        ctx = tuple(dict.fromkeys([*invalid, *context, *(["localized"] if top is not None else []),
+                                   *([GRAPH_FAULT + fault] if fault else [])]))
         return Signature(kind, api, params, bs, phase, error, odd, layer_api(layer, api), op_of(raw),
                          component_of(odd or bs, phase, raw, traceback) if raw is not None else None,
                          normalize_error(raw, layers, whole=True) if raw else None, ctx)
@@ -524,7 +580,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
                 (_input_context(meta, False, values=_op_case(meta), crash=True) if phase == "run" else []) + silent
             out.append(sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context,
                            odd=(), traceback=traceback))
-        return out
+        out = _one_cause(out)
+        return out + _converter_acceptance(detail, out, accepted, odd)
     if finding.kind == Kind.HARD_CRASH:
         message = detail.message or ""
         how = detail.how
@@ -584,6 +641,20 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         layer = layer if isinstance(layer, str) else None
         api, params = blamed(layer)
         return [sig(finding.kind, api, params, backends, layer, context=_input_context(meta, False, detail.rows))]
+    if finding.kind == Kind.REGRESSION:
+        # one backend under two releases: the layer the difference pins, the pair by name, the
+        # newer side odd; the version pair is its component and part of its key (another pair
+        # of releases is another change), with the error of a side that raised
+        layer = detail.layer if isinstance(detail.layer, str) else None
+        api, params = blamed(layer)
+        bs = tuple(sorted(detail.pair.split("|"))) if isinstance(detail.pair, str) else backends
+        raw = detail.message or None
+        what = detail.component or "-"
+        error = f"{what}: {normalize_error(raw, layers)}" if raw else what
+        nonfinite = bool(detail.input_nonfinite)
+        made = sig(finding.kind, api, params, bs, layer, detail.phase if raw else _gradient_phase(detail.tensor),
+                   error, raw, _input_context(meta, nonfinite, detail.rows, values=not raw, crash=bool(raw)))
+        return [replace(made, component=detail.component)]
     if finding.kind != Kind.INCONSISTENCY:
         # a kind without rules of its own (a new oracle's): its backends and the layer its
         # detail names, if any (a detail's ``layer`` field), and the localization or mutation record
@@ -598,6 +669,52 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     rows_context = [] if detail.shape_mismatch is not None else _input_context(meta, False, detail.inputs)
     context = rows_context + (["within_tolerance"] if within_tolerance else [])
     return [sig(finding.kind, api, params, bs, pair_layer, context=context)]
+
+
+def _one_cause(sigs: list[Signature]) -> list[Signature]:
+    """The rejections of one case by several backends, each in its own words, at one layer
+    (the one layer the errors name or the case was made around; errors naming none join it):
+    one cause, the case's (an axis named twice refused by TensorFlow, torch and JAX alike).
+    Each keeps its signature (a known issue still matches its words); all take that layer,
+    the input facts any of them has (one case, one input) and ``rejected_by:`` the backends,
+    which :func:`audee.triage.rootcause.root_of` keys them by instead of their words.  A
+    failure in audee's own code stays apart (the harness's)."""
+    joined = [i for i, s in enumerate(sigs) if "audee_raised" not in s.context]
+    layers = {sigs[i].layer for i in joined if sigs[i].layer}
+    if len(joined) < 2 or len(layers) != 1:
+        return sigs
+    (layer,) = layers
+    rejecters = ",".join(sorted({b for i in joined for b in sigs[i].backends}))
+    facts = tuple(dict.fromkeys(c for i in joined for c in sigs[i].context if not c.startswith(GRAPH_FAULT)))
+    return [replace(s, layer=layer, context=(*facts, f"{REJECTED_BY}{rejecters}")) if i in joined else s
+            for i, s in enumerate(sigs)]
+
+
+def _converter_acceptance(detail: Any, sigs: list[Signature], accepted: set[str],
+                          odd: tuple[str, ...]) -> list[Signature]:
+    """A converted backend that ran a case its reference refused, where no independent
+    framework ran it (every backend that ran is judged against a reference that refused):
+    the converted program computes where the program it was given raises, the converter's
+    bug whatever the input (:func:`audee.triage.rootcause.classify`).  Not where the
+    reference's refusal is an explicit "unsupported" (the converter may do what the
+    reference cannot), audee's own failure or its memory cap: none of them says the input
+    is refused.  One signature per such backend, named by it and its converter."""
+    if not accepted or any(describe(b).reference not in detail.errors for b in accepted):
+        return []  # a backend ran it whose reference did not refuse it (an independent framework, ...)
+    out = []
+    for b in sorted(accepted):
+        info = describe(b)
+        ref = info.reference
+        error = detail.errors.get(ref) if ref is not None else None
+        refusal = next((s for s in sigs if ref in s.backends), None)
+        if info.converter is None or error is None or refusal is None or "audee_raised" in refusal.context \
+                or explicit_refusal(error.message) or MEMORY_CAP in str(error.message or ""):
+            continue
+        facts = [c for c in refusal.context if not c.startswith((GRAPH_FAULT, REJECTED_BY))]
+        out.append(Signature(Kind.DIVERGENT_ACCEPTANCE, refusal.api, refusal.params, (b,), None,
+                             f"computes what {ref} refuses", tuple(o for o in odd if o == b), refusal.layer,
+                             None, info.converter, None, (*facts, f"{REFUSED_BY}{ref}")))
+    return out
 
 
 def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None = None,
