@@ -121,11 +121,31 @@ def test_a_run_directorys_repro_scripts_are_found_and_read_by_audees_convention(
     assert got == {"gelu.py": (REPRODUCES, 0, ""), "relu.py": (FIXED, 1, "")}, doc["rows"]
 
 
+def test_the_scripts_run_in_the_interpreter_named_and_the_table_has_its_versions(tmp_path):
+    """The second environment (`make env-prev`: the previous Keras beside the same frameworks):
+    the script runs there, and the table's versions are that interpreter's, not audee's."""
+    from tests.test_envs import _prev_or_skip
+
+    prev = _prev_or_skip()
+    script = ('"""Which Keras."""\nimport importlib.metadata as m, sys\n'
+              'print("REPRODUCED on keras", m.version("keras"), sys.executable)\nsys.exit(1)\n')
+    folder = _folder(tmp_path, which=script)
+    r = _audee(str(folder), "--out", str(tmp_path / "out"), "--python", prev, cwd=tmp_path)
+    assert r.returncode == ExitCode.OK, r.stdout + r.stderr
+    with open(tmp_path / "out" / "recheck.csv", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    import importlib.metadata as md
+
+    assert row["python"] == prev and row["keras"] != md.version("keras")
+    assert row["last_line"] == f"REPRODUCED on keras {row['keras']} {prev}"
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     folder = _folder(tmp_path, a=FIXED_SCRIPT)
     cases = [([str(folder)], "--out: "),                                          # a folder has no default
-             ([str(folder), "--out", "o", "--python", str(tmp_path / "nopython")], "--python: no such interpreter"),
+             ([str(folder), "--out", "o", "--python", str(tmp_path / "nopython")], "is not an executable file"),
              ([str(folder), "--out", "o", "--python", str(folder / "a.py")], "--python: "),
+             ([str(folder), "--out", "o", "--python", "/bin/true"], "--python: /bin/true is not a working Python"),
              ([str(tmp_path / "missing"), "--out", "o"], "no such folder"),
              ([str(tmp_path), "--out", "o"], "no standalone scripts")]
     for args, says in cases:

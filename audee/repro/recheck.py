@@ -42,7 +42,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -55,6 +54,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Sequence
 
 from audee.backends.info import all_version_keys
+from audee.backends.registry import check_python
 from audee.core.bounded import MAX_TEXT_BYTES, clean_text, read_bytes
 from audee.core.errors import AudeeError
 from audee.core.exitcodes import ExitCode
@@ -239,14 +239,15 @@ def interpreter(python: str) -> tuple[str, dict[str, str]]:
 
 
 def executable(python: str | None) -> str:
-    """The interpreter to run: ``python`` as an absolute path (a bare name looked up on PATH),
-    this one when None; one not found is a one-line error naming ``--python``."""
+    """The interpreter to run: ``python`` as an environment's interpreter is checked
+    (:func:`audee.backends.registry.check_python`: an executable file, made absolute), this
+    one when None; any other is a one-line error naming ``--python``."""
     if python is None:
         return sys.executable
-    found = str(Path(python).absolute()) if os.sep in python else shutil.which(python)
-    if found is None or not os.path.isfile(found):
-        raise AudeeError(f"no such interpreter: {python}", field="--python")
-    return found
+    try:
+        return check_python(python, "recheck")
+    except ValueError as exc:
+        raise AudeeError(str(exc), field="--python") from None
 
 
 def script_env(extra: dict[str, str]) -> dict[str, str]:
