@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure
+from audee.engine.refusals import Refusal, RefusalMemo, case_key
 from audee.equivalence.check import run_equivalence
 from audee.equivalence.rules import rules_named
 from audee.levels.base import Runner
@@ -55,6 +56,10 @@ class Result:
     equivalence: dict[str, str] = field(default_factory=dict)
     # the float64 reference (audee/reference): every backend's error against it; None: not asked for
     reference: ReferenceRun | None = None
+    # backends left out because they refused the case's API and dtype policy before (audee/engine/refusals.py):
+    # backend -> {"reason", "case": the case that saw the refusal}; and the refusals this case taught the memo
+    skipped: dict[str, dict[str, str]] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 def first_shapes(built: dict[str, Any]) -> Shapes | None:
@@ -100,13 +105,17 @@ class Executor(Runner):
 
     def __init__(self, pool: Pool, *, tie_margin: float = TIE_MARGIN, diagnose: bool = True,
                  tolerances: Tolerances | dict[str, Any] | None = None, equivalence: Iterable[str] = (),
-                 reference: Reference | None = None):
+                 reference: Reference | None = None, refusals: RefusalMemo | None = None):
         """``tolerances``: the deviation oracle's, per dtype (a :class:`Tolerances`, or the
         ``{dtype: {"rtol", "atol"}}`` form settings and case files hold; default: the defaults).
         ``equivalence``: the equivalence rules whose rewrites run beside every case
         (:data:`audee.settings.EQUIVALENCE_RULES`; none by default).  ``reference``: the
-        float64 reference each case runs beside (:mod:`audee.reference`; none by default)."""
+        float64 reference each case runs beside (:mod:`audee.reference`; none by default).
+        ``refusals``: the run's memo of converters' explicit refusals (API-level cases,
+        :mod:`audee.engine.refusals`; none: every case is built on every backend)."""
         self.pool = pool
+        self.refusals = refusals
+        self._inflight: list[Submitted] = []  # submitted, not finished: the memo learns from them first
         self.reference = reference
         self.equivalence = rules_named(tuple(equivalence))
         self.tie_margin = tie_margin
@@ -118,7 +127,32 @@ class Executor(Runner):
 
     # ---- building ------------------------------------------------------------------------------
     def build(self, spec: ModelSpec) -> dict[str, Shapes | WorkerFailure]:
-        return self._builds.get(spec.key(), lambda: self.pool.build(spec))
+        """Each backend's build reply for ``spec`` (cached per spec); the backends the refusal
+        memo leaves out of a case being made are neither asked nor answered (:meth:`skips`)."""
+        return self._build(spec, self.skips(spec))
+
+    def _build(self, spec: ModelSpec, skip: dict[str, Refusal]) -> dict[str, Shapes | WorkerFailure]:
+        if not skip:
+            return self._builds.get(spec.key(), lambda: self.pool.build(spec))
+        wanted = [label for label in self.pool.labels if label not in skip]
+        got = self._builds.get(spec.key(), lambda: self.pool.build(spec, wanted))
+        return {label: r for label, r in got.items() if label not in skip}  # built before the memo learnt
+
+    def skips(self, spec: ModelSpec) -> dict[str, Refusal]:
+        """The backends a case of ``spec`` leaves out: each refused its API and dtype policy
+        in an earlier case of the run (:class:`RefusalMemo`).  Asked while a case is made and
+        submitted, never while one is judged (its equivalent models and diagnosis run on the
+        backends that ran it).  A submitted case of the same key still in flight is collected
+        first, so the memo holds every earlier case whatever the pipeline's depth: a case's
+        skips depend on the cases before it alone, as they are when a resumed run rebuilds
+        the memo from its rows."""
+        if self.refusals is None or self._tally is not None:
+            return {}
+        key = case_key(spec)
+        for sub in self._inflight:
+            if not sub.collected and case_key(sub.case.spec) == key:
+                self._collect(sub)
+        return self.refusals.skips(spec, self.pool.labels)
 
     def shapes(self, spec: ModelSpec) -> Shapes | None:
         """Weight shapes from the first backend that builds ``spec`` (None if none does)."""
@@ -137,30 +171,46 @@ class Executor(Runner):
         the caller may prepare the next case (mutation, its builds) and judge the one
         before (:meth:`finish`) while the workers compute."""
         t0 = time.perf_counter()
-        built = self.build(case.spec)
+        skip = self.skips(case.spec)
+        built = self._build(case.spec, skip)
         modes = self.pool.precisions
         outcomes = {label: Outcome(label, failure=got, precision=modes.get(label, FULL))
                     for label, got in built.items() if isinstance(got, WorkerFailure)}
         ready = [label for label, got in built.items() if not isinstance(got, WorkerFailure)]
         tickets = self.pool.submit_run(case.spec, case.weights, weights_key(case.weights), case.inputs,
                                        labels=ready) if ready else {}
-        return Submitted(case, outcomes, tickets, PhaseTally(self._build_phases.pop(case.spec.key(), {})), t0)
+        sub = Submitted(case, outcomes, tickets, PhaseTally(self._build_phases.pop(case.spec.key(), {})), t0,
+                        skipped={label: r.to_json() for label, r in skip.items()})
+        if self.refusals is not None:
+            self._inflight.append(sub)
+        return sub
 
     def finish(self, sub: "Submitted") -> Result:
         """The runs of a submitted case, judged by the oracles (and diagnosed when it fails)."""
-        case, outcomes, phases = sub.case, dict(sub.outcomes), sub.phases
+        self._collect(sub)
+        self._inflight = [s for s in self._inflight if s is not sub]
+        result = self.judge(sub.case, dict(sub.outcomes), sub.phases, sub.started)
+        result.skipped, result.refused = dict(sub.skipped), dict(sub.refused)
+        return result
+
+    def _collect(self, sub: "Submitted") -> None:
+        """The runs of a submitted case into its outcomes, once; the refusal memo learns from them."""
+        if sub.collected:
+            return
+        sub.collected = True
         modes = self.pool.precisions
         for label, got in self.pool.collect_run(sub.tickets).items():
             if isinstance(got, WorkerFailure):
-                outcomes[label] = Outcome(label, failure=got, precision=modes.get(label, FULL))
+                sub.outcomes[label] = Outcome(label, failure=got, precision=modes.get(label, FULL))
                 if got.hard:
-                    self._built.pop(case.spec.key(), None)  # the worker restarted: cache gone
+                    self._built.pop(sub.case.spec.key(), None)  # the worker restarted: cache gone
             else:
-                phases.add(label, got.get("phases", {}))
-                outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
-                                          nonfinite=got["nonfinite"], run_s=got["run_s"],
-                                          precision=modes.get(label, FULL))
-        return self.judge(case, outcomes, phases, sub.started)
+                sub.phases.add(label, got.get("phases", {}))
+                sub.outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
+                                              nonfinite=got["nonfinite"], run_s=got["run_s"],
+                                              precision=modes.get(label, FULL))
+        if self.refusals is not None:
+            sub.refused = self.refusals.learn(sub.case.id, sub.case.spec, sub.outcomes)
 
     def judge(self, case: TestCase, outcomes: dict[str, Outcome], phases: "PhaseTally", started: float, *,
               diagnose: bool | None = None) -> Result:
@@ -402,10 +452,13 @@ class Submitted:
     """A test case sent to the workers (:meth:`Executor.submit`), not yet judged."""
 
     case: TestCase
-    outcomes: dict[str, Outcome]   # the backends that could not build it
+    outcomes: dict[str, Outcome]   # the backends that could not build it (then every one's, once collected)
     tickets: dict[str, int]        # the others: their run's ticket
     phases: "PhaseTally"
     started: float
+    skipped: dict[str, dict[str, str]] = field(default_factory=dict)  # left out by the refusal memo
+    refused: dict[str, str] = field(default_factory=dict)  # the refusals it taught the memo
+    collected: bool = False        # its runs are in ``outcomes``
 
 
 def _outputs(replies: dict[str, Any]) -> dict[str, np.ndarray]:

@@ -1,0 +1,156 @@
+"""The refusal memo (audee/engine/refusals.py): a converter's explicit refusal of an API under a
+dtype policy is converted once in a run; its later cases leave that backend out at build time,
+each row saying why and which case saw the refusal; a failure of another kind is retried on
+every case; a resumed run skips the same; with the memo off every case converts."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from audee.backends.pool import WorkerFailure
+from audee.cases.case import Outcome
+from audee.apis import load_api_configs
+from audee.engine.refusals import REASON_CHARS, RefusalMemo, reason_of, refusal_of
+from audee.mutation.apilevel import generate_case
+
+REFUSED = "AveragePooling2D"   # the TFLite converter has no builtin bfloat16 pooling: "neither a custom op nor a flex op"
+BROKEN = "tests.refusal_plugins:BrokenLiteRt"
+WORDS = "error: 'tf.AvgPool' op is neither a custom op nor a flex op"
+
+
+def _outcomes(**failures: WorkerFailure | None) -> dict[str, Outcome]:
+    return {label: Outcome(label, failure=f) for label, f in failures.items()}
+
+
+def _error(message: str = f"ConverterError: {WORDS}", kind: str = "error") -> WorkerFailure:
+    return WorkerFailure(kind, "convert", message)
+
+
+def _spec(invalid: bool = False):
+    got = generate_case(REFUSED, load_api_configs(), 0, 0, invalid_prob=1.0 if invalid else 0.0,
+                        dtypes={"bfloat16": 1.0})
+    assert any(m.invalid for m in got.mutations) == invalid
+    return got.spec
+
+
+def test_only_a_converters_explicit_refusal_of_a_program_its_source_runs_is_remembered():
+    """The rule, on the outcomes as the workers answer them: an explicit "unsupported" of a
+    backend that converts or compiles TensorFlow's model while TensorFlow ran it; not a
+    crash, a timeout, an error without the words, the source failing too, an independent
+    framework's refusal (it may follow a parameter: a CPU kernel's data format), nor a case
+    with a crafty invalid value."""
+    assert refusal_of("litert", _outcomes(tensorflow=None, litert=_error())).startswith("convert: ConverterError:")
+    assert refusal_of("litert", _outcomes(litert=_error())) is not None          # its source not in the run
+    assert refusal_of("litert", _outcomes(tensorflow=None, litert=_error(kind="signal"))) is None
+    assert refusal_of("litert", _outcomes(tensorflow=None, litert=_error(kind="timeout"))) is None
+    assert refusal_of("litert", _outcomes(tensorflow=None, litert=_error("ValueError: Invalid tensor size."))) is None
+    assert refusal_of("litert", _outcomes(tensorflow=_error(), litert=_error())) is None
+    assert refusal_of("tensorflow", _outcomes(tensorflow=_error("The Conv2D op currently only supports the NHWC "
+                                                                "tensor format on the CPU"), torch=None)) is None
+    memo = RefusalMemo()
+    assert memo.learn("c0", _spec(invalid=True), _outcomes(tensorflow=None, litert=_error())) == {}
+    assert memo.learn("c1", _spec(), _outcomes(tensorflow=None, litert=_error())) == {"litert": reason_of(
+        "convert", f"ConverterError: {WORDS}")}
+    assert memo.learn("c2", _spec(), _outcomes(tensorflow=None, litert=_error())) == {}   # the first case is kept
+    (skip,) = memo.skips(_spec(), ["tensorflow", "litert"]).values()
+    assert skip.case == "c1"
+    assert memo.skips(_spec(), ["litert"]) == {}    # never every backend: a case runs somewhere
+
+
+def test_a_reason_shows_the_refusals_words_after_a_long_preamble():
+    long = "RuntimeError: " + "x" * 2000 + " No conversion rule found for operations: Expm1 " + "y" * 500
+    why = reason_of("convert", long)
+    assert "No conversion rule found for operations: Expm1" in why and len(why) <= REASON_CHARS + 20
+
+
+@pytest.fixture(scope="module")
+def converters(tmp_path_factory):
+    """TensorFlow, the TFLite converter + LiteRT, and a LiteRT whose converter breaks."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+
+    refs = parse_backends(f"tensorflow,litert,{BROKEN}")
+    with Pool(refs, tmp_path_factory.mktemp("logs"), timeout=300) as pool:
+        assert pool.start() == {}
+        yield pool
+
+
+def _fuzz(pool, out, variants: int, memo: str = "on") -> list[dict]:
+    from audee.fuzz import FuzzConfig, fuzz_apis
+
+    cfg = FuzzConfig(pool.refs, out, variants=variants, batch=2, invalid_prob=0.0, special_inputs=0.0,
+                     dtypes="bfloat16", refusal_memo=memo)
+    fuzz_apis([REFUSED], cfg, pool=pool)
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def _seen(rows: list[dict]) -> list[tuple]:
+    return [(r["id"], r["backends"], r.get("skipped"), r.get("refused")) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def memo_run(converters, tmp_path_factory):
+    out = tmp_path_factory.mktemp("memo") / "run"
+    return out, _fuzz(converters, out, 4)
+
+
+def test_a_refused_api_and_dtype_converts_once_then_is_skipped_with_its_reason(memo_run):
+    """LiteRT refuses a bfloat16 AveragePooling2D in the first case; the next three leave it
+    out at build time (no outcome, no conversion: its worker was not asked), each row naming
+    the refusal and the case that saw it; TensorFlow runs every case.  The summary and the
+    report count the skipped runs per backend."""
+    from audee.fuzz import summarize
+    from audee.report.coverage import skipped_tables
+    from audee.report.merge import load_campaign_dir
+
+    out, rows = memo_run
+    first, *later = rows
+    assert first["backends"]["litert"] == "error:convert" and "neither a custom op" in first["refused"]["litert"]
+    for r in later:
+        assert "litert" not in r["backends"] and r["backends"]["tensorflow"] == "ok"
+        assert r["skipped"] == {"litert": {"reason": first["refused"]["litert"], "case": first["id"]}}
+        assert "litert" not in r["phases"]                          # its worker did nothing for the case
+    assert summarize(out)["skipped_runs"] == {"litert": 3}
+    by_backend, by_key = skipped_tables(load_campaign_dir(out).cases)
+    assert by_backend.to_dict("records") == [{"backend": "litert", "skipped_runs": 3, "keys": 1}]
+    assert by_key[["api", "dtype", "skipped_runs", "refused_in"]].values.tolist() == [
+        [REFUSED, "bfloat16", 3, first["id"]]]
+
+
+def test_a_failure_without_the_refusal_words_is_retried_on_every_case(memo_run):
+    """The broken converter fails every case with a clean error of no limitation's words (a
+    bug's, not an explicit "unsupported"): it converts every case again, never skipped."""
+    _, rows = memo_run
+    assert all(r["backends"][BROKEN] == "error:convert" for r in rows)
+    assert not any(BROKEN in r.get("skipped", {}) or BROKEN in r.get("refused", {}) for r in rows)
+
+
+@pytest.mark.parametrize("kept", [1, 2])
+def test_a_resumed_run_rebuilds_the_memo_from_its_rows(memo_run, converters, tmp_path, kept):
+    """A run killed after ``kept`` rows (the refusing case's alone, or with a skip after it)
+    and resumed: its rows are those of the run that was never stopped."""
+    out, rows = memo_run
+    again = tmp_path / "run"
+    shutil.copytree(out, again)
+    lines = (again / "results.jsonl").read_text().splitlines()
+    (again / "results.jsonl").write_text("\n".join(lines[:kept]) + "\n")
+    resumed = _fuzz(converters, again, 4)
+    assert _seen(resumed) == _seen(rows)
+
+
+def test_with_the_memo_off_every_case_converts(converters, tmp_path):
+    rows = _fuzz(converters, tmp_path / "run", 3, memo="off")
+    assert all(r["backends"]["litert"] == "error:convert" and "skipped" not in r and "refused" not in r
+               for r in rows)
+
+
+def test_a_run_started_with_the_memo_off_resumes_only_with_it_off(converters, tmp_path):
+    """``refusal_memo`` is a key of ``config.json``: a resume keeps the run's behaviour."""
+    from audee.core.errors import ConfigError
+
+    out = tmp_path / "run"
+    _fuzz(converters, out, 1, memo="off")
+    with pytest.raises(ConfigError, match="refusal_memo"):
+        _fuzz(converters, out, 2, memo="on")
