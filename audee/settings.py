@@ -355,6 +355,12 @@ class ApiSettings(_Section):
                           "convert them again; each such row records the skip, its reason and the case that saw "
                           "the refusal (docs/backends.md, 'Refusals remembered'); off: every case converts on "
                           "every backend (with --pack above 1 the memo is off)")
+    @field_validator("refusal_memo", mode="before")
+    @classmethod
+    def _memo_switch(cls, v: Any) -> Any:
+        """YAML reads a bare ``off``/``on`` as a boolean: the same switch."""
+        return ("on" if v else "off") if isinstance(v, bool) else v
+
     @field_validator("dtypes")
     @classmethod
     def _dtypes(cls, v: str) -> str:

@@ -154,3 +154,18 @@ def test_a_run_started_with_the_memo_off_resumes_only_with_it_off(converters, tm
     _fuzz(converters, out, 1, memo="off")
     with pytest.raises(ConfigError, match="refusal_memo"):
         _fuzz(converters, out, 2, memo="on")
+
+
+def test_a_campaign_turns_the_memo_off_in_plain_yaml(tmp_path):
+    """``refusal_memo: off`` (YAML reads a bare off as false) is the switch's off; a value that
+    is neither is one line naming the field."""
+    from audee.campaign.config import load_campaign
+    from audee.core.errors import ConfigError
+
+    p = tmp_path / "c.yaml"
+    p.write_text("name: m\ndefaults: {refusal_memo: off}\nruns:\n  - apis: [Dense]\n    backends: [[tensorflow, litert]]\n")
+    (unit,) = load_campaign(p).units
+    assert unit.settings["refusal_memo"] == "off"
+    p.write_text(p.read_text().replace("refusal_memo: off", "refusal_memo: later"))
+    with pytest.raises(ConfigError, match=r"c\.yaml: defaults\.refusal_memo: expected 'on' or 'off'"):
+        load_campaign(p)
