@@ -50,10 +50,13 @@ def test_only_a_converters_explicit_refusal_of_a_program_its_source_runs_is_reme
     assert refusal_of("tensorflow", _outcomes(tensorflow=_error("The Conv2D op currently only supports the NHWC "
                                                                 "tensor format on the CPU"), torch=None)) is None
     memo = RefusalMemo()
+    assert not memo.open_for(_spec(), ["tensorflow", "torch"])   # nothing there converts: no case is waited for
+    assert memo.open_for(_spec(), ["tensorflow", "litert"])
     assert memo.learn("c0", _spec(invalid=True), _outcomes(tensorflow=None, litert=_error())) == {}
     assert memo.learn("c1", _spec(), _outcomes(tensorflow=None, litert=_error())) == {"litert": reason_of(
         "convert", f"ConverterError: {WORDS}")}
     assert memo.learn("c2", _spec(), _outcomes(tensorflow=None, litert=_error())) == {}   # the first case is kept
+    assert not memo.open_for(_spec(), ["tensorflow", "litert"])
     (skip,) = memo.skips(_spec(), ["tensorflow", "litert"]).values()
     assert skip.case == "c1"
     assert memo.skips(_spec(), ["litert"]) == {}    # never every backend: a case runs somewhere

@@ -98,6 +98,14 @@ class BuildCache:
                 self.built.pop(next(iter(self.built)))
         return self.built[key]
 
+    def add(self, key: str, replies: dict[str, Any]) -> dict[str, Any]:
+        """``key``'s replies with those of more backends (built later than the rest)."""
+        mine = self.built.setdefault(key, {})
+        mine.update({label: (r["shapes"] if isinstance(r, dict) else r) for label, r in replies.items()})
+        timed = self.phases.setdefault(key, {})
+        timed.update({label: r.get("phases", {}) for label, r in replies.items() if isinstance(r, dict)})
+        return mine
+
 
 class Executor(Runner):
     """Runs test cases on a :class:`Pool`; remembers each spec's weight shapes so a spec
@@ -132,26 +140,30 @@ class Executor(Runner):
         return self._build(spec, self.skips(spec))
 
     def _build(self, spec: ModelSpec, skip: dict[str, Refusal]) -> dict[str, Shapes | WorkerFailure]:
-        if not skip:
-            return self._builds.get(spec.key(), lambda: self.pool.build(spec))
-        wanted = [label for label in self.pool.labels if label not in skip]
-        got = self._builds.get(spec.key(), lambda: self.pool.build(spec, wanted))
-        return {label: r for label, r in got.items() if label not in skip}  # built before the memo learnt
+        """``spec``'s build replies on every backend but ``skip``'s, whatever the cache holds
+        (a spec cached before the memo learnt holds more, one cached while it skipped holds less)."""
+        key, wanted = spec.key(), [label for label in self.pool.labels if label not in skip]
+        got = self._builds.get(key, lambda: self.pool.build(spec, wanted))
+        missing = [label for label in wanted if label not in got]
+        if missing:
+            got = self._builds.add(key, self.pool.build(spec, missing))
+        return {label: got[label] for label in wanted}
 
     def skips(self, spec: ModelSpec) -> dict[str, Refusal]:
         """The backends a case of ``spec`` leaves out: each refused its API and dtype policy
         in an earlier case of the run (:class:`RefusalMemo`).  Asked while a case is made and
         submitted, never while one is judged (its equivalent models and diagnosis run on the
         backends that ran it).  A submitted case of the same key still in flight is collected
-        first, so the memo holds every earlier case whatever the pipeline's depth: a case's
-        skips depend on the cases before it alone, as they are when a resumed run rebuilds
-        the memo from its rows."""
+        first (where one of the run's converters could still refuse that key), so the memo
+        holds every earlier case whatever the pipeline's depth: a case's skips depend on the
+        cases before it alone, as they are when a resumed run rebuilds the memo from its rows."""
         if self.refusals is None or self._tally is not None:
             return {}
-        key = case_key(spec)
-        for sub in self._inflight:
-            if not sub.collected and case_key(sub.case.spec) == key:
-                self._collect(sub)
+        if self.refusals.open_for(spec, self.pool.labels):
+            key = case_key(spec)
+            for sub in self._inflight:
+                if not sub.collected and case_key(sub.case.spec) == key:
+                    self._collect(sub)
         return self.refusals.skips(spec, self.pool.labels)
 
     def shapes(self, spec: ModelSpec) -> Shapes | None:

@@ -115,6 +115,13 @@ class RefusalMemo:
         out = {label: self._seen[(label, key)] for label in labels if (label, key) in self._seen}
         return {} if len(out) == len(labels) else out
 
+    def open_for(self, spec: ModelSpec, labels: Iterable[str]) -> bool:
+        """Whether a case of ``spec`` could still teach the memo: one of ``labels`` converts or
+        compiles another and has not refused the key yet (else waiting for the case is useless)."""
+        key = case_key(spec)
+        return key is not None and any(reference_of(label) is not None and (label, key) not in self._seen
+                                       for label in labels)
+
     def learn(self, case_id: str, spec: ModelSpec, outcomes: Mapping[str, Outcome]) -> dict[str, str]:
         """Remember the refusals of a case's ``outcomes``; the new ones (backend -> reason),
         which its row records as ``refused``."""
