@@ -1,7 +1,7 @@
-"""The refusal memo (audee/engine/refusals.py): a converter's explicit refusal of an API under a
-dtype policy is converted once in a run; its later cases leave that backend out at build time,
-each row saying why and which case saw the refusal; a failure of another kind is retried on
-every case; a resumed run skips the same; with the memo off every case converts."""
+"""The refusal memo (audee/engine/refusals.py): once a converter refused an API under a dtype
+policy twice and converted it never, the run's later cases of it leave that backend out at
+build time, each row saying why and which cases saw the refusal; a failure of another kind is
+retried on every case; a resumed run skips the same; with the memo off every case converts."""
 from __future__ import annotations
 
 import json
@@ -49,17 +49,55 @@ def test_only_a_converters_explicit_refusal_of_a_program_its_source_runs_is_reme
     assert refusal_of("litert", _outcomes(tensorflow=_error(), litert=_error())) is None
     assert refusal_of("tensorflow", _outcomes(tensorflow=_error("The Conv2D op currently only supports the NHWC "
                                                                 "tensor format on the CPU"), torch=None)) is None
-    memo = RefusalMemo()
-    assert not memo.open_for(_spec(), ["tensorflow", "torch"])   # nothing there converts: no case is waited for
-    assert memo.open_for(_spec(), ["tensorflow", "litert"])
-    assert memo.learn("c0", _spec(invalid=True), _outcomes(tensorflow=None, litert=_error())) == {}
-    assert memo.learn("c1", _spec(), _outcomes(tensorflow=None, litert=_error())) == {"litert": reason_of(
-        "convert", f"ConverterError: {WORDS}")}
-    assert memo.learn("c2", _spec(), _outcomes(tensorflow=None, litert=_error())) == {}   # the first case is kept
-    assert not memo.open_for(_spec(), ["tensorflow", "litert"])
-    (skip,) = memo.skips(_spec(), ["tensorflow", "litert"]).values()
-    assert skip.case == "c1"
-    assert memo.skips(_spec(), ["litert"]) == {}    # never every backend: a case runs somewhere
+    assert refusal_of("litert", _outcomes(tensorflow=None, litert=None)) is None
+
+
+def _stepper(memo: RefusalMemo, labels: list[str]):
+    """Cases made, submitted and learnt from in the run's order, as the Executor does: each
+    step's skips, then what the backends not skipped did."""
+    def step(outcomes: dict[str, Outcome], spec=None) -> dict:
+        spec = spec or _spec()
+        skip = memo.skips(spec, labels)
+        n = memo.submitted()
+        memo.learn(n, f"c{n}", spec, {label: o for label, o in outcomes.items() if label not in skip})
+        return skip
+    return step
+
+
+def test_a_key_refused_twice_and_never_converted_is_skipped_from_two_cases_on():
+    """Two valid cases' explicit refusals of the key (an invalid draw's does not count), read
+    two cases later (the case just before is still running when one is made): skipped after;
+    a backend that converted the key once is never skipped; nor every backend of a case."""
+    labels = ["tensorflow", "litert"]
+    refused, ok = _outcomes(tensorflow=None, litert=_error()), _outcomes(tensorflow=None, litert=None)
+    step = _stepper(memo := RefusalMemo(), labels)
+    assert step(refused, _spec(invalid=True)) == {}          # c0: its value's refusal
+    assert [step(refused) for _ in range(3)] == [{}, {}, {}]  # c1, c2; c3 sees c1 alone
+    (skip,) = step(refused).values()                         # c4 sees c1 and c2
+    assert skip.cases == ("c1", "c2") and skip.reason == reason_of("convert", f"ConverterError: {WORDS}")
+    assert skip.to_json() == {"reason": skip.reason, "cases": ["c1", "c2"]}
+    assert memo.skips(_spec(), ["litert"]) == {}              # never every backend: a case runs somewhere
+    step = _stepper(RefusalMemo(), labels)
+    assert [step(o) for o in (refused, ok, refused, refused, refused, refused)] == [{}] * 6   # it converts the key
+
+
+def test_a_resumed_memo_is_the_memo_of_the_rows():
+    """The rows of the cases above rebuild the same memo: the next case skips the same."""
+    from audee.records.rows import ResultRow
+
+    spec = _spec()
+    live = RefusalMemo()
+    step = _stepper(live, ["tensorflow", "litert"])
+    rows = []
+    for _ in range(3):
+        step(_outcomes(tensorflow=None, litert=_error()), spec)
+        rows.append(ResultRow.build({"id": f"c{len(rows)}", "status": "fail", "kinds": [], "api": REFUSED,
+                                     "dtype": "bfloat16", "backends": {"tensorflow": "ok", "litert": "error:convert"},
+                                     "refused": {"litert": reason_of("convert", f"ConverterError: {WORDS}")}}))
+    resumed = RefusalMemo()
+    resumed.restore(rows)
+    assert resumed.made == live.made == 3
+    assert resumed.skips(spec, ["tensorflow", "litert"]) == live.skips(spec, ["tensorflow", "litert"]) != {}
 
 
 def test_a_reason_shows_the_refusals_words_after_a_long_preamble():
@@ -96,30 +134,33 @@ def _seen(rows: list[dict]) -> list[tuple]:
 @pytest.fixture(scope="module")
 def memo_run(converters, tmp_path_factory):
     out = tmp_path_factory.mktemp("memo") / "run"
-    return out, _fuzz(converters, out, 4)
+    return out, _fuzz(converters, out, 5)
 
 
 def test_a_refused_api_and_dtype_converts_once_then_is_skipped_with_its_reason(memo_run):
-    """LiteRT refuses a bfloat16 AveragePooling2D in the first case; the next three leave it
-    out at build time (no outcome, no conversion: its worker was not asked), each row naming
-    the refusal and the case that saw it; TensorFlow runs every case.  The summary and the
-    report count the skipped runs per backend."""
+    """LiteRT refuses a bfloat16 AveragePooling2D: the first two cases' refusals are read
+    from the fourth case on (the third is made while the second runs), which leaves it out at
+    build time (no outcome, no conversion: its worker was not asked), each row naming the
+    refusal and the cases that saw it; TensorFlow runs every case.  The summary and the report
+    count the skipped runs per backend."""
     from audee.fuzz import summarize
     from audee.report.coverage import skipped_tables
     from audee.report.merge import load_campaign_dir
 
     out, rows = memo_run
-    first, *later = rows
-    assert first["backends"]["litert"] == "error:convert" and "neither a custom op" in first["refused"]["litert"]
-    for r in later:
+    converted, skipped = rows[:3], rows[3:]
+    for r in converted:
+        assert r["backends"]["litert"] == "error:convert" and "neither a custom op" in r["refused"]["litert"]
+    for r in skipped:
         assert "litert" not in r["backends"] and r["backends"]["tensorflow"] == "ok"
-        assert r["skipped"] == {"litert": {"reason": first["refused"]["litert"], "case": first["id"]}}
+        assert r["skipped"] == {"litert": {"reason": rows[0]["refused"]["litert"], "cases": [rows[0]["id"],
+                                                                                             rows[1]["id"]]}}
         assert "litert" not in r["phases"]                          # its worker did nothing for the case
-    assert summarize(out)["skipped_runs"] == {"litert": 3}
+    assert summarize(out)["skipped_runs"] == {"litert": 2}
     by_backend, by_key = skipped_tables(load_campaign_dir(out).cases)
-    assert by_backend.to_dict("records") == [{"backend": "litert", "skipped_runs": 3, "keys": 1}]
+    assert by_backend.to_dict("records") == [{"backend": "litert", "skipped_runs": 2, "keys": 1}]
     assert by_key[["api", "dtype", "skipped_runs", "refused_in"]].values.tolist() == [
-        [REFUSED, "bfloat16", 3, first["id"]]]
+        [REFUSED, "bfloat16", 2, f"{rows[0]['id']}, {rows[1]['id']}"]]
 
 
 def test_a_failure_without_the_refusal_words_is_retried_on_every_case(memo_run):
@@ -130,16 +171,16 @@ def test_a_failure_without_the_refusal_words_is_retried_on_every_case(memo_run):
     assert not any(BROKEN in r.get("skipped", {}) or BROKEN in r.get("refused", {}) for r in rows)
 
 
-@pytest.mark.parametrize("kept", [1, 2])
+@pytest.mark.parametrize("kept", [1, 2, 3, 4])
 def test_a_resumed_run_rebuilds_the_memo_from_its_rows(memo_run, converters, tmp_path, kept):
-    """A run killed after ``kept`` rows (the refusing case's alone, or with a skip after it)
-    and resumed: its rows are those of the run that was never stopped."""
+    """A run killed after ``kept`` rows (before either refusal is read, as the first skip is
+    decided, after it) and resumed: its rows are those of the run that was never stopped."""
     out, rows = memo_run
     again = tmp_path / "run"
     shutil.copytree(out, again)
     lines = (again / "results.jsonl").read_text().splitlines()
     (again / "results.jsonl").write_text("\n".join(lines[:kept]) + "\n")
-    resumed = _fuzz(converters, again, 4)
+    resumed = _fuzz(converters, again, 5)
     assert _seen(resumed) == _seen(rows)
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure
-from audee.engine.refusals import Refusal, RefusalMemo, case_key
+from audee.engine.refusals import Refusal, RefusalMemo
 from audee.equivalence.check import run_equivalence
 from audee.equivalence.rules import rules_named
 from audee.levels.base import Runner
@@ -57,8 +57,8 @@ class Result:
     # the float64 reference (audee/reference): every backend's error against it; None: not asked for
     reference: ReferenceRun | None = None
     # backends left out because they refused the case's API and dtype policy before (audee/engine/refusals.py):
-    # backend -> {"reason", "case": the case that saw the refusal}; and the refusals this case taught the memo
-    skipped: dict[str, dict[str, str]] = field(default_factory=dict)
+    # backend -> {"reason", "cases": the cases that saw the refusal}; and this case's own refusals (backend -> reason)
+    skipped: dict[str, dict[str, Any]] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)
 
 
@@ -123,7 +123,6 @@ class Executor(Runner):
         :mod:`audee.engine.refusals`; none: every case is built on every backend)."""
         self.pool = pool
         self.refusals = refusals
-        self._inflight: list[Submitted] = []  # submitted, not finished: the memo learns from them first
         self.reference = reference
         self.equivalence = rules_named(tuple(equivalence))
         self.tie_margin = tie_margin
@@ -150,20 +149,12 @@ class Executor(Runner):
         return {label: got[label] for label in wanted}
 
     def skips(self, spec: ModelSpec) -> dict[str, Refusal]:
-        """The backends a case of ``spec`` leaves out: each refused its API and dtype policy
-        in an earlier case of the run (:class:`RefusalMemo`).  Asked while a case is made and
-        submitted, never while one is judged (its equivalent models and diagnosis run on the
-        backends that ran it).  A submitted case of the same key still in flight is collected
-        first (where one of the run's converters could still refuse that key), so the memo
-        holds every earlier case whatever the pipeline's depth: a case's skips depend on the
-        cases before it alone, as they are when a resumed run rebuilds the memo from its rows."""
+        """The backends the next case, of ``spec``, leaves out: each refused its API and dtype
+        policy in earlier cases of the run (:class:`RefusalMemo`).  Asked while a case is made
+        and submitted, never while one is judged (its equivalent models and diagnosis run on
+        the backends that ran it)."""
         if self.refusals is None or self._tally is not None:
             return {}
-        if self.refusals.open_for(spec, self.pool.labels):
-            key = case_key(spec)
-            for sub in self._inflight:
-                if not sub.collected and case_key(sub.case.spec) == key:
-                    self._collect(sub)
         return self.refusals.skips(spec, self.pool.labels)
 
     def shapes(self, spec: ModelSpec) -> Shapes | None:
@@ -191,38 +182,29 @@ class Executor(Runner):
         ready = [label for label, got in built.items() if not isinstance(got, WorkerFailure)]
         tickets = self.pool.submit_run(case.spec, case.weights, weights_key(case.weights), case.inputs,
                                        labels=ready) if ready else {}
-        sub = Submitted(case, outcomes, tickets, PhaseTally(self._build_phases.pop(case.spec.key(), {})), t0,
-                        skipped={label: r.to_json() for label, r in skip.items()})
-        if self.refusals is not None:
-            self._inflight.append(sub)
-        return sub
+        return Submitted(case, outcomes, tickets, PhaseTally(self._build_phases.pop(case.spec.key(), {})), t0,
+                         skipped={label: r.to_json() for label, r in skip.items()},
+                         ordinal=self.refusals.submitted() if self.refusals is not None else 0)
 
     def finish(self, sub: "Submitted") -> Result:
-        """The runs of a submitted case, judged by the oracles (and diagnosed when it fails)."""
-        self._collect(sub)
-        self._inflight = [s for s in self._inflight if s is not sub]
-        result = self.judge(sub.case, dict(sub.outcomes), sub.phases, sub.started)
-        result.skipped, result.refused = dict(sub.skipped), dict(sub.refused)
-        return result
-
-    def _collect(self, sub: "Submitted") -> None:
-        """The runs of a submitted case into its outcomes, once; the refusal memo learns from them."""
-        if sub.collected:
-            return
-        sub.collected = True
+        """The runs of a submitted case, judged by the oracles (and diagnosed when it fails);
+        the refusal memo learns from them."""
+        case, outcomes, phases = sub.case, dict(sub.outcomes), sub.phases
         modes = self.pool.precisions
         for label, got in self.pool.collect_run(sub.tickets).items():
             if isinstance(got, WorkerFailure):
-                sub.outcomes[label] = Outcome(label, failure=got, precision=modes.get(label, FULL))
+                outcomes[label] = Outcome(label, failure=got, precision=modes.get(label, FULL))
                 if got.hard:
-                    self._built.pop(sub.case.spec.key(), None)  # the worker restarted: cache gone
+                    self._built.pop(case.spec.key(), None)  # the worker restarted: cache gone
             else:
-                sub.phases.add(label, got.get("phases", {}))
-                sub.outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
-                                              nonfinite=got["nonfinite"], run_s=got["run_s"],
-                                              precision=modes.get(label, FULL))
-        if self.refusals is not None:
-            sub.refused = self.refusals.learn(sub.case.id, sub.case.spec, sub.outcomes)
+                phases.add(label, got.get("phases", {}))
+                outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
+                                          nonfinite=got["nonfinite"], run_s=got["run_s"],
+                                          precision=modes.get(label, FULL))
+        refused = self.refusals.learn(sub.ordinal, case.id, case.spec, outcomes) if self.refusals is not None else {}
+        result = self.judge(case, outcomes, phases, sub.started)
+        result.skipped, result.refused = dict(sub.skipped), refused
+        return result
 
     def judge(self, case: TestCase, outcomes: dict[str, Outcome], phases: "PhaseTally", started: float, *,
               diagnose: bool | None = None) -> Result:
@@ -464,13 +446,12 @@ class Submitted:
     """A test case sent to the workers (:meth:`Executor.submit`), not yet judged."""
 
     case: TestCase
-    outcomes: dict[str, Outcome]   # the backends that could not build it (then every one's, once collected)
+    outcomes: dict[str, Outcome]   # the backends that could not build it
     tickets: dict[str, int]        # the others: their run's ticket
     phases: "PhaseTally"
     started: float
-    skipped: dict[str, dict[str, str]] = field(default_factory=dict)  # left out by the refusal memo
-    refused: dict[str, str] = field(default_factory=dict)  # the refusals it taught the memo
-    collected: bool = False        # its runs are in ``outcomes``
+    skipped: dict[str, dict[str, Any]] = field(default_factory=dict)  # left out by the refusal memo
+    ordinal: int = 0               # its place in the run's order (the refusal memo's)
 
 
 def _outputs(replies: dict[str, Any]) -> dict[str, np.ndarray]:

@@ -1,34 +1,49 @@
 """A converter's explicit refusals, remembered for the rest of a run (``--refusal-memo``).
 
 The TFLite converter, OpenVINO's ONNX frontend, torch.onnx or a compiled mode refuse some
-layer API under some dtype policy with an explicit "unsupported" error (``tf.AvgPool`` in
-bfloat16 is "neither a custom op nor a flex op"), and they refuse it again on every case of
-that API and policy: an API-level run spent 1.4-2.7 s converting each such case only to
-record the same limitation.  Once a backend refused a (API, dtype policy), the later
-API-level cases of that key leave it out at build time, so it neither builds nor converts
-them; each such case's row says so (``skipped``: the refusal's words and the case that saw
-them), as the training phase records a backend that does not train: the backend has no
-outcome on the case, never a made-up one, and no row drops it silently.  The case that saw
-the refusal says so too (``refused``), and a resumed run rebuilds the memo from these rows.
+layer API under some dtype policy with an explicit "unsupported" error (``tf.AvgPool3D`` is
+"neither a custom op nor a flex op" in any dtype, ``tf.MatMul`` in float16), and refuse it
+again on every case of that API and policy: an API-level run spent 1.4-2.7 s converting each
+such case only to record the same limitation.  Once a backend refused an (API, dtype policy)
+:data:`STRIKES` times without converting any case of it, the run's later cases of that key
+leave it out at build time, so its worker neither builds nor converts them; each such case's
+row says so (``skipped``: the refusal's words and the cases that saw it), as the training
+phase records a backend that does not train: the backend has no outcome on the case, never
+a made-up one, and no row drops it silently.  Each case that saw a refusal says so too
+(``refused``), and a resumed run rebuilds the memo from these rows and the rows' statuses.
 
-What qualifies (:func:`refusal_of`): a clean error (a crash, a timeout, a worker's death is
-retried every time), worded as an explicit refusal (the ``limitation`` class's words,
-:func:`audee.triage.rootcause.explicit_refusal`), of a backend that compiles or converts
-another (:func:`audee.backends.info.reference_of`: the refusal is its own only when its
-source program ran; an independent framework's refusals follow parameters, such as a CPU
+Why two refusals and none converted: one refusal may come from a parameter value, not from
+the API and policy (OpenVINO refuses a grouped channels-first Conv2D that tf2onnx leaves a
+``PartitionedCall`` in, and a Dense with a gelu activation for tf2onnx's ``Erfc``; with one
+refusal the memo skipped OpenVINO's float32 Conv2D and Dense cases, most of which convert:
+``experiments/results/refusal_budget.md``).  A second refusal on another draw of the key,
+with no conversion of it, is the API and policy's; a key the backend converted (its case ran,
+or failed only after converting) is never skipped.
+
+What counts as a refusal (:func:`refusal_of`): a clean error (a crash, a timeout, a worker's
+death is retried every time), worded as an explicit refusal (the ``limitation`` class's
+words, :func:`audee.triage.rootcause.explicit_refusal`), of a backend that compiles or
+converts another (:func:`audee.backends.info.reference_of`: its refusal is its own only when
+its source program ran; an independent framework's refusals follow parameters, such as a CPU
 kernel's data format, not the API alone), on a case whose draws are all valid (a crafty
 invalid value is refused for its value).  A case is never left without a backend: the memo
 skips none when it would skip them all.
 
+When: a case's skips read the cases at least :data:`LAG` before it in the run's order (the
+fuzz loop makes a case while the one before it is still running: ``audee.fuzz._run_pipelined``),
+so they depend on the run's earlier cases alone, never on timing or on the pipeline waiting,
+and a resumed run, its memo rebuilt from the rows in their order, skips what the run would
+have skipped had it never stopped.
+
 Scope: one fuzz run (a campaign unit is one).  A unit's rows then depend on its own cases
-only, whichever shard, slot or order ran it, the case a skip names is in the same
+only, whichever shard, slot or order ran it, the cases a skip names are in the same
 ``results.jsonl``, and a resume rebuilds the memo from that one table; a shipped campaign
 gives each API to one unit per backend set, so a memo across a shard's units would find no
 more to skip.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from audee.backends.info import reference_of
@@ -38,6 +53,11 @@ from audee.triage.rootcause import UNSUPPORTED, explicit_refusal
 
 #: characters of a refusal's words a row keeps (the row's ``errors`` keep as many)
 REASON_CHARS = 300
+#: refusals of a key, with no conversion of it, before a backend skips the key's later cases
+STRIKES = 2
+#: how many cases before it a case's skips read from: the one just before is still running
+#: when a case is made (the fuzz loop keeps one case in flight)
+LAG = 2
 
 #: a case's memo key: the API its layer under test is and that layer's dtype policy
 Key = tuple[str, str]
@@ -45,14 +65,15 @@ Key = tuple[str, str]
 
 @dataclass(frozen=True)
 class Refusal:
-    """A backend's explicit refusal of one key, and the case that saw it."""
+    """Why a backend is skipped: the cases whose refusals of the key decided it, and the words
+    of the first."""
 
-    case: str     # the case id
-    reason: str   # "<phase>: <the refusal's words>", one line
+    cases: tuple[str, ...]   # case ids, in the run's order
+    reason: str              # "<phase>: <the refusal's words>", one line
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, Any]:
         """A row's ``skipped`` entry."""
-        return {"reason": self.reason, "case": self.case}
+        return {"reason": self.reason, "cases": list(self.cases)}
 
 
 def case_key(spec: ModelSpec) -> Key | None:
@@ -96,58 +117,92 @@ def _valid(spec: ModelSpec) -> bool:
     return not any(isinstance(m, dict) and m.get("invalid") for m in spec.meta.get("mutations") or [])
 
 
+def converted(status: str) -> bool:
+    """Whether a backend's status on a case, as its row writes it (``ok``, ``<kind>:<phase>``),
+    shows it converted the case: it ran, or failed only after converting (loading its weights,
+    running)."""
+    return status == "ok" or status.rpartition(":")[2] in ("weights", "run")
+
+
+def status_of(outcome: Outcome) -> str:
+    """``outcome`` as a row's ``backends`` writes it (:func:`audee.fuzz.result_row`)."""
+    return "ok" if outcome.ok else f"{outcome.failure.kind}:{outcome.failure.phase}"
+
+
+@dataclass
+class _Seen:
+    """One backend's cases of one key: its refusals (ordinal, case id, reason) and the first
+    case it converted (its ordinal), in the run's order."""
+
+    refusals: list[tuple[int, str, str]] = field(default_factory=list)
+    converted: int | None = None
+
+
 class RefusalMemo:
-    """The refusals seen in one run, per (backend, key)."""
+    """The refusals and conversions of one run, per (backend, key), by the cases' ordinals in
+    the run's order (:attr:`made`: the next case's)."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, Key], Refusal] = {}
-
-    def __len__(self) -> int:
-        return len(self._seen)
+        self._seen: dict[tuple[str, Key], _Seen] = {}
+        self.made = 0
 
     def skips(self, spec: ModelSpec, labels: Iterable[str]) -> dict[str, Refusal]:
-        """The backends among ``labels`` that refused ``spec``'s key before, with their refusal;
-        none when that would be every one of them (a case runs somewhere)."""
+        """The backends among ``labels`` the next case, of ``spec``, leaves out: each refused its
+        key :data:`STRIKES` times, and converted it never, in the cases :data:`LAG` or more
+        before it; none when that would be every one of them (a case runs somewhere)."""
         key = case_key(spec)
         labels = list(labels)
         if key is None:
             return {}
-        out = {label: self._seen[(label, key)] for label in labels if (label, key) in self._seen}
+        known = self.made - LAG
+        out = {}
+        for label in labels:
+            seen = self._seen.get((label, key))
+            if seen is None or (seen.converted is not None and seen.converted <= known):
+                continue
+            refusals = [r for r in seen.refusals if r[0] <= known]
+            if len(refusals) >= STRIKES:
+                out[label] = Refusal(tuple(case for _, case, _ in refusals[:STRIKES]), refusals[0][2])
         return {} if len(out) == len(labels) else out
 
-    def open_for(self, spec: ModelSpec, labels: Iterable[str]) -> bool:
-        """Whether a case of ``spec`` could still teach the memo: one of ``labels`` converts or
-        compiles another and has not refused the key yet (else waiting for the case is useless)."""
-        key = case_key(spec)
-        return key is not None and any(reference_of(label) is not None and (label, key) not in self._seen
-                                       for label in labels)
+    def submitted(self) -> int:
+        """The ordinal of the case being submitted (the next one's is one more)."""
+        self.made += 1
+        return self.made - 1
 
-    def learn(self, case_id: str, spec: ModelSpec, outcomes: Mapping[str, Outcome]) -> dict[str, str]:
-        """Remember the refusals of a case's ``outcomes``; the new ones (backend -> reason),
-        which its row records as ``refused``."""
+    def learn(self, ordinal: int, case_id: str, spec: ModelSpec, outcomes: Mapping[str, Outcome]) -> dict[str, str]:
+        """Remember what the backends that convert or compile another did with case ``ordinal``:
+        its refusals (backend -> reason, returned: its row's ``refused``) and its conversions."""
         key = case_key(spec)
-        if key is None or not _valid(spec):
+        if key is None:
             return {}
+        valid = _valid(spec)
         new = {}
-        for label in outcomes:
-            if (label, key) in self._seen:
-                continue
-            why = refusal_of(label, outcomes)
+        for label, outcome in outcomes.items():
+            why = refusal_of(label, outcomes) if valid else None
             if why is not None:
-                self._seen[(label, key)] = Refusal(case_id, why)
                 new[label] = why
+            self._note(label, key, ordinal, case_id, status_of(outcome), why)
         return new
 
     def restore(self, rows: Iterable[Any]) -> None:
-        """The memo of a run resumed from its rows (:class:`audee.records.rows.ResultRow`): each
-        refusal a row recorded (``refused``) or skipped for (``skipped``), under the row's API
-        and dtype policy, the first one of each key kept."""
-        for r in rows:
+        """The memo of a run resumed from its rows (:class:`audee.records.rows.ResultRow`, in the
+        order written): each row's refusals (``refused``) and conversions (``backends``) under
+        the row's API and dtype policy; the next case's ordinal is the number of rows."""
+        n = 0
+        for n, r in enumerate(rows, 1):
             if r.api is None or r.dtype is None:
                 continue
             key = (str(r.api), str(r.dtype))
-            for label, why in r.refused.items():
-                self._seen.setdefault((label, key), Refusal(r.id, why))
-            for label, skip in r.skipped.items():
-                self._seen.setdefault((label, key), Refusal(str(skip.get("case", "")), str(skip.get("reason", ""))))
+            for label, status in r.backends.items():
+                self._note(label, key, n - 1, r.id, status, r.refused.get(label))
+        self.made = n
 
+    def _note(self, label: str, key: Key, ordinal: int, case_id: str, status: str, why: str | None) -> None:
+        if reference_of(label) is None:
+            return  # an independent framework: never skipped
+        seen = self._seen.setdefault((label, key), _Seen())
+        if why is not None:
+            seen.refusals.append((ordinal, case_id, why))
+        elif converted(status) and seen.converted is None:
+            seen.converted = ordinal

@@ -130,8 +130,8 @@ def backend_api_tables(cases: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
 def skipped_tables(cases: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The runs the refusal memo left out (:mod:`audee.engine.refusals`, the rows' ``skipped``):
     per backend, the runs skipped and the (API, dtype policy) keys they were skipped for; and
-    per unit and key, the runs skipped, the case whose explicit refusal they follow and its
-    words.  Where a converter's budget went instead of converting what it refuses."""
+    per unit and key, the runs skipped, the cases whose explicit refusals they follow and
+    their words.  Where a converter's budget went instead of converting what it refuses."""
     summary_cols = ["backend", "skipped_runs", "keys"]
     key_cols = ["unit", "backend", "api", "dtype", "skipped_runs", "refused_in", "reason"]
     if cases.empty or "skipped" not in cases.columns:
@@ -144,8 +144,10 @@ def skipped_tables(cases: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             continue
         for label, skip in skipped.items():
             k = (str(unit), str(label), str(api), str(dtype))
-            s = keys.setdefault(k, {"skipped_runs": 0, "refused_in": skip.get("case", "-"),
-                                    "reason": skip.get("reason", "-")})
+            cases = skip.get("cases") if isinstance(skip, dict) else None
+            s = keys.setdefault(k, {"skipped_runs": 0,
+                                    "refused_in": ", ".join(map(str, cases)) if isinstance(cases, list) else "-",
+                                    "reason": skip.get("reason", "-") if isinstance(skip, dict) else "-"})
             s["skipped_runs"] += 1
     detail = pd.DataFrame([{"unit": u, "backend": b, "api": a, "dtype": d, **s}
                            for (u, b, a, d), s in sorted(keys.items())], columns=key_cols)

@@ -577,7 +577,7 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
                  api_rest),
                 ("Runs each backend skipped: it had refused the API and dtype policy with an explicit "
                  "'unsupported' error earlier in the run (refusal_memo, docs/backends.md)", "skipped", skipped),
-                ("Skipped runs by API and dtype policy, with the case that saw the refusal", "skipped_keys",
+                ("Skipped runs by API and dtype policy, with the cases that saw the refusal", "skipped_keys",
                  skipped_keys),
                 ("Phase timings: mean seconds per test case in each backend's worker", "phases",
                  phase_table(data.cases)),
