@@ -349,12 +349,13 @@ class ApiSettings(_Section):
                                          "TimeDistributed) is called with one, made from an integer input of 0/1 "
                                          "rows, padded sequences mostly (docs/mutation.md)")
     refusal_memo: Literal["on", "off"] = Field(
-        "on", description="API-level cases: on: once a converter or compiled mode refuses an API under a dtype "
-                          "policy with an explicit 'unsupported' error (a limitation, not a crash), the run's later "
-                          "cases of that API and policy leave that backend out at build time, so it does not "
-                          "convert them again; each such row records the skip, its reason and the case that saw "
-                          "the refusal (docs/backends.md, 'Refusals remembered'); off: every case converts on "
-                          "every backend (with --pack above 1 the memo is off)")
+        "on", description="API-level cases: on: once a converter or compiled mode refused an API under a dtype "
+                          "policy with an explicit 'unsupported' error (a limitation, not a crash) in two cases "
+                          "and converted it in none, the run's later cases of that API and policy leave that "
+                          "backend out at build time, so it does not convert them again; each such row records "
+                          "the skip, its reason and the cases that saw the refusal (docs/backends.md, 'Refusals "
+                          "remembered'); off: every case converts on every backend (with --pack above 1 the memo "
+                          "is off)")
     @field_validator("refusal_memo", mode="before")
     @classmethod
     def _memo_switch(cls, v: Any) -> Any:

@@ -15,7 +15,7 @@ from audee.apis import load_api_configs
 from audee.engine.refusals import REASON_CHARS, RefusalMemo, reason_of, refusal_of
 from audee.mutation.apilevel import generate_case
 
-REFUSED = "AveragePooling2D"   # the TFLite converter has no builtin bfloat16 pooling: "neither a custom op nor a flex op"
+REFUSED = "AveragePooling2D"   # no TFLite builtin in bfloat16: "neither a custom op nor a flex op"
 BROKEN = "tests.refusal_plugins:BrokenLiteRt"
 WORDS = "error: 'tf.AvgPool' op is neither a custom op nor a flex op"
 
@@ -50,6 +50,9 @@ def test_only_a_converters_explicit_refusal_of_a_program_its_source_runs_is_reme
     assert refusal_of("tensorflow", _outcomes(tensorflow=_error("The Conv2D op currently only supports the NHWC "
                                                                 "tensor format on the CPU"), torch=None)) is None
     assert refusal_of("litert", _outcomes(tensorflow=None, litert=None)) is None
+    # jitted JAX is judged against jax-eager, but it is one of the three Keras frameworks: never skipped
+    assert refusal_of("jax", _outcomes(jax=_error("TypeError: float16 is not supported by dot_general"))) is None
+    assert refusal_of("tensorflow-xla", _outcomes(tensorflow=None, **{"tensorflow-xla": _error()})) is not None
 
 
 def _stepper(memo: RefusalMemo, labels: list[str]):
@@ -207,7 +210,8 @@ def test_a_campaign_turns_the_memo_off_in_plain_yaml(tmp_path):
     from audee.core.errors import ConfigError
 
     p = tmp_path / "c.yaml"
-    p.write_text("name: m\ndefaults: {refusal_memo: off}\nruns:\n  - apis: [Dense]\n    backends: [[tensorflow, litert]]\n")
+    p.write_text("name: m\ndefaults: {refusal_memo: off}\n"
+                 "runs:\n  - apis: [Dense]\n    backends: [[tensorflow, litert]]\n")
     (unit,) = load_campaign(p).units
     assert unit.settings["refusal_memo"] == "off"
     p.write_text(p.read_text().replace("refusal_memo: off", "refusal_memo: later"))

@@ -23,11 +23,11 @@ or failed only after converting) is never skipped.
 What counts as a refusal (:func:`refusal_of`): a clean error (a crash, a timeout, a worker's
 death is retried every time), worded as an explicit refusal (the ``limitation`` class's
 words, :func:`audee.triage.rootcause.explicit_refusal`), of a backend that compiles or
-converts another (:func:`audee.backends.info.reference_of`: its refusal is its own only when
-its source program ran; an independent framework's refusals follow parameters, such as a CPU
-kernel's data format, not the API alone), on a case whose draws are all valid (a crafty
-invalid value is refused for its value).  A case is never left without a backend: the memo
-skips none when it would skip them all.
+converts another (:func:`watched`; its refusal is its own only when its source program ran,
+:func:`audee.backends.info.reference_of`; a Keras framework's own refusals follow
+parameters, such as a CPU kernel's data format, not the API alone), on a case whose draws
+are all valid (a crafty invalid value is refused for its value).  A case is never left
+without a backend: the memo skips none when it would skip them all.
 
 When: a case's skips read the cases at least :data:`LAG` before it in the run's order (the
 fuzz loop makes a case while the one before it is still running: ``audee.fuzz._run_pipelined``),
@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from audee.backends.info import reference_of
+from audee.backends.info import keras_frameworks, reference_of
 from audee.cases.case import Outcome
 from audee.cases.spec import ModelSpec
 from audee.triage.rootcause import UNSUPPORTED, explicit_refusal
@@ -101,15 +101,20 @@ def refusal_of(label: str, outcomes: Mapping[str, Outcome]) -> str | None:
     """The reason line when ``label``'s outcome is an explicit refusal the memo keeps (module
     docstring), else None."""
     f = outcomes[label].failure
-    if f is None or f.hard or not explicit_refusal(f.message):
+    if f is None or f.hard or not explicit_refusal(f.message) or not watched(label):
         return None
     source = reference_of(label)
-    if source is None:
-        return None
     ran = outcomes.get(source)
     if ran is not None and not ran.ok:
         return None  # the program it converts failed too: not the converter's own refusal
     return reason_of(f.phase, f.message)
+
+
+def watched(label: str) -> bool:
+    """Whether the memo may skip backend ``label``: one that converts or compiles another's
+    program (a converter, a compiled or other mode, a plugin declaring its reference), not a
+    Keras framework as it is (``jax``, judged against ``jax-eager``, is one of the three)."""
+    return reference_of(label) is not None and label.partition("@")[0] not in keras_frameworks()
 
 
 def _valid(spec: ModelSpec) -> bool:
@@ -199,8 +204,8 @@ class RefusalMemo:
         self.made = n
 
     def _note(self, label: str, key: Key, ordinal: int, case_id: str, status: str, why: str | None) -> None:
-        if reference_of(label) is None:
-            return  # an independent framework: never skipped
+        if not watched(label):
+            return  # a Keras framework as it is: never skipped
         seen = self._seen.setdefault((label, key), _Seen())
         if why is not None:
             seen.refusals.append((ordinal, case_id, why))
