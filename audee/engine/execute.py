@@ -201,9 +201,10 @@ class Executor(Runner):
                 outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
                                           nonfinite=got["nonfinite"], run_s=got["run_s"],
                                           precision=modes.get(label, FULL))
-        refused = self.refusals.learn(sub.ordinal, case.id, case.spec, outcomes) if self.refusals is not None else {}
         result = self.judge(case, outcomes, phases, sub.started)
-        result.skipped, result.refused = dict(sub.skipped), refused
+        result.skipped = dict(sub.skipped)
+        if self.refusals is not None:
+            result.refused = self.refusals.learn(sub.ordinal, case, result.verdict, result.outcomes)
         return result
 
     def judge(self, case: TestCase, outcomes: dict[str, Outcome], phases: "PhaseTally", started: float, *,

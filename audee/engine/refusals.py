@@ -20,13 +20,15 @@ refusal the memo skipped OpenVINO's float32 Conv2D and Dense cases, most of whic
 with no conversion of it, is the API and policy's; a key the backend converted (its case ran,
 or failed only after converting) is never skipped.
 
-What counts as a refusal (:func:`refusal_of`): a clean error (a crash, a timeout, a worker's
-death is retried every time), worded as an explicit refusal (the ``limitation`` class's
-words, :func:`audee.triage.rootcause.explicit_refusal`), of a backend that compiles or
-converts another (:func:`watched`; its refusal is its own only when its source program ran,
-:func:`audee.backends.info.reference_of`; a Keras framework's own refusals follow
-parameters, such as a CPU kernel's data format, not the API alone), on a case whose draws
-are all valid (a crafty invalid value is refused for its value).  A case is never left
+What counts as a refusal (:func:`refusals_in`): a backend's clean error (a crash, a timeout,
+a worker's death is retried every time) that the case's signatures put in the ``limitation``
+class (:func:`audee.triage.rootcause.classify`, the one owner of the classes: an explicit
+"unsupported" on a valid draw, nothing undefined about it, and no known issue calling it a
+bug: PyTorch's exporter writing bfloat16 nodes its opset does not allow fails with
+"unsupported type" but is ``torch-onnx-bf16-invalid-opset``, a bug, retried), of a backend
+that converts or compiles another (:func:`watched`) whose source program ran the case (else
+the refusal is not the converter's own).  A Keras framework's own refusals follow parameters,
+such as a CPU kernel's data format, not the API alone: never skipped.  A case is never left
 without a backend: the memo skips none when it would skip them all.
 
 When: a case's skips read the cases at least :data:`LAG` before it in the run's order (the
@@ -47,9 +49,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from audee.backends.info import keras_frameworks, reference_of
-from audee.cases.case import Outcome
+from audee.cases.case import Kind, Outcome, TestCase, Verdict
 from audee.cases.spec import ModelSpec
-from audee.triage.rootcause import UNSUPPORTED, explicit_refusal
+from audee.triage.known import load_known_issues, match_known
+from audee.triage.rootcause import UNSUPPORTED, classify
+from audee.triage.signature import case_signatures
 
 #: characters of a refusal's words a row keeps (the row's ``errors`` keep as many)
 REASON_CHARS = 300
@@ -97,17 +101,28 @@ def reason_of(phase: str, message: str) -> str:
     return f"{phase}: {'...' if start else ''}{cut}{'...' if start + REASON_CHARS < len(text) else ''}"
 
 
-def refusal_of(label: str, outcomes: Mapping[str, Outcome]) -> str | None:
-    """The reason line when ``label``'s outcome is an explicit refusal the memo keeps (module
-    docstring), else None."""
-    f = outcomes[label].failure
-    if f is None or f.hard or not explicit_refusal(f.message) or not watched(label):
-        return None
-    source = reference_of(label)
-    ran = outcomes.get(source)
-    if ran is not None and not ran.ok:
-        return None  # the program it converts failed too: not the converter's own refusal
-    return reason_of(f.phase, f.message)
+def refusals_in(case: TestCase, verdict: Verdict, outcomes: Mapping[str, Outcome],
+                issues: list[Any]) -> dict[str, str]:
+    """The case's refusals the memo keeps (module docstring), backend -> reason line: each
+    backend it watches (:func:`watched`) that a ``limitation``-class signature of the verdict
+    names (:func:`audee.triage.rootcause.classify`, a known issue of ``issues`` deciding first:
+    an explicit "unsupported" on a valid draw, nothing undefined about it), whose own failure
+    is a clean error, and whose source program ran the case."""
+    out: dict[str, str] = {}
+    meta = {**case.spec.meta, **case.meta}  # the mutation record (invalid draws) and the API, as rows carry them
+    for sig in case_signatures(verdict, case.spec, meta):
+        if sig.kind != Kind.DIVERGENT_ACCEPTANCE or classify(sig, match_known(sig, issues))[0] != "limitation":
+            continue
+        for label in sig.backends:
+            o = outcomes.get(label)
+            if label in out or o is None or o.failure is None or o.failure.hard or not watched(label):
+                continue
+            source = reference_of(label)
+            ran = outcomes.get(source) if source is not None else None
+            if ran is not None and not ran.ok:
+                continue  # the program it converts failed too: not the converter's own refusal
+            out[label] = reason_of(o.failure.phase, o.failure.message)
+    return out
 
 
 def watched(label: str) -> bool:
@@ -115,11 +130,6 @@ def watched(label: str) -> bool:
     program (a converter, a compiled or other mode, a plugin declaring its reference), not a
     Keras framework as it is (``jax``, judged against ``jax-eager``, is one of the three)."""
     return reference_of(label) is not None and label.partition("@")[0] not in keras_frameworks()
-
-
-def _valid(spec: ModelSpec) -> bool:
-    """Whether every draw of the case is valid (no crafty invalid value in its mutation record)."""
-    return not any(isinstance(m, dict) and m.get("invalid") for m in spec.meta.get("mutations") or [])
 
 
 def converted(status: str) -> bool:
@@ -149,6 +159,7 @@ class RefusalMemo:
 
     def __init__(self) -> None:
         self._seen: dict[tuple[str, Key], _Seen] = {}
+        self._issues: list[Any] | None = None  # the shipped known issues: a known one's class decides
         self.made = 0
 
     def skips(self, spec: ModelSpec, labels: Iterable[str]) -> dict[str, Refusal]:
@@ -175,19 +186,17 @@ class RefusalMemo:
         self.made += 1
         return self.made - 1
 
-    def learn(self, ordinal: int, case_id: str, spec: ModelSpec, outcomes: Mapping[str, Outcome]) -> dict[str, str]:
-        """Remember what the backends that convert or compile another did with case ``ordinal``:
-        its refusals (backend -> reason, returned: its row's ``refused``) and its conversions."""
-        key = case_key(spec)
+    def learn(self, ordinal: int, case: TestCase, verdict: Verdict, outcomes: Mapping[str, Outcome]) -> dict[str, str]:
+        """Remember what the backends it watches did with case ``ordinal``, judged: its
+        refusals (backend -> reason, returned: its row's ``refused``) and its conversions."""
+        key = case_key(case.spec)
         if key is None:
             return {}
-        valid = _valid(spec)
-        new = {}
+        if self._issues is None:
+            self._issues = load_known_issues()
+        new = refusals_in(case, verdict, outcomes, self._issues)
         for label, outcome in outcomes.items():
-            why = refusal_of(label, outcomes) if valid else None
-            if why is not None:
-                new[label] = why
-            self._note(label, key, ordinal, case_id, status_of(outcome), why)
+            self._note(label, key, ordinal, case.id, status_of(outcome), new.get(label))
         return new
 
     def restore(self, rows: Iterable[Any]) -> None:
