@@ -508,6 +508,9 @@ def _print_summary(s: dict[str, Any]) -> None:
     print(f"  inconsistencies      {s['inconsistency']}")
     for pair, n in sorted(s["inconsistency_by_pair"].items()):
         print(f"    {pair.replace('|', ' vs '):<30} {n}")
+    if s.get("skipped_runs"):
+        print(f"  skipped runs         {', '.join(f'{b} {n}' for b, n in s['skipped_runs'].items())}  (the backend "
+              "refused the API and dtype policy explicitly in an earlier case: --refusal-memo)")
     print(f"  mean time per case   {s['mean_seconds_per_case']:.3f} s")
     from audee.store.results import phase_lines
 

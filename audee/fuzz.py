@@ -424,9 +424,14 @@ def _with_result(result: Result, extra: dict[str, Any]) -> dict[str, Any]:
     """``extra`` with what the run learnt of the case that its provenance must carry (rows,
     case files and signatures keep it): a training step's record (audee.engine.train.TrainResult:
     its setup, layers called inactive, backends skipped, losses); an op case's ``undefined``
-    (audee.oracle.ops: an integer division by zero makes its failures undefined)."""
+    (audee.oracle.ops: an integer division by zero makes its failures undefined); the backends
+    a converter's remembered refusal left out of the case, and the refusals it taught the run
+    (audee.engine.refusals: ``skipped``, ``refused``)."""
     if getattr(result, "train", None):
         extra = {**extra, "phase": "train", "train": result.train}
+    for name in ("skipped", "refused"):
+        if getattr(result, name, None):
+            extra = {**extra, name: dict(getattr(result, name))}
     if getattr(result, "undefined", None):
         extra = {**extra, "undefined": list(result.undefined)}
     return extra
@@ -476,10 +481,13 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
         for p in r.inconsistent_pairs:
             pairs[p] = pairs.get(p, 0) + 1
     hard_how: dict[str, int] = {}
+    skipped: dict[str, int] = {}  # runs the refusal memo left out, per backend (audee.engine.refusals)
     for r in rows:
         for b, s in r.backends.items():
             if s != "ok" and not s.startswith("error:"):
                 hard_how[f"{b} {s}"] = hard_how.get(f"{b} {s}", 0) + 1
+        for b in r.skipped:
+            skipped[b] = skipped.get(b, 0) + 1
     return {
         "bugs": [b.to_json() for b in bugs],
         "unique_bugs": len(bugs),
@@ -503,6 +511,7 @@ def summarize(out: Path, known: list[Any] | None = None) -> dict[str, Any]:
         "precision": by_kind.get(Kind.PRECISION, 0),
         "inconsistency": by_kind.get(Kind.INCONSISTENCY, 0),
         "inconsistency_by_pair": pairs,
+        "skipped_runs": dict(sorted(skipped.items())),
         "mean_seconds_per_case": round(float(np.mean([r.seconds for r in rows])), 4) if rows else 0.0,
         "phases": phase_summary(r.phases for r in rows),  # per backend: mean seconds per case of each phase
         **_level_summaries(rows),

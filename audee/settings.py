@@ -21,7 +21,7 @@ settings one part of audee reads, so a part takes its section and nothing else:
   :class:`ToleranceSettings` (float32/float16/bfloat16/tf32 rtol and atol), precision_factor;
 - ``network`` (:class:`NetworkSettings`): layer_rate, max_layers, operators;
 - ``api`` (:class:`ApiSettings`): invalid_prob (the network and op levels read it too),
-  dtypes, pack, call_training, call_mask;
+  dtypes, pack, call_training, call_mask, refusal_memo;
 - ``train`` (:class:`TrainSettings`): steps, losses, optimizers, learning_rate;
 - ``precision`` (:class:`PrecisionSettings`): reference, reference_backend (the float64
   reference; its factor is judging's);
@@ -355,6 +355,20 @@ class ApiSettings(_Section):
                                          "layers, GlobalAveragePooling1D, BatchNormalization, Softmax, "
                                          "TimeDistributed) is called with one, made from an integer input of 0/1 "
                                          "rows, padded sequences mostly (docs/mutation.md)")
+    refusal_memo: Literal["on", "off"] = Field(
+        "on", description="API-level cases: on: once a converter or compiled mode refused an API under a dtype "
+                          "policy with an explicit 'unsupported' error (a limitation, not a crash) in two cases "
+                          "and converted it in none, the run's later cases of that API and policy leave that "
+                          "backend out at build time, so it does not convert them again; each such row records "
+                          "the skip, its reason and the cases that saw the refusal (docs/backends.md, 'Refusals "
+                          "remembered'); off: every case converts on every backend (with --pack above 1 the memo "
+                          "is off)")
+    @field_validator("refusal_memo", mode="before")
+    @classmethod
+    def _memo_switch(cls, v: Any) -> Any:
+        """YAML reads a bare ``off``/``on`` as a boolean: the same switch."""
+        return ("on" if v else "off") if isinstance(v, bool) else v
+
     @field_validator("dtypes")
     @classmethod
     def _dtypes(cls, v: str) -> str:
@@ -441,7 +455,7 @@ FLAG_ORDER = ("variants", "rng", "batch", "layer_rate", "max_layers", "invalid_p
               "tie_margin", "threads", "float32_rtol", "float32_atol", "float16_rtol", "float16_atol",
               "bfloat16_rtol", "bfloat16_atol", "tf32_rtol", "tf32_atol", "operators", "special_inputs",
               "dtypes", "pack", "equivalence", "reference", "reference_backend", "precision_factor", "phase",
-              "steps", "losses", "optimizers", "learning_rate", "call_training", "call_mask")
+              "steps", "losses", "optimizers", "learning_rate", "call_training", "call_mask", "refusal_memo")
 
 #: named profiles: each a set of fuzz settings by their flat names, chosen with ``--profile``
 #: or a campaign's ``profile:``; a setting given explicitly wins over the profile's

@@ -143,6 +143,9 @@ class _Only:
     def precisions(self):
         return {k: v for k, v in self.pool.precisions.items() if k in self.labels}
 
+    def versions(self):
+        return {k: v for k, v in self.pool.versions().items() if k in self.labels}
+
 
 def _run(pool, labels: list[str], nan_rows: list[int]):
     """The tiny CNN on a batch of 4 with one NaN pixel in each of ``nan_rows``, on ``labels``."""

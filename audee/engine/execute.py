@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure
+from audee.engine.refusals import Refusal, RefusalMemo
 from audee.equivalence.check import run_equivalence
 from audee.equivalence.rules import rules_named
 from audee.levels.base import Runner
@@ -57,6 +58,10 @@ class Result:
     equivalence: dict[str, str] = field(default_factory=dict)
     # the float64 reference (audee/reference): every backend's error against it; None: not asked for
     reference: ReferenceRun | None = None
+    # backends left out because they refused the case's API and dtype policy before (audee/engine/refusals.py):
+    # backend -> {"reason", "cases": the cases that saw the refusal}; and this case's own refusals (backend -> reason)
+    skipped: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 def first_shapes(built: dict[str, Any]) -> Shapes | None:
@@ -95,6 +100,14 @@ class BuildCache:
                 self.built.pop(next(iter(self.built)))
         return self.built[key]
 
+    def add(self, key: str, replies: dict[str, Any]) -> dict[str, Any]:
+        """``key``'s replies with those of more backends (built later than the rest)."""
+        mine = self.built.setdefault(key, {})
+        mine.update({label: (r["shapes"] if isinstance(r, dict) else r) for label, r in replies.items()})
+        timed = self.phases.setdefault(key, {})
+        timed.update({label: r.get("phases", {}) for label, r in replies.items() if isinstance(r, dict)})
+        return mine
+
 
 class Executor(Runner):
     """Runs test cases on a :class:`Pool`; remembers each spec's weight shapes so a spec
@@ -102,13 +115,16 @@ class Executor(Runner):
 
     def __init__(self, pool: Pool, *, tie_margin: float = TIE_MARGIN, diagnose: bool = True,
                  tolerances: Tolerances | dict[str, Any] | None = None, equivalence: Iterable[str] = (),
-                 reference: Reference | None = None):
+                 reference: Reference | None = None, refusals: RefusalMemo | None = None):
         """``tolerances``: the deviation oracle's, per dtype (a :class:`Tolerances`, or the
         ``{dtype: {"rtol", "atol"}}`` form settings and case files hold; default: the defaults).
         ``equivalence``: the equivalence rules whose rewrites run beside every case
         (:data:`audee.settings.EQUIVALENCE_RULES`; none by default).  ``reference``: the
-        float64 reference each case runs beside (:mod:`audee.reference`; none by default)."""
+        float64 reference each case runs beside (:mod:`audee.reference`; none by default).
+        ``refusals``: the run's memo of converters' explicit refusals (API-level cases,
+        :mod:`audee.engine.refusals`; none: every case is built on every backend)."""
         self.pool = pool
+        self.refusals = refusals
         self.reference = reference
         self.equivalence = rules_named(tuple(equivalence))
         self.tie_margin = tie_margin
@@ -120,7 +136,28 @@ class Executor(Runner):
 
     # ---- building ------------------------------------------------------------------------------
     def build(self, spec: ModelSpec) -> dict[str, Shapes | WorkerFailure]:
-        return self._builds.get(spec.key(), lambda: self.pool.build(spec))
+        """Each backend's build reply for ``spec`` (cached per spec); the backends the refusal
+        memo leaves out of a case being made are neither asked nor answered (:meth:`skips`)."""
+        return self._build(spec, self.skips(spec))
+
+    def _build(self, spec: ModelSpec, skip: dict[str, Refusal]) -> dict[str, Shapes | WorkerFailure]:
+        """``spec``'s build replies on every backend but ``skip``'s, whatever the cache holds
+        (a spec cached before the memo learnt holds more, one cached while it skipped holds less)."""
+        key, wanted = spec.key(), [label for label in self.pool.labels if label not in skip]
+        got = self._builds.get(key, lambda: self.pool.build(spec, wanted))
+        missing = [label for label in wanted if label not in got]
+        if missing:
+            got = self._builds.add(key, self.pool.build(spec, missing))
+        return {label: got[label] for label in wanted}
+
+    def skips(self, spec: ModelSpec) -> dict[str, Refusal]:
+        """The backends the next case, of ``spec``, leaves out: each refused its API and dtype
+        policy in earlier cases of the run (:class:`RefusalMemo`).  Asked while a case is made
+        and submitted, never while one is judged (its equivalent models and diagnosis run on
+        the backends that ran it)."""
+        if self.refusals is None or self._tally is not None:
+            return {}
+        return self.refusals.skips(spec, self.pool.labels)
 
     def shapes(self, spec: ModelSpec) -> Shapes | None:
         """Weight shapes from the first backend that builds ``spec`` (None if none does)."""
@@ -139,17 +176,21 @@ class Executor(Runner):
         the caller may prepare the next case (mutation, its builds) and judge the one
         before (:meth:`finish`) while the workers compute."""
         t0 = time.perf_counter()
-        built = self.build(case.spec)
+        skip = self.skips(case.spec)
+        built = self._build(case.spec, skip)
         modes = self.pool.precisions
         outcomes = {label: Outcome(label, failure=got, precision=modes.get(label, FULL))
                     for label, got in built.items() if isinstance(got, WorkerFailure)}
         ready = [label for label, got in built.items() if not isinstance(got, WorkerFailure)]
         tickets = self.pool.submit_run(case.spec, case.weights, weights_key(case.weights), case.inputs,
                                        labels=ready) if ready else {}
-        return Submitted(case, outcomes, tickets, PhaseTally(self._build_phases.pop(case.spec.key(), {})), t0)
+        return Submitted(case, outcomes, tickets, PhaseTally(self._build_phases.pop(case.spec.key(), {})), t0,
+                         skipped={label: r.to_json() for label, r in skip.items()},
+                         ordinal=self.refusals.submitted() if self.refusals is not None else 0)
 
     def finish(self, sub: "Submitted") -> Result:
-        """The runs of a submitted case, judged by the oracles (and diagnosed when it fails)."""
+        """The runs of a submitted case, judged by the oracles (and diagnosed when it fails);
+        the refusal memo learns from them."""
         case, outcomes, phases = sub.case, dict(sub.outcomes), sub.phases
         modes = self.pool.precisions
         for label, got in self.pool.collect_run(sub.tickets).items():
@@ -162,7 +203,11 @@ class Executor(Runner):
                 outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
                                           nonfinite=got["nonfinite"], run_s=got["run_s"],
                                           precision=modes.get(label, FULL))
-        return self.judge(case, outcomes, phases, sub.started)
+        result = self.judge(case, outcomes, phases, sub.started)
+        result.skipped = dict(sub.skipped)
+        if self.refusals is not None:
+            result.refused = self.refusals.learn(sub.ordinal, case, result.verdict, result.outcomes)
+        return result
 
     def judge(self, case: TestCase, outcomes: dict[str, Outcome], phases: "PhaseTally", started: float, *,
               diagnose: bool | None = None) -> Result:
@@ -425,6 +470,8 @@ class Submitted:
     tickets: dict[str, int]        # the others: their run's ticket
     phases: "PhaseTally"
     started: float
+    skipped: dict[str, dict[str, Any]] = field(default_factory=dict)  # left out by the refusal memo
+    ordinal: int = 0               # its place in the run's order (the refusal memo's)
 
 
 def _outputs(replies: dict[str, Any]) -> dict[str, np.ndarray]:

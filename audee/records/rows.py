@@ -68,6 +68,11 @@ class ResultRow(BaseModel):
     seconds: Number = 0.0
     phases: dict[str, dict[str, Number]] = {}  # backend -> phase -> seconds (audee.store.results.phases_field)
     case_file: str | None = None           # relative to the run directory; failing cases only
+    # ---- a converter's refusals remembered (audee/engine/refusals.py, API-level cases): the backends
+    # left out of this case, each with {"reason": the refusal's words, "cases": the cases that saw it};
+    # this case's own explicit refusals (backend -> reason), from which a resumed run skips the same
+    skipped: dict[str, dict[str, Any]] = {}
+    refused: dict[str, str] = {}
     # ---- provenance: network-level cases
     variant: int | None = None             # variant index, -1 for the seed itself
     rng: int | None = None

@@ -126,3 +126,32 @@ def backend_api_tables(cases: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
         summary.append({"backend": label, "apis": len(mine), "ran": sum(s["ran"] for s in mine.values()),
                         "never_ran": len(never), "never_ran_limitation": sum(r["limitation"] for r in never)})
     return pd.DataFrame(summary, columns=summary_cols), rest_df
+
+
+def skipped_tables(cases: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs the refusal memo left out (:mod:`audee.engine.refusals`, the rows' ``skipped``):
+    per backend, the runs skipped and the (API, dtype policy) keys they were skipped for; and
+    per unit and key, the runs skipped, the cases whose explicit refusals they follow and
+    their words.  Where a converter's budget went instead of converting what it refuses."""
+    summary_cols = ["backend", "skipped_runs", "keys"]
+    key_cols = ["unit", "backend", "api", "dtype", "skipped_runs", "refused_in", "reason"]
+    if cases.empty or "skipped" not in cases.columns:
+        return pd.DataFrame(columns=summary_cols), pd.DataFrame(columns=key_cols)
+    units = cases["unit"] if "unit" in cases.columns else pd.Series([""] * len(cases))
+    keys: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for unit, api, dtype, skipped in zip(units, cases.get("api", [None] * len(cases)),
+                                         cases.get("dtype", [None] * len(cases)), cases["skipped"]):
+        if not isinstance(skipped, dict):
+            continue
+        for label, skip in skipped.items():
+            k = (str(unit), str(label), str(api), str(dtype))
+            cases = skip.get("cases") if isinstance(skip, dict) else None
+            s = keys.setdefault(k, {"skipped_runs": 0,
+                                    "refused_in": ", ".join(map(str, cases)) if isinstance(cases, list) else "-",
+                                    "reason": skip.get("reason", "-") if isinstance(skip, dict) else "-"})
+            s["skipped_runs"] += 1
+    detail = pd.DataFrame([{"unit": u, "backend": b, "api": a, "dtype": d, **s}
+                           for (u, b, a, d), s in sorted(keys.items())], columns=key_cols)
+    summary = [{"backend": b, "skipped_runs": int(g["skipped_runs"].sum()), "keys": len(g)}
+               for b, g in detail.groupby("backend")] if not detail.empty else []
+    return pd.DataFrame(summary, columns=summary_cols), detail

@@ -551,6 +551,7 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
     errors = backend_errors(data.cases)
     configured = sorted(load_api_configs())
     api_runs, api_rest = coverage.backend_api_tables(data.cases)
+    skipped, skipped_keys = coverage.skipped_tables(data.cases)
     sections = [("Root causes by class (bug, harness, limitation, undefined; new first; report: the "
                  "upstream-ready report of a new bug; docs/oracles.md)", "roots", roots),
                 ("Bug signatures (new first; found before: a findings row; known upstream: reported; fixed "
@@ -572,6 +573,10 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
                  "backend_apis", api_runs),
                 ("APIs a backend never ran, with its first error (phase, normalized message)", "backend_apis_rest",
                  api_rest),
+                ("Runs each backend skipped: it had refused the API and dtype policy with an explicit "
+                 "'unsupported' error earlier in the run (refusal_memo, docs/backends.md)", "skipped", skipped),
+                ("Skipped runs by API and dtype policy, with the cases that saw the refusal", "skipped_keys",
+                 skipped_keys),
                 ("Phase timings: mean seconds per test case in each backend's worker", "phases",
                  phase_table(data.cases)),
                 ("Rate by case level (op: a keras.ops call; api: a model around a layer API; network: a seed "

@@ -18,7 +18,7 @@ class ApiLevel(ModelLevel):
     name = "api"
     label = "API"
     settings = ("variants", "batch", "invalid_prob", "call_training", "call_mask", "dtypes", "max_redraws",
-                "special_inputs", "pack")
+                "special_inputs", "pack", "refusal_memo")
 
     def case_id(self, target: str, index: int) -> str:
         from audee.mutation.apilevel import case_id
@@ -33,10 +33,23 @@ class ApiLevel(ModelLevel):
 
         return list(load_api_configs())
 
+    def runner(self, pool: Any, cfg: Any) -> Any:
+        """The model levels' executor, remembering converters' explicit refusals of an API and
+        dtype policy (``refusal_memo``; :mod:`audee.engine.refusals`) unless cases are packed."""
+        from audee.engine.refusals import RefusalMemo
+
+        ex = super().runner(pool, cfg)
+        if cfg.api.refusal_memo == "on" and cfg.api.pack == 1:
+            ex.refusals = RefusalMemo()
+        return ex
+
     def drive(self, loop: Any, runner: Any, todo: list[tuple[str, int]], context: dict[str, Any]) -> None:
         from audee.apis import load_api_configs
 
         configs = load_api_configs()
+        memo = getattr(runner, "refusals", None)  # the training phase's runner has none
+        if memo is not None:
+            memo.restore(loop.store.rows())  # a resumed run skips what it skipped before
         # --pack K > 1 runs K cases per build (audee.engine.packed: a planner stands in for the executor
         # while cases are made; rows and case files as an unpacked run's, timings apart)
         if loop.cfg.pack > 1:
