@@ -85,6 +85,10 @@ def _judged(pool, other: str):
         def __getattr__(self, name):
             return getattr(pool, name)
 
+        @property
+        def labels(self):  # the backends it stands for: an executor builds on these
+            return ["tensorflow", other]
+
         def build(self, spec, labels=None):
             return pool.build(spec, labels or ["tensorflow", other])
 

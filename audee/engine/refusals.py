@@ -1,6 +1,6 @@
 """A converter's explicit refusals, remembered for the rest of a run (``--refusal-memo``).
 
-The TFLite converter, OpenVINO's ONNX frontend, torch.onnx or a compiled mode refuse some
+A converter (the TFLite converter, an ONNX frontend, an exporter) or a compiled mode refuse some
 layer API under some dtype policy with an explicit "unsupported" error (``tf.AvgPool3D`` is
 "neither a custom op nor a flex op" in any dtype, ``tf.MatMul`` in float16), and refuse it
 again on every case of that API and policy: an API-level run spent 1.4-2.7 s converting each
@@ -13,9 +13,9 @@ a made-up one, and no row drops it silently.  Each case that saw a refusal says 
 (``refused``), and a resumed run rebuilds the memo from these rows and the rows' statuses.
 
 Why two refusals and none converted: one refusal may come from a parameter value, not from
-the API and policy (OpenVINO refuses a grouped channels-first Conv2D that tf2onnx leaves a
+the API and policy (one ONNX runtime refuses a grouped channels-first Conv2D that tf2onnx leaves a
 ``PartitionedCall`` in, and a Dense with a gelu activation for tf2onnx's ``Erfc``; with one
-refusal the memo skipped OpenVINO's float32 Conv2D and Dense cases, most of which convert:
+refusal the memo skipped a runtime's float32 Conv2D and Dense cases, most of which convert:
 ``experiments/results/refusal_budget.md``).  A second refusal on another draw of the key,
 with no conversion of it, is the API and policy's; a key the backend converted (its case ran,
 or failed only after converting) is never skipped.
@@ -25,7 +25,7 @@ a worker's death is retried every time) that the case's signatures put in the ``
 class (:func:`audee.triage.rootcause.classify`, the one owner of the classes: an explicit
 "unsupported" on a valid draw, nothing undefined about it, and no known issue calling it a
 bug: PyTorch's exporter writing bfloat16 nodes its opset does not allow fails with
-"unsupported type" but is ``torch-onnx-bf16-invalid-opset``, a bug, retried), of a backend
+"unsupported type" but is a known bug of an exporter's opset, retried), of a backend
 that converts or compiles another (:func:`watched`) whose source program ran the case (else
 the refusal is not the converter's own).  A Keras framework's own refusals follow parameters,
 such as a CPU kernel's data format, not the API alone: never skipped.  A case is never left
