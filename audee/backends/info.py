@@ -114,7 +114,7 @@ else:
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = not full"""
 #: an op call's lines (ScriptCode.op) as each backend's ``call_op`` runs it, and what they call
 _TRACED = ("audee.backends.keras_backends:split_tensors", "audee.backends.keras_backends:_Slot",
-           "audee.backends.keras_backends:traced_call")
+           "audee.backends.keras_backends:_computed", "audee.backends.keras_backends:traced_call")
 _TF_OP_GRAPH = """import tensorflow as tf  # traced by tf.function, as the model is
 return traced_call(fn, args, kwargs, tf.is_tensor, lambda f: tf.function(f, autograph=False))"""
 _TF_OP_XLA = """import tensorflow as tf  # compiled by XLA
