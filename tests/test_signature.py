@@ -128,6 +128,26 @@ def test_a_training_nan_from_a_nonfinite_input_is_undefined_and_one_from_finite_
     assert special.context == ("nonfinite_input",) and classify(special)[0] == "undefined"
 
 
+def test_a_training_step_refusing_ids_out_of_range_is_undefined_as_a_forward_pass_is():
+    """The train-cpu campaign's gru-v00000: token rows out of range; TensorFlow's Embedding
+    gather and torch's ``index out of range in self`` refuse them in phase ``train``, JAX
+    clamps.  Only phase ``run`` looked at the inputs, so torch's refusal (its message names
+    no layer) was a "new bug" on the mutated ReLU.  A failure in any phase that computes on
+    the values is judged with the inputs' facts; a build or convert failure is not."""
+    from audee.triage.rootcause import classify
+
+    meta = {"mutations": [_mut("fc1", "units", 50, 120)],
+            "special_inputs": [{"input": "x", "row": 3, "kind": "out_of_range"}]}
+    for phase in ("run", "train", "gradient", "update"):
+        f = Finding(Kind.DIVERGENT_ACCEPTANCE, ["torch"], {"accepted": ["jax"], "errors": {
+            "torch": {"phase": phase, "message": "IndexError: index out of range in self"}}})
+        (s,) = signatures_of(f, SPEC, meta)
+        assert "ids_out_of_range" in s.context and classify(s)[0] == "undefined", (phase, s.context)
+    built = Finding(Kind.DIVERGENT_ACCEPTANCE, ["torch"], {"accepted": ["jax"], "errors": {
+        "torch": {"phase": "build", "message": "ValueError: bad units"}}})
+    assert "ids_out_of_range" not in signatures_of(built, SPEC, meta)[0].context
+
+
 def test_non_failures_have_no_signature():
     rej = Finding(Kind.CONSISTENT_REJECTION, ["a", "b"], {"errors": {}})
     assert signatures_of(rej, SPEC, {}) == []

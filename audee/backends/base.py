@@ -29,6 +29,10 @@ class Phase:
     TRAIN = "train"
     GRADIENT = "gradient"
     UPDATE = "update"
+    #: the phases that compute on the case's values (build, convert and weights see only its
+    #: shapes): a failure there may be the answer to a value outside the contract (an id out
+    #: of range), in a training step as in a forward pass
+    ON_VALUES = frozenset({RUN, TRAIN, GRADIENT, UPDATE})
 
 
 #: the phases a worker times per test case, in the order a case goes through them

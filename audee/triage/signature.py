@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from audee.backends.info import all_op_names, all_unsupported, describe
+from audee.backends.base import Phase
 from audee.core.bounded import clean_text, utf8
 from audee.cases.case import (EMPTY_REDUCTION, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS,
                               SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
@@ -577,7 +578,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             api, params = blamed(named, message)
             traceback = raw[(phase, error)].traceback
             context = (["audee_raised"] if _audee_raised(traceback) else []) + \
-                (_input_context(meta, False, values=_op_case(meta), crash=True) if phase == "run" else []) + silent
+                (_input_context(meta, False, values=_op_case(meta), crash=True) if phase in Phase.ON_VALUES else []) + silent
             out.append(sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context,
                            odd=(), traceback=traceback))
         out = _one_cause(out)
@@ -589,7 +590,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         error = f"{how}: {error}" if how and error else (error or how)
         named = named_layer(message, layers)
         api, params = blamed(named, message)
-        context = _input_context(meta, False, values=False, crash=True) if detail.phase == "run" else []
+        context = _input_context(meta, False, values=False, crash=True) if detail.phase in Phase.ON_VALUES else []
         return [sig(finding.kind, api, params, backends, named, detail.phase, error, message, context)]
     if finding.kind == Kind.NAN:
         # where the backends' non-finite patterns first differ; else where the failing
