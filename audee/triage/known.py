@@ -42,7 +42,8 @@ either: another public name of the same Keras class or a Keras layer it subclass
 (``ReversibleEmbedding`` is an ``Embedding``; :func:`audee.apis.keras_layers.layer_aliases`,
 stored with the Keras layer list).  ``backends`` is compared with the odd
 backends where the oracle named them: an entry about TensorFlow dropping NaN does not
-match a finding where onnxruntime is the odd one.  Numbers in ``params`` match by sign, as
+match a finding where onnxruntime is the odd one, unless onnxruntime was judged odd only
+against TensorFlow, its reference (the reference's known bug is then the cause).  Numbers in ``params`` match by sign, as
 signatures keep them (``units: 3`` matches any positive ``units``).  The schema is checked
 (unknown keys refused; every findings row has an entry, every entry's row exists) and a bad
 file is one line naming the file and the field, exit code 2.
@@ -64,6 +65,7 @@ from audee.apis.keras_layers import layer_aliases
 from audee.cases.kinds import FAILURES
 from audee.core.paths import data_dir
 from audee.records.rows import PlacedRow, ResultRow
+from audee.backends.info import reference_of
 from audee.triage.rootcause import CLASSES, classify, root_of
 from audee.settings import FieldError, settings_error, validate_settings
 from audee.triage.signature import Signature, value_class
@@ -145,13 +147,27 @@ class KnownMatch(_Strict):
             for p, v in self.params.items():
                 if not ({(p, value_class(v)), (p, repr(v)), (p, str(v))} & have):
                     return False
-        if self.backends and not set(self.backends) <= set(sig.named_backends):
+        if self.backends and not (set(self.backends) <= set(sig.named_backends)
+                                  or set(self.backends) <= _judges(sig)):
             return False
         if self.phase is not None and sig.phase not in ([self.phase] if isinstance(self.phase, str) else self.phase):
             return False
         if self.error is not None and not re.search(self.error, sig.error_full or sig.error or ""):
             return False
         return True
+
+
+def _judges(sig: Signature) -> set[str]:
+    """The references a signature's odd backends were judged against, when every odd backend
+    is a compiled or converted one judged against a backend of the finding: a difference
+    there is the reference's known bug where an entry says the reference is wrong on this
+    API (TensorFlow's max pooling dropping NaN makes LiteRT, which keeps it, the odd side of
+    their pair), one root cause, not a new one of the converter."""
+    odd = set(sig.odd)
+    refs = {reference_of(b) for b in odd}
+    if not odd or None in refs or not refs <= set(sig.backends) or refs & odd:
+        return set()
+    return {str(r) for r in refs}
 
 
 def _rule(raw: Any, where: str) -> KnownMatch:
