@@ -358,3 +358,46 @@ def test_fuzz_and_reproduce_in_two_environments_from_the_command_line(tmp_path):
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines()[-1].endswith("rerun with --env prev=/path/to/python (or pick backends "
                                                             "with --backends)")
+
+
+def test_a_regression_is_localized_to_its_layer_and_parameter(versions_pool, tmp_path):
+    """ReLU(threshold) among other layers: Keras 3.14 on torch turns -inf into NaN there, 3.15
+    into 0.  Localization names the ReLU layer; the -inf in its input is the trigger (sanitized,
+    both releases agree) and the threshold the one parameter that removes it (its default 0
+    takes the plain relu path in both releases), as a NaN between two frameworks is localized."""
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+    from audee.fuzz import case_record
+    from audee.localize.run import localize_case, render
+    from audee.store.caserecord import save_case
+
+    spec = ModelSpec.from_json({"name": "relu-among", "inputs": [{"name": "x", "shape": [6]}], "layers": [
+        {"name": "reshape", "api": "Reshape", "params": {"target_shape": [2, 3]}, "inputs": ["x"]},
+        {"name": "relu", "api": "ReLU", "params": {"threshold": 0.5}, "inputs": ["reshape"]},
+        {"name": "flatten", "api": "Flatten", "params": {}, "inputs": ["relu"]},
+        {"name": "dense", "api": "Dense", "params": {"units": 2}, "inputs": ["flatten"]}],
+        "output": "dense", "logits": "dense"})
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 6)).astype(np.float32)
+    x[1, 2] = -np.inf
+    ex = Executor(versions_pool)
+    case = TestCase("relu-among-v00000", spec, {}, {"x": x})
+    ex.complete_weights(case, 0)
+    got = ex.run(case)
+    assert Kind.REGRESSION in got.verdict.kinds(), got.verdict.to_json()
+    path = save_case(tmp_path / "case.pkl", case_record(got, versions_pool, {"seed": "relu-among"}))
+    report = localize_case(path, pool=versions_pool)
+    text = render(report)
+    assert report.reproduced and report.kind == Kind.REGRESSION, text
+    assert report.backends == ["torch@prev", "torch"], text
+    assert report.rounds[0].layer == "relu", text
+    v = versions_pool.versions()
+    assert report.note.startswith(f"torch computes differently from torch@prev (keras {v['torch']['keras']} vs "
+                                  f"{v['torch@prev']['keras']} on torch), seen as nan; the layer it names: relu"), text
+    assert "round 1: the layer whose two releases differ alone, on the older release's input -> relu" in text
+    assert report.trigger is not None and report.trigger.layer == "relu", text
+    params = {c.param: c for c in report.rounds[0].candidates}
+    assert set(params) == {"<input>", "threshold"}, text
+    threshold = params["threshold"]
+    assert threshold.removing == [0.0] and threshold.default_removes is True and threshold.old == 0.5, text
+    assert "relu alone, original parameters: fails" in text and "try relu.threshold: 0.5 -> 0.0: removed" in text
