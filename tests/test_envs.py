@@ -401,3 +401,34 @@ def test_a_regression_is_localized_to_its_layer_and_parameter(versions_pool, tmp
     threshold = params["threshold"]
     assert threshold.removing == [0.0] and threshold.default_removes is True and threshold.old == 0.5, text
     assert "relu alone, original parameters: fails" in text and "try relu.threshold: 0.5 -> 0.0: removed" in text
+
+
+def test_a_documented_change_between_releases_is_its_own_class_not_a_regression_bug(tmp_path):
+    """keras-team/keras#23013 (Keras 3.15: torch median of an even-length reduction averages the
+    two middle values) is in the shipped list as class `documented`: a median regression of a
+    version pair crossing Keras 3.15.0 matches it; one that does not cross it, or another op, does not."""
+    from audee.records import ResultRow
+    from audee.triage.known import load_known_issues, load_triage_file, match_known, unique_bugs
+    from audee.triage.rootcause import root_causes
+
+    path = _record(tmp_path)
+    rec = CaseRecord.from_file(path)
+    sig, = case_signatures(rec.verdict_obj(), rec.spec, {"seed": "op:median", "api": "median"})
+    row = ResultRow(id=rec.id, status="fail", kinds=["regression"], backends={"torch": "ok", "torch@prev": "ok"},
+                    case_file=str(path), signatures=[sig.to_json()])
+    root, = root_causes(unique_bugs([row], load_known_issues()))
+    assert (root.klass, root.status, root.known_id) == ("documented", "known upstream", "keras-torch-median-even-length")
+    assert root.known_where == "https://github.com/keras-team/keras/pull/23013"
+    known = load_known_issues()
+    within = sig.__class__(**{**sig.__dict__, "component": "keras 3.15.1 vs 3.15.0 on torch"})
+    assert match_known(within, known) is None                       # both sides already have the change
+    other = sig.__class__(**{**sig.__dict__, "api": "mean", "layer": "mean"})
+    assert match_known(other, known) is None
+    # a documented entry must say which release made the change, for regressions only
+    bad = tmp_path / "k.yaml"
+    bad.write_text("issues:\n  - id: x\n    title: t\n    link: https://e.org/1\n    class: documented\n"
+                   "    match: {kind: regression, api: median}\n")
+    with pytest.raises(ConfigError) as e:
+        load_triage_file(bad)
+    assert str(e.value) == (f"{bad}: issues[0].match: a `documented` entry matches regressions only, each rule "
+                            "with `kind: regression` and `changed` (the release that documents the change)")
