@@ -417,7 +417,8 @@ def test_a_documented_change_between_releases_is_its_own_class_not_a_regression_
     row = ResultRow(id=rec.id, status="fail", kinds=["regression"], backends={"torch": "ok", "torch@prev": "ok"},
                     case_file=str(path), signatures=[sig.to_json()])
     root, = root_causes(unique_bugs([row], load_known_issues()))
-    assert (root.klass, root.status, root.known_id) == ("documented", "known upstream", "keras-torch-median-even-length")
+    assert (root.klass, root.status, root.known_id) == ("documented", "known upstream",
+                                                         "keras-torch-median-even-length")
     assert root.known_where == "https://github.com/keras-team/keras/pull/23013"
     known = load_known_issues()
     within = sig.__class__(**{**sig.__dict__, "component": "keras 3.15.1 vs 3.15.0 on torch"})

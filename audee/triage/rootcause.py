@@ -29,8 +29,9 @@ What rode along with the failing layer (an activation drawn for it, parameter va
 enters the key only where localization named it (the signature's ``localized`` context).
 
 Each root cause has a **class**, decided by :func:`classify` in this order: a known issue's
-``class`` (``documented``, a version pair's difference the newer release documents as a fix or an
-intended change, is only a known issue's: :mod:`audee.triage.known`, its ``changed`` rule); ``undefined`` when audee's memory cap stopped it (the case asked for more memory than a
+``class`` (``documented``, a version pair's difference the newer release documents as a fix
+or an intended change, is only a known issue's: :mod:`audee.triage.known`, its ``changed``
+rule); ``undefined`` when audee's memory cap stopped it (the case asked for more memory than a
 worker may hold); ``harness`` (the failure is raised in audee's own code); ``bug`` for a
 converter computing what its reference refuses, whatever the input; ``undefined`` (the case
 is outside the documented contract: a value the generator marked outside it, a crafty
