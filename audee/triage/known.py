@@ -66,7 +66,8 @@ from audee.cases.kinds import FAILURES
 from audee.core.paths import data_dir
 from audee.records.rows import PlacedRow, ResultRow
 from audee.backends.info import reference_of
-from audee.triage.rootcause import CLASSES, classify, root_of
+from audee.oracle.pairs import component_changes
+from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
 from audee.settings import FieldError, settings_error, validate_settings
 from audee.triage.signature import Signature, value_class
 from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot
@@ -93,6 +94,26 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
 
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+class Fix(_Strict):
+    package: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                         description="the distribution whose release carries the fix (keras, tensorflow, torch, ...)")
+    version: str = Field(description="the first version with the fix (PEP 440)")
+
+    @field_validator("version")
+    @classmethod
+    def _pep440(cls, v: Any) -> Any:
+        if _version(v) is None:
+            raise ValueError(f"not a version (PEP 440): {v!r}")
+        return v
+
+
 class KnownMatch(_Strict):
     kind: str | list[str] | None = Field(None, description="finding kind(s)")
     api: str | list[str] | None = Field(None, min_length=1,
@@ -101,6 +122,9 @@ class KnownMatch(_Strict):
     backends: list[str] | None = Field(None, min_length=1, description="backends (a subset)")
     phase: str | list[str] | None = Field(None, description="crash phase, or a list of phases (any of them)")
     error: str | None = Field(None, min_length=1, description="regex on the normalized error message")
+    changed: Fix | None = Field(None, description="a regression whose version pair crosses this release: the "
+                                                    "package older than the version on the older side, at or "
+                                                    "after it on the newer (the release that changed it)")
 
     @field_validator("kind")
     @classmethod
@@ -154,6 +178,8 @@ class KnownMatch(_Strict):
             return False
         if self.error is not None and not re.search(self.error, sig.error_full or sig.error or ""):
             return False
+        if self.changed is not None and not _crosses(sig, self.changed):
+            return False
         return True
 
 
@@ -168,6 +194,19 @@ def _judges(sig: Signature) -> set[str]:
     if not odd or None in refs or not refs <= set(sig.backends) or refs & odd:
         return set()
     return {str(r) for r in refs}
+
+
+def _crosses(sig: Signature, release: Fix) -> bool:
+    """Whether ``sig`` is a regression between a release of ``release.package`` before
+    ``release.version`` (its older side) and one at or after it (its newer side)."""
+    if sig.kind != "regression":
+        return False
+    pair = component_changes(sig.component or "").get(release.package)
+    if pair is None:
+        return False
+    newer, older = (_version(v) for v in pair)
+    first = Version(release.version)
+    return newer is not None and older is not None and older < first <= newer
 
 
 def _rule(raw: Any, where: str) -> KnownMatch:
@@ -192,26 +231,6 @@ def installed_version(package: str) -> str | None:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
-
-
-def _version(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
-
-
-class Fix(_Strict):
-    package: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-                         description="the distribution whose release carries the fix (keras, tensorflow, torch, ...)")
-    version: str = Field(description="the first version with the fix (PEP 440)")
-
-    @field_validator("version")
-    @classmethod
-    def _pep440(cls, v: Any) -> Any:
-        if _version(v) is None:
-            raise ValueError(f"not a version (PEP 440): {v!r}")
-        return v
 
 
 class FindingRow(_Strict):
@@ -288,6 +307,10 @@ class KnownIssue(_Strict):
             raise FieldError("fixed", "required: the package and the first version with the fix")
         if self.status != FIXED_UPSTREAM and self.fixed is not None:
             raise FieldError("fixed", "only a `fixed upstream` entry names its fix")
+        if self.klass == DOCUMENTED:  # a change between two releases, and the release that made it
+            if not self._rules or any(r.kind != "regression" or r.changed is None for r in self._rules):
+                raise FieldError("match", f"a `{DOCUMENTED}` entry matches regressions only, each rule with "
+                                          "`kind: regression` and `changed` (the release that documents the change)")
         return self
 
     @property
