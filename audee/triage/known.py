@@ -64,6 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from audee.apis.keras_layers import layer_aliases
 from audee.cases.kinds import FAILURES
 from audee.core.paths import data_dir
+from audee.records.findings import Phase
 from audee.records.rows import PlacedRow, ResultRow
 from audee.backends.info import reference_of
 from audee.oracle.pairs import component_changes
@@ -138,7 +139,7 @@ class KnownMatch(_Strict):
     @classmethod
     def _phase(cls, v: Any) -> Any:
         for p in [v] if isinstance(v, str) else v or []:
-            if p not in ("build", "convert", "weights", "run", "train", "gradient", "update"):
+            if p not in Phase.ALL:
                 raise ValueError(f"expected build, convert, weights, run (or, in training, train, gradient, update), "
                                  f"got {p!r}")
         return v

@@ -36,13 +36,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from audee.backends.info import all_op_names, all_unsupported, describe
-from audee.backends.base import Phase
 from audee.core.bounded import clean_text, utf8
 from audee.cases.case import (EMPTY_REDUCTION, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS,
                               SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
 from audee.cases.kinds import TRAINING_FAILURES, with_accumulated
 from audee.levels import is_call
-from audee.records.findings import BackendError
+from audee.records.findings import BackendError, Phase
 from audee.records.localization import parse_localization
 
 FUNCTION_PARAMS = ("activation", "recurrent_activation")  # a value that is a Keras function
