@@ -18,6 +18,7 @@ judgement modules (``signature``, ``rootcause``, ``report``) read it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,9 @@ class BackendInfo:
     query_noise: tuple[str, ...] = ()     # words every error of it carries: no use in a tracker search
     flushes_subnormals: bool = False      # its CPU kernels flush subnormals to zero by design
     reference: str | None = None          # the backend whose program it compiles or converts (judged against it)
+    #: the longest sequence an API-level recurrent case draws when it runs (None: any): its
+    #: converter unrolls the time loop, so its cost grows with the sequence
+    max_steps: int | None = None
     script: ScriptCode | None = None      # its lines in a standalone model script (None: it has none)
     builtin: bool = field(default=False)  # described here (not a plugin's defaults)
 
@@ -213,6 +217,10 @@ ONNX_GRAPH_FAULTS = (
     ("shapes", r"ShapeInferenceError|Incompatible dimensions|BroadcastIterator|Attempting to broadcast"),
     ("an invalid graph", r"INVALID_GRAPH"),
 )
+
+#: the TorchScript ONNX exporter's refusal of an aten op it has no symbolic function for
+_TS_NO_SYMBOLIC = r"Exporting the operator '(?:\w+::)?(\w+)' to ONNX opset version \d+ is not supported"
+
 
 def _converted(info: BackendInfo) -> BackendInfo:
     """A converter's or runtime's description: the Keras backend whose model it converts is
@@ -376,6 +384,40 @@ def fetch(v):  # onnxruntime has no numpy type for bfloat16: its bytes, read by 
 return [fetch(v) for v in session.run_with_ort_values(names, feed)]""", gpu=_TORCH_GPU),
         builtin=True)),
     _converted(BackendInfo(
+        name="torch-onnx-ts", target="audee.backends.torch_onnx_backend:TorchOnnxTsBackend",
+        label="torch's Keras model exported by torch.onnx's TorchScript exporter, run by ONNX Runtime",
+        keras_backend="torch", trackers=("pytorch/pytorch", "microsoft/onnxruntime"),
+        converter="torch.onnx-ts", converter_trackers=("pytorch/pytorch",),
+        version_keys=("keras", "torch", "onnx", "onnxruntime"), packages=("torch", "onnx", "onnxruntime"),
+        # the exporter's own refusals: no symbolic function for an aten op, or one for some of its uses
+        unsupported=(*ONNXRUNTIME.unsupported, _TS_NO_SYMBOLIC, r"Unsupported: ONNX export of",
+                     r"does not currently support"),
+        op_names=(*ONNXRUNTIME.op_names, OpName(_TS_NO_SYMBOLIC, 35), OpName(r"ONNX export of operator (\w+)", 36)),
+        query_noise=("onnxruntime",),
+        # the tracer unrolls Keras' Python loop over time steps: a recurrent case's graph grows with its sequence
+        max_steps=4, script=ScriptCode("""# torch.onnx.export(dynamo=False): the TorchScript exporter, then an ONNX Runtime session
+import io
+import warnings
+import onnxruntime as ort
+import torch
+at["phase"] = "convert"
+
+class Call(torch.nn.Module):
+    def forward(self, *args):
+        ys = model(list(args), training=False)
+        return tuple(ys) if isinstance(ys, (list, tuple)) else (ys,)
+
+names = [f"y{k}" for k in range(len(spec["layers"]))]
+buffer = io.BytesIO()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # the legacy exporter's deprecation
+    torch.onnx.export(Call(), tuple(torch.from_numpy(x) for x in xs), buffer, dynamo=False, opset_version=17,
+                      input_names=[i["name"] for i in spec["inputs"]], output_names=names)
+session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+at["phase"] = "run"
+return session.run(names, {i["name"]: x for i, x in zip(spec["inputs"], xs)})""", gpu=_TORCH_GPU),
+        builtin=True)),
+    _converted(BackendInfo(
         name="litert", target="audee.backends.litert_backend:LiteRtBackend",
         label="TensorFlow's Keras model converted by the TFLite converter, run by the LiteRT interpreter",
         keras_backend="tensorflow", trackers=("google-ai-edge/LiteRT", "tensorflow/tensorflow"),
@@ -408,6 +450,13 @@ return [np.asarray(got[f"y{k}"]) for k in range(len(got))]""",
                           op_carries=(*_TRACED[:2], "audee.backends.litert_backend:tflite_call")),
         builtin=True)),
 )}
+
+
+def max_steps(labels: Iterable[str]) -> int | None:
+    """The longest sequence a recurrent API-level case draws on these backends (labels): the
+    least any of them asks for, None when none does."""
+    got = [describe(label).max_steps for label in labels]
+    return min((n for n in got if n is not None), default=None)
 
 
 def base_name(backend: str) -> str:
