@@ -184,6 +184,23 @@ _TF2ONNX = '''def tf2onnx_graph(keras, model, spec, xs, at):
     proto.graph.input.extend(kept)
     feed = {i["name"]: x for i, x in zip(spec["inputs"], xs)}
     return proto, feed, [f"y{k}" for k in range(len(spec["layers"]))]'''
+#: an ONNX Runtime session's outputs of a torch export, bfloat16 included
+_ORT_OUTPUTS = '''def ort_outputs(session, names, spec, xs):
+    """The session's outputs ``names`` for the inputs ``xs``; a bfloat16 one (onnxruntime has
+    no numpy type for it) from its bytes, read by torch."""
+    import ctypes
+    import onnxruntime as ort
+    import torch
+    feed = {i["name"]: ort.OrtValue.ortvalue_from_numpy(x) for i, x in zip(spec["inputs"], xs)}
+
+    def fetch(v):
+        if v.data_type() != "tensor(bfloat16)":
+            return v.numpy()
+        raw = bytearray(ctypes.string_at(v.data_ptr(), v.tensor_size_in_bytes()))
+        flat = torch.frombuffer(raw, dtype=torch.bfloat16) if raw else torch.zeros(0, dtype=torch.bfloat16)
+        return flat.reshape(v.shape())
+
+    return [fetch(v) for v in session.run_with_ort_values(names, feed)]'''
 _ORT_SCRIPT = ScriptCode("""# tf2onnx from the TensorFlow backend, then an ONNX Runtime session
 proto, feed, names = tf2onnx_graph(keras, model, spec, xs, at)
 import onnxruntime as ort
@@ -357,7 +374,6 @@ return [np.asarray(got[ports[n]]) for n in names]""", helpers=(_TF2ONNX,)),
         packages=("torch", "onnxscript", "onnx", "onnxruntime"),
         unsupported=ONNXRUNTIME.unsupported, op_names=ONNXRUNTIME.op_names, query_noise=("onnxruntime",),
         script=ScriptCode("""# torch.onnx.export(dynamo=True), opset 18, then an ONNX Runtime session
-import ctypes
 import onnxruntime as ort
 import torch
 at["phase"] = "convert"
@@ -372,16 +388,7 @@ program = torch.onnx.export(Call(), tuple(torch.from_numpy(x) for x in xs), dyna
                             input_names=[i["name"] for i in spec["inputs"]], output_names=names)
 session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
 at["phase"] = "run"
-feed = {i["name"]: ort.OrtValue.ortvalue_from_numpy(x) for i, x in zip(spec["inputs"], xs)}
-
-def fetch(v):  # onnxruntime has no numpy type for bfloat16: its bytes, read by torch
-    if v.data_type() != "tensor(bfloat16)":
-        return v.numpy()
-    raw = bytearray(ctypes.string_at(v.data_ptr(), v.tensor_size_in_bytes()))
-    flat = torch.frombuffer(raw, dtype=torch.bfloat16) if raw else torch.zeros(0, dtype=torch.bfloat16)
-    return flat.reshape(v.shape())
-
-return [fetch(v) for v in session.run_with_ort_values(names, feed)]""", gpu=_TORCH_GPU),
+return ort_outputs(session, names, spec, xs)""", helpers=(_ORT_OUTPUTS,), gpu=_TORCH_GPU),
         builtin=True)),
     _converted(BackendInfo(
         name="torch-onnx-ts", target="audee.backends.torch_onnx_backend:TorchOnnxTsBackend",
@@ -415,7 +422,7 @@ with warnings.catch_warnings():
                       input_names=[i["name"] for i in spec["inputs"]], output_names=names)
 session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
 at["phase"] = "run"
-return session.run(names, {i["name"]: x for i, x in zip(spec["inputs"], xs)})""", gpu=_TORCH_GPU),
+return ort_outputs(session, names, spec, xs)""", helpers=(_ORT_OUTPUTS,), gpu=_TORCH_GPU),
         builtin=True)),
     _converted(BackendInfo(
         name="litert", target="audee.backends.litert_backend:LiteRtBackend",
