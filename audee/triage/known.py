@@ -188,8 +188,8 @@ def _judges(sig: Signature) -> set[str]:
     """The references a signature's odd backends were judged against, when every odd backend
     is a compiled or converted one judged against a backend of the finding: a difference
     there is the reference's known bug where an entry says the reference is wrong on this
-    API (TensorFlow's max pooling dropping NaN makes LiteRT, which keeps it, the odd side of
-    their pair), one root cause, not a new one of the converter."""
+    API (TensorFlow's max pooling dropping NaN makes a converter that keeps it the odd side
+    of their pair), one root cause, not a new one of the converter."""
     odd = set(sig.odd)
     refs = {reference_of(b) for b in odd}
     if not odd or None in refs or not refs <= set(sig.backends) or refs & odd:
