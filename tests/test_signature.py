@@ -177,3 +177,21 @@ def test_root_causes_join_parameter_classes_and_name_the_odd_backend_out():
     assert d.signatures == 2 and d.odd == ("jax",) and d.cases == 3
     r = roots[(Kind.DIVERGENT_ACCEPTANCE, neg)]
     assert r.signatures == 2 and r.backends == ("onnxruntime", "tensorflow") and r.component == "tensorflow"
+
+
+def test_three_backends_each_apart_on_one_layer_are_one_disagreement_not_three():
+    """The train-cpu campaign's api-Conv2D-v00002: tensorflow, torch and jax each differ from
+    each on one layer (no majority, no reference), which made three "new bugs", one per pair.
+    One case, one layer, no odd backend: one signature naming all three.  A pair with an odd
+    backend, or another layer, stays its own."""
+    from audee.triage.rootcause import root_key
+    from audee.triage.signature import case_signatures
+
+    def dev(a, b, layer="conv1"):
+        return Finding(Kind.TRAIN_DEVIATION, [a, b], {"pair": f"{a}|{b}", "layer": layer}).to_json()
+
+    verdict = {"findings": [dev("tensorflow", "torch"), dev("jax", "tensorflow"), dev("jax", "torch")]}
+    (s,) = case_signatures(verdict, SPEC, {})
+    assert s.backends == ("jax", "tensorflow", "torch") and not s.odd and "jax,tensorflow,torch" in root_key(s)
+    apart = {"findings": [dev("tensorflow", "torch"), dev("jax", "tensorflow", layer="fc1")]}
+    assert len(case_signatures(apart, SPEC, {})) == 2

@@ -186,7 +186,8 @@ class KnownMatch(_Strict):
 
 def _judges(sig: Signature) -> set[str]:
     """The references a signature's odd backends were judged against, when every odd backend
-    is a compiled or converted one judged against a backend of the finding: a difference
+    is a compiled or converted one judged against a backend of the finding and every other
+    backend is such a reference or another program of it (no independent framework): a difference
     there is the reference's known bug where an entry says the reference is wrong on this
     API (TensorFlow's max pooling dropping NaN makes a converter that keeps it the odd side
     of their pair), one root cause, not a new one of the converter."""
@@ -194,6 +195,8 @@ def _judges(sig: Signature) -> set[str]:
     refs = {reference_of(b) for b in odd}
     if not odd or None in refs or not refs <= set(sig.backends) or refs & odd:
         return set()
+    if any(b not in odd | refs and reference_of(b) not in refs for b in sig.backends):
+        return set()  # an independent framework took a side: the odd one is judged by more than its reference
     return {str(r) for r in refs}
 
 
