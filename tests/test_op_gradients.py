@@ -94,7 +94,9 @@ def test_an_op_gradient_run_writes_judged_rows_and_a_case_file_that_reproduces(j
     got = subprocess.run([sys.executable, "-P", str(scripts[0])], env=ENV, capture_output=True, text=True,
                          timeout=300, cwd=tmp_path)
     assert got.returncode == 0 and "\nREPRODUCED" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]
-    assert "grad:x" in scripts[0].read_text().splitlines()[2]  # the header says which gradient
+    text = scripts[0].read_text()
+    assert "grad:x" in text.splitlines()[2]  # the header says which gradient
+    assert "jax.jit)" in text and "OP_CALLS" in text  # jax differentiated jitted, as its run did
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,9 @@ vector-Jacobian product on each backend, each framework's own autodiff written o
 (``tf.GradientTape``, ``torch.autograd.grad``, ``jax.vjp``), the cotangent of output ``k``
 drawn by the text of :func:`audee.cases.opcase.cotangent` from the recorded seed.
 
-The script is the op level's (:mod:`audee.repro.ops`) with another ``call``: a child
-answers the call's outputs followed by its gradients, and the op script's judgement reads
+The script is the op level's (:mod:`audee.repro.ops`) with another ``call``: the op called
+each backend's own way (its ``OP_CALLS`` lines: traced, jitted, compiled, as its run did), a
+child answers the call's outputs followed by its gradients, and the op script's judgement reads
 the finding's output or gradient (``grad:<tensor>``) among them by its index.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from audee.core.bounded import utf8
 from audee.cases.case import Finding, Kind
 from audee.core.errors import AudeeError
 from audee.cases.opcase import GRAD_DTYPES, cotangent
-from audee.repro.ops import KERAS_OF, OP_BODY, OP_CONSTANTS, _case_json, _function, _tensor_json
+from audee.repro.ops import KERAS_OF, OP_BODY, OP_CONSTANTS, _case_json, _function, _tensor_json, op_code
 from audee.repro.scaffold import compose
 from audee.repro.source import Code, Comment, Data, fill
 from audee.store.atomic import write_atomic
@@ -41,10 +42,13 @@ def call(label):
     fn = keras if CALL["op"].startswith("activations.") else ops
     for part in CALL["op"].split("."):
         fn = getattr(fn, part)
+    run = OP_CALLS.get(label)  # the backend's own way to call it (eagerly, traced, compiled), as in its run
     if BACKENDS[label].get("plugin"):
         import importlib
         module, cls = BACKENDS[label]["plugin"].split(":")
-        fn = getattr(importlib.import_module(module), cls)("cpu").op_function(CALL["op"])
+        backend = getattr(importlib.import_module(module), cls)("cpu")
+        fn, run = backend.op_function(CALL["op"]), backend.call_op
+    run = run or (lambda f, a, k: f(*a, **k))
     native = {}
     for name, (dtype, shape, values) in TENSORS.items():
         t = ops.convert_to_tensor(np.array(values, dtype=dtype).reshape(shape))
@@ -67,7 +71,7 @@ def call(label):
                 return tuple(items) if all(isinstance(x, (int, float)) for x in items) else items
             return v
 
-        return flat(fn(*[arg(a) for a in CALL["args"]], **{k: arg(v) for k, v in CALL["kwargs"].items()}))
+        return flat(run(fn, [arg(a) for a in CALL["args"]], {k: arg(v) for k, v in CALL["kwargs"].items()}))
 
     def cot(k, o):
         if o is None or isinstance(o, (bool, int, float)):
@@ -123,7 +127,7 @@ def call(label):
 '''
 
 _REST = OP_BODY[OP_BODY.index("\ndef child(label, out):"):]
-GRAD_SCRIPT = compose(constants=GRAD_CONSTANTS, body=GRAD_CALL + _REST, data=False,
+GRAD_SCRIPT = compose(constants=GRAD_CONSTANTS, body="__OP_CODE__\n" + GRAD_CALL + _REST, data=False,
                       doc="An audee op-gradient repro: one keras.ops call and its vector-Jacobian product on each "
                           "backend in its own process.")
 
@@ -185,6 +189,7 @@ def write_opgrad_repro(record: CaseRecord, out_dir: Path, name: str, finding: in
     text = fill(GRAD_SCRIPT, {
         "HEADER": Comment(header), "NORMALIZED_ERROR": Code(_function("normalized_error")),
         "COTANGENT": Code(inspect.getsource(cotangent)),
+        "OP_CODE": Code(op_code([b for b in backends if not backends[b]["plugin"]])),
         "CALL": Data(record.op), "TENSORS": Data({k: _tensor_json(v) for k, v in record.inputs.items()}),
         "BACKENDS": Data(backends), "CASE": Data(case),
         "GRAD": Data({"seed": int(grad["seed"]), "wrt": list(grad.get("wrt", [])), "dtypes": list(GRAD_DTYPES)})})
