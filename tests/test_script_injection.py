@@ -106,7 +106,7 @@ def test_every_template_takes_text_as_comments_and_data_only(tmp_path):
     texts = hostile(mark)
     value = {"data": texts[0], "texts": texts, "nested": [{t: t} for t in texts], "n": float("nan")}
     for i, (template, code) in enumerate([(SCRIPT, {"OWNED": ""}), (OP_SCRIPT, {"NORMALIZED_ERROR": "", "OP_CODE": ""}),
-                                          (GRAD_SCRIPT, {"NORMALIZED_ERROR": "", "COTANGENT": ""}), (TEMPLATE, {})]):
+                                          (GRAD_SCRIPT, {"NORMALIZED_ERROR": "", "COTANGENT": "", "OP_CODE": ""}), (TEMPLATE, {})]):
         names = {n for n in ("HEADER", "MODEL", "CASE", "EQUIV", "DATA", "CALL", "TENSORS", "BACKENDS", "GRAD")
                  if f"__{n}__" in template}
         pieces = {n: Comment(texts) if n == "HEADER" else Data(texts[0]) if n == "DATA" else
