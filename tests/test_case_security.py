@@ -200,6 +200,21 @@ def test_only_plain_numeric_dtypes_load(tmp_path, where, array):
     assert "\n" not in str(err.value)
 
 
+def test_a_complex_output_is_plain_numeric_data_and_round_trips(tmp_path):
+    """keras.ops.polar (and the fft ops) return complex64: the compilers campaign's op-polar
+    case could not be saved ("not a plain bool/int/uint/float dtype") and stopped its unit.
+    A complex array is numbers like a float one; it loads."""
+    from audee.store.casefile import encode
+
+    rec = _record([])
+    z = np.array([1 + 2j, np.nan + 0j], np.complex64)
+    rec["outputs"] = {"tensorflow": {"logits": z, "output": None}}
+    path = tmp_path / "c.pkl"
+    path.write_bytes(encode(rec))
+    got = load_case(path)["outputs"]["tensorflow"]["logits"]
+    assert got.dtype == np.complex64 and np.array_equal(got, z, equal_nan=True)
+
+
 def test_other_callables_and_opcodes_are_refused(tmp_path):
     path = _write(tmp_path / "p.pkl", _record([], payload=Path("/")))
     with pytest.raises(CaseFileError, match="refusing to load pathlib"):

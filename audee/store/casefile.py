@@ -54,7 +54,7 @@ _ALLOWED = {
     ("numpy.core.numeric", "_frombuffer"),
 }
 
-NUMERIC_KINDS = "biuf"  # bool, signed and unsigned integers, floats
+NUMERIC_KINDS = "biufc"  # bool, signed and unsigned integers, floats, complex (an op's fft or polar output)
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
@@ -252,7 +252,7 @@ def numeric_dtype_problem(dtype: Any) -> str | None:
         return f"not a dtype ({type(dtype).__name__})"
     if dtype.kind not in NUMERIC_KINDS or dtype.fields is not None or dtype.subdtype is not None \
             or dtype.hasobject or dtype.names is not None:
-        return f"dtype {dtype.str!r} (kind {dtype.kind!r}) is not a plain bool/int/uint/float dtype"
+        return f"dtype {dtype.str!r} (kind {dtype.kind!r}) is not a plain bool/int/uint/float/complex dtype"
     if np.dtype(dtype.str) != dtype:
         return f"dtype {dtype.str!r} is not a plain numeric dtype"
     return None
