@@ -185,6 +185,24 @@ def test_the_odd_marking_names_the_newer_release_and_the_signature_the_version_p
     assert "nonfinite_input" in sig.context and classify(sig)[0] == "bug"
 
 
+def test_a_function_or_argument_the_older_release_lacks_is_new_not_a_regression():
+    """The versions campaign (rng 2811): keras.ops.segment_min, segment_prod and cdist do not
+    exist in Keras 3.14.1 ("module 'keras.ops' has no attribute 'segment_min'"): eight "new
+    bugs".  Nothing regressed where the older release has no such function or argument; the
+    newer release raising the same words stays a regression bug (something was removed)."""
+    def one(side):
+        errors = {side: {"phase": "run", "message": "AttributeError: module 'keras.ops' has no attribute 'segment_min'"}}
+        other = "torch" if side == "torch@prev" else "torch@prev"
+        refused = Finding(Kind.DIVERGENT_ACCEPTANCE, [side], {"accepted": [other], "errors": errors})
+        (r,) = regression_findings([refused], VERSIONS)
+        mark_odd([Outcome("torch"), Outcome("torch@prev")], [r])
+        (sig,) = case_signatures(Verdict([r]), tiny_cnn(), {})
+        return sig
+
+    assert classify(one("torch@prev"))[0] == "limitation"
+    assert classify(one("torch"))[0] == "bug"
+
+
 # ---- case files ------------------------------------------------------------------------------------
 def _record(tmp_path: Path) -> Path:
     refs = [BackendRef("torch", TORCH, "cpu"), BackendRef("torch@prev", TORCH, "cpu", env="prev", python="/x/python")]

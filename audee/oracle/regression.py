@@ -134,9 +134,9 @@ def _regression(pair: tuple[str, str], found: list[Finding], versions: Mapping[s
     layer = _layer(first_kind, first, a, b)
     if layer is not None:
         detail.layer = layer
-    message, phase = _message(first_kind, first, pair)
+    message, phase, raised = _message(first_kind, first, pair)
     if message is not None:
-        detail.message, detail.phase = message, phase
+        detail.message, detail.phase, detail.raised = message, phase, raised
     if getattr(first, "input_nonfinite", False):
         detail.input_nonfinite = True
     backends = [older, newer] if sides is not None else [a, b]
@@ -159,14 +159,15 @@ def _layer(kind: str, d: Any, a: str, b: str) -> str | None:
     return first if isinstance(first, str) else None
 
 
-def _message(kind: str, d: Any, pair: tuple[str, str]) -> tuple[str | None, str | None]:
-    """The error of the side that raised or crashed, where one did and the other ran."""
+def _message(kind: str, d: Any, pair: tuple[str, str]) -> tuple[str | None, str | None, str | None]:
+    """The error of the side that raised or crashed, where one did and the other ran: its
+    message, phase and label."""
     if kind == Kind.DIVERGENT_ACCEPTANCE:
         for side in pair:
             e = d.errors.get(side)
             if e is not None:
-                return e.message, e.phase
+                return e.message, e.phase, side
     if kind == Kind.HARD_CRASH:
-        return d.message, d.phase
-    return None, None
+        return d.message, d.phase, None
+    return None, None, None
 

@@ -396,6 +396,7 @@ class RegressionDetail(Detail):
     layer: str | None = None                  # the layer it pins (deviating on its own input, else the first)
     message: str | None = None                # a side's error, where one raised and the other did not
     phase: str | None = None                  # ... and its phase
+    raised: str | None = None                 # ... and that side's label
     input_nonfinite: bool = False             # NaN/Inf in the input the pair computed differently on
     evidence: list[dict[str, Any]] = []       # [{"kind": ..., "detail": ...}] of every finding seen
     odd: list[str] | None = None

@@ -51,7 +51,7 @@ from audee.backends.info import describe
 from audee.cases.case import MEMORY_CAP, Kind
 from audee.cases.kinds import CRASHES, root_family
 from audee.oracle.pairs import in_contract, judged_side
-from audee.triage.signature import (GRAPH_FAULT, OUTSIDE, REFUSED_BY, REJECTED_BY, Signature,
+from audee.triage.signature import (GRAPH_FAULT, OLDER_LACKS_API, OUTSIDE, REFUSED_BY, REJECTED_BY, Signature,
                                     explicit_refusal, invalid_graph_complaint, primary_api)
 from audee.triage import (FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, NEW, Bug, CrashRoot, NumericRoot, RootCause,
                           RootKey)
@@ -224,6 +224,8 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
         return "harness", "raised in audee's own code"
     if "within_tolerance" in ctx:
         return "harness", "labels flip on values within the deviation tolerance (a near-tie)"
+    if OLDER_LACKS_API in ctx:
+        return "limitation", "the older release has no such function or argument (new in the newer one): nothing regressed"
     refused_by = _fact(sig, REFUSED_BY)
     if refused_by is not None:  # the converted program must do what it was given: raise where its reference does
         return "bug", f"{sig.component or 'the converter'} computes what its reference {refused_by} refuses"

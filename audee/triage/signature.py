@@ -652,8 +652,11 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         what = detail.component or "-"
         error = f"{what}: {normalize_error(raw, layers)}" if raw else what
         nonfinite = bool(detail.input_nonfinite)
+        # the older release refusing a function or an argument it does not have: new in the newer one
+        absent = [OLDER_LACKS_API] if raw and detail.raised and detail.raised == detail.older \
+            and _ABSENT_API.search(raw) else []
         made = sig(finding.kind, api, params, bs, layer, detail.phase if raw else _gradient_phase(detail.tensor),
-                   error, raw, _input_context(meta, nonfinite, detail.rows, values=not raw, crash=bool(raw)))
+                   error, raw, _input_context(meta, nonfinite, detail.rows, values=not raw, crash=bool(raw)) + absent)
         return [replace(made, component=detail.component)]
     if finding.kind != Kind.INCONSISTENCY:
         # a kind without rules of its own (a new oracle's): its backends and the layer its
@@ -669,6 +672,12 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     rows_context = [] if detail.shape_mismatch is not None else _input_context(meta, False, detail.inputs)
     context = rows_context + (["within_tolerance"] if within_tolerance else [])
     return [sig(finding.kind, api, params, bs, pair_layer, context=context)]
+
+
+#: a signature fact: the older release of a version pair has no such function or argument
+OLDER_LACKS_API = "older_lacks_api"
+#: how Python and Keras say a function or a keyword argument does not exist
+_ABSENT_API = re.compile(r"has no attribute|[Uu]nrecognized keyword argument|unexpected keyword argument")
 
 
 def _one_cause(sigs: list[Signature]) -> list[Signature]:
