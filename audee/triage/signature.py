@@ -653,7 +653,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         error = f"{what}: {normalize_error(raw, layers)}" if raw else what
         nonfinite = bool(detail.input_nonfinite)
         # the older release refusing a function or an argument it does not have: new in the newer one
-        absent = [OLDER_LACKS_API] if raw and detail.raised and detail.raised == detail.older \
+        absent = [OLDER_LACKS_API] if raw and detail.older and _raised_side(detail) == detail.older \
             and _ABSENT_API.search(raw) else []
         made = sig(finding.kind, api, params, bs, layer, detail.phase if raw else _gradient_phase(detail.tensor),
                    error, raw, _input_context(meta, nonfinite, detail.rows, values=not raw, crash=bool(raw)) + absent)
@@ -678,6 +678,18 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
 OLDER_LACKS_API = "older_lacks_api"
 #: how Python and Keras say a function or a keyword argument does not exist
 _ABSENT_API = re.compile(r"has no attribute|[Uu]nrecognized keyword argument|unexpected keyword argument")
+
+
+def _raised_side(detail: Any) -> str | None:
+    """The side of a regression that raised: recorded, else read from the divergent
+    acceptance it was seen as (a run recorded before the side was)."""
+    if detail.raised:
+        return str(detail.raised)
+    for ev in detail.evidence or []:
+        errors = (ev.get("detail") or {}).get("errors") if ev.get("kind") == Kind.DIVERGENT_ACCEPTANCE else None
+        if isinstance(errors, dict) and len(errors) == 1:
+            return str(next(iter(errors)))
+    return None
 
 
 def _one_cause(sigs: list[Signature]) -> list[Signature]:
