@@ -201,6 +201,14 @@ def test_a_function_or_argument_the_older_release_lacks_is_new_not_a_regression(
 
     assert classify(one("torch@prev"))[0] == "limitation"
     assert classify(one("torch"))[0] == "bug"
+    # the older release without a kernel (Erfinv in bfloat16 on TensorFlow before Keras 3.15): added, not regressed
+    kernel = "InvalidArgumentError: No OpKernel was registered to support Op 'Erfinv' with these attrs: [T=DT_BFLOAT16]"
+    refused = Finding(Kind.DIVERGENT_ACCEPTANCE, ["torch@prev"],
+                      {"accepted": ["torch"], "errors": {"torch@prev": {"phase": "run", "message": kernel}}})
+    (r,) = regression_findings([refused], VERSIONS)
+    mark_odd([Outcome("torch"), Outcome("torch@prev")], [r])
+    (sig,) = case_signatures(Verdict([r]), tiny_cnn(), {})
+    assert classify(sig)[0] == "limitation"
 
 
 # ---- case files ------------------------------------------------------------------------------------

@@ -225,7 +225,8 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
     if "within_tolerance" in ctx:
         return "harness", "labels flip on values within the deviation tolerance (a near-tie)"
     if OLDER_LACKS_API in ctx:
-        return "limitation", "the older release has no such function or argument (new in the newer one): nothing regressed"
+        return "limitation", ("the older release has no such function, argument or kernel (new in the newer one): "
+                              "nothing regressed")
     refused_by = _fact(sig, REFUSED_BY)
     if refused_by is not None:  # the converted program must do what it was given: raise where its reference does
         return "bug", f"{sig.component or 'the converter'} computes what its reference {refused_by} refuses"

@@ -654,7 +654,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         nonfinite = bool(detail.input_nonfinite)
         # the older release refusing a function or an argument it does not have: new in the newer one
         absent = [OLDER_LACKS_API] if raw and detail.older and _raised_side(detail) == detail.older \
-            and _ABSENT_API.search(raw) else []
+            and (_ABSENT_API.search(raw) or explicit_refusal(raw)) else []
         made = sig(finding.kind, api, params, bs, layer, detail.phase if raw else _gradient_phase(detail.tensor),
                    error, raw, _input_context(meta, nonfinite, detail.rows, values=not raw, crash=bool(raw)) + absent)
         return [replace(made, component=detail.component)]
@@ -674,7 +674,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     return [sig(finding.kind, api, params, bs, pair_layer, context=context)]
 
 
-#: a signature fact: the older release of a version pair has no such function or argument
+#: a signature fact: the older release of a version pair has no such function or argument, or
+#: refused the case with an explicit "not supported" (a kernel it lacked): the newer one adds it
 OLDER_LACKS_API = "older_lacks_api"
 #: how Python and Keras say a function or a keyword argument does not exist
 _ABSENT_API = re.compile(r"has no attribute|[Uu]nrecognized keyword argument|unexpected keyword argument")
