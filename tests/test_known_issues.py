@@ -323,3 +323,59 @@ def test_op_level_root_causes_found_upstream_are_known():
     assert (i0.id, i0.status) == ("tf-no-bessel-i0-bfloat16-kernel", "found before")  # row 44's other half
     assert match_known(Signature("divergent_acceptance", "searchsorted", (), ("torch",), "run", ss,
                                  layer="searchsorted", error_full=ss), issues) is None
+
+
+def test_api_campaign_duplicates_match_the_entries_of_their_cause():
+    """The api-cpu campaign (rng 2811) reported as new four roots whose known entries matched
+    one face of their cause only, signed as the run signed them: tf2onnx's select-to-Mul
+    lowering behind sparse_plus and an RNN's mask select (not only hard_shrink), the silent
+    broadcast of tf2onnx's NCHW BiasAdd, the float16 face of its Resize on CenterCrop, and the
+    ONNX checker's wording of a half-converted ConvTranspose with a bias.  A signature of
+    another cause is still not matched."""
+    issues = load_known_issues()
+
+    def hit(sig: Signature) -> str | None:
+        issue = match_known(sig, issues)
+        return issue.id if issue else None
+
+    four = ("jax", "onnxruntime", "tensorflow", "torch")
+    birnn = Signature("nan", "Bidirectional", (("call.mask", "'t_bidirectional_mask'"), ("layer", "'GRU'"),
+                                               ("merge_mode", "'ave'")), four, odd=("onnxruntime",),
+                      layer="Bidirectional")
+    convlstm = Signature("nan", "ConvLSTM3D+activations.relu+activations.sparse_plus",
+                         (("activation", "'sparse_plus'"), ("call.mask", "'t_convlstm3d_mask'"),
+                          ("recurrent_activation", "'relu'")), ("onnxruntime", "tensorflow", "torch"),
+                         odd=("onnxruntime",), layer="ConvLSTM3D")
+    simplernn = Signature("nan", "SimpleRNN+activations.sparse_plus",
+                          (("activation", "'sparse_plus'"), ("go_backwards", "True")), four, odd=("onnxruntime",),
+                          layer="SimpleRNN")
+    for sig in (birnn, convlstm, simplernn):
+        assert hit(sig) == "tf2onnx-select-mul-nan", sig
+    from dataclasses import replace
+
+    assert hit(replace(birnn, params=(("layer", "'GRU'"), ("merge_mode", "'ave'")))) is None  # no mask: no select
+    assert hit(replace(simplernn, odd=("torch",))) is None  # another backend's NaN is not tf2onnx's
+
+    sep = Signature("inconsistency", "SeparableConv1D+activations.silu",
+                    (("activation", "'silu'"), ("data_format", "'channels_first'"), ("padding", "'valid'")),
+                    ("onnxruntime", "tensorflow"), odd=("onnxruntime",), layer="SeparableConv1D")
+    assert hit(sep) == "tf2onnx-biasadd-nchw-nonconst"
+    assert hit(replace(sep, params=(("activation", "'silu'"), ("data_format", "'channels_last'")))) is None
+
+    crop_text = ("Fail: [ONNXRuntimeError] : <n> : FAIL : Type Error: Type (tensor(float)) of output arg (y0) of "
+                 "node (Resize__13) does not match expected type (tensor(float16)).")
+    crop = Signature("divergent_acceptance", "CenterCrop", (("data_format", "'channels_first'"),), ("onnxruntime",),
+                     "convert", crop_text, layer="CenterCrop", error_full=crop_text)
+    assert hit(crop) == "tf2onnx-resize-float64-dtype"
+    assert hit(replace(crop, api="Dense", layer="Dense")) is None
+
+    ct_text = ("tf2onnx produced an invalid ONNX graph (onnx.checker: Node(<layer>/BiasAdd) with schema(::<name>) has "
+               "input size <n> not in range [min=<n>, max=<n>]. ==> Context: Bad node spec for node. Name: "
+               "<layer>/BiasAdd OpType: ConvTranspose); onnxruntime refused it: InvalidGraph: [ONNXRuntimeError]")
+    convt = Signature("divergent_acceptance", "Conv2DTranspose+activations.gelu",
+                      (("output_padding", "[0, 0]"), ("padding", "'same'"), ("use_bias", "True")), ("onnxruntime",),
+                      "convert", ct_text, layer="Conv2DTranspose", error_full=ct_text)
+    assert hit(convt) == "keras-tf-conv-transpose-same-output-padding"
+    other = ct_text.replace("OpType: ConvTranspose", "OpType: Conv")
+    assert hit(replace(convt, api="Conv2D", layer="Conv2D", error=other, error_full=other)) is None
+
