@@ -379,3 +379,48 @@ def test_api_campaign_duplicates_match_the_entries_of_their_cause():
     other = ct_text.replace("OpType: ConvTranspose", "OpType: Conv")
     assert hit(replace(convt, api="Conv2D", layer="Conv2D", error=other, error_full=other)) is None
 
+
+def test_api_campaign_new_roots_are_found_before_or_known_upstream():
+    """The session's new roots, signed as the campaigns signed them: each is its findings row
+    (found before) or its upstream report; the same error on another backend or layer is not."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+
+    def hit(sig: Signature):
+        return match_known(sig, issues)
+
+    mha_text = "TypeError: cannot reshape array of shape <shape> (size <n>) into shape <shape> (size <n>)"
+    mha = Signature("divergent_acceptance", "MultiHeadAttention", (), ("jax",), "run", mha_text,
+                    layer="MultiHeadAttention", error_full=mha_text)
+    assert (hit(mha).id, hit(mha).status, hit(mha).row) == ("keras-jax-mha-sliding-window-value-dim", "found before",
+                                                            78)
+    assert hit(replace(mha, backends=("torch",))) is None
+    clahe = Signature("deviation", "ContrastLimitedAdaptiveHistogramEqualization",
+                      (("clip_limit", "+float"), ("tile_grid_size", "[+int, +int]")), ("tensorflow", "torch"),
+                      odd=("torch",), layer="ContrastLimitedAdaptiveHistogramEqualization")
+    assert hit(clahe).id == "keras-torch-clahe-int-histogram"
+    assert hit(replace(clahe, odd=("jax",))) is None
+    pool_text = "RuntimeError: input image (T: <n> H: <n> W: <n>) smaller than kernel size (kT: <n> kH: <n> kW: <n>)"
+    pool = Signature("divergent_acceptance", "AveragePooling3D", (("padding", "'same'"),), ("torch",), "run",
+                     pool_text, layer="AveragePooling3D", error_full=pool_text)
+    assert hit(pool).id == "torch-avg-pool3d-padding-kernel-check"
+    noonednn = Signature("deviation", "Conv3D+activations.tanh", (("padding", "'same'"), ("strides", "+int")),
+                         ("tensorflow", "tensorflow-noonednn"), odd=("tensorflow-noonednn",), layer="Conv3D")
+    assert hit(noonednn).id == "tf-conv3d-same-negative-padding"  # row 29's Eigen kernel, oneDNN off
+    assert hit(replace(noonednn, api="Conv2D", layer="Conv2D")) is None
+
+    rfft_text = ("tf2onnx produced an invalid ONNX graph (onnx.checker: No Op registered for RFFT with domain_version "
+                 "of <n> ==> Context: Bad node spec for node. Name: <layer><path> OpType: RFFT)")
+    mel = Signature("divergent_acceptance", "MelSpectrogram", (("fft_length", "+int"),), ("onnxruntime",), "convert",
+                    rfft_text, layer="MelSpectrogram", error_full=rfft_text)
+    assert (hit(mel).id, hit(mel).status, hit(mel).klass) == ("tf2onnx-rfft-real-imag", "known upstream", "limitation")
+    assert hit(mel).link == "https://github.com/onnx/tensorflow-onnx/issues/2274"
+    pad_text = ("InvalidArgumentError: Graph execution error: paddings must be no greater than the dimension size: "
+                "<n> greater than <n> [[{{node <name>/<layer>/MirrorPad}}]] [Op:<fn>]")
+    pad = Signature("divergent_acceptance", "ContrastLimitedAdaptiveHistogramEqualization", (), ("tensorflow",), "run",
+                    pad_text, layer="ContrastLimitedAdaptiveHistogramEqualization", error_full=pad_text)
+    assert hit(pad).id == "keras-torch-symmetric-pad-replicate"
+    assert hit(replace(pad, api="ZeroPadding2D", layer="ZeroPadding2D")) is None
+    cast = next(i for i in issues if i.id == "ort-fp16-cast-roundtrip-elided")
+    assert cast.link == "https://github.com/microsoft/onnxruntime/issues/8787" and cast.rules == []
