@@ -361,6 +361,9 @@ def test_api_campaign_duplicates_match_the_entries_of_their_cause():
                     ("onnxruntime", "tensorflow"), odd=("onnxruntime",), layer="SeparableConv1D")
     assert hit(sep) == "tf2onnx-biasadd-nchw-nonconst"
     assert hit(replace(sep, params=(("activation", "'silu'"), ("data_format", "'channels_last'")))) is None
+    # a transposed convolution's channels_first difference stays its own entry's (one element short)
+    assert hit(replace(sep, api="Conv1DTranspose+activations.squareplus", layer="Conv1DTranspose")) == \
+        "tf2onnx-convtranspose-output-padding"
 
     crop_text = ("Fail: [ONNXRuntimeError] : <n> : FAIL : Type Error: Type (tensor(float)) of output arg (y0) of "
                  "node (Resize__13) does not match expected type (tensor(float16)).")
