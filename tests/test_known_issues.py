@@ -323,3 +323,107 @@ def test_op_level_root_causes_found_upstream_are_known():
     assert (i0.id, i0.status) == ("tf-no-bessel-i0-bfloat16-kernel", "found before")  # row 44's other half
     assert match_known(Signature("divergent_acceptance", "searchsorted", (), ("torch",), "run", ss,
                                  layer="searchsorted", error_full=ss), issues) is None
+
+
+def test_api_campaign_duplicates_match_the_entries_of_their_cause():
+    """The api-cpu campaign (rng 2811) reported as new four roots whose known entries matched
+    one face of their cause only, signed as the run signed them: tf2onnx's select-to-Mul
+    lowering behind sparse_plus and an RNN's mask select (not only hard_shrink), the silent
+    broadcast of tf2onnx's NCHW BiasAdd, the float16 face of its Resize on CenterCrop, and the
+    ONNX checker's wording of a half-converted ConvTranspose with a bias.  A signature of
+    another cause is still not matched."""
+    issues = load_known_issues()
+
+    def hit(sig: Signature) -> str | None:
+        issue = match_known(sig, issues)
+        return issue.id if issue else None
+
+    four = ("jax", "onnxruntime", "tensorflow", "torch")
+    birnn = Signature("nan", "Bidirectional", (("call.mask", "'t_bidirectional_mask'"), ("layer", "'GRU'"),
+                                               ("merge_mode", "'ave'")), four, odd=("onnxruntime",),
+                      layer="Bidirectional")
+    convlstm = Signature("nan", "ConvLSTM3D+activations.relu+activations.sparse_plus",
+                         (("activation", "'sparse_plus'"), ("call.mask", "'t_convlstm3d_mask'"),
+                          ("recurrent_activation", "'relu'")), ("onnxruntime", "tensorflow", "torch"),
+                         odd=("onnxruntime",), layer="ConvLSTM3D")
+    simplernn = Signature("nan", "SimpleRNN+activations.sparse_plus",
+                          (("activation", "'sparse_plus'"), ("go_backwards", "True")), four, odd=("onnxruntime",),
+                          layer="SimpleRNN")
+    for sig in (birnn, convlstm, simplernn):
+        assert hit(sig) == "tf2onnx-select-mul-nan", sig
+    from dataclasses import replace
+
+    assert hit(replace(birnn, params=(("layer", "'GRU'"), ("merge_mode", "'ave'")))) is None  # no mask: no select
+    assert hit(replace(simplernn, odd=("torch",))) is None  # another backend's NaN is not tf2onnx's
+
+    sep = Signature("inconsistency", "SeparableConv1D+activations.silu",
+                    (("activation", "'silu'"), ("data_format", "'channels_first'"), ("padding", "'valid'")),
+                    ("onnxruntime", "tensorflow"), odd=("onnxruntime",), layer="SeparableConv1D")
+    assert hit(sep) == "tf2onnx-biasadd-nchw-nonconst"
+    assert hit(replace(sep, params=(("activation", "'silu'"), ("data_format", "'channels_last'")))) is None
+    # a transposed convolution's channels_first difference stays its own entry's (one element short)
+    assert hit(replace(sep, api="Conv1DTranspose+activations.squareplus", layer="Conv1DTranspose")) == \
+        "tf2onnx-convtranspose-output-padding"
+
+    crop_text = ("Fail: [ONNXRuntimeError] : <n> : FAIL : Type Error: Type (tensor(float)) of output arg (y0) of "
+                 "node (Resize__13) does not match expected type (tensor(float16)).")
+    crop = Signature("divergent_acceptance", "CenterCrop", (("data_format", "'channels_first'"),), ("onnxruntime",),
+                     "convert", crop_text, layer="CenterCrop", error_full=crop_text)
+    assert hit(crop) == "tf2onnx-resize-float64-dtype"
+    assert hit(replace(crop, api="Dense", layer="Dense")) is None
+
+    ct_text = ("tf2onnx produced an invalid ONNX graph (onnx.checker: Node(<layer>/BiasAdd) with schema(::<name>) has "
+               "input size <n> not in range [min=<n>, max=<n>]. ==> Context: Bad node spec for node. Name: "
+               "<layer>/BiasAdd OpType: ConvTranspose); onnxruntime refused it: InvalidGraph: [ONNXRuntimeError]")
+    convt = Signature("divergent_acceptance", "Conv2DTranspose+activations.gelu",
+                      (("output_padding", "[0, 0]"), ("padding", "'same'"), ("use_bias", "True")), ("onnxruntime",),
+                      "convert", ct_text, layer="Conv2DTranspose", error_full=ct_text)
+    assert hit(convt) == "keras-tf-conv-transpose-same-output-padding"
+    other = ct_text.replace("OpType: ConvTranspose", "OpType: Conv")
+    assert hit(replace(convt, api="Conv2D", layer="Conv2D", error=other, error_full=other)) is None
+
+
+def test_api_campaign_new_roots_are_found_before_or_known_upstream():
+    """The session's new roots, signed as the campaigns signed them: each is its findings row
+    (found before) or its upstream report; the same error on another backend or layer is not."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+
+    def hit(sig: Signature):
+        return match_known(sig, issues)
+
+    mha_text = "TypeError: cannot reshape array of shape <shape> (size <n>) into shape <shape> (size <n>)"
+    mha = Signature("divergent_acceptance", "MultiHeadAttention", (), ("jax",), "run", mha_text,
+                    layer="MultiHeadAttention", error_full=mha_text)
+    assert (hit(mha).id, hit(mha).status, hit(mha).row) == ("keras-jax-mha-sliding-window-value-dim", "found before",
+                                                            78)
+    assert hit(replace(mha, backends=("torch",))) is None
+    clahe = Signature("deviation", "ContrastLimitedAdaptiveHistogramEqualization",
+                      (("clip_limit", "+float"), ("tile_grid_size", "[+int, +int]")), ("tensorflow", "torch"),
+                      odd=("torch",), layer="ContrastLimitedAdaptiveHistogramEqualization")
+    assert hit(clahe).id == "keras-torch-clahe-int-histogram"
+    assert hit(replace(clahe, odd=("jax",))) is None
+    pool_text = "RuntimeError: input image (T: <n> H: <n> W: <n>) smaller than kernel size (kT: <n> kH: <n> kW: <n>)"
+    pool = Signature("divergent_acceptance", "AveragePooling3D", (("padding", "'same'"),), ("torch",), "run",
+                     pool_text, layer="AveragePooling3D", error_full=pool_text)
+    assert hit(pool).id == "torch-avg-pool3d-padding-kernel-check"
+    noonednn = Signature("deviation", "Conv3D+activations.tanh", (("padding", "'same'"), ("strides", "+int")),
+                         ("tensorflow", "tensorflow-noonednn"), odd=("tensorflow-noonednn",), layer="Conv3D")
+    assert hit(noonednn).id == "tf-conv3d-same-negative-padding"  # row 29's Eigen kernel, oneDNN off
+    assert hit(replace(noonednn, api="Conv2D", layer="Conv2D")) is None
+
+    rfft_text = ("tf2onnx produced an invalid ONNX graph (onnx.checker: No Op registered for RFFT with domain_version "
+                 "of <n> ==> Context: Bad node spec for node. Name: <layer><path> OpType: RFFT)")
+    mel = Signature("divergent_acceptance", "MelSpectrogram", (("fft_length", "+int"),), ("onnxruntime",), "convert",
+                    rfft_text, layer="MelSpectrogram", error_full=rfft_text)
+    assert (hit(mel).id, hit(mel).status, hit(mel).klass) == ("tf2onnx-rfft-real-imag", "known upstream", "limitation")
+    assert hit(mel).link == "https://github.com/onnx/tensorflow-onnx/issues/2274"
+    pad_text = ("InvalidArgumentError: Graph execution error: paddings must be no greater than the dimension size: "
+                "<n> greater than <n> [[{{node <name>/<layer>/MirrorPad}}]] [Op:<fn>]")
+    pad = Signature("divergent_acceptance", "ContrastLimitedAdaptiveHistogramEqualization", (), ("tensorflow",), "run",
+                    pad_text, layer="ContrastLimitedAdaptiveHistogramEqualization", error_full=pad_text)
+    assert hit(pad).id == "keras-torch-symmetric-pad-replicate"
+    assert hit(replace(pad, api="ZeroPadding2D", layer="ZeroPadding2D")) is None
+    cast = next(i for i in issues if i.id == "ort-fp16-cast-roundtrip-elided")
+    assert cast.link == "https://github.com/microsoft/onnxruntime/issues/8787" and cast.rules == []
