@@ -97,6 +97,7 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
     name = "torch-onnx"
     converter = "torch.onnx"
     opset = 18  # the dynamo exporter's lowest
+    runs_ops = False  # models only: an op call is exported by tf2onnx's path alone (onnxruntime)
 
     def __init__(self, device: str = "cpu", precision: str = "full"):
         super().__init__(device, precision)
