@@ -25,9 +25,9 @@ The rules (``docs/oracles.md``, "The odd backend"):
   tell (two backends, no strict majority) and every differing pair is a compiled or
   converted backend and the backend whose program it runs, the compiled or converted side
   is odd (``"judged against its reference tensorflow"``); for a pairwise finding, its own pair.
-  A strict majority made only of backends judged against the odd ones (``onnxruntime`` and
-  ``openvino`` running tf2onnx's one graph of ``tensorflow``'s program, both dropping a NaN
-  it keeps) is no majority against their reference: the pair rule decides there too.
+  A strict majority made only of backends judged against the odd ones (two runtimes of one
+  converter's graph of ``tensorflow``'s program, both dropping a NaN it keeps) is no
+  majority against their reference: the pair rule decides there too.
 * **the float64 reference** (:mod:`audee.oracle.pairs`, ``--reference float64``): where a
   case has one that judges, it decides before the majority does: a deviation's or an
   inconsistency's odd backends are those out of tolerance against it

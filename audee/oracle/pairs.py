@@ -75,9 +75,8 @@ def odd_by_reference(pairs: Iterable[Iterable[str]]) -> tuple[list[str], str] | 
 
 def outvotes_its_reference(ran: Iterable[str], odd: Iterable[str]) -> bool:
     """Whether a majority of ``ran`` that leaves ``odd`` out is made only of backends
-    judged against one of ``odd``: compilations or conversions of one program (``onnxruntime``
-    and ``openvino`` running tf2onnx's one graph of ``tensorflow``'s) share their compiler's or
-    converter's faults, and agreeing with each other they are no evidence against the program
+    judged against one of ``odd``: compilations or conversions of one program (two runtimes
+    of one converter's graph of ``tensorflow``'s) share their compiler's or converter's faults, and agreeing with each other they are no evidence against the program
     they must keep.  Then the majority does not decide; the pair rule does."""
     odd = {str(b) for b in odd}
     rest = [str(b) for b in ran if str(b) not in odd]
