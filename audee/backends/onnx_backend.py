@@ -167,7 +167,8 @@ def tf2onnx_call(fn: Any, args: list[Any], kwargs: dict[str, Any], at: dict[str,
     names = [f"y{k}" for k in range(len(outputs))]
     want = {**{s.name: s.dtype.name for s in sig}, **{n: outputs[n].dtype.name for n in names}}
     check_graph_dtypes(proto, want, "tensor", "the traced call")
-    return proto, {s.name: np.asarray(t) for s, t in zip(sig, leaves)}, names
+    # copies: a tensor's numpy view is read-only, and OpenVINO refuses to be fed one
+    return proto, {s.name: np.array(t) for s, t in zip(sig, leaves)}, names
 
 
 def onnx_checker_error(proto: Any) -> str | None:
