@@ -5,8 +5,8 @@ program before conversion.  A converter's refusal is a limitation in phase ``con
 converted side that maps a NaN to a finite value is a bug of the converter, and the op
 script converts the call too and reproduces an onnxruntime finding standalone.
 
-The real-framework tests start TensorFlow, onnxruntime and a plugin on onnxruntime's path
-(three TensorFlow workers: slow)."""
+The real-framework tests start TensorFlow, onnxruntime, OpenVINO and a plugin on onnxruntime's path
+(four TensorFlow workers: slow)."""
 from __future__ import annotations
 
 import os
@@ -56,7 +56,7 @@ def pool(tmp_path_factory):
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
 
-    with Pool(parse_backends(f"tensorflow,onnxruntime,{PLUGIN}"), tmp_path_factory.mktemp("logs"), threads=1,
+    with Pool(parse_backends(f"tensorflow,onnxruntime,openvino,{PLUGIN}"), tmp_path_factory.mktemp("logs"), threads=1,
               timeout=600) as p:
         p.start_or_fail()
         yield p
@@ -70,11 +70,12 @@ def _sigs(result, op):
 
 @pytest.mark.slow
 def test_an_op_call_through_onnxruntime_agrees_with_tensorflow(pool):
-    """``add`` and ``max`` over an axis, converted by tf2onnx and run by onnxruntime, equal
-    TensorFlow's traced call on finite values; the gradient phase asks no converter."""
+    """``add`` and ``max`` over an axis, converted by tf2onnx and run by onnxruntime and by
+    OpenVINO, equal TensorFlow's traced call on finite values; the gradient phase asks no
+    converter."""
     from audee.engine.opexec import OpExecutor
 
-    assert pool.op_labels == ["tensorflow", "onnxruntime", PLUGIN]
+    assert pool.op_labels == ["tensorflow", "onnxruntime", "openvino", PLUGIN]
     assert pool.op_grad_labels == ["tensorflow"]
     ex = OpExecutor(pool)
     x = np.array([[1.5, -2.0, 3.25], [4.0, 5.5, -1.0]], np.float32)
@@ -83,8 +84,9 @@ def test_an_op_call_through_onnxruntime_agrees_with_tensorflow(pool):
     maxed = ex.run(_case("max", {"x": x}, [{"tensor": "x"}], {"axis": 1}))
     for r, want in ((added, x + y), (maxed, x.max(axis=1))):
         assert not [f for f in r.verdict.findings if f.is_failure], r.verdict.findings
-        assert np.array_equal(r.outputs["onnxruntime"][0], want) and r.dtypes["onnxruntime"] == ["float32"]
-        assert "convert" in r.phases["onnxruntime"]
+        for converter in ("onnxruntime", "openvino"):
+            assert np.array_equal(r.outputs[converter][0], want) and r.dtypes[converter] == ["float32"]
+            assert "convert" in r.phases[converter]
 
 
 @pytest.mark.slow
@@ -123,9 +125,10 @@ def test_a_converter_mapping_nan_to_a_finite_value_is_its_bug(pool):
 
 @pytest.mark.slow
 def test_an_onnxruntime_op_finding_reproduces_standalone(pool, tmp_path):
-    """onnxruntime's ``max`` over an axis drops a NaN TensorFlow keeps (tf2onnx's ReduceMax
-    in onnxruntime): a bug of the converted side, and its op script, converting the call
-    with the worker's own lines, reproduces it without audee."""
+    """onnxruntime's and OpenVINO's ``max`` over an axis drop a NaN TensorFlow keeps (tf2onnx's
+    ReduceMax): a bug of each converted side, though the three converted sides are a majority,
+    and the op script, converting the call with the worker's own lines, reproduces it without
+    audee."""
     from audee.engine.opexec import OpExecutor
     from audee.repro.ops import write_op_repro
     from audee.store import CaseRecord
@@ -134,9 +137,10 @@ def test_an_onnxruntime_op_finding_reproduces_standalone(pool, tmp_path):
     x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -1.0]], np.float32)
     r = OpExecutor(pool).run(_case("max", {"x": x}, [{"tensor": "x"}], {"axis": 1}))
     assert np.isnan(r.outputs["tensorflow"][0][0]) and r.outputs["onnxruntime"][0].tolist() == [3.0, 5.0]
+    assert r.outputs["openvino"][0].tolist() == [3.0, 5.0]
     (f,) = [f for f in r.verdict.findings if f.kind == Kind.NAN]
     # both converted sides drop it: their agreement outvotes no reference, the pair rule names them
-    assert f.detail.odd == sorted(["onnxruntime", PLUGIN])
+    assert f.detail.odd == sorted(["onnxruntime", "openvino", PLUGIN])
     assert f.detail.odd_rule == "judged against its reference tensorflow"
     sigs = [s for s in _sigs(r, "max") if s.kind == Kind.NAN and "onnxruntime" in s.odd]
     assert sigs and all(classify(s)[0] == "bug" for s in sigs)
