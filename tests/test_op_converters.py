@@ -29,24 +29,25 @@ def _case(op, tensors, args, kwargs=None):
 
 # ---- no framework --------------------------------------------------------------------------------
 def test_the_onnx_converters_run_ops_and_their_script_lines_convert_the_call():
-    """``onnxruntime``, ``onnxruntime-fed`` and ``openvino`` call ops (description and class
-    agree), ``torch-onnx`` runs models only; their op script lines convert the call with the
-    worker's own functions, carried verbatim; the gradient phase leaves them out."""
+    """``onnxruntime``, ``onnxruntime-fed``, ``openvino`` and ``torch-onnx`` call ops
+    (description and class agree); their op script lines convert the call with the worker's
+    own functions, carried verbatim; the gradient phase leaves them out."""
     from audee.backends.info import BUILTIN_INFO
     from audee.backends.onnx_backend import OnnxRuntimeBackend, OnnxRuntimeFedBackend
     from audee.backends.openvino_backend import OpenVinoBackend
     from audee.backends.torch_onnx_backend import TorchOnnxBackend
     from audee.repro.ops import op_code
 
-    for cls in (OnnxRuntimeBackend, OnnxRuntimeFedBackend, OpenVinoBackend):
+    for cls in (OnnxRuntimeBackend, OnnxRuntimeFedBackend, OpenVinoBackend, TorchOnnxBackend):
         assert cls.runs_ops and BUILTIN_INFO[cls.name].runs_ops and not hasattr(cls, "run_op_grad")
-    assert not TorchOnnxBackend.runs_ops and not BUILTIN_INFO["torch-onnx"].runs_ops
-    code = op_code(["tensorflow", "onnxruntime", "openvino"])
+    labels = ["tensorflow", "onnxruntime", "openvino", "torch-onnx"]
+    code = op_code(labels)
     ns: dict = {}
     exec(compile(code, "op_code", "exec"), ns)  # defines functions only: no framework imported
-    assert len({ns["OP_CALLS"][n] for n in ("tensorflow", "onnxruntime", "openvino")}) == 3
-    for name in ("split_tensors", "tf_traced_call", "check_graph_dtypes", "tf2onnx_call"):
-        assert f"def {name}(" in code, name
+    assert len({ns["OP_CALLS"][n] for n in labels}) == 4
+    for name in ("split_tensors", "_flat", "tf_traced_call", "check_graph_dtypes", "tf2onnx_call", "torch_onnx_call",
+                 "numpy_to_ort", "ort_to_numpy", "_torch_to_numpy"):
+        assert code.count(f"def {name}(") == 1, name
     assert "ort.InferenceSession(" in code and "core.compile_model(" in code
 
 
@@ -156,3 +157,29 @@ def test_an_onnxruntime_op_finding_reproduces_standalone(pool, tmp_path):
     got = subprocess.run([sys.executable, "-P", str(script)], capture_output=True, text=True, timeout=600,
                          cwd=tmp_path, env=NO_PYTHONPATH)
     assert got.returncode == 0 and "\nREPRODUCED" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_torch_onnx_exports_the_call_alone_and_its_nan_drop_is_its_bug(tmp_path):
+    """``torch-onnx`` exports the call on the torch backend by ``torch.onnx.export(dynamo=True)``
+    and runs it in onnxruntime: ``add`` agrees with eager torch, ``max`` over an axis drops the
+    NaN torch keeps (ReduceMax again), a bug of ``torch-onnx`` judged against ``torch``."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.opexec import OpExecutor
+    from audee.triage.rootcause import classify
+
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -1.0]], np.float32)
+    y = np.array([0.5, 2.0, -3.0], np.float32)
+    with Pool(parse_backends("torch,torch-onnx"), tmp_path / "logs", threads=1, timeout=600) as p:
+        p.start_or_fail()
+        ex = OpExecutor(p)
+        added = ex.run(_case("add", {"x": x, "y": y}, [{"tensor": "x"}, {"tensor": "y"}]))
+        maxed = ex.run(_case("max", {"x": x}, [{"tensor": "x"}], {"axis": 1}))
+    assert np.array_equal(added.outputs["torch-onnx"][0], x + y, equal_nan=True)
+    assert not [f for f in added.verdict.findings if f.is_failure and f.kind != Kind.NAN_PROPAGATED]
+    assert np.isnan(maxed.outputs["torch"][0][0]) and maxed.outputs["torch-onnx"][0].tolist() == [3.0, 5.0]
+    (f,) = [f for f in maxed.verdict.findings if f.kind == Kind.NAN]
+    assert f.detail.odd == ["torch-onnx"] and f.detail.odd_rule == "judged against its reference torch"
+    sigs = [s for s in _sigs(maxed, "max") if s.kind == Kind.NAN]
+    assert sigs and all(classify(s)[0] == "bug" for s in sigs)

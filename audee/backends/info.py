@@ -180,8 +180,10 @@ _TF2ONNX = '''def tf2onnx_graph(keras, model, spec, xs, at):
     proto.graph.input.extend(kept)
     feed = {i["name"]: x for i, x in zip(spec["inputs"], xs)}
     return proto, feed, [f"y{k}" for k in range(len(spec["layers"]))]'''
+#: an op call as a converter takes it: its tensors the inputs, its outputs flattened
+_CALL_ALONE = (*_TRACED[:2], "audee.backends.keras_backends:_flat")
 #: an op call converted by tf2onnx as ``onnxruntime``'s worker converts it (``OnnxRuntimeBackend.call_op``)
-_TF2ONNX_OP = (*_TRACED[:2], "audee.backends.keras_backends:tf_traced_call",
+_TF2ONNX_OP = (*_CALL_ALONE, "audee.backends.keras_backends:tf_traced_call",
                "audee.backends.onnx_backend:check_graph_dtypes", "audee.backends.onnx_backend:tf2onnx_call")
 _ORT_SCRIPT = ScriptCode("""# tf2onnx from the TensorFlow backend, then an ONNX Runtime session
 proto, feed, names = tf2onnx_graph(keras, model, spec, xs, at)
@@ -388,7 +390,17 @@ def fetch(v):  # onnxruntime has no numpy type for bfloat16: its bytes, read by 
     flat = torch.frombuffer(raw, dtype=torch.bfloat16) if raw else torch.zeros(0, dtype=torch.bfloat16)
     return flat.reshape(v.shape())
 
-return [fetch(v) for v in session.run_with_ort_values(names, feed)]""", gpu=_TORCH_GPU),
+return [fetch(v) for v in session.run_with_ort_values(names, feed)]""", gpu=_TORCH_GPU,
+                          op="""import onnxruntime as ort  # the call on torch exported by torch.onnx (dynamo), run by ONNX Runtime
+proto, feed, names = torch_onnx_call(fn, args, kwargs, {})
+session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+values = session.run_with_ort_values(names, {k: numpy_to_ort(_torch_to_numpy(t)) for k, t in feed.items()})
+return [ort_to_numpy(v) for v in values]""",
+                          op_carries=(*_CALL_ALONE, "audee.backends.keras_backends:_torch_to_numpy",
+                                      "audee.backends.torch_onnx_backend:numpy_to_ort",
+                                      "audee.backends.torch_onnx_backend:ort_to_numpy",
+                                      "audee.backends.torch_onnx_backend:torch_onnx_call")),
+        runs_ops=True,  # the call exported alone (TorchOnnxBackend.graph_of_call)
         builtin=True)),
     _converted(BackendInfo(
         name="litert", target="audee.backends.litert_backend:LiteRtBackend",
@@ -420,7 +432,7 @@ at["phase"] = "run"
 got = runner(**{i["name"]: np.ascontiguousarray(x) for i, x in zip(spec["inputs"], xs)})
 return [np.asarray(got[f"y{k}"]) for k in range(len(got))]""",
                           op="return tflite_call(fn, args, kwargs, {})  # converted, run by LiteRT",
-                          op_carries=(*_TRACED[:2], "audee.backends.keras_backends:tf_traced_call",
+                          op_carries=(*_CALL_ALONE, "audee.backends.keras_backends:tf_traced_call",
                                       "audee.backends.litert_backend:tflite_call")),
         builtin=True)),
 )}

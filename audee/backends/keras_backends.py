@@ -114,6 +114,8 @@ class KerasOpCalls:
         if isinstance(t, (bool, int, float)) or t is None:
             a = np.asarray(t if t is not None else np.nan)
             return a, str(a.dtype)
+        if isinstance(t, np.ndarray):  # a converter's runtime answered (bfloat16 as ml_dtypes')
+            return (t.astype(np.float32), "bfloat16") if t.dtype.name == "bfloat16" else (t, t.dtype.name)
         dtype = keras.backend.standardize_dtype(t.dtype)
         if dtype == "bfloat16":
             t = keras.ops.cast(t, "float32")
@@ -351,12 +353,9 @@ def tf_traced_call(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[An
 
     leaves, rebuild = split_tensors(args, kwargs, tf.is_tensor)
 
-    def flat(out: Any) -> list[Any]:
-        return [x for o in out for x in flat(o)] if isinstance(out, (list, tuple)) else [out]
-
     def forward(*ts: Any) -> dict[str, Any]:
         a, k = rebuild(ts)
-        return {f"y{i}": tf.identity(o) for i, o in enumerate(flat(fn(*a, **k)))}
+        return {f"y{i}": tf.identity(o) for i, o in enumerate(_flat(fn(*a, **k)))}
 
     sig = [tf.TensorSpec(t.shape, t.dtype, name=f"t{i}") for i, t in enumerate(leaves)]
     return tf.function(forward, input_signature=sig, autograph=False), sig, leaves

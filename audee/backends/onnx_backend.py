@@ -418,24 +418,34 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
         return self.keras_side.keras
 
     def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        """The op call traced by TensorFlow and converted by tf2onnx (:func:`tf2onnx_call`), its
-        graph compiled and run by this backend's runtime (:meth:`session`), its outputs in
-        order.  As for a model: tf2onnx's failure and the runtime refusing the graph are phase
+        """The op call converted alone (:meth:`graph_of_call`: traced by TensorFlow and converted
+        by tf2onnx, :func:`tf2onnx_call`), its graph compiled and run by this backend's runtime
+        (:meth:`session`, :meth:`run_graph`), its outputs in order.  As for a model: tf2onnx's failure and the runtime refusing the graph are phase
         ``convert`` (:meth:`refusal`), the runtime's failure at run phase ``run``."""
         at = {"phase": "convert"}
         proto = None
         try:
             with self.clock.timed("convert"):
-                proto, feed, names = tf2onnx_call(fn, args, kwargs, at, self.opset, convert_function)
+                proto, feed, names = self.graph_of_call(fn, args, kwargs, at)
             with self.clock.timed("compile"):
                 session = self.session(proto)
             at["phase"] = "run"
-            return session.run(names, feed)
+            return self.run_graph(session, names, feed)
         except Exception as exc:
             if at["phase"] == "run":
                 raise BackendError(Phase.RUN, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
             message = self.refusal(proto, exc) if proto is not None else f"{type(exc).__name__}: {exc}"
             raise BackendError(Phase.CONVERT, message, traceback.format_exc()) from exc
+
+
+    def graph_of_call(self, fn: Any, args: list[Any], kwargs: dict[str, Any], at: dict[str, str]
+                      ) -> tuple[Any, dict[str, Any], list[str]]:
+        """The converter's ONNX graph of one call, its feed and its output names."""
+        return tf2onnx_call(fn, args, kwargs, at, self.opset, convert_function)
+
+    def run_graph(self, session: Any, names: list[str], feed: dict[str, Any]) -> list[np.ndarray]:
+        """The call's graph run by :meth:`session` on its feed."""
+        return session.run(names, feed)
 
 
 class OnnxRuntimeFedBackend(OnnxRuntimeBackend):
