@@ -163,10 +163,13 @@ def test_an_onnxruntime_op_finding_reproduces_standalone(pool, tmp_path):
 def test_torch_onnx_exports_the_call_alone_and_its_nan_drop_is_its_bug(tmp_path):
     """``torch-onnx`` exports the call on the torch backend by ``torch.onnx.export(dynamo=True)``
     and runs it in onnxruntime: ``add`` agrees with eager torch, ``max`` over an axis drops the
-    NaN torch keeps (ReduceMax again), a bug of ``torch-onnx`` judged against ``torch``."""
+    NaN torch keeps (ReduceMax again), a bug of ``torch-onnx`` judged against ``torch``, and its op
+    script exports the call too and reproduces it."""
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
     from audee.engine.opexec import OpExecutor
+    from audee.repro.ops import write_op_repro
+    from audee.store import CaseRecord
     from audee.triage.rootcause import classify
 
     x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -1.0]], np.float32)
@@ -176,6 +179,7 @@ def test_torch_onnx_exports_the_call_alone_and_its_nan_drop_is_its_bug(tmp_path)
         ex = OpExecutor(p)
         added = ex.run(_case("add", {"x": x, "y": y}, [{"tensor": "x"}, {"tensor": "y"}]))
         maxed = ex.run(_case("max", {"x": x}, [{"tensor": "x"}], {"axis": 1}))
+        rec = CaseRecord.from_result(maxed, [w.ref for w in p.workers.values()], p.versions())
     assert np.array_equal(added.outputs["torch-onnx"][0], x + y, equal_nan=True)
     assert not [f for f in added.verdict.findings if f.is_failure and f.kind != Kind.NAN_PROPAGATED]
     assert np.isnan(maxed.outputs["torch"][0][0]) and maxed.outputs["torch-onnx"][0].tolist() == [3.0, 5.0]
@@ -183,3 +187,9 @@ def test_torch_onnx_exports_the_call_alone_and_its_nan_drop_is_its_bug(tmp_path)
     assert f.detail.odd == ["torch-onnx"] and f.detail.odd_rule == "judged against its reference torch"
     sigs = [s for s in _sigs(maxed, "max") if s.kind == Kind.NAN]
     assert sigs and all(classify(s)[0] == "bug" for s in sigs)
+    rec.verdict = {**rec.verdict, "findings": [f.to_json()]}
+    script = write_op_repro(rec, tmp_path, "torch-onnx-max-nan", 0)
+    assert "def torch_onnx_call(" in script.read_text()
+    got = subprocess.run([sys.executable, "-P", str(script)], capture_output=True, text=True, timeout=600,
+                         cwd=tmp_path, env=NO_PYTHONPATH)
+    assert got.returncode == 0 and "\nREPRODUCED" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]
