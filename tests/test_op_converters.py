@@ -1,12 +1,13 @@
 """Op cases through the ONNX converters: ``onnxruntime`` (and ``openvino``, on the same graph)
 runs a ``keras.ops`` call as it runs a model: the call traced by TensorFlow with its tensors
 as the inputs, converted by tf2onnx, run by the runtime; judged against ``tensorflow``, the
-program before conversion.  A converter's refusal is a limitation in phase ``convert``, a
-converted side that maps a NaN to a finite value is a bug of the converter, and the op
-script converts the call too and reproduces an onnxruntime finding standalone.
+program before conversion (``torch-onnx``: the call on torch, exported by torch's dynamo
+exporter, judged against ``torch``).  A converter's refusal is a limitation in phase
+``convert``, a converted side that maps a NaN to a finite value is a bug of the converter,
+and the op script converts the call too and reproduces a converter's finding standalone.
 
-The real-framework tests start TensorFlow, onnxruntime, OpenVINO and a plugin on onnxruntime's path
-(four TensorFlow workers: slow)."""
+The real-framework tests start TensorFlow, onnxruntime, OpenVINO and a plugin on
+onnxruntime's path (four TensorFlow workers), and torch with torch-onnx: slow."""
 from __future__ import annotations
 
 import os

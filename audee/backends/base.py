@@ -166,7 +166,8 @@ class Backend(ABC):
 
     #: whether :meth:`run_op` calls ``keras.ops`` functions (the Keras backends and their
     #: plugins, and the converters that convert one call alone: ``litert``, ``onnxruntime``,
-    #: ``openvino``); a backend without it runs models only and is left out of op-level cases
+    #: ``openvino``, ``torch-onnx``); a backend without it runs models only and is left out of
+    #: op-level cases
     runs_ops: ClassVar[bool] = False
 
     def run_op(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> list[tuple[np.ndarray, str]]:
