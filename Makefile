@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 # the second environment (`make env-prev`): the previous Keras minor beside .venv's frameworks
 VENV_PREV ?= .venv-prev
 RUN ?= runs/default
+# each tool's fuzzing time in `make bench-nnsmith`
+BENCH_SECONDS ?= 180
 PYTEST_ARGS ?=
 # test processes (pytest-xdist): each test file runs whole on one of them (module fixtures start their
 # backend workers once); a serial run uses about one of a 2-core machine's cores
@@ -33,7 +35,7 @@ install: $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements.txt
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
-	$(BIN)/audee backends --backends tensorflow,torch,jax,onnxruntime,openvino,litert,torch-onnx  # the modes run on these frameworks
+	$(BIN)/audee backends --backends tensorflow,torch,jax,onnxruntime,openvino,litert,torch-onnx,torch-onnx-ts  # the modes run on these frameworks
 
 # A second environment for version pairs (torch@prev, docs/backends.md "Environments"): a
 # venv of its own holding only what requirements-prev.txt pins (no dependencies: the previous
@@ -79,7 +81,7 @@ bench-throughput:
 	$(BIN)/python experiments/bench_throughput.py
 
 bench-nnsmith:
-	$(BIN)/python experiments/bench_vs_nnsmith.py --json experiments/results/vs_nnsmith.json
+	$(BIN)/python experiments/bench_vs_nnsmith.py --seconds $(BENCH_SECONDS) --json experiments/results/bench_nnsmith.json --md experiments/results/bench_nnsmith.md
 
 localize-bench:
 	$(BIN)/python -m localize.scorer

@@ -224,6 +224,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="scripts run at a time (default: 1, each alone on the machine)")
 
+    p = sub.add_parser("bisect", help="the first environment (oldest first) whose release computes a case "
+                                      "differently from the oldest",
+                       description="Run CASE on one backend in each environment of an ordered list (--env "
+                                   "NAME=PYTHON repeated, oldest first, or the envs: of a campaign or settings "
+                                   "file, in its order), every environment in its own worker at once, and judge "
+                                   "each against the oldest as a version pair (a regression finding of the pair, "
+                                   "whatever oracle saw it). Linear, not binary: every environment runs once and "
+                                   "the first that differs is printed with its versions; a later one that agrees "
+                                   "with the oldest again is said (not monotone). Exit 0 when one differs, 8 when "
+                                   "none does. "
+                                   + describe(ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.BACKEND_UNAVAILABLE,
+                                              ExitCode.NO_CHANGE) + ".")
+    p.add_argument("case", help="a case file written by audee (OUT/cases/ID.pkl)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=PYTHON",
+                   help="an environment of the list, oldest first (repeatable; at least two in all)")
+    p.add_argument("--envs-from", metavar="FILE",
+                   help="a campaign or settings YAML file whose envs: mapping (name: /path/to/python, oldest "
+                        "first) is the list, instead of --env")
+    p.add_argument("--backend", help="the backend to run in each environment, e.g. torch (default: the one "
+                                     "backend the case ran on)")
+    add_model_options(p, FuzzSettings, only=["timeout"])
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
+
     p = sub.add_parser("campaign", help="run a campaign config (or one shard of it), resumably",
                        description="Expand CONFIG into units (seed x backend set x rng), run the shard's units "
                                    "into OUT/units/<unit>/ and keep OUT/status/ current. Rerun to resume. Inside "
@@ -599,6 +622,28 @@ def cmd_recheck(args: argparse.Namespace) -> int:
     return report.exit_code()
 
 
+def cmd_bisect(args: argparse.Namespace) -> int:
+    from audee.backends.registry import parse_envs
+    from audee.core.yamlio import read_yaml_mapping
+    from audee.repro.bisect import bisect
+
+    if args.envs_from and args.env:
+        raise AudeeError("give the environments by --env or by --envs-from, not both", field="--envs-from")
+    if args.envs_from:
+        doc = read_yaml_mapping(args.envs_from)
+        if not isinstance(doc.get("envs"), dict):
+            raise AudeeError("expected a mapping of environment names to interpreters, oldest first",
+                             source=args.envs_from, field="envs")
+        envs = parse_envs(doc["envs"], field=f"{args.envs_from}: envs")
+    else:
+        envs = _envs(args)
+    timeout = validate_settings(FuzzSettings, given_options(args, ["timeout"]), flags=True).timeout
+    with tempfile.TemporaryDirectory(prefix="audee-bisect-") as tmp:
+        found = bisect(args.case, envs, backend=args.backend, log_dir=Path(tmp), timeout=timeout)
+    print(json.dumps(found.to_json(), indent=1) if args.json else found.text())
+    return found.exit_code()
+
+
 def cmd_campaign(args: argparse.Namespace) -> int:
     from audee.campaign import load_campaign, run_shard, shard_of
 
@@ -769,7 +814,7 @@ def cmd_apis(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "repro": cmd_repro, "recheck": cmd_recheck, "campaign": cmd_campaign, "report": cmd_report, "backends": cmd_backends, "seeds": cmd_seeds,
+COMMANDS = {"fuzz": cmd_fuzz, "reproduce": cmd_reproduce, "localize": cmd_localize, "repro": cmd_repro, "recheck": cmd_recheck, "bisect": cmd_bisect, "campaign": cmd_campaign, "report": cmd_report, "backends": cmd_backends, "seeds": cmd_seeds,
             "apis": cmd_apis}
 
 

@@ -1,30 +1,40 @@
-"""Test cases per second, audee against NNSmith 0.1.0, side by side in one run (issue 32, part 3).
+"""Test cases per second and CPU seconds per case, audee against NNSmith 0.1.0, side by side in one run.
 
-In one run, one after the other on the same machine:
+In one run, one after the other on the same machine, each for the same ``--seconds``:
 
 * **NNSmith 0.1.0**, its fuzzer (``nnsmith.cli.fuzz``, hydra) with its defaults for
   ``model.type=onnx backend.type=onnxruntime``: 5-node graphs (``mgen.max_nodes``),
-  symbolic generation, each model made in PyTorch, exported to ONNX, run on onnxruntime
-  and compared with PyTorch's outputs.  Run for ``--seconds`` (``fuzz.time``); a test case
-  is one ``Timing:`` line of its ``fuzz.log`` (written once per tested model), the rate is
-  the cases over the time from the start of its loop (its "Test success info supressed"
-  line) to the last case's end: after start-up (imports, the once-per-stack operator
-  dtype test, cached in the private directory).
-* **audee**, API-level one-layer cases (``audee.fuzz.fuzz_apis``) on (tensorflow,
-  onnxruntime), then on its four default backends, unpacked and (when this build's
-  ``FuzzSettings`` has a ``pack`` field) packed ``K`` cases a model for each ``--pack K``.
-  Per configuration: a started pool, one untimed warm-up case (the frameworks' lazy
-  imports, tf2onnx's first conversion), then rounds of one new case per API (every
-  configured API in a fixed shuffled order, so any prefix is a mix; a round resumes the
-  run directory) for ``--seconds``; the rate is cases over the time from the first round's
-  start to the last case's end (the progress callback stamps each case and stops the run
-  once the time is up).  Rows' ``seconds`` and ``phases`` go into the JSON.
+  symbolic generation, each model made in PyTorch, exported to ONNX by the TorchScript
+  exporter, run on onnxruntime and compared with PyTorch's outputs; then again with
+  ``OMP_NUM_THREADS=1`` (its default two-thread pool spends CPU waiting on a loaded
+  machine).  A test case is one ``Timing:`` line of its ``fuzz.log`` (written once per
+  tested model), the window runs from the start of its loop (its "Test success info
+  supressed" line) to the last case's end: after start-up (imports, the once-per-stack
+  operator dtype test, cached in the private directory).
+* **audee**, API-level one-layer cases (``audee.fuzz.fuzz_apis``, every configured API) on
+  each ``--audee`` backend set: by default ``torch,torch-onnx-ts`` (NNSmith's own pair: eager
+  torch against the TorchScript exporter on onnxruntime) and the four default backends;
+  packed ``K`` cases a model for each ``--pack K`` other than 1.  Per configuration: a
+  started pool, one untimed warm-up case (the frameworks' lazy imports, the first
+  conversion), then rounds of one new case per API (every configured API in a fixed
+  shuffled order, so any prefix is a mix; a round resumes the run directory) for
+  ``--seconds``; the window runs from the first round's start to the last case's end (the
+  progress callback stamps each case and stops the run once the time is up).
 
-Prints one table (tool, backends, pack, cases, seconds, cases/s, ratio to NNSmith) and
-writes it with the details as JSON with ``--json PATH``.  On a shared machine compare the
-ratios of one run, not absolute rates across runs.
+CPU seconds per case count every process of the tool in its window (``proc_cpu.tree_seconds``:
+NNSmith's process, sampled from ``/proc`` while it runs and read at its loop's start and its
+last case; audee's parent, its live workers and any worker restarted meanwhile,
+``RUSAGE_CHILDREN``), so the load of other jobs on the machine counts less than in cases
+per second.  Each tool's bug groups in its window: NNSmith's bug reports (``bug-*/meta.json``
+and ``err.log``) grouped by symptom, stage and the first line of the error with numbers
+folded; audee's root causes (``audee.fuzz.summarize``: class, kind, component, op, API).
 
-    python experiments/bench_vs_nnsmith.py [--seconds 60] [--pack 8] [--json OUT.json]
+Prints one table (tool, backends, pack, cases, seconds, cases/s, CPU-s per case, the
+ratios to NNSmith with its default threads) and the groups; writes them as JSON with
+``--json PATH`` and as Markdown with ``--md PATH`` (the machine's load average beside
+them).  On a shared machine compare the ratios of one run, not absolute rates across runs.
+
+    python experiments/bench_vs_nnsmith.py [--seconds 180] [--pack 1] [--md OUT.md] [--json OUT.json]
 
 NNSmith is no dependency of audee.  It is installed once into a private directory
 (``--cache``, default ``experiments/.cache/``, git-ignored), as ``pip install --target
@@ -53,8 +63,7 @@ What breaks on today's stack, and what this script does about it:
 * Not a breakage, NNSmith's own findings: with onnxruntime 1.31 a share of its models
   fail to load (float64 GELU is exported as ``Erf`` on doubles, for which onnxruntime has
   no CPU kernel, although its dtype test passed GELU on float64), and some differ from
-  PyTorch beyond its tolerance; each is still one test case (its "bugs" count is in the
-  JSON).
+  PyTorch beyond its tolerance; each is still one test case (its bug groups are printed).
 """
 from __future__ import annotations
 
@@ -73,10 +82,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from proc_cpu import tree_seconds  # experiments/ is on the path when run as a script
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE = ROOT / "experiments" / ".cache"
-ONNX_PAIR = ["tensorflow", "onnxruntime"]
-FOUR = ["tensorflow", "torch", "jax", "onnxruntime"]
+#: audee's backend sets by default: NNSmith's pair, then audee's four default backends
+AUDEE_SETS = "torch,torch-onnx-ts;tensorflow,torch,jax,onnxruntime"
 
 #: NNSmith and the dependencies it imports that the venv lacks (numpy, PyYAML, packaging,
 #: six, torch, onnx, onnxruntime come from the venv); pinned so the install is one thing
@@ -152,20 +163,30 @@ def _stamp(text: str) -> float:
     return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
-def run_nnsmith(home: Path, seconds: int, rng: int, tmp: Path) -> dict[str, Any]:
-    """NNSmith's fuzzer for ``seconds`` on onnxruntime; its rate from its own log.  Its
+def run_nnsmith(home: Path, seconds: int, rng: int, tmp: Path, threads: int | None = None) -> dict[str, Any]:
+    """NNSmith's fuzzer for ``seconds`` on onnxruntime (``threads``: its ``OMP_NUM_THREADS``,
+    None: its default); its rate from its own log, its CPU from ``/proc`` samples.  Its
     seed is ``rng + 1``: NNSmith reads a seed of 0 as "draw one"."""
-    out = tmp / "nnsmith"
+    out = tmp / f"nnsmith-{threads or 'default'}"
     out.mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(home / "site"), os.environ.get("PYTHONPATH", "")]),
            "XDG_CACHE_HOME": str(home / "xdg"), "CUDA_VISIBLE_DEVICES": ""}
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
     cached = any((home / "xdg").glob("nnsmith-0.1.0/*.yaml"))
     cmd = [sys.executable, str(home / "boot" / "nnsmith_boot.py"), "model.type=onnx", "backend.type=onnxruntime",
            f"fuzz.time={seconds}s", f"fuzz.seed={rng + 1}", f"fuzz.root={out / 'root'}",
            f"hydra.run.dir={out / 'hydra'}"]
+    samples: list[tuple[float, float]] = []  # (time, CPU seconds of NNSmith's processes)
     t0 = time.time()
     with open(out / "console.txt", "w") as console:
-        rc = subprocess.run(cmd, env=env, cwd=out, stdout=console, stderr=subprocess.STDOUT).returncode
+        proc = subprocess.Popen(cmd, env=env, cwd=out, stdout=console, stderr=subprocess.STDOUT)
+        while proc.poll() is None:
+            cpu = tree_seconds(proc.pid)
+            if cpu == cpu:
+                samples.append((time.time(), cpu))
+            time.sleep(0.25)
+        rc = proc.returncode
     wall = time.time() - t0
     log_file = out / "hydra" / "fuzz.log"
     if rc != 0 or not log_file.is_file():
@@ -188,14 +209,51 @@ def run_nnsmith(home: Path, seconds: int, rng: int, tmp: Path) -> dict[str, Any]
             totals[t.group(2)] = int(t.group(1))
     start = loop_start if loop_start is not None else (ends[0] if ends else t0)
     window = (ends[-1] - start) if ends else 0.0
-    return {"tool": "nnsmith 0.1.0", "backends": "onnxruntime (vs torch)", "pack": "-", "cases": len(ends),
+    cpu = _cpu_between(samples, start, ends[-1]) if ends else float("nan")
+    label = "onnxruntime (vs torch)" + ("" if threads is None else f", OMP_NUM_THREADS={threads}")
+    return {"tool": "nnsmith 0.1.0", "backends": label, "pack": "-", "cases": len(ends),
             "seconds": window, "rate": len(ends) / window if window > 0 else 0.0,
+            "cpu_s": cpu, "cpu_per_case": cpu / len(ends) if ends else float("nan"),
             "startup_s": start - t0, "process_wall_s": wall, "topset_cached": cached,
             "testcases_logged": totals.get("testcases generated"), "bugs": totals.get("bugs found"),
             "failed_to_make": totals.get("failed to make testcases"),
+            "groups": nnsmith_groups(out / "root"),
             "mean_ms": {"gen": float(np.nanmean(gen)) if gen else None,
                         "eval": float(np.nanmean(evl)) if evl else None},
-            "command": " ".join(cmd[1:])}
+            "command": ("" if threads is None else f"OMP_NUM_THREADS={threads} ") + " ".join(cmd[1:])}
+
+
+def _cpu_between(samples: list[tuple[float, float]], start: float, end: float) -> float:
+    """CPU seconds spent between two moments, read off the samples (linear between two)."""
+    if not samples:
+        return float("nan")
+    times, cpus = [t for t, _ in samples], [c for _, c in samples]
+    return float(np.interp(end, times, cpus) - np.interp(start, times, cpus))
+
+
+def nnsmith_groups(root: Path) -> list[dict[str, Any]]:
+    """NNSmith's bug reports grouped: symptom, stage, the error's exception line (the last of
+    its traceback) with numbers folded; each group's count and one folder."""
+    groups: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for bug in sorted(root.glob("bug-*")):
+        try:
+            meta = json.loads((bug / "meta.json").read_text())
+        except (OSError, ValueError):
+            meta = {}
+        text = (bug / "err.log").read_text(errors="replace") if (bug / "err.log").is_file() else ""
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        raised = [k for k, ln in enumerate(lines) if re.match(r"[\w.]*(Error|Exception|NotImplemented)\b", ln)]
+        if raised:  # a traceback's exception line, with the line after it when the message starts there
+            k = raised[-1]
+            head = lines[k] + (f" {lines[k + 1]}" if lines[k].endswith(":") and k + 1 < len(lines) else "")
+        else:
+            head = lines[0] if lines else ""
+        head = re.sub(r"0x[0-9a-f]+|\d+(\.\d+)?(e[-+]?\d+)?", "<n>", head)[:200]
+        key = (str(meta.get("symptom", "?")), str(meta.get("stage", "?")), head)
+        g = groups.setdefault(key, {"symptom": key[0], "stage": key[1], "error": key[2], "reports": 0,
+                                    "first": bug.name})
+        g["reports"] += 1
+    return sorted(groups.values(), key=lambda g: -g["reports"])
 
 
 # ---- audee -----------------------------------------------------------------------------------------
@@ -238,11 +296,13 @@ def run_audee(backends: list[str], pack: int | None, seconds: float, apis: list[
         fuzz_apis(warmup, FuzzConfig(refs, tmp / f"{name}-warmup", variants=1, rng=rng + 1, batch=batch,
                                         **extra), pool=pool)
         warm = time.perf_counter() - t - startup
+        cpu: list[float] = [tree_seconds()]  # this process, its live workers, any waited for
         t0 = time.perf_counter()
 
         def progress(_: int) -> None:
             stamps.append(time.perf_counter())
             if stamps[-1] - t0 >= seconds:
+                cpu.append(tree_seconds())
                 raise TimeUp
 
         try:
@@ -252,45 +312,97 @@ def run_audee(backends: list[str], pack: int | None, seconds: float, apis: list[
         except TimeUp:
             pass
         threads = next(iter(pool.workers.values())).threads
+    if len(cpu) == 1:  # the rounds ended before the time (a short API list): the CPU at the last case
+        cpu.append(tree_seconds())
     rows = list(RunStore(run_dir).rows())
     window = (stamps[-1] - t0) if stamps else 0.0
+    spent = cpu[1] - cpu[0]
     return {"tool": "audee", "backends": ",".join(backends), "pack": pack or 1, "cases": len(stamps),
             "seconds": window, "rate": len(stamps) / window if window > 0 else 0.0,
+            "cpu_s": spent, "cpu_per_case": spent / len(stamps) if stamps else float("nan"),
+            "groups": audee_groups(run_dir),
             "startup_s": startup, "warmup_s": warm, "threads": threads, "rows": len(rows),
             "failing": sum(r.status == "fail" for r in rows),
             "mean_row_seconds": float(np.mean([r.seconds for r in rows])) if rows else None,
             "phases": phase_summary(r.phases for r in rows)}
 
 
+def audee_groups(run_dir: Path) -> list[dict[str, Any]]:
+    """audee's root causes in a run directory (``audee.fuzz.summarize``): class, kind,
+    component, op, API, the error's head, how many cases."""
+    from audee.fuzz import summarize
+
+    return [{"class": r.get("class"), "kind": r.get("kind"), "component": r.get("component"), "op": r.get("op"),
+             "api": r.get("api"), "cases": r.get("cases"), "error": str(r.get("error") or "")[:200],
+             "first": r.get("first_case")} for r in summarize(run_dir)["roots"]]
+
+
 # ---- the table -------------------------------------------------------------------------------------
-COLUMNS = ["tool", "backends", "pack", "cases", "seconds", "cases/s", "ratio to NNSmith"]
+COLUMNS = ["tool", "backends", "pack", "cases", "seconds", "cases/s", "CPU-s/case", "rate ratio", "CPU ratio"]
+
+
+def _cells(r: dict[str, Any]) -> list[str]:
+    def num(v: Any, fmt: str) -> str:
+        return "-" if v is None or v != v else format(v, fmt)
+
+    return [r["tool"], r["backends"], str(r["pack"]), str(r["cases"]), f"{r['seconds']:.1f}", f"{r['rate']:.2f}",
+            num(r.get("cpu_per_case"), ".4f"), num(r.get("ratio"), ".3f"), num(r.get("cpu_ratio"), ".3f")]
 
 
 def table_lines(rows: list[dict[str, Any]]) -> list[str]:
     """The one table, as aligned text."""
-    cells = [COLUMNS] + [[r["tool"], r["backends"], str(r["pack"]), str(r["cases"]), f"{r['seconds']:.1f}",
-                          f"{r['rate']:.2f}", f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"] for r in rows]
+    cells = [COLUMNS] + [_cells(r) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
     return ["  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
             for row in cells]
 
 
+def group_lines(r: dict[str, Any]) -> list[str]:
+    """One line per bug group of a row's tool in its window."""
+    if r["tool"].startswith("nnsmith"):
+        return [f"{g['reports']:>4} x {g['symptom']} in {g['stage']}: {g['error']} ({g['first']})" for g in r["groups"]]
+    return [f"{g['cases']:>4} x [{g['class']}] {g['kind']} {g['component'] or '-'} {g['op'] or '-'} ({g['api'] or '-'}): "
+            f"{g['error'][:140]}" for g in r["groups"]]
+
+
+def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """The result page: the command, the machine and its load, the table, each tool's groups."""
+    from audee.core.markdown import cell, table
+
+    out = ["# audee against NNSmith 0.1.0, side by side (`make bench-nnsmith`)", "",
+           f"`{meta['command']}` on {meta['date']}, {meta['cpus']} CPUs ({meta['machine']}); load average "
+           f"(1, 5, 15 min) {meta['load_avg_at_start']} at the start, {meta['load_avg_at_end']} at the end.",
+           f"Each tool and configuration fuzzed for {meta['seconds']} s after its start-up; CPU-s per case counts every "
+           "process of the tool in its window; the ratios are to NNSmith with its default threads (rate: audee's "
+           "cases/s over NNSmith's; CPU: audee's CPU-s per case over NNSmith's).", "",
+           table(COLUMNS, [_cells(r) for r in rows]), ""]
+    for r in rows:
+        groups = group_lines(r)
+        out += [f"## {cell(r['tool'])} on {cell(r['backends'])}, pack {r['pack']}: {len(groups)} groups", ""]
+        out += [f"- {cell(g)}" for g in groups] or ["- none"]
+        out.append("")
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=int, default=60, help="time each tool and configuration fuzzes, after start-up")
-    ap.add_argument("--pack", default="8", help="K[,K...]: API-level cases per model for audee's packed runs "
-                                                "(used when this build has the pack setting; an unpacked run always)")
+    ap.add_argument("--seconds", type=int, default=180, help="time each tool and configuration fuzzes, after start-up")
+    ap.add_argument("--audee", default=AUDEE_SETS, help="audee's backend sets, ';'-separated (each comma-separated)")
+    ap.add_argument("--pack", default="1", help="K[,K...]: API-level cases per model for audee (1: unpacked; "
+                                                "K > 1 used when this build has the pack setting)")
     ap.add_argument("--apis", default="all", help="audee's APIs (comma-separated, or all)")
     ap.add_argument("--rng", type=int, default=0, help="random seed of both tools")
     ap.add_argument("--batch", type=int, default=32, help="audee's batch per case")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where NNSmith is installed (once)")
     ap.add_argument("--json", type=Path, help="also write the table, with details, here")
+    ap.add_argument("--md", type=Path, help="also write the table and the bug groups as Markdown here")
     args = ap.parse_args()
     packs = [int(k) for k in args.pack.split(",") if k.strip()]
     if any(k < 1 for k in packs):
         ap.error("--pack takes positive integers")
 
     from audee.apis import load_api_configs
+    from audee.backends.registry import parse_backends
 
     known = load_api_configs()
     apis = sorted(known) if args.apis == "all" else [a.strip() for a in args.apis.split(",") if a.strip()]
@@ -298,40 +410,58 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown APIs: {', '.join(unknown)}")
     apis = api_order(apis, args.rng)
+    sets = [[b.strip() for b in part.split(",") if b.strip()] for part in args.audee.split(";") if part.strip()]
+    for backends in sets:
+        try:
+            parse_backends(",".join(backends))
+        except Exception as exc:  # AudeeError: an unknown backend, in its own words
+            ap.error(f"--audee: {exc}")
 
-    settings: list[int | None]
-    if pack_supported():
-        settings = [1] + [k for k in dict.fromkeys(packs) if k != 1]  # pack=1: one case a model, unpacked
-    else:
+    settings: list[int | None] = [1] + [k for k in dict.fromkeys(packs) if k != 1]
+    if not pack_supported():
         print("unpacked only: this build has no pack setting", flush=True)
         settings = [None]
 
     home = install_nnsmith(args.cache)
+    load_start = os.getloadavg()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-vs-nnsmith-") as tmp:
-        jobs: list[Callable[[], dict[str, Any]]] = [lambda: run_nnsmith(home, args.seconds, args.rng, Path(tmp))]
-        for backends in (ONNX_PAIR, FOUR):
+        jobs: list[Callable[[], dict[str, Any]]] = [
+            lambda: run_nnsmith(home, args.seconds, args.rng, Path(tmp)),
+            lambda: run_nnsmith(home, args.seconds, args.rng, Path(tmp), threads=1)]
+        for backends in sets:
             for pack in settings:
                 jobs.append(lambda b=backends, p=pack: run_audee(b, p, args.seconds, apis, args.rng, args.batch,
                                                                  Path(tmp)))
         for job in jobs:
             rows.append(job())
             r = rows[-1]
-            print(f"{r['tool']:<14} {r['backends']:<36} pack {r['pack']!s:<3} {r['cases']:>5} cases in "
-                  f"{r['seconds']:6.1f} s = {r['rate']:7.2f}/s (start-up {r['startup_s']:.1f} s)", flush=True)
-    base = rows[0]["rate"]
+            print(f"{r['tool']:<14} {r['backends']:<44} pack {r['pack']!s:<3} {r['cases']:>5} cases in "
+                  f"{r['seconds']:6.1f} s = {r['rate']:7.2f}/s, {r['cpu_per_case']:.4f} CPU-s a case "
+                  f"(start-up {r['startup_s']:.1f} s; load {os.getloadavg()[0]:.2f})", flush=True)
+    base, base_cpu = rows[0]["rate"], rows[0]["cpu_per_case"]
     for r in rows:
         r["ratio"] = r["rate"] / base if base > 0 else None
+        r["cpu_ratio"] = r["cpu_per_case"] / base_cpu if base_cpu and base_cpu == base_cpu else None
     print()
     print("\n".join(table_lines(rows)))
+    for r in rows:
+        print(f"\n{r['tool']} on {r['backends']}, pack {r['pack']}: {len(r['groups'])} bug groups")
+        print("\n".join(group_lines(r)) or "  none")
+    meta = {"command": "python experiments/bench_vs_nnsmith.py " + " ".join(sys.argv[1:]),
+            "cpus": os.cpu_count(), "machine": platform.platform(), "seconds": args.seconds,
+            "load_avg_at_start": tuple(round(v, 2) for v in load_start),
+            "load_avg_at_end": tuple(round(v, 2) for v in os.getloadavg()),
+            "date": time.strftime("%Y-%m-%d %H:%M"), "pack_supported": pack_supported(),
+            "nnsmith_install": NNSMITH_REQS, "apis": len(apis)}
     if args.json:
-        meta = {"command": "python experiments/bench_vs_nnsmith.py " + " ".join(sys.argv[1:]),
-                "cpus": os.cpu_count(), "machine": platform.platform(), "load_avg_at_end": os.getloadavg(),
-                "date": time.strftime("%Y-%m-%d %H:%M"), "pack_supported": pack_supported(),
-                "nnsmith_install": NNSMITH_REQS, "apis": len(apis)}
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"meta": meta, "columns": COLUMNS, "rows": rows}, indent=1) + "\n")
         print(f"wrote {args.json}")
+    if args.md:
+        args.md.parent.mkdir(parents=True, exist_ok=True)
+        args.md.write_text(markdown(rows, meta) + "\n")
+        print(f"wrote {args.md}")
 
 
 if __name__ == "__main__":

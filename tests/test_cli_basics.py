@@ -35,9 +35,9 @@ def test_version(capsys):
 
 
 def test_exit_codes_are_one_enum():
-    assert [(c.name, int(c)) for c in ExitCode][:9] == [
+    assert [(c.name, int(c)) for c in ExitCode][:10] == [
         ("OK", 0), ("NOT_REPRODUCED", 1), ("BAD_INPUT", 2), ("NOT_LOCALIZED", 3), ("BACKEND_UNAVAILABLE", 4),
-        ("COVERAGE_GAP", 5), ("UNIT_ERRORS", 6), ("SCRIPTS_BROKEN", 7), ("INTERRUPTED", 130)]
+        ("COVERAGE_GAP", 5), ("UNIT_ERRORS", 6), ("SCRIPTS_BROKEN", 7), ("NO_CHANGE", 8), ("INTERRUPTED", 130)]
     import audee.cli as cli
 
     assert not [name for name in vars(cli) if name.startswith("EXIT_")]

@@ -358,3 +358,78 @@ def test_fuzz_and_reproduce_in_two_environments_from_the_command_line(tmp_path):
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines()[-1].endswith("rerun with --env prev=/path/to/python (or pick backends "
                                                             "with --backends)")
+
+
+def test_a_regression_is_localized_to_its_layer_and_parameter(versions_pool, tmp_path):
+    """ReLU(threshold) among other layers: Keras 3.14 on torch turns -inf into NaN there, 3.15
+    into 0.  Localization names the ReLU layer; the -inf in its input is the trigger (sanitized,
+    both releases agree) and the threshold the one parameter that removes it (its default 0
+    takes the plain relu path in both releases), as a NaN between two frameworks is localized."""
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+    from audee.fuzz import case_record
+    from audee.localize.run import localize_case, render
+    from audee.store.caserecord import save_case
+
+    spec = ModelSpec.from_json({"name": "relu-among", "inputs": [{"name": "x", "shape": [6]}], "layers": [
+        {"name": "reshape", "api": "Reshape", "params": {"target_shape": [2, 3]}, "inputs": ["x"]},
+        {"name": "relu", "api": "ReLU", "params": {"threshold": 0.5}, "inputs": ["reshape"]},
+        {"name": "flatten", "api": "Flatten", "params": {}, "inputs": ["relu"]},
+        {"name": "dense", "api": "Dense", "params": {"units": 2}, "inputs": ["flatten"]}],
+        "output": "dense", "logits": "dense"})
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 6)).astype(np.float32)
+    x[1, 2] = -np.inf
+    ex = Executor(versions_pool)
+    case = TestCase("relu-among-v00000", spec, {}, {"x": x})
+    ex.complete_weights(case, 0)
+    got = ex.run(case)
+    assert Kind.REGRESSION in got.verdict.kinds(), got.verdict.to_json()
+    path = save_case(tmp_path / "case.pkl", case_record(got, versions_pool, {"seed": "relu-among"}))
+    report = localize_case(path, pool=versions_pool)
+    text = render(report)
+    assert report.reproduced and report.kind == Kind.REGRESSION, text
+    assert report.backends == ["torch@prev", "torch"], text
+    assert report.rounds[0].layer == "relu", text
+    v = versions_pool.versions()
+    assert report.note.startswith(f"torch computes differently from torch@prev (keras {v['torch']['keras']} vs "
+                                  f"{v['torch@prev']['keras']} on torch), seen as nan; the layer it names: relu"), text
+    assert "round 1: the layer whose two releases differ alone, on the older release's input -> relu" in text
+    assert report.trigger is not None and report.trigger.layer == "relu", text
+    params = {c.param: c for c in report.rounds[0].candidates}
+    assert set(params) == {"<input>", "threshold"}, text
+    threshold = params["threshold"]
+    assert threshold.removing == [0.0] and threshold.default_removes is True and threshold.old == 0.5, text
+    assert "relu alone, original parameters: fails" in text and "try relu.threshold: 0.5 -> 0.0: removed" in text
+
+
+def test_a_documented_change_between_releases_is_its_own_class_not_a_regression_bug(tmp_path):
+    """keras-team/keras#23013 (Keras 3.15: torch median of an even-length reduction averages the
+    two middle values) is in the shipped list as class `documented`: a median regression of a
+    version pair crossing Keras 3.15.0 matches it; one that does not cross it, or another op, does not."""
+    from audee.records import ResultRow
+    from audee.triage.known import load_known_issues, load_triage_file, match_known, unique_bugs
+    from audee.triage.rootcause import root_causes
+
+    path = _record(tmp_path)
+    rec = CaseRecord.from_file(path)
+    sig, = case_signatures(rec.verdict_obj(), rec.spec, {"seed": "op:median", "api": "median"})
+    row = ResultRow(id=rec.id, status="fail", kinds=["regression"], backends={"torch": "ok", "torch@prev": "ok"},
+                    case_file=str(path), signatures=[sig.to_json()])
+    root, = root_causes(unique_bugs([row], load_known_issues()))
+    assert (root.klass, root.status, root.known_id) == ("documented", "known upstream",
+                                                         "keras-torch-median-even-length")
+    assert root.known_where == "https://github.com/keras-team/keras/pull/23013"
+    known = load_known_issues()
+    within = sig.__class__(**{**sig.__dict__, "component": "keras 3.15.1 vs 3.15.0 on torch"})
+    assert match_known(within, known) is None                       # both sides already have the change
+    other = sig.__class__(**{**sig.__dict__, "api": "mean", "layer": "mean"})
+    assert match_known(other, known) is None
+    # a documented entry must say which release made the change, for regressions only
+    bad = tmp_path / "k.yaml"
+    bad.write_text("issues:\n  - id: x\n    title: t\n    link: https://e.org/1\n    class: documented\n"
+                   "    match: {kind: regression, api: median}\n")
+    with pytest.raises(ConfigError) as e:
+        load_triage_file(bad)
+    assert str(e.value) == (f"{bad}: issues[0].match: a `documented` entry matches regressions only, each rule "
+                            "with `kind: regression` and `changed` (the release that documents the change)")

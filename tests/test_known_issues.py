@@ -195,6 +195,21 @@ def test_tensorflow_max_pooling_dropping_nan_is_known(tmp_path):
     assert match_known(Signature("nan", "MaxPooling2D", (), ("onnxruntime", "torch")), load_known_issues()) is None
 
 
+def test_a_converter_odd_only_against_a_reference_known_wrong_is_the_references_known_bug():
+    """The compilers campaign (rng 2811): MaxPooling1D over a window [NaN, 1.5]; TensorFlow
+    drops the NaN (its known bug), the TFLite interpreter keeps it, so the pair rule names
+    litert odd against tensorflow.  The cause is TensorFlow's kernel, one known root, not a
+    new LiteRT bug; where the reference is not one the entry names, nothing changes."""
+    issues = load_known_issues()
+    litert = Signature("nan", "MaxPooling1D", (), ("litert", "onnxruntime", "openvino", "tensorflow"),
+                       odd=("litert",))
+    assert match_known(litert, issues).id == "tf-maxpool-drops-nan"
+    jax_jit = Signature("nan", "MaxPooling1D", (), ("jax", "jax-eager"), odd=("jax",))  # judged against jax-eager
+    assert match_known(jax_jit, issues) is None
+    both = Signature("nan", "MaxPooling1D", (), ("litert", "tensorflow", "torch"), odd=("litert", "torch"))
+    assert match_known(both, issues) is None  # torch is independent: no reference explains it
+
+
 def test_torch_normalizing_the_wrong_axis_silently_is_known(tmp_path):
     """A real run: RMSNormalization(axis=1) on a (B, 5, 1, 5) input, torch against JAX.  The
     deviation oracle blames the layer on its own input, and the shipped list knows it

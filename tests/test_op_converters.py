@@ -31,16 +31,17 @@ def _case(op, tensors, args, kwargs=None):
 # ---- no framework --------------------------------------------------------------------------------
 def test_the_onnx_converters_run_ops_and_their_script_lines_convert_the_call():
     """``onnxruntime``, ``onnxruntime-fed``, ``openvino`` and ``torch-onnx`` call ops
-    (description and class agree); their op script lines convert the call with the worker's
+    (description and class agree; ``torch-onnx-ts`` runs models only); their op script lines convert the call with the worker's
     own functions, carried verbatim; the gradient phase leaves them out."""
     from audee.backends.info import BUILTIN_INFO
     from audee.backends.onnx_backend import OnnxRuntimeBackend, OnnxRuntimeFedBackend
     from audee.backends.openvino_backend import OpenVinoBackend
-    from audee.backends.torch_onnx_backend import TorchOnnxBackend
+    from audee.backends.torch_onnx_backend import TorchOnnxBackend, TorchOnnxTsBackend
     from audee.repro.ops import op_code
 
     for cls in (OnnxRuntimeBackend, OnnxRuntimeFedBackend, OpenVinoBackend, TorchOnnxBackend):
         assert cls.runs_ops and BUILTIN_INFO[cls.name].runs_ops and not hasattr(cls, "run_op_grad")
+    assert not TorchOnnxTsBackend.runs_ops and not BUILTIN_INFO["torch-onnx-ts"].runs_ops  # models only
     labels = ["tensorflow", "onnxruntime", "openvino", "torch-onnx"]
     code = op_code(labels)
     ns: dict = {}

@@ -64,6 +64,27 @@ def test_float64_is_an_op_dtype_of_float_ops_drawn_rarer_than_float32():
     assert 0 < drawn["float64"] < drawn["float32"] / 2, drawn
 
 
+def test_a_value_the_trace_knows_comes_back_as_the_eager_call_returns_it():
+    """``ops.ndim`` returns a Python int eagerly; ``jax.jit`` made it a weakly typed int32
+    array, so jax and jax-eager "differed" in dtype on every ndim/size case (an audee false
+    positive).  What the trace knows stays a Python value; a computed output stays the
+    compiler's, named tuples (eigh's) included."""
+    import jax
+    import jax.numpy as jnp
+
+    from audee.backends.keras_backends import traced_call
+
+    def jit(fn, args):
+        return traced_call(fn, args, {}, lambda v: isinstance(v, jax.Array), jax.jit)
+
+    x = jnp.ones((2, 3), jnp.float32)
+    assert type(jit(lambda t: t.ndim, [x])) is int and jit(lambda t: (t.ndim, t.shape), [x]) == (2, (2, 3))
+    both = jit(lambda t: (t.size, t * 2), [x])
+    assert both[0] == 6 and isinstance(both[1], jax.Array) and both[1].tolist() == [[2.0] * 3] * 2
+    w, v = jit(jnp.linalg.eigh, [jnp.eye(2, dtype=jnp.float32)])
+    assert w.tolist() == [1.0, 1.0] and v.shape == (2, 2)
+
+
 # ---- on the real frameworks ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):

@@ -93,3 +93,22 @@ def test_a_scripts_expectation_of_a_kind_without_words_is_the_kind_tables():
     pair = Finding(Kind.DEVIATION, ["tensorflow", "jax"], {"pair": "tensorflow|jax"})
     assert _expect(pair, ["tensorflow", "jax"], ["tensorflow", "jax"], "d") == \
         "tensorflow and jax disagree on d beyond the tolerance"
+
+
+def test_a_child_writes_bfloat16_results_the_parent_can_read(tmp_path):
+    """A training step on bfloat16 returns ml_dtypes arrays; saved as they are they read back
+    as raw bytes in the parent ("could not convert string to float: b'A\\xbf'"), and two
+    train-cpu scripts stopped in their verdict.  Written as float32, exactly."""
+    import os
+
+    import ml_dtypes
+    import numpy as np
+
+    src = _SCAFFOLD[_SCAFFOLD.index("def write_result("):]
+    ns = {"np": np, "os": os}
+    exec(src[:src.index("\n\n\ndef ")], ns)  # the script's own function, as every script carries it
+    write_result = ns["write_result"]
+    out = str(tmp_path / "r.npz")
+    write_result(out, out_=np.array([1.5, -2.25], ml_dtypes.bfloat16), loss=np.float32(3.0))
+    got = np.load(out, allow_pickle=False)
+    assert got["out_"].dtype == np.float32 and got["out_"].tolist() == [1.5, -2.25] and float(got["loss"]) == 3.0

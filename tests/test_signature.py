@@ -128,6 +128,26 @@ def test_a_training_nan_from_a_nonfinite_input_is_undefined_and_one_from_finite_
     assert special.context == ("nonfinite_input",) and classify(special)[0] == "undefined"
 
 
+def test_a_training_step_refusing_ids_out_of_range_is_undefined_as_a_forward_pass_is():
+    """The train-cpu campaign's gru-v00000: token rows out of range; TensorFlow's Embedding
+    gather and torch's ``index out of range in self`` refuse them in phase ``train``, JAX
+    clamps.  Only phase ``run`` looked at the inputs, so torch's refusal (its message names
+    no layer) was a "new bug" on the mutated ReLU.  A failure in any phase that computes on
+    the values is judged with the inputs' facts; a build or convert failure is not."""
+    from audee.triage.rootcause import classify
+
+    meta = {"mutations": [_mut("fc1", "units", 50, 120)],
+            "special_inputs": [{"input": "x", "row": 3, "kind": "out_of_range"}]}
+    for phase in ("run", "train", "gradient", "update"):
+        f = Finding(Kind.DIVERGENT_ACCEPTANCE, ["torch"], {"accepted": ["jax"], "errors": {
+            "torch": {"phase": phase, "message": "IndexError: index out of range in self"}}})
+        (s,) = signatures_of(f, SPEC, meta)
+        assert "ids_out_of_range" in s.context and classify(s)[0] == "undefined", (phase, s.context)
+    built = Finding(Kind.DIVERGENT_ACCEPTANCE, ["torch"], {"accepted": ["jax"], "errors": {
+        "torch": {"phase": "build", "message": "ValueError: bad units"}}})
+    assert "ids_out_of_range" not in signatures_of(built, SPEC, meta)[0].context
+
+
 def test_non_failures_have_no_signature():
     rej = Finding(Kind.CONSISTENT_REJECTION, ["a", "b"], {"errors": {}})
     assert signatures_of(rej, SPEC, {}) == []
@@ -157,3 +177,21 @@ def test_root_causes_join_parameter_classes_and_name_the_odd_backend_out():
     assert d.signatures == 2 and d.odd == ("jax",) and d.cases == 3
     r = roots[(Kind.DIVERGENT_ACCEPTANCE, neg)]
     assert r.signatures == 2 and r.backends == ("onnxruntime", "tensorflow") and r.component == "tensorflow"
+
+
+def test_three_backends_each_apart_on_one_layer_are_one_disagreement_not_three():
+    """The train-cpu campaign's api-Conv2D-v00002: tensorflow, torch and jax each differ from
+    each on one layer (no majority, no reference), which made three "new bugs", one per pair.
+    One case, one layer, no odd backend: one signature naming all three.  A pair with an odd
+    backend, or another layer, stays its own."""
+    from audee.triage.rootcause import root_key
+    from audee.triage.signature import case_signatures
+
+    def dev(a, b, layer="conv1"):
+        return Finding(Kind.TRAIN_DEVIATION, [a, b], {"pair": f"{a}|{b}", "layer": layer}).to_json()
+
+    verdict = {"findings": [dev("tensorflow", "torch"), dev("jax", "tensorflow"), dev("jax", "torch")]}
+    (s,) = case_signatures(verdict, SPEC, {})
+    assert s.backends == ("jax", "tensorflow", "torch") and not s.odd and "jax,tensorflow,torch" in root_key(s)
+    apart = {"findings": [dev("tensorflow", "torch"), dev("jax", "tensorflow", layer="fc1")]}
+    assert len(case_signatures(apart, SPEC, {})) == 2

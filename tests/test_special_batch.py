@@ -32,6 +32,15 @@ def test_a_batch_offset_moves_every_row_left_alone_and_is_recorded():
     assert rec2 == rec and np.array_equal(again["x"], out["x"])    # deterministic
 
 
+def test_a_batch_of_empty_rows_has_nothing_to_offset():
+    """An op case's tensor of shape (4, 0): rows, but no value in them.  The batch kind
+    reduced over the empty block and raised, stopping two units of the compilers campaign."""
+    empty = {"x": np.zeros((4, 0), np.float32)}
+    out, rec = special.inject(empty, [InputSpec("x", (0,), "float32", (0.0, 1.0))], np.random.default_rng(0), 1.0,
+                              kinds=["batch_offset"])
+    assert rec == [] and out["x"].shape == (4, 0)
+
+
 def test_row_kinds_draw_as_before_and_the_batch_kind_takes_the_rows_they_left():
     batch = _batch(200)
     rows_only, before = special.inject(batch, [X], np.random.default_rng(5), 0.3, kinds=list(special.FLOAT_KINDS))

@@ -141,8 +141,8 @@ def _outcome(name: str, scale: float = 1.0, nan: bool = False, **kw) -> TrainOut
     if nan:
         grads["hidden"][1] = np.array([np.nan, 1, 1, 1], np.float32)
     weights = {k: [np.ones_like(a) for a in v] for k, v in grads.items()}
-    return TrainOutcome(name, losses=np.array([0.5]), grads=grads, weights=weights,
-                        output=np.ones((2, 2), np.float32), **kw)
+    kw.setdefault("output", np.ones((2, 2), np.float32))
+    return TrainOutcome(name, losses=np.array([0.5]), grads=grads, weights=weights, **kw)
 
 
 ORDER = ["hidden", "out"]
@@ -158,6 +158,20 @@ def test_a_gradient_one_percent_off_is_a_train_deviation_naming_the_layer_neares
     assert devs[0].detail.odd == ["b"] and pairs["a|c"]["gradient"] == 0.0
     back = Finding.from_json(json.loads(json.dumps(devs[0].to_json())))
     assert back.detail.gradients == {"hidden": d.gradients["hidden"]}
+
+
+def test_a_step_that_computed_in_bfloat16_is_judged_in_bfloat16_float32_gradients_included():
+    """The train-cpu campaign's bfloat16 cases (LeakyReLU, ELU, ZeroPadding1D...): the model
+    output is bfloat16, but the gradient with respect to a float32 input is float32 and was
+    judged at float32's tolerance, so 1% apart made seven "new bugs".  Judged at the output's
+    precision, the same 1% is within bfloat16's tolerance; a float32 step still flags it."""
+    import ml_dtypes
+
+    bf16 = np.ones((2, 2), ml_dtypes.bfloat16)
+    found, _ = train_findings([_outcome("a", output=bf16), _outcome("b", 1.01, output=bf16)], ORDER)
+    assert not [f for f in found if f.kind == Kind.TRAIN_DEVIATION]
+    found, _ = train_findings([_outcome("a"), _outcome("b", 1.01)], ORDER)
+    assert [f.kind for f in found] == [Kind.TRAIN_DEVIATION]
 
 
 def test_non_finite_values_on_one_backend_only_are_a_train_nan():

@@ -15,20 +15,7 @@ import numpy as np
 
 from audee.core.bounded import TRACEBACK_LIMIT, clean_text
 from audee.cases.spec import ModelSpec, Weights
-
-
-class Phase:
-    """Where in a test case a backend failed; crash oracles tell these apart."""
-
-    BUILD = "build"
-    CONVERT = "convert"
-    WEIGHTS = "weights"
-    RUN = "run"
-    # the training phase (audee.train): the forward pass in training mode and the loss,
-    # the gradients, the optimizer's update
-    TRAIN = "train"
-    GRADIENT = "gradient"
-    UPDATE = "update"
+from audee.records.findings import Phase  # noqa: F401 - where backends name their failures
 
 
 #: the phases a worker times per test case, in the order a case goes through them

@@ -18,6 +18,7 @@ judgement modules (``signature``, ``rootcause``, ``report``) read it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,9 @@ class BackendInfo:
     query_noise: tuple[str, ...] = ()     # words every error of it carries: no use in a tracker search
     flushes_subnormals: bool = False      # its CPU kernels flush subnormals to zero by design
     reference: str | None = None          # the backend whose program it compiles or converts (judged against it)
+    #: the longest sequence an API-level recurrent case draws when it runs (None: any): its
+    #: converter unrolls the time loop, so its cost grows with the sequence
+    max_steps: int | None = None
     script: ScriptCode | None = None      # its lines in a standalone model script (None: it has none)
     builtin: bool = field(default=False)  # described here (not a plugin's defaults)
 
@@ -114,7 +118,7 @@ else:
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = not full"""
 #: an op call's lines (ScriptCode.op) as each backend's ``call_op`` runs it, and what they call
 _TRACED = ("audee.backends.keras_backends:split_tensors", "audee.backends.keras_backends:_Slot",
-           "audee.backends.keras_backends:traced_call")
+           "audee.backends.keras_backends:_computed", "audee.backends.keras_backends:traced_call")
 _TF_OP_GRAPH = """import tensorflow as tf  # traced by tf.function, as the model is
 return traced_call(fn, args, kwargs, tf.is_tensor, lambda f: tf.function(f, autograph=False))"""
 _TF_OP_XLA = """import tensorflow as tf  # compiled by XLA
@@ -185,6 +189,23 @@ _CALL_ALONE = (*_TRACED[:2], "audee.backends.keras_backends:_flat")
 #: an op call converted by tf2onnx as ``onnxruntime``'s worker converts it (``OnnxRuntimeBackend.call_op``)
 _TF2ONNX_OP = (*_CALL_ALONE, "audee.backends.keras_backends:tf_traced_call",
                "audee.backends.onnx_backend:check_graph_dtypes", "audee.backends.onnx_backend:tf2onnx_call")
+#: an ONNX Runtime session's outputs of a torch export, bfloat16 included
+_ORT_OUTPUTS = '''def ort_outputs(session, names, spec, xs):
+    """The session's outputs ``names`` for the inputs ``xs``; a bfloat16 one (onnxruntime has
+    no numpy type for it) from its bytes, read by torch."""
+    import ctypes
+    import onnxruntime as ort
+    import torch
+    feed = {i["name"]: ort.OrtValue.ortvalue_from_numpy(x) for i, x in zip(spec["inputs"], xs)}
+
+    def fetch(v):
+        if v.data_type() != "tensor(bfloat16)":
+            return v.numpy()
+        raw = bytearray(ctypes.string_at(v.data_ptr(), v.tensor_size_in_bytes()))
+        flat = torch.frombuffer(raw, dtype=torch.bfloat16) if raw else torch.zeros(0, dtype=torch.bfloat16)
+        return flat.reshape(v.shape())
+
+    return [fetch(v) for v in session.run_with_ort_values(names, feed)]'''
 _ORT_SCRIPT = ScriptCode("""# tf2onnx from the TensorFlow backend, then an ONNX Runtime session
 proto, feed, names = tf2onnx_graph(keras, model, spec, xs, at)
 import onnxruntime as ort
@@ -221,6 +242,10 @@ ONNX_GRAPH_FAULTS = (
     ("shapes", r"ShapeInferenceError|Incompatible dimensions|BroadcastIterator|Attempting to broadcast"),
     ("an invalid graph", r"INVALID_GRAPH"),
 )
+
+#: the TorchScript ONNX exporter's refusal of an aten op it has no symbolic function for
+_TS_NO_SYMBOLIC = r"Exporting the operator '(?:\w+::)?(\w+)' to ONNX opset version \d+ is not supported"
+
 
 def _converted(info: BackendInfo) -> BackendInfo:
     """A converter's or runtime's description: the Keras backend whose model it converts is
@@ -366,7 +391,6 @@ return [np.asarray(got[ports[n]]) for n in names]""", op_carries=_TF2ONNX_OP),
         packages=("torch", "onnxscript", "onnx", "onnxruntime"),
         unsupported=ONNXRUNTIME.unsupported, op_names=ONNXRUNTIME.op_names, query_noise=("onnxruntime",),
         script=ScriptCode("""# torch.onnx.export(dynamo=True), opset 18, then an ONNX Runtime session
-import ctypes
 import onnxruntime as ort
 import torch
 at["phase"] = "convert"
@@ -381,16 +405,7 @@ program = torch.onnx.export(Call(), tuple(torch.from_numpy(x) for x in xs), dyna
                             input_names=[i["name"] for i in spec["inputs"]], output_names=names)
 session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
 at["phase"] = "run"
-feed = {i["name"]: ort.OrtValue.ortvalue_from_numpy(x) for i, x in zip(spec["inputs"], xs)}
-
-def fetch(v):  # onnxruntime has no numpy type for bfloat16: its bytes, read by torch
-    if v.data_type() != "tensor(bfloat16)":
-        return v.numpy()
-    raw = bytearray(ctypes.string_at(v.data_ptr(), v.tensor_size_in_bytes()))
-    flat = torch.frombuffer(raw, dtype=torch.bfloat16) if raw else torch.zeros(0, dtype=torch.bfloat16)
-    return flat.reshape(v.shape())
-
-return [fetch(v) for v in session.run_with_ort_values(names, feed)]""", gpu=_TORCH_GPU,
+return ort_outputs(session, names, spec, xs)""", helpers=(_ORT_OUTPUTS,), gpu=_TORCH_GPU,
                           op="""import onnxruntime as ort  # the call on torch exported by torch.onnx (dynamo), run by ONNX Runtime
 proto, feed, names = torch_onnx_call(fn, args, kwargs, {})
 session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -401,6 +416,40 @@ return [ort_to_numpy(v) for v in values]""",
                                       "audee.backends.torch_onnx_backend:ort_to_numpy",
                                       "audee.backends.torch_onnx_backend:torch_onnx_call")),
         runs_ops=True,  # the call exported alone (TorchOnnxBackend.graph_of_call)
+        builtin=True)),
+    _converted(BackendInfo(
+        name="torch-onnx-ts", target="audee.backends.torch_onnx_backend:TorchOnnxTsBackend",
+        label="torch's Keras model exported by torch.onnx's TorchScript exporter, run by ONNX Runtime",
+        keras_backend="torch", trackers=("pytorch/pytorch", "microsoft/onnxruntime"),
+        converter="torch.onnx-ts", converter_trackers=("pytorch/pytorch",),
+        version_keys=("keras", "torch", "onnx", "onnxruntime"), packages=("torch", "onnx", "onnxruntime"),
+        # the exporter's own refusals: no symbolic function for an aten op, or one for some of its uses
+        unsupported=(*ONNXRUNTIME.unsupported, _TS_NO_SYMBOLIC, r"Unsupported: ONNX export of",
+                     r"does not currently support"),
+        op_names=(*ONNXRUNTIME.op_names, OpName(_TS_NO_SYMBOLIC, 35), OpName(r"ONNX export of operator (\w+)", 36)),
+        query_noise=("onnxruntime",),
+        # the tracer unrolls Keras' Python loop over time steps: a recurrent case's graph grows with its sequence
+        max_steps=4, script=ScriptCode("""# torch.onnx.export(dynamo=False): the TorchScript exporter, then an ONNX Runtime session
+import io
+import warnings
+import onnxruntime as ort
+import torch
+at["phase"] = "convert"
+
+class Call(torch.nn.Module):
+    def forward(self, *args):
+        ys = model(list(args), training=False)
+        return tuple(ys) if isinstance(ys, (list, tuple)) else (ys,)
+
+names = [f"y{k}" for k in range(len(spec["layers"]))]
+buffer = io.BytesIO()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # the legacy exporter's deprecation
+    torch.onnx.export(Call(), tuple(torch.from_numpy(x) for x in xs), buffer, dynamo=False, opset_version=17,
+                      input_names=[i["name"] for i in spec["inputs"]], output_names=names)
+session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+at["phase"] = "run"
+return ort_outputs(session, names, spec, xs)""", helpers=(_ORT_OUTPUTS,), gpu=_TORCH_GPU),
         builtin=True)),
     _converted(BackendInfo(
         name="litert", target="audee.backends.litert_backend:LiteRtBackend",
@@ -436,6 +485,13 @@ return [np.asarray(got[f"y{k}"]) for k in range(len(got))]""",
                                       "audee.backends.litert_backend:tflite_call")),
         builtin=True)),
 )}
+
+
+def max_steps(labels: Iterable[str]) -> int | None:
+    """The longest sequence a recurrent API-level case draws on these backends (labels): the
+    least any of them asks for, None when none does."""
+    got = [describe(label).max_steps for label in labels]
+    return min((n for n in got if n is not None), default=None)
 
 
 def base_name(backend: str) -> str:

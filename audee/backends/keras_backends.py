@@ -308,8 +308,8 @@ def split_tensors(args: list[Any], kwargs: dict[str, Any], is_tensor: Any) -> tu
         if is_tensor(v):
             leaves.append(v)
             return _Slot(len(leaves) - 1)
-        if isinstance(v, (list, tuple)):
-            return type(v)(cut(x) for x in v)
+        if isinstance(v, (list, tuple)):  # a named tuple (eigh's, topk's) as a plain one: read in order
+            return (list if isinstance(v, list) else tuple)(cut(x) for x in v)
         return v
 
     def put(v: Any, ts: Any) -> Any:
@@ -334,14 +334,28 @@ def traced_call(fn: Any, args: list[Any], kwargs: dict[str, Any], is_tensor: Any
     """``fn(*args, **kwargs)`` through a compiler: ``compile`` gets a function of the call's
     tensors alone (every other argument a constant of the trace) and returns its compiled
     version, which is called on the tensors.  A new function per call: each case has its
-    own shapes and constants, so nothing compiled for one case is reused for another."""
+    own shapes and constants, so nothing compiled for one case is reused for another.
+
+    What the trace already knows (a Python number or None the op returns, such as
+    ``ndim``'s) comes back as that value, not as an output of the compiled function: a
+    compiler makes its outputs tensors (``jax.jit`` a weakly typed int32), while the same
+    call run eagerly returns the number, and the pair would differ in dtype alone."""
     leaves, rebuild = split_tensors(args, kwargs, is_tensor)
+    traced: dict[str, Any] = {}  # the trace's Python values and where the compiled outputs go
 
     def call(*ts: Any) -> Any:
         a, k = rebuild(ts)
-        return fn(*a, **k)
+        outs, traced["rebuild"] = split_tensors([fn(*a, **k)], {}, _computed)
+        return outs
 
-    return compile(call)(*leaves)
+    computed = compile(call)(*leaves)
+    (out,), _ = traced["rebuild"](list(computed))
+    return out
+
+
+def _computed(v: Any) -> bool:
+    """Whether an op's output is computed by the call (a tensor), not a value its trace knew."""
+    return not isinstance(v, (bool, int, float, complex, str, list, tuple, type(None)))
 
 
 def tf_traced_call(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, list[Any], list[Any]]:

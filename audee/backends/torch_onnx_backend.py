@@ -285,3 +285,87 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         values = model.session.run_with_ort_values(self.output_names(model),
                                                    {k: numpy_to_ort(v) for k, v in feed.items()})
         return [ort_to_numpy(v) for v in values]
+
+
+class TorchOnnxTsBackend(TorchOnnxBackend):
+    """``torch-onnx-ts``: the same Keras-on-torch model exported by torch's TorchScript
+    exporter (``torch.onnx.export(..., dynamo=False)``: the model traced once by
+    ``torch.jit``, each op translated by its symbolic function), run in onnxruntime.
+
+    NNSmith's pair (eager torch against this exporter on onnxruntime), and one to two orders
+    of magnitude cheaper than ``torch.export`` plus onnxscript (0.02-0.07 s a one-layer model
+    against 0.9-4.5 s).  Each exporter has bugs of its own, so both are kept.  What differs
+    from ``torch-onnx`` is only the export: weights as graph inputs, the graphs kept per
+    input shapes, the sessions and bfloat16 outputs are its.  The tracer records the batch
+    size where the model reads it as a Python number, so a graph may still take one batch
+    size: the graphs kept per shapes serve that as they do for ``torch.export``.
+
+    The tracer unrolls Python loops: Keras' recurrent layers on torch loop over time steps
+    in Python, so their graph grows with the sequence (0.4 s for 16 LSTM steps, 0.13 s for
+    4); API-level cases that run on this backend draw short sequences
+    (``BackendInfo.max_steps``)."""
+
+    name = "torch-onnx-ts"
+    converter = "torch.onnx-ts"  # the TorchScript exporter: a component of its own beside the dynamo one
+    opset = 17  # the TorchScript exporter's default on this stack
+    runs_ops = False  # models only: an op call is exported by torch-onnx's dynamo path (graph_of_call), not this one
+
+    def versions(self) -> dict[str, str]:
+        import onnx
+        import onnxruntime
+
+        return {**self.keras_side.versions(), "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}
+
+    def export(self, om: OnnxModel, shapes: Shapes | None = None) -> Any:
+        """``torch.onnx.export(dynamo=False)`` of the stateless call, inputs then weights,
+        traced on zeros of the inputs' ``shapes``, the batch axis marked dynamic."""
+        import io
+        import warnings
+
+        import onnx
+        import torch
+
+        built = om.built
+        model, spec = built.model, built.spec
+        n_x, n_tv = len(spec.inputs), len(built.trainable_variables)
+        variables = om.conversion[2]
+        shapes = shapes or tuple((2, *i.shape) for i in spec.inputs)
+
+        class Stateless(torch.nn.Module):
+            def forward(self, *args: Any) -> tuple:
+                outs, _ = model.stateless_call(list(args[n_x:n_x + n_tv]), list(args[n_x + n_tv:]),
+                                               list(args[:n_x]), training=False)
+                return tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
+
+        xs = [torch.zeros(shape, dtype=getattr(torch, i.dtype)) for i, shape in zip(spec.inputs, shapes)]
+        ws = [v.value.detach() for v in variables]
+        names = [i.name for i in spec.inputs]
+        dynamic = {name: {0: "batch"} for name, s in zip(names, shapes) if len(s) > 0}
+        buffer = io.BytesIO()
+        with warnings.catch_warnings():  # the legacy exporter's deprecation and the tracer's warnings, per model
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Stateless(), tuple(xs + ws), buffer, dynamo=False, opset_version=self.opset,
+                              input_names=names + om.weight_inputs, output_names=self.output_names(om),
+                              dynamic_axes=dynamic, verbose=False)
+        proto = onnx.load_from_string(buffer.getvalue())
+        restore_pruned_inputs(proto, dict(zip(names + om.weight_inputs, xs + ws)), set(dynamic))
+        return proto
+
+
+def restore_pruned_inputs(proto: Any, tensors: dict[str, Any], batched: set[str]) -> None:
+    """Put back the graph inputs the TorchScript exporter dropped because nothing reads them
+    (a weight at inference, a seed generator's state, a mask a layer ignores), typed and
+    shaped as the tensors it traced on: the feed, the weight baking and ``accepts`` name
+    every model input and weight whatever the graph reads (``batched``: those whose first
+    axis is the batch, left symbolic)."""
+    import ml_dtypes  # noqa: F401  (numpy's name for bfloat16)
+    from onnx import helper
+
+    kept = {i.name for i in proto.graph.input}
+    for name, tensor in tensors.items():
+        if name not in kept:
+            elem = helper.np_dtype_to_tensor_dtype(np.dtype(str(tensor.dtype).removeprefix("torch.")))
+            shape: list[Any] = list(tensor.shape)
+            if name in batched and shape:
+                shape[0] = "batch"
+            proto.graph.input.append(helper.make_tensor_value_info(name, elem, shape))

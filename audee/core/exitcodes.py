@@ -26,7 +26,8 @@ class ExitCode(enum.IntEnum):
 
     OK = (0, "success",
           "the command did what was asked (for `reproduce`: the verdict holds; for `localize`: localized; "
-          "for `recheck`: every script reproduces)")
+          "for `recheck`: every script reproduces; for `bisect`: an environment computes the case differently "
+          "from the oldest, the first is printed)")
     NOT_REPRODUCED = (1, "the case no longer fails as recorded",
                       "the case no longer fails as recorded (`reproduce`, `localize`, `repro`); `recheck`: a "
                       "script says NOT REPRODUCED (fixed) and none is broken")
@@ -46,6 +47,9 @@ class ExitCode(enum.IntEnum):
     SCRIPTS_BROKEN = (7, "recheck: a script errored, timed out or printed neither verdict line",
                       "`recheck`: a script is broken: it errored, timed out, or printed neither REPRODUCED nor "
                       "NOT REPRODUCED (its row says which, with its last line); the others' rows are written too")
+    NO_CHANGE = (8, "bisect: every environment computes the case as the oldest does",
+                 "`bisect`: every environment of the list computes the case as the oldest does (no release "
+                 "changed it)")
     INTERRUPTED = (130, "interrupted; rerun the same command to resume",
                    "interrupted (Ctrl-C); rerun the same command to resume")
     BROKEN_PIPE = (141, "stdout was closed early (piped into head)",

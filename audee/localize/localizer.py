@@ -13,7 +13,11 @@ saw in the case, judged for that kind of failure:
   the failing backend still yields NaN/Inf there;
 * hard crash and divergent acceptance: the first layer that fails alone on the failing
   backend; present while that backend still crashes or rejects it (a replacement every
-  backend rejects removes nothing).
+  backend rejects removes nothing);
+* regression (one backend under two releases): the layer the finding names, else the first
+  layer whose two releases differ alone, fed the older release's layer input; present while
+  the version pair still differs there, whatever oracle sees it (a replacement both releases
+  reject removes nothing).
 
 Every constructor parameter of the target is a candidate (:func:`param_spaces`: the API
 config's, pinned ones included, and the constructor's others), each replaced by its
@@ -114,6 +118,8 @@ class Probe:
             return self._judge_equivalence(case, trial)
         r = self.loc.ex.run(case)
         kinds = r.verdict.kinds()
+        if self.kind == Kind.REGRESSION:
+            return self._judge_regression(r, kinds, trial)
         bad_out = r.outcomes.get(self.bad) if self.bad else None
         if self.kind in CRASHES:
             if Kind.CONSISTENT_REJECTION in kinds:
@@ -148,6 +154,23 @@ class Probe:
             trial.verdict = FAILS if trial.rate >= self.loc.cfg.t2 else REMOVED
         return trial
 
+
+    def _judge_regression(self, r: Any, kinds: list[str], trial: Trial) -> Trial:
+        """The layer alone under both releases: still a ``regression`` of the version pair
+        (fails), none (removed), or both releases refuse it alike (unbuildable).  A crash or a
+        refusal of one release is the regression itself, so it fails rather than crashes."""
+        pair = sorted(self.labels[:2])
+        found = [f for f in r.verdict.findings if f.kind == Kind.REGRESSION and sorted(f.backends) == pair]
+        if found:
+            trial.verdict = FAILS
+            score = found[0].detail.score
+            if score is not None:
+                trial.rate = float(score)
+        elif Kind.CONSISTENT_REJECTION in kinds or any(not r.outcomes[b].ok for b in pair if b in r.outcomes):
+            trial.verdict, trial.detail = UNBUILDABLE, _first_error(r)
+        else:
+            trial.verdict = REMOVED
+        return trial
 
     def _judge_equivalence(self, case: TestCase, trial: Trial) -> Trial:
         """The layer alone and its equivalent by the probe's rule on the failing backend:

@@ -111,6 +111,8 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
                        + f"; first layer that differs: {d.first_layer or 'none'}; differing alone: "
                        + f"{d.layer or 'none'}")
         loc.localize_equivalence(case, main.backends[0], d.rule, inputs, d.layer, list(d.rewritten), report)
+    elif main.kind == Kind.REGRESSION:
+        localize_regression(loc, case, main, now.outcomes, cfg, report)
     elif main.kind == Kind.NAN:
         bad, ref, first = nan_roles(main)
         rows = _nan_rows(now.outcomes[bad], case.batch)
@@ -124,6 +126,38 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
         inputs = {k: v[:cfg.max_inputs] for k, v in case.inputs.items()}
         loc.localize_by_replacement(case, main.kind, bad, ok[0] if ok else None, inputs, report, None)
     return report
+
+
+def localize_regression(loc: Localizer, case: Any, finding: Any, outcomes: dict[str, Any], cfg: LocalizeConfig,
+                        report: Report) -> None:
+    """A ``regression`` (one backend under two releases computing the case differently):
+    the layer and parameter behind it, as for a difference between frameworks.  The older
+    release is the reference: its layer inputs feed the layer alone, and a replacement removes
+    the regression when the two releases then agree (:class:`audee.localize.localizer.Probe`).
+    The rows are those the two releases differ on."""
+    d = finding.detail
+    older, newer = (d.older, d.newer) if d.newer and d.older else tuple(finding.backends)
+    rows = [r for r in (d.rows or []) if 0 <= r < case.batch] or _differing_rows(outcomes.get(older),
+                                                                                 outcomes.get(newer), case.batch)
+    inputs = {k: v[rows[: cfg.max_inputs]] for k, v in case.inputs.items()}
+    report.note = (f"{newer} computes differently from {older} ({d.component or 'versions not reported'}), seen "
+                   f"as {', '.join(d.seen) or 'a difference'}; the layer it names: {d.layer or 'none'}")
+    loc.localize_by_replacement(case, Kind.REGRESSION, newer, older, inputs, report,
+                                d.layer if d.layer in case.spec.layer_names() else None)
+
+
+def _differing_rows(a: Any, b: Any, batch: int) -> list[int]:
+    """The rows whose outputs two runs give differently (values or non-finite pattern); the
+    first rows when they cannot be compared."""
+    x = getattr(a, "output", None)
+    y = getattr(b, "output", None)
+    if x is not None and y is not None and x.shape == y.shape and x.shape[:1] == (batch,):
+        x, y = x.reshape(batch, -1).astype(np.float64), y.reshape(batch, -1).astype(np.float64)
+        same = np.isclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True).all(axis=1)
+        rows = np.flatnonzero(~same).tolist()
+        if rows:
+            return rows
+    return list(range(min(batch, 4)))
 
 
 def localized(report: Report) -> bool:
@@ -187,6 +221,7 @@ def render(report: Report, top_k: int = 3, trials: bool = True) -> str:
         lines.append(f"error (normalized): {report.error}")
     what = {"inconsistency": "first layer with change rate over t1", "nan": "first layer where the non-finite "
             "patterns differ", "deviation": "layer deviating on its own input",
+            "regression": "the layer whose two releases differ alone, on the older release's input",
             "precision": "first layer out of tolerance on the float64 reference's input (table: each layer's "
                          "error against the reference)"}.get(report.kind,
                                                                                     "first layer that fails alone")

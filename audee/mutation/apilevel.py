@@ -49,6 +49,8 @@ FEATURES = (1, 2, 3, 5, 8, 16, 32)
 MAX_ELEMENTS = 4096                              # per input row: small models, many per second
 ALONE_PROB = 0.6                                  # the layer alone; else behind an adapter
 SUBTRACT_INPUTS = {"Subtract": 2}                # merge APIs taking a fixed number of inputs
+#: wrappers whose call loops over the input's axis 1 (time) as the recurrent layers do
+TIME_WRAPPERS = frozenset({"Bidirectional", "TimeDistributed"})
 
 
 @dataclass
@@ -92,6 +94,12 @@ def api_ranks(cfg: ApiConfig, apis: dict[str, ApiConfig] | None = None) -> list[
         if got:
             return [r + 1 for r in got] if cfg.api == "TimeDistributed" else got
     return list(CATEGORY_RANKS.get(cfg.category, [2, 3, 4]))
+
+
+def loops_over_time(cfg: ApiConfig) -> bool:
+    """Whether the layer's call runs a Python loop over its input's time axis (axis 1 after
+    the batch): a tracing exporter unrolls it, so the graph grows with the sequence."""
+    return cfg.category == "recurrent" or cfg.api in TIME_WRAPPERS
 
 
 def _layer_param(cfg: ApiConfig) -> ParamConfig | None:
@@ -240,8 +248,8 @@ def _draw_params(cfg: ApiConfig, rng: np.random.Generator, layer: str, apis: dic
 
 # ---- one case --------------------------------------------------------------------------------------
 def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.random.Generator,
-               invalid_prob: float, dtypes: tuple[list[str], np.ndarray]) -> tuple[ModelSpec, list[Mutation],
-                                                                                    dict[str, Any]]:
+               invalid_prob: float, dtypes: tuple[list[str], np.ndarray], max_steps: int | None = None
+               ) -> tuple[ModelSpec, list[Mutation], dict[str, Any]]:
     names, probs = dtypes
     dtype = str(names[int(rng.choice(len(names), p=probs))])
     lname = f"t_{api.lower()}"
@@ -282,6 +290,8 @@ def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.ran
             srcs.append(_adapted(chain, s, rng, dtype))
     else:
         shape = _draw_shape(rank, rng, channels_first)
+        if max_steps is not None and shape and loops_over_time(cfg):  # no draw more: other cases stay as they were
+            shape = (min(shape[0], max_steps), *shape[1:])
         srcs = [_adapted(chain, shape, rng, dtype)]
     coupled_seed = int(rng.integers(2 ** 31))  # coupled parameters (EinsumDense) share one draw
     for name, p in cfg.params.items():
@@ -366,7 +376,7 @@ def _call_mask(spec: ModelSpec, muts: list[Mutation], meta: dict[str, Any], lnam
 def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: int, *, batch: int = 8,
                   invalid_prob: float = 0.1, dtypes: dict[str, float] | None = None,
                   validate: Validate | None = None, max_redraws: int = 5, call_training: float = 0.0,
-                  call_mask: float = 0.0) -> ApiCase:
+                  call_mask: float = 0.0, max_steps: int | None = None) -> ApiCase:
     """Case ``index`` of ``api``: a model, its inputs and the draw record.  With
     ``validate`` (an error message or None), valid-only draws no backend builds are
     redrawn up to ``max_redraws`` times; the last error stays in ``meta['build_error']``.
@@ -374,7 +384,9 @@ def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: in
     (from the case's own stream :data:`CALL_STREAM`: every other draw stays as it was).
     ``call_mask``: the probability a layer whose call takes a mask is called with one
     (drawn from :data:`MASK_STREAM`; the mask's input comes after the others, whose data
-    stay as they were)."""
+    stay as they were).  ``max_steps``: the longest time axis a layer that loops over it
+    (:func:`loops_over_time`) is given (None: as drawn), for a run whose backend unrolls the
+    loop (``BackendInfo.max_steps``)."""
     cfg = apis[api]
     rng = case_rng(rng_seed, api, index)
     weights = parse_dtype_weights(dtypes)
@@ -386,7 +398,7 @@ def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: in
     masked = call_mask > 0 and case_rng(rng_seed, api, index, stream=MASK_STREAM).random() < call_mask
     error = None
     for attempt in range(max_redraws + 1):
-        spec, muts, meta = _draw_case(api, cfg, apis, rng, invalid_prob, weights)
+        spec, muts, meta = _draw_case(api, cfg, apis, rng, invalid_prob, weights, max_steps)
         _call_training(spec, muts, meta, spec.output, flag)
         if masked:
             _call_mask(spec, muts, meta, spec.output, tuple(meta["shape"]))
@@ -413,4 +425,4 @@ def cast_weights(weights: Weights, dtype: str) -> Weights:
             for k, v in weights.items()}
 
 
-__all__ = ["ApiCase", "api_ranks", "case_id", "case_rng", "cast_weights", "generate_case", "make_inputs"]
+__all__ = ["ApiCase", "api_ranks", "loops_over_time", "case_id", "case_rng", "cast_weights", "generate_case", "make_inputs"]

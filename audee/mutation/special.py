@@ -247,7 +247,7 @@ def inject_batch(out: dict[str, np.ndarray], done: list[dict[str, Any]], rng: np
         special_rows = {d["row"] for d in done if d.get("input") == name}
         rows = [r for r in range(arr.shape[0]) if r not in special_rows]
         block = arr[rows].astype(np.float64)
-        if len(rows) < 2 or not np.isfinite(block).all():
+        if len(rows) < 2 or block.size == 0 or not np.isfinite(block).all():  # empty rows: nothing to move
             continue
         spread = block - block.mean()
         scale = float(np.abs(spread).max()) or 1.0

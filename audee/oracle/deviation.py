@@ -47,7 +47,7 @@ one side only is an infinite error (what the search's fitness wants).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any, Iterable, Mapping, NamedTuple
 
@@ -96,6 +96,15 @@ class Tolerances:
     def to_json(self) -> dict[str, dict[str, float]]:
         return {dt: {"rtol": float(getattr(self, dt).rtol), "atol": float(getattr(self, dt).atol)}
                 for dt in ("float32", "float16", "bfloat16", "tf32")}
+
+    def at_most(self, dtype: str) -> "Tolerances":
+        """These tolerances with every dtype more precise than ``dtype`` judged as ``dtype``:
+        a computation that ran in bfloat16 is judged in bfloat16 wherever it shows, a float32
+        array it produced (a gradient with respect to a float32 input) included."""
+        if dtype not in PRECISION:
+            return self
+        low = getattr(self, dtype)
+        return replace(self, **{d: low for d in PRECISION[PRECISION.index(dtype) + 1:]})
 
     def dtype_of(self, a: np.ndarray, b: np.ndarray, compute: str = FULL) -> str:
         """The precision a comparison is judged as: the lowest of the two arrays' dtypes

@@ -163,6 +163,24 @@ def version_component(older: str, newer: str, versions: Mapping[str, Mapping[str
     return f"{what} on {name}" + (f"@{place}" if place else "")
 
 
+_CHANGE = re.compile(r"(\S+) (\S+) vs (\S+)")
+
+
+def component_changes(component: str) -> dict[str, tuple[str, str]]:
+    """A version pair's component read back (:func:`version_component`'s words): package ->
+    (newer, older) version; empty for any other component."""
+    what, on, _ = str(component).rpartition(" on ")
+    if not on:
+        return {}
+    out = {}
+    for part in what.split(", "):
+        m = _CHANGE.fullmatch(part.strip())
+        if m is None:
+            return {}
+        out[m.group(1)] = (m.group(2), m.group(3))
+    return out
+
+
 @dataclass(frozen=True)
 class Float64Verdict:
     """What a case's float64 reference says of its backends: each one's error against it

@@ -121,6 +121,8 @@ def pair_scores(a: TrainOutcome, b: TrainOutcome, tol: Tolerances | Mapping | No
     only."""
     tol = as_tolerances(tol)
     compute = pair_compute(a.precision, b.precision)
+    if a.output is not None and b.output is not None:  # the step computed in its output's precision
+        tol = tol.at_most(tol.dtype_of(np.asarray(a.output), np.asarray(b.output)))
     out: dict[str, Any] = {"output": None, "loss": None}
     if a.output is not None and b.output is not None and np.shape(a.output) == np.shape(b.output) \
             and np.ndim(a.output) > 0:

@@ -68,6 +68,26 @@ class Detail(Record):
 
 
 # ---- crashes and rejections ------------------------------------------------------------------------
+class Phase:
+    """Where in a test case a backend failed; crash oracles tell these apart."""
+
+    BUILD = "build"
+    CONVERT = "convert"
+    WEIGHTS = "weights"
+    RUN = "run"
+    # the training phase (audee.train): the forward pass in training mode and the loss,
+    # the gradients, the optimizer's update
+    TRAIN = "train"
+    GRADIENT = "gradient"
+    UPDATE = "update"
+    #: the phases that compute on the case's values (build, convert and weights see only its
+    #: shapes): a failure there may be the answer to a value outside the contract (an id out
+    #: of range), in a training step as in a forward pass
+    ON_VALUES = frozenset({RUN, TRAIN, GRADIENT, UPDATE})
+    #: every phase, in the order a case goes through them
+    ALL = (BUILD, CONVERT, WEIGHTS, RUN, TRAIN, GRADIENT, UPDATE)
+
+
 class BackendError(Record):
     """One backend's clean error (``traceback`` only for a divergent acceptance)."""
 

@@ -68,7 +68,10 @@ def environment_broken(backend, exc):
 
 def write_result(path, /, **arrays):
     """A child's result, whole or not at all (written aside, then moved into place); the path
-    is positional only, so an array may be called ``out`` (a training step's output is)."""
+    is positional only, so an array may be called ``out`` (a training step's output is).  An
+    array of a dtype NumPy does not know (ml_dtypes' bfloat16) is written as float32, exactly:
+    saved as it is, it reads back as raw bytes."""
+    arrays = {k: np.asarray(v).astype(np.float32) if np.asarray(v).dtype.kind == "V" else v for k, v in arrays.items()}
     np.savez(path + ".tmp.npz", **arrays)
     os.replace(path + ".tmp.npz", path)
 

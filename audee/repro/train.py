@@ -311,10 +311,12 @@ def train(keras, backend, out):
         if tv:
             with torch.no_grad():
                 optimizer.apply([torch.zeros_like(v.value) if g is None else g for g, v in zip(grads, tv)], tv)
-        loss, grads = loss.detach(), [None if g is None else g.detach() for g in grads]
-        gx = [None if g is None else g.detach() for g in gx]
-        yhat = yhat.detach()
-        after = [v.value.detach().numpy() for v in tv]
+
+        def host(t):  # NumPy reads no torch bfloat16: as float32, as the other backends' are read
+            return None if t is None else (t.detach().float() if t.dtype == torch.bfloat16 else t.detach())
+
+        loss, grads, gx, yhat = host(loss), [host(g) for g in grads], [host(g) for g in gx], host(yhat)
+        after = [host(v.value).numpy() for v in tv]
     else:
         import jax
 

@@ -42,7 +42,8 @@ either: another public name of the same Keras class or a Keras layer it subclass
 (``ReversibleEmbedding`` is an ``Embedding``; :func:`audee.apis.keras_layers.layer_aliases`,
 stored with the Keras layer list).  ``backends`` is compared with the odd
 backends where the oracle named them: an entry about TensorFlow dropping NaN does not
-match a finding where onnxruntime is the odd one.  Numbers in ``params`` match by sign, as
+match a finding where onnxruntime is the odd one, unless onnxruntime was judged odd only
+against TensorFlow, its reference (the reference's known bug is then the cause).  Numbers in ``params`` match by sign, as
 signatures keep them (``units: 3`` matches any positive ``units``).  The schema is checked
 (unknown keys refused; every findings row has an entry, every entry's row exists) and a bad
 file is one line naming the file and the field, exit code 2.
@@ -63,8 +64,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from audee.apis.keras_layers import layer_aliases
 from audee.cases.kinds import FAILURES
 from audee.core.paths import data_dir
+from audee.records.findings import Phase
 from audee.records.rows import PlacedRow, ResultRow
-from audee.triage.rootcause import CLASSES, classify, root_of
+from audee.backends.info import reference_of
+from audee.oracle.pairs import component_changes
+from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
 from audee.settings import FieldError, settings_error, validate_settings
 from audee.triage.signature import Signature, value_class
 from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot
@@ -91,6 +95,26 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
 
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+class Fix(_Strict):
+    package: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                         description="the distribution whose release carries the fix (keras, tensorflow, torch, ...)")
+    version: str = Field(description="the first version with the fix (PEP 440)")
+
+    @field_validator("version")
+    @classmethod
+    def _pep440(cls, v: Any) -> Any:
+        if _version(v) is None:
+            raise ValueError(f"not a version (PEP 440): {v!r}")
+        return v
+
+
 class KnownMatch(_Strict):
     kind: str | list[str] | None = Field(None, description="finding kind(s)")
     api: str | list[str] | None = Field(None, min_length=1,
@@ -99,6 +123,9 @@ class KnownMatch(_Strict):
     backends: list[str] | None = Field(None, min_length=1, description="backends (a subset)")
     phase: str | list[str] | None = Field(None, description="crash phase, or a list of phases (any of them)")
     error: str | None = Field(None, min_length=1, description="regex on the normalized error message")
+    changed: Fix | None = Field(None, description="a regression whose version pair crosses this release: the "
+                                                    "package older than the version on the older side, at or "
+                                                    "after it on the newer (the release that changed it)")
 
     @field_validator("kind")
     @classmethod
@@ -112,7 +139,7 @@ class KnownMatch(_Strict):
     @classmethod
     def _phase(cls, v: Any) -> Any:
         for p in [v] if isinstance(v, str) else v or []:
-            if p not in ("build", "convert", "weights", "run", "train", "gradient", "update"):
+            if p not in Phase.ALL:
                 raise ValueError(f"expected build, convert, weights, run (or, in training, train, gradient, update), "
                                  f"got {p!r}")
         return v
@@ -145,13 +172,45 @@ class KnownMatch(_Strict):
             for p, v in self.params.items():
                 if not ({(p, value_class(v)), (p, repr(v)), (p, str(v))} & have):
                     return False
-        if self.backends and not set(self.backends) <= set(sig.named_backends):
+        if self.backends and not (set(self.backends) <= set(sig.named_backends)
+                                  or set(self.backends) <= _judges(sig)):
             return False
         if self.phase is not None and sig.phase not in ([self.phase] if isinstance(self.phase, str) else self.phase):
             return False
         if self.error is not None and not re.search(self.error, sig.error_full or sig.error or ""):
             return False
+        if self.changed is not None and not _crosses(sig, self.changed):
+            return False
         return True
+
+
+def _judges(sig: Signature) -> set[str]:
+    """The references a signature's odd backends were judged against, when every odd backend
+    is a compiled or converted one judged against a backend of the finding and every other
+    backend is such a reference or another program of it (no independent framework): a difference
+    there is the reference's known bug where an entry says the reference is wrong on this
+    API (TensorFlow's max pooling dropping NaN makes a converter that keeps it the odd side
+    of their pair), one root cause, not a new one of the converter."""
+    odd = set(sig.odd)
+    refs = {reference_of(b) for b in odd}
+    if not odd or None in refs or not refs <= set(sig.backends) or refs & odd:
+        return set()
+    if any(b not in odd | refs and reference_of(b) not in refs for b in sig.backends):
+        return set()  # an independent framework took a side: the odd one is judged by more than its reference
+    return {str(r) for r in refs}
+
+
+def _crosses(sig: Signature, release: Fix) -> bool:
+    """Whether ``sig`` is a regression between a release of ``release.package`` before
+    ``release.version`` (its older side) and one at or after it (its newer side)."""
+    if sig.kind != "regression":
+        return False
+    pair = component_changes(sig.component or "").get(release.package)
+    if pair is None:
+        return False
+    newer, older = (_version(v) for v in pair)
+    first = Version(release.version)
+    return newer is not None and older is not None and older < first <= newer
 
 
 def _rule(raw: Any, where: str) -> KnownMatch:
@@ -176,26 +235,6 @@ def installed_version(package: str) -> str | None:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
-
-
-def _version(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
-
-
-class Fix(_Strict):
-    package: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-                         description="the distribution whose release carries the fix (keras, tensorflow, torch, ...)")
-    version: str = Field(description="the first version with the fix (PEP 440)")
-
-    @field_validator("version")
-    @classmethod
-    def _pep440(cls, v: Any) -> Any:
-        if _version(v) is None:
-            raise ValueError(f"not a version (PEP 440): {v!r}")
-        return v
 
 
 class FindingRow(_Strict):
@@ -272,6 +311,10 @@ class KnownIssue(_Strict):
             raise FieldError("fixed", "required: the package and the first version with the fix")
         if self.status != FIXED_UPSTREAM and self.fixed is not None:
             raise FieldError("fixed", "only a `fixed upstream` entry names its fix")
+        if self.klass == DOCUMENTED:  # a change between two releases, and the release that made it
+            if not self._rules or any(r.kind != "regression" or r.changed is None for r in self._rules):
+                raise FieldError("match", f"a `{DOCUMENTED}` entry matches regressions only, each rule with "
+                                          "`kind: regression` and `changed` (the release that documents the change)")
         return self
 
     @property

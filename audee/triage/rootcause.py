@@ -29,7 +29,9 @@ What rode along with the failing layer (an activation drawn for it, parameter va
 enters the key only where localization named it (the signature's ``localized`` context).
 
 Each root cause has a **class**, decided by :func:`classify` in this order: a known issue's
-``class``; ``undefined`` when audee's memory cap stopped it (the case asked for more memory than a
+``class`` (``documented``, a version pair's difference the newer release documents as a fix
+or an intended change, is only a known issue's: :mod:`audee.triage.known`, its ``changed``
+rule); ``undefined`` when audee's memory cap stopped it (the case asked for more memory than a
 worker may hold); ``harness`` (the failure is raised in audee's own code); ``bug`` for a
 converter computing what its reference refuses, whatever the input; ``undefined`` (the case
 is outside the documented contract: a value the generator marked outside it, a crafty
@@ -56,14 +58,18 @@ from audee.triage import (FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, NEW, Bug
 
 #: the root families whose pair roots fold into their odd backend's (:func:`_fold_pairs`)
 PAIR_FAMILIES = (root_family(Kind.DEVIATION), root_family(Kind.NAN))
+#: a difference between two releases that the newer release documents as a fix or an intended change
+DOCUMENTED = "documented"
 #: the classes, most telling first: a group takes the first class any member has
-CLASSES = ("bug", "harness", "limitation", "undefined")
+CLASSES = ("bug", "harness", "limitation", "undefined", DOCUMENTED)
 CLASS_HELP = {
     "bug": "a backend computes something wrong or crashes where its docs promise a result",
     "limitation": "an explicit, documented 'unsupported' error",
     "undefined": "an input outside the documented contract (worth a report only when one backend is "
                  "silently different)",
     "harness": "audee's own fault (its conversion glue, its checks)",
+    DOCUMENTED: "a difference between two releases that the newer one's release notes or merged change document as "
+                "a fix or an intended change (a known issue's link says where): not a regression",
 }
 
 _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_range": "ids out of range",

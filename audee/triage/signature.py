@@ -39,9 +39,9 @@ from audee.backends.info import all_op_names, all_unsupported, describe
 from audee.core.bounded import clean_text, utf8
 from audee.cases.case import (EMPTY_REDUCTION, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS,
                               SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
-from audee.cases.kinds import TRAINING_FAILURES, with_accumulated
+from audee.cases.kinds import TRAINING_FAILURES, root_family, with_accumulated
 from audee.levels import is_call
-from audee.records.findings import BackendError
+from audee.records.findings import BackendError, Phase
 from audee.records.localization import parse_localization
 
 FUNCTION_PARAMS = ("activation", "recurrent_activation")  # a value that is a Keras function
@@ -577,7 +577,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             api, params = blamed(named, message)
             traceback = raw[(phase, error)].traceback
             context = (["audee_raised"] if _audee_raised(traceback) else []) + \
-                (_input_context(meta, False, values=_op_case(meta), crash=True) if phase == "run" else []) + silent
+                (_input_context(meta, False, values=_op_case(meta), crash=True) if phase in Phase.ON_VALUES else []) + silent
             out.append(sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context,
                            odd=(), traceback=traceback))
         out = _one_cause(out)
@@ -589,7 +589,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         error = f"{how}: {error}" if how and error else (error or how)
         named = named_layer(message, layers)
         api, params = blamed(named, message)
-        context = _input_context(meta, False, values=False, crash=True) if detail.phase == "run" else []
+        context = _input_context(meta, False, values=False, crash=True) if detail.phase in Phase.ON_VALUES else []
         return [sig(finding.kind, api, params, backends, named, detail.phase, error, message, context)]
     if finding.kind == Kind.NAN:
         # where the backends' non-finite patterns first differ; else where the failing
@@ -740,4 +740,26 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
         for s in signatures_of(f, spec, meta, localization, seed_spec, pair_layer, within):
             if s not in out:
                 out.append(s)
-    return out
+    return _every_backend_differs(out)
+
+
+#: the root families whose findings are one per pair of backends
+_PAIRWISE = frozenset({root_family(Kind.DEVIATION), root_family(Kind.TRAIN_DEVIATION)})
+
+
+def _every_backend_differs(sigs: list[Signature]) -> list[Signature]:
+    """Pairwise differences of one case at one layer where no backend is odd (each differs
+    from each: no majority, no reference) are one disagreement, not one per pair: a root
+    cause names the case's cause, and three backends apart on one chaotic layer are one thing
+    to look at.  Merged into the first pair's signature with every backend of the pairs."""
+    groups: dict[tuple, list[int]] = {}
+    for i, s in enumerate(sigs):
+        if not s.odd and len(s.backends) == 2 and root_family(s.kind) in _PAIRWISE:
+            groups.setdefault((s.kind, s.api, s.layer, s.params, s.context), []).append(i)
+    merged: dict[int, Signature] = {}
+    for members in groups.values():
+        if len(members) > 1:
+            union = tuple(sorted({b for i in members for b in sigs[i].backends}))
+            merged[members[0]] = replace(sigs[members[0]], backends=union)
+            merged.update({i: None for i in members[1:]})
+    return [merged.get(i, s) for i, s in enumerate(sigs) if merged.get(i, s) is not None]

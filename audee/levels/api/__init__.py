@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Sequence
 
+from audee.backends.info import max_steps
 from audee.cases.case import TestCase
 from audee.levels.base import SPECIAL_STREAM, by_api, nonempty, unbuildable
 from audee.levels.models import ModelLevel
@@ -68,12 +69,13 @@ class ApiLevel(ModelLevel):
         from audee.mutation.apilevel import case_id, case_rng, cast_weights, generate_case
 
         configs = context.get("configs") or load_api_configs()
+        steps = max_steps(b.label for b in cfg.backends)  # a backend that unrolls recurrent loops: short sequences
         validate = unbuildable(runner)
         dtypes = cfg.dtype_weights()
         for api, index in todo:
             got = generate_case(api, configs, cfg.rng, index, batch=cfg.batch, invalid_prob=cfg.invalid_prob,
                                 call_training=cfg.call_training, call_mask=cfg.call_mask,
-                                dtypes=dtypes, validate=validate, max_redraws=cfg.max_redraws)
+                                dtypes=dtypes, validate=validate, max_redraws=cfg.max_redraws, max_steps=steps)
             cid = case_id(api, index)
             store.write_variant(cid, got.spec)
             inputs, specials = special.inject(got.inputs, got.spec.inputs,

@@ -1,0 +1,135 @@
+"""``torch-onnx-ts`` (audee/backends/torch_onnx_backend.py: ``TorchOnnxTsBackend``): the Keras
+model on torch exported by torch's TorchScript ONNX exporter (``dynamo=False``) and run on
+onnxruntime, NNSmith's pair beside eager ``torch``.
+
+A small CNN (the LeNet-5 seed) agrees with torch; a layer the exporter has no symbolic
+function for is a limitation in the exporter's words; graph inputs the exporter prunes
+(weights nothing reads at inference) are put back, so the weight feed finds them; recurrent
+API-level cases draw short sequences when the run has a backend that unrolls their loop; a
+finding's standalone script reproduces it without audee.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audee.backends.info import max_steps
+from audee.backends.pool import Pool
+from audee.backends.registry import DEFAULT_BACKENDS, parse_backends
+from audee.cases.case import Kind, TestCase
+from audee.cases.spec import ModelSpec
+from audee.engine.execute import Executor
+
+PAIR = "torch,torch-onnx-ts"
+
+
+@pytest.fixture(scope="module")
+def executor(tmp_path_factory) -> Executor:
+    with Pool(parse_backends(PAIR), tmp_path_factory.mktemp("logs"), timeout=300) as pool:
+        assert pool.start() == {}
+        yield Executor(pool)
+
+
+def one_layer(api: str, params: dict, shape: list[int]) -> ModelSpec:
+    return ModelSpec.from_json({
+        "name": api.lower(), "inputs": [{"name": "x", "shape": shape, "range": [0, 1]}],
+        "layers": [{"name": "t", "api": api, "params": params, "inputs": ["x"]}],
+        "output": "t", "logits": "t"})
+
+
+def test_lenet5_at_batch_2_agrees_with_torch(executor):
+    """The LeNet-5 seed with its shipped weights, two of its inputs: exported (time in
+    ``convert``), run, no finding against eager torch."""
+    from audee.mutation.seeds import load_seed
+
+    seed = load_seed("lenet5")
+    inputs = {k: v[:2] for k, v in seed.inputs.items()}
+    case = TestCase("lenet5-b2", seed.spec, dict(seed.weights or {}), inputs)
+    executor.complete_weights(case, 0)
+    result = executor.run(case)
+    assert all(o.ok for o in result.outcomes.values()), {k: o.failure for k, o in result.outcomes.items()}
+    assert not result.verdict.findings, result.verdict.to_json()
+    assert result.phases["torch-onnx-ts"].get("convert", 0) > 0, result.phases
+    np.testing.assert_allclose(result.outcomes["torch-onnx-ts"].logits, result.outcomes["torch"].logits,
+                               rtol=1e-4, atol=1e-5)
+
+
+def clahe() -> ModelSpec:
+    """Keras' ContrastLimitedAdaptiveHistogramEqualization calls ``torch.ravel``, which the
+    TorchScript exporter has no symbolic function for."""
+    return one_layer("ContrastLimitedAdaptiveHistogramEqualization", {"value_range": [0, 255]}, [8, 8, 3])
+
+
+def test_an_op_the_exporter_has_no_symbolic_for_is_a_limitation(executor):
+    """Eager torch runs CLAHE; the exporter refuses ``aten::ravel`` ("Exporting the operator
+    'aten::ravel' to ONNX opset version 17 is not supported"): a divergent acceptance in the
+    ``convert`` phase, its op named, classed a limitation."""
+    from audee.triage.rootcause import classify
+    from audee.triage.signature import case_signatures
+
+    spec = clahe()
+    x = np.random.default_rng(0).uniform(0, 255, (2, 8, 8, 3)).astype(np.float32)
+    case = TestCase("clahe", spec, {}, {"x": x})
+    executor.complete_weights(case, 0)
+    result = executor.run(case)
+    (f,) = [f for f in result.verdict.findings if f.is_failure]
+    assert f.kind == Kind.DIVERGENT_ACCEPTANCE and f.backends == ["torch-onnx-ts"]
+    error = f.detail.errors["torch-onnx-ts"]
+    assert error.phase == "convert" and "Exporting the operator 'aten::ravel'" in error.message, error
+    (sig,) = case_signatures(result.verdict, spec, {})
+    assert sig.op == "ravel" and classify(sig)[0] == "limitation", sig
+
+
+def test_weights_nothing_reads_are_still_fed(executor):
+    """A Dropout's seed-generator state is a weight nothing reads at inference: the
+    exporter drops it from the graph's inputs, and the weight feed met ``KeyError:
+    'audee_w0'``.  Now the input is put back: the layer runs, an identity, as on torch."""
+    x = np.random.default_rng(1).random((3, 5), dtype=np.float32)
+    case = TestCase("dropout", one_layer("Dropout", {"rate": 0.5}, [5]), {}, {"x": x})
+    executor.complete_weights(case, 0)
+    result = executor.run(case)
+    assert result.outcomes["torch-onnx-ts"].ok, result.outcomes["torch-onnx-ts"].failure
+    assert not result.verdict.findings, result.verdict.to_json()
+    np.testing.assert_array_equal(result.outcomes["torch-onnx-ts"].logits, x)
+
+
+def test_recurrent_cases_draw_short_sequences_only_beside_a_backend_that_unrolls():
+    """The run's backends decide (``BackendInfo.max_steps``): none of the default four asks,
+    torch-onnx-ts asks for 4.  Capped, an LSTM's time axis is at most that long and the
+    rest of the case is drawn as before; a layer with no time loop is drawn as before."""
+    from audee.apis import load_api_configs
+    from audee.mutation.apilevel import generate_case
+
+    assert max_steps(DEFAULT_BACKENDS) is None
+    assert max_steps(PAIR.split(",")) == max_steps(["tensorflow", "torch-onnx-ts"]) == 4
+    configs = load_api_configs()
+    longer = 0
+    for index in range(12):
+        free = generate_case("LSTM", configs, 0, index)
+        short = generate_case("LSTM", configs, 0, index, max_steps=4)
+        assert short.meta["shape"][0] == min(free.meta["shape"][0], 4)
+        assert short.meta["shape"][1:] == free.meta["shape"][1:] and short.meta["params"] == free.meta["params"]
+        longer += free.meta["shape"][0] > 4
+        dense, capped = generate_case("Dense", configs, 0, index), generate_case("Dense", configs, 0, index,
+                                                                                  max_steps=4)
+        assert dense.spec.to_json() == capped.spec.to_json()
+    assert longer > 0  # the cap did something
+
+
+def test_a_refusal_script_reproduces_alone(executor, tmp_path):
+    """The CLAHE refusal as a case file's record: its standalone script (torch eagerly,
+    then the TorchScript exporter and onnxruntime, no audee) reproduces it."""
+    from audee.repro import write_repro
+    from audee.store.caserecord import CaseRecord
+    from tests.test_repro import run_alone
+
+    spec = clahe()
+    x = np.random.default_rng(0).uniform(0, 255, (2, 8, 8, 3)).astype(np.float32)
+    case = TestCase("clahe", spec, {}, {"x": x})
+    executor.complete_weights(case, 0)
+    result = executor.run(case)
+    record = CaseRecord(id="clahe-v1", spec=spec.to_json(), weights=case.weights, inputs=case.inputs,
+                        backends=parse_backends(PAIR), verdict=result.verdict.to_json(), versions={})
+    rep = write_repro(record, tmp_path / "out", "clahe")
+    got = run_alone(rep.script, tmp_path)
+    assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-3000:]
