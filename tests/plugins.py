@@ -10,6 +10,7 @@ import time
 
 from audee.backends.keras_backends import JaxBackend, TensorflowBackend, TorchBackend
 from audee.backends.modes import TensorflowXlaBackend
+from audee.backends.onnx_backend import OnnxRuntimeBackend
 
 
 class AbortingBackend(JaxBackend):
@@ -335,6 +336,22 @@ class NanZeroTfIndependent(_NanToValueOneLayer, TensorflowBackend):
     independent framework, judged by the majority rules only."""
 
     name = "nan-zero-tf-independent"
+
+
+class NanFiniteOnnxOps(OnnxRuntimeBackend):
+    """``onnxruntime``'s op path (the call converted by tf2onnx, run by onnxruntime) whose
+    runtime maps every NaN of a float output to 1.0, as a converted graph's kernel dropping
+    a NaN would: a converter of TensorFlow's program, judged against ``tensorflow``."""
+
+    name = "nan-finite-onnx-ops"
+    reference = "tensorflow"
+
+    def call_op(self, fn, args, kwargs):
+        import numpy as np
+
+        outs = super().call_op(fn, args, kwargs)
+        return [np.where(np.isnan(o), np.ones_like(o), o) if np.issubdtype(o.dtype, np.floating) else o
+                for o in outs]
 
 
 class SquareGradJax(JaxBackend):

@@ -111,6 +111,34 @@ def test_nan_findings_name_the_backend_whose_pattern_is_in_the_minority():
     assert h.kind == Kind.NAN and h.detail.agreed and h.detail.odd == [] and h.detail.odd_rule == "all 3 alike"
 
 
+def test_conversions_of_one_program_agreeing_do_not_outvote_it():
+    """``onnxruntime`` and ``openvino`` run tf2onnx's one graph of ``tensorflow``'s program: a
+    fault of the converter is in both, and their agreement is no majority against the program
+    they must keep.  The pair rule names them; independent frameworks keep the majority."""
+    from audee.oracle import crash_findings
+
+    x = {"x": np.ones((1, 2), np.float32)}
+    outs = [_ok("tensorflow", [[NAN, 1.0]]), _ok("onnxruntime", [[0.5, 1.0]]), _ok("openvino", [[0.5, 1.0]])]
+    (f,) = nan_findings(outs, x)
+    mark_odd(outs, [f])
+    assert f.detail.odd == ["onnxruntime", "openvino"]
+    assert f.detail.odd_rule == "judged against its reference tensorflow"
+    outs = [_ok("tensorflow"), Outcome("onnxruntime", failure=_Fail("convert")),
+            Outcome("openvino", failure=_Fail("convert"))]
+    (g,) = crash_findings(outs)
+    mark_odd(outs, [g])
+    assert g.detail.odd == ["onnxruntime", "openvino"]
+    outs = [_ok(b) for b in ("tensorflow", "onnxruntime", "openvino")]
+    pairs = [_pair(Kind.DEVIATION, "tensorflow", "onnxruntime"), _pair(Kind.DEVIATION, "tensorflow", "openvino")]
+    mark_odd(outs, pairs)
+    assert [p.detail.odd for p in pairs] == [["onnxruntime"], ["openvino"]]
+    # independent frameworks: the majority still decides
+    outs = [_ok("tensorflow", [[NAN, 1.0]]), _ok("torch", [[0.5, 1.0]]), _ok("jax", [[0.5, 1.0]])]
+    (h,) = nan_findings(outs, x)
+    mark_odd(outs, [h])
+    assert h.detail.odd == ["tensorflow"] and h.detail.odd_rule == "minority of 3"
+
+
 # ---- on real frameworks ------------------------------------------------------------------------
 def test_tensorflow_dropping_a_nan_in_max_pooling_is_the_odd_one(tmp_path):
     from audee.backends.pool import Pool

@@ -481,6 +481,8 @@ def test_backends_refusing_one_case_in_their_own_words_are_one_root():
         assert root.backends == ("jax", "tensorflow", "torch")
     # who must fix a shared refusal: Keras for several frameworks, the framework for its own graph's converter
     assert (shared_component(["jax", "torch"]), shared_component(["onnxruntime", "tensorflow"])) == ("keras", "tensorflow")
+    # two runtimes of one converter's graph refusing alike: the converter's
+    assert shared_component(["onnxruntime", "openvino"]) == "tf2onnx"
     # a harness failure beside them stays the harness's
     frame = 'Traceback (most recent call last):\n  File "/x/site-packages/audee/backends/worker.py", line 9\n'
     glue = Finding(Kind.DIVERGENT_ACCEPTANCE, ["jax", "torch"], {"accepted": ["tensorflow"], "errors": {

@@ -152,7 +152,9 @@ class Backend(ABC):
         raise NotImplementedError(f"{self.name} runs inference only: training not supported")
 
     #: whether :meth:`run_op` calls ``keras.ops`` functions (the Keras backends and their
-    #: plugins); a converter or runtime runs models only and is left out of op-level cases
+    #: plugins, and the converters that convert one call alone: ``litert``, ``onnxruntime``,
+    #: ``openvino``, ``torch-onnx``); a backend without it runs models only and is left out of
+    #: op-level cases
     runs_ops: ClassVar[bool] = False
 
     def run_op(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> list[tuple[np.ndarray, str]]:
@@ -160,7 +162,7 @@ class Backend(ABC):
         (:meth:`audee.mutation.oplevel.OpCase.call`: ``op``, ``args``, ``kwargs``, ``dtypes``;
         a tensor is ``{"tensor": name}`` into ``tensors``).  Returns every output (a tuple
         or list of them flattened in order) as (numpy array, Keras dtype name); bfloat16
-        comes back as float32 holding its values.  Only the Keras backends run ops."""
+        comes back as float32 holding its values.  Only the backends with :attr:`runs_ops` do."""
         raise NotImplementedError(f"{self.name} runs models only: keras.ops calls not supported")
 
     def op_skips(self) -> dict[str, str]:

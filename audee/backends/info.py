@@ -184,6 +184,11 @@ _TF2ONNX = '''def tf2onnx_graph(keras, model, spec, xs, at):
     proto.graph.input.extend(kept)
     feed = {i["name"]: x for i, x in zip(spec["inputs"], xs)}
     return proto, feed, [f"y{k}" for k in range(len(spec["layers"]))]'''
+#: an op call as a converter takes it: its tensors the inputs, its outputs flattened
+_CALL_ALONE = (*_TRACED[:2], "audee.backends.keras_backends:_flat")
+#: an op call converted by tf2onnx as ``onnxruntime``'s worker converts it (``OnnxRuntimeBackend.call_op``)
+_TF2ONNX_OP = (*_CALL_ALONE, "audee.backends.keras_backends:tf_traced_call",
+               "audee.backends.onnx_backend:check_graph_dtypes", "audee.backends.onnx_backend:tf2onnx_call")
 #: an ONNX Runtime session's outputs of a torch export, bfloat16 included
 _ORT_OUTPUTS = '''def ort_outputs(session, names, spec, xs):
     """The session's outputs ``names`` for the inputs ``xs``; a bfloat16 one (onnxruntime has
@@ -206,7 +211,10 @@ proto, feed, names = tf2onnx_graph(keras, model, spec, xs, at)
 import onnxruntime as ort
 session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
 at["phase"] = "run"
-return session.run(names, feed)""", helpers=(_TF2ONNX,))
+return session.run(names, feed)""", helpers=(_TF2ONNX,), op="""import onnxruntime as ort  # the call traced, converted by tf2onnx, run by ONNX Runtime
+proto, feed, names = tf2onnx_call(fn, args, kwargs, {})
+session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+return session.run(names, feed)""", op_carries=_TF2ONNX_OP)
 
 
 # ---- shared facts: the Keras layer, ONNX, each framework -----------------------------------------
@@ -289,6 +297,7 @@ ONNXRUNTIME = _converted(BackendInfo(
     unsupported=(r"No Op registered for",
                  r"NOT_IMPLEMENTED : Could not find an implementation for"),  # no kernel for the op and type
     op_names=(*_ONNX_OPS, OpName(r"running (\w+) node", 110)),  # a kernel at run
+    runs_ops=True,  # the call converted alone (OnnxRuntimeBackend.call_op)
     query_noise=("onnxruntime",), script=_ORT_SCRIPT, builtin=True))
 
 
@@ -363,7 +372,15 @@ compiled = core.compile_model(core.read_model(proto.SerializeToString()), "CPU",
 at["phase"] = "run"
 got = compiled(feed)
 ports = {n: port for port in compiled.outputs for n in port.get_names()}
-return [np.asarray(got[ports[n]]) for n in names]""", helpers=(_TF2ONNX,)),
+return [np.asarray(got[ports[n]]) for n in names]""", helpers=(_TF2ONNX,),
+                          op="""import openvino as ov  # the call traced, converted by tf2onnx, run by OpenVINO in float32
+proto, feed, names = tf2onnx_call(fn, args, kwargs, {})
+core = ov.Core()
+compiled = core.compile_model(core.read_model(proto.SerializeToString()), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+got = compiled(feed)
+ports = {n: port for port in compiled.outputs for n in port.get_names()}
+return [np.asarray(got[ports[n]]) for n in names]""", op_carries=_TF2ONNX_OP),
+        runs_ops=True,  # the call converted alone, as onnxruntime's (its class inherits it)
         builtin=True)),
     _converted(BackendInfo(
         name="torch-onnx", target="audee.backends.torch_onnx_backend:TorchOnnxBackend",
@@ -388,7 +405,17 @@ program = torch.onnx.export(Call(), tuple(torch.from_numpy(x) for x in xs), dyna
                             input_names=[i["name"] for i in spec["inputs"]], output_names=names)
 session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
 at["phase"] = "run"
-return ort_outputs(session, names, spec, xs)""", helpers=(_ORT_OUTPUTS,), gpu=_TORCH_GPU),
+return ort_outputs(session, names, spec, xs)""", helpers=(_ORT_OUTPUTS,), gpu=_TORCH_GPU,
+                          op="""import onnxruntime as ort  # the call on torch exported by torch.onnx (dynamo), run by ONNX Runtime
+proto, feed, names = torch_onnx_call(fn, args, kwargs, {})
+session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+values = session.run_with_ort_values(names, {k: numpy_to_ort(_torch_to_numpy(t)) for k, t in feed.items()})
+return [ort_to_numpy(v) for v in values]""",
+                          op_carries=(*_CALL_ALONE, "audee.backends.keras_backends:_torch_to_numpy",
+                                      "audee.backends.torch_onnx_backend:numpy_to_ort",
+                                      "audee.backends.torch_onnx_backend:ort_to_numpy",
+                                      "audee.backends.torch_onnx_backend:torch_onnx_call")),
+        runs_ops=True,  # the call exported alone (TorchOnnxBackend.graph_of_call)
         builtin=True)),
     _converted(BackendInfo(
         name="torch-onnx-ts", target="audee.backends.torch_onnx_backend:TorchOnnxTsBackend",
@@ -454,7 +481,8 @@ at["phase"] = "run"
 got = runner(**{i["name"]: np.ascontiguousarray(x) for i, x in zip(spec["inputs"], xs)})
 return [np.asarray(got[f"y{k}"]) for k in range(len(got))]""",
                           op="return tflite_call(fn, args, kwargs, {})  # converted, run by LiteRT",
-                          op_carries=(*_TRACED[:2], "audee.backends.litert_backend:tflite_call")),
+                          op_carries=(*_CALL_ALONE, "audee.backends.keras_backends:tf_traced_call",
+                                      "audee.backends.litert_backend:tflite_call")),
         builtin=True)),
 )}
 

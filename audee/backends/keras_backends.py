@@ -38,7 +38,91 @@ def apply_precision_env(device: str, precision: str) -> None:
             os.environ[var] = value
 
 
-class KerasBackend(Backend):
+class KerasOpCalls:
+    """How a backend calls one ``keras.ops`` function of an op case (``Backend.run_op``): the
+    Keras backends, and the converters that convert the call alone (``onnxruntime``,
+    ``openvino``: the call traced by TensorFlow, converted, run).  ``keras`` is the Keras
+    module of the framework that calls it; :meth:`call_op` is each backend's own way."""
+
+    keras: Any
+    runs_ops = True
+
+    def op_function(self, name: str) -> Any:
+        """The function a call names (``add``, ``image.resize``, ``activations.relu``;
+        :func:`audee.cases.opcase.call_function`): the worker has checked it is one a case may
+        name.  Plugins override this to swap one op."""
+        from audee.cases.opcase import call_function
+
+        return call_function(self.keras, name)
+
+    def run_op(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> list[tuple[np.ndarray, str]]:
+        ops = self.keras.ops
+        dtypes = call.get("dtypes", {})
+
+        def resolve(v: Any, top: bool = True) -> Any:
+            if isinstance(v, dict) and set(v) == {"tensor"}:
+                a = tensors[v["tensor"]]
+                t = ops.convert_to_tensor(a)
+                want = dtypes.get(v["tensor"], str(a.dtype))
+                return ops.cast(t, want) if want != str(a.dtype) else t
+            if isinstance(v, list):
+                items = [resolve(x, False) for x in v]
+                # numbers (a shape, axes) as a tuple; tensors (a list argument) as a list
+                return tuple(items) if all(isinstance(x, (int, float)) for x in items) else items
+            return v
+
+        fn = self.op_function(str(call["op"]))
+        out = self.call_op(fn, [resolve(a) for a in call.get("args", [])],
+                           {k: resolve(v) for k, v in call.get("kwargs", {}).items()})
+        return [self._op_output(o) for o in _flat(out)]
+
+    def symbolic_refusal(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> str | None:
+        """What Keras's own symbolic call of the op (``keras.ops`` on ``KerasTensor``s of the
+        case's shapes and dtypes: its shape and dtype inference) raises, or None when it
+        accepts the arguments.  Keras's function, never a plugin's: the contract is Keras's."""
+        keras = self.keras
+        dtypes = call.get("dtypes", {})
+
+        def symbolic(v: Any) -> Any:
+            if isinstance(v, dict) and set(v) == {"tensor"}:
+                a = tensors[v["tensor"]]
+                return keras.KerasTensor(a.shape, dtype=dtypes.get(v["tensor"], str(a.dtype)))
+            if isinstance(v, list):
+                items = [symbolic(x) for x in v]
+                return tuple(items) if all(isinstance(x, (int, float)) for x in items) else items
+            return v
+
+        from audee.cases.opcase import call_function
+
+        fn = call_function(keras, str(call["op"]))
+        try:
+            fn(*[symbolic(a) for a in call.get("args", [])], **{k: symbolic(v) for k, v in call.get("kwargs", {}).items()})
+        except Exception as exc:  # noqa: BLE001 - any refusal is the answer
+            return f"{type(exc).__name__}: {exc}"[:300]
+        return None
+
+    def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """One op call, run the way this backend runs a model: eagerly here (torch, the eager
+        modes), as a user calls ``keras.ops``; a backend that traces or compiles its model
+        traces or compiles the call (the tensors its inputs, every other argument a constant:
+        :func:`split_tensors`), so each mode's pair with its reference is "compiled equals
+        eager" for one op as it is for a model."""
+        return fn(*args, **kwargs)
+
+    def _op_output(self, t: Any) -> tuple[np.ndarray, str]:
+        keras = self.keras
+        if isinstance(t, (bool, int, float)) or t is None:
+            a = np.asarray(t if t is not None else np.nan)
+            return a, str(a.dtype)
+        if isinstance(t, np.ndarray):  # a converter's runtime answered (bfloat16 as ml_dtypes')
+            return (t.astype(np.float32), "bfloat16") if t.dtype.name == "bfloat16" else (t, t.dtype.name)
+        dtype = keras.backend.standardize_dtype(t.dtype)
+        if dtype == "bfloat16":
+            t = keras.ops.cast(t, "float32")
+        return np.asarray(keras.ops.convert_to_numpy(t)), dtype
+
+
+class KerasBackend(KerasOpCalls, Backend):
     """Shared part: building the Keras model; subclasses provide the compiled call.
 
     On a GPU each framework gets its own precision switch once it is imported
@@ -141,71 +225,7 @@ class KerasBackend(Backend):
     def _ordered(model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return [inputs[i.name] for i in model.spec.inputs]
 
-    # ---- keras.ops calls (op-level cases) ----------------------------------------------
-    runs_ops = True
-
-    def op_function(self, name: str) -> Any:
-        """The function a call names (``add``, ``image.resize``, ``activations.relu``;
-        :func:`audee.cases.opcase.call_function`): the worker has checked it is one a case may
-        name.  Plugins override this to swap one op."""
-        from audee.cases.opcase import call_function
-
-        return call_function(self.keras, name)
-
-    def run_op(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> list[tuple[np.ndarray, str]]:
-        ops = self.keras.ops
-        dtypes = call.get("dtypes", {})
-
-        def resolve(v: Any, top: bool = True) -> Any:
-            if isinstance(v, dict) and set(v) == {"tensor"}:
-                a = tensors[v["tensor"]]
-                t = ops.convert_to_tensor(a)
-                want = dtypes.get(v["tensor"], str(a.dtype))
-                return ops.cast(t, want) if want != str(a.dtype) else t
-            if isinstance(v, list):
-                items = [resolve(x, False) for x in v]
-                # numbers (a shape, axes) as a tuple; tensors (a list argument) as a list
-                return tuple(items) if all(isinstance(x, (int, float)) for x in items) else items
-            return v
-
-        fn = self.op_function(str(call["op"]))
-        out = self.call_op(fn, [resolve(a) for a in call.get("args", [])],
-                           {k: resolve(v) for k, v in call.get("kwargs", {}).items()})
-        return [self._op_output(o) for o in _flat(out)]
-
-    def symbolic_refusal(self, call: dict[str, Any], tensors: dict[str, np.ndarray]) -> str | None:
-        """What Keras's own symbolic call of the op (``keras.ops`` on ``KerasTensor``s of the
-        case's shapes and dtypes: its shape and dtype inference) raises, or None when it
-        accepts the arguments.  Keras's function, never a plugin's: the contract is Keras's."""
-        keras = self.keras
-        dtypes = call.get("dtypes", {})
-
-        def symbolic(v: Any) -> Any:
-            if isinstance(v, dict) and set(v) == {"tensor"}:
-                a = tensors[v["tensor"]]
-                return keras.KerasTensor(a.shape, dtype=dtypes.get(v["tensor"], str(a.dtype)))
-            if isinstance(v, list):
-                items = [symbolic(x) for x in v]
-                return tuple(items) if all(isinstance(x, (int, float)) for x in items) else items
-            return v
-
-        from audee.cases.opcase import call_function
-
-        fn = call_function(keras, str(call["op"]))
-        try:
-            fn(*[symbolic(a) for a in call.get("args", [])], **{k: symbolic(v) for k, v in call.get("kwargs", {}).items()})
-        except Exception as exc:  # noqa: BLE001 - any refusal is the answer
-            return f"{type(exc).__name__}: {exc}"[:300]
-        return None
-
-    def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        """One op call, run the way this backend runs a model: eagerly here (torch, the eager
-        modes), as a user calls ``keras.ops``; a backend that traces or compiles its model
-        traces or compiles the call (the tensors its inputs, every other argument a constant:
-        :func:`split_tensors`), so each mode's pair with its reference is "compiled equals
-        eager" for one op as it is for a model."""
-        return fn(*args, **kwargs)
-
+    # ---- keras.ops calls (op-level cases): KerasOpCalls, and their gradients here --------
     def run_op_grad(self, call: dict[str, Any], tensors: dict[str, np.ndarray], seed: int
                     ) -> tuple[list[tuple[np.ndarray, str]], list[str], list[tuple[np.ndarray, str]]]:
         """One call and its vector-Jacobian product (the op level's gradient phase,
@@ -262,16 +282,6 @@ class KerasBackend(Backend):
         from ``cot(k, output)`` (None: output ``k`` pulls nothing); a tensor no output
         reaches gets zeros (TensorFlow and torch say None, JAX zeros).  Each framework's own."""
         raise NotImplementedError(f"{self.name}: no vector-Jacobian product")
-
-    def _op_output(self, t: Any) -> tuple[np.ndarray, str]:
-        keras = self.keras
-        if isinstance(t, (bool, int, float)) or t is None:
-            a = np.asarray(t if t is not None else np.nan)
-            return a, str(a.dtype)
-        dtype = keras.backend.standardize_dtype(t.dtype)
-        if dtype == "bfloat16":
-            t = keras.ops.cast(t, "float32")
-        return np.asarray(keras.ops.convert_to_numpy(t)), dtype
 
     # the training phase (audee/backends/keras_train.py): each framework's own autodiff
     trains = True
@@ -346,6 +356,23 @@ def traced_call(fn: Any, args: list[Any], kwargs: dict[str, Any], is_tensor: Any
 def _computed(v: Any) -> bool:
     """Whether an op's output is computed by the call (a tensor), not a value its trace knew."""
     return not isinstance(v, (bool, int, float, complex, str, list, tuple, type(None)))
+
+
+def tf_traced_call(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, list[Any], list[Any]]:
+    """``fn(*args, **kwargs)`` as a converter takes it: a ``tf.function`` of the call's tensors
+    alone (input ``t<i>``, every other argument a constant of the trace) returning each output
+    (nested ones flattened in order) as ``y<k>``; its input signature (the tensors' own shapes
+    and dtypes) and the tensors to feed it.  Standalone: op scripts carry its text."""
+    import tensorflow as tf
+
+    leaves, rebuild = split_tensors(args, kwargs, tf.is_tensor)
+
+    def forward(*ts: Any) -> dict[str, Any]:
+        a, k = rebuild(ts)
+        return {f"y{i}": tf.identity(o) for i, o in enumerate(_flat(fn(*a, **k)))}
+
+    sig = [tf.TensorSpec(t.shape, t.dtype, name=f"t{i}") for i, t in enumerate(leaves)]
+    return tf.function(forward, input_signature=sig, autograph=False), sig, leaves
 
 
 def _flat(out: Any) -> list[Any]:

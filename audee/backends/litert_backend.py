@@ -24,31 +24,22 @@ from typing import Any
 import numpy as np
 
 from audee.backends.base import BackendError, Phase
-from audee.backends.keras_backends import TensorflowBackend, split_tensors
+from audee.backends.keras_backends import TensorflowBackend, tf_traced_call
 from audee.backends.keras_build import BuiltModel
 from audee.cases.spec import Weights
 
 
 def tflite_call(fn: Any, args: list[Any], kwargs: dict[str, Any], at: dict[str, str]) -> list[Any]:
     """``fn(*args, **kwargs)`` converted by the TFLite converter (builtin ops only) and run by
-    the LiteRT interpreter: the call traced with its tensors as the inputs (every other
-    argument a constant), its outputs flattened in order.  ``at["phase"]`` says where it is
+    the LiteRT interpreter: the call traced with its tensors as the inputs
+    (:func:`tf_traced_call`), its outputs flattened in order.  ``at["phase"]`` says where it is
     (``convert``, ``run``) for a failure's phase.  Standalone: op scripts carry its text."""
     import tensorflow as tf
     from ai_edge_litert.interpreter import Interpreter
 
     at["phase"] = "convert"
-    leaves, rebuild = split_tensors(args, kwargs, tf.is_tensor)
-
-    def flat(out: Any) -> list[Any]:
-        return [x for o in out for x in flat(o)] if isinstance(out, (list, tuple)) else [out]
-
-    def forward(*ts: Any) -> dict[str, Any]:
-        a, k = rebuild(ts)
-        return {f"y{i}": tf.identity(o) for i, o in enumerate(flat(fn(*a, **k)))}
-
-    sig = [tf.TensorSpec(t.shape, t.dtype, name=f"t{i}") for i, t in enumerate(leaves)]
-    concrete = tf.function(forward, input_signature=sig, autograph=False).get_concrete_function()
+    function, _, leaves = tf_traced_call(fn, args, kwargs)
+    concrete = function.get_concrete_function()
     converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], tf.Module())
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     interpreter = Interpreter(model_content=converter.convert())

@@ -30,7 +30,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from audee.backends.base import Backend, BackendError, Phase
-from audee.backends.keras_backends import TensorflowBackend, apply_precision_env, round_trip_built
+from audee.backends.keras_backends import (KerasOpCalls, TensorflowBackend, apply_precision_env,
+                                            round_trip_built, tf_traced_call)
 from audee.backends.keras_build import BuiltModel
 from audee.cases.spec import ModelSpec, Weights, contiguous
 
@@ -62,17 +63,27 @@ def graph_input_dtypes(proto: Any) -> dict[str, np.dtype]:
     return {i.name: np.dtype(tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)) for i in proto.graph.input}
 
 
+def check_graph_dtypes(proto: Any, want: dict[str, str], kind: str, source: str) -> None:
+    """Refuse a converted graph that computes a named tensor (an input or output of
+    ``proto``) in another dtype than its source does (``want``: name -> dtype): it would
+    compute another program (tf2onnx writes TensorFlow's bfloat16 tensors as ONNX float16).
+    ``kind`` and ``source`` name the tensor and the program for the message.  Standalone: op
+    scripts carry its text."""
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    got = {v.name: str(np.dtype(tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)))
+           for v in [*proto.graph.input, *proto.graph.output]}
+    for name, dtype in want.items():  # the first that differs
+        if name in got and got[name] != dtype:
+            raise TypeError(f"the converted graph computes {kind} {name!r} in {got[name]}, {source} in "
+                            f"{dtype} (tf2onnx maps TensorFlow's {dtype} to ONNX {got[name]})")
+
+
 def check_output_dtypes(proto: Any, built: BuiltModel) -> None:
     """Refuse a converted graph whose layer outputs are not in the Keras model's dtypes:
     it would compute another model (tf2onnx writes bfloat16 tensors as float16)."""
-    from onnx.helper import tensor_dtype_to_np_dtype
-
-    got = {o.name: str(np.dtype(tensor_dtype_to_np_dtype(o.type.tensor_type.elem_type))) for o in proto.graph.output}
-    for name, tensor in zip(built.order, built.model.outputs):  # the first layer that differs
-        want = str(tensor.dtype)
-        if name in got and got[name] != want:
-            raise TypeError(f"the converted graph computes layer {name!r} in {got[name]}, the Keras model in "
-                            f"{want} (tf2onnx maps TensorFlow's {want} to ONNX {got[name]})")
+    check_graph_dtypes(proto, {name: str(tensor.dtype) for name, tensor in zip(built.order, built.model.outputs)},
+                       "layer", "the Keras model")
 
 
 def bake_captured_constants(proto: Any, concrete: Any) -> None:
@@ -135,6 +146,31 @@ def convert_function(fn: Any, signature: list[Any], opset: int) -> Any:
     return proto
 
 
+def tf2onnx_call(fn: Any, args: list[Any], kwargs: dict[str, Any], at: dict[str, str], opset: int = 15,
+                 convert: Any = None) -> tuple[Any, dict[str, Any], list[str]]:
+    """``fn(*args, **kwargs)`` as ``onnxruntime`` converts a model: traced by TensorFlow with
+    its tensors as the inputs (:func:`tf_traced_call`), converted by tf2onnx (``opset``).  The
+    ONNX graph, its feed (``t<i>``) and its output names (``y<k>``, the outputs flattened in
+    order); a graph computing a tensor in another dtype than TensorFlow's is refused
+    (:func:`check_graph_dtypes`).  ``at["phase"]`` is ``convert`` throughout; ``convert``:
+    tf2onnx's ``from_function`` unless given (the worker's :func:`convert_function`, the same
+    graph without its copies).  Standalone: op scripts carry its text."""
+    import tf2onnx
+
+    at["phase"] = "convert"
+    function, sig, leaves = tf_traced_call(fn, args, kwargs)
+    if convert is None:
+        proto, _ = tf2onnx.convert.from_function(function, input_signature=sig, opset=opset)
+    else:
+        proto = convert(function, sig, opset)
+    outputs = function.get_concrete_function().structured_outputs
+    names = [f"y{k}" for k in range(len(outputs))]
+    want = {**{s.name: s.dtype.name for s in sig}, **{n: outputs[n].dtype.name for n in names}}
+    check_graph_dtypes(proto, want, "tensor", "the traced call")
+    # copies: a tensor's numpy view is read-only, and OpenVINO refuses to be fed one
+    return proto, {s.name: np.array(t) for s, t in zip(sig, leaves)}, names
+
+
 def onnx_checker_error(proto: Any) -> str | None:
     """The ONNX checker's first complaint about ``proto`` (full check: types and shapes
     inferred node by node, ``strict_mode``), or None for a valid graph; one line."""
@@ -176,7 +212,10 @@ def baked_proto(om: OnnxModel) -> Any:
     return proto
 
 
-class OnnxRuntimeBackend(Backend):
+class OnnxRuntimeBackend(KerasOpCalls, Backend):
+    """The model converted by tf2onnx and run by onnxruntime (the module's docstring).  An op
+    case goes the same way (:meth:`call_op`): the call converted alone and run."""
+
     name = "onnxruntime"
     opset: ClassVar[int] = 15
     bake_weights: ClassVar[bool] = True
@@ -275,7 +314,7 @@ class OnnxRuntimeBackend(Backend):
             # baked: the first session is made with the first real weight set (set_weights) and
             # both checks run there, still as convert: a session for placeholder weights is waste
         except Exception as exc:
-            message = self.refusal(om, exc) if om.proto is not None else f"{type(exc).__name__}: {exc}"
+            message = self.refusal(om.proto, exc) if om.proto is not None else f"{type(exc).__name__}: {exc}"
             om.proto = om.session = None
             om.convert_error = BackendError(Phase.CONVERT, message, traceback.format_exc())
             raise om.convert_error from exc
@@ -318,21 +357,25 @@ class OnnxRuntimeBackend(Backend):
             # no session kept: the next request on this model meets the same refusal (a
             # session left from a refused graph ran it, unchecked, on a second request)
             om.session = None
-            raise BackendError(Phase.CONVERT, self.refusal(om, exc), traceback.format_exc()) from exc
+            raise BackendError(Phase.CONVERT, self.refusal(om.proto, exc), traceback.format_exc()) from exc
 
-    def refusal(self, om: OnnxModel, exc: BaseException) -> str:
+    def refusal(self, proto: Any, exc: BaseException) -> str:
         """The message of a runtime's refusal of the converted graph, led by the ONNX
         checker's verdict when the checker rejects the graph too: then the graph is invalid
         ONNX and the converter's bug, not the runtime's (a runtime whose frontend refuses a
         graph that mixes float16 and bfloat16 operands is right to; ``audee.triage.signature``
         names the converter as the failing component)."""
         own = f"{type(exc).__name__}: {exc}"
-        invalid = onnx_checker_error(om.proto)
+        invalid = onnx_checker_error(proto)
         if invalid is None:
             return own
         return f"{self.converter} produced an invalid ONNX graph (onnx.checker: {invalid}); {self.name} refused it: {own}"
 
     def _new_session(self, om: OnnxModel) -> None:
+        om.session = self.session(baked_proto(om) if self.bake_weights else om.proto)
+
+    def session(self, proto: Any) -> Any:
+        """The runtime's compiled ``proto``, run as ``session.run(output names, feed)``."""
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
@@ -340,10 +383,7 @@ class OnnxRuntimeBackend(Backend):
         if os.environ.get("AUDEE_THREADS"):
             opts.intra_op_num_threads = int(os.environ["AUDEE_THREADS"])
             opts.inter_op_num_threads = 1
-        if self.bake_weights:
-            om.session = ort.InferenceSession(baked_proto(om).SerializeToString(), opts, providers=self.providers)
-        else:
-            om.session = ort.InferenceSession(om.proto.SerializeToString(), opts, providers=self.providers)
+        return ort.InferenceSession(proto.SerializeToString(), opts, providers=self.providers)
 
     def weight_shapes(self, model: OnnxModel) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
         return model.built.weight_shapes()
@@ -369,6 +409,43 @@ class OnnxRuntimeBackend(Backend):
         if not self.bake_weights:
             feed.update(model.feed)
         return model.session.run(self.output_names(model), feed)
+
+
+    # ---- keras.ops calls (op-level cases): the call converted alone, as a model is ------------
+    @property
+    def keras(self) -> Any:
+        """The Keras of the framework that traces the call (TensorFlow's, as for models)."""
+        return self.keras_side.keras
+
+    def call_op(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The op call converted alone (:meth:`graph_of_call`: traced by TensorFlow and converted
+        by tf2onnx, :func:`tf2onnx_call`), its graph compiled and run by this backend's runtime
+        (:meth:`session`, :meth:`run_graph`), its outputs in order.  As for a model: tf2onnx's failure and the runtime refusing the graph are phase
+        ``convert`` (:meth:`refusal`), the runtime's failure at run phase ``run``."""
+        at = {"phase": "convert"}
+        proto = None
+        try:
+            with self.clock.timed("convert"):
+                proto, feed, names = self.graph_of_call(fn, args, kwargs, at)
+            with self.clock.timed("compile"):
+                session = self.session(proto)
+            at["phase"] = "run"
+            return self.run_graph(session, names, feed)
+        except Exception as exc:
+            if at["phase"] == "run":
+                raise BackendError(Phase.RUN, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from exc
+            message = self.refusal(proto, exc) if proto is not None else f"{type(exc).__name__}: {exc}"
+            raise BackendError(Phase.CONVERT, message, traceback.format_exc()) from exc
+
+
+    def graph_of_call(self, fn: Any, args: list[Any], kwargs: dict[str, Any], at: dict[str, str]
+                      ) -> tuple[Any, dict[str, Any], list[str]]:
+        """The converter's ONNX graph of one call, its feed and its output names."""
+        return tf2onnx_call(fn, args, kwargs, at, self.opset, convert_function)
+
+    def run_graph(self, session: Any, names: list[str], feed: dict[str, Any]) -> list[np.ndarray]:
+        """The call's graph run by :meth:`session` on its feed."""
+        return session.run(names, feed)
 
 
 class OnnxRuntimeFedBackend(OnnxRuntimeBackend):

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from audee.backends.onnx_backend import OnnxModel, OnnxRuntimeBackend, baked_proto
+from audee.backends.onnx_backend import OnnxRuntimeBackend
 
 
 class OpenVinoSession:
@@ -43,7 +43,7 @@ class OpenVinoBackend(OnnxRuntimeBackend):
     def precision_state(self) -> dict[str, str]:
         return {"mode": self.precision, "INFERENCE_PRECISION_HINT": "f32"}
 
-    def _new_session(self, om: OnnxModel) -> None:
+    def session(self, proto: Any) -> OpenVinoSession:
         import openvino as ov
 
         if self.device != "cpu":
@@ -52,5 +52,4 @@ class OpenVinoBackend(OnnxRuntimeBackend):
         config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32"}
         if os.environ.get("AUDEE_THREADS"):
             config["INFERENCE_NUM_THREADS"] = int(os.environ["AUDEE_THREADS"])
-        model = core.read_model(baked_proto(om).SerializeToString())
-        om.session = OpenVinoSession(core.compile_model(model, "CPU", config))
+        return OpenVinoSession(core.compile_model(core.read_model(proto.SerializeToString()), "CPU", config))

@@ -181,6 +181,7 @@ class Worker:
         self.versions = hello["versions"]
         self.executable = str(hello.get("executable") or "")
         self.runs_ops = bool(hello.get("runs_ops", False))  # keras.ops calls (op-level cases)
+        self.op_grads = bool(hello.get("op_grads", self.runs_ops))  # and their vector-Jacobian products
         self.op_skips = {str(k): str(v) for k, v in dict(hello.get("op_skips") or {}).items()}  # dtype -> why
         note_plugin_reference(self.ref.target, hello.get("reference"))  # a plugin's, as its worker declares it
         self.precision_state = hello.get("precision", {"mode": self.ref.precision})
@@ -551,6 +552,12 @@ class Pool:
         """The backends that call ``keras.ops`` functions (``Backend.runs_ops``), as started."""
         return [label for label in self.labels if getattr(self.workers[label], "runs_ops", False)]
 
+    @property
+    def op_grad_labels(self) -> list[str]:
+        """The backends that differentiate a ``keras.ops`` call (the op level's gradient
+        phase): the Keras backends; a converter converts a call's forward pass only."""
+        return [label for label in self.op_labels if getattr(self.workers[label], "op_grads", True)]
+
     def submit_op(self, call: dict[str, Any], tensors: dict[str, Any], labels: list[str] | None = None) -> dict[str, int]:
         """Send one ``keras.ops`` call (an op-level case) to every backend that
         runs ops (or ``labels``) without waiting: each backend's ticket for
@@ -562,10 +569,11 @@ class Pool:
     def submit_op_grad(self, call: dict[str, Any], tensors: dict[str, Any], seed: int,
                        labels: list[str] | None = None) -> dict[str, int]:
         """As :meth:`submit_op`, the call's vector-Jacobian product too (its cotangents drawn
-        from ``seed``, :func:`audee.cases.opcase.cotangent`); answers taken by :meth:`collect_op`."""
+        from ``seed``, :func:`audee.cases.opcase.cotangent`), on the backends that
+        differentiate a call (:attr:`op_grad_labels`); answers taken by :meth:`collect_op`."""
         msg = {"op": "run_op_grad", "call": call, "tensors": tensors, "seed": int(seed)}
         shared = pickled(msg)
-        return {label: self.workers[label].submit(msg, pickled=shared) for label in labels or self.op_labels}
+        return {label: self.workers[label].submit(msg, pickled=shared) for label in labels or self.op_grad_labels}
 
     def collect_op(self, tickets: dict[str, int]) -> dict[str, dict | WorkerFailure]:
         return {label: _as_failure(self.workers[label].result(t), "run") for label, t in tickets.items()}

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from audee.backends.base import BackendError, Phase
-from audee.backends.keras_backends import TorchBackend, apply_precision_env
+from audee.backends.keras_backends import TorchBackend, _flat, _torch_to_numpy, apply_precision_env, split_tensors
 from audee.backends.keras_build import BuiltModel
 from audee.backends.onnx_backend import OnnxModel, OnnxRuntimeBackend, graph_input_dtypes
 from audee.cases.spec import ModelSpec, Weights
@@ -93,6 +93,32 @@ def numpy_to_ort(array: np.ndarray) -> Any:
     return ort.OrtValue.ortvalue_from_numpy(array)
 
 
+def torch_onnx_call(fn: Any, args: list[Any], kwargs: dict[str, Any], at: dict[str, str],
+                    opset: int = 18) -> tuple[Any, dict[str, Any], list[str]]:
+    """``fn(*args, **kwargs)`` as ``torch-onnx`` exports a model: the call on the torch backend
+    inside a ``torch.nn.Module`` whose inputs are its tensors (:func:`split_tensors`, every
+    other argument a constant), exported by ``torch.onnx.export(dynamo=True)``.  The ONNX
+    graph, its feed (``t<i>``: the graph inputs the export kept, as torch tensors) and its
+    output names, the outputs flattened in order.  ``at["phase"]`` is ``convert``.
+    Standalone: op scripts carry its text."""
+    import torch
+
+    at["phase"] = "convert"
+    leaves, rebuild = split_tensors(args, kwargs, torch.is_tensor)
+
+    class Call(torch.nn.Module):
+        def forward(self, *ts: Any) -> tuple:
+            a, k = rebuild(ts)
+            return tuple(_flat(fn(*a, **k)))
+
+    names = [f"t{i}" for i in range(len(leaves))]
+    program = torch.onnx.export(Call().eval(), tuple(leaves), dynamo=True, opset_version=opset,
+                                input_names=names, verbose=False)
+    proto = program.model_proto
+    kept = {i.name for i in proto.graph.input}  # an input the call reads only the shape of is dropped
+    return proto, {n: t for n, t in zip(names, leaves) if n in kept}, [o.name for o in proto.graph.output]
+
+
 class TorchOnnxBackend(OnnxRuntimeBackend):
     name = "torch-onnx"
     converter = "torch.onnx"
@@ -120,6 +146,16 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         from audee.backends.keras_backends import _torch_to_numpy
 
         return _torch_to_numpy(variable.value)
+
+    def graph_of_call(self, fn: Any, args: list[Any], kwargs: dict[str, Any], at: dict[str, str]
+                      ) -> tuple[Any, dict[str, Any], list[str]]:
+        """The call exported by torch's dynamo exporter (:func:`torch_onnx_call`)."""
+        return torch_onnx_call(fn, args, kwargs, at, self.opset)
+
+    def run_graph(self, session: Any, names: list[str], feed: dict[str, Any]) -> list[np.ndarray]:
+        """Fed and read as ``OrtValue`` objects: onnxruntime's numpy API has no bfloat16."""
+        values = session.run_with_ort_values(names, {k: numpy_to_ort(_torch_to_numpy(t)) for k, t in feed.items()})
+        return [ort_to_numpy(v) for v in values]
 
     def output_names(self, om: OnnxModel) -> list[str]:
         """``audee_y<k>`` for layer k: the exporter names its own values after the modules
@@ -272,6 +308,7 @@ class TorchOnnxTsBackend(TorchOnnxBackend):
     name = "torch-onnx-ts"
     converter = "torch.onnx-ts"  # the TorchScript exporter: a component of its own beside the dynamo one
     opset = 17  # the TorchScript exporter's default on this stack
+    runs_ops = False  # models only: an op call is exported by torch-onnx's dynamo path (graph_of_call), not this one
 
     def versions(self) -> dict[str, str]:
         import onnx

@@ -87,6 +87,8 @@ class WorkerState:
             precision = {str(k): str(v) for k, v in self.backend.precision_state().items()}
             return {"versions": versions, "precision": precision, "pid": os.getpid(), "executable": sys.executable,
                     "name": type(self.backend).name, "runs_ops": bool(self.backend.runs_ops),
+                    # a converter converts a call but differentiates none: left out of the gradient phase
+                    "op_grads": bool(self.backend.runs_ops and hasattr(self.backend, "run_op_grad")),
                     "op_skips": dict(self.backend.op_skips()) if self.backend.runs_ops else {},
                     "reference": getattr(type(self.backend), "reference", None)}
         if op == "build":

@@ -25,6 +25,9 @@ The rules (``docs/oracles.md``, "The odd backend"):
   tell (two backends, no strict majority) and every differing pair is a compiled or
   converted backend and the backend whose program it runs, the compiled or converted side
   is odd (``"judged against its reference tensorflow"``); for a pairwise finding, its own pair.
+  A strict majority made only of backends judged against the odd ones (two runtimes of one
+  converter's graph of ``tensorflow``'s program, both dropping a NaN it keeps) is no
+  majority against their reference: the pair rule decides there too.
 * **the float64 reference** (:mod:`audee.oracle.pairs`, ``--reference float64``): where a
   case has one that judges, it decides before the majority does: a deviation's or an
   inconsistency's odd backends are those out of tolerance against it
@@ -56,7 +59,7 @@ from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, nonfinite_codes
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
-                                odd_by_float64, odd_by_reference)
+                                odd_by_float64, odd_by_reference, outvotes_its_reference)
 
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float64Verdict | None = None) -> None:
@@ -79,7 +82,7 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
             odd, rule = nan
         elif by == "pairs":
             failing = failing_pairs(findings)
-            pairwise = pairwise or by_float64 or odd_of_pairs(ran, failing)
+            pairwise = pairwise or by_float64 or _unless_outvoted(ran, odd_of_pairs(ran, failing))
             odd, rule = pairwise
             if not odd:  # the case cannot tell: this pair may still be a backend and its reference
                 odd, rule = odd_by_reference([_pair_of(f)]) or (odd, rule)
@@ -100,9 +103,20 @@ def _or_reference(rule: Any, groups: dict[str, Hashable]) -> tuple[list[str], st
     side of the differing pairs when each is such a backend and its reference
     (:func:`audee.oracle.pairs.odd_by_reference`)."""
     odd, why = rule(groups)
+    if odd and outvotes_its_reference(groups, odd):  # its conversions agreeing: no majority against it
+        odd, why = [], f"{why}, each of the rest judged against {', '.join(odd)}: cannot tell"
     if odd:
         return odd, why
     return odd_by_reference(differing_pairs(groups)) or (odd, why)
+
+
+def _unless_outvoted(ran: list[str], decided: tuple[list[str], str]) -> tuple[list[str], str]:
+    """The majority's odd backends, unless that majority is only conversions or compilations
+    of the odd ones (:func:`audee.oracle.pairs.outvotes_its_reference`): then it cannot tell."""
+    odd, why = decided
+    if odd and outvotes_its_reference(ran, odd):
+        return [], f"{why}, each of the rest judged against {', '.join(odd)}: cannot tell"
+    return odd, why
 
 
 def _pair_of(f: Finding) -> frozenset[str]:

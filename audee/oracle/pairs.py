@@ -73,6 +73,16 @@ def odd_by_reference(pairs: Iterable[Iterable[str]]) -> tuple[list[str], str] | 
     return sorted(sides), "judged against its reference " + ", ".join(sorted(refs))
 
 
+def outvotes_its_reference(ran: Iterable[str], odd: Iterable[str]) -> bool:
+    """Whether a majority of ``ran`` that leaves ``odd`` out is made only of backends
+    judged against one of ``odd``: compilations or conversions of one program (two runtimes
+    of one converter's graph of ``tensorflow``'s) share their compiler's or converter's faults, and agreeing with each other they are no evidence against the program
+    they must keep.  Then the majority does not decide; the pair rule does."""
+    odd = {str(b) for b in odd}
+    rest = [str(b) for b in ran if str(b) not in odd]
+    return bool(odd) and bool(rest) and all(reference_of(b) in odd for b in rest)
+
+
 def differing_pairs(groups: dict[str, object]) -> list[frozenset[str]]:
     """The pairs of backends in different groups (backend -> group key)."""
     return [frozenset((a, b)) for a, b in combinations(sorted(groups), 2) if groups[a] != groups[b]]

@@ -134,11 +134,16 @@ def shared_component(backends: Iterable[str]) -> str:
     ``keras`` where they are different Keras frameworks (the layer's code is what they
     share: its tracker is Keras's, :data:`audee.report.bugreports.DEFAULT_TRACKERS`); the
     framework where the others run its model (a mode, a converter: TensorFlow refusing and
-    onnxruntime failing to convert its graph); else the failing backends."""
+    onnxruntime failing to convert its graph); the converter where every one runs its graph
+    (two runtimes refusing tf2onnx's graph alike while TensorFlow ran); else the failing
+    backends."""
     names = sorted({b.split("@")[0] for b in backends})
     blamed = {describe(n).blamed for n in names}
     if len(blamed) == 1:
         return blamed.pop()
+    converters = {describe(n).converter for n in names}
+    if len(converters) == 1 and None not in converters:
+        return str(converters.pop())
     frameworks = {describe(n).keras_backend for n in names}
     if None in frameworks:  # a plugin: no framework to tell
         return ",".join(names) or "-"
