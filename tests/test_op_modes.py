@@ -85,6 +85,19 @@ def test_a_value_the_trace_knows_comes_back_as_the_eager_call_returns_it():
     assert w.tolist() == [1.0, 1.0] and v.shape == (2, 2)
 
 
+def test_a_converted_call_returns_what_its_trace_knew_in_the_eager_calls_dtype():
+    """The compilers campaign (rng 2811): ops.ndim converted by the TFLite converter gave an
+    int32 tensor (TensorFlow's default for a Python int constant) where tensorflow's call
+    gives the int, read as int64: a dtype "deviation" of litert, an audee false positive."""
+    import tensorflow as tf
+
+    from audee.backends.keras_backends import tf_traced_call
+
+    function, _, leaves = tf_traced_call(lambda t: (t.ndim, t * 2), [tf.ones((2, 3))], {})
+    out = function(*leaves)
+    assert out["y0"].dtype == tf.int64 and int(out["y0"]) == 2 and out["y1"].dtype == tf.float32
+
+
 # ---- on the real frameworks ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):

@@ -369,7 +369,10 @@ def tf_traced_call(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[An
 
     def forward(*ts: Any) -> dict[str, Any]:
         a, k = rebuild(ts)
-        return {f"y{i}": tf.identity(o) for i, o in enumerate(_flat(fn(*a, **k)))}
+        # a value the trace knows (ndim's Python int) as the eager call's NumPy reading of it
+        # (int64), not as TensorFlow's default int32 constant: the pair would differ in dtype alone
+        return {f"y{i}": tf.identity(o) if tf.is_tensor(o) else tf.constant(np.asarray(o))
+                for i, o in enumerate(_flat(fn(*a, **k)))}
 
     sig = [tf.TensorSpec(t.shape, t.dtype, name=f"t{i}") for i, t in enumerate(leaves)]
     return tf.function(forward, input_signature=sig, autograph=False), sig, leaves
