@@ -427,3 +427,17 @@ def test_api_campaign_new_roots_are_found_before_or_known_upstream():
     assert hit(replace(pad, api="ZeroPadding2D", layer="ZeroPadding2D")) is None
     cast = next(i for i in issues if i.id == "ort-fp16-cast-roundtrip-elided")
     assert cast.link == "https://github.com/microsoft/onnxruntime/issues/8787" and cast.rules == []
+
+
+def test_torch_moments_negative_variance_is_found_before_where_moments_decide():
+    """The api-cpu campaign (rng 2812): a GroupNormalization on torch apart from TensorFlow, the
+    torch backend's moments giving a negative variance (findings row 81).  A BatchNormalization
+    in inference reads its moving statistics: not this bug."""
+    issues = load_known_issues()
+    group = Signature("inconsistency", "GroupNormalization", (), ("tensorflow", "torch"), odd=("torch",))
+    assert match_known(group, issues).id == "keras-torch-moments-negative-variance"
+    trained = Signature("train_nan", "BatchNormalization", (), ("jax", "torch"), odd=("torch",))
+    assert match_known(trained, issues).id == "keras-torch-moments-negative-variance"
+    inference = Signature("deviation", "BatchNormalization", (), ("tensorflow", "torch"), odd=("torch",))
+    hit = match_known(inference, issues)
+    assert hit is None or hit.id != "keras-torch-moments-negative-variance"
