@@ -234,24 +234,13 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         specialize it: see the module's docstring; a batch of 1 is always specialized)."""
         import torch
 
-        built = om.built
-        model, spec = built.model, built.spec
-        n_x, n_tv = len(spec.inputs), len(built.trainable_variables)
-        variables = om.conversion[2]
-        shapes = shapes or tuple((2, *i.shape) for i in spec.inputs)
-
-        class Stateless(torch.nn.Module):
-            def forward(self, *args: Any) -> tuple:
-                outs, _ = model.stateless_call(list(args[n_x:n_x + n_tv]), list(args[n_x + n_tv:]),
-                                               list(args[:n_x]), training=False)
-                return tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
-
-        xs = [torch.zeros(shape, dtype=getattr(torch, i.dtype)) for i, shape in zip(spec.inputs, shapes)]
-        ws = [v.value.detach() for v in variables]
+        spec = om.built.spec
+        module, xs, ws, shapes = stateless_export_args(om, shapes)
+        n_x = len(spec.inputs)
         dynamic = all(len(s) > 0 and s[0] >= 2 for s in shapes)
         batch = torch.export.Dim("batch")
         dynamic_shapes = ((tuple([{0: batch}] * n_x + [None] * len(ws)),) if dynamic else None)
-        program = torch.onnx.export(Stateless(), tuple(xs + ws), dynamo=True, opset_version=self.opset,
+        program = torch.onnx.export(module, tuple(xs + ws), dynamo=True, opset_version=self.opset,
                                     input_names=[i.name for i in spec.inputs] + om.weight_inputs,
                                     output_names=self.output_names(om), dynamic_shapes=dynamic_shapes,
                                     verbose=False)
@@ -325,31 +314,39 @@ class TorchOnnxTsBackend(TorchOnnxBackend):
         import onnx
         import torch
 
-        built = om.built
-        model, spec = built.model, built.spec
-        n_x, n_tv = len(spec.inputs), len(built.trainable_variables)
-        variables = om.conversion[2]
-        shapes = shapes or tuple((2, *i.shape) for i in spec.inputs)
-
-        class Stateless(torch.nn.Module):
-            def forward(self, *args: Any) -> tuple:
-                outs, _ = model.stateless_call(list(args[n_x:n_x + n_tv]), list(args[n_x + n_tv:]),
-                                               list(args[:n_x]), training=False)
-                return tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
-
-        xs = [torch.zeros(shape, dtype=getattr(torch, i.dtype)) for i, shape in zip(spec.inputs, shapes)]
-        ws = [v.value.detach() for v in variables]
-        names = [i.name for i in spec.inputs]
+        module, xs, ws, shapes = stateless_export_args(om, shapes)
+        names = [i.name for i in om.built.spec.inputs]
         dynamic = {name: {0: "batch"} for name, s in zip(names, shapes) if len(s) > 0}
         buffer = io.BytesIO()
         with warnings.catch_warnings():  # the legacy exporter's deprecation and the tracer's warnings, per model
             warnings.simplefilter("ignore")
-            torch.onnx.export(Stateless(), tuple(xs + ws), buffer, dynamo=False, opset_version=self.opset,
+            torch.onnx.export(module, tuple(xs + ws), buffer, dynamo=False, opset_version=self.opset,
                               input_names=names + om.weight_inputs, output_names=self.output_names(om),
                               dynamic_axes=dynamic, verbose=False)
         proto = onnx.load_from_string(buffer.getvalue())
         restore_pruned_inputs(proto, dict(zip(names + om.weight_inputs, xs + ws)), set(dynamic))
         return proto
+
+
+def stateless_export_args(om: OnnxModel, shapes: Shapes | None) -> tuple[Any, list[Any], list[Any], Shapes]:
+    """What both torch exporters trace: the model's stateless call as a module of its inputs
+    then its weights (one export serves every weight set), zeros of the inputs' ``shapes``
+    (a batch of 2 unless given), the weights' current values, and the shapes used."""
+    import torch
+
+    built = om.built
+    model, spec = built.model, built.spec
+    n_x, n_tv = len(spec.inputs), len(built.trainable_variables)
+    shapes = shapes or tuple((2, *i.shape) for i in spec.inputs)
+
+    class Stateless(torch.nn.Module):
+        def forward(self, *args: Any) -> tuple:
+            outs, _ = model.stateless_call(list(args[n_x:n_x + n_tv]), list(args[n_x + n_tv:]),
+                                           list(args[:n_x]), training=False)
+            return tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
+
+    xs = [torch.zeros(shape, dtype=getattr(torch, i.dtype)) for i, shape in zip(spec.inputs, shapes)]
+    return Stateless(), xs, [v.value.detach() for v in om.conversion[2]], shapes
 
 
 def restore_pruned_inputs(proto: Any, tensors: dict[str, Any], batched: set[str]) -> None:
