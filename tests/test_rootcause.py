@@ -564,3 +564,49 @@ def test_a_duplicate_axis_run_on_tensorflow_and_onnxruntime(pool):
     assert set(roots) == {"undefined", "bug"}
     assert roots["undefined"].component == "tensorflow" and roots["undefined"].silent == "onnxruntime"
     assert roots["bug"].component == "tf2onnx" and roots["bug"].kind == "divergent_acceptance"
+
+
+#: a 1-sample signal MelSpectrogram refused by TensorFlow and torch for its reflect pad and by onnxruntime for
+#: tf2onnx's missing RFFT, while JAX ran it (the api-cpu campaign, rng 2812, api-MelSpectrogram-v00000)
+SHORT_SIGNAL = {
+    "tensorflow": ("run", "InvalidArgumentError: Graph execution error: paddings must be less than the dimension "
+                          "size: 1 not less than 1 [[{{node audee_model_1/t_melspectrogram_1/MirrorPad}}]] "
+                          "[Op:__inference_fn_11]"),
+    "torch": ("run", "RuntimeError: Argument #4: Padding size should be less than the corresponding input dimension, "
+                     "but got: padding (1, 1) at dimension 1 of input [1, 1]"),
+    "onnxruntime": ("convert", "tf2onnx produced an invalid ONNX graph (onnx.checker: No Op registered for RFFT with "
+                               "domain_version of 18\n\n==> Context: Bad node spec for node. Name: "
+                               "t_melspectrogram/stft/RFFT OpType: RFFT); onnxruntime refused it: InvalidGraph")}
+
+
+def test_a_merged_root_takes_the_known_entry_one_of_its_refusals_matches(tmp_path):
+    """Backends refusing one case at one layer are one root ("refused alike"); an entry that
+    knows one backend's words names that root, every refusal of it, not only its own words.
+    A backend's explicit "unsupported" (tf2onnx's missing RFFT) is its limitation whatever
+    the input: its entry stays its own and does not name the others' refusal."""
+    refused = Finding(Kind.DIVERGENT_ACCEPTANCE, sorted(SHORT_SIGNAL), {
+        "accepted": ["jax"], "odd": ["jax"],
+        "errors": {b: {"phase": phase, "message": m} for b, (phase, m) in SHORT_SIGNAL.items()}})
+    spec = {"layers": [{"name": "t_melspectrogram", "api": "MelSpectrogram", "params": {"fft_length": 2}}]}
+    rows = _rows(signatures_of(refused, spec, {"api": "MelSpectrogram"}))
+    shipped = load_known_issues()
+    by_status = {r.status: r for r in root_causes(unique_bugs(rows, shipped))}
+    assert by_status["known upstream"].known_id == "tf2onnx-rfft-real-imag"
+    assert by_status["known upstream"].backends == ("onnxruntime",)
+    assert by_status["new"].backends == ("tensorflow", "torch")   # the RFFT's entry does not follow
+    own = tmp_path / "mine.yaml"
+    own.write_text("issues:\n  - id: stft-reflect-pad-short-signal\n    title: a signal shorter than the reflect pad\n"
+                   "    link: https://example.org/issues/1\n    class: undefined\n"
+                   "    match: {kind: divergent_acceptance, backends: [torch], error: 'Padding size should be less'}\n")
+    issues = shipped + load_known_issues([own], shipped=False)
+    roots = root_causes(unique_bugs(rows, issues))
+    assert [r.status for r in roots] == ["known upstream", "known upstream"], roots
+    (pad,) = [r for r in roots if r.known_id == "stft-reflect-pad-short-signal"]
+    assert pad.backends == ("tensorflow", "torch") and pad.signatures == 2 and pad.klass == "undefined"
+    tf = next(m for m in pad.members if m.backends == ("tensorflow",))
+    assert tf.known_id == "stft-reflect-pad-short-signal" and "another backend's refusal" in tf.class_reason
+    # the same words in a case no other backend refused are not merged: the entry knows torch's words only
+    alone = Finding(Kind.DIVERGENT_ACCEPTANCE, ["tensorflow"], {"accepted": ["jax", "torch"], "errors": {
+        "tensorflow": {"phase": "run", "message": SHORT_SIGNAL["tensorflow"][1]}}})
+    (single,) = unique_bugs(_rows(signatures_of(alone, spec, {"api": "MelSpectrogram"})), issues)
+    assert single.known_id is None and single.status == "new"

@@ -20,14 +20,21 @@ POLICY_COMPUTE = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16",
                   "half": "float16", "float": "float32", "double": "float64"}
 
 
-def layer_compute_dtype(params: Mapping[str, Any] | None) -> str:
-    """The compute dtype of a layer with spec parameters ``params``: its ``dtype`` policy
-    (a name, or a serialized ``DTypePolicy`` / ``{"name": ...}`` dict), float32 when unset
-    or unknown (audee never sets a global policy)."""
+def layer_policy(params: Mapping[str, Any] | None) -> str | None:
+    """The name of the ``dtype`` policy a layer's spec parameters ``params`` give (a name, or a
+    serialized ``DTypePolicy`` / ``{"name": ...}`` dict), or None when they give none (the
+    layer runs under float32: audee never sets a global policy)."""
     policy = (params or {}).get("dtype")
     if isinstance(policy, Mapping):  # {"class_name": "DTypePolicy", "config": {"name": ...}} or {"name": ...}
         policy = (policy.get("config") or policy).get("name")
-    return POLICY_COMPUTE.get(str(policy), FLOAT32) if policy is not None else FLOAT32
+    return None if policy is None else str(policy)
+
+
+def layer_compute_dtype(params: Mapping[str, Any] | None) -> str:
+    """The compute dtype of a layer with spec parameters ``params``: its ``dtype`` policy's
+    (:func:`layer_policy`), float32 when unset or unknown."""
+    policy = layer_policy(params)
+    return POLICY_COMPUTE.get(policy, FLOAT32) if policy is not None else FLOAT32
 
 
 def dtype_max(dtype: Any) -> float:

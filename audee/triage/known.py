@@ -32,6 +32,8 @@ known upstream.  ``--known-issues FILE`` (repeatable) adds a user's own list,
           backends: [onnxruntime]        # a subset of the odd backends (else of the signature's)
           phase: convert                 # build, convert, weights, run (train, gradient, update); or a list
           error: 'No Op registered for Erfc'   # a regex searched in the whole normalized error
+          policy: [float16, mixed_float16]     # the failing layer's dtype policy (float32 where none), or a list
+          mask: true                     # the failing layer was called with a mask (false: without)
 
 A ``fixed upstream`` entry is compared with the installed version of its package when it is
 matched: before the fixed version the fix is upstream only (``fixed upstream``: upgrade); at
@@ -52,7 +54,6 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -67,11 +68,12 @@ from audee.core.paths import data_dir
 from audee.records.findings import Phase
 from audee.records.rows import PlacedRow, ResultRow
 from audee.backends.info import reference_of
+from audee.oracle.compute_dtype import POLICY_COMPUTE
 from audee.oracle.pairs import component_changes
 from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
 from audee.settings import FieldError, settings_error, validate_settings
-from audee.triage.signature import Signature, value_class
-from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot
+from audee.triage.signature import REJECTED_BY, Signature, explicit_refusal, value_class
+from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot, RootKey
 from audee.core.yamlio import read_yaml_mapping
 
 KINDS = FAILURES  # the failure kinds a match may name (the finding kind table's)
@@ -123,6 +125,9 @@ class KnownMatch(_Strict):
     backends: list[str] | None = Field(None, min_length=1, description="backends (a subset)")
     phase: str | list[str] | None = Field(None, description="crash phase, or a list of phases (any of them)")
     error: str | None = Field(None, min_length=1, description="regex on the normalized error message")
+    policy: str | list[str] | None = Field(None, description="the dtype policy the failing layer ran under "
+                                                           "(float32 where none is recorded), or a list (any of them)")
+    mask: bool | None = Field(None, description="whether the failing layer was called with a mask")
     changed: Fix | None = Field(None, description="a regression whose version pair crosses this release: the "
                                                     "package older than the version on the older side, at or "
                                                     "after it on the newer (the release that changed it)")
@@ -144,6 +149,14 @@ class KnownMatch(_Strict):
                                  f"got {p!r}")
         return v
 
+    @field_validator("policy")
+    @classmethod
+    def _policy(cls, v: Any) -> Any:
+        for p in [v] if isinstance(v, str) else v or []:
+            if p not in POLICY_COMPUTE:
+                raise ValueError(f"unknown dtype policy {p!r} (known: {', '.join(POLICY_COMPUTE)})")
+        return v
+
     @field_validator("error")
     @classmethod
     def _regex(cls, v: Any) -> Any:
@@ -157,7 +170,7 @@ class KnownMatch(_Strict):
     @model_validator(mode="after")
     def _something(self) -> "KnownMatch":
         if all(getattr(self, k) in (None, {}, []) for k in type(self).model_fields):
-            raise ValueError("give at least one of kind, api, params, backends, phase, error")
+            raise ValueError("give at least one of kind, api, params, backends, phase, error, policy, mask, changed")
         return self
 
     def matches(self, sig: Signature) -> bool:
@@ -178,6 +191,10 @@ class KnownMatch(_Strict):
         if self.phase is not None and sig.phase not in ([self.phase] if isinstance(self.phase, str) else self.phase):
             return False
         if self.error is not None and not re.search(self.error, sig.error_full or sig.error or ""):
+            return False
+        if self.policy is not None and sig.policy not in ([self.policy] if isinstance(self.policy, str) else self.policy):
+            return False
+        if self.mask is not None and sig.masked != self.mask:
             return False
         if self.changed is not None and not _crosses(sig, self.changed):
             return False
@@ -440,16 +457,36 @@ def match_known(sig: Signature | dict[str, Any], issues: list[KnownIssue]) -> Kn
     return next((i for i in issues if i.matches(sig)), None)
 
 
+def _shared_refusal(sig: Signature) -> RootKey | None:
+    """The merged root of a signature that is one of several backends' refusals of one case at
+    one layer (:func:`audee.triage.rootcause.root_of`, "refused alike"), else None."""
+    return root_of(sig) if any(c.startswith(REJECTED_BY) for c in sig.context) else None
+
+
+def _followed(matched: Iterable[tuple[Signature, KnownIssue | None]]) -> dict[RootKey, KnownIssue]:
+    """The known entry each merged root takes: the first one a member matches whose refusal
+    answers the case (several backends refusing one case alike are one cause, so an entry
+    that knows one backend's words knows the others').  A member's explicit "unsupported"
+    (a missing op) is that backend's limitation whatever the input: its entry stays its own."""
+    out: dict[RootKey, KnownIssue] = {}
+    for sig, issue in matched:
+        merged = _shared_refusal(sig) if issue is not None else None
+        if merged is not None and not explicit_refusal(sig.error_full or sig.error):
+            out.setdefault(merged, issue)
+    return out
+
+
 def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue]) -> list[Bug]:
     """Unique bugs over result rows (each one's ``signatures``): one :class:`Bug` per
     signature key, new ones first, then by cases behind it; each with its known issue (if
-    any) and that entry's status now (:meth:`KnownIssue.status_now`), its class
+    any; a refusal merged with others of the same case takes the entry another of them
+    matches, :func:`_followed`) and that entry's status now (:meth:`KnownIssue.status_now`), its class
     (:func:`audee.triage.rootcause.classify`) and root (the known issue's link or findings row,
     :attr:`KnownIssue.ref`, else :func:`audee.triage.rootcause.root_of`), the number of cases,
     the first case (by id) and its case file, the repro script ``<slug>.py`` of the row's run directory when one exists (a
     :class:`PlacedRow` says where a row was read; a bare row has its case file as written and
     no script), and the campaign units it was seen in."""
-    first: dict[str, Bug] = {}
+    first: dict[str, tuple[Signature, PlacedRow, KnownIssue | None]] = {}
     case_ids: dict[str, set[str]] = {}
     units: dict[str, list[str]] = {}
     placed = [r if isinstance(r, PlacedRow) else PlacedRow(r) for r in rows]
@@ -459,21 +496,27 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
             sig = Signature.from_json(d)
             key = sig.key()
             if key not in first:
-                issue = match_known(sig, issues)
-                klass, why = classify(sig, issue)
-                repro = Path(at.repro_dir) / f"{sig.slug()}.py" if at.repro_dir is not None else None
-                first[key] = Bug(
-                    sig, KnownRoot(issue.ref) if issue else root_of(sig), klass, why, cases=0, first_case=row.id,
-                    case_file=at.case_path or row.case_file,
-                    repro=str(repro) if repro is not None and repro.is_file() else None,
-                    known_id=issue.id if issue else None, known_title=issue.title if issue else None,
-                    link=issue.link if issue else None, known_status=issue.status_now() if issue else None,
-                    known_where=issue.where() if issue else None)
+                first[key] = (sig, at, match_known(sig, issues))
                 case_ids[key], units[key] = set(), []
             case_ids[key].add(row.id)
             if at.unit is not None and at.unit not in units[key]:
                 units[key].append(at.unit)
-    bugs = [replace(b, cases=len(case_ids[k]), units=tuple(units[k])) for k, b in first.items()]
+    followed = _followed((sig, issue) for sig, _, issue in first.values())
+    bugs = []
+    for key, (sig, at, issue) in first.items():
+        merged = _shared_refusal(sig) if issue is None else None
+        issue = issue or (followed.get(merged) if merged is not None else None)
+        klass, why = classify(sig, issue)
+        if issue is not None and merged is not None and issue.klass:
+            why = f"known issue {issue.id}, which another backend's refusal of the same case matches"
+        repro = Path(at.repro_dir) / f"{sig.slug()}.py" if at.repro_dir is not None else None
+        bugs.append(Bug(
+            sig, KnownRoot(issue.ref) if issue else root_of(sig), klass, why, cases=len(case_ids[key]),
+            first_case=at.row.id, case_file=at.case_path or at.row.case_file,
+            repro=str(repro) if repro is not None and repro.is_file() else None,
+            known_id=issue.id if issue else None, known_title=issue.title if issue else None,
+            link=issue.link if issue else None, known_status=issue.status_now() if issue else None,
+            known_where=issue.where() if issue else None, units=tuple(units[key])))
     return sorted(bugs, key=lambda b: (b.status != "new", -b.cases, b.key))
 
 

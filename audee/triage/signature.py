@@ -41,6 +41,7 @@ from audee.cases.case import (EMPTY_REDUCTION, MEMORY_CAP, NONFINITE_SPECIALS, S
                               SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
 from audee.cases.kinds import TRAINING_FAILURES, root_family, with_accumulated
 from audee.levels import is_call
+from audee.oracle.compute_dtype import FLOAT32, layer_policy
 from audee.records.findings import BackendError, Phase
 from audee.records.localization import parse_localization
 
@@ -71,6 +72,19 @@ class Signature:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, clean_text(value, None))
+
+    @property
+    def policy(self) -> str:
+        """The dtype policy the failing layer ran under (its :data:`POLICY` fact; float32
+        where none is recorded)."""
+        return next((c[len(POLICY):] for c in self.context if c.startswith(POLICY)), FLOAT32)
+
+    @property
+    def masked(self) -> bool:
+        """Whether the failing layer was called with a mask: its :data:`MASKED` fact, or the
+        API level's record of the mask among its parameters (``call.mask``; rows written
+        before the fact)."""
+        return MASKED in self.context or any(p == MASK_PARAM for p, _ in self.params)
 
     @property
     def named_backends(self) -> tuple[str, ...]:
@@ -251,6 +265,15 @@ REJECTED_BY = "rejected_by:"
 REFUSED_BY = "refused_by:"
 #: why the generator drew a value outside the contract (the mutation record's ``why``)
 OUTSIDE = "outside:"
+#: the dtype policy of the layer a finding pins (else the case's), where it is not float32
+#: (``policy:mixed_float16``): a half policy decides whether a value overflows, and a backend
+#: computing such a layer in float32 has another cause than one computing it wrong
+POLICY = "policy:"
+#: the layer a finding pins was called with a mask: a backend that applies the mask its own
+#: way (a select lowered to arithmetic) differs only there
+MASKED = "masked"
+#: the mutation record's parameter of a layer's mask (audee.mutation.apilevel)
+MASK_PARAM = "call.mask"
 
 
 def _fault(faults: tuple[tuple[str, str], ...], text: str) -> str | None:
@@ -359,6 +382,33 @@ def _layers(spec: Any) -> dict[str, tuple[str, dict[str, Any]]]:
         else:
             out[layer.name] = (layer.api, dict(layer.params))
     return out
+
+
+def _masked_layers(spec: Any) -> set[str]:
+    """The layers of a ModelSpec (or its JSON) called with a mask (``call.mask``)."""
+    if spec is None:
+        return set()
+    layers = spec.get("layers", []) if isinstance(spec, dict) else getattr(spec, "layers", [])
+    out = set()
+    for layer in layers:
+        call = (layer.get("call") if isinstance(layer, dict) else getattr(layer, "call", None)) or {}
+        if isinstance(call, dict) and call.get("mask"):
+            out.add(str(layer.get("name") if isinstance(layer, dict) else layer.name))
+    return out
+
+
+def _layer_facts(layer: str | None, layers: dict[str, tuple[str, dict[str, Any]]], masked: set[str],
+                 meta: dict[str, Any] | None) -> list[str]:
+    """How the layer a finding pins ran: its dtype policy where not float32 (the layer's own
+    ``dtype`` parameter; where no layer is pinned, the case's, ``meta['dtype']`` of an API-level
+    case) and whether it was called with a mask.  Facts, not key parts: a signature's identity
+    and root stay as they were."""
+    if layer is not None and layer in layers:
+        policy = layer_policy(layers[layer][1])
+    else:  # a call's (an op case's) tensors have dtypes, not a policy
+        policy = None if _op_case(meta) or not isinstance((meta or {}).get("dtype"), str) else meta["dtype"]
+    return ([f"{POLICY}{policy}"] if policy not in (None, FLOAT32) else []) + \
+        ([MASKED] if layer is not None and layer in masked else [])
 
 
 def _mutations(meta: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -517,6 +567,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     if finding.kind == Kind.NAN and detail.agreed:
         return []
     layers = _layers(spec)
+    masked = _masked_layers(spec)
     muts = _mutations(meta)
     top = _from_localization(localization)
     backends = tuple(sorted(finding.backends))
@@ -551,7 +602,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             odd: tuple[str, ...] = odd, traceback: str | None = None) -> Signature:
         fault = graph_fault(odd or bs, raw) if raw is not None else None
         ctx = tuple(dict.fromkeys([*invalid, *context, *(["localized"] if top is not None else []),
-                                   *([GRAPH_FAULT + fault] if fault else [])]))
+                                   *([GRAPH_FAULT + fault] if fault else []),
+                                   *_layer_facts(layer, layers, masked, meta)]))
         return Signature(kind, api, params, bs, phase, error, odd, layer_api(layer, api), op_of(raw),
                          component_of(odd or bs, phase, raw, traceback) if raw is not None else None,
                          normalize_error(raw, layers, whole=True) if raw else None, ctx)
