@@ -118,12 +118,10 @@ def test_every_findings_row_and_script_has_an_entry_with_a_status():
         assert (issue.link is None) == (issue.status == "found before"), issue.id
         if issue.status == "found before" and rows[issue.row].script:
             assert issue.script == f"findings/{rows[issue.row].script}"
-    # rows whose finding audee reports have a match rule (a harness bug fixed in audee, a TF
-    # fusion no model reaches alone and onnxruntime's float16 fallback, which a signature cannot
-    # tell from other NaN findings without the dtype policy it does not keep, do not)
+    # rows whose finding audee reports have a match rule (a harness bug fixed in audee and a TF
+    # fusion no model reaches alone do not)
     unmatched = {i.id for i in doc.issues if not i.rules}
-    assert unmatched == {"audee-meshgrid-list-argument", "tf-remapper-conv-nchw-bias-nhwc",
-                         "ort-fp16-cast-roundtrip-elided"}
+    assert unmatched == {"audee-meshgrid-list-argument", "tf-remapper-conv-nchw-bias-nhwc"}
 
 
 # ---- real campaigns' roots: triaged findings rows are found before ---------------------------------
