@@ -350,7 +350,10 @@ def class_counts(roots: list[RootCause]) -> dict[str, dict[str, int]]:
 
 def new_bugs_line(roots: list[RootCause]) -> str:
     """The count a maintainer reads first: root causes of class ``bug`` by status, the new
-    ones (no triaged entry matches them: each gets a bug report) before the rest."""
+    ones (no triaged entry matches them: each gets a bug report) before the rest; new ones
+    whose script was run again alone and did not reproduce are said apart, not counted."""
     c = class_counts(roots)["bug"]
-    return (f"new bugs: {c[NEW]} ({FOUND_BEFORE}: {c[FOUND_BEFORE]}, {KNOWN_UPSTREAM}: {c[KNOWN_UPSTREAM]}, "
-            f"{FIXED_UPSTREAM}: {c[FIXED_UPSTREAM]})")
+    apart = sum(g.klass == "bug" and g.status == NEW and not g.new_bug for g in roots)
+    return (f"new bugs: {c[NEW] - apart} ({FOUND_BEFORE}: {c[FOUND_BEFORE]}, {KNOWN_UPSTREAM}: {c[KNOWN_UPSTREAM]}, "
+            f"{FIXED_UPSTREAM}: {c[FIXED_UPSTREAM]})"
+            + (f"; {apart} more whose script did not reproduce alone" if apart else ""))
