@@ -276,6 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resign", action="store_true",
                    help="make each failing case's bug signatures again from its case file with this audee's rules "
                         "(a run recorded before a classification rule changed counts as today's audee would)")
+    p.add_argument("--recheck-new", action="store_true",
+                   help="run each new bug's standalone script again, alone, before counting it: one that does not "
+                        "print REPRODUCED is said apart and gets no bug report (results kept in REPORT/alone.json; "
+                        "a rerun runs only the rest)")
+    p.add_argument("--python", help="with --recheck-new: the interpreter to run the scripts (default: this one)")
     _known_issues_args(p)
 
     p = sub.add_parser("backends", help="list backends, their framework versions and whether they work here",
@@ -490,6 +495,8 @@ def print_roots(roots: list[RootCause], unique_bugs: int) -> None:
               f"{'s' if g.signatures != 1 else ''}]")
         if g.status != "new":
             print(f"          {g.status}: {g.known_id}" + (f", {g.known_where}" if g.known_where else ""))
+        elif g.alone and not g.new_bug:
+            print(f"          its script run again alone: {g.alone} (not counted as a new bug)")
         if g.silent:
             print(f"          {g.silent} is silently different from the rest")
         if g.error:
@@ -703,13 +710,20 @@ def cmd_localize(args: argparse.Namespace) -> int:
     return ExitCode.OK if found.localized else ExitCode.NOT_LOCALIZED
 
 
-def _print_campaign_roots(data: Any, known: list | None) -> None:
-    """The root causes over every unit of a campaign directory so far, per class."""
+def _print_campaign_roots(data: Any, known: list | None, rechecked: Path | None = None,
+                          python: str | None = None) -> None:
+    """The root causes over every unit of a campaign directory so far, per class;
+    ``rechecked``: the report directory whose scripts were run again alone (their kept results)."""
     from audee.report.write import campaign_bugs
     from audee.triage.rootcause import root_causes
 
     bugs = campaign_bugs(data, known)
-    print_roots(root_causes(bugs), len(bugs))
+    roots = root_causes(bugs)
+    if rechecked is not None:
+        from audee.report.alone import recheck_new
+
+        roots = recheck_new(roots, rechecked, python)
+    print_roots(roots, len(bugs))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -717,8 +731,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     known = _known_issues(args)
     data = load_campaign_dir(args.dir, resign=args.resign)
-    written = write_report(data, Path(args.out or Path(args.dir) / "report"), known=known)
-    _print_campaign_roots(data, known)
+    out = Path(args.out or Path(args.dir) / "report")
+    written = write_report(data, out, known=known, recheck_new=args.recheck_new, python=args.python)
+    _print_campaign_roots(data, known, out if args.recheck_new else None, args.python)
     print(f"report: {written[-1]} ({len(written)} files)")
     return ExitCode.OK
 

@@ -30,7 +30,7 @@ OP_CATEGORIES = ("op.numpy", "op.nn", "op.linalg", "op.image", "op.math", "op.co
 TYPES = ("int", "float", "bool", "str", "layer", "tensor", "tensors", "axis")
 TENSOR_TYPES = ("tensor", "tensors")
 TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids",
-            "args", "derive", "undefined", "distinct"}
+            "args", "derive", "undefined", "distinct", "min_length", "value_indices"}
 PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip",
               "dtypes", "shape", "count", "spread", "domain"}
 #: the dtypes an op's tensors may be drawn in (Keras names; bfloat16 travels as float32 and is cast in the worker)
@@ -140,6 +140,25 @@ class ParamConfig:
         return isinstance(value, dict) and isinstance(value.get("api"), str)
 
 
+@dataclass(frozen=True)
+class MinLength:
+    """The input's first axis after the batch must be longer than ``param``'s value divided
+    by ``divide`` (a reflect padding of ``fft_length // 2`` needs more samples than it pads):
+    TensorFlow and torch refuse a shorter input while JAX's padding reflects twice and runs,
+    a difference on an input outside the contract that no backend documents as valid."""
+
+    param: str
+    divide: int
+    why: str
+
+    def outside(self, shape: Any, params: dict[str, Any]) -> str | None:
+        """``why`` when ``shape`` (without the batch axis) is too short for ``params``, else None."""
+        value = params.get(self.param)
+        if not _is_int(value) or value <= 0 or not shape or not _is_int(shape[0]):
+            return None
+        return self.why if shape[0] <= value // self.divide else None
+
+
 @dataclass
 class ApiConfig:
     api: str
@@ -162,6 +181,12 @@ class ApiConfig:
     #: an op's axis arguments that must name different axes (``diagonal``'s ``axis1`` and ``axis2``):
     #: a combination of valid values the contract excludes, marked when drawn (audee.mutation.oplevel)
     distinct: list[str] = field(default_factory=list)
+    #: a layer's input too short for a parameter's value, outside its contract though every
+    #: value is valid (:class:`MinLength`), or None
+    min_length: MinLength | None = None
+    #: why the layer turns input values into integer indices (a cast then a gather), or "":
+    #: a NaN or Inf becomes an undefined index, so a refusal on such input answers its values
+    value_indices: str = ""
 
     @property
     def namespace(self) -> str:
@@ -343,9 +368,30 @@ def load_api_config(path: str | Path) -> ApiConfig:
                                 and params[ids].get("type") == "int"):
         raise _err(source, "ids", f"expected the name of an int parameter bounding the input ids, got {ids!r}")
     args, derive, undefined, distinct = _check_op_keys(data, source, op_config)
+    value_indices = data.get("value_indices", "")
+    if not isinstance(value_indices, str):
+        raise _err(source, "value_indices", "expected why the layer casts input values to indices (a string)")
     return ApiConfig(api, data["category"], inputs, {n: _check_param(n, p, source) for n, p in params.items()},
                      rank if rank is not None else (ranks[0] if ranks and len(ranks) == 1 else None),
-                     str(data.get("note", "")), source, list(ranks or []), ids, args, derive, undefined, distinct)
+                     str(data.get("note", "")), source, list(ranks or []), ids, args, derive, undefined, distinct,
+                     _check_min_length(data.get("min_length"), params, source), value_indices.strip())
+
+
+def _check_min_length(raw: Any, params: dict[str, Any], source: str) -> MinLength | None:
+    """A layer config's ``min_length`` (:class:`MinLength`): ``param`` an int parameter,
+    ``divide`` a positive int, ``why`` words without values."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"param", "divide", "why"}:
+        raise _err(source, "min_length", "expected a mapping with exactly param, divide and why")
+    param, divide, why = raw["param"], raw["divide"], raw["why"]
+    if not (isinstance(params.get(param), dict) and params[param].get("type") == "int"):
+        raise _err(source, "min_length.param", f"expected the name of an int parameter, got {param!r}")
+    if not (_is_int(divide) and divide >= 1):
+        raise _err(source, "min_length.divide", f"expected a positive int, got {divide!r}")
+    if not (isinstance(why, str) and why.strip()):
+        raise _err(source, "min_length.why", "expected why a shorter input is outside the contract")
+    return MinLength(str(param), int(divide), why.strip())
 
 
 def _check_op_keys(data: dict[str, Any], source: str, op_config: bool) -> tuple[dict[str, ParamConfig], str | None,

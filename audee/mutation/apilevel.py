@@ -246,6 +246,18 @@ def _draw_params(cfg: ApiConfig, rng: np.random.Generator, layer: str, apis: dic
     return params, muts, slots
 
 
+def _mark_short_input(cfg: ApiConfig, shape: tuple[int, ...], params: dict[str, Any], muts: list[Mutation],
+                      lname: str) -> None:
+    """Mark the parameter whose valid value the drawn input is too short for (the config's
+    ``min_length``) as outside the contract: the draw stays, only its record says so."""
+    rule = cfg.min_length
+    why = rule.outside(shape, params) if rule is not None else None
+    if why:
+        for m in muts:
+            if m.layer == lname and m.param == rule.param and not m.invalid:
+                m.mark_outside(why)
+
+
 # ---- one case --------------------------------------------------------------------------------------
 def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.random.Generator,
                invalid_prob: float, dtypes: tuple[list[str], np.ndarray], max_steps: int | None = None
@@ -293,6 +305,7 @@ def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.ran
         if max_steps is not None and shape and loops_over_time(cfg):  # no draw more: other cases stay as they were
             shape = (min(shape[0], max_steps), *shape[1:])
         srcs = [_adapted(chain, shape, rng, dtype)]
+    _mark_short_input(cfg, shape, params, muts, lname)
     coupled_seed = int(rng.integers(2 ** 31))  # coupled parameters (EinsumDense) share one draw
     for name, p in cfg.params.items():
         if p.type != "layer" and not _drawable(p):

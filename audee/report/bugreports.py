@@ -181,10 +181,11 @@ def expected_actual(root: RootCause, record: Any) -> list[str]:
 
 
 def write_bug_reports(roots: list[RootCause], out: Path) -> dict[RootKey, Path]:
-    """``out/bugs/<slug>.md`` for every new root cause of class ``bug``; returns
+    """``out/bugs/<slug>.md`` for every new bug (:attr:`RootCause.new_bug`: a script run
+    again alone that did not reproduce gets none); returns
     ``{root key: path}`` for the tables to link."""
     written: dict[RootKey, Path] = {}
-    new_bugs = [g for g in roots if g.klass == "bug" and g.status == "new"]
+    new_bugs = [g for g in roots if g.new_bug]
     if not new_bugs:
         return written
     folder = Path(out) / "bugs"

@@ -502,7 +502,7 @@ def rate_table(cases: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-ROOT_COLS = ["class", "status", "known_id", "kind", "component", "op", "api", "odd", "silent", "backends", "error",
+ROOT_COLS = ["class", "status", "alone", "known_id", "kind", "component", "op", "api", "odd", "silent", "backends", "error",
              "signatures", "cases", "first_case", "repro", "report", "known_where", "why"]
 
 
@@ -514,7 +514,8 @@ def root_table(roots: list[RootCause], out: Path, reports: dict[RootKey, Path]) 
     for g in roots:
         rel = {k: Path(os.path.relpath(v, Path(out).resolve())).as_posix() if v else "-"
                for k, v in (("repro", g.repro), ("report", reports.get(g.root)))}
-        rows.append({"class": g.klass, "status": g.status, "known_id": g.known_id or "-", "kind": g.kind,
+        rows.append({"class": g.klass, "status": g.status, "alone": g.alone or "-", "known_id": g.known_id or "-",
+                     "kind": g.kind,
                      "component": g.component or "-", "op": g.op or "-", "api": g.api or "-",
                      "odd": ", ".join(g.odd) or "-", "silent": g.silent or "-",
                      "backends": ", ".join(g.backends), "error": g.error or "-",
@@ -530,8 +531,11 @@ def class_line(roots: list[RootCause]) -> str:
     return "; ".join(f"{c['root_causes']} {k} ({c['new']} new)" for k, c in class_counts(roots).items())
 
 
-def write_report(data: CampaignData, out: Path, known: list | None = None) -> list[Path]:
-    """``known``: the known issues bugs are judged against (default: the shipped list)."""
+def write_report(data: CampaignData, out: Path, known: list | None = None, recheck_new: bool = False,
+                 python: str | None = None) -> list[Path]:
+    """``known``: the known issues bugs are judged against (default: the shipped list);
+    ``recheck_new``: run each new bug's script again alone first (:mod:`audee.report.alone`,
+    with ``python``), so that only the ones that reproduce count and get a report."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -540,6 +544,10 @@ def write_report(data: CampaignData, out: Path, known: list | None = None) -> li
 
     raw_bugs = campaign_bugs(data, known)
     raw_roots = root_causes(raw_bugs)
+    if recheck_new:
+        from audee.report.alone import recheck_new as run_alone
+
+        raw_roots = run_alone(raw_roots, out, python)
     reports = write_bug_reports(raw_roots, out)
     written += list(reports.values())
     bugs = bug_table(raw_bugs, out, reports)

@@ -63,11 +63,11 @@ from audee.repro.scaffold import EXIT_NOT_REPRODUCED, EXIT_REPRODUCED, SCAFFOLD_
 from audee.store.atomic import write_atomic
 from audee.store.lock import dir_lock
 from audee.store.runstore import RunStore
+from audee.triage import BROKEN, FIXED, RECHECK_RESULTS, REPRODUCES
 
 log = logging.getLogger(__name__)
 
-REPRODUCES, FIXED, BROKEN = "reproduces", "fixed", "broken"
-RESULTS = (REPRODUCES, FIXED, BROKEN)
+RESULTS = RECHECK_RESULTS
 
 #: a verdict line: what a script prints first on the line, in capitals
 _VERDICT = re.compile(r"(NOT REPRODUCED|REPRODUCED)\b")

@@ -31,6 +31,10 @@ _SEP = " | "
 #: upstream after the installed version
 NEW, FOUND_BEFORE, KNOWN_UPSTREAM, FIXED_UPSTREAM = "new", "found before", "known upstream", "fixed upstream"
 STATUSES = (NEW, FOUND_BEFORE, KNOWN_UPSTREAM, FIXED_UPSTREAM)
+#: what a standalone script did when run again alone (``audee recheck``; a root cause's ``alone``):
+#: printed REPRODUCED, printed NOT REPRODUCED, or neither (an error, a timeout)
+REPRODUCES, FIXED, BROKEN = "reproduces", "fixed", "broken"
+RECHECK_RESULTS = (REPRODUCES, FIXED, BROKEN)
 
 
 @dataclass(frozen=True)
@@ -248,6 +252,9 @@ class RootCause:
     silent: str | None = None
     known_status: str | None = None
     known_where: str | None = None
+    #: its repro script run again alone (:data:`RECHECK_RESULTS`), None where not run: a new
+    #: root whose script does not reproduce alone is not counted as a new bug
+    alone: str | None = None
     case_file: str | None = field(default=None, compare=False)
     repro: str | None = field(default=None, compare=False)
     members: tuple[Bug, ...] = field(default=(), compare=False, repr=False)
@@ -257,6 +264,12 @@ class RootCause:
         """``new``, or the status of the entry its bugs match (:data:`STATUSES`)."""
         return self.known_status or (KNOWN_UPSTREAM if self.known_id else NEW)
 
+    @property
+    def new_bug(self) -> bool:
+        """A new bug a maintainer gets a report of: class ``bug``, no triaged entry matches it,
+        and its script, where it was run again alone, reproduced."""
+        return self.klass == "bug" and self.status == NEW and self.alone in (None, REPRODUCES)
+
     def to_json(self) -> dict[str, Any]:
         """A summary's ``roots`` entry."""
         return {"class": self.klass, "status": self.status, "known_id": self.known_id,
@@ -264,7 +277,7 @@ class RootCause:
                 "component": self.component, "op": self.op, "api": self.api, "odd": list(self.odd),
                 "backends": list(self.backends), "silent": self.silent, "signatures": self.signatures,
                 "cases": self.cases, "first_case": self.first_case, "class_reason": self.class_reason,
-                "error": self.error, "root": str(self.root)}
+                "error": self.error, "root": str(self.root), **({"alone": self.alone} if self.alone else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RootCause":
@@ -273,5 +286,6 @@ class RootCause:
                    str(d["api"]), int(d["signatures"]), int(d["cases"]), str(d["first_case"]),
                    _opt(d.get("known_id")), _opt(d.get("component")), _opt(d.get("op")), _opt(d.get("error")),
                    tuple(str(b) for b in d.get("odd") or []), tuple(str(b) for b in d.get("backends") or []),
-                   _opt(d.get("silent")), _known_status(d), _opt(d.get("known_where")))
+                   _opt(d.get("silent")), _known_status(d), _opt(d.get("known_where")),
+                   d.get("alone") if d.get("alone") in RECHECK_RESULTS else None)
 

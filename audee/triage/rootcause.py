@@ -33,7 +33,9 @@ Each root cause has a **class**, decided by :func:`classify` in this order: a kn
 or an intended change, is only a known issue's: :mod:`audee.triage.known`, its ``changed``
 rule); ``undefined`` when audee's memory cap stopped it (the case asked for more memory than a
 worker may hold); ``harness`` (the failure is raised in audee's own code); ``bug`` for a
-converter computing what its reference refuses, whatever the input; ``undefined`` (the case
+converter computing what its reference refuses, whatever values the input holds (``undefined``
+only where the generator marked an argument outside the contract: the converter is lenient
+where no result is defined); ``undefined`` (the case
 is outside the documented contract: a value the generator marked outside it, a crafty
 invalid parameter value, NaN/Inf inputs to a
 difference between independent frameworks (not to a compiled or converted backend's against
@@ -233,9 +235,12 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
         return "limitation", ("the older release has no such function, argument or kernel (new in the newer one): "
                               "nothing regressed")
     refused_by = _fact(sig, REFUSED_BY)
+    outside = sorted(c[len(OUTSIDE):] for c in ctx if c.startswith(OUTSIDE))
+    if refused_by is not None and outside:  # lenient on an argument the contract excludes: no result to be wrong
+        return "undefined", (f"outside the contract: {'; '.join(outside)} ({sig.component or 'the converter'} "
+                             f"accepts what its reference {refused_by} refuses)")
     if refused_by is not None:  # the converted program must do what it was given: raise where its reference does
         return "bug", f"{sig.component or 'the converter'} computes what its reference {refused_by} refuses"
-    outside = sorted(c[len(OUTSIDE):] for c in ctx if c.startswith(OUTSIDE))
     if outside:
         return "undefined", "outside the contract: " + "; ".join(outside)
     invalid = sorted(c.split(":", 1)[1] for c in ctx if c.startswith("invalid:"))
@@ -345,7 +350,10 @@ def class_counts(roots: list[RootCause]) -> dict[str, dict[str, int]]:
 
 def new_bugs_line(roots: list[RootCause]) -> str:
     """The count a maintainer reads first: root causes of class ``bug`` by status, the new
-    ones (no triaged entry matches them: each gets a bug report) before the rest."""
+    ones (no triaged entry matches them: each gets a bug report) before the rest; new ones
+    whose script was run again alone and did not reproduce are said apart, not counted."""
     c = class_counts(roots)["bug"]
-    return (f"new bugs: {c[NEW]} ({FOUND_BEFORE}: {c[FOUND_BEFORE]}, {KNOWN_UPSTREAM}: {c[KNOWN_UPSTREAM]}, "
-            f"{FIXED_UPSTREAM}: {c[FIXED_UPSTREAM]})")
+    apart = sum(g.klass == "bug" and g.status == NEW and not g.new_bug for g in roots)
+    return (f"new bugs: {c[NEW] - apart} ({FOUND_BEFORE}: {c[FOUND_BEFORE]}, {KNOWN_UPSTREAM}: {c[KNOWN_UPSTREAM]}, "
+            f"{FIXED_UPSTREAM}: {c[FIXED_UPSTREAM]})"
+            + (f"; {apart} more whose script did not reproduce alone" if apart else ""))

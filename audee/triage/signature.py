@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
+from audee.apis.config import load_api_configs
 from audee.backends.info import all_op_names, all_unsupported, describe
 from audee.core.bounded import clean_text, utf8
 from audee.cases.case import (EMPTY_REDUCTION, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS,
@@ -512,6 +513,34 @@ def _op_case(meta: dict[str, Any] | None) -> bool:
     return is_call(meta)
 
 
+def _fed_nonfinite(spec: Any, layer: Any, nonfinite: dict[str, list[str]], backends: Iterable[str]) -> bool:
+    """Whether every layer feeding ``layer`` was already non-finite on every backend
+    (``nonfinite``: each backend's non-finite layers): the patterns then first differ in
+    how the layer carries a NaN or Inf it was given (an identity resize's zero weights times
+    Inf), as for a NaN in the model's input, not in a NaN it made from finite values."""
+    if not isinstance(layer, str) or spec is None:
+        return False
+    layers = spec.get("layers", []) if isinstance(spec, dict) else getattr(spec, "layers", [])
+    named = {str(x.get("name")) if isinstance(x, dict) else x.name: x for x in layers}
+    node = named.get(layer)
+    if node is None:
+        return False
+    fed = [str(i) for i in (node.get("inputs") if isinstance(node, dict) else node.inputs) or []]
+    inner = [i for i in fed if i in named]  # a model input's own values are the input facts
+    if not inner or len(inner) < len(fed):
+        return False
+    names = list(backends)
+    return len(names) >= 2 and all(set(inner) <= set(nonfinite.get(b) or ()) for b in names)
+
+
+def _value_indices(api: str | None) -> bool:
+    """Whether a layer API turns input values into integer indices (its config's
+    ``value_indices``): a clean refusal of a model at it may answer a NaN or Inf the input
+    carried (cast to an index, it is undefined), as an op's refusal may."""
+    cfg = load_api_configs().get(api or "")
+    return bool(cfg is not None and cfg.value_indices)
+
+
 def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[int] | None = None,
                    values: bool = True, crash: bool = False) -> list[str]:
     """Facts about the inputs that put a finding outside the documented contract: the
@@ -628,8 +657,9 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             named = named_layer(message, layers)
             api, params = blamed(named, message)
             traceback = raw[(phase, error)].traceback
+            values = _op_case(meta) or _value_indices(layer_api(named, api))
             context = (["audee_raised"] if _audee_raised(traceback) else []) + \
-                (_input_context(meta, False, values=_op_case(meta), crash=True) if phase in Phase.ON_VALUES else []) + silent
+                (_input_context(meta, False, values=values, crash=True) if phase in Phase.ON_VALUES else []) + silent
             out.append(sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context,
                            odd=(), traceback=traceback))
         out = _one_cause(out)
@@ -654,7 +684,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         else:
             layer = next((first[b] for b in finding.backends if b in first), None)
         api, params = blamed(layer)
-        context = _input_context(meta, bool(detail.input_nonfinite)) + \
+        fed = _fed_nonfinite(spec, layer, detail.layers, finding.backends)
+        context = _input_context(meta, bool(detail.input_nonfinite) or fed) + \
             (["overflow_boundary"] if detail.overflow_boundary else [])
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
                     _gradient_phase(layer), context=context)]
