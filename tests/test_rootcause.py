@@ -283,7 +283,7 @@ def test_a_triaged_finding_is_found_before_and_a_new_bug_gets_an_upstream_ready_
     assert not (tmp_path / "known-report" / "bugs").exists()  # a report per new root only
     roots_md = (tmp_path / "known-report" / "roots.md").read_text()
     assert roots_md.split("\n")[2].startswith("**new bugs: 0 (found before: 1, known upstream: 0, fixed upstream: 0)**")
-    assert "| bug | found before | tf2onnx-biasadd-nchw-nonconst |" in roots_md
+    assert "| bug | found before | - | tf2onnx-biasadd-nchw-nonconst |" in roots_md
 
     empty = tmp_path / "empty.yaml"
     empty.write_text("issues: []\n")
