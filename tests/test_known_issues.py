@@ -514,3 +514,21 @@ def test_a_mask_applied_by_a_select_is_known_on_any_layer_called_with_one():
     old = Signature("nan", "GRU", (("call.mask", "'t_gru_mask'"),), ("onnxruntime", "tensorflow", "torch"),
                     odd=("onnxruntime",), layer="GRU")
     assert old.masked and match_known(old, issues).id == "tf2onnx-select-mul-nan"
+
+
+def test_what_the_rng_2813_triage_learned_is_known():
+    """The api-cpu campaign (rng 2813), checked by hand: a ReLU layer with a threshold selects
+    with where (tf2onnx's Mul/Add lowering leaks its NaN on onnxruntime), and a channels_first
+    Conv1DTranspose that tf2onnx never crops shows as extra non-finite positions on onnxruntime.
+    A ReLU NaN odd on torch, or a channels_last Conv1DTranspose, is neither entry's."""
+    issues = load_known_issues()
+    relu = Signature("nan", "ReLU", (), ("jax", "onnxruntime", "tensorflow", "torch"), odd=("onnxruntime",),
+                     layer="ReLU")
+    assert match_known(relu, issues).id == "tf2onnx-select-mul-nan"
+    assert match_known(Signature("nan", "ReLU", (), relu.backends, odd=("torch",), layer="ReLU"), issues) is None
+    crop = Signature("nan", "Conv1DTranspose", (("data_format", "'channels_first'"),), relu.backends,
+                     odd=("onnxruntime",), layer="Conv1DTranspose")
+    assert match_known(crop, issues).id == "tf2onnx-convtranspose-output-padding"
+    last = Signature("nan", "Conv1DTranspose", (("data_format", "'channels_last'"),), relu.backends,
+                     odd=("onnxruntime",), layer="Conv1DTranspose")
+    assert match_known(last, issues) is None

@@ -195,3 +195,18 @@ def test_three_backends_each_apart_on_one_layer_are_one_disagreement_not_three()
     assert s.backends == ("jax", "tensorflow", "torch") and not s.odd and "jax,tensorflow,torch" in root_key(s)
     apart = {"findings": [dev("tensorflow", "torch"), dev("jax", "tensorflow", layer="fc1")]}
     assert len(case_signatures(apart, SPEC, {})) == 2
+
+
+def test_a_nan_pair_cleared_by_conditioning_does_not_place_the_difference():
+    """TensorFlow's NaN pattern departs at fc1 from torch's and JAX's; its pair with onnxruntime
+    also differs at conv2, by one element at the overflow boundary that conditioning cleared.
+    The signature pins fc1, where the standing pairs differ, not conv2."""
+    spec = {"layers": [{"name": "conv2", "api": "Conv2D", "params": {}, "inputs": ["x"]},
+                       {"name": "fc1", "api": "Dense", "params": {}, "inputs": ["conv2"]}]}
+    f = Finding(Kind.NAN, ["jax", "onnxruntime", "tensorflow", "torch"], {
+        "strong": True, "odd": ["tensorflow"], "input_overflow_scale": True,
+        "first_layer": {b: "conv2" for b in ("jax", "onnxruntime", "tensorflow", "torch")},
+        "patterns": {"tensorflow|torch": {"first_layer": "fc1"}, "tensorflow|jax": {"first_layer": "fc1"},
+                     "tensorflow|onnxruntime": {"first_layer": "conv2", "cleared": "overflow"}}})
+    (sig,) = signatures_of(f, spec, {})
+    assert sig.layer == "Dense"

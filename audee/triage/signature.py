@@ -42,6 +42,7 @@ from audee.cases.case import (EMPTY_REDUCTION, MEMORY_CAP, NONFINITE_SPECIALS, S
                               SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
 from audee.cases.kinds import TRAINING_FAILURES, root_family, with_accumulated
 from audee.levels import is_call
+from audee.oracle.nan import CLEARED
 from audee.oracle.compute_dtype import FLOAT32, layer_policy
 from audee.records.findings import BackendError, Phase
 from audee.records.localization import parse_localization
@@ -676,7 +677,10 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     if finding.kind == Kind.NAN:
         # where the backends' non-finite patterns first differ; else where the failing
         # backend first went non-finite (a NaN the input carried may pass layers alike)
-        differ = [p.first_layer for p in detail.patterns.values() if isinstance(p.first_layer, str)]
+        # a pair cleared by conditioning (one element at the overflow boundary) does not
+        # place the difference where a standing pair does
+        standing = [p for p in detail.patterns.values() if p.cleared not in CLEARED] or detail.patterns.values()
+        differ = [p.first_layer for p in standing if isinstance(p.first_layer, str)]
         first = detail.first_layer
         if differ:
             order = list(layers)
