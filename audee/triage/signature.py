@@ -580,8 +580,9 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
                   localization: Any = None, seed_spec: Any = None, pair_layer: str | None = None,
                   within_tolerance: bool = False) -> list[Signature]:
     """The signatures of one finding (none for a non-failure, nor for non-finite values
-    every backend agrees on: the paper's NaN oracle counts those, they are no bug of one
-    backend): one per distinct (phase, error) among the backends that rejected a case, one
+    every backend agrees on, nor for those of the one backend that ran where every other
+    refused the case: the paper's NaN oracle counts those, they are no evidence against one
+    backend, the model's own arithmetic may overflow): one per distinct (phase, error) among the backends that rejected a case, one
     otherwise.  ``spec``: the case's ModelSpec (or JSON); ``meta``: its provenance
     (``mutations``, ``api``, ``special_inputs``); ``localization``: a localization report of
     the case, where it ran; ``pair_layer``: for an inconsistency, the layer its pair's
@@ -594,8 +595,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     if not finding.is_failure:
         return []
     detail = finding.detail
-    if finding.kind == Kind.NAN and detail.agreed:
-        return []
+    if finding.kind == Kind.NAN and (detail.agreed or (detail.ran == 1 and not detail.strong)):
+        return []  # every backend that ran computes it (one alone: nothing to compare): no backend's bug
     layers = _layers(spec)
     masked = _masked_layers(spec)
     muts = _mutations(meta)
