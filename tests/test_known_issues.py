@@ -532,3 +532,17 @@ def test_what_the_rng_2813_triage_learned_is_known():
     last = Signature("nan", "Conv1DTranspose", (("data_format", "'channels_last'"),), relu.backends,
                      odd=("onnxruntime",), layer="Conv1DTranspose")
     assert match_known(last, issues) is None
+
+
+def test_tensorflows_fused_relu_dropping_nan_is_found_before():
+    """The api-cpu campaign (rng 2813), checked by hand: lenet5-v00004's NaN, finite on TensorFlow
+    alone, is TensorFlow's oneDNN fusion of a Dense/Conv bias and relu (findings row 86).  Its
+    signature blames the first non-finite layer (Conv2D) and carries no parameter, so the entry
+    names the layers that fuse; Conv1D does not fuse, and another backend odd is not this bug."""
+    issues = load_known_issues()
+    backends = ("jax", "onnxruntime", "tensorflow", "torch")
+    for api in ("Conv2D", "Dense", "SeparableConv2D"):
+        hit = match_known(Signature("nan", api, (), backends, odd=("tensorflow",), layer=api), issues)
+        assert (hit.id, hit.status, hit.row) == ("tf-onednn-fused-relu-nan", "found before", 86), api
+    assert match_known(Signature("nan", "Conv1D", (), backends, odd=("tensorflow",), layer="Conv1D"), issues) is None
+    assert match_known(Signature("nan", "Conv2D", (), backends, odd=("torch",), layer="Conv2D"), issues) is None
