@@ -51,6 +51,8 @@ def test_shipped_list_loads_and_knows_gelu_erfc():
      "issues[0].match.policy: unknown dtype policy 'fp8'"),
     ("issues:\n  - {id: a, title: t, link: 'https://x.org/1', match: [{kind: nan}, {mask: sometimes}]}\n",
      "issues[0].match[1].mask: expected true or false"),
+    ("issues:\n  - {id: a, title: t, link: 'https://x.org/1', match: {kind: nan, program: where_as_mul}}\n",
+     "issues[0].match.program: unknown program fact 'where_as_mul'"),
 ])
 def test_schema_errors_are_one_line_naming_file_and_field(tmp_path, body, field):
     p = _write(tmp_path, body)

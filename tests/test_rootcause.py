@@ -692,3 +692,34 @@ def test_a_merged_root_takes_the_known_entry_one_of_its_refusals_matches(tmp_pat
         "tensorflow": {"phase": "run", "message": SHORT_SIGNAL["tensorflow"][1]}}})
     (single,) = unique_bugs(_rows(signatures_of(alone, spec, {"api": "MelSpectrogram"})), issues)
     assert single.known_id is None and single.status == "new"
+
+
+def test_a_converted_graph_selecting_by_arithmetic_names_the_known_lowering(pool):
+    """Softmax over two axes guards an infinite maximum with where(is_finite(max), max, 0);
+    tf2onnx lowers that select to Cast * x + Cast * y, so one +Inf turns the slice NaN on
+    onnxruntime where TensorFlow gives 0 and NaN at the Inf.  The converted graph shows the
+    lowering for that layer (``program:select_as_arithmetic``), and the NaN root is the known
+    tf2onnx issue by that fact, not by a list of layers; a layer without a select shows none."""
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+    from audee.fuzz import result_row
+
+    def run(layer: dict) -> ResultRow:
+        spec = ModelSpec.from_json({"name": "one", "inputs": [{"name": "x", "shape": [4, 5]}],
+                                    "layers": [{"name": "t_layer", "inputs": ["x"], **layer}],
+                                    "output": "t_layer", "logits": "t_layer"})
+        x = np.random.default_rng(0).normal(size=[2, 4, 5]).astype(np.float32)
+        x[0, 1, 0] = np.inf
+        case = TestCase("select", spec, {}, {"x": x}, {"api": layer["api"]})
+        ex = Executor(pool)
+        ex.complete_weights(case, weight_seed=0)
+        return result_row(ex.run(case), {}, meta=case.meta)
+
+    row = run({"api": "Softmax", "params": {"axis": [-2, -1]}})
+    (sig,) = [Signature.from_json(s) for s in row.signatures if s["kind"] == "nan"]
+    assert sig.odd == ("onnxruntime",) and sig.program == ("select_as_arithmetic",)
+    (bug,) = unique_bugs([row], load_known_issues())
+    assert bug.known_id == "tf2onnx-select-mul-nan"
+    dense = run({"api": "Dense", "params": {"units": 3}})
+    assert not any("program:" in c for s in dense.signatures for c in s["context"])

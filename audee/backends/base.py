@@ -95,6 +95,12 @@ class Backend(ABC):
     def build(self, spec: ModelSpec) -> Any:
         """Build (and compile / convert) ``spec``; return an opaque model handle."""
 
+    def program_facts(self, model: Any) -> dict[str, list[str]]:
+        """What the program this backend runs for ``model`` shows of how it computes each
+        layer (layer name -> :data:`audee.backends.info.PROGRAM_FACTS`): a converter's graph
+        tells what the Keras model does not; a backend that runs the model as written has none."""
+        return {}
+
     @abstractmethod
     def weight_shapes(self, model: Any) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
         """Layer name -> [(role, shape)] of its weights, in ``layer.get_weights()`` order;

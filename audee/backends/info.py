@@ -236,6 +236,14 @@ _TF2ONNX_TRACKERS = ("onnx/tensorflow-onnx",)
 #: Each is the converter's bug (its graph breaks ONNX's rules where the model it converted ran),
 #: and each is one fault whatever the words: one node refused at load (shape inference:
 #: "Incompatible dimensions") and at run (a broadcast its shapes do not allow) is one fault
+#: what a converted program's graph shows of how it computes a layer, a fact a finding carries
+#: for the layer (``Backend.program_facts``) and a known issue may match (``program``):
+#: ``select_as_arithmetic``: the converter lowered a float select (``tf.where``) to
+#: ``Cast(c) * x + Cast(!c) * y``, so a NaN or Inf in the branch not taken leaks as 0 * NaN
+#: (tf2onnx, onnx/tensorflow-onnx#1988)
+SELECT_AS_ARITHMETIC = "select_as_arithmetic"
+PROGRAM_FACTS = (SELECT_AS_ARITHMETIC,)
+
 ONNX_GRAPH_FAULTS = (
     ("a missing op", r"No Op registered"),
     ("operand types", r"Type Error|inconsistent type|bound to different types"),

@@ -24,12 +24,14 @@ another precision than the Keras model; such a graph is refused at convert
 from __future__ import annotations
 
 import os
+import re
 import traceback
 from typing import Any, ClassVar
 
 import numpy as np
 
 from audee.backends.base import Backend, BackendError, Phase
+from audee.backends.info import SELECT_AS_ARITHMETIC
 from audee.backends.keras_backends import (KerasOpCalls, TensorflowBackend, apply_precision_env,
                                             round_trip_built, tf_traced_call)
 from audee.backends.keras_build import BuiltModel
@@ -49,6 +51,7 @@ class OnnxModel:
         self.dtypes: dict[str, np.dtype] = {}  # graph input name -> numpy dtype it takes
         self.feed: dict[str, np.ndarray] = {}
         self.session: Any = None
+        self.facts: dict[str, list[str]] = {}  # layer name -> what its converted graph shows (graph_facts)
 
     def cast(self, name: str, array: Any) -> np.ndarray:
         """``array`` in the element type graph input ``name`` takes (round to nearest even,
@@ -169,6 +172,38 @@ def tf2onnx_call(fn: Any, args: list[Any], kwargs: dict[str, Any], at: dict[str,
     check_graph_dtypes(proto, want, "tensor", "the traced call")
     # copies: a tensor's numpy view is read-only, and OpenVINO refuses to be fed one
     return proto, {s.name: np.array(t) for s, t in zip(sig, leaves)}, names
+
+
+def graph_facts(proto: Any, layers: list[str]) -> dict[str, list[str]]:
+    """Per Keras layer (by name), what its converted graph shows (:data:`PROGRAM_FACTS`):
+    ``select_as_arithmetic`` where a TensorFlow select of the layer (a node named ``Select`` or
+    ``SelectV2``) became an ``Add`` of two ``Mul`` (tf2onnx's lowering of a float ``tf.where``).
+    A node belongs to the layer its name's scope names (``t_relu_1/SelectV2``: ``t_relu``)."""
+    producers = {o: n.op_type for n in proto.graph.node for o in n.output}
+    out: dict[str, list[str]] = {}
+    for n in proto.graph.node:
+        if n.op_type != "Add" or not _SELECT.fullmatch(n.name.rsplit("/", 1)[-1]) \
+                or not n.input or any(producers.get(i) != "Mul" for i in n.input):
+            continue
+        layer = _layer_of(n.name, layers)
+        if layer is not None and SELECT_AS_ARITHMETIC not in out.setdefault(layer, []):
+            out[layer].append(SELECT_AS_ARITHMETIC)
+    return out
+
+
+#: the last scope of a TensorFlow select node's name
+_SELECT = re.compile(r"Select(?:V2)?")
+
+
+def _layer_of(node: str, layers: list[str]) -> str | None:
+    """The layer a graph node's name scope names: a scope equal to a layer's name, or to it
+    with TensorFlow's ``_<n>`` suffix; the innermost such scope."""
+    scopes = node.split("/")[:-1]
+    for scope in reversed(scopes):
+        for name in layers:
+            if scope == name or re.fullmatch(re.escape(name) + r"_\d+", scope):
+                return name
+    return None
 
 
 def onnx_checker_error(proto: Any) -> str | None:
@@ -305,6 +340,7 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
             if sorted(graph_outputs) != sorted(order):
                 raise RuntimeError(f"{self.converter} produced outputs {graph_outputs}, expected {order}")
             om.proto, om.dtypes = proto, graph_input_dtypes(proto)
+            om.facts = graph_facts(proto, order)
             # Seed-generator states and other non-layer variables keep their built values.
             variables = om.conversion[2]
             om.feed = {name: om.cast(name, self.variable_value(v)) for name, v in zip(om.weight_inputs, variables)}
@@ -384,6 +420,9 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
             opts.intra_op_num_threads = int(os.environ["AUDEE_THREADS"])
             opts.inter_op_num_threads = 1
         return ort.InferenceSession(proto.SerializeToString(), opts, providers=self.providers)
+
+    def program_facts(self, model: OnnxModel) -> dict[str, list[str]]:
+        return model.facts
 
     def weight_shapes(self, model: OnnxModel) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
         return model.built.weight_shapes()

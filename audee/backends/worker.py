@@ -160,6 +160,9 @@ class WorkerState:
             "nonfinite_rows": rows,
             "run_s": run_s,
         }
+        facts = self.backend.program_facts(e.model)
+        if facts:  # what a converted program shows of how it computes a layer (onnx_backend.graph_facts)
+            reply["facts"] = facts
         want = msg.get("layers")
         if want:
             names = e.order if want is True else [n for n in e.order if n in set(want)]

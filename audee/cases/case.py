@@ -75,6 +75,9 @@ class Outcome:
     nonfinite: list[str] = field(default_factory=list)  # layers with NaN/Inf, topological order
     run_s: float = 0.0
     precision: str = "full"             # the backend's compute mode (audee.backends.registry.PRECISIONS)
+    #: layer name -> what the program the backend ran shows of how it computes the layer
+    #: (audee.backends.info.PROGRAM_FACTS: a converter's graph)
+    facts: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -201,7 +201,7 @@ class Executor(Runner):
             else:
                 phases.add(label, got.get("phases", {}))
                 outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
-                                          nonfinite=got["nonfinite"], run_s=got["run_s"],
+                                          nonfinite=got["nonfinite"], run_s=got["run_s"], facts=got.get("facts") or {},
                                           precision=modes.get(label, FULL))
         result = self.judge(case, outcomes, phases, sub.started)
         result.skipped = dict(sub.skipped)

@@ -277,6 +277,7 @@ def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | Non
         input_nonfinite=in_bad, input_overflow_scale=in_big, patterns=patterns,
         counts={o.backend: _counts(o.output) for o in bad if o.output is not None},
         ran=len(ok), agreed=False, overflow_boundary=False,
+        program={o.backend: dict(o.facts) for o in ok if o.facts},
     )
     if patterns:
         involved = bad_names | {b for k in patterns for b in k.split("|")}

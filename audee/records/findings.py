@@ -167,6 +167,9 @@ class NanDetail(Detail):
     patterns: dict[str, NanPattern] = {}      # "a|b" -> how the pair's patterns differ
     counts: dict[str, dict[str, int]] = {}    # backend -> {"nan", "+inf", "-inf"} in its output
     ran: int = 2                              # backends that ran
+    #: backend -> layer name -> what its program shows of how it computes the layer
+    #: (audee.backends.info.PROGRAM_FACTS; a converter's graph, where it has any)
+    program: dict[str, dict[str, list[str]]] = {}
     agreed: bool = False
     overflow_boundary: bool = False
     odd: list[str] | None = None

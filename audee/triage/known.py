@@ -34,6 +34,7 @@ known upstream.  ``--known-issues FILE`` (repeatable) adds a user's own list,
           error: 'No Op registered for Erfc'   # a regex searched in the whole normalized error
           policy: [float16, mixed_float16]     # the failing layer's dtype policy (float32 where none), or a list
           mask: true                     # the failing layer was called with a mask (false: without)
+          program: select_as_arithmetic  # the odd backend's program shows this of the failing layer
 
 A ``fixed upstream`` entry is compared with the installed version of its package when it is
 matched: before the fixed version the fix is upstream only (``fixed upstream``: upgrade); at
@@ -67,7 +68,7 @@ from audee.cases.kinds import FAILURES
 from audee.core.paths import data_dir
 from audee.records.findings import Phase
 from audee.records.rows import PlacedRow, ResultRow
-from audee.backends.info import reference_of
+from audee.backends.info import PROGRAM_FACTS, reference_of
 from audee.oracle.compute_dtype import POLICY_COMPUTE
 from audee.oracle.pairs import component_changes
 from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
@@ -128,6 +129,8 @@ class KnownMatch(_Strict):
     policy: str | list[str] | None = Field(None, description="the dtype policy the failing layer ran under "
                                                            "(float32 where none is recorded), or a list (any of them)")
     mask: bool | None = Field(None, description="whether the failing layer was called with a mask")
+    program: str | None = Field(None, description="what the odd backend's program shows of how it computes the "
+                                                  "failing layer (audee.backends.info.PROGRAM_FACTS)")
     changed: Fix | None = Field(None, description="a regression whose version pair crosses this release: the "
                                                     "package older than the version on the older side, at or "
                                                     "after it on the newer (the release that changed it)")
@@ -157,6 +160,13 @@ class KnownMatch(_Strict):
                 raise ValueError(f"unknown dtype policy {p!r} (known: {', '.join(POLICY_COMPUTE)})")
         return v
 
+    @field_validator("program")
+    @classmethod
+    def _program(cls, v: Any) -> Any:
+        if v is not None and v not in PROGRAM_FACTS:
+            raise ValueError(f"unknown program fact {v!r} (known: {', '.join(PROGRAM_FACTS)})")
+        return v
+
     @field_validator("error")
     @classmethod
     def _regex(cls, v: Any) -> Any:
@@ -170,7 +180,8 @@ class KnownMatch(_Strict):
     @model_validator(mode="after")
     def _something(self) -> "KnownMatch":
         if all(getattr(self, k) in (None, {}, []) for k in type(self).model_fields):
-            raise ValueError("give at least one of kind, api, params, backends, phase, error, policy, mask, changed")
+            raise ValueError("give at least one of kind, api, params, backends, phase, error, policy, mask, program, "
+                             "changed")
         return self
 
     def matches(self, sig: Signature) -> bool:
@@ -195,6 +206,8 @@ class KnownMatch(_Strict):
         if self.policy is not None and sig.policy not in ([self.policy] if isinstance(self.policy, str) else self.policy):
             return False
         if self.mask is not None and sig.masked != self.mask:
+            return False
+        if self.program is not None and self.program not in sig.program:
             return False
         if self.changed is not None and not _crosses(sig, self.changed):
             return False

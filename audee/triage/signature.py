@@ -82,6 +82,12 @@ class Signature:
         return next((c[len(POLICY):] for c in self.context if c.startswith(POLICY)), FLOAT32)
 
     @property
+    def program(self) -> tuple[str, ...]:
+        """What the odd backend's program shows of how it computes the failing layer (its
+        :data:`PROGRAM` facts)."""
+        return tuple(c[len(PROGRAM):] for c in self.context if c.startswith(PROGRAM))
+
+    @property
     def masked(self) -> bool:
         """Whether the failing layer was called with a mask: its :data:`MASKED` fact, or the
         API level's record of the mask among its parameters (``call.mask``; rows written
@@ -274,6 +280,9 @@ POLICY = "policy:"
 #: the layer a finding pins was called with a mask: a backend that applies the mask its own
 #: way (a select lowered to arithmetic) differs only there
 MASKED = "masked"
+#: what the odd backend's program shows of how it computes the layer a finding pins
+#: (``program:select_as_arithmetic``, :data:`audee.backends.info.PROGRAM_FACTS`)
+PROGRAM = "program:"
 #: the mutation record's parameter of a layer's mask (audee.mutation.apilevel)
 MASK_PARAM = "call.mask"
 
@@ -514,6 +523,16 @@ def _op_case(meta: dict[str, Any] | None) -> bool:
     return is_call(meta)
 
 
+def _program_context(program: dict[str, dict[str, list[str]]], layer: Any, backends: Iterable[str]) -> list[str]:
+    """The facts the programs of ``backends`` (the odd ones where the oracle told) show of how
+    they compute ``layer`` (``program:<fact>``, :data:`audee.backends.info.PROGRAM_FACTS`): a
+    converter's graph selecting by arithmetic where the Keras model selects."""
+    if not isinstance(layer, str):
+        return []
+    facts = {f for b in backends for f in (program.get(b) or {}).get(layer, [])}
+    return [PROGRAM + f for f in sorted(facts)]
+
+
 def _fed_nonfinite(spec: Any, layer: Any, nonfinite: dict[str, list[str]], backends: Iterable[str]) -> bool:
     """Whether every layer feeding ``layer`` was already non-finite on every backend
     (``nonfinite``: each backend's non-finite layers): the patterns then first differ in
@@ -691,7 +710,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         api, params = blamed(layer)
         fed = _fed_nonfinite(spec, layer, detail.layers, finding.backends)
         context = _input_context(meta, bool(detail.input_nonfinite) or fed) + \
-            (["overflow_boundary"] if detail.overflow_boundary else [])
+            (["overflow_boundary"] if detail.overflow_boundary else []) + \
+            _program_context(detail.program, layer, odd or backends)
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
                     _gradient_phase(layer), context=context)]
     if finding.kind == Kind.DEVIATION:
