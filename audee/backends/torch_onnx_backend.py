@@ -25,6 +25,7 @@ bfloat16 one reinterpreted as ``ml_dtypes.bfloat16``, the dtype the Keras backen
 from __future__ import annotations
 
 import traceback
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,8 @@ from audee.backends.onnx_backend import OnnxModel, OnnxRuntimeBackend, graph_inp
 from audee.cases.spec import ModelSpec, Weights
 
 Shapes = tuple  # one shape (batch first) per model input, in spec order
+#: specs whose exports a worker keeps beyond its model cache (:meth:`TorchOnnxBackend.export_memo`)
+EXPORT_MEMO = 64
 
 
 class TorchOnnxModel(OnnxModel):
@@ -127,6 +130,7 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
     def __init__(self, device: str = "cpu", precision: str = "full"):
         super().__init__(device, precision)
         self.keras_side = TorchBackend("cpu")  # the export traces on the CPU
+        self._export_memo: OrderedDict[str, tuple[dict[Shapes, Any], dict[Shapes, BackendError]]] = OrderedDict()
 
     @classmethod
     def prepare_process(cls, device: str, precision: str = "full") -> None:
@@ -165,7 +169,24 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
 
     def build(self, spec: ModelSpec) -> TorchOnnxModel:
         keras = self.keras_side.keras
-        return self.wrap(BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights))
+        om = self.wrap(BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights))
+        if not spec.roundtrip:  # a round trip exports the loaded model, a wrap of its own
+            om.exports, om.failed = self.export_memo(spec.key())
+        return om
+
+    def export_memo(self, key: str) -> tuple[dict[Shapes, Any], dict[Shapes, BackendError]]:
+        """The graphs exported for the spec of content key ``key`` and the exports that failed,
+        per input shapes, kept for the last :data:`EXPORT_MEMO` specs across the worker's
+        model cache: a spec built again (the repro scripts at a run's end, a case whose
+        model the cache let go) takes them instead of exporting again.  Sound because the
+        graph depends on the spec and the shapes alone: the weights are graph inputs and the
+        trace runs on zeros and the built values (a weight set waits for the export)."""
+        memo = self._export_memo
+        got = memo.pop(key, None) or ({}, {})
+        memo[key] = got
+        while len(memo) > EXPORT_MEMO:
+            memo.popitem(last=False)
+        return got
 
     def wrap(self, built: BuiltModel) -> TorchOnnxModel:
         variables = list(built.model.trainable_variables) + list(built.model.non_trainable_variables)
