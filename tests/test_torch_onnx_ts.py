@@ -139,7 +139,8 @@ def test_a_spec_built_again_is_not_exported_again(executor):
     """A worker keeps a spec's exports (and failed exports) beyond its model cache
     (``TorchOnnxBackend.export_memo``): a spec built again after the cache let it go (as the
     repro scripts do at a run's end) runs on the graph exported before, no ``convert`` time,
-    the same outputs bit for bit; a refused export is the same refusal."""
+    the same outputs bit for bit; a refused export is the same refusal; a one-layer case's
+    layer cut out alone (a diagnosis, a repro script's candidate) takes the case's graph."""
     from audee.backends.worker import CACHE_SIZE
 
     x = np.random.default_rng(2).random((4, 6), dtype=np.float32)
@@ -161,3 +162,11 @@ def test_a_spec_built_again_is_not_exported_again(executor):
     np.testing.assert_array_equal(again.outcomes["torch-onnx-ts"].logits, first.outcomes["torch-onnx-ts"].logits)
     (after,) = [f for f in executor.run(refused).verdict.findings if f.is_failure]
     assert after.to_json() == before.to_json()
+    # the layer cut out alone (its input's range drawn from the data: another spec key) shares them too
+    from audee.cases.spec import one_layer_model
+
+    spec1, weights1 = one_layer_model(dense.spec, dense.weights, "t", {"x": x})
+    assert spec1.key() != dense.spec.key()
+    alone = executor.run(TestCase("dense-alone", spec1, weights1, {"x": x}))
+    assert alone.phases["torch-onnx-ts"].get("convert", 0) == 0, alone.phases
+    np.testing.assert_array_equal(alone.outcomes["torch-onnx-ts"].logits, first.outcomes["torch-onnx-ts"].logits)
