@@ -21,6 +21,12 @@ In one run, one after the other on the same machine, each for the same ``--secon
   ``--seconds``; the window runs from the first round's start to the last case's end (the
   progress callback stamps each case and stops the run once the time is up).
 
+* **the bare floor** of audee's cases on ``torch,torch-onnx-ts`` (:func:`floor_child`): the
+  same specs in one process with nothing of audee around them but the spec -> Keras
+  translation (the model on torch with its initializers, an eager call, the TorchScript
+  export of that call, an onnxruntime session and run, the outputs compared), timed after
+  one untimed case; audee's CPU per case over the floor's is printed below the table.
+
 CPU seconds per case count every process of the tool in its window (``proc_cpu.tree_seconds``:
 NNSmith's process, sampled from ``/proc`` while it runs and read at its loop's start and its
 last case; audee's parent, its live workers and any worker restarted meanwhile,
