@@ -21,6 +21,12 @@ In one run, one after the other on the same machine, each for the same ``--secon
   ``--seconds``; the window runs from the first round's start to the last case's end (the
   progress callback stamps each case and stops the run once the time is up).
 
+* **the bare floor** of audee's cases on ``torch,torch-onnx-ts`` (:func:`floor_child`): the
+  same specs in one process with nothing of audee around them but the spec -> Keras
+  translation (the model on torch with its initializers, an eager call, the TorchScript
+  export of that call, an onnxruntime session and run, the outputs compared), timed after
+  one untimed case; audee's CPU per case over the floor's is printed below the table.
+
 CPU seconds per case count every process of the tool in its window (``proc_cpu.tree_seconds``:
 NNSmith's process, sampled from ``/proc`` while it runs and read at its loop's start and its
 last case; audee's parent, its live workers and any worker restarted meanwhile,
@@ -324,7 +330,9 @@ def run_audee(backends: list[str], pack: int | None, seconds: float, apis: list[
             "startup_s": startup, "warmup_s": warm, "threads": threads, "rows": len(rows),
             "failing": sum(r.status == "fail" for r in rows),
             "mean_row_seconds": float(np.mean([r.seconds for r in rows])) if rows else None,
-            "phases": phase_summary(r.phases for r in rows)}
+            "phases": phase_summary(r.phases for r in rows),
+            # the cases' specs, for the bare floor of the same cases (not written out)
+            "specs": [json.loads(RunStore(run_dir).variant_path(r.id).read_text()) for r in rows]}
 
 
 def audee_groups(run_dir: Path) -> list[dict[str, Any]]:
@@ -335,6 +343,120 @@ def audee_groups(run_dir: Path) -> list[dict[str, Any]]:
     return [{"class": r.get("class"), "kind": r.get("kind"), "component": r.get("component"), "op": r.get("op"),
              "api": r.get("api"), "cases": r.get("cases"), "error": str(r.get("error") or "")[:200],
              "first": r.get("first_case")} for r in summarize(run_dir)["roots"]]
+
+
+# ---- the bare floor on the fast pair ---------------------------------------------------------------
+#: the backend set whose bare floor is measured: NNSmith's pair
+FLOOR_SET = ["torch", "torch-onnx-ts"]
+
+
+def floor_child(specs_file: str, batch: int, threads: int, warm_all: bool = False) -> None:
+    """Runs in its own process (``--floor-child``): each spec of ``specs_file`` with nothing of
+    audee around it but the spec -> Keras translation (``BuiltModel``): the Keras model on
+    torch (its initializers run, as in user code), an eager call, ``torch.onnx.export(...,
+    dynamo=False)`` of that call (weights baked in), an onnxruntime session, its run, the
+    outputs compared; an untimed first case (the frameworks' first calls; ``warm_all``: every
+    spec once, untimed, so the lazy imports of any layer are done), then every spec timed once.  Prints the CPU seconds (this process, every thread) and wall of the loop."""
+    os.environ["KERAS_BACKEND"] = "torch"
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    import io
+    import resource
+    import warnings
+
+    import keras
+    import onnxruntime as ort
+    import torch
+
+    from audee.backends.keras_backends import _torch_to_numpy  # numpy of torch tensors, bfloat16 too
+    from audee.backends.keras_build import BuiltModel  # the spec -> Keras translation only
+    from audee.backends.torch_onnx_backend import numpy_to_ort, ort_to_numpy  # OrtValues, bfloat16 too
+    from audee.cases.spec import ModelSpec
+
+    torch.set_num_threads(threads)
+    specs = [ModelSpec.from_json(s) for s in json.loads(Path(specs_file).read_text())]
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+
+    def one(spec: ModelSpec) -> bool:
+        built = BuiltModel(spec, keras)
+        model = built.model
+        xs = [torch.randn((batch, *i.shape)).to(getattr(torch, i.dtype)) if "float" in i.dtype
+              else torch.zeros((batch, *i.shape), dtype=getattr(torch, i.dtype)) for i in spec.inputs]
+
+        class Call(torch.nn.Module):  # the Keras model a submodule: its weights the graph's initializers
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, *ts: Any) -> tuple:
+                outs = self.model(list(ts), training=False)
+                return tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
+
+        call = Call().eval()
+        with torch.no_grad():
+            eager = [o.detach().float().numpy() for o in call(*xs)]
+        buffer = io.BytesIO()
+        names = [i.name for i in spec.inputs]
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(call, tuple(xs), buffer, dynamo=False, opset_version=17, input_names=names)
+        session = ort.InferenceSession(buffer.getvalue(), opts, providers=["CPUExecutionProvider"])
+        feed = {i.name: numpy_to_ort(_torch_to_numpy(x)) for i, x in zip(session.get_inputs(), xs)}
+        got = [ort_to_numpy(v) for v in session.run_with_ort_values(None, feed)]  # bfloat16 too
+        return all(np.allclose(np.asarray(a, np.float32), b, rtol=1e-2, atol=1e-3, equal_nan=True)
+                   for a, b in zip(got, eager))
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    for spec in specs if warm_all else specs[:1]:
+        try:
+            one(spec)
+        except Exception:  # noqa: BLE001 - the warm-up only
+            pass
+    ok = failed = 0
+    why: dict[str, int] = {}
+    c0, t0 = cpu(), time.perf_counter()
+    for spec in specs:
+        try:
+            ok += bool(one(spec))
+        except Exception as exc:  # noqa: BLE001 - a spec the exporter or runtime refuses costs what it cost
+            failed += 1
+            head = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:80] if str(exc).strip() else ''}"
+            why[head] = why.get(head, 0) + 1
+    print(json.dumps({"cpu_s": cpu() - c0, "seconds": time.perf_counter() - t0, "cases": len(specs),
+                      "agree": ok, "failed": failed, "why": why}), flush=True)
+
+
+def run_floor(specs: list[dict], batch: int, threads: int, warm_all: bool = False) -> dict[str, Any]:
+    """The bare floor of ``specs`` on NNSmith's pair (:func:`floor_child`, one process with
+    audee's per-worker thread count)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(specs, f)
+    from audee.backends.worker import limit_threads
+
+    saved = dict(os.environ)
+    limit_threads(threads)  # the thread variables audee's workers set, inherited by the floor's process
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), saved.get("PYTHONPATH", "")])}
+    os.environ.clear()
+    os.environ.update(saved)
+    try:
+        got = subprocess.run([sys.executable, __file__, "--floor-child", f.name, str(batch), str(threads),
+                              str(int(warm_all))], env=env,
+                             capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    lines = [ln for ln in got.stdout.splitlines() if ln.startswith("{")]
+    if got.returncode != 0 or not lines:
+        raise SystemExit(f"the floor's process exited {got.returncode}:\n{got.stderr[-3000:]}")
+    out = json.loads(lines[-1])
+    n = out["cases"]
+    return {"tool": "bare floor", "backends": ",".join(FLOOR_SET), "pack": "-", "cases": n,
+            "seconds": out["seconds"], "rate": n / out["seconds"] if out["seconds"] > 0 else 0.0,
+            "cpu_s": out["cpu_s"], "cpu_per_case": out["cpu_s"] / n if n else float("nan"),
+            "startup_s": 0.0, "agree": out["agree"], "failed": out["failed"], "refusals": out["why"], "groups": [],
+            "threads": threads}
 
 
 # ---- the table -------------------------------------------------------------------------------------
@@ -357,6 +479,15 @@ def table_lines(rows: list[dict[str, Any]]) -> list[str]:
             for row in cells]
 
 
+def floor_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """audee's CPU per case on the fast pair over the bare floor's on the same cases."""
+    floor = next((r for r in rows if r["tool"] == "bare floor"), None)
+    return [f"audee on {r['backends']}: {r['cpu_per_case']:.4f} CPU-s a case against the bare floor's "
+            f"{floor['cpu_per_case']:.4f} on the same {floor['cases']} cases ({floor['agree']} agreeing, "
+            f"{floor['failed']} refused): {r['floor_ratio']:.2f}x the floor"
+            for r in rows if floor is not None and r.get("floor_ratio") is not None]
+
+
 def group_lines(r: dict[str, Any]) -> list[str]:
     """One line per bug group of a row's tool in its window."""
     if r["tool"].startswith("nnsmith"):
@@ -375,8 +506,10 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
            f"Each tool and configuration fuzzed for {meta['seconds']} s after its start-up; CPU-s per case counts every "
            "process of the tool in its window; the ratios are to NNSmith with its default threads (rate: audee's "
            "cases/s over NNSmith's; CPU: audee's CPU-s per case over NNSmith's).", "",
-           table(COLUMNS, [_cells(r) for r in rows]), ""]
+           table(COLUMNS, [_cells(r) for r in rows]), "", *floor_lines(rows), ""]
     for r in rows:
+        if r["tool"] == "bare floor":
+            continue
         groups = group_lines(r)
         out += [f"## {cell(r['tool'])} on {cell(r['backends'])}, pack {r['pack']}: {len(groups)} groups", ""]
         out += [f"- {cell(g)}" for g in groups] or ["- none"]
@@ -385,6 +518,9 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--floor-child":
+        floor_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1")
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=180, help="time each tool and configuration fuzzes, after start-up")
     ap.add_argument("--audee", default=AUDEE_SETS, help="audee's backend sets, ';'-separated (each comma-separated)")
@@ -434,17 +570,25 @@ def main() -> None:
                 jobs.append(lambda b=backends, p=pack: run_audee(b, p, args.seconds, apis, args.rng, args.batch,
                                                                  Path(tmp)))
         for job in jobs:
-            rows.append(job())
-            r = rows[-1]
-            print(f"{r['tool']:<14} {r['backends']:<44} pack {r['pack']!s:<3} {r['cases']:>5} cases in "
-                  f"{r['seconds']:6.1f} s = {r['rate']:7.2f}/s, {r['cpu_per_case']:.4f} CPU-s a case "
-                  f"(start-up {r['startup_s']:.1f} s; load {os.getloadavg()[0]:.2f})", flush=True)
+            got = [job()]
+            if got[0]["tool"] == "audee" and got[0]["backends"] == ",".join(FLOOR_SET) and got[0]["pack"] == 1:
+                # the same cases, bare: the floor audee's CPU per case is held to
+                got.append(run_floor(got[0]["specs"], args.batch, got[0]["threads"]))
+                got[0]["floor_ratio"] = got[0]["cpu_per_case"] / got[1]["cpu_per_case"]
+            for r in got:
+                print(f"{r['tool']:<14} {r['backends']:<44} pack {r['pack']!s:<3} {r['cases']:>5} cases in "
+                      f"{r['seconds']:6.1f} s = {r['rate']:7.2f}/s, {r['cpu_per_case']:.4f} CPU-s a case "
+                      f"(start-up {r['startup_s']:.1f} s; load {os.getloadavg()[0]:.2f})", flush=True)
+            rows += got
     base, base_cpu = rows[0]["rate"], rows[0]["cpu_per_case"]
     for r in rows:
         r["ratio"] = r["rate"] / base if base > 0 else None
         r["cpu_ratio"] = r["cpu_per_case"] / base_cpu if base_cpu and base_cpu == base_cpu else None
+    for r in rows:
+        r.pop("specs", None)
     print()
     print("\n".join(table_lines(rows)))
+    print("\n".join(floor_lines(rows)))
     for r in rows:
         print(f"\n{r['tool']} on {r['backends']}, pack {r['pack']}: {len(r['groups'])} bug groups")
         print("\n".join(group_lines(r)) or "  none")

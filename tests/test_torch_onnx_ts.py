@@ -133,3 +133,40 @@ def test_a_refusal_script_reproduces_alone(executor, tmp_path):
     rep = write_repro(record, tmp_path / "out", "clahe")
     got = run_alone(rep.script, tmp_path)
     assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-3000:]
+
+
+def test_a_spec_built_again_is_not_exported_again(executor):
+    """A worker keeps a spec's exports (and failed exports) beyond its model cache
+    (``TorchOnnxBackend.export_memo``): a spec built again after the cache let it go (as the
+    repro scripts do at a run's end) runs on the graph exported before, no ``convert`` time,
+    the same outputs bit for bit; a refused export is the same refusal; a one-layer case's
+    layer cut out alone (a diagnosis, a repro script's candidate) takes the case's graph."""
+    from audee.backends.worker import CACHE_SIZE
+
+    x = np.random.default_rng(2).random((4, 6), dtype=np.float32)
+    dense = TestCase("dense", one_layer("Dense", {"units": 3}, [6]), {}, {"x": x})
+    executor.complete_weights(dense, 0)
+    first = executor.run(dense)
+    assert first.phases["torch-onnx-ts"].get("convert", 0) > 0, first.phases
+    img = np.random.default_rng(0).uniform(0, 255, (2, 8, 8, 3)).astype(np.float32)
+    refused = TestCase("clahe", clahe(), {}, {"x": img})
+    executor.complete_weights(refused, 0)
+    (before,) = [f for f in executor.run(refused).verdict.findings if f.is_failure]
+    for units in range(4, 5 + CACHE_SIZE):  # more new specs than the worker's model cache holds
+        other = TestCase(f"dense{units}", one_layer("Dense", {"units": units}, [6]), {}, {"x": x})
+        executor.complete_weights(other, 0)
+        executor.run(other)
+    again = executor.run(dense)
+    assert again.phases["torch-onnx-ts"].get("build", 0) > 0, again.phases  # the cache had let it go
+    assert again.phases["torch-onnx-ts"].get("convert", 0) == 0, again.phases
+    np.testing.assert_array_equal(again.outcomes["torch-onnx-ts"].logits, first.outcomes["torch-onnx-ts"].logits)
+    (after,) = [f for f in executor.run(refused).verdict.findings if f.is_failure]
+    assert after.to_json() == before.to_json()
+    # the layer cut out alone (its input's range drawn from the data: another spec key) shares them too
+    from audee.cases.spec import one_layer_model
+
+    spec1, weights1 = one_layer_model(dense.spec, dense.weights, "t", {"x": x})
+    assert spec1.key() != dense.spec.key()
+    alone = executor.run(TestCase("dense-alone", spec1, weights1, {"x": x}))
+    assert alone.phases["torch-onnx-ts"].get("convert", 0) == 0, alone.phases
+    np.testing.assert_array_equal(alone.outcomes["torch-onnx-ts"].logits, first.outcomes["torch-onnx-ts"].logits)

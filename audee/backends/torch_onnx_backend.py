@@ -25,6 +25,7 @@ bfloat16 one reinterpreted as ``ml_dtypes.bfloat16``, the dtype the Keras backen
 from __future__ import annotations
 
 import traceback
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,8 @@ from audee.backends.onnx_backend import OnnxModel, OnnxRuntimeBackend, graph_inp
 from audee.cases.spec import ModelSpec, Weights
 
 Shapes = tuple  # one shape (batch first) per model input, in spec order
+#: specs whose exports a worker keeps beyond its model cache (:meth:`TorchOnnxBackend.export_memo`)
+EXPORT_MEMO = 64
 
 
 class TorchOnnxModel(OnnxModel):
@@ -127,6 +130,7 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
     def __init__(self, device: str = "cpu", precision: str = "full"):
         super().__init__(device, precision)
         self.keras_side = TorchBackend("cpu")  # the export traces on the CPU
+        self._export_memo: OrderedDict[str, tuple[dict[Shapes, Any], dict[Shapes, BackendError]]] = OrderedDict()
 
     @classmethod
     def prepare_process(cls, device: str, precision: str = "full") -> None:
@@ -165,7 +169,25 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
 
     def build(self, spec: ModelSpec) -> TorchOnnxModel:
         keras = self.keras_side.keras
-        return self.wrap(BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights))
+        om = self.wrap(BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights))
+        if not spec.roundtrip:  # a round trip exports the loaded model, a wrap of its own
+            om.exports, om.failed = self.export_memo(export_key(spec))
+        return om
+
+    def export_memo(self, key: str) -> tuple[dict[Shapes, Any], dict[Shapes, BackendError]]:
+        """The graphs exported for the spec of content key ``key`` and the exports that failed,
+        per input shapes, kept for the last :data:`EXPORT_MEMO` specs across the worker's
+        model cache: a spec built again (the repro scripts at a run's end, a case whose
+        model the cache let go, a one-layer case's layer cut out alone: :func:`export_key`)
+        takes them instead of exporting again.  Sound because the
+        graph depends on the spec and the shapes alone: the weights are graph inputs and the
+        trace runs on zeros and the built values (a weight set waits for the export)."""
+        memo = self._export_memo
+        got = memo.pop(key, None) or ({}, {})
+        memo[key] = got
+        while len(memo) > EXPORT_MEMO:
+            memo.popitem(last=False)
+        return got
 
     def wrap(self, built: BuiltModel) -> TorchOnnxModel:
         variables = list(built.model.trainable_variables) + list(built.model.non_trainable_variables)
@@ -326,6 +348,21 @@ class TorchOnnxTsBackend(TorchOnnxBackend):
         proto = onnx.load_from_string(buffer.getvalue())
         restore_pruned_inputs(proto, dict(zip(names + om.weight_inputs, xs + ws)), set(dynamic))
         return proto
+
+
+def export_key(spec: ModelSpec) -> str:
+    """What a spec's export depends on, hashed: its content key (:meth:`ModelSpec.key`)
+    without the inputs' value ranges, which only draw data and never reach the build, so a
+    one-layer case and its layer cut out alone (:func:`audee.cases.spec.one_layer_spec`,
+    its input's range drawn from the data) share their exports."""
+    import hashlib
+    import json
+
+    body = spec.to_json()
+    for name in ("meta", "name"):
+        body.pop(name, None)
+    body["inputs"] = [{k: v for k, v in i.items() if k != "range"} for i in body["inputs"]]
+    return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def stateless_export_args(om: OnnxModel, shapes: Shapes | None) -> tuple[Any, list[Any], list[Any], Shapes]:

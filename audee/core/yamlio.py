@@ -10,6 +10,10 @@ import yaml
 from audee.core.bounded import MAX_TEXT_BYTES, read_bytes
 from audee.core.errors import AudeeError, ConfigError
 
+#: libyaml's safe loader where PyYAML was built with it: the same documents as the pure-Python
+#: one, about ten times faster (the shipped known-issues file: 0.12 -> 0.013 CPU-s, read once per run)
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def read_text(path: str | Path, error: type[AudeeError] = AudeeError) -> str:
     """A file's text as UTF-8; an unreadable file, one that is no regular file or is larger
@@ -31,7 +35,7 @@ def read_yaml_mapping(path: str | Path, what: str = "a mapping") -> dict[str, An
     source = str(path)
     text = read_text(path, ConfigError)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
