@@ -723,3 +723,65 @@ def test_a_converted_graph_selecting_by_arithmetic_names_the_known_lowering(pool
     assert bug.known_id == "tf2onnx-select-mul-nan"
     dense = run({"api": "Dense", "params": {"units": 3}})
     assert not any("program:" in c for s in dense.signatures for c in s["context"])
+
+
+def test_a_converter_accepting_a_crafty_invalid_argument_is_undefined_too():
+    """``axis=[1, 1]`` is a crafty invalid value of UnitNormalization's config: TensorFlow,
+    torch and JAX refuse it, onnxruntime runs tf2onnx's graph and reduces over the axis once
+    (the intended result, by a hand check of the rng 2815 campaign).  Lenient on an argument
+    the contract excludes, the converter has no wrong result: undefined, as the refusals are."""
+    refused = Finding(Kind.DIVERGENT_ACCEPTANCE, sorted(DUPLICATE_AXIS), {
+        "accepted": ["onnxruntime"], "odd": ["onnxruntime"],
+        "errors": {b: {"phase": "run", "message": m} for b, m in DUPLICATE_AXIS.items()}})
+    spec = {"layers": [{"name": "t_unitnormalization", "api": "UnitNormalization", "params": {"axis": [1, 1]},
+                        "inputs": ["x"]}]}
+    meta = {"api": "UnitNormalization", "mutations": [
+        {"layer": "t_unitnormalization", "param": "axis", "old": None, "new": [1, 1], "invalid": True}]}
+    roots = root_causes(unique_bugs(_rows(signatures_of(refused, spec, meta)), []))
+    assert {r.klass for r in roots} == {"undefined"}
+    (lenient,) = [r for r in roots if r.component == "tf2onnx"]
+    assert lenient.class_reason.startswith("outside the contract: a crafty invalid value of axis")
+
+
+def test_a_label_flip_on_a_pair_whose_deviation_was_cleared_is_no_bug():
+    """TensorFlow and JAX flip a label after a LayerNormalization fed values of a large mean and
+    a tiny spread: the deviation diagnosis cleared the pair (the layer is ill-conditioned:
+    ``deviation_accumulated``), so the flip is that rounding seen through argmax, no backend's
+    bug; where a deviation of the pair stands, the flip keeps its signature."""
+    from audee.triage.signature import case_signatures
+
+    flip = {"kind": "inconsistency", "backends": ["tensorflow", "jax"],
+            "detail": {"pair": "tensorflow|jax", "distance": 0.0066, "odd": ["tensorflow"]}}
+    cleared = {"kind": "deviation_accumulated", "backends": ["tensorflow", "jax"],
+               "detail": {"pair": "tensorflow|jax", "first_layer": "norm", "own_layers": [],
+                          "ill_conditioned": ["norm"]}}
+    standing = {"kind": "deviation", "backends": ["tensorflow", "jax"],
+                "detail": {"pair": "tensorflow|jax", "first_layer": "norm", "own_layers": ["norm"]}}
+    spec = {"layers": [{"name": "norm", "api": "LayerNormalization", "params": {}, "inputs": ["x"]}]}
+    meta = {"api": "LayerNormalization"}
+    assert case_signatures({"findings": [flip, cleared]}, spec, meta) == []
+    kinds = sorted(s.kind for s in case_signatures({"findings": [flip, standing]}, spec, meta))
+    assert kinds == ["deviation", "inconsistency"]
+
+
+def test_a_select_lowered_on_the_odd_backends_nan_path_is_its_fact():
+    """vgg16 with one NaN: the patterns first differ at a max pooling (TensorFlow drops the
+    NaN), but onnxruntime's NaN reaches the output through a thresholded ReLU whose select
+    tf2onnx lowered to Mul/Add, non-finite on onnxruntime alone.  The fact of that layer, on
+    the odd backend's own NaN path, is the signature's; a fact of a layer where every backend
+    is non-finite, or of another backend, is not."""
+    layers = {"onnxruntime": ["pool", "relu_6", "flatten"], "tensorflow": [], "torch": ["pool"]}
+    f = Finding(Kind.NAN, ["onnxruntime", "tensorflow", "torch"], {
+        "strong": True, "odd": ["onnxruntime"], "input_nonfinite": True, "layers": layers,
+        "first_layer": {"onnxruntime": "pool", "torch": "pool"},
+        "patterns": {"onnxruntime|tensorflow": {"first_layer": "pool"}, "onnxruntime|torch": {"first_layer": "relu_6"}},
+        "program": {"onnxruntime": {"relu_6": ["select_as_arithmetic"]}}})
+    spec = {"layers": [{"name": "pool", "api": "MaxPooling2D", "params": {}, "inputs": ["x"]},
+                       {"name": "relu_6", "api": "ReLU", "params": {"threshold": 0.6}, "inputs": ["pool"]},
+                       {"name": "flatten", "api": "Flatten", "params": {}, "inputs": ["relu_6"]}]}
+    (sig,) = signatures_of(f, spec, {})
+    assert sig.layer == "MaxPooling2D" and sig.program == ("select_as_arithmetic",)
+    assert match_known(sig, load_known_issues()).id == "tf2onnx-select-mul-nan"
+    f.detail.program = {"tensorflow": {"relu_6": ["select_as_arithmetic"]}}
+    (other,) = signatures_of(f, spec, {})
+    assert other.program == ()

@@ -34,8 +34,8 @@ or an intended change, is only a known issue's: :mod:`audee.triage.known`, its `
 rule); ``undefined`` when audee's memory cap stopped it (the case asked for more memory than a
 worker may hold); ``harness`` (the failure is raised in audee's own code); ``bug`` for a
 converter computing what its reference refuses, whatever values the input holds (``undefined``
-only where the generator marked an argument outside the contract: the converter is lenient
-where no result is defined); ``undefined`` (the case
+only where the generator marked an argument outside the contract or drew a crafty invalid
+one: the converter is lenient where no result is defined); ``undefined`` (the case
 is outside the documented contract: a value the generator marked outside it, a crafty
 invalid parameter value, NaN/Inf inputs to a
 difference between independent frameworks (not to a compiled or converted backend's against
@@ -236,14 +236,15 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
                               "nothing regressed")
     refused_by = _fact(sig, REFUSED_BY)
     outside = sorted(c[len(OUTSIDE):] for c in ctx if c.startswith(OUTSIDE))
-    if refused_by is not None and outside:  # lenient on an argument the contract excludes: no result to be wrong
-        return "undefined", (f"outside the contract: {'; '.join(outside)} ({sig.component or 'the converter'} "
-                             f"accepts what its reference {refused_by} refuses)")
+    invalid = sorted(c.split(":", 1)[1] for c in ctx if c.startswith("invalid:"))
+    if refused_by is not None and (outside or invalid):  # lenient on an argument the contract excludes
+        why = "; ".join(outside) or "a crafty invalid value of " + ", ".join(invalid)
+        return "undefined", (f"outside the contract: {why} ({sig.component or 'the converter'} accepts what its "
+                             f"reference {refused_by} refuses)")
     if refused_by is not None:  # the converted program must do what it was given: raise where its reference does
         return "bug", f"{sig.component or 'the converter'} computes what its reference {refused_by} refuses"
     if outside:
         return "undefined", "outside the contract: " + "; ".join(outside)
-    invalid = sorted(c.split(":", 1)[1] for c in ctx if c.startswith("invalid:"))
     if invalid:
         return "undefined", "a crafty invalid value of " + ", ".join(invalid)
     reasons = [text for c, text in _UNDEFINED_CONTEXT.items()

@@ -523,13 +523,20 @@ def _op_case(meta: dict[str, Any] | None) -> bool:
     return is_call(meta)
 
 
-def _program_context(program: dict[str, dict[str, list[str]]], layer: Any, backends: Iterable[str]) -> list[str]:
-    """The facts the programs of ``backends`` (the odd ones where the oracle told) show of how
-    they compute ``layer`` (``program:<fact>``, :data:`audee.backends.info.PROGRAM_FACTS`): a
-    converter's graph selecting by arithmetic where the Keras model selects."""
-    if not isinstance(layer, str):
-        return []
-    facts = {f for b in backends for f in (program.get(b) or {}).get(layer, [])}
+def _program_context(program: dict[str, dict[str, list[str]]], layer: Any, odd: Iterable[str],
+                     nonfinite: dict[str, list[str]], backends: Iterable[str]) -> list[str]:
+    """The facts the odd backends' programs show of how they compute ``layer`` or a layer on
+    their own NaN's path, non-finite there where another backend is finite (``program:<fact>``,
+    :data:`audee.backends.info.PROGRAM_FACTS`): a converter's graph selecting by arithmetic
+    where the Keras model selects, whether the patterns first differ there or at a layer
+    before it (a max pooling that drops the NaN on one backend)."""
+    backends = list(backends)
+    facts: set[str] = set()
+    for b in odd:
+        mine = set(nonfinite.get(b) or ())
+        others = [set(nonfinite.get(o) or ()) for o in backends if o != b]
+        path = {n for n in mine if any(n not in o for o in others)} | ({layer} if isinstance(layer, str) else set())
+        facts |= {f for name in path for f in (program.get(b) or {}).get(name, [])}
     return [PROGRAM + f for f in sorted(facts)]
 
 
@@ -711,7 +718,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         fed = _fed_nonfinite(spec, layer, detail.layers, finding.backends)
         context = _input_context(meta, bool(detail.input_nonfinite) or fed) + \
             (["overflow_boundary"] if detail.overflow_boundary else []) + \
-            _program_context(detail.program, layer, odd or backends)
+            _program_context(detail.program, layer, odd, detail.layers, backends)
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
                     _gradient_phase(layer), context=context)]
     if finding.kind == Kind.DEVIATION:
@@ -851,7 +858,9 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
                     localization: Any = None, seed_spec: Any = None) -> list[Signature]:
     """Every failure signature of a verdict (a Verdict or its JSON), duplicates dropped.  An
     inconsistency takes the layer its pair's deviation finding pins (a label flip is the
-    deviation seen through argmax: one root cause)."""
+    deviation seen through argmax: one root cause); one whose pair's deviation the diagnosis
+    cleared (``deviation_accumulated``: rounding amplified, an ill-conditioned layer) has none,
+    as that deviation has none."""
     findings = verdict.get("findings", []) if isinstance(verdict, dict) else verdict.findings
     findings = [Finding.from_json(f) if isinstance(f, dict) else f for f in findings]
     own: dict[str, str] = {}
@@ -861,9 +870,15 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
             if isinstance(layer, str):
                 own[f.detail.pair] = layer
     deviating = {f.detail.pair for f in findings if f.kind in with_accumulated(Kind.DEVIATION)}
+    # a pair whose deviation the diagnosis cleared (rounding amplified along the model, or an
+    # ill-conditioned layer) and none stands: its labels flip on that rounding, no backend's bug
+    cleared = {f.detail.pair for f in findings if f.kind == Kind.DEVIATION_ACCUMULATED} - \
+        {f.detail.pair for f in findings if f.kind == Kind.DEVIATION}
     out: list[Signature] = []
     for f in findings:
         incons = f.kind == Kind.INCONSISTENCY
+        if incons and localization is None and f.detail.pair in cleared and f.detail.shape_mismatch is None:
+            continue
         pair_layer = own.get(f.detail.pair) if incons else None
         within = (incons and localization is None and f.detail.pair not in deviating
                   and f.detail.shape_mismatch is None and math.isfinite(float(f.detail.distance or 0.0)))
