@@ -548,3 +548,17 @@ def test_tensorflows_fused_relu_dropping_nan_is_found_before():
         assert (hit.id, hit.status, hit.row) == ("tf-onednn-fused-relu-nan", "found before", 86), api
     assert match_known(Signature("nan", "Conv1D", (), backends, odd=("tensorflow",), layer="Conv1D"), issues) is None
     assert match_known(Signature("nan", "Conv2D", (), backends, odd=("torch",), layer="Conv2D"), issues) is None
+
+
+def test_tf2onnx_atan2_on_infinite_pairs_is_found_before():
+    """The api-cpu campaign (rng 2816): STFTSpectrogram(mode="angle") with an Inf, NaN on
+    onnxruntime alone, is tf2onnx's Atan2 rewrite (findings row 87); another mode is not."""
+    issues = load_known_issues()
+    backends = ("jax", "onnxruntime", "tensorflow", "torch")
+    angle = Signature("nan", "STFTSpectrogram", (("mode", "'angle'"),), backends, odd=("onnxruntime",),
+                      layer="STFTSpectrogram")
+    hit = match_known(angle, issues)
+    assert hit.id == "tf2onnx-atan2-inf" and hit.status == "found before" and hit.row == 87
+    log = Signature("nan", "STFTSpectrogram", (("mode", "'log'"),), backends, odd=("onnxruntime",),
+                    layer="STFTSpectrogram")
+    assert match_known(log, issues) is None
