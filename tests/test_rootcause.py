@@ -116,6 +116,8 @@ def test_an_inconsistency_joins_its_pairs_deviation():
      "attrs: [T=DT_HALF]", "limitation"),
     ("NotFoundError: Could not find device for node: {{node Reciprocal}} = Reciprocal[T=DT_INT32]\nAll kernels "
      "registered for op Reciprocal:\n  device='CPU'; T in [DT_FLOAT]", "limitation"),   # TF eager: no kernel
+    ("InvalidArgumentError: Graph execution error: Current CPU implementation does not yet support dilation rates "
+     "larger than 1. [[{{node t_conv3dtranspose_1/conv_transpose}}]]", "limitation"),  # the api-cpu campaign, rng 2817
     (SIZE, "bug"),
 ])
 def test_explicit_unsupported_errors_are_limitations(message, klass):

@@ -204,7 +204,7 @@ def normalize_error(message: str | None, layer_names: Iterable[str] = (), whole:
 # (its description's ``unsupported``: a kernel or op it has not, a converter's missing rule).
 UNSUPPORTED = re.compile("|".join((
     r"not supported|[Uu]nsupported|only supports?\b",
-    r"[Nn]ot implemented|NotImplementedError|do not yet support|currently only support|is not available on",
+    r"[Nn]ot implemented|NotImplementedError|(?:do|does) not yet support|currently only support|is not available on",
     *all_unsupported())))
 
 
