@@ -11,7 +11,8 @@ import pytest
 
 from audee.core.errors import ConfigError
 from audee.triage.known import load_known_file, load_known_issues, match_known, shipped_file
-from audee.triage.signature import Signature
+from audee.cases.case import Finding, Kind
+from audee.triage.signature import Signature, signatures_of
 
 GELU = Signature("divergent_acceptance", "activations.gelu", (("activation", "'gelu'"),), ("onnxruntime",),
                  "convert", "InvalidGraph: [ONNXRuntimeError] : <n> : INVALID_GRAPH : ... Error No Op registered "
@@ -562,3 +563,21 @@ def test_tf2onnx_atan2_on_infinite_pairs_is_found_before():
     log = Signature("nan", "STFTSpectrogram", (("mode", "'log'"),), backends, odd=("onnxruntime",),
                     layer="STFTSpectrogram")
     assert match_known(log, issues) is None
+
+
+def test_what_the_rng_2817_triage_learned_is_known():
+    """TensorFlow's CPU Conv3DTranspose refuses a dilation in the 3-D kernel's words ("does not
+    yet support"), the known limitation's; onnxruntime's float32 chain under a float16 policy
+    shows as a deviation too (UnitNormalization: 0.5 where the others overflow to 0); a float32
+    onnxruntime deviation is not that entry's."""
+    issues = load_known_issues()
+    (dil,) = signatures_of(Finding(Kind.DIVERGENT_ACCEPTANCE, ["tensorflow"], {"accepted": ["torch", "jax"], "errors": {
+        "tensorflow": {"phase": "run", "message": "InvalidArgumentError: Graph execution error: Current CPU "
+                       "implementation does not yet support dilation rates larger than 1."}}}), {"layers": []},
+        {"api": "Conv3DTranspose"})
+    assert match_known(dil, issues).id == "tf-cpu-conv-transpose-dilation"
+    dev = Signature("deviation", "UnitNormalization", (), ("onnxruntime", "tensorflow"), odd=("onnxruntime",),
+                    layer="UnitNormalization", context=("policy:float16",))
+    assert match_known(dev, issues).id == "ort-fp16-cast-roundtrip-elided"
+    assert match_known(Signature("deviation", "UnitNormalization", (), ("onnxruntime", "tensorflow"),
+                                 odd=("onnxruntime",), layer="UnitNormalization"), issues) is None
