@@ -581,3 +581,20 @@ def test_what_the_rng_2817_triage_learned_is_known():
     assert match_known(dev, issues).id == "ort-fp16-cast-roundtrip-elided"
     assert match_known(Signature("deviation", "UnitNormalization", (), ("onnxruntime", "tensorflow"),
                                  odd=("onnxruntime",), layer="UnitNormalization"), issues) is None
+
+
+def test_the_rng_2818_new_bugs_are_found_before():
+    """The api-cpu campaign (rng 2818) met two new bugs, now findings rows 88 and 89: tf2onnx's
+    one_hot graph refused by onnxruntime, and TimeDistributed skipping its inner layer's check
+    (torch and JAX failing on what TensorFlow runs)."""
+    issues = load_known_issues()
+    onehot = Signature("divergent_acceptance", "CategoryEncoding", (), ("onnxruntime",), "convert",
+                       "tf2onnx produced an invalid ONNX graph (onnx.checker: Node(<layer>/one_hot) with schema(::<name>) "
+                       "has input size <n> not in range [min=<n>, max=<n>]. ==> Context: Bad node spec for node. Name: "
+                       "<layer>/one_hot OpType: OneHot)", layer="CategoryEncoding", component="tf2onnx")
+    assert match_known(onehot, issues).id == "tf2onnx-onehot-rank2-dtype"
+    for b, error in (("jax", "ValueError: operands could not be broadcast together with shapes <shape>"),
+                     ("torch", "ValueError: The <name> argument must be a tuple of <n> integers. Received "
+                               "pool_size=<shape>")):
+        sig = Signature("divergent_acceptance", "TimeDistributed", (), (b,), "run", error, layer="TimeDistributed")
+        assert match_known(sig, issues).id == "keras-timedistributed-skips-input-spec"
