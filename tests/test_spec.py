@@ -93,3 +93,16 @@ def test_adapt_weights_keeps_what_still_fits_and_never_shifts_roles():
                                "conv": [("kernel", (2, 2, 1, 4)), ("bias", (4,))]}, seed=0)
     assert (out["bn"][2] > 0).all() and out["bn"][2] is not mean
     assert out["conv"][1] is base["conv"][1] and out["conv"][0].shape == (2, 2, 1, 4)  # bias kept, kernel new
+
+
+def test_weights_with_a_zero_sized_axis_are_drawn_empty():
+    """A layer built with ``units=0`` has empty kernels: drawn empty, not a division by zero
+    that ended the whole run; the other layers' weights are drawn as without them."""
+    from audee.cases.weights import adapt_weights
+
+    shapes = {"rnn": [("kernel", (0, 0)), ("recurrent_kernel", (0, 0)), ("bias", (0,))],
+              "dw": [("depthwise_kernel", (0, 3, 2, 1))], "dense": [("kernel", (4, 2))]}
+    out = adapt_weights({}, shapes, seed=0)
+    assert [a.shape for a in out["rnn"]] == [(0, 0), (0, 0), (0,)] and out["dw"][0].shape == (0, 3, 2, 1)
+    alone = adapt_weights({}, {"dense": [("kernel", (4, 2))]}, seed=0)
+    np.testing.assert_array_equal(out["dense"][0], alone["dense"][0])

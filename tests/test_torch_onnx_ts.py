@@ -10,6 +10,8 @@ finding's standalone script reproduces it without audee.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -170,3 +172,75 @@ def test_a_spec_built_again_is_not_exported_again(executor):
     alone = executor.run(TestCase("dense-alone", spec1, weights1, {"x": x}))
     assert alone.phases["torch-onnx-ts"].get("convert", 0) == 0, alone.phases
     np.testing.assert_array_equal(alone.outcomes["torch-onnx-ts"].logits, first.outcomes["torch-onnx-ts"].logits)
+
+
+MEMO_SCRIPT = """
+import numpy as np
+from audee.backends.torch_onnx_backend import TorchOnnxTsBackend
+from audee.cases.spec import ModelSpec
+
+TorchOnnxTsBackend.prepare_process("cpu")
+backend = TorchOnnxTsBackend("cpu")
+
+def dense(units):
+    return ModelSpec.from_json({"name": "dense", "inputs": [{"name": "x", "shape": [5], "range": [0, 1]}],
+                                "layers": [{"name": "t", "api": "Dense", "params": {"units": units}, "inputs": ["x"]}],
+                                "output": "t", "logits": "t"})
+
+x = {"x": np.zeros((4, 5), np.float32)}
+backend.compile_for(backend.build(dense(2)), x)
+for units in range(3, 103):
+    backend.build(dense(units))
+print("KEPT", len(backend.build(dense(2)).exports))
+"""
+
+
+def test_exports_outlive_a_run_of_every_api(tmp_path):
+    """A spec's exports are still kept after a hundred other specs were built (a run of every
+    API-level layer is 97 cases; the repro scripts at its end come back to its failing
+    ones): the spec built again finds its graph.  In a process of its own: the backend
+    sets ``KERAS_BACKEND`` for the process."""
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    got = subprocess.run([sys.executable, "-c", MEMO_SCRIPT], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert got.returncode == 0, got.stderr[-3000:]
+    assert "KEPT 1" in got.stdout, got.stdout[-2000:]
+
+def test_export_memo_is_bounded_by_the_bytes_of_its_graphs(monkeypatch):
+    """The memo lets the least recently used specs' graphs go once their bytes pass
+    ``EXPORT_MEMO_BYTES`` (the spec in use stays, a refusal-only spec counts no bytes)."""
+    from types import SimpleNamespace
+
+    from onnx import TensorProto, helper
+
+    from audee.backends import torch_onnx_backend as tob
+
+    def graph(n: int):
+        nodes = [helper.make_node("Identity", [f"v{k}"], [f"v{k + 1}"]) for k in range(n)]
+        return helper.make_model(helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1])],
+            [helper.make_tensor_value_info(f"v{n}", TensorProto.FLOAT, [1])]))
+
+    size = graph(50).ByteSize()
+    monkeypatch.setattr(tob, "EXPORT_MEMO_BYTES", 3 * size)
+    backend = tob.TorchOnnxTsBackend("cpu")
+
+    def export(key: str) -> None:
+        om = SimpleNamespace(memo_key=key)
+        om.exports, om.failed = backend.export_memo(key)
+        om.exports[(2,)] = graph(50)
+        backend._remember(om, om.exports[(2,)])
+
+    for key in "abc":
+        export(key)
+    backend.export_memo("refused")  # no graph: no bytes
+    assert list(backend._export_memo) == ["a", "b", "c", "refused"]
+    backend.export_memo("a")  # used again: the most recent
+    export("d")
+    assert list(backend._export_memo) == ["c", "refused", "a", "d"]  # b, the least recent, let go
+    assert backend._memo_total == 3 * size

@@ -38,7 +38,10 @@ from audee.cases.spec import ModelSpec, Weights
 
 Shapes = tuple  # one shape (batch first) per model input, in spec order
 #: specs whose exports a worker keeps beyond its model cache (:meth:`TorchOnnxBackend.export_memo`)
-EXPORT_MEMO = 64
+EXPORT_MEMO = 4096
+#: and the bytes of their graphs at most: a one-layer case's graph is 2 KB (median of the
+#: API-level cases), an unrolled ConvLSTM3D 240 KB (weights are inputs, not in the graph)
+EXPORT_MEMO_BYTES = 32 << 20
 
 
 class TorchOnnxModel(OnnxModel):
@@ -53,6 +56,7 @@ class TorchOnnxModel(OnnxModel):
         self.failed: dict[Shapes, BackendError] = {}  # an export that failed fails again at once
         self.pending: Weights | None = None  # a weight set that came before the first export
         self.weighted = False  # a weight set came (before it, a session would run placeholder weights)
+        self.memo_key: str | None = None  # its exports' key in the worker's memo (export_key), None if not kept
 
 
 def accepts(proto: Any, shapes: dict[str, tuple[int, ...]]) -> bool:
@@ -131,6 +135,8 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         super().__init__(device, precision)
         self.keras_side = TorchBackend("cpu")  # the export traces on the CPU
         self._export_memo: OrderedDict[str, tuple[dict[Shapes, Any], dict[Shapes, BackendError]]] = OrderedDict()
+        self._memo_bytes: dict[str, int] = {}  # memo key -> bytes of its graphs
+        self._memo_total = 0  # their sum
 
     @classmethod
     def prepare_process(cls, device: str, precision: str = "full") -> None:
@@ -171,7 +177,8 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         keras = self.keras_side.keras
         om = self.wrap(BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights))
         if not spec.roundtrip:  # a round trip exports the loaded model, a wrap of its own
-            om.exports, om.failed = self.export_memo(export_key(spec))
+            om.memo_key = export_key(spec)
+            om.exports, om.failed = self.export_memo(om.memo_key)
         return om
 
     def export_memo(self, key: str) -> tuple[dict[Shapes, Any], dict[Shapes, BackendError]]:
@@ -181,13 +188,37 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         model the cache let go, a one-layer case's layer cut out alone: :func:`export_key`)
         takes them instead of exporting again.  Sound because the
         graph depends on the spec and the shapes alone: the weights are graph inputs and the
-        trace runs on zeros and the built values (a weight set waits for the export)."""
+        trace runs on zeros and the built values (a weight set waits for the export).
+
+        Bounded by :data:`EXPORT_MEMO` specs and :data:`EXPORT_MEMO_BYTES` of graphs rather
+        than by the few specs a run's end comes back to: at 64 specs the repro pass after a
+        run of every API (97 cases) exported its recurrent cases again, 0.4-0.6 CPU-s each."""
         memo = self._export_memo
         got = memo.pop(key, None) or ({}, {})
         memo[key] = got
-        while len(memo) > EXPORT_MEMO:
-            memo.popitem(last=False)
+        self._evict(key)
         return got
+
+    def _remember(self, om: TorchOnnxModel, proto: Any) -> None:
+        """Count a new export of ``om`` against the memo's bytes (if its exports are the memo's)."""
+        key = om.memo_key
+        if key is not None and self._export_memo.get(key, (None,))[0] is om.exports:
+            size = proto.ByteSize()
+            self._memo_bytes[key] = self._memo_bytes.get(key, 0) + size
+            self._memo_total += size
+            self._evict(key)
+
+    def _evict(self, keep: str) -> None:
+        """Drop the least recently used specs' exports until the memo is within its bounds
+        (``keep``, the one in use, stays)."""
+        memo = self._export_memo
+        while len(memo) > 1 and (len(memo) > EXPORT_MEMO or self._memo_total > EXPORT_MEMO_BYTES):
+            oldest = next(iter(memo))
+            if oldest == keep:
+                memo.move_to_end(keep)
+                oldest = next(iter(memo))
+            memo.pop(oldest)
+            self._memo_total -= self._memo_bytes.pop(oldest, 0)
 
     def wrap(self, built: BuiltModel) -> TorchOnnxModel:
         variables = list(built.model.trainable_variables) + list(built.model.non_trainable_variables)
@@ -225,6 +256,7 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
             om.failed[shapes] = BackendError(Phase.CONVERT, f"{type(exc).__name__}: {exc}", traceback.format_exc())
             raise om.failed[shapes] from exc
         om.exports[shapes] = proto
+        self._remember(om, proto)
         self._use(om, proto, shapes)
         return om
 

@@ -45,11 +45,13 @@ def _entry(item: Sequence[Any]) -> tuple[str, tuple[int, ...], str | None]:
 
 
 def _fan_in(role: str, shape: tuple[int, ...]) -> int:
+    """At least 1: a weight with a zero-sized axis (a layer built with ``units=0``) is empty,
+    whatever its scale, and must not stop the run."""
     if len(shape) < 2:
         return max(shape[0] if shape else 1, 1)
     if role == "depthwise_kernel":
-        return int(np.prod(shape[:-2]))
-    return int(np.prod(shape[:-1]))
+        return max(int(np.prod(shape[:-2])), 1)
+    return max(int(np.prod(shape[:-1])), 1)
 
 
 def init_array(role: str, shape: tuple[int, ...], rng: np.random.Generator,
