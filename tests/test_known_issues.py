@@ -598,3 +598,15 @@ def test_the_rng_2818_new_bugs_are_found_before():
                                "pool_size=<shape>")):
         sig = Signature("divergent_acceptance", "TimeDistributed", (), (b,), "run", error, layer="TimeDistributed")
         assert match_known(sig, issues).id == "keras-timedistributed-skips-input-spec"
+
+
+def test_torchs_half_adaptive_avgpool3d_overflow_is_known_upstream():
+    """The api-cpu campaign (rng 2819): torch's CPU adaptive_avg_pool3d sums a float16 window in
+    float16 (pytorch/pytorch#140696), +inf where JAX is finite; under float32 it is not that."""
+    issues = load_known_issues()
+    half = Signature("nan", "AdaptiveAveragePooling3D", (), ("jax", "torch"), odd=("torch",),
+                     layer="AdaptiveAveragePooling3D", context=("policy:mixed_float16",))
+    assert match_known(half, issues).id == "torch-cpu-adaptive-avgpool3d-half-accum"
+    full = Signature("nan", "AdaptiveAveragePooling3D", (), ("jax", "torch"), odd=("torch",),
+                     layer="AdaptiveAveragePooling3D")
+    assert match_known(full, issues) is None
