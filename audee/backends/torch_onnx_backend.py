@@ -387,14 +387,7 @@ def export_key(spec: ModelSpec) -> str:
     without the inputs' value ranges, which only draw data and never reach the build, so a
     one-layer case and its layer cut out alone (:func:`audee.cases.spec.one_layer_spec`,
     its input's range drawn from the data) share their exports."""
-    import hashlib
-    import json
-
-    body = spec.to_json()
-    for name in ("meta", "name"):
-        body.pop(name, None)
-    body["inputs"] = [{k: v for k, v in i.items() if k != "range"} for i in body["inputs"]]
-    return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+    return spec.key(ranges=False)
 
 
 def stateless_export_args(om: OnnxModel, shapes: Shapes | None) -> tuple[Any, list[Any], list[Any], Shapes]:

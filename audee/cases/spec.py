@@ -168,11 +168,15 @@ class ModelSpec:
     def dumps(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
 
-    def key(self) -> str:
-        """A content hash: equal specs share built models in the backend workers."""
+    def key(self, *, ranges: bool = True) -> str:
+        """A content hash: equal specs share built models in the backend workers.
+        ``ranges=False``: without the inputs' value ranges, which only draw data and never
+        reach a build (a one-layer case and its layer cut out alone share a graph export)."""
         body = self.to_json()
         body.pop("meta", None)
         body.pop("name", None)
+        if not ranges:
+            body["inputs"] = [{k: v for k, v in i.items() if k != "range"} for i in body["inputs"]]
         return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
     def copy(self) -> "ModelSpec":

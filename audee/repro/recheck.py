@@ -67,7 +67,6 @@ from audee.triage import BROKEN, FIXED, RECHECK_RESULTS, REPRODUCES
 
 log = logging.getLogger(__name__)
 
-RESULTS = RECHECK_RESULTS
 
 #: a verdict line: what a script prints first on the line, in capitals
 _VERDICT = re.compile(r"(NOT REPRODUCED|REPRODUCED)\b")
@@ -366,7 +365,7 @@ class Recheck:
     kept: int = 0           # rows kept from the interrupted recheck this one resumed
 
     def counts(self) -> dict[str, int]:
-        return {r: sum(1 for row in self.rows if row.result == r) for r in RESULTS}
+        return {r: sum(1 for row in self.rows if row.result == r) for r in RECHECK_RESULTS}
 
     def exit_code(self) -> ExitCode:
         """Broken first (a script to look at), then fixed (a bug gone), else every one reproduces."""

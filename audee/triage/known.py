@@ -118,6 +118,16 @@ class Fix(_Strict):
         return v
 
 
+def _known_names(v: Any, known: Iterable[str], what: str) -> Any:
+    """``v`` (a name, a list of names, or None) when every name is one of ``known``; else the
+    one-line error naming the first that is not."""
+    known = tuple(known)
+    for name in [v] if isinstance(v, str) else v or []:
+        if name not in known:
+            raise ValueError(f"unknown {what} {name!r} (known: {', '.join(known)})")
+    return v
+
+
 class KnownMatch(_Strict):
     kind: str | list[str] | None = Field(None, description="finding kind(s)")
     api: str | list[str] | None = Field(None, min_length=1,
@@ -138,10 +148,7 @@ class KnownMatch(_Strict):
     @field_validator("kind")
     @classmethod
     def _kinds(cls, v: Any) -> Any:
-        for k in [v] if isinstance(v, str) else v or []:
-            if k not in KINDS:
-                raise ValueError(f"unknown finding kind {k!r} (known: {', '.join(KINDS)})")
-        return v
+        return _known_names(v, KINDS, "finding kind")
 
     @field_validator("phase")
     @classmethod
@@ -155,17 +162,12 @@ class KnownMatch(_Strict):
     @field_validator("policy")
     @classmethod
     def _policy(cls, v: Any) -> Any:
-        for p in [v] if isinstance(v, str) else v or []:
-            if p not in POLICY_COMPUTE:
-                raise ValueError(f"unknown dtype policy {p!r} (known: {', '.join(POLICY_COMPUTE)})")
-        return v
+        return _known_names(v, POLICY_COMPUTE, "dtype policy")
 
     @field_validator("program")
     @classmethod
     def _program(cls, v: Any) -> Any:
-        if v is not None and v not in PROGRAM_FACTS:
-            raise ValueError(f"unknown program fact {v!r} (known: {', '.join(PROGRAM_FACTS)})")
-        return v
+        return _known_names(v, PROGRAM_FACTS, "program fact")
 
     @field_validator("error")
     @classmethod

@@ -381,31 +381,24 @@ def _api_and_param(api: str | None, param: str, value: Any) -> tuple[str | None,
 
 
 # ---- the spec, the finding, the mutation record ------------------------------------------------
+def _spec_layers(spec: Any) -> list[dict[str, Any]]:
+    """The layers of a ModelSpec or its JSON, each as its JSON (name, api, params, inputs, call)."""
+    if spec is None:
+        return []
+    layers = spec.get("layers", []) if isinstance(spec, dict) else getattr(spec, "layers", [])
+    return [layer if isinstance(layer, dict) else layer.to_json() for layer in layers]
+
+
 def _layers(spec: Any) -> dict[str, tuple[str, dict[str, Any]]]:
     """layer name -> (API, params), from a ModelSpec or its JSON."""
-    if spec is None:
-        return {}
-    layers = spec.get("layers", []) if isinstance(spec, dict) else getattr(spec, "layers", [])
-    out = {}
-    for layer in layers:
-        if isinstance(layer, dict):
-            out[str(layer.get("name"))] = (str(layer.get("api")), dict(layer.get("params") or {}))
-        else:
-            out[layer.name] = (layer.api, dict(layer.params))
-    return out
+    return {str(layer.get("name")): (str(layer.get("api")), dict(layer.get("params") or {}))
+            for layer in _spec_layers(spec)}
 
 
 def _masked_layers(spec: Any) -> set[str]:
     """The layers of a ModelSpec (or its JSON) called with a mask (``call.mask``)."""
-    if spec is None:
-        return set()
-    layers = spec.get("layers", []) if isinstance(spec, dict) else getattr(spec, "layers", [])
-    out = set()
-    for layer in layers:
-        call = (layer.get("call") if isinstance(layer, dict) else getattr(layer, "call", None)) or {}
-        if isinstance(call, dict) and call.get("mask"):
-            out.add(str(layer.get("name") if isinstance(layer, dict) else layer.name))
-    return out
+    return {str(layer.get("name")) for layer in _spec_layers(spec)
+            if isinstance(layer.get("call"), dict) and layer["call"].get("mask")}
 
 
 def _layer_facts(layer: str | None, layers: dict[str, tuple[str, dict[str, Any]]], masked: set[str],
@@ -545,14 +538,13 @@ def _fed_nonfinite(spec: Any, layer: Any, nonfinite: dict[str, list[str]], backe
     (``nonfinite``: each backend's non-finite layers): the patterns then first differ in
     how the layer carries a NaN or Inf it was given (an identity resize's zero weights times
     Inf), as for a NaN in the model's input, not in a NaN it made from finite values."""
-    if not isinstance(layer, str) or spec is None:
+    if not isinstance(layer, str):
         return False
-    layers = spec.get("layers", []) if isinstance(spec, dict) else getattr(spec, "layers", [])
-    named = {str(x.get("name")) if isinstance(x, dict) else x.name: x for x in layers}
+    named = {str(x.get("name")): x for x in _spec_layers(spec)}
     node = named.get(layer)
     if node is None:
         return False
-    fed = [str(i) for i in (node.get("inputs") if isinstance(node, dict) else node.inputs) or []]
+    fed = [str(i) for i in node.get("inputs") or []]
     inner = [i for i in fed if i in named]  # a model input's own values are the input facts
     if not inner or len(inner) < len(fed):
         return False
@@ -608,8 +600,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     """The signatures of one finding (none for a non-failure, nor for non-finite values
     every backend agrees on, nor for those of the one backend that ran where every other
     refused the case: the paper's NaN oracle counts those, they are no evidence against one
-    backend, the model's own arithmetic may overflow): one per distinct (phase, error) among the backends that rejected a case, one
-    otherwise.  ``spec``: the case's ModelSpec (or JSON); ``meta``: its provenance
+    backend, the model's own arithmetic may overflow): one per distinct (phase, error) among
+    the backends that rejected a case, one otherwise.  ``spec``: the case's ModelSpec (or JSON); ``meta``: its provenance
     (``mutations``, ``api``, ``special_inputs``); ``localization``: a localization report of
     the case, where it ran; ``pair_layer``: for an inconsistency, the layer its pair's
     deviation finding pins (the layer deviating on its own input); ``within_tolerance``:
