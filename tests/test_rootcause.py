@@ -720,11 +720,51 @@ def test_a_converted_graph_selecting_by_arithmetic_names_the_known_lowering(pool
 
     row = run({"api": "Softmax", "params": {"axis": [-2, -1]}})
     (sig,) = [Signature.from_json(s) for s in row.signatures if s["kind"] == "nan"]
-    assert sig.odd == ("onnxruntime",) and sig.program == ("select_as_arithmetic",)
+    # the same graph's ReduceMax (the logsumexp's maximum) is a fact too, no entry's on Softmax
+    assert sig.odd == ("onnxruntime",) and sig.program == ("max_as_reduce_max", "select_as_arithmetic")
     (bug,) = unique_bugs([row], load_known_issues())
     assert bug.known_id == "tf2onnx-select-mul-nan"
     dense = run({"api": "Dense", "params": {"units": 3}})
     assert not any("program:" in c for s in dense.signatures for c in s["context"])
+
+
+def test_a_max_pooling_names_the_onnx_kernel_it_became(pool):
+    """GlobalMaxPooling1D with one NaN in a row of 6: tf2onnx makes the channels_last layer an
+    ONNX ReduceMax and the channels_first one a GlobalMaxPool, two onnxruntime kernels that
+    drop a NaN at different positions (ReduceMax keeps it only first, GlobalMaxPool only at
+    position 3).  Each finding carries the op its graph runs (``program:max_as_reduce_max`` /
+    ``program:max_as_max_pool``), and the root is the known issue of that kernel, not of the
+    layer (the api-cpu campaign, rng 2821: a channels_first layer matched to ReduceMax's)."""
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+    from audee.fuzz import result_row
+
+    def nan_signature(data_format: str, shape: list[int], at: tuple[int, int, int]) -> Signature:
+        spec = ModelSpec.from_json({"name": data_format, "inputs": [{"name": "x", "shape": shape}],
+                                    "layers": [{"name": "t_pool", "inputs": ["x"], "api": "GlobalMaxPooling1D",
+                                                "params": {"data_format": data_format}}],
+                                    "output": "t_pool", "logits": "t_pool"})
+        x = np.random.default_rng(0).normal(size=[2, *shape]).astype(np.float32)
+        x[at] = np.nan
+        case = TestCase(data_format, spec, {}, {"x": x}, {"api": "GlobalMaxPooling1D"})
+        ex = Executor(pool)
+        ex.complete_weights(case, weight_seed=0)
+        row = result_row(ex.run(case), {}, meta=case.meta)
+        (sig,) = [Signature.from_json(s) for s in row.signatures if s["kind"] == "nan"]
+        assert sig.odd == ("onnxruntime",), sig
+        return sig
+
+    issues = load_known_issues()
+    last = nan_signature("channels_last", [6, 4], (0, 1, 0))      # steps on axis 1: NaN second in its row
+    assert last.program == ("max_as_reduce_max",)
+    assert match_known(last, issues).id == "ort-reducemax-nan"
+    first = nan_signature("channels_first", [4, 6], (0, 0, 0))    # steps on axis 2: NaN first in its row
+    assert first.program == ("max_as_max_pool",)
+    assert match_known(first, issues).id == "ort-maxpool-nan"
+    # a record made before the fact was kept (no program fact) is neither kernel's
+    bare = Signature(first.kind, first.api, first.params, first.backends, layer=first.layer, odd=first.odd)
+    assert match_known(bare, issues) is None
 
 
 def test_a_converter_accepting_a_crafty_invalid_argument_is_undefined_too():

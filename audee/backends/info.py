@@ -231,19 +231,26 @@ _ONNX_OPS = (
     OpName(r"In Node, \([^,()]*, (\w+),", 100),                 # ONNX graph check
 )
 _TF2ONNX_TRACKERS = ("onnx/tensorflow-onnx",)
+#: what a converted program's graph shows of how it computes a layer, a fact a finding carries
+#: for the layer (``Backend.program_facts``) and a known issue may match (``program``), where
+#: the same Keras layer reaches different kernels of a runtime and only one of them has the bug:
+#: ``select_as_arithmetic``: the converter lowered a float select (``tf.where``) to
+#: ``Cast(c) * x + Cast(!c) * y``, so a NaN or Inf in the branch not taken leaks as 0 * NaN
+#: (tf2onnx, onnx/tensorflow-onnx#1988);
+#: ``max_as_reduce_max`` / ``max_as_max_pool``: the layer's maximum runs as an ONNX
+#: ``ReduceMax``, or as a ``MaxPool`` / ``GlobalMaxPool`` (tf2onnx makes a channels_first
+#: global max pooling a GlobalMaxPool, a channels_last one a ReduceMax, unless a transpose
+#: before it folds in): onnxruntime's two kernels drop a NaN at different positions
+SELECT_AS_ARITHMETIC = "select_as_arithmetic"
+MAX_AS_REDUCE_MAX = "max_as_reduce_max"
+MAX_AS_MAX_POOL = "max_as_max_pool"
+PROGRAM_FACTS = (SELECT_AS_ARITHMETIC, MAX_AS_REDUCE_MAX, MAX_AS_MAX_POOL)
+
 #: what a runtime's refusal of a converted ONNX graph says is wrong with the graph, first match
 #: first: an op the converter left unconverted, operand types, shapes, any other invalid graph.
 #: Each is the converter's bug (its graph breaks ONNX's rules where the model it converted ran),
 #: and each is one fault whatever the words: one node refused at load (shape inference:
 #: "Incompatible dimensions") and at run (a broadcast its shapes do not allow) is one fault
-#: what a converted program's graph shows of how it computes a layer, a fact a finding carries
-#: for the layer (``Backend.program_facts``) and a known issue may match (``program``):
-#: ``select_as_arithmetic``: the converter lowered a float select (``tf.where``) to
-#: ``Cast(c) * x + Cast(!c) * y``, so a NaN or Inf in the branch not taken leaks as 0 * NaN
-#: (tf2onnx, onnx/tensorflow-onnx#1988)
-SELECT_AS_ARITHMETIC = "select_as_arithmetic"
-PROGRAM_FACTS = (SELECT_AS_ARITHMETIC,)
-
 ONNX_GRAPH_FAULTS = (
     ("a missing op", r"No Op registered"),
     ("operand types", r"Type Error|inconsistent type|bound to different types"),

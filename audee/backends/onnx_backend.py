@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from audee.backends.base import Backend, BackendError, Phase
-from audee.backends.info import SELECT_AS_ARITHMETIC
+from audee.backends.info import MAX_AS_MAX_POOL, MAX_AS_REDUCE_MAX, SELECT_AS_ARITHMETIC
 from audee.backends.keras_backends import (KerasOpCalls, TensorflowBackend, apply_precision_env,
                                             round_trip_built, tf_traced_call)
 from audee.backends.keras_build import BuiltModel
@@ -177,19 +177,25 @@ def tf2onnx_call(fn: Any, args: list[Any], kwargs: dict[str, Any], at: dict[str,
 def graph_facts(proto: Any, layers: list[str]) -> dict[str, list[str]]:
     """Per Keras layer (by name), what its converted graph shows (:data:`PROGRAM_FACTS`):
     ``select_as_arithmetic`` where a TensorFlow select of the layer (a node named ``Select`` or
-    ``SelectV2``) became an ``Add`` of two ``Mul`` (tf2onnx's lowering of a float ``tf.where``).
+    ``SelectV2``) became an ``Add`` of two ``Mul`` (tf2onnx's lowering of a float ``tf.where``);
+    ``max_as_reduce_max`` / ``max_as_max_pool`` where the layer has a ``ReduceMax`` node, or a
+    ``MaxPool`` / ``GlobalMaxPool`` one (one Keras max pooling reaches either, by its layout).
     A node belongs to the layer its name's scope names (``t_relu_1/SelectV2``: ``t_relu``)."""
     producers = {o: n.op_type for n in proto.graph.node for o in n.output}
     out: dict[str, list[str]] = {}
     for n in proto.graph.node:
-        if n.op_type != "Add" or not _SELECT.fullmatch(n.name.rsplit("/", 1)[-1]) \
-                or not n.input or any(producers.get(i) != "Mul" for i in n.input):
-            continue
-        layer = _layer_of(n.name, layers)
-        if layer is not None and SELECT_AS_ARITHMETIC not in out.setdefault(layer, []):
-            out[layer].append(SELECT_AS_ARITHMETIC)
+        fact = _OP_FACTS.get(n.op_type)
+        if n.op_type == "Add" and _SELECT.fullmatch(n.name.rsplit("/", 1)[-1]) \
+                and n.input and all(producers.get(i) == "Mul" for i in n.input):
+            fact = SELECT_AS_ARITHMETIC
+        layer = _layer_of(n.name, layers) if fact is not None else None
+        if layer is not None and fact not in out.setdefault(layer, []):
+            out[layer].append(fact)
     return out
 
+
+#: the ONNX ops whose presence in a layer's graph is a fact of its own (:func:`graph_facts`)
+_OP_FACTS = {"ReduceMax": MAX_AS_REDUCE_MAX, "MaxPool": MAX_AS_MAX_POOL, "GlobalMaxPool": MAX_AS_MAX_POOL}
 
 #: the last scope of a TensorFlow select node's name
 _SELECT = re.compile(r"Select(?:V2)?")
