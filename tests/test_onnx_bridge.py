@@ -69,3 +69,47 @@ def test_conversion_without_graph_copies_is_tf2onnx_own(failing_pass):
         assert r["env_left"] is None  # the switch is put back as it was
     if failing_pass:
         assert "Failed to apply always_fails" in out.stderr  # the default's warning: the pass really ran
+
+
+def _one_layer_case(name: str, layer: dict, inputs: dict, x: np.ndarray) -> TestCase:
+    spec = ModelSpec.from_json({"name": name, "inputs": [inputs],
+                                "layers": [{"name": "t_layer", "inputs": [inputs["name"]], **layer}],
+                                "output": "t_layer", "logits": "t_layer"})
+    return TestCase(name, spec, {}, {inputs["name"]: x})
+
+
+def test_a_layer_declaring_another_dtype_than_it_computes_converts(executor):
+    """CategoryEncoding(count) under mixed_float16 declares a float16 output (Keras' symbolic
+    dtype) and computes float32 on every backend, in the traced TensorFlow graph too, which
+    tf2onnx copies faithfully.  The converted graph computes the model: it converts and runs,
+    equal to TensorFlow (it was once refused as a tf2onnx dtype map that does not exist)."""
+    x = np.random.default_rng(0).integers(0, 4, (5, 3)).astype(np.int32)
+    case = _one_layer_case("ce", {"api": "CategoryEncoding",
+                                  "params": {"num_tokens": 4, "output_mode": "count", "dtype": "mixed_float16"}},
+                           {"name": "x0", "shape": [3], "dtype": "int32", "range": [0, 4]}, x)
+    executor.complete_weights(case, weight_seed=0)
+    result = executor.run(case)
+    onnx, tf = result.outcomes["onnxruntime"], result.outcomes["tensorflow"]
+    assert onnx.ok, onnx.failure
+    np.testing.assert_array_equal(onnx.logits, tf.logits)
+    np.testing.assert_array_equal(onnx.logits, np.stack([np.bincount(r, minlength=4) for r in x]))
+
+
+def test_a_bfloat16_model_is_still_refused_in_the_known_entrys_words(executor):
+    """tf2onnx writes TensorFlow's bfloat16 as ONNX float16: the graph of a bfloat16 Dense is
+    refused at convert, and the refusal names that mapping, which the known entry matches."""
+    from audee.fuzz import result_row
+    from audee.triage.known import load_known_issues, match_known
+    from audee.triage.signature import Signature
+
+    x = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    case = _one_layer_case("bf16", {"api": "Dense", "params": {"units": 2, "dtype": "bfloat16"}},
+                           {"name": "x0", "shape": [3]}, x)
+    executor.complete_weights(case, weight_seed=0)
+    result = executor.run(case)
+    failure = result.outcomes["onnxruntime"].failure
+    assert failure is not None and failure.phase == "convert"
+    assert "tf2onnx maps TensorFlow's bfloat16 to ONNX float16" in failure.message, failure.message
+    row = result_row(result, {}, meta={"api": "Dense"})
+    (sig,) = [Signature.from_json(s) for s in row.signatures if "onnxruntime" in s["backends"]]
+    assert match_known(sig, load_known_issues()).id == "tf2onnx-bfloat16-as-float16"

@@ -66,12 +66,13 @@ def graph_input_dtypes(proto: Any) -> dict[str, np.dtype]:
     return {i.name: np.dtype(tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)) for i in proto.graph.input}
 
 
-def check_graph_dtypes(proto: Any, want: dict[str, str], kind: str, source: str) -> None:
+def check_graph_dtypes(proto: Any, want: dict[str, str], kind: str, source: str,
+                       maps: str = "tf2onnx maps TensorFlow's {want} to ONNX {got}") -> None:
     """Refuse a converted graph that computes a named tensor (an input or output of
     ``proto``) in another dtype than its source does (``want``: name -> dtype): it would
     compute another program (tf2onnx writes TensorFlow's bfloat16 tensors as ONNX float16).
-    ``kind`` and ``source`` name the tensor and the program for the message.  Standalone: op
-    scripts carry its text."""
+    ``kind`` and ``source`` name the tensor and the program for the message, ``maps`` the
+    converter's mapping of the two dtypes that differ.  Standalone: op scripts carry its text."""
     from onnx.helper import tensor_dtype_to_np_dtype
 
     got = {v.name: str(np.dtype(tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)))
@@ -79,14 +80,14 @@ def check_graph_dtypes(proto: Any, want: dict[str, str], kind: str, source: str)
     for name, dtype in want.items():  # the first that differs
         if name in got and got[name] != dtype:
             raise TypeError(f"the converted graph computes {kind} {name!r} in {got[name]}, {source} in "
-                            f"{dtype} (tf2onnx maps TensorFlow's {dtype} to ONNX {got[name]})")
+                            f"{dtype} ({maps.format(want=dtype, got=got[name])})")
 
 
-def check_output_dtypes(proto: Any, built: BuiltModel) -> None:
-    """Refuse a converted graph whose layer outputs are not in the Keras model's dtypes:
-    it would compute another model (tf2onnx writes bfloat16 tensors as float16)."""
-    check_graph_dtypes(proto, {name: str(tensor.dtype) for name, tensor in zip(built.order, built.model.outputs)},
-                       "layer", "the Keras model")
+def check_output_dtypes(proto: Any, want: dict[str, str], source: str, maps: str) -> None:
+    """Refuse a converted graph whose layer outputs are not in the dtypes the program it was
+    converted from computes them in (``want``, :meth:`OnnxRuntimeBackend.source_dtypes`): it
+    would compute another model (tf2onnx writes bfloat16 tensors as float16)."""
+    check_graph_dtypes(proto, want, "layer", source, maps)
 
 
 def bake_captured_constants(proto: Any, concrete: Any) -> None:
@@ -338,7 +339,7 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
             return om
         if om.convert_error is not None:
             raise om.convert_error
-        order, built = self.output_names(om), om.built
+        order = self.output_names(om)
         try:
             with self.clock.timed("convert"):
                 proto = self.export(om)
@@ -352,7 +353,7 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
             om.feed = {name: om.cast(name, self.variable_value(v)) for name, v in zip(om.weight_inputs, variables)}
             if not self.bake_weights:
                 self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
-                check_output_dtypes(proto, built)
+                self.check_dtypes(om)
             # baked: the first session is made with the first real weight set (set_weights) and
             # both checks run there, still as convert: a session for placeholder weights is waste
         except Exception as exc:
@@ -361,6 +362,23 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
             om.convert_error = BackendError(Phase.CONVERT, message, traceback.format_exc())
             raise om.convert_error from exc
         return om
+
+    def source_dtypes(self, om: OnnxModel) -> dict[str, str]:
+        """Each layer output's dtype in the program tf2onnx converted, the Keras model's traced
+        TensorFlow function: what the model computes, not Keras' symbolic output dtype (a
+        layer may declare one and compute another on every backend, CategoryEncoding's count
+        under mixed_float16 declaring float16 and computing float32, which tf2onnx copies)."""
+        outputs = om.conversion[0].get_concrete_function().structured_outputs
+        return {name: t.dtype.name for name, t in outputs.items()}
+
+    #: how the converter's dtype map reads in a refusal (:func:`check_graph_dtypes`)
+    dtype_map: ClassVar[str] = "tf2onnx maps TensorFlow's {want} to ONNX {got}"
+    #: the program :meth:`source_dtypes` reads, as a refusal names it
+    dtype_source: ClassVar[str] = "the Keras model traced by TensorFlow"  # no apostrophe: the normalizer reads quoted text as a name
+
+    def check_dtypes(self, om: OnnxModel) -> None:
+        """Refuse ``om``'s graph where it computes a layer in another dtype than its source."""
+        check_output_dtypes(om.proto, self.source_dtypes(om), self.dtype_source, self.dtype_map)
 
     def variable_value(self, variable: Any) -> np.ndarray:
         """A Keras variable's current value as numpy (the weight feed's start)."""
@@ -394,7 +412,7 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
         dtype, an invalid graph) is a conversion failure, whichever request makes it."""
         try:
             self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
-            check_output_dtypes(om.proto, om.built)
+            self.check_dtypes(om)
         except Exception as exc:
             # no session kept: the next request on this model meets the same refusal (a
             # session left from a refused graph ran it, unchecked, on a second request)

@@ -130,6 +130,13 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
     name = "torch-onnx"
     converter = "torch.onnx"
     opset = 18  # the dynamo exporter's lowest
+    dtype_map = "torch.onnx writes {want} as ONNX {got}"
+    dtype_source = "the Keras model"
+
+    def source_dtypes(self, om: OnnxModel) -> dict[str, str]:
+        """The Keras model's symbolic output dtypes: the export traces torch eagerly, with no
+        graph of its own to read them from."""
+        return {name: str(t.dtype) for name, t in zip(om.built.order, om.built.model.outputs)}
 
     def __init__(self, device: str = "cpu", precision: str = "full"):
         super().__init__(device, precision)
