@@ -610,3 +610,24 @@ def test_torchs_half_adaptive_avgpool3d_overflow_is_known_upstream():
     full = Signature("nan", "AdaptiveAveragePooling3D", (), ("jax", "torch"), odd=("torch",),
                      layer="AdaptiveAveragePooling3D")
     assert match_known(full, issues) is None
+
+
+def test_what_the_rng_2821_triage_learned_is_known():
+    """The hand check of the api-cpu campaign at rng 2821: tf2onnx's bfloat16 entry knows its
+    one mapping (bfloat16 -> float16), not any dtype pair audee's check names (a float16 ->
+    float32 refusal was audee's own false alarm); TensorFlow's 3-D convolutions refusing
+    channels_first say NDHWC, the same CPU limitation as NHWC."""
+    issues = load_known_issues()
+    refused = "TypeError: the converted graph computes layer <layer> in {got}, the Keras model in {want} " \
+              "(tf2onnx maps TensorFlow's {want} to ONNX {got})"
+    bf16 = Signature("divergent_acceptance", "Conv1D", (), ("onnxruntime",), "convert",
+                     refused.format(want="bfloat16", got="float16"))
+    assert match_known(bf16, issues).id == "tf2onnx-bfloat16-as-float16"
+    other = Signature("divergent_acceptance", "CategoryEncoding", (), ("onnxruntime",), "convert",
+                      refused.format(want="float16", got="float32"))
+    assert match_known(other, issues) is None
+    for words in ("The Conv2D op currently only supports the NHWC tensor format on the CPU",
+                  "Conv3DBackpropInputOpV2 only supports NDHWC on the CPU"):
+        sig = Signature("divergent_acceptance", "Conv3DTranspose", (), ("tensorflow",), "run",
+                        f"UnimplementedError: Graph execution error: {words}")
+        assert match_known(sig, issues).id == "tf-cpu-nchw-unsupported", words
