@@ -175,10 +175,21 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
 
     def build(self, spec: ModelSpec) -> TorchOnnxModel:
         keras = self.keras_side.keras
-        om = self.wrap(BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights))
-        if not spec.roundtrip:  # a round trip exports the loaded model, a wrap of its own
-            om.memo_key = export_key(spec)
-            om.exports, om.failed = self.export_memo(om.memo_key)
+        built = BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights)
+        if spec.roundtrip:  # a round trip exports the loaded model, a wrap of its own
+            return self.wrap(built)
+        return self.share_build(built)
+
+    def shares_build(self, spec: ModelSpec) -> bool:
+        """Every spec but a round trip's (it exports the model it loads): the export reads
+        the Keras-on-torch model (its stateless call, its variables' values as the trace's
+        example weights) and never writes it, so the hosted ``torch`` backend's model serves."""
+        return not spec.roundtrip
+
+    def share_build(self, built: BuiltModel) -> TorchOnnxModel:
+        om = self.wrap(built)
+        om.memo_key = export_key(built.spec)
+        om.exports, om.failed = self.export_memo(om.memo_key)
         return om
 
     def export_memo(self, key: str) -> tuple[dict[Shapes, Any], dict[Shapes, BackendError]]:
