@@ -178,17 +178,17 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         built = BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights)
         if spec.roundtrip:  # a round trip exports the loaded model, a wrap of its own
             return self.wrap(built)
-        return self.share_build(built)
-
-    def shares_build(self, spec: ModelSpec) -> bool:
-        """Every spec but a round trip's (it exports the model it loads): the export reads
-        the Keras-on-torch model (its stateless call, its variables' values as the trace's
-        example weights) and never writes it, so the hosted ``torch`` backend's model serves."""
-        return not spec.roundtrip
+        return self._memoized(self.wrap(built))
 
     def share_build(self, built: BuiltModel) -> TorchOnnxModel:
-        om = self.wrap(built)
-        om.memo_key = export_key(built.spec)
+        """As onnxruntime's, the exports kept for the spec taken too (:meth:`export_memo`)."""
+        om = super().share_build(built)
+        assert isinstance(om, TorchOnnxModel)
+        return self._memoized(om)
+
+    def _memoized(self, om: TorchOnnxModel) -> TorchOnnxModel:
+        """``om`` with the exports kept for its spec (:meth:`export_memo`)."""
+        om.memo_key = export_key(om.built.spec)
         om.exports, om.failed = self.export_memo(om.memo_key)
         return om
 
@@ -279,8 +279,8 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         first = om.proto is None
         om.proto, om.shapes, om.dtypes, om.session = proto, shapes, graph_input_dtypes(proto), None
         if first:  # the weight feed starts from the built values (seed-generator states keep theirs)
-            variables = om.conversion[2]
-            om.feed = {name: om.cast(name, self.variable_value(v)) for name, v in zip(om.weight_inputs, variables)}
+            om.feed = {name: om.cast(name, value)
+                       for name, value in zip(om.weight_inputs, om.start_values(self.variable_value))}
             if om.pending is not None:
                 self._feed_weights(om, om.pending)
                 om.pending = None

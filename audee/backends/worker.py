@@ -47,6 +47,7 @@ class _Entry:
         self.order = spec.topological_order()
         self.signatures: set[tuple] = set()  # input shapes/dtypes the forward call is compiled for
         self.compile_errors: dict[tuple, BackendError] = {}  # signature -> its compile's failure, raised again
+        self.ran = False  # run or trained once: its variables may no longer hold their built values
 
 
 def input_signature(inputs: dict[str, np.ndarray]) -> tuple:
@@ -95,6 +96,9 @@ class WorkerState:
         backend builds such a spec itself).  The guest's failure to build is its own: this
         backend then builds alone, so each answers with its own error."""
         if self.sibling is None or not self.backend.shares_build(spec):
+            return None
+        held = self.sibling.cache.get(key)
+        if held is not None and held.ran:  # a model its runs may have changed (a seed state): a build of its own
             return None
         try:
             built = self.sibling.entry(spec_json, key).model
@@ -162,6 +166,7 @@ class WorkerState:
         self.last_inputs = {k: (tuple(np.shape(v)), str(np.asarray(v).dtype)) for k, v in msg["inputs"].items()}
         self.compile_for(e, msg["inputs"])
         t = time.perf_counter()
+        e.ran = True
         try:
             with self.backend.clock.timed("run"):
                 outs = self.backend.run(e.model, msg["inputs"])
@@ -260,6 +265,7 @@ class WorkerState:
             return {"unsupported": why}
         e = self.entry(msg["spec"], msg["key"])
         e.weights_key = None
+        e.ran = True
         try:
             with self.backend.clock.timed("weights"):
                 self.backend.set_weights(e.model, msg["weights"])
@@ -363,6 +369,7 @@ class WorkerState:
         timed inside this process: no IPC, no oracle (the benchmarks' reference)."""
         e = self.entry(spec, key)
         self.compile_for(e, inputs)
+        e.ran = True
         times = []
         for _ in range(repeats):
             t = time.perf_counter()
