@@ -484,6 +484,10 @@ class GuestWorker:
         return self.host.conn
 
     @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.host.proc
+
+    @property
     def log_path(self) -> Path:
         return self.host.log_path
 
@@ -605,6 +609,12 @@ class Pool:
     def refs(self) -> list[BackendRef]:
         """The run's backends as named (what a case file records it ran on)."""
         return [self.workers[label].ref for label in self._run_labels]
+
+    @property
+    def processes(self) -> dict[str, Worker]:
+        """Label -> worker of each process the pool runs (a guest's requests go to its host's):
+        what a benchmark reads CPU seconds from, each process once."""
+        return {label: w for label, w in self.workers.items() if isinstance(w, Worker)}
 
     @property
     def precisions(self) -> dict[str, str]:
