@@ -62,7 +62,7 @@ def _cpu(pool: Pool) -> float:
     """CPU seconds the pool's worker processes used so far (user + system, from /proc;
     a worker restarted since is counted from its restart)."""
     total = 0.0
-    for w in pool.workers.values():
+    for w in pool.processes.values():
         try:
             fields = Path(f"/proc/{w.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

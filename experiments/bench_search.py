@@ -50,7 +50,8 @@ def part_a(generations: int, blocks: int) -> None:
     for level, backends in (("input", "tensorflow,torch,jax,onnxruntime"),
                             ("weight", "tensorflow,torch,jax,onnxruntime-fed")):
         refs = parse_backends(backends)
-        with tempfile.TemporaryDirectory() as tmp, Pool(refs, Path(tmp)) as pool:
+        # a process per backend (share=False): the tallies are per backend, and a hosted pair shares one
+        with tempfile.TemporaryDirectory() as tmp, Pool(refs, Path(tmp), share=False) as pool:
             assert not pool.start()
             pids = {label: pool.workers[label].proc.pid for label in pool.labels} | {"parent": os.getpid()}
             ex = Executor(pool)

@@ -179,6 +179,12 @@ WORKER_PHASES = [
 ]
 
 
+def process_label(pool: Any, label: str) -> str:
+    """A worker process's name: its backend, and the backend it hosts (``pool.hosted``)."""
+    guests = [g for g, h in pool.hosted.items() if h == label]
+    return "+".join([label, *guests])
+
+
 def bucket_cpu(stats: pstats.Stats, suffix: str, name: str) -> tuple[float, int]:
     """Cumulative CPU seconds and calls of the functions named ``name`` in files ending ``suffix``
     (recursive calls counted once: cProfile's cumulative time does)."""
@@ -267,10 +273,10 @@ def main() -> None:
             fuzz_apis(warm, FuzzConfig(refs, tmp / "warmup", variants=1, rng=args.rng + 1,
                                                 batch=args.batch), pool=pool)
         if not args.plain or args.timers:
-            for w in pool.workers.values():  # the workers' profiles start now: drop start-up and warm-up
+            for w in pool.processes.values():  # the workers' profiles start now: drop start-up and warm-up
                 os.kill(w.proc.pid, signal.SIGUSR1)
             time.sleep(0.5)
-        pids = {label: w.proc.pid for label, w in pool.workers.items()}
+        pids = {process_label(pool, label): w.proc.pid for label, w in pool.processes.items()}
         before = {label: cpu_seconds(pid) for label, pid in pids.items()}
         import audee.fuzz as fuzz_module
 

@@ -244,3 +244,63 @@ def test_export_memo_is_bounded_by_the_bytes_of_its_graphs(monkeypatch):
     export("d")
     assert list(backend._export_memo) == ["c", "refused", "a", "d"]  # b, the least recent, let go
     assert backend._memo_total == 3 * size
+
+
+# ---- the pair in one process: torch hosted by torch-onnx-ts's worker --------------------------------
+def test_which_backends_share_a_process():
+    """A converter hosts the Keras backend it converts when both run on the CPU at one
+    precision in one environment; anything else keeps a process of its own."""
+    from audee.backends.pool import hosted_pairs
+
+    assert hosted_pairs(parse_backends(PAIR)) == {"torch": "torch-onnx-ts"}
+    assert hosted_pairs(parse_backends("torch,torch-onnx,torch-onnx-ts")) == {"torch": "torch-onnx"}
+    assert hosted_pairs(parse_backends("torch,torch-onnx-ts", "cuda")) == {}
+    assert hosted_pairs(parse_backends("tensorflow,torch-onnx-ts")) == {}  # its Keras backend is not in the run
+    assert hosted_pairs(parse_backends(DEFAULT_BACKENDS)) == {}  # tf2onnx builds its own TensorFlow model
+    with Pool(parse_backends(PAIR), Path("unused"), share=False) as pool:
+        assert pool.hosted == {}
+
+
+def test_the_pair_shares_one_process_and_each_model_is_built_once(executor):
+    """torch's requests go to torch-onnx-ts's process, and the exporter takes torch's built
+    Keras model instead of building it again: a case costs one build, as a bare script's."""
+    pool = executor.pool
+    assert pool.workers["torch"].conn is pool.workers["torch-onnx-ts"].conn
+    before = pool.call("torch-onnx-ts", "builds")
+    x = np.random.default_rng(5).random((3, 7), dtype=np.float32)
+    case = TestCase("dense-shared", one_layer("Dense", {"units": 2}, [7]), {}, {"x": x})
+    executor.complete_weights(case, 0)
+    result = executor.run(case)
+    assert all(o.ok for o in result.outcomes.values()), {k: o.failure for k, o in result.outcomes.items()}
+    after = pool.call("torch-onnx-ts", "builds")
+    assert after["shared"] == before["shared"] + 1 and after["built"] == before["built"], (before, after)
+    np.testing.assert_allclose(result.outcomes["torch-onnx-ts"].logits, result.outcomes["torch"].logits,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_a_death_fails_only_the_request_it_was_computing(tmp_path):
+    """The shared process dies while computing the guest's request: that request is answered
+    with the failure, the host's request sent after it goes again to a fresh process and is
+    answered there, and the guest's next request runs on the fresh process too."""
+    import os
+    import signal
+
+    from audee.backends.pool import WorkerFailure
+
+    with Pool(parse_backends(PAIR), tmp_path, timeout=300) as pool:
+        assert pool.start() == {}
+        guest, host = pool.workers["torch"], pool.workers["torch-onnx-ts"]
+        spec = one_layer("Dense", {"units": 2}, [3])
+        inputs = {"x": np.zeros((2, 3), np.float32)}
+        long = guest.submit({"op": "call", "name": "time_forward", "kwargs": {
+            "spec": spec.to_json(), "key": spec.key(), "inputs": inputs, "repeats": 10_000_000}})
+        build = host.submit({"op": "build", "spec": spec.to_json(), "key": spec.key()}, phase="build")
+        pid = host.proc.pid
+        os.kill(pid, signal.SIGKILL)
+        died = guest.result(long)
+        assert isinstance(died, WorkerFailure) and died.kind == "signal", died
+        answered = host.result(build)
+        assert isinstance(answered, dict) and "shapes" in answered, answered
+        assert host.proc.pid != pid and host.restarts == 1
+        again = guest.request({"op": "build", "spec": spec.to_json(), "key": spec.key()}, phase="build")
+        assert isinstance(again, dict) and "shapes" in again, again

@@ -95,6 +95,17 @@ class Backend(ABC):
     def build(self, spec: ModelSpec) -> Any:
         """Build (and compile / convert) ``spec``; return an opaque model handle."""
 
+    def shares_build(self, spec: ModelSpec) -> bool:
+        """Whether this backend can take ``spec``'s model as built by the Keras backend it
+        converts, hosted in its worker (:meth:`share_build`): a bare script builds a Keras
+        model once and both runs it and converts it.  None by default."""
+        return False
+
+    def share_build(self, built: Any) -> Any:
+        """This backend's model handle made from the hosted Keras backend's ``built`` model
+        of a spec it shares (:meth:`shares_build`); it must only read that model."""
+        raise NotImplementedError(f"{self.name} builds every model itself")
+
     def program_facts(self, model: Any) -> dict[str, list[str]]:
         """What the program this backend runs for ``model`` shows of how it computes each
         layer (layer name -> :data:`audee.backends.info.PROGRAM_FACTS`): a converter's graph

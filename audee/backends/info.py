@@ -92,6 +92,9 @@ class BackendInfo:
     #: the longest sequence an API-level recurrent case draws when it runs (None: any): its
     #: converter unrolls the time loop, so its cost grows with the sequence
     max_steps: int | None = None
+    #: the Keras backend a worker of it hosts when both run on the CPU in one run: one process,
+    #: each Keras model built once and both run and converted (``Backend.share_build``)
+    hosts: str | None = None
     script: ScriptCode | None = None      # its lines in a standalone model script (None: it has none)
     builtin: bool = field(default=False)  # described here (not a plugin's defaults)
 
@@ -431,7 +434,7 @@ return [ort_to_numpy(v) for v in values]""",
                                       "audee.backends.torch_onnx_backend:ort_to_numpy",
                                       "audee.backends.torch_onnx_backend:torch_onnx_call")),
         runs_ops=True,  # the call exported alone (TorchOnnxBackend.graph_of_call)
-        builtin=True)),
+        hosts="torch", builtin=True)),
     _converted(BackendInfo(
         name="torch-onnx-ts", target="audee.backends.torch_onnx_backend:TorchOnnxTsBackend",
         label="torch's Keras model exported by torch.onnx's TorchScript exporter, run by ONNX Runtime",
@@ -444,7 +447,7 @@ return [ort_to_numpy(v) for v in values]""",
         op_names=(*ONNXRUNTIME.op_names, OpName(_TS_NO_SYMBOLIC, 35), OpName(r"ONNX export of operator (\w+)", 36)),
         query_noise=("onnxruntime",),
         # the tracer unrolls Keras' Python loop over time steps: a recurrent case's graph grows with its sequence
-        max_steps=4, script=ScriptCode("""# torch.onnx.export(dynamo=False): the TorchScript exporter, then an ONNX Runtime session
+        max_steps=4, hosts="torch", script=ScriptCode("""# torch.onnx.export(dynamo=False): the TorchScript exporter, then an ONNX Runtime session
 import io
 import warnings
 import onnxruntime as ort

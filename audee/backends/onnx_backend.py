@@ -52,6 +52,15 @@ class OnnxModel:
         self.feed: dict[str, np.ndarray] = {}
         self.session: Any = None
         self.facts: dict[str, list[str]] = {}  # layer name -> what its converted graph shows (graph_facts)
+        #: its variables' values when it was taken from the hosted Keras backend's build
+        #: (:meth:`OnnxRuntimeBackend.share_build`): the weight feed starts from them, whatever
+        #: that backend's runs did to the variables since (a seed generator's state)
+        self.built_values: list[np.ndarray] | None = None
+
+    def start_values(self, read: Any) -> list[np.ndarray]:
+        """The values the weight feed starts from: its variables' built values (``read``:
+        a variable's current value as numpy)."""
+        return self.built_values if self.built_values is not None else [read(v) for v in self.conversion[2]]
 
     def cast(self, name: str, array: Any) -> np.ndarray:
         """``array`` in the element type graph input ``name`` takes (round to nearest even,
@@ -300,6 +309,17 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
         built = BuiltModel(spec, self.keras_side.keras, self.make_layer, init_weights=self.init_weights)
         return self.wrap(built)
 
+    def shares_build(self, spec: ModelSpec) -> bool:
+        """Every spec but a round trip's (it converts the model it loads): the conversion
+        traces the Keras model's stateless call and reads its variables, never writes them,
+        so the hosted Keras backend's model (built the same way) serves."""
+        return not spec.roundtrip
+
+    def share_build(self, built: BuiltModel) -> OnnxModel:
+        om = self.wrap(built)
+        om.built_values = [self.variable_value(v) for v in om.conversion[2]]
+        return om
+
     def round_trip(self, model: OnnxModel, weights: Weights) -> None:
         """The Keras model saved and loaded with its weights in (:meth:`BuiltModel.round_trip`),
         then the loaded model converted and given the weights it loaded."""
@@ -349,8 +369,8 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
             om.proto, om.dtypes = proto, graph_input_dtypes(proto)
             om.facts = graph_facts(proto, order)
             # Seed-generator states and other non-layer variables keep their built values.
-            variables = om.conversion[2]
-            om.feed = {name: om.cast(name, self.variable_value(v)) for name, v in zip(om.weight_inputs, variables)}
+            om.feed = {name: om.cast(name, value)
+                       for name, value in zip(om.weight_inputs, om.start_values(self.variable_value))}
             if not self.bake_weights:
                 self._session(om)  # onnxruntime's own refusal first (a bfloat16 Conv has no kernel)
                 self.check_dtypes(om)

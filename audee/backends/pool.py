@@ -3,6 +3,12 @@
 A worker that dies (signal, abort, OOM kill) or does not answer within the request
 timeout is recorded as a :class:`WorkerFailure` and restarted on its next request: a
 crashing framework never takes the run down.
+
+A converter whose description says it ``hosts`` a Keras backend of the same run (both on
+the CPU, same precision and environment: :func:`hosted_pairs`) shares one process with it:
+the guest's label is a :class:`GuestWorker`, a view onto its host's process with requests
+of its own.  Each request still gets its own answer, so a crash is still the request's
+that was computing; the ones after it go again to a fresh process.
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from audee.backends import wire
-from audee.backends.info import note_plugin_reference
+from audee.backends.info import base_name, describe, note_plugin_reference
 from audee.backends.registry import BackendRef
 from audee.backends.worker import MEMORY_EXIT
 from audee.cases.case import MEMORY_CAP
@@ -86,6 +92,7 @@ class Worker:
     _refused: str | None = None  # why its environment cannot run it (missing_in_env): no process started
     precision_state: dict[str, str] = field(default_factory=dict)  # the worker's mode and framework switches
     restarts: int = 0
+    guest: BackendRef | None = None  # a backend hosted in this worker's process (GuestWorker)
     _sent_weights: dict[str, str] = field(default_factory=dict)
     _sent_specs: set[str] = field(default_factory=set)
     _runs: dict[int, dict] = field(default_factory=dict)  # run tickets -> the run in full
@@ -141,15 +148,16 @@ class Worker:
         logf.write(f"\n=== start {time.strftime('%Y-%m-%d %H:%M:%S')} {self.ref.target} on {self.ref.device} "
                    f"({self.ref.precision} precision){where}\n".encode())
         logf.flush()
+        hosted = ["--guest", self.guest.target] if self.guest is not None else []
         self.proc = subprocess.Popen(
             [python, "-P", "-m", "audee.backends.worker", "--fd", str(child_sock.fileno()),
              "--backend", self.ref.target, "--device", self.ref.device,
-             "--precision", self.ref.precision, "--parent-pid", str(os.getpid())],
+             "--precision", self.ref.precision, "--parent-pid", str(os.getpid()), *hosted],
             pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
             env=env, start_new_session=True)
         logf.close()
-        log.info("worker %s: started %s on %s, pid %d (log %s)", self.label, self.ref.target, self.ref.device,
-                 self.proc.pid, self.log_path)
+        log.info("worker %s: started %s on %s, pid %d (log %s)%s", self.label, self.ref.target, self.ref.device,
+                 self.proc.pid, self.log_path, f"; hosts {self.guest.label}" if self.guest is not None else "")
         child_sock.close()
         self.conn = Connection(parent_sock.detach())
         self._sent_weights.clear()
@@ -176,6 +184,10 @@ class Worker:
         hello = self._recv(self.start_timeout, phase="start")
         if isinstance(hello, WorkerFailure):
             return hello
+        return self._hello(hello)
+
+    def _hello(self, hello: dict) -> WorkerFailure | None:
+        """Take what the worker's backend says of itself (its answer to ``hello``)."""
         if "error" in hello:
             return WorkerFailure("error", "start", hello["error"]["message"], hello["error"]["traceback"])
         self.versions = hello["versions"]
@@ -185,9 +197,14 @@ class Worker:
         self.op_skips = {str(k): str(v) for k, v in dict(hello.get("op_skips") or {}).items()}  # dtype -> why
         note_plugin_reference(self.ref.target, hello.get("reference"))  # a plugin's, as its worker declares it
         self.precision_state = hello.get("precision", {"mode": self.ref.precision})
-        log.info("worker %s: ready after %.1f s (%s)", self.label, time.monotonic() - self._started,
+        log.info("worker %s: ready after %.1f s (%s)", self.label, time.monotonic() - self.started,
                  ", ".join(f"{k} {v}" for k, v in self.versions.items()))
         return None
+
+    @property
+    def started(self) -> float:
+        """When its process started (monotonic clock)."""
+        return self._started
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -254,19 +271,25 @@ class Worker:
         taken with (:meth:`result`).  ``resend``: the request in full, for a worker
         started again before answering it (a run that left out a spec or weights sent before);
         ``pickled``: ``msg`` already pickled (:func:`pickled`), when several workers get it."""
+        self._last_ticket = ticket = self._enqueue(msg, phase, timeout or self.timeout, resend, pickled)
+        return ticket
+
+    def _enqueue(self, msg: dict, phase: str, timeout: float, resend: dict | None = None,
+                 pickled: wire.Frames | None = None) -> int:
+        """Send ``msg`` to the process as a new request (a guest's too); its ticket."""
         if self._outstanding:
             pickled = pickled if pickled is not None else wire.dumps(msg)
             if pickled.nbytes > SAFE_SEND_BYTES:
                 self._drain()
         self._tickets += 1
-        ticket = self._last_ticket = self._tickets
+        ticket = self._tickets
         # with requests outstanding the worker may have died computing them: result() finds
         # out which, answers it with the failure and sends the rest (this one too) again
         failure = None if self._outstanding else self.ensure()
         if failure is not None:
             self._answers[ticket] = failure
             return ticket
-        self._outstanding[ticket] = _Request(msg if resend is None else resend, phase, timeout or self.timeout)
+        self._outstanding[ticket] = _Request(msg if resend is None else resend, phase, timeout)
         self._send(msg, self._outstanding[ticket], pickled)
         return ticket
 
@@ -420,6 +443,116 @@ class _Request:
     generation: int = 0
 
 
+class GuestWorker:
+    """A backend hosted in another backend's worker process (:func:`hosted_pairs`): the
+    requests and bookkeeping of its own label (its time limit, what it was sent, its last
+    ticket), the process, its socket, its restarts and its log its host's.  Its requests
+    carry ``guest``, so the process hands them to the guest backend."""
+
+    def __init__(self, ref: BackendRef, host: Worker, timeout: float = TIMEOUT_S):
+        _check_timeout(timeout, "timeout")
+        self.ref, self.host, self.timeout = ref, host, timeout
+        self.versions: dict[str, str] = {}
+        self.executable = ""
+        self.precision_state: dict[str, str] = {}
+        self._sent_weights: dict[str, str] = {}
+        self._sent_specs: set[str] = set()
+        self._runs: dict[int, dict] = {}
+        self._last_ticket = 0
+        self._generation = host._generation
+
+    label = Worker.label
+    _hello = Worker._hello
+    submit_run = Worker.submit_run
+    result_run = Worker.result_run
+    request = Worker.request
+
+    @property
+    def threads(self) -> int:
+        return self.host.threads
+
+    @property
+    def started(self) -> float:
+        return self.host.started
+
+    @property
+    def restarts(self) -> int:
+        return self.host.restarts
+
+    @property
+    def conn(self) -> Connection | None:
+        return self.host.conn
+
+    @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.host.proc
+
+    @property
+    def log_path(self) -> Path:
+        return self.host.log_path
+
+    def log_tail(self, n: int = 4000) -> str:
+        return self.host.log_tail(n)
+
+    def start(self) -> None:
+        """Nothing: the host's process starts it."""
+
+    def wait_ready(self) -> WorkerFailure | None:
+        """The guest backend's ``hello``, once its host has answered its own."""
+        hello = self.result(self.submit({"op": "hello"}, phase="start", timeout=self.host.start_timeout))
+        return hello if isinstance(hello, WorkerFailure) else self._hello(hello)
+
+    def alive(self) -> bool:
+        """Whether the host's process is up; a new process holds nothing the guest was sent."""
+        if self._generation != self.host._generation:
+            self._generation = self.host._generation
+            self._sent_weights.clear()
+            self._sent_specs.clear()
+        return self.host.alive()
+
+    def ensure(self) -> WorkerFailure | None:
+        return self.host.ensure()
+
+    def kill(self) -> None:
+        self.host.kill()
+
+    def stop(self) -> None:
+        """Nothing: the host stops the process."""
+
+    def submit(self, msg: dict, *, phase: str = "run", timeout: float | None = None,
+               resend: dict | None = None, pickled: wire.Frames | None = None) -> int:
+        """As :meth:`Worker.submit`, the request marked as the guest's (so never the bytes
+        pickled for other workers)."""
+        self.alive()
+        full = None if resend is None else {**resend, "guest": True}
+        self._last_ticket = self.host._enqueue({**msg, "guest": True}, phase, timeout or self.timeout, full)
+        return self._last_ticket
+
+    def result(self, ticket: int | None = None) -> dict | WorkerFailure:
+        return self.host.result(self._last_ticket if ticket is None else ticket)
+
+
+def hosted_pairs(refs: Iterable[BackendRef]) -> dict[str, str]:
+    """Guest label -> host label: each backend whose description ``hosts`` a Keras backend
+    (:attr:`audee.backends.info.BackendInfo.hosts`) that runs in the same run, both built-in,
+    on the CPU, at the same precision and in the same environment, hosts it (one guest each)."""
+    refs = list(refs)
+    out: dict[str, str] = {}
+    for host in refs:
+        info = describe(host.label)
+        if not info.builtin or info.hosts is None or host.target != info.target or host.device != "cpu":
+            continue
+        for guest in refs:
+            g = describe(guest.label)
+            if (base_name(guest.label) == info.hosts and g.builtin and guest.target == g.target
+                    and guest.device == "cpu" and guest.precision == host.precision and guest.env == host.env
+                    and guest.python == host.python and guest.label not in out
+                    and guest.label not in out.values() and host.label not in out):
+                out[guest.label] = host.label
+                break
+    return out
+
+
 def failed_start_line(failed: Mapping[str, WorkerFailure]) -> str:
     """The one message for workers that could not start: each backend with the last line
     of its error (tracebacks stay in the workers' logs)."""
@@ -431,7 +564,8 @@ class Pool:
 
     def __init__(self, refs: list[BackendRef], log_dir: Path, *, timeout: float = TIMEOUT_S,
                  start_timeout: float = 180.0, threads: int | None = None, sets: int = 1,
-                 shards_per_gpu: int = 1, cpus: int | None = None, reference: list[BackendRef] = ()):
+                 shards_per_gpu: int = 1, cpus: int | None = None, reference: list[BackendRef] = (),
+                 share: bool = True):
         """``threads`` per worker defaults to the task's CPUs (:func:`audee.core.cpus.task_cpus`:
         affinity, SLURM_CPUS_PER_TASK, cgroup quota; or ``cpus``) shared out among every
         worker computing at once: these backends times ``sets`` (pools running side by side
@@ -440,15 +574,24 @@ class Pool:
         worker's memory share: :func:`gpu_fractions` (``sets`` and ``shards_per_gpu``
         other pools of this shape on the same device).  ``reference``: workers started
         beside the run's that no case runs on, only the float64 reference
-        (:func:`audee.reference.run.reference_refs`): a backend the run does not test."""
+        (:func:`audee.reference.run.reference_refs`): a backend the run does not test.
+        ``share``: a converter hosts the Keras backend it converts in its own process where
+        it can (:func:`hosted_pairs`); the threads per worker are counted as if each had its
+        own process, so what each computes stays the same."""
         _check_timeout(timeout, "timeout")
         _check_timeout(start_timeout, "start_timeout")
         every = list(refs) + [r for r in reference if r.label not in {x.label for x in refs}]
         if threads is None:
             threads = threads_per_worker(task_cpus() if cpus is None else cpus, len(every) * max(1, sets))
-        share = gpu_fractions(every, sets * shards_per_gpu)
-        self.workers = {r.label: Worker(r, Path(log_dir), timeout, start_timeout, threads, share[r.label])
-                        for r in every}
+        fractions = gpu_fractions(every, sets * shards_per_gpu)
+        self.workers: dict[str, Worker | GuestWorker] = {
+            r.label: Worker(r, Path(log_dir), timeout, start_timeout, threads, fractions[r.label]) for r in every}
+        self.hosted = hosted_pairs(every) if share else {}
+        for guest, host in self.hosted.items():
+            worker = self.workers[host]
+            assert isinstance(worker, Worker)
+            worker.guest = self.workers[guest].ref
+            self.workers[guest] = GuestWorker(self.workers[guest].ref, worker, timeout)
         self._run_labels = [r.label for r in refs]
 
     def __enter__(self) -> "Pool":
@@ -468,17 +611,26 @@ class Pool:
         return [self.workers[label].ref for label in self._run_labels]
 
     @property
+    def processes(self) -> dict[str, Worker]:
+        """Label -> worker of each process the pool runs (a guest's requests go to its host's):
+        what a benchmark reads CPU seconds from, each process once."""
+        return {label: w for label, w in self.workers.items() if isinstance(w, Worker)}
+
+    @property
     def precisions(self) -> dict[str, str]:
         """Each backend's precision mode (what the oracles judge its pairs with)."""
         return {label: w.ref.precision for label, w in self.workers.items()}
 
     def start(self) -> dict[str, WorkerFailure]:
-        """Start every worker in parallel; return the ones that could not start."""
+        """Start every worker in parallel; return the ones that could not start (a guest
+        whose host could not: the host's failure)."""
         for w in self.workers.values():
             w.start()
         failed = {}
-        for label, w in self.workers.items():
-            f = w.wait_ready()
+        hosts_first = sorted(self.workers.items(), key=lambda kv: isinstance(kv[1], GuestWorker))
+        for label, w in hosts_first:
+            host = self.hosted.get(label)
+            f = failed[host] if host in failed else w.wait_ready()
             if f is not None:  # the log file's record; the console gets the caller's one line (start_or_fail)
                 log.info("worker %s could not start: %s", label, f.line)
                 failed[label] = f
@@ -586,12 +738,14 @@ class Pool:
         first comes, and its ``result`` enforces its own deadline."""
         pending = list(labels)
         while len(pending) > 1:
-            conns = {self.workers[label].conn: label for label in pending}
+            conns: dict[Any, list[str]] = {}  # a host and its guest share one (its answers come in order)
+            for label in pending:
+                conns.setdefault(self.workers[label].conn, []).append(label)
             if None in conns:
-                label = conns[None]
+                label = conns[None][0]
             else:
                 ready = wait(list(conns), timeout=max(self.workers[label].timeout for label in pending))
-                label = conns[ready[0]] if ready else pending[0]
+                label = conns[ready[0]][0] if ready else pending[0]
             pending.remove(label)
             yield label
         yield from pending

@@ -182,10 +182,21 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
 
     def build(self, spec: ModelSpec) -> TorchOnnxModel:
         keras = self.keras_side.keras
-        om = self.wrap(BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights))
-        if not spec.roundtrip:  # a round trip exports the loaded model, a wrap of its own
-            om.memo_key = export_key(spec)
-            om.exports, om.failed = self.export_memo(om.memo_key)
+        built = BuiltModel(spec, keras, self.make_layer, init_weights=self.init_weights)
+        if spec.roundtrip:  # a round trip exports the loaded model, a wrap of its own
+            return self.wrap(built)
+        return self._memoized(self.wrap(built))
+
+    def share_build(self, built: BuiltModel) -> TorchOnnxModel:
+        """As onnxruntime's, the exports kept for the spec taken too (:meth:`export_memo`)."""
+        om = super().share_build(built)
+        assert isinstance(om, TorchOnnxModel)
+        return self._memoized(om)
+
+    def _memoized(self, om: TorchOnnxModel) -> TorchOnnxModel:
+        """``om`` with the exports kept for its spec (:meth:`export_memo`)."""
+        om.memo_key = export_key(om.built.spec)
+        om.exports, om.failed = self.export_memo(om.memo_key)
         return om
 
     def export_memo(self, key: str) -> tuple[dict[Shapes, Any], dict[Shapes, BackendError]]:
@@ -275,8 +286,8 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         first = om.proto is None
         om.proto, om.shapes, om.dtypes, om.session = proto, shapes, graph_input_dtypes(proto), None
         if first:  # the weight feed starts from the built values (seed-generator states keep theirs)
-            variables = om.conversion[2]
-            om.feed = {name: om.cast(name, self.variable_value(v)) for name, v in zip(om.weight_inputs, variables)}
+            om.feed = {name: om.cast(name, value)
+                       for name, value in zip(om.weight_inputs, om.start_values(self.variable_value))}
             if om.pending is not None:
                 self._feed_weights(om, om.pending)
                 om.pending = None

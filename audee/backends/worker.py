@@ -5,6 +5,12 @@ talks over an inherited socket with pickled dicts.  Built models are cached per 
 (LRU), and weights are swapped in place when the weights key changes.  Clean Python
 exceptions are answered as errors; anything harder (a signal, an abort, a hang) kills the
 process and the parent records it.
+
+A converter's worker may also host the Keras backend whose model it converts (``--guest``,
+:attr:`audee.backends.info.BackendInfo.hosts`): requests marked ``guest`` go to that
+backend's own state, and the converter takes the guest's built model instead of building
+the same Keras model again (:meth:`Backend.share_build`), so a pair like NNSmith's (eager
+torch against its exported graph) builds each model once, as a bare script would.
 """
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ class _Entry:
         self.order = spec.topological_order()
         self.signatures: set[tuple] = set()  # input shapes/dtypes the forward call is compiled for
         self.compile_errors: dict[tuple, BackendError] = {}  # signature -> its compile's failure, raised again
+        self.ran = False  # run or trained once: its variables may no longer hold their built values
 
 
 def input_signature(inputs: dict[str, np.ndarray]) -> tuple:
@@ -49,8 +56,10 @@ def input_signature(inputs: dict[str, np.ndarray]) -> tuple:
 
 
 class WorkerState:
-    def __init__(self, backend: Backend):
+    def __init__(self, backend: Backend, sibling: "WorkerState | None" = None):
         self.backend = backend
+        self.sibling = sibling  # the guest backend's state, whose built models this one may take
+        self.builds = {"built": 0, "shared": 0}  # models this backend built, and took from its guest
         self.cache: OrderedDict[str, _Entry] = OrderedDict()
         self.kept: OrderedDict[str, dict[str, np.ndarray]] = OrderedDict()
         self.ahead: _Entry | None = None  # a model just built: its run's work is done ahead (work_ahead)
@@ -66,7 +75,12 @@ class WorkerState:
         spec = ModelSpec.from_json(spec_json)
         try:
             with self.backend.clock.timed("build"):
-                model = self.backend.build(spec)
+                model = self._shared(spec, spec_json, key)
+                if model is None:
+                    model = self.backend.build(spec)
+                    self.builds["built"] += 1
+                else:
+                    self.builds["shared"] += 1
         except BackendError:
             raise
         except Exception as exc:
@@ -76,6 +90,21 @@ class WorkerState:
         while len(self.cache) > CACHE_SIZE:
             self.cache.popitem(last=False)
         return entry
+
+    def _shared(self, spec: ModelSpec, spec_json: dict, key: str) -> Any:
+        """The model made from the guest's build of ``spec`` (None: no guest, or this
+        backend builds such a spec itself).  The guest's failure to build is its own: this
+        backend then builds alone, so each answers with its own error."""
+        if self.sibling is None or not self.backend.shares_build(spec):
+            return None
+        held = self.sibling.cache.get(key)
+        if held is not None and held.ran:  # a model its runs may have changed (a seed state): a build of its own
+            return None
+        try:
+            built = self.sibling.entry(spec_json, key).model
+        except Exception:  # noqa: BLE001 - the guest's own failure, met again at its own request
+            return None
+        return self.backend.share_build(built)
 
     def handle(self, msg: dict) -> dict:
         """Answer one request; a build or run reply carries ``phases``: the seconds it
@@ -137,6 +166,7 @@ class WorkerState:
         self.last_inputs = {k: (tuple(np.shape(v)), str(np.asarray(v).dtype)) for k, v in msg["inputs"].items()}
         self.compile_for(e, msg["inputs"])
         t = time.perf_counter()
+        e.ran = True
         try:
             with self.backend.clock.timed("run"):
                 outs = self.backend.run(e.model, msg["inputs"])
@@ -235,6 +265,7 @@ class WorkerState:
             return {"unsupported": why}
         e = self.entry(msg["spec"], msg["key"])
         e.weights_key = None
+        e.ran = True
         try:
             with self.backend.clock.timed("weights"):
                 self.backend.set_weights(e.model, msg["weights"])
@@ -328,11 +359,17 @@ class WorkerState:
         kept = self.kept.get(tag)
         return None if kept is None else {k: v[rows] for k, v in kept.items()}
 
+    def op_builds(self) -> dict[str, int]:
+        """How many models this backend built itself and how many it took from its guest's
+        builds (a benchmark's and a test's check that a hosted pair builds each model once)."""
+        return dict(self.builds)
+
     def op_time_forward(self, spec: dict, key: str, inputs: dict, repeats: int) -> list[float]:
         """Seconds per bare compiled forward call of an already-built, weighted model,
         timed inside this process: no IPC, no oracle (the benchmarks' reference)."""
         e = self.entry(spec, key)
         self.compile_for(e, inputs)
+        e.ran = True
         times = []
         for _ in range(repeats):
             t = time.perf_counter()
@@ -386,13 +423,20 @@ def limit_threads(n: int) -> None:
                                f" intra_op_parallelism_threads={n}").strip()
 
 
-def serve(conn: Connection, target: str, device: str, precision: str = "full") -> None:
+def serve(conn: Connection, target: str, device: str, precision: str = "full", guest: str | None = None) -> None:
+    """Answer requests until told to exit; ``guest``: a second backend's target hosted in
+    this process (requests marked ``guest`` are its), whose builds this backend shares."""
     if os.environ.get("AUDEE_THREADS"):
         limit_threads(int(os.environ["AUDEE_THREADS"]))
     cls = load_class(target)
     cls.prepare_process(device, precision)
+    guest_state = None
+    if guest is not None:
+        guest_cls = load_class(guest)
+        guest_cls.prepare_process(device, precision)
+        guest_state = WorkerState(guest_cls(device, precision))
     backend = cls(device, precision)
-    state = WorkerState(backend)
+    state = WorkerState(backend, guest_state)
     fd = conn.fileno()
     wire.send(fd, {"ready": True})
     while True:
@@ -402,15 +446,16 @@ def serve(conn: Connection, target: str, device: str, precision: str = "full") -
             return
         if msg.get("op") == "exit":
             return
+        to = guest_state if msg.get("guest") and guest_state is not None else state
         try:
-            reply = state.handle(msg)
+            reply = to.handle(msg)
         except BackendError as exc:
             reply = {"error": {"phase": exc.phase, "message": str(exc), "traceback": exc.tb or traceback.format_exc()}}
         except Exception as exc:  # a bug in the request or the backend wrapper
             reply = {"error": {"phase": Phase.BUILD if msg.get("op") == "build" else Phase.RUN,
                                "message": _msg(exc), "traceback": traceback.format_exc()}}
         wire.send(fd, reply)
-        state.work_ahead()
+        to.work_ahead()
 
 
 def _added(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
@@ -502,13 +547,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--backend", required=True)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--precision", default="full")
+    ap.add_argument("--guest", default=None, help="a second backend's target hosted in this process")
     ap.add_argument("--parent-pid", type=int, default=None, help="exit when this process is gone")
     args = ap.parse_args(argv)
     if args.parent_pid is not None:
         die_with_parent(args.parent_pid)
     conn = Connection(args.fd)
     try:
-        serve(conn, args.backend, args.device, args.precision)
+        serve(conn, args.backend, args.device, args.precision, args.guest)
     except Exception as exc:
         # an AudeeError (a plugin class that cannot be loaded) is already the line to show
         fatal = clean_text(str(exc)) if isinstance(exc, AudeeError) else _msg(exc)
