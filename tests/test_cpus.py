@@ -73,6 +73,10 @@ def test_threads_and_parallel_units_share_the_cpus():
     assert parallel_units(units, ShardSettings(parallel_units=1), 64) == 1   # given: wins
     assert parallel_units(units[:1], ShardSettings(parallel_units=8), 64) == 1
     assert parallel_units([], ShardSettings(), 64) == 1
+    # a converter hosting the Keras backend it converts is one process: NNSmith's pair runs two units on 2 cores
+    pair = [Unit(f"p{i}", "lenet5", ("torch", "torch-onnx-ts"), {}) for i in range(3)]
+    assert parallel_units(pair, ShardSettings(), 2) == 2
+    assert parallel_units(pair, ShardSettings(), 2, device="cuda") == 1   # on a GPU each has its own
 
 
 def test_pool_threads_divide_the_task_cpus_among_all_workers_at_once(tmp_path):

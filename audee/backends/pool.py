@@ -553,6 +553,13 @@ def hosted_pairs(refs: Iterable[BackendRef]) -> dict[str, str]:
     return out
 
 
+def worker_processes(refs: Iterable[BackendRef]) -> int:
+    """How many processes a pool of ``refs`` computes in: one per backend, but one for a host
+    and its guest (:func:`hosted_pairs`), which compute in turn."""
+    refs = list(refs)
+    return len(refs) - len(hosted_pairs(refs))
+
+
 def failed_start_line(failed: Mapping[str, WorkerFailure]) -> str:
     """The one message for workers that could not start: each backend with the last line
     of its error (tracebacks stay in the workers' logs)."""

@@ -24,7 +24,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from audee.backends.pool import Pool
+from audee.backends.pool import Pool, worker_processes
 from audee.backends.registry import parse_backends
 from audee.campaign.config import Campaign, Unit
 from audee.campaign.localize_stage import localize_unit, pending
@@ -285,13 +285,15 @@ class _Pools:
         self.pool, self.key = None, None
 
 
-def parallel_units(units: list[Unit], node: ShardSettings, cpus: int) -> int:
+def parallel_units(units: list[Unit], node: ShardSettings, cpus: int, device: str = "cpu",
+                   precision: str | None = None) -> int:
     """Units this shard runs at once: ``node.parallel_units`` if given, else one per
-    (backends per unit) of the task's CPUs (:func:`audee.core.cpus.default_parallel_units`);
+    (worker processes per unit) of the task's CPUs (:func:`audee.core.cpus.default_parallel_units`;
+    a converter hosting the Keras backend it converts is one process, ``pool.worker_processes``);
     never more than there are units to run."""
     if not units:
         return 1
-    width = max(len(u.backends) for u in units)
+    width = max(worker_processes(parse_backends(list(u.backends), device, precision, u.envs)) for u in units)
     want = node.parallel_units or default_parallel_units(cpus, width, len(units))
     return max(1, min(want, len(units)))
 
@@ -370,7 +372,7 @@ def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
         else:
             todo.append(unit)
     cpus = task_cpus()
-    width = parallel_units(todo, node, cpus)
+    width = parallel_units(todo, node, cpus, device, precision)
     status.update(cpus=cpus, parallel_units=width)
     log.info("shard %d/%d: %d CPUs, %d units to run, %d at once", index, count, cpus, len(todo), width)
 
