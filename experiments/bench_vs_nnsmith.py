@@ -88,7 +88,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from proc_cpu import tree_seconds  # experiments/ is on the path when run as a script
+from proc_cpu import cpu_seconds, descendants, tree_seconds  # experiments/ is on the path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE = ROOT / "experiments" / ".cache"
@@ -335,6 +335,59 @@ def run_audee(backends: list[str], pack: int | None, seconds: float, apis: list[
             "specs": [json.loads(RunStore(run_dir).variant_path(r.id).read_text()) for r in rows]}
 
 
+def run_audee_campaign(backends: list[str], seconds: float, apis: list[str], rng: int, batch: int,
+                       tmp: Path, rate_guess: float = 25.0) -> dict[str, Any]:
+    """audee's API-level cases on ``backends`` as a user runs a batch of them: ``audee
+    campaign`` (one unit per API, the shard's CPUs shared out among as many units at once as
+    the units' worker processes allow: ``campaign.runner.parallel_units``), in its own process
+    tree.  Every API gets the same number of cases, as many as ``seconds`` at ``rate_guess``
+    cases/s would take; the window runs from the first row written (the workers started) to
+    the last, its CPU read off ``/proc`` samples of the whole tree (every unit's process, every
+    worker), its cases the rows written in it.  Each unit ends with its repro scripts, inside
+    the window."""
+    import yaml
+
+    variants = max(2, round(seconds * rate_guess / max(1, len(apis))))
+    name = "campaign-" + "-".join(backends)
+    spec = {"name": name, "defaults": {"rng": rng, "batch": batch},
+            "runs": [{"apis": sorted(apis), "variants": variants, "backends": [list(backends)]}]}
+    (tmp / f"{name}.yaml").write_text(yaml.safe_dump(spec))
+    out = tmp / name
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "audee", "campaign", str(tmp / f"{name}.yaml"), "--out", str(out), "--no-progress"]
+    samples: list[tuple[float, float]] = []
+    counts: list[tuple[float, int]] = []
+    t0 = time.time()
+    with open(tmp / f"{name}.log", "w") as console:
+        proc = subprocess.Popen(cmd, env=env, stdout=console, stderr=subprocess.STDOUT)
+        seen: dict[int, float] = {}  # every process of the tree so far -> its CPU when last seen
+        while proc.poll() is None:
+            for pid in [proc.pid, *descendants(proc.pid)]:  # a unit's process and its workers come and go
+                cpu = cpu_seconds(pid)
+                if cpu == cpu:
+                    seen[pid] = cpu
+            n = sum(len(f.read_bytes().splitlines()) for f in out.glob("units/*/results.jsonl"))
+            now = time.time()
+            samples.append((now, sum(seen.values())))
+            counts.append((now, n))
+            time.sleep(0.25)
+    if proc.returncode != 0:
+        raise SystemExit(f"audee campaign exited {proc.returncode}:\n{(tmp / f'{name}.log').read_text()[-3000:]}")
+    started = [t for t, n in counts if n > 0]
+    start = started[0] if started else t0
+    first = next((n for t, n in counts if t == start), 0)
+    end, total = counts[-1]
+    cases = total - first
+    status = json.loads(next(out.glob("status/*.json")).read_text()) if any(out.glob("status/*.json")) else {}
+    window = end - start
+    cpu = _cpu_between(samples, start, end)
+    return {"tool": "audee campaign", "backends": ",".join(backends),
+            "pack": f"{status.get('parallel_units', '?')} units", "cases": cases, "seconds": window,
+            "rate": cases / window if window > 0 else 0.0, "cpu_s": cpu,
+            "cpu_per_case": cpu / cases if cases else float("nan"), "startup_s": start - t0, "groups": [],
+            "variants": variants, "command": " ".join(cmd[1:])}
+
+
 def audee_groups(run_dir: Path) -> list[dict[str, Any]]:
     """audee's root causes in a run directory (``audee.fuzz.summarize``): class, kind,
     component, op, API, the error's head, how many cases."""
@@ -533,6 +586,8 @@ def main() -> None:
     ap.add_argument("--apis", default="all", help="audee's APIs (comma-separated, or all)")
     ap.add_argument("--rng", type=int, default=0, help="random seed of both tools")
     ap.add_argument("--batch", type=int, default=32, help="audee's batch per case")
+    ap.add_argument("--no-campaign", dest="campaign", action="store_false",
+                    help="leave out audee's campaign on NNSmith's pair (units at once, as the CPUs allow)")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where NNSmith is installed (once)")
     ap.add_argument("--json", type=Path, help="also write the table, with details, here")
     ap.add_argument("--md", type=Path, help="also write the table and the bug groups as Markdown here")
@@ -573,6 +628,9 @@ def main() -> None:
             for pack in settings:
                 jobs.append(lambda b=backends, p=pack: run_audee(b, p, args.seconds, apis, args.rng, args.batch,
                                                                  Path(tmp)))
+            if backends == FLOOR_SET and args.campaign:  # NNSmith's pair as a batch campaign: units at once
+                jobs.append(lambda b=backends: run_audee_campaign(b, args.seconds, apis, args.rng, args.batch,
+                                                                  Path(tmp)))
         for job in jobs:
             got = [job()]
             if got[0]["tool"] == "audee" and got[0]["backends"] == ",".join(FLOOR_SET) and got[0]["pack"] == 1:

@@ -304,3 +304,27 @@ def test_a_death_fails_only_the_request_it_was_computing(tmp_path):
         assert host.proc.pid != pid and host.restarts == 1
         again = guest.request({"op": "build", "spec": spec.to_json(), "key": spec.key()}, phase="build")
         assert isinstance(again, dict) and "shapes" in again, again
+
+
+def test_rows_are_the_same_whether_the_pair_shares_a_process_or_not(tmp_path):
+    """The same API-level cases (special values in their inputs, so NaN findings too) on the
+    pair hosted in one process and on two processes: the same results rows, timings apart."""
+    import json
+
+    from audee.fuzz import FuzzConfig, fuzz_apis
+
+    refs = parse_backends(PAIR)
+    rows = {}
+    for share in (True, False):
+        out = tmp_path / f"share{int(share)}"
+        with Pool(refs, out / "logs", timeout=300, share=share) as pool:
+            assert pool.start() == {}
+            assert bool(pool.hosted) == share
+            fuzz_apis(["Dense", "Conv1D", "GlobalMaxPooling1D", "Softmax"],
+                      FuzzConfig(refs, out / "run", variants=2, rng=3, special_inputs=0.5), pool=pool)
+        got = [json.loads(line) for line in (out / "run" / "results.jsonl").read_text().splitlines()]
+        for r in got:
+            r.pop("seconds", None)
+            r.pop("phases", None)
+        rows[share] = sorted(got, key=lambda r: r["id"])
+    assert len(rows[True]) == 8 and rows[True] == rows[False]
