@@ -200,6 +200,10 @@ def test_check_params_accepts_invalid_draws_but_not_wrong_types():
     ("api: Conv2D\ncategory: conv\nrank: 4\nranks: [3, 4]\nparams: {}\n", "ranks"),
     ("api: Conv2D\ncategory: conv\nranks: [4, 4]\nparams: {}\n", "ranks"),
     ("api: Conv2D\ncategory: conv\nranks: 4\nparams: {}\n", "ranks"),
+    ("api: Conv2D\ncategory: conv\nparams:\n  groups: {type: int, range: [1, 2], rank_offset: -1}\n",
+     "params.groups.rank_offset"),   # a layer parameter's only
+    ("api: Conv2D\ncategory: conv\nparams:\n  layer: {type: layer, apis: [Dense], rank_offset: one}\n",
+     "params.layer.rank_offset"),
 ])
 def test_malformed_new_keys_name_file_and_field(tmp_path, body, field):
     path = tmp_path / "Conv2D.yaml"

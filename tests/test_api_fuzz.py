@@ -120,6 +120,33 @@ def test_a_valid_axis_list_the_drawn_rank_names_twice_is_marked_outside_the_cont
          "why": "axis names one axis twice"}]
 
 
+def test_a_wrapped_layers_axis_is_checked_at_the_rank_the_wrapped_layer_sees():
+    """Inside TimeDistributed the wrapped layer sees the input without its time axis
+    (``rank_offset: -1``): ``axis=[1, -1]`` drawn for a wrapped LayerNormalization on a rank-3
+    input names axis 1 twice there, and is marked outside the contract on the inner layer;
+    the same axis on a rank-4 input (rank 3 inside) is not."""
+    from audee.mutation.apilevel import _layer_at
+
+    seen = set()
+    for i in range(200):
+        g = generate_case("TimeDistributed", APIS, 2822, i, invalid_prob=0.0)
+        inner = g.spec.layer("t_timedistributed").params["layer"]
+        axis = inner["params"].get("axis") if inner["api"] == "LayerNormalization" else None
+        if not isinstance(axis, list):
+            continue
+        rank = g.meta["rank"] - 1
+        twice = len({a % rank for a in axis}) < len(axis)
+        marks = [(m.layer, m.param, m.why) for m in g.mutations if m.invalid]
+        assert marks == ([("t_timedistributed.layer", "axis", "axis names one axis twice")] if twice else []), marks
+        seen.add((twice, g.meta["rank"]))
+    assert (True, 3) in seen and (False, 4) in seen
+    td = APIS["TimeDistributed"]
+    params = {"layer": {"api": "LayerNormalization", "params": {}}}
+    assert _layer_at("t_td.layer", "t_td", td, params, 4, APIS) == (APIS["LayerNormalization"], 3)
+    assert _layer_at("t_td", "t_td", td, params, 4, APIS) == (td, 4)
+    assert _layer_at("other", "t_td", td, params, 4, APIS) is None
+
+
 # ---- on a real backend (one jax worker for the module) ---------------------------------------------
 @pytest.fixture(scope="module")
 def jax_executor(tmp_path_factory):

@@ -32,7 +32,7 @@ TENSOR_TYPES = ("tensor", "tensors")
 TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids",
             "args", "derive", "undefined", "distinct", "min_length", "value_indices"}
 PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip",
-              "dtypes", "shape", "count", "spread", "domain"}
+              "dtypes", "shape", "count", "spread", "domain", "rank_offset"}
 #: the dtypes an op's tensors may be drawn in (Keras names; bfloat16 travels as float32 and is cast in the worker)
 OP_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
 #: how a tensor argument's shape follows the op's first tensor (``free``: its own draw in ``ranks``)
@@ -98,6 +98,9 @@ class ParamConfig:
     #: a tensor's mathematical domain (``"(0, inf)"``, ``"[-1, 1]"``, ``"(-inf, 0) | (0, inf)"``) as
     #: :class:`Interval` s: the special kind ``domain_edge`` draws values at its bounds
     domain: list[Interval] = field(default_factory=list)
+    #: a ``layer`` parameter's wrapped layer sees an input of the wrapper's rank plus this
+    #: (TimeDistributed: -1, the time axis taken off), so its parameters are checked at that rank
+    rank_offset: int = 0
 
     @property
     def bounds(self) -> list[float]:
@@ -249,6 +252,11 @@ def _check_param(name: str, raw: Any, source: str, section: str = "params") -> P
     if t not in TYPES and not (skip and t == ""):
         raise _err(source, f"{where}.type", f"expected one of {', '.join(TYPES)}, got {t!r}")
     p = ParamConfig(name, t)
+    if "rank_offset" in raw:
+        if not _is_int(raw["rank_offset"]) or t != "layer":
+            raise _err(source, f"{where}.rank_offset", "expected an int (layer parameters only): the wrapped layer's "
+                                                       "input rank minus the wrapper's")
+        p.rank_offset = raw["rank_offset"]
     if "dims" in raw:
         if not _is_int(raw["dims"]) or raw["dims"] < 1 or t != "int":
             raise _err(source, f"{where}.dims", "expected a positive int (int parameters only)")

@@ -259,6 +259,21 @@ def _mark_short_input(cfg: ApiConfig, shape: tuple[int, ...], params: dict[str, 
 
 
 # ---- one case --------------------------------------------------------------------------------------
+def _layer_at(mlayer: str, lname: str, cfg: ApiConfig, params: dict[str, Any], rank: int,
+              apis: dict[str, ApiConfig]) -> tuple[ApiConfig, int] | None:
+    """The config of the layer a mutation names (``lname``, or a wrapper's inner layer
+    ``lname.layer``) and the rank of the input it sees (a wrapper's ``rank_offset`` applied),
+    or None where the path names no drawn layer."""
+    if mlayer != lname and not mlayer.startswith(lname + "."):
+        return None
+    for name in mlayer[len(lname):].split(".")[1:]:
+        p, inner = cfg.params.get(name), params.get(name)
+        if p is None or p.type != "layer" or not isinstance(inner, dict) or inner.get("api") not in apis:
+            return None
+        cfg, params, rank = apis[inner["api"]], inner.get("params") or {}, rank + p.rank_offset
+    return cfg, rank
+
+
 def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.random.Generator,
                invalid_prob: float, dtypes: tuple[list[str], np.ndarray], max_steps: int | None = None
                ) -> tuple[ModelSpec, list[Mutation], dict[str, Any]]:
@@ -280,8 +295,9 @@ def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.ran
     ranks = api_ranks(cfg, apis)
     rank = int(ranks[int(rng.integers(len(ranks)))])
     for m in muts:  # a valid draw the drawn rank makes invalid (an axis list naming one axis twice)
-        why = outside_contract(m.param, cfg.params[m.param], m.new, rank) \
-            if m.layer == lname and not m.invalid and m.param in cfg.params else None
+        at = None if m.invalid else _layer_at(m.layer, lname, cfg, params, rank, apis)
+        why = outside_contract(m.param, at[0].params[m.param], m.new, at[1]) \
+            if at is not None and m.param in at[0].params else None
         if why:
             m.mark_outside(why)
     chain = _Chain()
