@@ -212,7 +212,8 @@ def report(title: str, stats: pstats.Stats, phases: list[tuple[str, str, str]], 
         import io
 
         buf = io.StringIO()
-        pstats.Stats(stats, stream=buf).sort_stats("cumulative").print_stats(top)
+        stats.stream = buf  # pstats.Stats takes files and profilers, not another Stats object
+        stats.sort_stats("cumulative").print_stats(top)
         lines += ["```", *[ln for ln in buf.getvalue().splitlines() if ln.strip()][-top - 2:], "```", ""]
     return lines
 
