@@ -422,7 +422,7 @@ def floor_child(specs_file: str, batch: int, threads: int, warm_all: bool = Fals
 
     from audee.backends.keras_backends import _torch_to_numpy  # numpy of torch tensors, bfloat16 too
     from audee.backends.keras_build import BuiltModel  # the spec -> Keras translation only
-    from audee.backends.torch_onnx_backend import numpy_to_ort, ort_to_numpy  # OrtValues, bfloat16 too
+    from audee.backends.ort_process import numpy_to_ort, ort_to_numpy  # OrtValues, bfloat16 too
     from audee.cases.spec import ModelSpec
 
     torch.set_num_threads(threads)

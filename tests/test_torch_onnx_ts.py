@@ -328,3 +328,53 @@ def test_rows_are_the_same_whether_the_pair_shares_a_process_or_not(tmp_path):
             r.pop("phases", None)
         rows[share] = sorted(got, key=lambda r: r["id"])
     assert len(rows[True]) == 8 and rows[True] == rows[False]
+
+
+# ---- onnxruntime in a process of its own (audee/backends/ort_process.py) ------------------------------
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def _maps(pid: int) -> str:
+    return Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_the_exporting_worker_never_loads_onnxruntime(executor):
+    """The worker that exports runs its sessions in a child process: onnxruntime's library is
+    mapped there, not in the worker (where its import slows every export)."""
+    x = np.random.default_rng(1).random((2, 5), dtype=np.float32)
+    case = TestCase("dense-runtime", one_layer("Dense", {"units": 3}, [5]), {}, {"x": x})
+    executor.complete_weights(case, 0)
+    assert all(o.ok for o in executor.run(case).outcomes.values())
+    worker = executor.pool.workers["torch-onnx-ts"].proc.pid
+    assert "libonnxruntime" not in _maps(worker)
+    assert any("libonnxruntime" in _maps(c) for c in _children(worker))
+
+
+def test_a_crash_of_the_runtime_is_the_workers_crash(tmp_path):
+    """onnxruntime dying by a signal in its process ends the worker by the same signal, as when
+    it ran inside the worker: the case records a crash of torch-onnx-ts, torch's result stands,
+    and the next case runs on a fresh worker."""
+    import os
+    import signal
+
+    with Pool(parse_backends(PAIR), tmp_path, timeout=300) as pool:
+        assert pool.start() == {}
+        ex = Executor(pool)
+        x = np.random.default_rng(2).random((2, 4), dtype=np.float32)
+        first = TestCase("dense-a", one_layer("Dense", {"units": 2}, [4]), {}, {"x": x})
+        ex.complete_weights(first, 0)
+        assert all(o.ok for o in ex.run(first).outcomes.values())
+        (runtime,) = [c for c in _children(pool.workers["torch-onnx-ts"].proc.pid) if "libonnxruntime" in _maps(c)]
+        os.kill(runtime, signal.SIGSEGV)
+        second = TestCase("dense-b", one_layer("Dense", {"units": 3}, [4]), {}, {"x": x})
+        ex.complete_weights(second, 0)
+        got = ex.run(second)
+        failure = got.outcomes["torch-onnx-ts"].failure
+        assert failure is not None and failure.kind == "signal" and "SIGSEGV" in failure.message, failure
+        third = TestCase("dense-c", one_layer("Dense", {"units": 4}, [4]), {}, {"x": x})
+        ex.complete_weights(third, 0)
+        assert all(o.ok for o in ex.run(third).outcomes.values())

@@ -430,8 +430,8 @@ session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecuti
 values = session.run_with_ort_values(names, {k: numpy_to_ort(_torch_to_numpy(t)) for k, t in feed.items()})
 return [ort_to_numpy(v) for v in values]""",
                           op_carries=(*_CALL_ALONE, "audee.backends.keras_backends:_torch_to_numpy",
-                                      "audee.backends.torch_onnx_backend:numpy_to_ort",
-                                      "audee.backends.torch_onnx_backend:ort_to_numpy",
+                                      "audee.backends.ort_process:numpy_to_ort",
+                                      "audee.backends.ort_process:ort_to_numpy",
                                       "audee.backends.torch_onnx_backend:torch_onnx_call")),
         runs_ops=True,  # the call exported alone (TorchOnnxBackend.graph_of_call)
         hosts="torch", builtin=True)),

@@ -34,6 +34,7 @@ from audee.backends.base import BackendError, Phase
 from audee.backends.keras_backends import TorchBackend, _flat, _torch_to_numpy, apply_precision_env, split_tensors
 from audee.backends.keras_build import BuiltModel
 from audee.backends.onnx_backend import OnnxModel, OnnxRuntimeBackend, graph_input_dtypes
+from audee.backends.ort_process import RemoteSession, RuntimeProcess, runtime_version
 from audee.cases.spec import ModelSpec, Weights
 
 Shapes = tuple  # one shape (batch first) per model input, in spec order
@@ -71,33 +72,6 @@ def accepts(proto: Any, shapes: dict[str, tuple[int, ...]]) -> bool:
         if any(d.HasField("dim_value") and d.dim_value != n for d, n in zip(dims, shape)):
             return False
     return True
-
-
-def ort_to_numpy(value: Any) -> np.ndarray:
-    """An onnxruntime ``OrtValue`` (on the CPU) as numpy, bfloat16 included (``OrtValue.numpy``
-    has no numpy type for it: its bytes are copied and read as ``ml_dtypes.bfloat16``)."""
-    if value.data_type() != "tensor(bfloat16)":
-        return value.numpy()
-    import ctypes
-
-    import ml_dtypes
-
-    shape, size = tuple(value.shape()), value.tensor_size_in_bytes()
-    if size == 0:
-        return np.zeros(shape, ml_dtypes.bfloat16)
-    raw = ctypes.string_at(value.data_ptr(), size)
-    return np.frombuffer(raw, dtype=ml_dtypes.bfloat16).reshape(shape).copy()
-
-
-def numpy_to_ort(array: np.ndarray) -> Any:
-    """``array`` as an ``OrtValue``; a bfloat16 one (``ml_dtypes``) by its bits, typed bfloat16."""
-    import onnxruntime as ort
-
-    if array.dtype.name == "bfloat16":
-        from onnx import TensorProto
-
-        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint16), TensorProto.BFLOAT16)
-    return ort.OrtValue.ortvalue_from_numpy(array)
 
 
 def torch_onnx_call(fn: Any, args: list[Any], kwargs: dict[str, Any], at: dict[str, str],
@@ -141,6 +115,8 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
     def __init__(self, device: str = "cpu", precision: str = "full"):
         super().__init__(device, precision)
         self.keras_side = TorchBackend("cpu")  # the export traces on the CPU
+        # onnxruntime in a process of its own: imported here, it slows every later export (ort_process)
+        self.runtime = RuntimeProcess()
         self._export_memo: OrderedDict[str, tuple[dict[Shapes, Any], dict[Shapes, BackendError]]] = OrderedDict()
         self._memo_bytes: dict[str, int] = {}  # memo key -> bytes of its graphs
         self._memo_total = 0  # their sum
@@ -152,11 +128,14 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
 
     def versions(self) -> dict[str, str]:
         import onnx
-        import onnxruntime
         import onnxscript
 
         return {**self.keras_side.versions(), "onnxscript": onnxscript.__version__, "onnx": onnx.__version__,
-                "onnxruntime": onnxruntime.__version__}
+                "onnxruntime": runtime_version()}
+
+    def session(self, proto: Any) -> RemoteSession:
+        """``proto`` compiled by onnxruntime in this worker's runtime process (:mod:`ort_process`)."""
+        return self.runtime.session(proto.SerializeToString(), self.providers)
 
     def variable_value(self, variable: Any) -> np.ndarray:
         """As numpy, bfloat16 included (``convert_to_numpy`` has no numpy type for torch's bfloat16)."""
@@ -170,9 +149,9 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         return torch_onnx_call(fn, args, kwargs, at, self.opset)
 
     def run_graph(self, session: Any, names: list[str], feed: dict[str, Any]) -> list[np.ndarray]:
-        """Fed and read as ``OrtValue`` objects: onnxruntime's numpy API has no bfloat16."""
-        values = session.run_with_ort_values(names, {k: numpy_to_ort(_torch_to_numpy(t)) for k, t in feed.items()})
-        return [ort_to_numpy(v) for v in values]
+        """Fed and read as ``OrtValue`` objects in the runtime process (onnxruntime's numpy API
+        has no bfloat16)."""
+        return session.run_arrays(names, {k: _torch_to_numpy(t) for k, t in feed.items()})
 
     def output_names(self, om: OnnxModel) -> list[str]:
         """``audee_y<k>`` for layer k: the exporter names its own values after the modules
@@ -343,9 +322,7 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         feed = {i.name: model.cast(i.name, inputs[i.name]) for i in model.built.spec.inputs}
         if not self.bake_weights:
             feed.update(model.feed)
-        values = model.session.run_with_ort_values(self.output_names(model),
-                                                   {k: numpy_to_ort(v) for k, v in feed.items()})
-        return [ort_to_numpy(v) for v in values]
+        return model.session.run_arrays(self.output_names(model), feed)
 
 
 class TorchOnnxTsBackend(TorchOnnxBackend):
@@ -373,9 +350,8 @@ class TorchOnnxTsBackend(TorchOnnxBackend):
 
     def versions(self) -> dict[str, str]:
         import onnx
-        import onnxruntime
 
-        return {**self.keras_side.versions(), "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}
+        return {**self.keras_side.versions(), "onnx": onnx.__version__, "onnxruntime": runtime_version()}
 
     def export(self, om: OnnxModel, shapes: Shapes | None = None) -> Any:
         """``torch.onnx.export(dynamo=False)`` of the stateless call, inputs then weights,
