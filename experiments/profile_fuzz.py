@@ -253,10 +253,8 @@ def main() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
     args.plain = args.plain or args.timers  # the parent unprofiled
     sys.path.insert(0, str(ROOT / "experiments"))
-    from proc_cpu import tree_seconds  # a worker and its children (the torch exporters' onnxruntime process)
-
-    def cpu_seconds(pid: int) -> float:
-        return tree_seconds(pid)
+    # a worker with its children (the torch exporters' onnxruntime process)
+    from proc_cpu import tree_seconds as cpu_seconds
 
     from audee.apis import load_api_configs
     from audee.backends.registry import parse_backends

@@ -35,6 +35,7 @@ from audee.backends.info import MAX_AS_MAX_POOL, MAX_AS_REDUCE_MAX, SELECT_AS_AR
 from audee.backends.keras_backends import (KerasOpCalls, TensorflowBackend, apply_precision_env,
                                             round_trip_built, tf_traced_call)
 from audee.backends.keras_build import BuiltModel
+from audee.backends.ort_process import session_options
 from audee.cases.spec import ModelSpec, Weights, contiguous
 
 
@@ -458,12 +459,7 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
         """The runtime's compiled ``proto``, run as ``session.run(output names, feed)``."""
         import onnxruntime as ort
 
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 3
-        if os.environ.get("AUDEE_THREADS"):
-            opts.intra_op_num_threads = int(os.environ["AUDEE_THREADS"])
-            opts.inter_op_num_threads = 1
-        return ort.InferenceSession(proto.SerializeToString(), opts, providers=self.providers)
+        return ort.InferenceSession(proto.SerializeToString(), session_options(), providers=self.providers)
 
     def program_facts(self, model: OnnxModel) -> dict[str, list[str]]:
         return model.facts

@@ -59,13 +59,15 @@ def numpy_to_ort(array: np.ndarray) -> Any:
     return ort.OrtValue.ortvalue_from_numpy(array)
 
 
-def _options(threads: int | None) -> Any:
+def session_options() -> Any:
+    """The options every onnxruntime session of a worker is made with: errors only in its
+    log, and the worker's CPU threads (``AUDEE_THREADS``) for its intra-op pool."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
-    if threads:
-        opts.intra_op_num_threads = threads
+    if os.environ.get("AUDEE_THREADS"):
+        opts.intra_op_num_threads = int(os.environ["AUDEE_THREADS"])
         opts.inter_op_num_threads = 1
     return opts
 
@@ -74,7 +76,6 @@ def serve(fd: int) -> None:
     """Answer ``session`` and ``run`` requests (each may name sessions the worker let go)
     until the worker closes the socket."""
     sessions: dict[int, Any] = {}
-    threads = int(os.environ["AUDEE_THREADS"]) if os.environ.get("AUDEE_THREADS") else None
     while True:
         try:
             msg = wire.recv(fd)
@@ -87,8 +88,7 @@ def serve(fd: int) -> None:
             if op == "session":
                 import onnxruntime as ort
 
-                sessions[msg["id"]] = ort.InferenceSession(msg["model"], _options(threads),
-                                                           providers=msg["providers"])
+                sessions[msg["id"]] = ort.InferenceSession(msg["model"], session_options(), providers=msg["providers"])
                 reply: dict[str, Any] = {"ok": True}
             elif op == "run":
                 session = sessions[msg["id"]]
@@ -143,7 +143,8 @@ def _raise_where_raised(exc: Exception) -> None:
     failure look like audee's own: ``triage.signature._audee_raised``)."""
     frames = re.findall(r'File "([^"]+)", line (\d+)', getattr(exc, "runtime_traceback", ""))
     where, line = frames[-1] if frames else ("<onnxruntime>", "1")
-    exec(compile("\n" * (int(line) - 1) + "raise exc", where, "exec"), {"exc": exc})
+    line = min(max(int(line), 1), 100_000)  # a frame's line, bounded: the blank lines that put the raise there
+    exec(compile("\n" * (line - 1) + "raise exc", where, "exec"), {"exc": exc})
 
 
 class RuntimeProcess:
