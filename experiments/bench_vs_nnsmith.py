@@ -401,6 +401,7 @@ def audee_groups(run_dir: Path) -> list[dict[str, Any]]:
 # ---- the bare floor on the fast pair ---------------------------------------------------------------
 #: the backend set whose bare floor is measured: NNSmith's pair
 FLOOR_SET = ["torch", "torch-onnx-ts"]
+FLOOR_PHASES = ("build", "eager", "export", "runtime")  # the floor's CPU split: Keras build, eager call, export, session + run
 
 
 def floor_child(specs_file: str, batch: int, threads: int, warm_all: bool = False) -> None:
@@ -423,14 +424,30 @@ def floor_child(specs_file: str, batch: int, threads: int, warm_all: bool = Fals
     from audee.backends.keras_backends import _torch_to_numpy  # numpy of torch tensors, bfloat16 too
     from audee.backends.keras_build import BuiltModel  # the spec -> Keras translation only
     from audee.backends.ort_process import numpy_to_ort, ort_to_numpy  # OrtValues, bfloat16 too
+    from audee.apis import load_api_configs
     from audee.cases.spec import ModelSpec
+    from audee.mutation.apilevel import loops_over_time
+
+    apis = load_api_configs()
+
+    def loops_over(spec: ModelSpec) -> bool:
+        api = (spec.meta or {}).get("api")
+        return api in apis and loops_over_time(apis[api])
 
     torch.set_num_threads(threads)
     specs = [ModelSpec.from_json(s) for s in json.loads(Path(specs_file).read_text())]
     opts = ort.SessionOptions()
     opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
 
+    phases = dict.fromkeys(FLOOR_PHASES, 0.0)  # CPU seconds of the timed loop by phase
+
+    def timed(phase: str, start: float) -> float:
+        now = cpu()
+        phases[phase] += now - start
+        return now
+
     def one(spec: ModelSpec) -> bool:
+        t = cpu()
         # built as audee builds it (placeholder weights where the initializers would draw:
         # every weight is then set), the least work these cases need; a user script would run
         # the initializers too (measured on the same 97 cases: 0.0411 CPU-s a case with them,
@@ -450,16 +467,26 @@ def floor_child(specs_file: str, batch: int, threads: int, warm_all: bool = Fals
                 return tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
 
         call = Call().eval()
-        with torch.no_grad():
-            eager = [o.detach().float().numpy() for o in call(*xs)]
+        t = timed("build", t)
+        try:
+            with torch.no_grad():
+                eager = [o.detach().float().numpy() for o in call(*xs)]
+        finally:
+            t = timed("eager", t)
         buffer = io.BytesIO()
         names = [i.name for i in spec.inputs]
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(call, tuple(xs), buffer, dynamo=False, opset_version=17, input_names=names)
-        session = ort.InferenceSession(buffer.getvalue(), opts, providers=["CPUExecutionProvider"])
-        feed = {i.name: numpy_to_ort(_torch_to_numpy(x)) for i, x in zip(session.get_inputs(), xs)}
-        got = [ort_to_numpy(v) for v in session.run_with_ort_values(None, feed)]  # bfloat16 too
+        try:
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(call, tuple(xs), buffer, dynamo=False, opset_version=17, input_names=names)
+        finally:
+            t = timed("export", t)
+        try:
+            session = ort.InferenceSession(buffer.getvalue(), opts, providers=["CPUExecutionProvider"])
+            feed = {i.name: numpy_to_ort(_torch_to_numpy(x)) for i, x in zip(session.get_inputs(), xs)}
+            got = [ort_to_numpy(v) for v in session.run_with_ort_values(None, feed)]  # bfloat16 too
+        finally:
+            timed("runtime", t)
         return all(np.allclose(np.asarray(a, np.float32), b, rtol=1e-2, atol=1e-3, equal_nan=True)
                    for a, b in zip(got, eager))
 
@@ -472,18 +499,25 @@ def floor_child(specs_file: str, batch: int, threads: int, warm_all: bool = Fals
             one(spec)
         except Exception:  # noqa: BLE001 - the warm-up only
             pass
+    phases.update(dict.fromkeys(phases, 0.0))
+    looping = {s.name for s in specs if loops_over(s)}  # recurrent layers: the tracer unrolls their time loop
+    looping_cpu = 0.0
     ok = failed = 0
     why: dict[str, int] = {}
     c0, t0 = cpu(), time.perf_counter()
     for spec in specs:
+        c1 = cpu()
         try:
             ok += bool(one(spec))
         except Exception as exc:  # noqa: BLE001 - a spec the exporter or runtime refuses costs what it cost
             failed += 1
             head = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:80] if str(exc).strip() else ''}"
             why[head] = why.get(head, 0) + 1
+        if spec.name in looping:
+            looping_cpu += cpu() - c1
     print(json.dumps({"cpu_s": cpu() - c0, "seconds": time.perf_counter() - t0, "cases": len(specs),
-                      "agree": ok, "failed": failed, "why": why}), flush=True)
+                      "agree": ok, "failed": failed, "why": why, "phases": phases,
+                      "looping_cases": len(looping), "looping_cpu_s": looping_cpu}), flush=True)
 
 
 def run_floor(specs: list[dict], batch: int, threads: int, warm_all: bool = False) -> dict[str, Any]:
@@ -513,6 +547,7 @@ def run_floor(specs: list[dict], batch: int, threads: int, warm_all: bool = Fals
             "seconds": out["seconds"], "rate": n / out["seconds"] if out["seconds"] > 0 else 0.0,
             "cpu_s": out["cpu_s"], "cpu_per_case": out["cpu_s"] / n if n else float("nan"),
             "startup_s": 0.0, "agree": out["agree"], "failed": out["failed"], "refusals": out["why"], "groups": [],
+            "phases": out["phases"], "looping_cases": out["looping_cases"], "looping_cpu_s": out["looping_cpu_s"],
             "threads": threads}
 
 
@@ -542,7 +577,18 @@ def floor_lines(rows: list[dict[str, Any]]) -> list[str]:
     return [f"audee on {r['backends']}: {r['cpu_per_case']:.4f} CPU-s a case against the bare floor's "
             f"{floor['cpu_per_case']:.4f} on the same {floor['cases']} cases ({floor['agree']} agreeing, "
             f"{floor['failed']} refused): {r['floor_ratio']:.2f}x the floor"
-            for r in rows if floor is not None and r.get("floor_ratio") is not None]
+            for r in rows if floor is not None and r.get("floor_ratio") is not None] + floor_split(floor)
+
+
+def floor_split(floor: dict[str, Any] | None) -> list[str]:
+    """Where the floor's own CPU goes: by phase, and the share of the layers that loop over
+    time (the tracer unrolls them); what no harness around the frameworks can take away."""
+    if floor is None or not floor.get("phases") or floor["cpu_s"] <= 0:
+        return []
+    total = floor["cpu_s"]
+    split = ", ".join(f"{k} {v / total:.0%}" for k, v in floor["phases"].items())
+    return [f"the bare floor's CPU by phase: {split}; the {floor['looping_cases']} cases of layers that loop over "
+            f"time: {floor['looping_cpu_s'] / total:.0%} of it"]
 
 
 def group_lines(r: dict[str, Any]) -> list[str]:

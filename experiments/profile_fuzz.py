@@ -323,7 +323,7 @@ def main() -> None:
     if args.floor:
         import json
 
-        from bench_vs_nnsmith import run_floor
+        from bench_vs_nnsmith import floor_split, run_floor
 
         from audee.store import RunStore
 
@@ -334,7 +334,7 @@ def main() -> None:
         total = parent_cpu / n + sum(v for v in per.values() if v == v)
         out += [f"bare floor of the same {floor['cases']} cases: {floor['cpu_per_case']:.4f} CPU-s a case "
                 f"({floor['agree']} agree, {floor['failed']} refused; {threads} threads); audee / floor "
-                f"{total / floor['cpu_per_case']:.2f}", ""]
+                f"{total / floor['cpu_per_case']:.2f}", *floor_split(floor), ""]
     if args.plain or args.timers:
         print("\n".join(out))
         if args.timers:
