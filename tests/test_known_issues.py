@@ -631,3 +631,46 @@ def test_what_the_rng_2821_triage_learned_is_known():
         sig = Signature("divergent_acceptance", "Conv3DTranspose", (), ("tensorflow",), "run",
                         f"UnimplementedError: Graph execution error: {words}")
         assert match_known(sig, issues).id == "tf-cpu-nchw-unsupported", words
+
+
+def test_a_converter_following_its_reference_into_a_bias_bug_is_the_reference_s():
+    """A channels_first convolution whose last axis equals its filters: Keras on TensorFlow
+    adds the bias along the last axis, tf2onnx converts that graph, and onnxruntime agrees
+    with TensorFlow against torch and JAX (no side named odd: rng 2822).  That is Keras'
+    bias-layout guess, not tf2onnx's non-constant bias, whose silent face (a broadcast
+    shape where the last axis is 1) has onnxruntime odd, transposed convolutions included
+    (rng 2826's Conv3DTranspose)."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+
+    def hit(sig: Signature) -> str | None:
+        issue = match_known(sig, issues)
+        return issue.id if issue else None
+
+    four = ("jax", "onnxruntime", "tensorflow", "torch")
+    params = (("activation", "'hard_shrink'"), ("data_format", "'channels_first'"), ("use_bias", "True"))
+    guess = Signature("deviation", "SeparableConv2D+activations.hard_shrink", params, four, layer="SeparableConv2D")
+    assert hit(guess) == "keras-tf-add-bias-layout-guess"
+    assert hit(replace(guess, odd=("tensorflow",))) == "keras-tf-add-bias-layout-guess"
+    assert hit(replace(guess, odd=("onnxruntime",))) == "tf2onnx-biasadd-nchw-nonconst"
+    conv3dt = Signature("inconsistency", "Conv3DTranspose+activations.sparse_plus",
+                        (("activation", "'sparse_plus'"), ("data_format", "'channels_first'")),
+                        ("onnxruntime", "tensorflow"), odd=("onnxruntime",), layer="Conv3DTranspose")
+    assert hit(conv3dt) == "tf2onnx-biasadd-nchw-nonconst"
+    assert hit(replace(conv3dt, params=(("data_format", "'channels_last'"),))) is None
+    assert hit(replace(conv3dt, odd=("torch",), backends=("onnxruntime", "tensorflow", "torch"))) is None
+
+
+def test_an_odd_criterion_needs_the_oracle_to_name_the_backend():
+    """``odd`` holds only where the oracle named those backends odd; ``backends`` also where
+    it named none (then every backend of the finding is named)."""
+    from audee.triage.known import KnownMatch
+
+    both = Signature("deviation", "Dense", (), ("onnxruntime", "tensorflow"), layer="Dense")
+    assert KnownMatch(backends=["onnxruntime"]).matches(both)
+    assert not KnownMatch(odd=["onnxruntime"]).matches(both)
+    from dataclasses import replace
+
+    assert KnownMatch(odd=["onnxruntime"]).matches(replace(both, odd=("onnxruntime",)))
+    assert not KnownMatch(odd=["onnxruntime"]).matches(replace(both, odd=("tensorflow",)))

@@ -30,6 +30,7 @@ known upstream.  ``--known-issues FILE`` (repeatable) adds a user's own list,
           api: activations.gelu          # the signature's responsible API, or a list: any of them
           params: {activation: gelu}     # a subset of the signature's parameters
           backends: [onnxruntime]        # a subset of the odd backends (else of the signature's)
+          odd: [onnxruntime]             # a subset of the backends the oracle named odd (none named: no match)
           phase: convert                 # build, convert, weights, run (train, gradient, update); or a list
           error: 'No Op registered for Erfc'   # a regex searched in the whole normalized error
           policy: [float16, mixed_float16]     # the failing layer's dtype policy (float32 where none), or a list
@@ -46,7 +47,11 @@ either: another public name of the same Keras class or a Keras layer it subclass
 stored with the Keras layer list).  ``backends`` is compared with the odd
 backends where the oracle named them: an entry about TensorFlow dropping NaN does not
 match a finding where onnxruntime is the odd one, unless onnxruntime was judged odd only
-against TensorFlow, its reference (the reference's known bug is then the cause).  Numbers in ``params`` match by sign, as
+against TensorFlow, its reference (the reference's known bug is then the cause).  ``odd`` asks
+more: that the oracle named those backends odd.  Where a converter follows its reference into
+the reference's own bug, the two agree against the other frameworks and no side is named; a
+rule for the converter's own face then says ``odd`` so that it leaves that finding to the
+reference's entry.  Numbers in ``params`` match by sign, as
 signatures keep them (``units: 3`` matches any positive ``units``).  The schema is checked
 (unknown keys refused; every findings row has an entry, every entry's row exists) and a bad
 file is one line naming the file and the field, exit code 2.
@@ -134,6 +139,9 @@ class KnownMatch(_Strict):
                                         description="responsible layer API, or a list of APIs (any of them)")
     params: dict[str, Any] | None = Field(None, description="parameter values (a subset)")
     backends: list[str] | None = Field(None, min_length=1, description="backends (a subset)")
+    odd: list[str] | None = Field(None, min_length=1, description="backends the oracle named odd (a subset of "
+                                                                  "them; a finding with none named matches no rule "
+                                                                  "that gives odd)")
     phase: str | list[str] | None = Field(None, description="crash phase, or a list of phases (any of them)")
     error: str | None = Field(None, min_length=1, description="regex on the normalized error message")
     policy: str | list[str] | None = Field(None, description="the dtype policy the failing layer ran under "
@@ -182,8 +190,8 @@ class KnownMatch(_Strict):
     @model_validator(mode="after")
     def _something(self) -> "KnownMatch":
         if all(getattr(self, k) in (None, {}, []) for k in type(self).model_fields):
-            raise ValueError("give at least one of kind, api, params, backends, phase, error, policy, mask, program, "
-                             "changed")
+            raise ValueError("give at least one of kind, api, params, backends, odd, phase, error, policy, mask, "
+                             "program, changed")
         return self
 
     def matches(self, sig: Signature) -> bool:
@@ -200,6 +208,8 @@ class KnownMatch(_Strict):
                     return False
         if self.backends and not (set(self.backends) <= set(sig.named_backends)
                                   or set(self.backends) <= _judges(sig)):
+            return False
+        if self.odd and not set(self.odd) <= set(sig.odd):
             return False
         if self.phase is not None and sig.phase not in ([self.phase] if isinstance(self.phase, str) else self.phase):
             return False
