@@ -214,3 +214,24 @@ def test_the_data_file_is_written_atomically_with_the_files_mode(tmp_path):
         os.umask(mask)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gelu.npz", "gelu.py"]
     assert rep.data.stat().st_mode & 0o777 == 0o640 and rep.script.stat().st_mode & 0o777 == 0o750
+
+
+def test_a_nan_script_reproduces_only_where_the_backends_patterns_differ(tmp_path):
+    """What the NaN oracle judged, the script checks: a NaN on the failing backend where the
+    others' pattern differs reproduces; the same NaN on every backend (an overflow all of
+    them share) does not, finite inputs or not."""
+    mod = load_module(write_repro(gelu_record(), tmp_path, "gelu").script)
+    mod.CASE = {**mod.CASE, "kind": "nan", "failing": ["onnxruntime"]}
+    finite = {"hidden": np.ones((4, 4), "float32"), "logits": np.ones((4, 3), "float32"),
+              "out": np.ones((4, 3), "float32")}
+    nan = {**finite, "out": np.array([[np.nan, 0, 0]] + [[1, 0, 0]] * 3, "float32")}
+
+    def results(tf: dict, ort: dict) -> dict:
+        return {"tensorflow": {"layers": tf}, "onnxruntime": {"layers": ort}}
+
+    hit, lines = mod.judge(results(finite, nan))
+    assert hit and "the backends' patterns differ" in lines[-1]
+    hit, lines = mod.judge(results(nan, nan))
+    assert not hit and "the same pattern on every backend that ran" in lines[-1]
+    hit, _ = mod.judge(results(nan, finite))  # the other backend's NaN is not the failing one's
+    assert not hit

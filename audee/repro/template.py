@@ -245,10 +245,14 @@ def judge(results):
             lines.append(f"  {b}: " + (", ".join(f"{n} ({c} non-finite)" for n, c in layers) or "all finite"))
         masks = {b"".join(np.packbits(~np.isfinite(layers[s["name"]])).tobytes() for s in MODEL["layers"])
                  for layers in ran.values()}
+        # what the oracle judged: the backends' NaN/Inf patterns differ (one backend's NaN where
+        # every backend has the same, an overflow on all of them, is no finding)
         differ = len(masks) > 1
-        hit = any(pattern.get(b) for b in CASE["failing"]) and (inputs_finite or differ)
-        why = "inputs finite" if inputs_finite else "the inputs hold NaN/Inf, and the backends' patterns differ"
-        return hit, lines + [f"NaN/Inf on {', '.join(b for b in pattern if pattern[b]) or 'no backend'} ({why})"]
+        hit = any(pattern.get(b) for b in CASE["failing"]) and differ
+        why = ("the same pattern on every backend that ran" if not differ
+               else "inputs finite" if inputs_finite else "the inputs hold NaN/Inf")
+        return hit, lines + [f"NaN/Inf on {', '.join(b for b in pattern if pattern[b]) or 'no backend'} ({why}"
+                             + (", the backends' patterns differ)" if differ else ")")]
     if kind == "equivalence":
         return judge_equivalence(results, ran, lines)
     a, b = CASE["pair"]
