@@ -674,3 +674,51 @@ def test_an_odd_criterion_needs_the_oracle_to_name_the_backend():
 
     assert KnownMatch(odd=["onnxruntime"]).matches(replace(both, odd=("onnxruntime",)))
     assert not KnownMatch(odd=["onnxruntime"]).matches(replace(both, odd=("tensorflow",)))
+
+
+def test_jax_s_convlstm_mask_has_a_silent_face_and_fused_relu_is_relu_s_only():
+    """Signed as the api-cpu campaign signed them (rng 2829): a channels_first ConvLSTM2D whose
+    height equals the batch, called with a mask, deviates and has a NaN pattern of its own on
+    JAX alone (Keras' JAX RNN loop masks the wrong state axes, silently here); a Conv3D with a
+    softmax, TensorFlow odd on an Inf input, is not oneDNN's fused Relu, whose rules name relu
+    or relu6 for the API level and a seed's own activation (a signature without one)."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+
+    def hit(sig: Signature) -> str | None:
+        issue = match_known(sig, issues)
+        return issue.id if issue else None
+
+    four = ("jax", "onnxruntime", "tensorflow", "torch")
+    params = (("activation", "'silu'"), ("call.mask", "'t_convlstm2d_mask'"), ("data_format", "'channels_first'"),
+              ("padding", "'valid'"), ("recurrent_activation", "'hard_shrink'"))
+    dev = Signature("deviation", "ConvLSTM2D+activations.hard_shrink+activations.silu", params, ("jax", "tensorflow"),
+                    odd=("jax",), layer="ConvLSTM2D")
+    nan = replace(dev, kind="nan", backends=four, context=("masked",))
+    for sig in (dev, replace(dev, kind="inconsistency"), nan):
+        assert hit(sig) == "keras-jax-convlstm-mask", sig
+    unmasked = tuple(p for p in params if p[0] != "call.mask")
+    assert hit(replace(dev, params=unmasked)) is None       # no mask: not this bug
+    assert hit(replace(dev, odd=("tensorflow",))) is None    # another backend's difference
+
+    conv = (("activation", "'softmax'"), ("data_format", "'channels_first'"), ("padding", "'same'"))
+    softmax = Signature("nan", "Conv3D+activations.softmax", conv, ("jax", "tensorflow", "torch"),
+                        odd=("tensorflow",), layer="Conv3D", context=("nonfinite_input",))
+    assert hit(softmax) is None
+    relu = replace(softmax, api="Conv3D+activations.relu", params=(("activation", "'relu'"),) + conv[1:])
+    assert hit(relu) == "tf-onednn-fused-relu-nan"
+    assert hit(replace(relu, params=(("activation", "'relu6'"),) + conv[1:])) == "tf-onednn-fused-relu-nan"
+    seed = Signature("nan", "Conv2D", (), four, odd=("tensorflow",), layer="Conv2D")  # lenet5's conv, no mutation
+    assert hit(seed) == "tf-onednn-fused-relu-nan"
+
+
+def test_a_params_list_is_any_of_its_values_and_unset_wants_the_parameter_absent():
+    from audee.triage.known import KnownMatch
+
+    sig = Signature("nan", "Dense", (("activation", "'relu'"), ("units", "+int")), ("tensorflow",), layer="Dense")
+    assert KnownMatch(params={"activation": ["relu6", "relu"]}).matches(sig)
+    assert not KnownMatch(params={"activation": ["gelu", "silu"]}).matches(sig)
+    assert KnownMatch(params={"units": 7}).matches(sig)
+    assert not KnownMatch(unset=["activation"]).matches(sig)
+    assert KnownMatch(unset=["use_bias"]).matches(sig)

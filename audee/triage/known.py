@@ -28,7 +28,8 @@ known upstream.  ``--known-issues FILE`` (repeatable) adds a user's own list,
         match:                           # optional (an entry no finding of audee's shows); every criterion
           kind: divergent_acceptance     # given must hold; at least one.  A kind or a list of kinds
           api: activations.gelu          # the signature's responsible API, or a list: any of them
-          params: {activation: gelu}     # a subset of the signature's parameters
+          params: {activation: gelu}     # a subset of the signature's parameters; a list: any of those values
+          unset: [activation]            # parameters the signature does not carry (a seed layer no mutation drew)
           backends: [onnxruntime]        # a subset of the odd backends (else of the signature's)
           odd: [onnxruntime]             # a subset of the backends the oracle named odd (none named: no match)
           phase: convert                 # build, convert, weights, run (train, gradient, update); or a list
@@ -51,7 +52,9 @@ against TensorFlow, its reference (the reference's known bug is then the cause).
 more: that the oracle named those backends odd.  Where a converter follows its reference into
 the reference's own bug, the two agree against the other frameworks and no side is named; a
 rule for the converter's own face then says ``odd`` so that it leaves that finding to the
-reference's entry.  Numbers in ``params`` match by sign, as
+reference's entry.  A seed model's signature carries only the parameters its mutations drew,
+so a rule about a layer's own activation names the activation for the API level and says
+``unset`` for the seeds, whose layers keep theirs.  Numbers in ``params`` match by sign, as
 signatures keep them (``units: 3`` matches any positive ``units``).  The schema is checked
 (unknown keys refused; every findings row has an entry, every entry's row exists) and a bad
 file is one line naming the file and the field, exit code 2.
@@ -137,7 +140,8 @@ class KnownMatch(_Strict):
     kind: str | list[str] | None = Field(None, description="finding kind(s)")
     api: str | list[str] | None = Field(None, min_length=1,
                                         description="responsible layer API, or a list of APIs (any of them)")
-    params: dict[str, Any] | None = Field(None, description="parameter values (a subset)")
+    params: dict[str, Any] | None = Field(None, description="parameter values (a subset; a list: any of them)")
+    unset: list[str] | None = Field(None, min_length=1, description="parameters the signature does not carry")
     backends: list[str] | None = Field(None, min_length=1, description="backends (a subset)")
     odd: list[str] | None = Field(None, min_length=1, description="backends the oracle named odd (a subset of "
                                                                   "them; a finding with none named matches no rule "
@@ -190,8 +194,8 @@ class KnownMatch(_Strict):
     @model_validator(mode="after")
     def _something(self) -> "KnownMatch":
         if all(getattr(self, k) in (None, {}, []) for k in type(self).model_fields):
-            raise ValueError("give at least one of kind, api, params, backends, odd, phase, error, policy, mask, "
-                             "program, changed")
+            raise ValueError("give at least one of kind, api, params, unset, backends, odd, phase, error, policy, "
+                             "mask, program, changed")
         return self
 
     def matches(self, sig: Signature) -> bool:
@@ -204,8 +208,11 @@ class KnownMatch(_Strict):
         if self.params:
             have = set(sig.params)
             for p, v in self.params.items():
-                if not ({(p, value_class(v)), (p, repr(v)), (p, str(v))} & have):
+                if not any({(p, value_class(w)), (p, repr(w)), (p, str(w))} & have
+                           for w in (v if isinstance(v, list) else [v])):
                     return False
+        if self.unset and {p for p, _ in sig.params} & set(self.unset):
+            return False
         if self.backends and not (set(self.backends) <= set(sig.named_backends)
                                   or set(self.backends) <= _judges(sig)):
             return False
