@@ -722,3 +722,43 @@ def test_a_params_list_is_any_of_its_values_and_unset_wants_the_parameter_absent
     assert KnownMatch(params={"units": 7}).matches(sig)
     assert not KnownMatch(unset=["activation"]).matches(sig)
     assert KnownMatch(unset=["use_bias"]).matches(sig)
+
+
+def test_torch_s_layer_normalization_off_its_fused_kernel_is_the_moments_bug():
+    """LayerNormalization(axis=[1, -1]) on torch: Keras sorts the axes before normalising the
+    negative one, so they are not consecutive and the layer takes ops.moments, whose torch
+    variance goes negative for a large mean and a small spread (rng 2831: NaN on torch alone)."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+
+    def hit(sig: Signature) -> str | None:
+        issue = match_known(sig, issues)
+        return issue.id if issue else None
+
+    params = (("axis", "[+int, -int]"), ("center", "True"), ("epsilon", "+float"), ("scale", "False"))
+    nan = Signature("nan", "LayerNormalization", params, ("jax", "onnxruntime", "tensorflow", "torch"),
+                    odd=("torch",), layer="LayerNormalization")
+    assert hit(nan) == "keras-torch-moments-negative-variance"
+    assert hit(replace(nan, odd=("jax",))) is None
+    assert hit(replace(nan, odd=())) is None  # nobody named odd: not torch's alone
+
+
+def test_jax_s_large_max_reductions_dropping_nan_are_xla_s_ynnpack_fusion():
+    """JAX alone finite where the others keep a NaN, on a max pooling or a max: XLA's CPU
+    YNNPACK reduce fusion (findings row 91, rng 2830), a bug even on a NaN input; another
+    backend odd, or JAX odd on another layer, is not it."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+    four = ("jax", "onnxruntime", "tensorflow", "torch")
+    sig = Signature("nan", "GlobalMaxPooling1D", (), four, odd=("jax",), layer="GlobalMaxPooling1D",
+                    context=("nonfinite_input",))
+    issue = match_known(sig, issues)
+    assert issue is not None and (issue.id, issue.status, issue.klass) == ("xla-cpu-ynn-reduce-nan", "found before", "bug")
+    assert match_known(replace(sig, api="MaxPooling2D", layer="MaxPooling2D"), issues).id == "xla-cpu-ynn-reduce-nan"
+    other = match_known(replace(sig, odd=("onnxruntime",)), issues)
+    assert other is None or other.id != "xla-cpu-ynn-reduce-nan"
+    assert match_known(replace(sig, api="Dense", layer="Dense"), issues) is None
+    jit = replace(sig, backends=("jax", "jax-eager"))  # judged against its eager run, the same kernel on both
+    assert match_known(jit, issues) is None

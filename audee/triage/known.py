@@ -32,6 +32,7 @@ known upstream.  ``--known-issues FILE`` (repeatable) adds a user's own list,
           unset: [activation]            # parameters the signature does not carry (a seed layer no mutation drew)
           backends: [onnxruntime]        # a subset of the odd backends (else of the signature's)
           odd: [onnxruntime]             # a subset of the backends the oracle named odd (none named: no match)
+          against_reference: false       # the odd ones judged only against their reference (true) or not (false)
           phase: convert                 # build, convert, weights, run (train, gradient, update); or a list
           error: 'No Op registered for Erfc'   # a regex searched in the whole normalized error
           policy: [float16, mixed_float16]     # the failing layer's dtype policy (float32 where none), or a list
@@ -146,6 +147,11 @@ class KnownMatch(_Strict):
     odd: list[str] | None = Field(None, min_length=1, description="backends the oracle named odd (a subset of "
                                                                   "them; a finding with none named matches no rule "
                                                                   "that gives odd)")
+    against_reference: bool | None = Field(
+        None, description="whether the odd backends were judged only against their own reference (a compiled mode "
+                          "against its eager run, a converter against the program it converted: true) or among "
+                          "independent frameworks (false): a framework's kernel bug shows in the second, not where "
+                          "both sides run that kernel")
     phase: str | list[str] | None = Field(None, description="crash phase, or a list of phases (any of them)")
     error: str | None = Field(None, min_length=1, description="regex on the normalized error message")
     policy: str | list[str] | None = Field(None, description="the dtype policy the failing layer ran under "
@@ -194,8 +200,8 @@ class KnownMatch(_Strict):
     @model_validator(mode="after")
     def _something(self) -> "KnownMatch":
         if all(getattr(self, k) in (None, {}, []) for k in type(self).model_fields):
-            raise ValueError("give at least one of kind, api, params, unset, backends, odd, phase, error, policy, "
-                             "mask, program, changed")
+            raise ValueError("give at least one of kind, api, params, unset, backends, odd, against_reference, "
+                             "phase, error, policy, mask, program, changed")
         return self
 
     def matches(self, sig: Signature) -> bool:
@@ -217,6 +223,8 @@ class KnownMatch(_Strict):
                                   or set(self.backends) <= _judges(sig)):
             return False
         if self.odd and not set(self.odd) <= set(sig.odd):
+            return False
+        if self.against_reference is not None and bool(_judges(sig)) != self.against_reference:
             return False
         if self.phase is not None and sig.phase not in ([self.phase] if isinstance(self.phase, str) else self.phase):
             return False
