@@ -762,3 +762,70 @@ def test_jax_s_large_max_reductions_dropping_nan_are_xla_s_ynnpack_fusion():
     assert match_known(replace(sig, api="Dense", layer="Dense"), issues) is None
     jit = replace(sig, backends=("jax", "jax-eager"))  # judged against its eager run, the same kernel on both
     assert match_known(jit, issues) is None
+
+
+def _known_id(sig: Signature) -> str | None:
+    issue = match_known(sig, load_known_issues())
+    return issue.id if issue else None
+
+
+def test_torch_layer_normalization_over_axes_not_continuous_is_moments_negative_variance():
+    """Signed as the api-cpu campaign signed it (rng 2831): LayerNormalization(axis=[1, -1]) on
+    rows near 2579, NaN on torch alone.  Keras sorts the axes to [-1, 1], not continuous, so
+    torch normalizes by moments (the unclamped variance), not by F.layer_norm; an axis of one
+    sign is the fused kernel's (keras-torch-fused-norm-axis-silent)."""
+    from dataclasses import replace
+
+    four = ("jax", "onnxruntime", "tensorflow", "torch")
+    params = (("axis", "[+int, -int]"), ("center", "True"), ("epsilon", "+float"), ("scale", "False"))
+    nan = Signature("nan", "LayerNormalization", params, four, odd=("torch",), layer="LayerNormalization")
+    for sig in (nan, replace(nan, kind="deviation", backends=("tensorflow", "torch")),
+                replace(nan, kind="inconsistency"), replace(nan, params=(("axis", "[-int, +int]"),) + params[1:]),
+                replace(nan, api="layer_normalization", layer="layer_normalization")):
+        assert _known_id(sig) == "keras-torch-moments-negative-variance", sig
+    assert _known_id(replace(nan, odd=("jax",))) is None                      # another backend apart
+    assert _known_id(replace(nan, api="RMSNormalization", layer="RMSNormalization")) is None  # a mean of squares
+    one_sign = replace(nan, kind="deviation", params=(("axis", "+int"),) + params[1:])
+    assert _known_id(one_sign) == "keras-torch-fused-norm-axis-silent"
+    assert _known_id(replace(one_sign, params=(("axis", "[-int, -int]"),))) == "keras-torch-fused-norm-axis-silent"
+    assert _known_id(replace(one_sign, params=())) == "keras-torch-fused-norm-axis-silent"   # a seed's own axis
+    mixed = replace(one_sign, odd=(), params=(("axis", "[+int, -int]"),))
+    assert _known_id(mixed) is None     # moments, but the oracle named no odd backend: not this rule either
+
+
+def test_litert_reduce_max_dropping_nan_is_known_on_the_global_max_poolings():
+    """GlobalMaxPooling{1,2,3}D is ops.max, a REDUCE_MAX on LiteRT, which returns the largest
+    finite value where TensorFlow returns NaN; onnxruntime's own max kernels are other entries."""
+    from dataclasses import replace
+
+    sig = Signature("nan", "GlobalMaxPooling2D", (("data_format", "'channels_last'"),), ("litert", "tensorflow"),
+                    odd=("litert",), layer="GlobalMaxPooling2D")
+    for api in ("GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D"):
+        assert _known_id(replace(sig, api=api, layer=api)) == "litert-minmax-drops-nan"
+    assert _known_id(replace(sig, api="GlobalAveragePooling2D", layer="GlobalAveragePooling2D")) is None
+    assert _known_id(replace(sig, backends=("openvino", "tensorflow"), odd=("openvino",))) is None
+
+
+def test_the_ops_and_the_layers_that_share_a_known_kernel_share_its_entry():
+    """The op-level faces of three layer entries, each the same backend function: ops.hard_shrink /
+    soft_shrink (torch's F.hardshrink keeps NaN), ops.image.resize bicubic on torch (a = -0.75) and
+    bilinear under XLA (tf2xla's ResizeBilinear); another interpolation or backend is not them."""
+    from dataclasses import replace
+
+    shrink = Signature("nan", "hard_shrink", (("threshold", "+float"),), ("jax", "tensorflow", "torch"),
+                       odd=("torch",), layer="hard_shrink")
+    assert _known_id(shrink) == "keras-shrink-nan-torch"
+    assert _known_id(replace(shrink, api="soft_shrink", layer="soft_shrink")) == "keras-shrink-nan-torch"
+    assert _known_id(replace(shrink, api="tanh_shrink", layer="tanh_shrink")) is None
+    assert _known_id(replace(shrink, backends=("jax", "tensorflow"), odd=("jax",))) is None
+
+    resize = Signature("deviation", "image.resize", (("antialias", "False"), ("interpolation", "'bicubic'")),
+                       ("jax", "tensorflow", "torch"), odd=("torch",), layer="image.resize")
+    assert _known_id(resize) == "torch-bicubic-kernel"
+    assert _known_id(replace(resize, params=(("interpolation", "'bilinear'"),))) is None
+    xla = replace(resize, params=(("interpolation", "'bilinear'"),), backends=("tensorflow", "tensorflow-xla"),
+                  odd=("tensorflow-xla",))
+    assert _known_id(xla) == "tf-xla-resize-bilinear"
+    assert _known_id(replace(xla, kind="nan")) == "tf-xla-resize-bilinear-nan"
+    assert _known_id(replace(xla, params=(("interpolation", "'nearest'"),))) is None
+    assert _known_id(replace(xla, backends=("torch", "torch-compile"), odd=("torch-compile",))) is None
