@@ -829,3 +829,39 @@ def test_the_ops_and_the_layers_that_share_a_known_kernel_share_its_entry():
     assert _known_id(replace(xla, kind="nan")) == "tf-xla-resize-bilinear-nan"
     assert _known_id(replace(xla, params=(("interpolation", "'nearest'"),))) is None
     assert _known_id(replace(xla, backends=("torch", "torch-compile"), odd=("torch-compile",))) is None
+
+
+def test_onnxruntime_max_kernels_dropping_nan_are_known_under_torch_onnx_too():
+    """Signed as the compilers campaign signed them (rng 2811): torch.onnx exports Keras' torch
+    max poolings as MaxPool and its global max poolings (torch.amax) as ReduceMax, onnxruntime's
+    kernels that drop NaN, so torch-onnx is finite where torch is NaN.  No graph facts come from
+    that exporter, so the layer names the kernel; another layer, or torch-compile odd, is not it."""
+    from dataclasses import replace
+
+    three = ("torch", "torch-compile", "torch-onnx")
+    gmp = Signature("nan", "GlobalMaxPooling2D", (("data_format", "'channels_last'"), ("keepdims", "False")), three,
+                    odd=("torch-onnx",), layer="GlobalMaxPooling2D", context=("nonfinite_input",))
+    assert _known_id(gmp) == "ort-reducemax-nan"
+    pool = Signature("nan", "MaxPooling1D", (), three, odd=("torch-onnx",), layer="MaxPooling1D",
+                     context=("nonfinite_input",))
+    assert _known_id(pool) == "ort-maxpool-nan"
+    wrapped = replace(pool, api="TimeDistributed", layer="TimeDistributed", params=(("layer", "'MaxPooling2D'"),))
+    assert _known_id(wrapped) == "ort-maxpool-nan"
+    assert _known_id(replace(wrapped, params=(("layer", "'Conv2D'"),))) is None
+    assert _known_id(replace(pool, odd=("torch-compile",))) is None
+    assert _known_id(replace(gmp, api="GlobalAveragePooling2D", layer="GlobalAveragePooling2D")) is None
+
+
+def test_eager_onednn_max_pool_sigfpe_is_known_on_every_adaptive_max_pooling():
+    """The compilers campaign (rng 2811): AdaptiveMaxPooling1D(output_size=1) kills the
+    tensorflow-eager worker with SIGFPE, oneDNN's eager MaxPool on a window wider than the input
+    (the 2-D kernel behind tf.nn.pool of one or two dims, as the 3-D one); average pooling is not it."""
+    from dataclasses import replace
+
+    text = "signal: worker killed by SIGFPE"
+    sig = Signature("hard_crash", "AdaptiveMaxPooling1D", (("data_format", "'channels_last'"),), ("tensorflow-eager",),
+                    "run", text, odd=("tensorflow-eager",), layer="AdaptiveMaxPooling1D", error_full=text)
+    for api in ("AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D"):
+        assert _known_id(replace(sig, api=api, layer=api)) == "tf-onednn-maxpool3d-fpe"
+    assert _known_id(replace(sig, api="AdaptiveAveragePooling1D", layer="AdaptiveAveragePooling1D")) is None
+    assert _known_id(replace(sig, backends=("tensorflow",), odd=("tensorflow",))) is None
