@@ -865,3 +865,22 @@ def test_eager_onednn_max_pool_sigfpe_is_known_on_every_adaptive_max_pooling():
         assert _known_id(replace(sig, api=api, layer=api)) == "tf-onednn-maxpool3d-fpe"
     assert _known_id(replace(sig, api="AdaptiveAveragePooling1D", layer="AdaptiveAveragePooling1D")) is None
     assert _known_id(replace(sig, backends=("tensorflow",), odd=("tensorflow",))) is None
+
+
+def test_a_facts_criterion_needs_the_signature_to_record_them_and_onnxruntime_maxpool_has_a_deviation_face():
+    """Both sides dropping a NaN, differently (TensorFlow's max pooling keeps a window's largest
+    finite value, onnxruntime's MaxPool may lose it: rng 2832) is a deviation of onnxruntime on a
+    NaN input; on a finite input the entry does not claim it."""
+    from dataclasses import replace
+
+    from audee.triage.known import KnownMatch
+
+    issues = load_known_issues()
+    params = (("data_format", "'channels_last'"), ("padding", "'same'"), ("pool_size", "+int"), ("strides", "+int"))
+    dev = Signature("deviation", "MaxPooling2D", params, ("onnxruntime", "tensorflow"), odd=("onnxruntime",),
+                    layer="MaxPooling2D", context=("nonfinite_input",))
+    assert match_known(dev, issues).id == "ort-maxpool-nan"
+    finite = match_known(replace(dev, context=()), issues)
+    assert finite is None or finite.id != "ort-maxpool-nan"
+    assert KnownMatch(facts=["masked", "nonfinite_input"]).matches(replace(dev, context=("nonfinite_input", "masked")))
+    assert not KnownMatch(facts=["masked"]).matches(dev)

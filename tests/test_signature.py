@@ -210,3 +210,25 @@ def test_a_nan_pair_cleared_by_conditioning_does_not_place_the_difference():
                      "tensorflow|onnxruntime": {"first_layer": "conv2", "cleared": "overflow"}}})
     (sig,) = signatures_of(f, spec, {})
     assert sig.layer == "Dense"
+
+
+def test_a_layer_a_structural_mutation_inserted_is_signed_with_all_its_parameters():
+    """An inserted (or swapped-in) layer's record is its API alone, but every parameter was drawn
+    with it, as an API-level case's: the signature carries them, so a known entry that names one
+    (padding, interpolation) can match (the api-cpu campaign, rng 2832: an inserted
+    AveragePooling3D with uneven SAME padding, an UpSampling2D swapped in for a Flatten)."""
+    spec = {"name": "m", "layers": [
+        {"name": "conv1", "api": "Conv2D", "params": {"filters": 6}, "inputs": ["x"]},
+        {"name": "ins_up", "api": "UpSampling2D", "params": {"size": 2, "interpolation": "bicubic"},
+         "inputs": ["conv1"]},
+        {"name": "fc1", "api": "Dense", "params": {"units": 120, "activation": "relu"}, "inputs": ["ins_up"]}]}
+    meta = {"mutations": [_mut("ins_up", "api", "UpSampling2D")]}
+    dev = Finding(Kind.DEVIATION, ["tensorflow", "torch"],
+                  {"pair": "tensorflow|torch", "own_layers": ["ins_up"], "first_layer": "ins_up"})
+    s = signatures_of(dev, spec, meta)[0]
+    assert (s.api, s.params) == ("UpSampling2D", (("interpolation", "'bicubic'"), ("size", "+int")))
+    # a parameter mutation of a seed layer still names that parameter alone
+    meta2 = {"mutations": [_mut("fc1", "units", 50, 120)]}
+    dev2 = Finding(Kind.DEVIATION, ["tensorflow", "torch"],
+                   {"pair": "tensorflow|torch", "own_layers": ["fc1"], "first_layer": "fc1"})
+    assert signatures_of(dev2, spec, meta2)[0].params == (("units", "+int"),)

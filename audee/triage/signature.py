@@ -15,7 +15,9 @@ Where the responsible layer and parameter come from, best first:
 3. the mutation record (``meta['mutations']``): an invalid value is the prime suspect, then
    a mutated value the error message names (``gelu`` in ``.../Gelu/Erfc``), then the
    mutations of the layer named, then categorical values (activations, paddings, ...) the
-   seed never used, then every mutation.
+   seed never used, then every mutation.  A layer a structural mutation inserted or swapped
+   in is recorded by its API alone, but all its parameters were drawn with it: they are the
+   mutation's values, as an API-level case's are.
 
 Two rules keep variants together: a parameter whose value is itself a Keras function
 (``activation``, ``recurrent_activation``) makes that function the responsible API
@@ -465,10 +467,15 @@ def _suspects(muts: list[dict[str, Any]], error: str | None, layer: str | None,
 def _blame(suspects: list[dict[str, Any]], layers: dict[str, tuple[str, dict]]) -> tuple[str | None, tuple]:
     apis, params = set(), set()
     for m in suspects:
-        api, p = _api_and_param(layers.get(m["layer"], (None, {}))[0], m["param"], m.get("new"))
-        if api:
-            apis.add(api)
-        params.add(p)
+        layer_api, layer_params = layers.get(m["layer"], (None, {}))
+        # a layer a structural mutation inserted or swapped in (its record: ``api``): every parameter
+        # was drawn with it, as an API-level case's are, so all of them are what the mutation chose
+        drawn = layer_params.items() if m["param"] == "api" and layer_params else [(m["param"], m.get("new"))]
+        for param, value in drawn:
+            api, p = _api_and_param(layer_api, param, value)
+            if api:
+                apis.add(api)
+            params.add(p)
     return ("+".join(sorted(apis)) or None), tuple(sorted(params))
 
 
