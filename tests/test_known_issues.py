@@ -884,3 +884,20 @@ def test_a_facts_criterion_needs_the_signature_to_record_them_and_onnxruntime_ma
     assert finite is None or finite.id != "ort-maxpool-nan"
     assert KnownMatch(facts=["masked", "nonfinite_input"]).matches(replace(dev, context=("nonfinite_input", "masked")))
     assert not KnownMatch(facts=["masked"]).matches(dev)
+
+
+def test_a_graph_missing_an_op_and_mixing_half_types_is_the_missing_op_first():
+    """A bfloat16 celu converted by tf2onnx: the ONNX checker's first complaint is the missing
+    Expm1 (any dtype meets it), onnxruntime's the mixed float16/bfloat16 types (rng 2831, 2833):
+    the root is the first, a converter limitation."""
+    text = ("tf2onnx produced an invalid ONNX graph (onnx.checker: No Op registered for Expm1 with domain_version "
+            "of <n> ==> Context: Bad node spec for node. Name: <layer>/Expm1 OpType: Expm1); onnxruntime refused "
+            "it: Fail: [ONNXRuntimeError] : <n> : FAIL : Type Error: Type parameter (T) of Optype (Max) bound to "
+            "different types (tensor(float16) and tensor(bfloat16) in node (<layer>/Max).")
+    sig = Signature("divergent_acceptance", "SeparableConv2D+activations.celu", (), ("onnxruntime",), "convert",
+                    text, layer="SeparableConv2D", error_full=text)
+    issues = load_known_issues()
+    assert match_known(sig, issues).id == "tf2onnx-expm1"
+    mixed = text.split("onnxruntime refused it: ")[1]
+    assert match_known(Signature("divergent_acceptance", "Conv3D", (), ("onnxruntime",), "convert", mixed,
+                                 layer="Conv3D", error_full=mixed), issues).id == "tf2onnx-bfloat16-mixed-types"
