@@ -520,6 +520,20 @@ def repro_model_case(path: str | Path, record: CaseRecord, *, out: str | Path | 
 
 
 # ---- one script per unique bug of a run ---------------------------------------------------------
+def _member_finding(findings: list[Finding], sig: Any, record: CaseRecord) -> int | None:
+    """The first finding whose own signature is one member of ``sig``, a signature the case
+    merged from several findings (the pairwise deviations of three backends apart on one
+    layer are one disagreement): the same kind, layer API and parameters, its backends among
+    the merged ones."""
+    from audee.triage.signature import signatures_of
+
+    for i, f in enumerate(findings):
+        for s in signatures_of(f, record.spec, record.meta):
+            if (s.kind, s.api, s.params) == (sig.kind, sig.api, sig.params) and set(s.backends) <= set(sig.backends):
+                return i
+    return None
+
+
 def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[Path]:
     """For every unique bug (signature) of a run's results rows whose script is not written
     yet, write ``<slug>.py`` into the run's repro folder from the bug's first case file, on
@@ -533,10 +547,13 @@ def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[
     log = logging.getLogger(__name__)
     written: list[Path] = []
     first: dict[str, ResultRow] = {}
+    merged: dict[str, Signature] = {}
     for row in sorted(rows, key=lambda r: r.id):
         for d in row.signatures:
             if row.case_file is not None:
-                first.setdefault(Signature.from_json(d).slug(), row)
+                sig = Signature.from_json(d)
+                if first.setdefault(sig.slug(), row) is row:
+                    merged.setdefault(sig.slug(), sig)
     for slug, row in first.items():
         if (store.repro_dir / f"{slug}.py").is_file():
             continue
@@ -545,7 +562,10 @@ def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[
             findings = [Finding.from_json(f) for f in record.verdict.get("findings", [])]
             index = next((i for i, f in enumerate(findings)
                           if any(s.slug() == slug for s in signatures_of(f, record.spec, record.meta))), None)
+            if index is None:  # a signature the case merged from several pairs' findings: one of them shows it
+                index = _member_finding(findings, merged[slug], record)
             if index is None:
+                log.info("no repro script for %s: no finding of %s shows it", slug, row.id)
                 continue
             check_one_interpreter(record, findings[index])
             written.append(level_of(record).bug_repro(record, store.repro_dir, slug, pool, index))
