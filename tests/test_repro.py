@@ -240,25 +240,28 @@ def test_a_nan_script_reproduces_only_where_the_backends_patterns_differ(tmp_pat
 def test_a_signature_the_case_merged_from_several_pairs_gets_a_script_from_one_of_them():
     """Three backends each apart on one layer are one signature naming all three (no finding
     of the case has it alone): its script is written from one member pair's finding, not
-    skipped in silence (the api-cpu campaign, rng 2837: a CLAHE root with no script)."""
+    skipped in silence (the api-cpu campaign, rng 2837: a CLAHE root with no script); a
+    finding's own signature is still found as itself."""
     from types import SimpleNamespace
 
     from audee.cases.case import Finding, Kind
-    from audee.repro import _member_finding
+    from audee.repro import _finding_of
     from audee.triage.signature import case_signatures, signatures_of
 
     spec = {"name": "m", "layers": [
         {"name": "conv1", "api": "Conv2D", "params": {"filters": 6}, "inputs": ["x"]},
         {"name": "fc1", "api": "Dense", "params": {"units": 120}, "inputs": ["conv1"]}]}
 
-    def dev(a, b):
-        return Finding(Kind.DEVIATION, [a, b], {"pair": f"{a}|{b}", "own_layers": ["conv1"], "first_layer": "conv1"})
+    def dev(a, b, layer="conv1"):
+        return Finding(Kind.DEVIATION, [a, b], {"pair": f"{a}|{b}", "own_layers": [layer], "first_layer": layer})
 
     findings = [dev("tensorflow", "torch"), dev("jax", "tensorflow"), dev("jax", "torch")]
     (merged,) = case_signatures({"findings": [f.to_json() for f in findings]}, spec, {})
     record = SimpleNamespace(spec=spec, meta={})
     assert not any(s.slug() == merged.slug() for f in findings for s in signatures_of(f, spec, {}))
-    assert _member_finding(findings, merged, record) == 0
-    other = case_signatures({"findings": [Finding(Kind.DEVIATION, ["jax", "torch"], {
-        "pair": "jax|torch", "own_layers": ["fc1"], "first_layer": "fc1"}).to_json()]}, spec, {})[0]
-    assert _member_finding(findings, other, record) is None  # another layer: no member
+    assert _finding_of(findings, merged, record) == 0
+    other = case_signatures({"findings": [dev("jax", "torch", "fc1").to_json()]}, spec, {})[0]
+    assert _finding_of(findings, other, record) is None  # another layer: no member
+    alone = [dev("jax", "torch", "fc1"), dev("jax", "torch")]
+    (own,) = signatures_of(alone[1], spec, {})
+    assert _finding_of(alone, own, record) == 1

@@ -520,18 +520,21 @@ def repro_model_case(path: str | Path, record: CaseRecord, *, out: str | Path | 
 
 
 # ---- one script per unique bug of a run ---------------------------------------------------------
-def _member_finding(findings: list[Finding], sig: Any, record: CaseRecord) -> int | None:
-    """The first finding whose own signature is one member of ``sig``, a signature the case
-    merged from several findings (the pairwise deviations of three backends apart on one
-    layer are one disagreement): the same kind, layer API and parameters, its backends among
-    the merged ones."""
+def _finding_of(findings: list[Finding], sig: Any, record: CaseRecord) -> int | None:
+    """The index of the finding that shows ``sig``: the one with that signature, else (a
+    signature the case merged from several findings: the pairwise deviations of three
+    backends apart on one layer are one disagreement) the first member of it, the same kind,
+    layer API and parameters with its backends among the merged ones; each finding signed once."""
     from audee.triage.signature import signatures_of
 
-    for i, f in enumerate(findings):
-        for s in signatures_of(f, record.spec, record.meta):
-            if (s.kind, s.api, s.params) == (sig.kind, sig.api, sig.params) and set(s.backends) <= set(sig.backends):
-                return i
-    return None
+    signed = [signatures_of(f, record.spec, record.meta) for f in findings]
+    slug = sig.slug()
+    exact = next((i for i, sigs in enumerate(signed) if any(s.slug() == slug for s in sigs)), None)
+    if exact is not None:
+        return exact
+    return next((i for i, sigs in enumerate(signed) for s in sigs
+                 if (s.kind, s.api, s.params) == (sig.kind, sig.api, sig.params)
+                 and set(s.backends) <= set(sig.backends)), None)
 
 
 def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[Path]:
@@ -542,28 +545,23 @@ def write_bug_repros(store: RunStore, pool: Any, rows: list[ResultRow]) -> list[
     nothing here stops the run."""
     import logging
 
-    from audee.triage.signature import Signature, signatures_of
+    from audee.triage.signature import Signature
 
     log = logging.getLogger(__name__)
     written: list[Path] = []
-    first: dict[str, ResultRow] = {}
-    merged: dict[str, Signature] = {}
+    first: dict[str, tuple[ResultRow, Signature]] = {}  # a bug's slug -> its first row and signature
     for row in sorted(rows, key=lambda r: r.id):
         for d in row.signatures:
             if row.case_file is not None:
                 sig = Signature.from_json(d)
-                if first.setdefault(sig.slug(), row) is row:
-                    merged.setdefault(sig.slug(), sig)
-    for slug, row in first.items():
+                first.setdefault(sig.slug(), (row, sig))
+    for slug, (row, sig) in first.items():
         if (store.repro_dir / f"{slug}.py").is_file():
             continue
         try:
             record = store.load_case(row.case_file)
             findings = [Finding.from_json(f) for f in record.verdict.get("findings", [])]
-            index = next((i for i, f in enumerate(findings)
-                          if any(s.slug() == slug for s in signatures_of(f, record.spec, record.meta))), None)
-            if index is None:  # a signature the case merged from several pairs' findings: one of them shows it
-                index = _member_finding(findings, merged[slug], record)
+            index = _finding_of(findings, sig, record)
             if index is None:
                 log.info("no repro script for %s: no finding of %s shows it", slug, row.id)
                 continue
