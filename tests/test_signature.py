@@ -232,3 +232,24 @@ def test_a_layer_a_structural_mutation_inserted_is_signed_with_all_its_parameter
     dev2 = Finding(Kind.DEVIATION, ["tensorflow", "torch"],
                    {"pair": "tensorflow|torch", "own_layers": ["fc1"], "first_layer": "fc1"})
     assert signatures_of(dev2, spec, meta2)[0].params == (("units", "+int"),)
+
+
+def test_a_wrapped_layer_is_signed_with_its_api_and_parameters():
+    """TimeDistributed(LayerNormalization(axis=1)): the wrapped layer's parameters are drawn as
+    mutations of ``t_td.layer``.  The signature blames the wrapped API with them, beside the
+    wrapper's own, so a known cause of LayerNormalization is known through the wrapper (the
+    api-cpu campaign, rng 2838: keras-torch-fused-norm-axis-silent announced as new)."""
+    from audee.triage.known import load_known_issues, match_known
+
+    spec = {"name": "m", "layers": [{"name": "t_td", "api": "TimeDistributed", "inputs": ["x0"], "params": {
+        "layer": {"api": "LayerNormalization", "params": {"axis": 1, "epsilon": 0.001}}}}]}
+    meta = {"api": "TimeDistributed", "mutations": [
+        _mut("t_td", "layer", "LayerNormalization"), _mut("t_td.layer", "axis", 1),
+        _mut("t_td.layer", "epsilon", 0.001)]}
+    dev = Finding(Kind.DEVIATION, ["tensorflow", "torch"], {"pair": "tensorflow|torch", "odd": ["torch"],
+                                                            "own_layers": ["t_td"], "first_layer": "t_td"})
+    (s,) = signatures_of(dev, spec, meta)
+    assert s.api == "LayerNormalization+TimeDistributed" and s.layer == "TimeDistributed"
+    assert s.params == (("axis", "+int"), ("epsilon", "+float"), ("layer", "'LayerNormalization'"))
+    known = match_known(s, load_known_issues())
+    assert known is not None and known.id == "keras-torch-fused-norm-axis-silent"

@@ -454,7 +454,7 @@ def _suspects(muts: list[dict[str, Any]], error: str | None, layer: str | None,
         if named:
             return named
     if layer is not None:
-        on_layer = [m for m in muts if m["layer"] == layer]
+        on_layer = [m for m in muts if _of_layer(m, layer)]
         if on_layer:
             return on_layer
     seen = _seed_values(seed_spec)
@@ -464,10 +464,30 @@ def _suspects(muts: list[dict[str, Any]], error: str | None, layer: str | None,
     return muts
 
 
+def _of_layer(m: dict[str, Any], layer: str) -> bool:
+    """Whether a mutation changed a layer or a layer it wraps (``t_td.layer``: the layer a
+    TimeDistributed or Bidirectional holds, drawn with it and run inside it)."""
+    return m["layer"] == layer or m["layer"].startswith(layer + ".")
+
+
+def _layer_at(name: str, layers: dict[str, tuple[str, dict]]) -> tuple[str | None, dict]:
+    """(API, params) of a layer of the spec, or of one a layer's parameter holds
+    (``t_td.layer``: the spec's ``{"api": ..., "params": ...}`` value of that parameter)."""
+    if name in layers:
+        return layers[name]
+    outer, _, param = name.rpartition(".")
+    held = _layer_at(outer, layers)[1].get(param) if outer else None
+    if isinstance(held, dict) and isinstance(held.get("api"), str):
+        return held["api"], dict(held.get("params") or {})
+    return None, {}
+
+
 def _blame(suspects: list[dict[str, Any]], layers: dict[str, tuple[str, dict]]) -> tuple[str | None, tuple]:
+    """The APIs and parameter values the suspect mutations drew: a wrapped layer's mutations
+    blame the wrapped layer's API (a known cause of that layer is known through any wrapper)."""
     apis, params = set(), set()
     for m in suspects:
-        layer_api, layer_params = layers.get(m["layer"], (None, {}))
+        layer_api, layer_params = _layer_at(m["layer"], layers)
         # a layer a structural mutation inserted or swapped in (its record: ``api``): every parameter
         # was drawn with it, as an API-level case's are, so all of them are what the mutation chose
         drawn = layer_params.items() if m["param"] == "api" and layer_params else [(m["param"], m.get("new"))]
@@ -484,7 +504,7 @@ def _layer_blame(layer: str | None, muts: list[dict[str, Any]], layers: dict[str
     """A layer the finding names: its API, and the mutations of that layer (if any)."""
     if layer is None:
         return _blame(_suspects(muts, error, None, seed_spec), layers)
-    on_layer = [m for m in muts if m["layer"] == layer]
+    on_layer = [m for m in muts if _of_layer(m, layer)]
     if on_layer:
         return _blame(_suspects(on_layer, error, layer, seed_spec), layers)
     return layers.get(layer, (None, {}))[0], ()
