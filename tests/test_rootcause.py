@@ -333,6 +333,33 @@ def test_input_facts_are_read_on_the_rows_a_finding_names():
     assert classify(d)[0] == "bug"
 
 
+def test_a_value_no_integer_holds_cast_to_an_index_is_undefined():
+    """CLAHE casts each pixel to an int32 histogram bin before it clips to value_range: a
+    near-max pixel is an undefined cast, a different bin per backend (the api-cpu campaign,
+    rng 2837).  Only on the rows the deviation names, only for a layer that casts values to
+    indices (AutoContrast on the same input is a real XLA bug: findings row 82), and not for a
+    converted program judged against its reference (it must compute what it was given)."""
+    def case(api, params):
+        return {"name": "m", "inputs": [{"name": "x0", "shape": [4, 8, 8, 1], "dtype": "float32"}],
+                "layers": [{"name": "t", "api": api, "params": params, "inputs": ["x0"]}]}
+
+    clahe = case("ContrastLimitedAdaptiveHistogramEqualization", {"value_range": [-3.0, 3.0]})
+    meta = {"special_inputs": [{"input": "x0", "row": 3, "kind": "near_max"}]}
+
+    def dev(rows, odd=(), pair="jax|tensorflow"):
+        return Finding(Kind.DEVIATION, pair.split("|"), {"pair": pair, "own_layers": ["t"], "rows": rows,
+                                                         "odd": list(odd)})
+
+    (a,) = signatures_of(dev([3], ["jax"]), clahe, meta)
+    assert "index_overflow" in a.context and classify(a)[0] == "undefined"
+    (b,) = signatures_of(dev([0, 1], ["jax"]), clahe, meta)
+    assert classify(b)[0] == "bug"
+    (c,) = signatures_of(dev([3], ["jax"]), case("AutoContrast", {"value_range": [0.0, 1.0]}), meta)
+    assert "index_overflow" not in c.context and classify(c)[0] == "bug"
+    (d,) = signatures_of(dev([3], ["onnxruntime"], "onnxruntime|tensorflow"), clahe, meta)
+    assert "index_overflow" in d.context and classify(d)[0] == "bug"
+
+
 def test_a_label_flip_within_tolerance_is_the_harness():
     from audee.triage.signature import case_signatures
 

@@ -31,6 +31,9 @@ SPECIAL_INT_KINDS = ("out_of_range", "negative")  # integer ids outside [0, n)
 #: special float kinds whose values are or make subnormals: TensorFlow's and JAX's CPU kernels
 #: flush them to zero by design, torch keeps them (a difference on them is undefined)
 SUBNORMAL_SPECIALS = ("subnormal", "tiny")
+#: special float kinds whose values overflow every integer type (non-finite, or |x| near float32's
+#: max): cast to an integer index (a layer config's ``value_indices``) the index is undefined
+INT_OVERFLOW_SPECIALS = NONFINITE_SPECIALS + ("near_max",)
 #: an op case's ``undefined`` entry (its row): an integer divisor holding a 0 (C leaves it
 #: undefined; NumPy returns 0 with a warning, TensorFlow and PyTorch raise)
 ZERO_DIVISOR = "integer division by zero"

@@ -80,7 +80,12 @@ _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_ran
                       "empty_reduction": "a reduction without an identity over an empty axis (NumPy refuses it)",
                       "spec_refuses": "Keras's own symbolic call refuses the arguments",
                       "subnormal_input": "subnormal or tiny inputs (TensorFlow and JAX flush subnormals to zero "
-                                         "on the CPU by design)"}
+                                         "on the CPU by design)",
+                      "index_overflow": "input values no integer holds, cast to indices (a float to int cast out "
+                                        "of range is undefined)"}
+#: input facts outside the contract of independent frameworks only: a converted program judged
+#: against its own reference must compute what it was given, on any input
+_BETWEEN_INDEPENDENT = ("nonfinite_input", "index_overflow")
 
 
 class _Known(Protocol):  # audee.triage.known.KnownIssue, without importing it (known imports this module)
@@ -249,7 +254,7 @@ def classify(sig: Signature, issue: _Known | None = None) -> tuple[str, str]:
         return "undefined", "a crafty invalid value of " + ", ".join(invalid)
     reasons = [text for c, text in _UNDEFINED_CONTEXT.items()
                if c in ctx and not (c == "subnormal_input" and _flushing(sig.odd))
-               and not (c == "nonfinite_input" and _against_reference(sig))]
+               and not (c in _BETWEEN_INDEPENDENT and _against_reference(sig))]
     if reasons:
         return "undefined", "; ".join(reasons)
     if sig.kind in CRASHES and explicit_refusal(sig.error_full or sig.error):

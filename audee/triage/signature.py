@@ -40,7 +40,7 @@ from typing import Any, Iterable
 from audee.apis.config import load_api_configs
 from audee.backends.info import all_op_names, all_unsupported, describe
 from audee.core.bounded import clean_text, utf8
-from audee.cases.case import (EMPTY_REDUCTION, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS,
+from audee.cases.case import (EMPTY_REDUCTION, INT_OVERFLOW_SPECIALS, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS,
                               SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
 from audee.cases.kinds import TRAINING_FAILURES, root_family, with_accumulated
 from audee.levels import is_call
@@ -579,6 +579,27 @@ def _fed_nonfinite(spec: Any, layer: Any, nonfinite: dict[str, list[str]], backe
     return len(names) >= 2 and all(set(inner) <= set(nonfinite.get(b) or ()) for b in names)
 
 
+def _index_overflow(spec: Any, layer: str | None, meta: dict[str, Any] | None,
+                    rows: Iterable[int] | None = None) -> list[str]:
+    """``index_overflow`` where a layer that casts input values to integer indices (its config's
+    ``value_indices``) reads a model input whose rows the finding names (None: any row) carry
+    values no integer holds (:data:`INT_OVERFLOW_SPECIALS`): a float cast out of the integer's
+    range is undefined (C++, XLA), so each backend indexes a different bin
+    (ContrastLimitedAdaptiveHistogramEqualization casts before it clips to value_range)."""
+    node = {str(x.get("name")): x for x in _spec_layers(spec)}.get(layer or "")
+    if node is None or not _value_indices(str(node.get("api"))):
+        return []
+    fed = {str(i) for i in node.get("inputs") or []}
+    if not fed or fed & set(_layers(spec)):  # it reads what an earlier layer made of the input
+        return []
+    special = (meta or {}).get("special_inputs") or []
+    wanted = None if rows is None else {int(r) for r in rows}
+    hit = isinstance(special, list) and any(
+        isinstance(s, dict) and s.get("kind") in INT_OVERFLOW_SPECIALS and s.get("input") in fed
+        and (wanted is None or s.get("row") in wanted) for s in special)
+    return ["index_overflow"] if hit else []
+
+
 def _value_indices(api: str | None) -> bool:
     """Whether a layer API turns input values into integer indices (its config's
     ``value_indices``): a clean refusal of a model at it may answer a NaN or Inf the input
@@ -748,7 +769,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         layer = layer if isinstance(layer, str) else None
         api, params = blamed(layer)
         return [sig(finding.kind, api, params, bs, layer, _gradient_phase(detail.tensor),
-                    context=_input_context(meta, False, detail.rows))]
+                    context=_input_context(meta, False, detail.rows) + _index_overflow(spec, layer, meta, detail.rows))]
     if finding.kind == Kind.EQUIVALENCE:
         # one backend against itself: the rule joins the parameters (padding and channels
         # failing on one layer are two bugs); a refused rewrite keeps its error and phase
