@@ -229,3 +229,26 @@ def test_the_conditioning_perturbation_is_at_least_two_ulps_of_the_data_dtype():
     assert rounding_for("full", x16) == 2.0 ** -9 and rounding_for("tf32", x16) == 2.0 ** -9
     assert (perturbed(x16, size=PERTURBATION)["x"] == x16["x"]).all()        # float32 noise vanishes in float16
     assert (perturbed(x16, size=rounding_for("full", x16))["x"] != x16["x"]).any()
+
+
+def test_a_layer_fed_a_bfloat16_policy_output_is_judged_alone(fault_pool):
+    """Under a bfloat16 policy each layer's output is a bfloat16 array, which no model input can
+    be: fed as it was, the layer alone failed on every backend and no deviation in such a model
+    was ever judged alone (the api-cpu campaign, rng 2833: a GroupQueryAttention behind a
+    bfloat16 Dense announced as a new bug where the layer alone is bit-identical)."""
+    from audee.cases.spec import weights_key
+
+    raw = mlp("mlp-bf16").to_json()
+    for layer in raw["layers"]:
+        layer["params"]["dtype"] = "bfloat16"
+    spec = ModelSpec.from_json(raw)
+    ex = Executor(fault_pool, tolerances=FuzzSettings().tolerances())
+    case = TestCase("mlp-bf16", spec, {}, {"x": np.random.default_rng(2).random((4, 8), dtype=np.float32)})
+    ex.complete_weights(case, 3)
+    got = ex.pool_run(spec, case.weights, weights_key(case.weights), case.inputs, labels=["tensorflow"], layers=True)
+    fed = got["tensorflow"]["layers"]
+    assert fed["d1"].dtype.name == "bfloat16"
+    replies = ex._run_alone(case, "d2", fed, case.inputs, ["tensorflow", "jax"])
+    assert all(isinstance(replies.get(b), dict) for b in ("tensorflow", "jax")), replies
+    np.testing.assert_array_equal(np.asarray(replies["tensorflow"]["logits"], np.float32),
+                                  np.asarray(fed["d2"], np.float32))   # the same layer on the same input

@@ -8,6 +8,7 @@ and the layers that deviate on their own input, each run alone on both backends)
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -36,6 +37,8 @@ from audee.reference.run import Reference, candidates as reference_candidates
 from audee.settings import TIE_MARGIN
 from audee.cases.spec import ModelSpec, layer_feed, one_layer_model, one_layer_spec, weights_key
 from audee.cases.weights import Shapes, adapt_weights
+
+log = logging.getLogger(__name__)
 
 DIAGNOSE_INPUTS = 8  # inputs for which per-layer outputs are fetched on a failure
 OWN_LAYER_CHECKS = 6  # layers judged on their own input (one-layer runs) per deviation finding
@@ -324,6 +327,10 @@ class Executor(Runner):
                     alone[(name, a)] = self._run_alone(case, name, ra["layers"], sub, labels)
                 replies = alone[(name, a)]
                 if not (isinstance(replies.get(a), dict) and isinstance(replies.get(b), dict)):
+                    for x in (a, b):  # a layer the whole model ran that fails alone: say so, it is not judged
+                        if isinstance(replies.get(x), WorkerFailure):
+                            log.warning("%s: layer %s alone failed on %s (%s); not judged alone", case.id, name, x,
+                                        str(replies[x].message).splitlines()[0][:200] if replies[x].message else "?")
                     return None
                 own = compare(replies[a]["logits"], replies[b]["logits"], self.tolerances, compute=compute)
                 if own is None:
