@@ -901,3 +901,21 @@ def test_a_graph_missing_an_op_and_mixing_half_types_is_the_missing_op_first():
     mixed = text.split("onnxruntime refused it: ")[1]
     assert match_known(Signature("divergent_acceptance", "Conv3D", (), ("onnxruntime",), "convert", mixed,
                                  layer="Conv3D", error_full=mixed), issues).id == "tf2onnx-bfloat16-mixed-types"
+
+
+def test_torch_bicubic_kernel_is_not_the_cause_of_an_antialiased_resize():
+    """torch's antialiased bicubic uses a = -0.5 as TensorFlow and JAX do, so a torch deviation of
+    Resizing(antialias=True) is not the kernel entry's: the rng 2840 check found torch's
+    antialiased resize to width 1 repeating row 0 (findings row 92) claimed by it."""
+    issues = load_known_issues()
+    params = (("crop_to_aspect_ratio", "True"), ("height", "+int"), ("interpolation", "'bicubic'"),
+              ("width", "+int"))
+    sig = Signature("deviation", "Resizing", tuple(sorted(params + (("antialias", "True"),))), ("tensorflow", "torch"),
+                    odd=("torch",), layer="Resizing")
+    assert match_known(sig, issues).id == "torch-interpolate-antialias-width1"
+    plain = Signature("deviation", "Resizing", tuple(sorted(params + (("antialias", "False"),))), ("tensorflow", "torch"),
+                      odd=("torch",), layer="Resizing")
+    assert match_known(plain, issues).id == "torch-bicubic-kernel"
+    up = Signature("deviation", "UpSampling2D", (("interpolation", "'bicubic'"), ("size", "+int")),
+                   ("tensorflow", "torch"), odd=("torch",), layer="UpSampling2D")
+    assert match_known(up, issues).id == "torch-bicubic-kernel"    # no antialias parameter: the kernel
