@@ -235,6 +235,11 @@ def test_a_nan_script_reproduces_only_where_the_backends_patterns_differ(tmp_pat
     assert not hit and "the same pattern on every backend that ran" in lines[-1]
     hit, _ = mod.judge(results(nan, finite))  # the other backend's NaN is not the failing one's
     assert not hit
+    # NaN where the other has an Inf at the same place is a pattern difference, as the oracle
+    # judges it (tf2onnx's select lowering: inf * 0 = NaN; the api-cpu campaign, rng 2843)
+    inf = {**finite, "out": np.array([[np.inf, 0, 0]] + [[1, 0, 0]] * 3, "float32")}
+    hit, lines = mod.judge(results(inf, nan))
+    assert hit and "the backends' patterns differ" in lines[-1]
 
 
 def test_a_signature_the_case_merged_from_several_pairs_gets_a_script_from_one_of_them():

@@ -213,6 +213,14 @@ def normalized_error(a, b, rtol, atol):
     return err, np.flatnonzero(keep)
 
 
+def codes(a):
+    """Per element 0 finite, 1 NaN, 2 +Inf, 3 -Inf: the NaN oracle tells NaN from Inf."""
+    a = np.asarray(a)
+    if not np.issubdtype(a.dtype, np.floating):
+        return np.zeros(a.shape, np.int8)
+    return (np.isnan(a) * 1 + np.isposinf(a) * 2 + np.isneginf(a) * 3).astype(np.int8)
+
+
 def nonfinite(layers):
     """Layers (model order) whose output holds NaN or Inf, with how many such values."""
     return [(s["name"], int((~np.isfinite(layers[s["name"]])).sum())) for s in MODEL["layers"]
@@ -243,10 +251,10 @@ def judge(results):
         pattern = {b: nonfinite(layers) for b, layers in ran.items()}
         for b, layers in pattern.items():
             lines.append(f"  {b}: " + (", ".join(f"{n} ({c} non-finite)" for n, c in layers) or "all finite"))
-        masks = {b"".join(np.packbits(~np.isfinite(layers[s["name"]])).tobytes() for s in MODEL["layers"])
-                 for layers in ran.values()}
-        # what the oracle judged: the backends' NaN/Inf patterns differ (one backend's NaN where
-        # every backend has the same, an overflow on all of them, is no finding)
+        masks = {b"".join(codes(layers[s["name"]]).tobytes() for s in MODEL["layers"]) for layers in ran.values()}
+        # what the oracle judged: the backends' NaN/Inf patterns differ, NaN apart from +Inf and
+        # -Inf (one backend's NaN where every backend has the same, an overflow on all of them,
+        # is no finding; a NaN where the others have an Inf is)
         differ = len(masks) > 1
         hit = any(pattern.get(b) for b in CASE["failing"]) and differ
         why = ("the same pattern on every backend that ran" if not differ
