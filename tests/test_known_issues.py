@@ -919,3 +919,13 @@ def test_torch_bicubic_kernel_is_not_the_cause_of_an_antialiased_resize():
     up = Signature("deviation", "UpSampling2D", (("interpolation", "'bicubic'"), ("size", "+int")),
                    ("tensorflow", "torch"), odd=("torch",), layer="UpSampling2D")
     assert match_known(up, issues).id == "torch-bicubic-kernel"    # no antialias parameter: the kernel
+
+
+def test_timedistributed_skipping_the_input_check_is_known_by_jaxs_reduce_window_words_too():
+    """A channels_first MaxPooling1D handed a 4-D slice: JAX's lax.reduce_window refuses the
+    window's rank, not a broadcast (the api-cpu campaign, rng 2843)."""
+    words = ("TypeError: reduce_window got the wrong number of window_dimensions for operand: got operand "
+             "shape <shape> with window_dimensions <shape>.")
+    sig = Signature("divergent_acceptance", "MaxPooling1D+TimeDistributed", (("layer", "'MaxPooling1D'"),),
+                    ("jax",), phase="run", error=words, layer="TimeDistributed", error_full=words)
+    assert match_known(sig, load_known_issues()).id == "keras-timedistributed-skips-input-spec"
