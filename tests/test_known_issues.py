@@ -929,3 +929,55 @@ def test_timedistributed_skipping_the_input_check_is_known_by_jaxs_reduce_window
     sig = Signature("divergent_acceptance", "MaxPooling1D+TimeDistributed", (("layer", "'MaxPooling1D'"),),
                     ("jax",), phase="run", error=words, layer="TimeDistributed", error_full=words)
     assert match_known(sig, load_known_issues()).id == "keras-timedistributed-skips-input-spec"
+
+
+def test_keras_bias_layout_guess_needs_a_bias():
+    """Keras' TF ops.add guesses tf.nn.bias_add's layout, and a convolution reaches ops.add only
+    for its bias (the base classes' call, under use_bias): a channels_first convolution without a
+    bias deviating on TensorFlow is not that guess.  A seed's layer (use_bias unset) still is."""
+    from dataclasses import replace
+
+    four = ("jax", "onnxruntime", "tensorflow", "torch")
+    params = (("data_format", "'channels_first'"), ("filters", "+int"), ("use_bias", "True"))
+    sig = Signature("deviation", "Conv2D", params, four, odd=("tensorflow",), layer="Conv2D")
+    assert _known_id(sig) == "keras-tf-add-bias-layout-guess"
+    assert _known_id(replace(sig, params=(("data_format", "'channels_first'"),))) == "keras-tf-add-bias-layout-guess"
+    no_bias = replace(sig, params=(("data_format", "'channels_first'"), ("filters", "+int"), ("use_bias", "False")))
+    assert _known_id(no_bias) is None
+    assert _known_id(replace(no_bias, kind="inconsistency", backends=("tensorflow", "torch"))) is None
+
+
+def test_jax_category_encoding_float_ids_is_not_multi_hot():
+    """JAX's one_hot drops non-integer float ids (one_hot and count go through it as they are);
+    multi_hot casts the ids to int32 first, truncating as TensorFlow and torch do, so a JAX
+    deviation of CategoryEncoding(output_mode='multi_hot') is not that entry's."""
+    from dataclasses import replace
+
+    sig = Signature("deviation", "CategoryEncoding", (("num_tokens", "+int"), ("output_mode", "'one_hot'")),
+                    ("jax", "tensorflow", "torch"), odd=("jax",), layer="CategoryEncoding")
+    assert _known_id(sig) == "keras-jax-category-encoding-float-ids"
+    count = replace(sig, params=(("num_tokens", "+int"), ("output_mode", "'count'")))
+    assert _known_id(count) == "keras-jax-category-encoding-float-ids"
+    assert _known_id(replace(sig, params=(("num_tokens", "+int"),))) == "keras-jax-category-encoding-float-ids"
+    assert _known_id(replace(sig, params=(("num_tokens", "+int"), ("output_mode", "'multi_hot'")))) is None
+
+
+def test_relu_layer_selects_only_with_a_threshold():
+    """Keras' ReLU layer writes where(x > t, x, 0) only for a threshold other than 0 (tf2onnx's
+    Mul/Add lowering of that select leaks NaN on onnxruntime and OpenVINO); with threshold 0 it
+    is relu, relu6 or leaky_relu and a clip, no select, so an onnxruntime NaN there is not the
+    select entry's (unless the converted graph shows the lowering)."""
+    from dataclasses import replace
+
+    four = ("jax", "onnxruntime", "tensorflow", "torch")
+    params = (("max_value", "+float"), ("negative_slope", "+float"), ("threshold", "+float"))
+    sig = Signature("nan", "ReLU", params, four, odd=("onnxruntime",), layer="ReLU")
+    assert _known_id(sig) == "tf2onnx-select-mul-nan"
+    assert _known_id(replace(sig, params=(("threshold", "-float"),))) == "tf2onnx-select-mul-nan"
+    assert _known_id(replace(sig, backends=("onnxruntime", "openvino", "tensorflow"),
+                             odd=("openvino",))) == "tf2onnx-select-mul-nan"
+    zero = replace(sig, params=(("max_value", "+float"), ("negative_slope", "+float"), ("threshold", "0")))
+    assert _known_id(zero) is None
+    # OpenVINO's own Relu(NaN) = 0 is still there: its relu(-x) and relu nodes
+    assert _known_id(replace(zero, odd=("openvino",), backends=("openvino", "tensorflow"))) == "openvino-relu-nan"
+    assert _known_id(replace(zero, context=("program:select_as_arithmetic",))) == "tf2onnx-select-mul-nan"
