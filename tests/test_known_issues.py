@@ -981,3 +981,26 @@ def test_relu_layer_selects_only_with_a_threshold():
     # OpenVINO's own Relu(NaN) = 0 is still there: its relu(-x) and relu nodes
     assert _known_id(replace(zero, odd=("openvino",), backends=("openvino", "tensorflow"))) == "openvino-relu-nan"
     assert _known_id(replace(zero, context=("program:select_as_arithmetic",))) == "tf2onnx-select-mul-nan"
+
+
+def test_torch_layer_normalization_over_one_axis_never_takes_the_moments_path():
+    """One axis (an int, a list of one) is always continuous, so Keras on torch normalizes it
+    with F.layer_norm, never by ops.moments: a torch NaN of LayerNormalization(axis=1) (rng 2826's
+    and 2838's TimeDistributed(LayerNormalization(axis=1)) on a near-max or Inf row) is not the
+    unclamped variance.  Two or more axes, or a seed's own axis, still are."""
+    from dataclasses import replace
+
+    four = ("jax", "onnxruntime", "tensorflow", "torch")
+    wrapped = Signature("nan", "LayerNormalization+TimeDistributed",
+                        (("axis", "+int"), ("center", "False"), ("epsilon", "+float"),
+                         ("layer", "'LayerNormalization'"), ("scale", "True")),
+                        four, odd=("torch",), layer="TimeDistributed", context=("nonfinite_input",))
+    assert _known_id(wrapped) != "keras-torch-moments-negative-variance"
+    alone = Signature("nan", "LayerNormalization", (("axis", "-int"), ("epsilon", "+float")), four,
+                      odd=("torch",), layer="LayerNormalization")
+    assert _known_id(alone) != "keras-torch-moments-negative-variance"
+    assert _known_id(replace(alone, params=(("axis", "[+int]"),))) != "keras-torch-moments-negative-variance"
+    for axis in ("[+int, -int]", "[+int, +int]", "[-int, -int, -int]", "[+int, +int, -int, -int]"):
+        sig = replace(alone, params=(("axis", axis), ("epsilon", "+float")))
+        assert _known_id(sig) == "keras-torch-moments-negative-variance", axis
+    assert _known_id(replace(alone, params=())) == "keras-torch-moments-negative-variance"  # a seed's own axis
