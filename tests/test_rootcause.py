@@ -854,3 +854,24 @@ def test_a_select_lowered_on_the_odd_backends_nan_path_is_its_fact():
     f.detail.program = {"tensorflow": {"relu_6": ["select_as_arithmetic"]}}
     (other,) = signatures_of(f, spec, {})
     assert other.program == ()
+
+
+
+def test_where_the_odd_backend_departs_its_facts_there_are_the_evidence():
+    """vgg16 with NaN (the api-cpu campaign, rng 2844): onnxruntime departs from torch and JAX at
+    a max pooling tf2onnx made a MaxPool, which drops the NaN (its input is the same as torch's);
+    TensorFlow drops it too, so onnxruntime's NaN path runs on to a ReLU whose select was
+    lowered 30 layers later.  The pooling's fact is the cause, not the later select's."""
+    layers = {"onnxruntime": ["pool", "relu_12"], "tensorflow": [], "torch": ["pool", "relu_12", "flatten"],
+              "jax": ["pool", "relu_12", "flatten"]}
+    f = Finding(Kind.NAN, ["jax", "onnxruntime", "tensorflow", "torch"], {
+        "strong": True, "odd": ["onnxruntime"], "input_nonfinite": True, "layers": layers,
+        "patterns": {"onnxruntime|torch": {"first_layer": "pool"}, "jax|onnxruntime": {"first_layer": "pool"},
+                     "onnxruntime|tensorflow": {"first_layer": "pool"}},
+        "program": {"onnxruntime": {"pool": ["max_as_max_pool"], "relu_12": ["select_as_arithmetic"]}}})
+    spec = {"layers": [{"name": "pool", "api": "MaxPooling2D", "params": {}, "inputs": ["x"]},
+                       {"name": "relu_12", "api": "ReLU", "params": {"threshold": 0.6}, "inputs": ["pool"]},
+                       {"name": "flatten", "api": "Flatten", "params": {}, "inputs": ["relu_12"]}]}
+    (sig,) = signatures_of(f, spec, {})
+    assert sig.program == ("max_as_max_pool",)
+    assert match_known(sig, load_known_issues()).id == "ort-maxpool-nan"

@@ -544,13 +544,23 @@ def _op_case(meta: dict[str, Any] | None) -> bool:
 
 
 def _program_context(program: dict[str, dict[str, list[str]]], layer: Any, odd: Iterable[str],
-                     nonfinite: dict[str, list[str]], backends: Iterable[str]) -> list[str]:
+                     nonfinite: dict[str, list[str]], backends: Iterable[str],
+                     departs: dict[str, Any] | None = None) -> list[str]:
     """The facts the odd backends' programs show of how they compute ``layer`` or a layer on
     their own NaN's path, non-finite there where another backend is finite (``program:<fact>``,
     :data:`audee.backends.info.PROGRAM_FACTS`): a converter's graph selecting by arithmetic
     where the Keras model selects, whether the patterns first differ there or at a layer
-    before it (a max pooling that drops the NaN on one backend)."""
+    before it (a max pooling that drops the NaN on one backend).  ``departs``: each pair's
+    first differing layer (``"a|b"`` -> layer); where the odd backend departs from another
+    backend at layers with facts, those facts are the evidence, not a later layer's on the
+    path (a converted MaxPool dropping the NaN, then a select lowered 30 layers on)."""
     backends = list(backends)
+    odd = list(odd)
+    at = {name for pair, name in (departs or {}).items() if isinstance(name, str)
+          and any(b in pair.split("|") for b in odd)}
+    first = {f for b in odd for name in at for f in (program.get(b) or {}).get(name, [])}
+    if first:
+        return [PROGRAM + f for f in sorted(first)]
     facts: set[str] = set()
     for b in odd:
         mine = set(nonfinite.get(b) or ())
@@ -758,7 +768,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         fed = _fed_nonfinite(spec, layer, detail.layers, finding.backends)
         context = _input_context(meta, bool(detail.input_nonfinite) or fed) + \
             (["overflow_boundary"] if detail.overflow_boundary else []) + \
-            _program_context(detail.program, layer, odd, detail.layers, backends)
+            _program_context(detail.program, layer, odd, detail.layers, backends,
+                             {pair: p.first_layer for pair, p in detail.patterns.items()})
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
                     _gradient_phase(layer), context=context)]
     if finding.kind == Kind.DEVIATION:
