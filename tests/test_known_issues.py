@@ -1004,3 +1004,13 @@ def test_torch_layer_normalization_over_one_axis_never_takes_the_moments_path():
         sig = replace(alone, params=(("axis", axis), ("epsilon", "+float")))
         assert _known_id(sig) == "keras-torch-moments-negative-variance", axis
     assert _known_id(replace(alone, params=())) == "keras-torch-moments-negative-variance"  # a seed's own axis
+
+
+def test_tf2onnxs_nonconstant_bias_is_known_by_onnx_checkers_words_on_a_nested_layer():
+    """onnx.checker refusing tf2onnx's graph at convert names the Add by its node, which for a
+    wrapped convolution (SpectralNormalization's) is a nested path (the api-cpu campaign, rng 2845)."""
+    words = ("tf2onnx produced an invalid ONNX graph (onnx.checker: [ShapeInferenceError] Inference error(s): "
+             "(op_type:Add, node name: <layer><path>/BiasAdd): [ShapeInferenceError] Incompatible dimensions")
+    sig = Signature("divergent_acceptance", "activations.softplus", (("activation", "'softplus'"),), ("onnxruntime",),
+                    phase="convert", error=words, layer="SpectralNormalization", error_full=words)
+    assert match_known(sig, load_known_issues()).id == "tf2onnx-biasadd-nchw-nonconst"

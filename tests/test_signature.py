@@ -35,6 +35,11 @@ def test_error_normalization_drops_what_varies():
     n = normalize_error("RuntimeError: bad shape (2, 3) vs [4, 5] at 0x7f3a2b in /usr/lib/python3/x/y.py:12 "
                         "for layer conv1 (tensor dense_12)", ["conv1"])
     assert n == "RuntimeError: bad shape <shape> vs <shape> at <hex> in <path> for layer <layer> (tensor <name>)"
+    # a nested layer's graph node keeps the op it computes, as a top-level layer's does (a
+    # SpectralNormalization's wrapped convolution: rng 2845); a file path stays a path
+    nested = normalize_error("(op_type:Add, node name: t_sn/t_sn_layer_1/BiasAdd): Incompatible dimensions", ["t_sn"])
+    assert nested == "(op_type:Add, node name: <layer><path>/BiasAdd): Incompatible dimensions"
+    assert normalize_error("Node (t_conv/BiasAdd) Op (Add)", ["t_conv"]) == "Node (<layer>/BiasAdd) Op (Add)"
 
 
 def test_an_embedded_traceback_is_dropped_for_the_words_after_it():
@@ -253,3 +258,25 @@ def test_a_wrapped_layer_is_signed_with_its_api_and_parameters():
     assert s.params == (("axis", "+int"), ("epsilon", "+float"), ("layer", "'LayerNormalization'"))
     known = match_known(s, load_known_issues())
     assert known is not None and known.id == "keras-torch-fused-norm-axis-silent"
+
+
+def test_an_inconsistency_is_blamed_on_the_layer_its_pairs_deviation_pins():
+    """TimeDistributed(LayerNormalization(axis=1)) on torch flips labels beside its deviation
+    (the api-cpu campaign, rng 2845): the flip is that layer's difference, signed with its
+    drawn parameters as the deviation is, so the same known cause matches both."""
+    from audee.triage.known import load_known_issues, match_known
+    from audee.triage.signature import case_signatures
+
+    spec = {"name": "m", "layers": [{"name": "t_td", "api": "TimeDistributed", "inputs": ["x0"], "params": {
+        "layer": {"api": "LayerNormalization", "params": {"axis": 1, "epsilon": 0.05}}}}]}
+    meta = {"api": "TimeDistributed", "mutations": [
+        _mut("t_td", "layer", "LayerNormalization"), _mut("t_td.layer", "axis", 1),
+        _mut("t_td.layer", "epsilon", 0.05)]}
+    dev = {"kind": Kind.DEVIATION, "backends": ["tensorflow", "torch"],
+           "detail": {"pair": "tensorflow|torch", "odd": ["torch"], "own_layers": ["t_td"], "first_layer": "t_td"}}
+    flip = {"kind": Kind.INCONSISTENCY, "backends": ["tensorflow", "torch"],
+            "detail": {"pair": "tensorflow|torch", "odd": ["torch"]}}
+    sigs = case_signatures({"findings": [dev, flip]}, spec, meta)
+    (inc,) = [s for s in sigs if s.kind == "inconsistency"]
+    assert ("axis", "+int") in inc.params and inc.api == "LayerNormalization+TimeDistributed"
+    assert match_known(inc, load_known_issues()).id == "keras-torch-fused-norm-axis-silent"

@@ -148,8 +148,19 @@ def _str_or_none(v: Any) -> str | None:
 
 
 # ---- error messages ----------------------------------------------------------------------------
+_OP_NAME = re.compile(r"/([A-Z][A-Za-z0-9]*)(?::\d+)?$")
+
+
+def _path(m: re.Match) -> str:
+    """A file path or a graph node's a/b/c name as ``<path>``, keeping a node name's last part
+    where it is an op (``.../BiasAdd``): the op a node of a nested layer computes is as stable
+    as the op of a top-level one (``<layer>/BiasAdd``), and says which one failed."""
+    op = _OP_NAME.search(m.group(0))
+    return f"<path>/{op.group(1)}" if op else "<path>"
+
+
 _SUBS = [
-    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/){2,}[\w.-]*(?::\d+)?"), "<path>"),     # file paths, a/b/c names
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/){2,}[\w.-]*(?::\d+)?"), _path),       # file paths, a/b/c names
     (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
     (re.compile(r"__inference_\w+"), "<fn>"),                                          # traced function names
     (re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"), "<name>"),                      # quoted names
@@ -830,10 +841,11 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         layer = getattr(detail, "layer", None)
         api, params = blamed(layer if isinstance(layer, str) else None)
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None)]
-    # inconsistency: the pair, and localization or the mutation record
+    # inconsistency: the pair, and localization or the mutation record (of the layer the
+    # pair's deviation pins, where it pins one: its flip is that layer's difference)
     pair = detail.pair
     bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
-    api, params = blamed(None)
+    api, params = blamed(pair_layer)
     # outputs of different shapes differ whatever the rows held
     rows_context = [] if detail.shape_mismatch is not None else _input_context(meta, False, detail.inputs)
     context = rows_context + (["within_tolerance"] if within_tolerance else [])
