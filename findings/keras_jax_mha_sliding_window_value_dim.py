@@ -1,9 +1,10 @@
-"""Keras 3.15 MultiHeadAttention(sliding_window=...) with value_dim != key_dim fails on JAX.
+"""Keras 3.15 MultiHeadAttention with value_dim != key_dim fails on JAX, with or without a sliding window.
 
 TensorFlow and torch compute the layer; JAX raises "cannot reshape array of shape (2, 9, 1, 1, 6)
-into shape (2, 9, 1, 2)": with a sliding window the layer calls ops.dot_product_attention, and
-the JAX backend's fallback (after jax.nn.dot_product_attention refuses a value head size other
-than the key's) reshapes the result to the query's shape, head size key_dim, not value_dim.
+into shape (2, 9, 1, 2)": the layer calls ops.dot_product_attention (no dropout, no scores
+returned; a sliding window is not needed, the rng 2848 check found), and the JAX backend's
+fallback (after jax.nn.dot_product_attention refuses a value head size other than the key's)
+reshapes the result to the query's shape, head size key_dim, not value_dim.
 
     python keras_jax_mha_sliding_window_value_dim.py   # runs each Keras backend in a child process
     # prints REPRODUCED and exits 1 while the bug is there
@@ -19,10 +20,12 @@ import sys
 
 CODE = """
 import numpy as np, keras
-mha = keras.layers.MultiHeadAttention(num_heads=1, key_dim=2, value_dim=6, sliding_window=7)
 q = np.random.default_rng(0).random((2, 9, 3), dtype=np.float32)
 v = np.random.default_rng(1).random((2, 18, 8), dtype=np.float32)
-print(tuple(mha(q, v).shape))
+for window in (None, 7):   # None first: the window is not needed
+    mha = keras.layers.MultiHeadAttention(num_heads=1, key_dim=2, value_dim=6, sliding_window=window)
+    print(f"sliding_window={window}:", tuple(mha(q, v).shape), end="; ")
+print()
 """
 out = {}
 for backend in ("tensorflow", "torch", "jax"):
