@@ -1014,3 +1014,19 @@ def test_tf2onnxs_nonconstant_bias_is_known_by_onnx_checkers_words_on_a_nested_l
     sig = Signature("divergent_acceptance", "activations.softplus", (("activation", "'softplus'"),), ("onnxruntime",),
                     phase="convert", error=words, layer="SpectralNormalization", error_full=words)
     assert match_known(sig, load_known_issues()).id == "tf2onnx-biasadd-nchw-nonconst"
+
+
+def test_tf2onnx_resize_scales_reshape_is_known_by_onnxruntimes_reshape_failure_on_a_resize():
+    """A resize by 7/3 converted to float32 scales, a Reshape baked from ONNX's inferred 6 rows
+    (the api-cpu campaign, rng 2853); a Reshape failure on another layer is not this."""
+    words = ("Fail: [ONNXRuntimeError] : <n> : FAIL : Non-zero status code returned while running Reshape node. "
+             "Name:<name> Status Message: <path> onnxruntime::ReshapeHelper::ReshapeHelper(const "
+             "onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) size != <n> && "
+             "(input_shape_size % size) == <n> was false. The input tensor cannot be reshaped to the requested shape.")
+    sig = Signature("divergent_acceptance", "Resizing", (("interpolation", "'nearest'"),), ("onnxruntime",),
+                    phase="run", error=words, layer="Resizing", error_full=words)
+    issues = load_known_issues()
+    assert match_known(sig, issues).id == "tf2onnx-resize-scales-reshape"
+    from dataclasses import replace
+    other = match_known(replace(sig, api="Dense", layer="Dense", params=()), issues)
+    assert other is None or other.id != "tf2onnx-resize-scales-reshape"
