@@ -25,8 +25,6 @@ SPEC_FORMAT = "audee.spec/1"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _JSON_SCALARS = (str, int, float, bool, type(None))
 DTYPES = ("float32", "float64", "float16", "int32", "int64")
-#: float dtypes a layer computes in (a dtype policy) that no model input has: ``ml_dtypes``' bfloat16
-NARROW_FLOATS = ("bfloat16",)
 
 Weights = dict[str, list[np.ndarray]]
 
@@ -243,12 +241,12 @@ def layer_feed(spec: ModelSpec, layer: str, layers: Mapping[str, np.ndarray],
 
 
 def _as_input(a: np.ndarray) -> np.ndarray:
-    """A tensor as a model input can hold it: a layer's bfloat16 output (a bfloat16 policy) as
-    float32, which holds every bfloat16 value exactly (the layer's policy casts it back); a
-    model input has no bfloat16 dtype (:data:`DTYPES`), so fed as it is the layer could never
-    be judged alone."""
+    """A tensor as a model input can hold it: a layer's bfloat16 output (a bfloat16 policy; an
+    ml_dtypes array, NumPy kind ``V``) as float32, which holds every bfloat16 value exactly (the
+    layer's policy casts it back); a model input has no bfloat16 dtype (:data:`DTYPES`), so fed
+    as it is the layer could never be judged alone."""
     a = np.asarray(a)
-    return a.astype(np.float32) if a.dtype.name in NARROW_FLOATS else a
+    return a.astype(np.float32) if a.dtype.kind == "V" else a
 
 
 def one_layer_model(spec: ModelSpec, weights: Mapping[str, Any], layer: str, feed: dict[str, np.ndarray],

@@ -40,8 +40,8 @@ from typing import Any, Iterable
 from audee.apis.config import load_api_configs
 from audee.backends.info import all_op_names, all_unsupported, describe
 from audee.core.bounded import clean_text, utf8
-from audee.cases.case import (EMPTY_REDUCTION, INT_OVERFLOW_SPECIALS, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES, SPECIAL_INT_KINDS,
-                              SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
+from audee.cases.case import (EMPTY_REDUCTION, INT_OVERFLOW_SPECIALS, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES,
+                              SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
 from audee.cases.kinds import TRAINING_FAILURES, root_family, with_accumulated
 from audee.levels import is_call
 from audee.oracle.nan import CLEARED
@@ -600,6 +600,18 @@ def _fed_nonfinite(spec: Any, layer: Any, nonfinite: dict[str, list[str]], backe
     return len(names) >= 2 and all(set(inner) <= set(nonfinite.get(b) or ()) for b in names)
 
 
+def _special_kinds(meta: dict[str, Any] | None, rows: Iterable[int] | None = None,
+                   inputs: Iterable[str] | None = None) -> set[str]:
+    """The special kinds the case's rows carry (``meta['special_inputs']``: ``[{input, row,
+    kind}]``), on ``rows`` only (None: any row) and of ``inputs`` only (None: any input)."""
+    special = (meta or {}).get("special_inputs") or []
+    wanted = None if rows is None else {int(r) for r in rows}
+    named = None if inputs is None else set(inputs)
+    return {str(s.get("kind")) for s in special if isinstance(s, dict)
+            and (wanted is None or s.get("row") in wanted) and (named is None or s.get("input") in named)} \
+        if isinstance(special, list) else set()
+
+
 def _index_overflow(spec: Any, layer: str | None, meta: dict[str, Any] | None,
                     rows: Iterable[int] | None = None) -> list[str]:
     """``index_overflow`` where a layer that casts input values to integer indices (its config's
@@ -607,18 +619,13 @@ def _index_overflow(spec: Any, layer: str | None, meta: dict[str, Any] | None,
     values no integer holds (:data:`INT_OVERFLOW_SPECIALS`): a float cast out of the integer's
     range is undefined (C++, XLA), so each backend indexes a different bin
     (ContrastLimitedAdaptiveHistogramEqualization casts before it clips to value_range)."""
-    node = {str(x.get("name")): x for x in _spec_layers(spec)}.get(layer or "")
-    if node is None or not _value_indices(str(node.get("api"))):
+    layers = _layers(spec)
+    if layer not in layers or not _value_indices(layers[layer][0]):
         return []
-    fed = {str(i) for i in node.get("inputs") or []}
-    if not fed or fed & set(_layers(spec)):  # it reads what an earlier layer made of the input
+    fed = {str(x.get("name")): x for x in _spec_layers(spec)}[layer].get("inputs") or []
+    if not fed or set(fed) & set(layers):  # it reads what an earlier layer made of the input
         return []
-    special = (meta or {}).get("special_inputs") or []
-    wanted = None if rows is None else {int(r) for r in rows}
-    hit = isinstance(special, list) and any(
-        isinstance(s, dict) and s.get("kind") in INT_OVERFLOW_SPECIALS and s.get("input") in fed
-        and (wanted is None or s.get("row") in wanted) for s in special)
-    return ["index_overflow"] if hit else []
+    return ["index_overflow"] if _special_kinds(meta, rows, fed) & set(INT_OVERFLOW_SPECIALS) else []
 
 
 def _value_indices(api: str | None) -> bool:
@@ -641,9 +648,7 @@ def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[
     that differs on them is each framework's documented choice, not a bug (a ``crash`` is no
     value: never so)."""
     special = (meta or {}).get("special_inputs") or []
-    wanted = None if rows is None else {int(r) for r in rows}
-    kinds = {str(s.get("kind")) for s in special if isinstance(s, dict)
-             and (wanted is None or s.get("row") in wanted)} if isinstance(special, list) else set()
+    kinds = _special_kinds(meta, rows)
     out = []
     if nonfinite or (values and kinds & set(NONFINITE_SPECIALS)):
         out.append("nonfinite_input")
@@ -651,7 +656,7 @@ def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[
         out.append("ids_out_of_range")
     subnormal = {s.get("row") for s in special if isinstance(s, dict) and s.get("kind") in SUBNORMAL_SPECIALS} \
         if isinstance(special, list) else set()
-    if subnormal and not crash and (wanted is None or wanted <= subnormal):  # on every row the finding names
+    if subnormal and not crash and (rows is None or {int(r) for r in rows} <= subnormal):  # every row it names
         out.append("subnormal_input")
     undefined = [str(u) for u in (meta or {}).get("undefined") or []]  # an op case's (audee.oracle.ops)
     if ZERO_DIVISOR in undefined:
@@ -791,7 +796,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         layer = layer if isinstance(layer, str) else None
         api, params = blamed(layer)
         return [sig(finding.kind, api, params, bs, layer, _gradient_phase(detail.tensor),
-                    context=_input_context(meta, False, detail.rows) + _index_overflow(spec, layer, meta, detail.rows))]
+                    context=_input_context(meta, False, detail.rows) + _index_overflow(spec, layer, meta,
+                                                                                       detail.rows))]
     if finding.kind == Kind.EQUIVALENCE:
         # one backend against itself: the rule joins the parameters (padding and channels
         # failing on one layer are two bugs); a refused rewrite keeps its error and phase
