@@ -474,7 +474,8 @@ def test_onnxruntime_keeping_a_float16_overflow_finite_is_known_by_the_policy():
     """onnxruntime computes a float16 MatMul in float32 and drops the cast pair
     (microsoft/onnxruntime#8787): its NaN pattern under a float16 policy is that entry's (the
     api-cpu campaign, rng 2812: a Dense under float16 fed ~221000).  The same difference under
-    float32 is not, and a float32 case's signature has no policy fact (its identity is as before)."""
+    float32 is not, and a float32 case's signature has no policy fact (its identity is as before;
+    its context says onnxruntime kept finite more than the others did)."""
     from audee.triage.signature import signatures_of
 
     issues = load_known_issues()
@@ -483,7 +484,7 @@ def test_onnxruntime_keeping_a_float16_overflow_finite_is_known_by_the_policy():
         assert (sig.policy, f"policy:{policy}" in sig.context) == (policy, True)
         assert match_known(sig, issues).id == "ort-fp16-cast-roundtrip-elided", sig
     (plain,) = signatures_of(_ort_nan("a0_dense", 308, 378), _policy_spec("float32"), {"api": "Softmax"})
-    assert plain.policy == "float32" and plain.context == ()
+    assert plain.policy == "float32" and plain.context == ("odd_fewer_nonfinite",)  # no policy fact
     assert match_known(plain, issues) is None
     (bf16,) = signatures_of(_ort_nan("a0_dense", 308, 378), _policy_spec("bfloat16"), {"api": "Softmax"})
     assert match_known(bf16, issues) is None  # bfloat16 has float32's range: no overflow to elide
@@ -705,7 +706,7 @@ def test_jax_s_convlstm_mask_has_a_silent_face_and_fused_relu_is_relu_s_only():
 
     conv = (("activation", "'softmax'"), ("data_format", "'channels_first'"), ("padding", "'same'"))
     softmax = Signature("nan", "Conv3D+activations.softmax", conv, ("jax", "tensorflow", "torch"),
-                        odd=("tensorflow",), layer="Conv3D", context=("nonfinite_input",))
+                        odd=("tensorflow",), layer="Conv3D", context=("nonfinite_input", "odd_fewer_nonfinite"))
     assert hit(softmax) == "tf-onednn-softmax-inf"
     relu = replace(softmax, api="Conv3D+activations.relu", params=(("activation", "'relu'"),) + conv[1:])
     assert hit(relu) == "tf-onednn-fused-relu-nan"
@@ -1037,17 +1038,45 @@ def test_tensorflows_onednn_softmax_of_an_infinite_row_is_undefined_and_known_up
     """TensorFlow odd in a NaN pattern on a layer whose activation is softmax: oneDNN's Softmax
     of a row holding +Inf (NaN there, 0 elsewhere) where the others give a NaN row (the api-cpu
     campaign: a GRU whose state overflows inside the layer, rng 2851; a Conv3D fed a lone Inf,
-    rng 2829).  Another backend odd, or another activation, is not this."""
+    rng 2829).  Another backend odd, TensorFlow with more NaN, or another activation, is not this."""
+    from dataclasses import replace
+
     issues = load_known_issues()
     backends = ("jax", "onnxruntime", "tensorflow", "torch")
     params = (("activation", "'softmax'"), ("recurrent_activation", "None"))
     for api, layer in (("GRU+activations.softmax", "GRU"), ("Conv3D+activations.softmax", "Conv3D"),
                        ("Softmax", "Softmax")):
-        hit = match_known(Signature("nan", api, params, backends, odd=("tensorflow",), layer=layer), issues)
+        hit = match_known(Signature("nan", api, params, backends, odd=("tensorflow",), layer=layer,
+                                    context=("odd_fewer_nonfinite",)), issues)
         assert (hit.id, hit.status, hit.klass) == ("tf-onednn-softmax-inf", "known upstream", "undefined"), api
-    gru = Signature("nan", "GRU+activations.softmax", params, backends, odd=("torch",), layer="GRU")
+    gru = Signature("nan", "GRU+activations.softmax", params, backends, odd=("torch",), layer="GRU",
+                    context=("odd_fewer_nonfinite",))
     assert match_known(gru, issues) is None
+    # TensorFlow with more NaN than the rest: a softmax making NaN from finite values, not this
+    assert match_known(replace(gru, odd=("tensorflow",), context=("odd_more_nonfinite",)), issues) is None
+    assert match_known(replace(gru, odd=("tensorflow",), context=()), issues) is None
     tanh = Signature("nan", "GRU+activations.tanh", (("activation", "'tanh'"),), backends, odd=("tensorflow",),
-                     layer="GRU")
+                     layer="GRU", context=("odd_fewer_nonfinite",))
     hit = match_known(tanh, issues)
     assert hit is None or hit.id != "tf-onednn-softmax-inf"
+
+
+def test_a_select_lowered_to_arithmetic_is_not_the_cause_where_the_converter_has_fewer_nan():
+    """A float16 ConvLSTM2D called with a mask, onnxruntime odd with fewer non-finite values than
+    TensorFlow and torch (the api-cpu campaign, rng 2847): the select lowering only adds NaN, so
+    the fewer side is onnxruntime's float16 cast removal; with more, or no direction, the mask
+    rule still claims it."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+    base = Signature("nan", "ConvLSTM2D+activations.squareplus", (("activation", "'squareplus'"),),
+                     ("onnxruntime", "tensorflow", "torch"), odd=("onnxruntime",), layer="ConvLSTM2D",
+                     context=("masked", "policy:mixed_float16"))
+    assert match_known(base, issues).id == "tf2onnx-select-mul-nan"
+    assert match_known(replace(base, context=base.context + ("odd_more_nonfinite",)), issues).id == \
+        "tf2onnx-select-mul-nan"
+    fewer = replace(base, context=base.context + ("odd_fewer_nonfinite",))
+    assert match_known(fewer, issues).id == "ort-fp16-cast-roundtrip-elided"
+    float32 = replace(fewer, context=("masked", "odd_fewer_nonfinite"))
+    hit = match_known(float32, issues)
+    assert hit is None or hit.id != "tf2onnx-select-mul-nan"

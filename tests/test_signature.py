@@ -280,3 +280,27 @@ def test_an_inconsistency_is_blamed_on_the_layer_its_pairs_deviation_pins():
     (inc,) = [s for s in sigs if s.kind == "inconsistency"]
     assert ("axis", "+int") in inc.params and inc.api == "LayerNormalization+TimeDistributed"
     assert match_known(inc, load_known_issues()).id == "keras-torch-fused-norm-axis-silent"
+
+
+def test_a_nan_signature_records_which_way_the_odd_backend_differs():
+    """onnxruntime odd with fewer non-finite output values than every other backend (a float16
+    body run in float32: the api-cpu campaign, rng 2847) or more (a select lowered to arithmetic):
+    two causes on one layer, told apart by the fact; counts that overlap record neither."""
+    spec = {"layers": [{"name": "rnn", "api": "ConvLSTM2D", "params": {}, "inputs": ["x"]}]}
+    four = ["jax", "onnxruntime", "tensorflow", "torch"]
+
+    def sig(counts):
+        f = Finding(Kind.NAN, four, {"strong": True, "odd": ["onnxruntime"], "first_layer": {b: "rnn" for b in four},
+                                     "patterns": {"onnxruntime|tensorflow": {"first_layer": "rnn"}},
+                                     "counts": counts})
+        return signatures_of(f, spec, {})[0].context
+
+    def count(nan, inf=0):
+        return {"nan": nan, "+inf": inf, "-inf": 0}
+
+    fewer = sig({"onnxruntime": count(0, 3), "tensorflow": count(11, 3), "torch": count(11, 3), "jax": count(11, 3)})
+    assert "odd_fewer_nonfinite" in fewer and "odd_more_nonfinite" not in fewer
+    more = sig({"onnxruntime": count(56), "tensorflow": count(16), "torch": count(16), "jax": count(20)})
+    assert "odd_more_nonfinite" in more and "odd_fewer_nonfinite" not in more
+    overlap = sig({"onnxruntime": count(16), "tensorflow": count(16), "torch": count(20), "jax": count(20)})
+    assert not {"odd_fewer_nonfinite", "odd_more_nonfinite"} & set(overlap)

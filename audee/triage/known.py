@@ -34,6 +34,7 @@ known upstream.  ``--known-issues FILE`` (repeatable) adds a user's own list,
           odd: [onnxruntime]             # a subset of the backends the oracle named odd (none named: no match)
           against_reference: false       # the odd ones judged only against their reference (true) or not (false)
           facts: [nonfinite_input]       # facts the signature records (audee.triage.signature: its context)
+          without: [odd_fewer_nonfinite] # facts it must not record (a mechanism that only adds NaN)
           phase: convert                 # build, convert, weights, run (train, gradient, update); or a list
           error: 'No Op registered for Erfc'   # a regex searched in the whole normalized error
           policy: [float16, mixed_float16]     # the failing layer's dtype policy (float32 where none), or a list
@@ -151,6 +152,10 @@ class KnownMatch(_Strict):
     facts: list[str] | None = Field(None, min_length=1,
                                     description="facts the signature records about the case (a subset of its "
                                                 "context: nonfinite_input, masked, overflow_boundary, ...)")
+    without: list[str] | None = Field(None, min_length=1,
+                                      description="facts the signature must not record (none of them): a mechanism "
+                                                  "that only adds non-finite values is not the cause of a finding "
+                                                  "whose odd backend has fewer (odd_fewer_nonfinite)")
     against_reference: bool | None = Field(
         None, description="whether the odd backends were judged only against their own reference (a compiled mode "
                           "against its eager run, a converter against the program it converted: true) or among "
@@ -205,7 +210,7 @@ class KnownMatch(_Strict):
     def _something(self) -> "KnownMatch":
         if all(getattr(self, k) in (None, {}, []) for k in type(self).model_fields):
             raise ValueError("give at least one of kind, api, params, unset, backends, odd, against_reference, "
-                             "facts, phase, error, policy, mask, program, changed")
+                             "facts, without, phase, error, policy, mask, program, changed")
         return self
 
     def matches(self, sig: Signature) -> bool:
@@ -231,6 +236,8 @@ class KnownMatch(_Strict):
         if self.against_reference is not None and bool(_judges(sig)) != self.against_reference:
             return False
         if self.facts and not set(self.facts) <= set(sig.context):
+            return False
+        if self.without and set(self.without) & set(sig.context):
             return False
         if self.phase is not None and sig.phase not in ([self.phase] if isinstance(self.phase, str) else self.phase):
             return False

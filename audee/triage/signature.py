@@ -35,7 +35,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from audee.apis.config import load_api_configs
 from audee.backends.info import all_op_names, all_unsupported, describe
@@ -298,6 +298,12 @@ MASKED = "masked"
 PROGRAM = "program:"
 #: the mutation record's parameter of a layer's mask (audee.mutation.apilevel)
 MASK_PARAM = "call.mask"
+#: which way a NaN finding's odd backends differ: every one holds fewer non-finite values in its
+#: output than every other backend (it kept finite what they lost: a wider intermediate, a NaN
+#: dropped) or more (it lost what they kept: a select lowered to arithmetic turning 0 * Inf into
+#: NaN); two causes with one odd backend and one layer are told apart by it
+ODD_FEWER_NONFINITE = "odd_fewer_nonfinite"
+ODD_MORE_NONFINITE = "odd_more_nonfinite"
 
 
 def _fault(faults: tuple[tuple[str, str], ...], text: str) -> str | None:
@@ -581,6 +587,23 @@ def _program_context(program: dict[str, dict[str, list[str]]], layer: Any, odd: 
     return [PROGRAM + f for f in sorted(facts)]
 
 
+def _direction(counts: Mapping[str, Mapping[str, int]], odd: Iterable[str], backends: Iterable[str]) -> list[str]:
+    """:data:`ODD_FEWER_NONFINITE` or :data:`ODD_MORE_NONFINITE` where the odd backends' output
+    counts of non-finite values (``counts``: backend -> {"nan", "+inf", "-inf"}) are all below,
+    or all above, every other backend's; none where they overlap or a side has no count."""
+    total = {str(b): sum(int(n) for n in c.values()) for b, c in counts.items()}
+    odd = set(odd)
+    mine = [total[b] for b in odd if b in total]
+    theirs = [total[b] for b in backends if b not in odd and b in total]
+    if not mine or not theirs:
+        return []
+    if max(mine) < min(theirs):
+        return [ODD_FEWER_NONFINITE]
+    if min(mine) > max(theirs):
+        return [ODD_MORE_NONFINITE]
+    return []
+
+
 def _fed_nonfinite(spec: Any, layer: Any, nonfinite: dict[str, list[str]], backends: Iterable[str]) -> bool:
     """Whether every layer feeding ``layer`` was already non-finite on every backend
     (``nonfinite``: each backend's non-finite layers): the patterns then first differ in
@@ -784,6 +807,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         fed = _fed_nonfinite(spec, layer, detail.layers, finding.backends)
         context = _input_context(meta, bool(detail.input_nonfinite) or fed) + \
             (["overflow_boundary"] if detail.overflow_boundary else []) + \
+            _direction(detail.counts, odd, backends) + \
             _program_context(detail.program, layer, odd, detail.layers, backends,
                              {pair: p.first_layer for pair, p in detail.patterns.items()})
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
