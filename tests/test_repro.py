@@ -270,3 +270,26 @@ def test_a_signature_the_case_merged_from_several_pairs_gets_a_script_from_one_o
     alone = [dev("jax", "torch", "fc1"), dev("jax", "torch")]
     (own,) = signatures_of(alone[1], spec, {})
     assert _finding_of(alone, own, record) == 1
+
+
+def test_a_nan_script_runs_the_layer_where_the_patterns_part_not_a_backends_first_nan():
+    """TensorFlow's fused bias+relu turns a NaN the input carried into 0 at the first layer, so
+    its first non-finite layer is a later one, where every backend holds NaN alike (the api-cpu
+    campaign, rng 2855: lenet5's conv1 and conv2).  The script runs the layer the signature
+    blames, where the pair's patterns first differ, not TensorFlow's first NaN."""
+    from audee.cases.case import Finding
+    from audee.repro import known_layer
+
+    rec = gelu_record(backends="tensorflow,torch")
+    nan = {"kind": "nan", "backends": ["tensorflow", "torch"], "detail": {
+        "strong": True, "odd": ["tensorflow"], "first_layer": {"tensorflow": "logits", "torch": "hidden"},
+        "patterns": {"tensorflow|torch": {"first_layer": "hidden"}}}}
+    rec.verdict = {"status": "fail", "findings": [nan]}
+    assert known_layer(rec, Finding.from_json(nan)) == "hidden"
+    # a pair cleared by conditioning does not place it while another stands; without one, the first NaN
+    cleared = {**nan, "detail": {**nan["detail"], "patterns": {
+        "tensorflow|torch": {"first_layer": "hidden", "cleared": "overflow"},
+        "tensorflow|jax": {"first_layer": "logits"}}}}
+    assert known_layer(rec, Finding.from_json(cleared)) == "logits"
+    bare = {**nan, "detail": {**nan["detail"], "patterns": {}}}
+    assert known_layer(rec, Finding.from_json(bare)) == "logits"

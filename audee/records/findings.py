@@ -20,7 +20,7 @@ Why these rules:
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -174,6 +174,21 @@ class NanDetail(Detail):
     overflow_boundary: bool = False
     odd: list[str] | None = None
     odd_rule: str | None = None
+
+    def departure(self, order: Sequence[str], backends: Iterable[str]) -> str | None:
+        """The layer the finding is pinned on, which its signature blames and its repro script
+        runs alone: the earliest layer (in ``order``, the model's) where a standing pair's
+        patterns first differ; a pair the conditioning rule cleared (one element at the
+        overflow boundary) does not place it while another stands.  Without a pair's layer,
+        the first of ``backends`` to go non-finite, where it did (a NaN the input carried
+        passes layers alike on every backend, so a backend's first non-finite layer need
+        not be where they part: TensorFlow finite at a layer where the others hold NaN)."""
+        order = list(order)
+        standing = [p for p in self.patterns.values() if p.cleared is None] or list(self.patterns.values())
+        differ = [p.first_layer for p in standing if isinstance(p.first_layer, str)]
+        if differ:
+            return min(differ, key=lambda n: order.index(n) if n in order else len(order))
+        return next((self.first_layer[b] for b in backends if b in self.first_layer), None)
 
 
 # ---- label flips and deviations --------------------------------------------------------------------

@@ -145,8 +145,8 @@ def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str
     cands: list[Any] = list(d.own_layers) if isinstance(d, DeviationDetail) else []
     if isinstance(d, EquivalenceDetail) and d.reason in ("values", "nonfinite", "rejected", "crashed"):
         cands.append(d.layer)  # the layer that differs from its equivalent alone (or whose rewrite is refused)
-    if f.kind == Kind.NAN:
-        cands += [d.first_layer[b] for b in f.backends if b in d.first_layer]
+    if f.kind == Kind.NAN:  # where the patterns part, as the signature blames (not a backend's first NaN)
+        cands += [d.departure(record.model_spec.layer_names(), f.backends)]
     loc = record.meta.get("localization")
     if isinstance(loc, dict):
         cands += [s.layer for s in LocalizationReport.from_json(loc).sources]

@@ -44,7 +44,6 @@ from audee.cases.case import (EMPTY_REDUCTION, INT_OVERFLOW_SPECIALS, MEMORY_CAP
                               SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
 from audee.cases.kinds import TRAINING_FAILURES, root_family, with_accumulated
 from audee.levels import is_call
-from audee.oracle.nan import CLEARED
 from audee.oracle.compute_dtype import FLOAT32, layer_policy
 from audee.records.findings import BackendError, Phase
 from audee.records.localization import parse_localization
@@ -791,18 +790,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         context = _input_context(meta, False, values=False, crash=True) if detail.phase in Phase.ON_VALUES else []
         return [sig(finding.kind, api, params, backends, named, detail.phase, error, message, context)]
     if finding.kind == Kind.NAN:
-        # where the backends' non-finite patterns first differ; else where the failing
-        # backend first went non-finite (a NaN the input carried may pass layers alike)
-        # a pair cleared by conditioning (one element at the overflow boundary) does not
-        # place the difference where a standing pair does
-        standing = [p for p in detail.patterns.values() if p.cleared not in CLEARED] or detail.patterns.values()
-        differ = [p.first_layer for p in standing if isinstance(p.first_layer, str)]
-        first = detail.first_layer
-        if differ:
-            order = list(layers)
-            layer = min(differ, key=lambda n: order.index(n) if n in order else len(order))
-        else:
-            layer = next((first[b] for b in finding.backends if b in first), None)
+        layer = detail.departure(layers, finding.backends)
         api, params = blamed(layer)
         fed = _fed_nonfinite(spec, layer, detail.layers, finding.backends)
         context = _input_context(meta, bool(detail.input_nonfinite) or fed) + \
