@@ -794,6 +794,33 @@ def test_a_max_pooling_names_the_onnx_kernel_it_became(pool):
     assert match_known(bare, issues) is None
 
 
+def test_a_select_lowered_inside_a_recurrent_layers_loop_is_a_fact_of_that_layer(pool):
+    """A SimpleRNN that is not unrolled converts to an ONNX Loop whose body holds the cell: its
+    sparsemax ends with where(support, cumsum, 0), which tf2onnx lowers to Cast * x + Cast * y
+    there, so +-Inf logits give onnxruntime a NaN row where TensorFlow keeps the Inf (the api-cpu
+    campaign, rng 2859).  The fact is read from the body too, and the root is the known lowering."""
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+    from audee.fuzz import result_row
+
+    spec = ModelSpec.from_json({"name": "rnn", "inputs": [{"name": "x", "shape": [1, 5]}],
+                                "layers": [{"name": "t_rnn", "inputs": ["x"], "api": "SimpleRNN",
+                                            "params": {"units": 6, "activation": "sparsemax", "use_bias": False,
+                                                       "unroll": False}}],
+                                "output": "t_rnn", "logits": "t_rnn"})
+    x = np.random.default_rng(0).normal(size=[2, 1, 5]).astype(np.float32)
+    x[0, 0, 0] = -np.inf
+    case = TestCase("rnn", spec, {}, {"x": x}, {"api": "SimpleRNN"})
+    ex = Executor(pool)
+    ex.complete_weights(case, weight_seed=0)
+    row = result_row(ex.run(case), {}, meta=case.meta)
+    (sig,) = [Signature.from_json(s) for s in row.signatures if s["kind"] == "nan"]
+    assert sig.odd == ("onnxruntime",) and "select_as_arithmetic" in sig.program, sig
+    (bug,) = unique_bugs([row], load_known_issues())
+    assert bug.known_id == "tf2onnx-select-mul-nan"
+
+
 def test_a_converter_accepting_a_crafty_invalid_argument_is_undefined_too():
     """``axis=[1, 1]`` is a crafty invalid value of UnitNormalization's config: TensorFlow,
     torch and JAX refuse it, onnxruntime runs tf2onnx's graph and reduces over the axis once

@@ -191,18 +191,29 @@ def graph_facts(proto: Any, layers: list[str]) -> dict[str, list[str]]:
     ``SelectV2``) became an ``Add`` of two ``Mul`` (tf2onnx's lowering of a float ``tf.where``);
     ``max_as_reduce_max`` / ``max_as_max_pool`` where the layer has a ``ReduceMax`` node, or a
     ``MaxPool`` / ``GlobalMaxPool`` one (one Keras max pooling reaches either, by its layout).
-    A node belongs to the layer its name's scope names (``t_relu_1/SelectV2``: ``t_relu``)."""
-    producers = {o: n.op_type for n in proto.graph.node for o in n.output}
+    A node belongs to the layer its name's scope names (``t_relu_1/SelectV2``: ``t_relu``), or
+    else to the layer of the node whose body holds it: a recurrent layer that is not unrolled
+    becomes a ``Loop`` whose body computes the cell, activations and masks included."""
     out: dict[str, list[str]] = {}
-    for n in proto.graph.node:
+    _graph_facts(proto.graph, layers, None, out)
+    return out
+
+
+def _graph_facts(graph: Any, layers: list[str], owner: str | None, out: dict[str, list[str]]) -> None:
+    """:func:`graph_facts` of one graph, and of the subgraphs its nodes hold (``Loop``, ``Scan``,
+    ``If`` bodies), into ``out``; ``owner``: the layer of the node that holds ``graph``."""
+    producers = {o: n.op_type for n in graph.node for o in n.output}
+    for n in graph.node:
+        layer = _layer_of(n.name, layers) or owner
         fact = _OP_FACTS.get(n.op_type)
         if n.op_type == "Add" and _SELECT.fullmatch(n.name.rsplit("/", 1)[-1]) \
                 and n.input and all(producers.get(i) == "Mul" for i in n.input):
             fact = SELECT_AS_ARITHMETIC
-        layer = _layer_of(n.name, layers) if fact is not None else None
-        if layer is not None and fact not in out.setdefault(layer, []):
+        if fact is not None and layer is not None and fact not in out.setdefault(layer, []):
             out[layer].append(fact)
-    return out
+        for attr in n.attribute:
+            for body in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                _graph_facts(body, layers, layer, out)
 
 
 #: the ONNX ops whose presence in a layer's graph is a fact of its own (:func:`graph_facts`)
