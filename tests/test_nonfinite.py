@@ -30,6 +30,26 @@ def test_codes_tell_nan_from_each_infinity():
     assert has_nonfinite({"x": np.array([0.0, NAN])}) and not has_nonfinite({"x": np.zeros(2), "t": np.arange(2)})
 
 
+def test_bfloat16_arrays_hold_values_whose_nan_and_inf_count():
+    """Every framework hands a bfloat16 tensor out as ml_dtypes' bfloat16, which NumPy calls void:
+    its NaN and Inf are the oracle's as a float32's are.  A bfloat16 backend and one whose layer
+    returns float32 (TensorFlow's resize), NaN at the same places, agree (the api-cpu campaign,
+    rng 2860: TensorFlow alone was called non-finite, the others' bfloat16 NaN unseen)."""
+    import ml_dtypes
+
+    from audee.backends.worker import _nonfinite
+
+    row = np.array([[1.0, NAN, INF, -INF]], np.float32)
+    bf = row.astype(ml_dtypes.bfloat16)
+    assert nonfinite_codes(bf).tolist() == [[0, 1, 2, 3]] and has_nonfinite({"x": bf})
+    assert _nonfinite(["layer"], [bf]) == (["layer"], {"layer": [0]})
+    tf = Outcome("tensorflow", logits=row, output=row, nonfinite=["layer"])
+    torch = Outcome("torch", logits=bf, output=bf, nonfinite=["layer"])
+    (f,) = nan_findings([tf, torch], {"x": np.ones((1, 3), np.float32)})
+    assert not f.detail.strong and f.detail.patterns == {} and f.detail.counts["torch"] == {"nan": 1, "+inf": 1,
+                                                                                          "-inf": 1}
+
+
 def test_compare_codes_counts_and_gives_an_example():
     a = np.array([[0.0, NAN, 1.0], [NAN, 2.0, INF]], np.float32)
     b = np.array([[5.0, NAN, 1.0], [3.0, NAN, NAN]], np.float32)  # finite values may differ: only kinds count

@@ -51,6 +51,7 @@ from audee.oracle.regression import regression_findings
 from audee.oracle.train import _blamed_layer, clipped_loss, mark_train_odd, pair_scores, train_findings
 from audee.train.setup import TrainOutcome, TrainSetup, TrainSpec, draw_setup, train_spec
 from audee.cases.weights import Shapes
+from audee.core.floats import is_float
 
 log = logging.getLogger(__name__)
 
@@ -490,7 +491,7 @@ def _score(scores: dict[str, Any], keys: tuple[str, ...]) -> float | None:
 
 def _nonfinite(a: Any) -> bool:
     a = np.asarray(a)
-    if not (np.issubdtype(a.dtype, np.floating) or a.dtype.name == "bfloat16"):
+    if not is_float(a):
         return False
     return not bool(np.isfinite(a.astype(np.float32)).all())
 

@@ -29,6 +29,7 @@ import numpy as np
 from audee.apis.owned_layers import ACTIVATION_ALIASES, ACTIVATION_FORMULAS
 from audee.mutation.operators import MAX_UNROLL, ShapeError, infer_shapes
 from audee.cases.spec import InputSpec, LayerSpec, ModelSpec, Weights
+from audee.core.floats import is_float
 
 Shape = tuple[int, ...]
 
@@ -793,13 +794,7 @@ def widened(spec: ModelSpec, weights: Weights, dtype: str = "float64") -> tuple[
 
 def widened_weights(weights: Weights, dtype: str = "float64") -> Weights:
     """:func:`widened`'s weights: the float ones cast to ``dtype`` (a search widens each individual's)."""
-    return {k: [np.asarray(w).astype(dtype) if _is_float(w) else w for w in ws] for k, ws in weights.items()}
-
-
-def _is_float(w: Any) -> bool:
-    """A float array (bfloat16, which numpy does not count as floating, included)."""
-    dt = np.asarray(w).dtype
-    return bool(np.issubdtype(dt, np.floating)) or str(dt) == "bfloat16"
+    return {k: [np.asarray(w).astype(dtype) if is_float(w) else w for w in ws] for k, ws in weights.items()}
 
 
 # ---- batch independence (EAGLE rule 15): an inputs rewrite -------------------------------------------

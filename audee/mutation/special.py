@@ -31,6 +31,7 @@ import numpy as np
 from audee.cases.case import SPECIAL_FLOAT_KINDS as FLOAT_KINDS  # the element or row patterns special_row makes
 from audee.cases.case import SPECIAL_INT_KINDS as INT_KINDS      # for integer inputs (token ids)
 from audee.cases.spec import InputSpec
+from audee.core.floats import is_float
 
 # ---- rows with no spread: where normalization layers' gradients turn NaN ---------------------
 #: an all-zero row: a zero norm or a zero variance, where a normalization layer's forward pass
@@ -275,7 +276,7 @@ def describe(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec] = (),
 
     for name, arr in inputs.items():
         a = np.asarray(arr)
-        if _is_float(a):
+        if is_float(a):
             info = finfo(a.dtype)
             x = a.astype(np.float64)
             with np.errstate(invalid="ignore"):
@@ -297,6 +298,3 @@ def describe(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec] = (),
     return counts
 
 
-def _is_float(a: np.ndarray) -> bool:
-    """Whether ``a`` holds floats, NumPy's or bfloat16 (an ml_dtypes type NumPy calls void)."""
-    return np.issubdtype(a.dtype, np.floating) or str(a.dtype) == "bfloat16"

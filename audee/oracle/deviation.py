@@ -54,6 +54,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 import numpy as np
 
 from audee.settings import TOLERANCES
+from audee.core.floats import is_float
 
 TENSORS = ("logits", "output")          # what the whole-model check compares, in this order
 PRECISION = ("bfloat16", "float16", "tf32", "float32")  # low to high
@@ -204,8 +205,7 @@ def compare(a: np.ndarray, b: np.ndarray, tol: Tolerances | Mapping | None = Non
     tolerance, worst first, at most ``max_rows``), ``dtype`` (the precision judged as) and
     ``tolerance``.  ``compute``: the pair's compute mode (:func:`pair_compute`).  None when
     nothing can be compared (shapes differ, non-float values, no finite row)."""
-    if a.shape != b.shape or a.ndim == 0 or not (np.issubdtype(a.dtype, np.floating)
-                                                 or str(a.dtype) == "bfloat16"):
+    if a.shape != b.shape or a.ndim == 0 or not is_float(a):
         return None
     tols = as_tolerances(tol)
     dtype, t = tols.for_arrays(a, b, compute)

@@ -61,6 +61,7 @@ import numpy as np
 from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.compute_dtype import FLOAT32, dtype_max, narrow_range
 from audee.records.findings import NanDetail, NanExample, NanPattern
+from audee.core.floats import is_float
 
 FINITE, NAN, POSINF, NEGINF = 0, 1, 2, 3
 CODE_NAMES = ("finite", "nan", "+inf", "-inf")
@@ -71,7 +72,7 @@ def nonfinite_codes(a: np.ndarray) -> np.ndarray:
     """Per element: 0 finite, 1 NaN, 2 +Inf, 3 -Inf (all 0 for non-float arrays)."""
     a = np.asarray(a)
     codes = np.zeros(a.shape, np.int8)
-    if not np.issubdtype(a.dtype, np.floating) and not np.issubdtype(a.dtype, np.complexfloating):
+    if not is_float(a) and not np.issubdtype(a.dtype, np.complexfloating):
         return codes
     codes[np.isnan(a)] = NAN
     codes[np.isposinf(a)] = POSINF
@@ -81,8 +82,7 @@ def nonfinite_codes(a: np.ndarray) -> np.ndarray:
 
 def has_nonfinite(arrays: Mapping[str, np.ndarray] | None) -> bool:
     """Whether any float array of ``arrays`` (e.g. a test case's inputs) holds NaN/Inf."""
-    return any(np.issubdtype(np.asarray(v).dtype, np.floating) and not np.isfinite(v).all()
-               for v in (arrays or {}).values())
+    return any(is_float(v) and not np.isfinite(v).all() for v in (arrays or {}).values())
 
 
 def overflow_scale(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str, str] | str | None = None) -> bool:
@@ -97,7 +97,7 @@ def overflow_scale(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str
     judged in float16."""
     for name, v in (arrays or {}).items():
         v = np.asarray(v)
-        if not _is_float(v) or v.size == 0:
+        if not is_float(v) or v.size == 0:
             continue
         dtype = compute.get(name) if isinstance(compute, Mapping) else compute
         finite = np.abs(v[np.isfinite(v)].astype(np.float64))
@@ -166,7 +166,7 @@ def overflow_forced(alone: Mapping[str, np.ndarray], wide: Mapping[str, np.ndarr
     overflow ends as Inf or as Inf - Inf = NaN is the order of operations."""
     (a, out_a), (b, out_b) = list(alone.items())[:2]
     out_a, out_b = np.asarray(out_a), np.asarray(out_b)
-    if out_a.shape != out_b.shape or not _is_float(out_a):
+    if out_a.shape != out_b.shape or not is_float(out_a):
         return False
     differ = nonfinite_codes(out_a) != nonfinite_codes(out_b)
     if not differ.any():
@@ -197,7 +197,7 @@ def unforced_narrow_overflow(fed: Mapping[str, np.ndarray], alone: Mapping[str, 
     did not (a float16 average pooling summing in float16): a finding, not the order of
     operations at the boundary."""
     if compute is None:
-        dtypes = [np.asarray(v).dtype for v in fed.values() if _is_float(v)]
+        dtypes = [np.asarray(v).dtype for v in fed.values() if is_float(v)]
         compute = str(dtypes[0]) if dtypes else None
     if compute is None or not narrow_range(compute) or has_nonfinite(fed) or overflow_scale(fed, FLOAT32):
         return False
@@ -259,7 +259,7 @@ def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | Non
     in it)."""
     ok = [o for o in outcomes if o.ok]
     bad = [o for o in ok if o.nonfinite or any(getattr(o, n) is not None and not np.isfinite(getattr(o, n)).all()
-                                               for n in ARRAYS if _is_float(getattr(o, n)))]
+                                               for n in ARRAYS if is_float(getattr(o, n)))]
     if not bad:
         return []
     patterns = {}
@@ -299,7 +299,7 @@ def finite_where_others_are_not(ok: list[Outcome]) -> list[str]:
             if other is o:
                 continue
             if set(other.nonfinite) - set(o.nonfinite) or any(
-                    _is_float(getattr(o, k)) and _is_float(getattr(other, k))
+                    is_float(getattr(o, k)) and is_float(getattr(other, k))
                     and np.shape(getattr(o, k)) == np.shape(getattr(other, k))
                     and (np.isfinite(getattr(o, k)) & ~np.isfinite(getattr(other, k))).any() for k in ARRAYS):
                 out.append(o.backend)
@@ -379,7 +379,7 @@ def diagnose_rows(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | No
     n = None
     hit: set[int] = set()
     for arr in list((inputs or {}).values()) + [getattr(o, k) for o in outcomes if o.ok for k in ARRAYS]:
-        if arr is None or not _is_float(arr) or np.ndim(arr) == 0:
+        if arr is None or not is_float(arr) or np.ndim(arr) == 0:
             continue
         arr = np.asarray(arr)
         n = arr.shape[0] if n is None else n
@@ -389,15 +389,11 @@ def diagnose_rows(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | No
     for a, b in combinations(ok, 2):
         for k in ARRAYS:
             va, vb = getattr(a, k), getattr(b, k)
-            if _is_float(va) and _is_float(vb) and np.shape(va) == np.shape(vb) and np.ndim(va) > 0:
+            if is_float(va) and is_float(vb) and np.shape(va) == np.shape(vb) and np.ndim(va) > 0:
                 d = nonfinite_codes(va) != nonfinite_codes(vb)
                 differ.update(np.flatnonzero(d.reshape(d.shape[0], -1).any(1)).tolist())
     rows = (sorted(differ) + sorted(hit - differ))[:limit]
     return sorted(rows) or list(range(min(limit, n or 0)))
-
-
-def _is_float(a: Any) -> bool:
-    return a is not None and np.issubdtype(np.asarray(a).dtype, np.floating)
 
 
 def _counts(a: np.ndarray) -> dict[str, int]:

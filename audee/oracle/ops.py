@@ -47,6 +47,7 @@ from audee.oracle.nan import nan_findings
 from audee.oracle.odd import mark_odd
 from audee.oracle.pairs import Float64Verdict, nonfinite_by_float64
 from audee.records.findings import DeviationDetail
+from audee.core.floats import is_float
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")  # complex: as (re, im)
 #: integers and booleans are equal or not: any difference of 1 scores 2 (half a unit of tolerance)
@@ -306,7 +307,7 @@ def beyond_int_range(inputs: Mapping[str, np.ndarray], dtype: str) -> bool:
         return False  # bool: any value converts
     for a in inputs.values():
         a = np.asarray(a)
-        if _is_float(a):
+        if is_float(a):
             x = a.astype(np.float64)
             if (~np.isfinite(x)).any() or (x > info.max).any() or (x < info.min).any():
                 return True
@@ -350,15 +351,11 @@ def value_compare(xa: np.ndarray, xb: np.ndarray, tol: Tolerances, compute: str 
     xa, xb = np.asarray(xa).reshape(1, -1), np.asarray(xb).reshape(1, -1)
     if xa.shape != xb.shape or xa.size == 0:
         return None
-    if _is_float(xa) and _is_float(xb):
+    if is_float(xa) and is_float(xb):
         both = np.isfinite(xa.astype(np.float64)) & np.isfinite(xb.astype(np.float64))
         xa, xb = np.where(both, xa, 0).astype(xa.dtype), np.where(both, xb, 0).astype(xb.dtype)
         return compare(xa, xb, tol, compute=compute)
     return compare(xa.astype(np.float64), xb.astype(np.float64), EXACT, compute=compute)
-
-
-def _is_float(a: np.ndarray) -> bool:
-    return np.issubdtype(a.dtype, np.floating) or str(a.dtype) == "bfloat16"
 
 
 def _value_findings(views: list[Outcome], name: str, tol: Tolerances, floats: bool) -> list[Finding]:
