@@ -173,3 +173,16 @@ def test_the_stored_keras_defaults_match_the_installed_keras():
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout) == json.loads(TABLE.read_text()), \
         "rerun: python -m audee.localize.signatures"
+
+
+def test_a_bfloat16_layer_input_is_sanitized_too():
+    """A layer behind a bfloat16 layer is fed an ml_dtypes bfloat16 array, which NumPy calls void:
+    its NaN and Inf are made ordinary as a float32's are, not passed through as non-floats."""
+    import ml_dtypes
+    import numpy as np
+
+    from audee.localize.localizer import sanitized
+
+    x = np.array([[1.0, np.nan, np.inf]], np.float32).astype(ml_dtypes.bfloat16)
+    out, what = sanitized({"x": x})
+    assert np.isfinite(out["x"].astype(np.float32)).all() and what and "2 NaN/Inf" in what[0]

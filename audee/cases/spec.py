@@ -20,6 +20,7 @@ from audee.apis.owned_layers import OWNED_LAYERS, ROUNDTRIPS, check_owned
 from audee.core.bounded import MAX_DATA_BYTES, open_regular
 from audee.core.errors import SpecError
 from audee.core.yamlio import read_text
+from audee.core.floats import numpy_float
 
 SPEC_FORMAT = "audee.spec/1"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -245,8 +246,7 @@ def _as_input(a: np.ndarray) -> np.ndarray:
     ml_dtypes array, NumPy kind ``V``) as float32, which holds every bfloat16 value exactly (the
     layer's policy casts it back); a model input has no bfloat16 dtype (:data:`DTYPES`), so fed
     as it is the layer could never be judged alone."""
-    a = np.asarray(a)
-    return a.astype(np.float32) if a.dtype.kind == "V" else a
+    return numpy_float(a)
 
 
 def one_layer_model(spec: ModelSpec, weights: Mapping[str, Any], layer: str, feed: dict[str, np.ndarray],

@@ -23,4 +23,12 @@ def is_float(a: Any) -> bool:
     return a is not None and is_float_dtype(np.asarray(a).dtype)
 
 
-__all__ = ["is_float", "is_float_dtype"]
+def numpy_float(a: Any) -> np.ndarray:
+    """``a`` as an array NumPy computes on everywhere: a bfloat16 one as float32, which holds
+    every bfloat16 value exactly (``np.finfo`` and friends refuse ml_dtypes' types); any
+    other as it is."""
+    a = np.asarray(a)
+    return a.astype(np.float32) if a.dtype.name == "bfloat16" else a
+
+
+__all__ = ["is_float", "is_float_dtype", "numpy_float"]

@@ -37,6 +37,7 @@ from audee.reference.run import Reference, candidates as reference_candidates
 from audee.settings import TIE_MARGIN
 from audee.cases.spec import ModelSpec, layer_feed, one_layer_model, one_layer_spec, weights_key
 from audee.cases.weights import Shapes, adapt_weights
+from audee.core.floats import is_float
 
 log = logging.getLogger(__name__)
 
@@ -456,12 +457,12 @@ class Executor(Runner):
         the overflow-boundary rule reads.  Backends that cannot run it, or that did not
         compute it in float64 (JAX without x64, torch here, a wrapper's inner layer keeping
         its own policy: their output comes back float32), are left out."""
-        wide_in = {r: (v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v) for r, v in fed.items()}
+        wide_in = {r: (v.astype(np.float64) if is_float(v) else v) for r, v in fed.items()}
         try:
             spec1 = one_layer_spec(case.spec, layer, wide_in, override={"dtype": "float64"})
         except Exception:  # noqa: BLE001 - no float64 evidence; the scale rule stands in
             return {}
-        weights = {layer: [w.astype(np.float64) if np.issubdtype(w.dtype, np.floating) else w
+        weights = {layer: [w.astype(np.float64) if is_float(w) else w
                            for w in case.weights[layer]]} if layer in case.weights else {}
         replies = self._pool_run(spec1, weights, weights_key(weights), wide_in, labels=labels)
         return {x: r["logits"] for x, r in replies.items()

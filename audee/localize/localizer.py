@@ -49,6 +49,7 @@ from audee.search.engine import Search, SearchConfig
 from audee.settings import LocalizeSettings
 from audee.triage.signature import normalize_error
 from audee.cases.spec import ModelSpec, one_layer_spec, Weights, weights_key
+from audee.core.floats import is_float, numpy_float
 
 # t1, t2 (the paper's thresholds), precision, GA size, rounds...: one pydantic model in
 # audee.settings (types, ranges, defaults), shared with `audee localize` flags and campaigns.
@@ -66,10 +67,10 @@ def sanitized(arrays: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], lis
     -0.0 to 0, magnitudes beyond 1e4 x the typical one clipped; and what was changed."""
     out, what = {}, []
     for k, a in arrays.items():
-        if not np.issubdtype(a.dtype, np.floating):
+        if not is_float(a):
             out[k] = a
             continue
-        b = a.copy()
+        b = numpy_float(a).copy()  # a bfloat16 layer's output as float32, exactly
         bad = ~np.isfinite(b)
         if bad.any():
             what.append(f"{k}: {int(bad.sum())} NaN/Inf")

@@ -55,6 +55,7 @@ from audee.reference.diagnose import diagnose_precision
 from audee.records.reference import ReferenceRun
 from audee.settings import PRECISION_FACTOR, FuzzSettings
 from audee.cases.spec import ModelSpec, Weights, weights_key
+from audee.core.floats import is_float
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +110,7 @@ def reference_workers(cfg: FuzzSettings, refs: list[BackendRef], field: str = "-
 
 def widened_inputs(inputs: dict[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
     """Float inputs cast to ``dtype`` (token ids stay as they are)."""
-    return {k: (v.astype(dtype) if np.issubdtype(np.asarray(v).dtype, np.floating) or str(v.dtype) == "bfloat16"
-                else v) for k, v in inputs.items()}
+    return {k: (v.astype(dtype) if is_float(v) else v) for k, v in inputs.items()}
 
 
 def reduced(spec: ModelSpec) -> bool:

@@ -26,6 +26,7 @@ import numpy as np
 
 from audee.apis.call_args import random_in_training
 from audee.cases.spec import ModelSpec
+from audee.core.floats import is_float
 
 #: the losses a case draws from (Keras names; each a ``keras.losses`` class in the worker)
 LOSSES = ("categorical_crossentropy", "sparse_categorical_crossentropy", "binary_crossentropy",
@@ -248,7 +249,7 @@ class TrainOutcome:
 
 def _finite(a: Any) -> bool:
     a = np.asarray(a)
-    if not (np.issubdtype(a.dtype, np.floating) or a.dtype.name == "bfloat16"):
+    if not is_float(a):
         return True
     return bool(np.isfinite(a.astype(np.float32) if a.dtype.name == "bfloat16" else a).all())
 
