@@ -1099,3 +1099,28 @@ def test_tensorflows_grappler_gelu_reorder_is_found_before_where_tensorflow_has_
                   replace(sig, params=(("activation", "'tanh'"),), api="Bidirectional+LSTM")):
         hit = match_known(other, issues)
         assert hit is None or hit.id != "tf-grappler-gelu-mul-overflow-nan", other
+
+
+def test_a_seed_rnn_refusal_that_names_no_layer_is_known_by_the_layer_its_mutations_changed():
+    """The lstm seed with mask_zero, go_backwards, unroll and a drawn recurrent_activation: torch
+    raises "'tuple' object has no attribute 'shape'" (torch.flip of the unrolled outputs, findings
+    row 25), in words that name no layer.  The activation is blamed (a string the seed never ran),
+    but the layer it was drawn on is the LSTM, and the entry knows it by that (the api-cpu
+    campaign, rng 2864)."""
+    spec = {"name": "lstm", "layers": [
+        {"name": "embedding", "api": "Embedding", "params": {"input_dim": 50, "output_dim": 8, "mask_zero": True},
+         "inputs": ["x"]},
+        {"name": "lstm", "api": "LSTM", "params": {"units": 16, "recurrent_activation": "hard_tanh",
+                                                   "go_backwards": True, "unroll": True}, "inputs": ["embedding"]},
+        {"name": "logits", "api": "Dense", "params": {"units": 3}, "inputs": ["lstm"]}]}
+    muts = [{"layer": "embedding", "param": "mask_zero", "old": False, "new": True},
+            {"layer": "lstm", "param": "recurrent_activation", "old": "sigmoid", "new": "hard_tanh"},
+            {"layer": "lstm", "param": "go_backwards", "old": False, "new": True},
+            {"layer": "lstm", "param": "unroll", "old": False, "new": True}]
+    f = Finding(Kind.DIVERGENT_ACCEPTANCE, ["torch"], {
+        "accepted": ["tensorflow", "jax"],
+        "errors": {"torch": {"phase": "run", "message": "AttributeError: 'tuple' object has no attribute 'shape'"}}})
+    (sig,) = signatures_of(f, spec, {"mutations": muts})
+    assert sig.api == "activations.hard_tanh" and sig.layer == "LSTM"
+    hit = match_known(sig, load_known_issues())
+    assert (hit.id, hit.status, hit.row) == ("keras-torch-rnn-backwards-unroll-mask", "found before", 25)

@@ -119,12 +119,12 @@ def test_every_findings_row_and_script_has_an_entry_with_a_status():
         if issue.status == "found before" and rows[issue.row].script:
             assert issue.script == f"findings/{rows[issue.row].script}"
     # rows whose finding audee reports have a match rule (a harness bug fixed in audee, a TF
-    # fusion no model reaches alone, TFLite's clamp of infinities, which a NaN finding cannot
-    # tell from the NaN its row matches, and grappler's reordered gelu product, whose NaN a
-    # signature cannot tell from any other NaN only TensorFlow has, do not)
+    # fusion no model reaches alone, and TFLite's clamp of infinities, which a NaN finding cannot
+    # tell from the NaN its row matches, do not; grappler's reordered gelu product is told by
+    # TensorFlow holding more NaN than the rest on a gelu layer)
     unmatched = {i.id for i in doc.issues if not i.rules}
     assert unmatched == {"audee-meshgrid-list-argument", "tf-remapper-conv-nchw-bias-nhwc",
-                         "tflite-float-clamp-inf-to-flt-max", "tf-grappler-gelu-mul-overflow-nan"}
+                         "tflite-float-clamp-inf-to-flt-max"}
 
 
 # ---- real campaigns' roots: triaged findings rows are found before ---------------------------------

@@ -733,14 +733,19 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         api, params = _layer_blame(layer, muts, layers, error, seed_spec)
         return (api or (case_api if set(layers) == {case_api} else None)), params
 
-    def layer_api(layer: str | None, api: str | None) -> str | None:
+    def layer_api(layer: str | None, api: str | None, error: str | None = None) -> str | None:
         """The layer the finding pins, by API: localization's, the layer named, the API a
-        case was made around, else the blamed API without riders."""
+        case was made around, the one layer the suspect mutations changed (an activation
+        blamed names a function, not the layer that ran it: a seed's LSTM whose
+        recurrent_activation was drawn is still an LSTM), else the blamed API without riders."""
         if top is not None:
             return top[0]
         if layer is not None and layer in layers:
             return layers[layer][0]
-        return case_api or primary_api(api)
+        if case_api:
+            return case_api
+        changed = {_layer_at(m["layer"], layers)[0] for m in _suspects(muts, error, None, seed_spec)} - {None}
+        return changed.pop() if len(changed) == 1 else primary_api(api)
 
     def sig(kind: str, api: str | None, params: tuple, bs: tuple, layer: str | None, phase: str | None = None,
             error: str | None = None, raw: str | None = None, context: list[str] = (),
@@ -749,7 +754,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         ctx = tuple(dict.fromkeys([*invalid, *context, *(["localized"] if top is not None else []),
                                    *([GRAPH_FAULT + fault] if fault else []),
                                    *_layer_facts(layer, layers, masked, meta)]))
-        return Signature(kind, api, params, bs, phase, error, odd, layer_api(layer, api), op_of(raw),
+        return Signature(kind, api, params, bs, phase, error, odd, layer_api(layer, api, raw), op_of(raw),
                          component_of(odd or bs, phase, raw, traceback) if raw is not None else None,
                          normalize_error(raw, layers, whole=True) if raw else None, ctx)
 
