@@ -1124,3 +1124,30 @@ def test_a_seed_rnn_refusal_that_names_no_layer_is_known_by_the_layer_its_mutati
     assert sig.api == "activations.hard_tanh" and sig.layer == "LSTM"
     hit = match_known(sig, load_known_issues())
     assert (hit.id, hit.status, hit.row) == ("keras-torch-rnn-backwards-unroll-mask", "found before", 25)
+
+
+def test_what_the_rng_2866_check_found_under_other_entries_is_known_by_its_own():
+    """Two real bugs the hand check of the api-cpu campaign's rng 2866 found filed under other
+    entries (findings rows 94 and 95): a bfloat16 adapter Dense whose oneDNN fused MatMul+BiasAdd
+    gives NaN where the others hold -inf (no Relu: not the fused-relu entry), and a float16
+    AveragePooling3D that only JAX and onnxruntime ran, JAX summing its windows in float16 (the
+    oracle names no odd backend, and onnxruntime's float16 entry claimed it).  With onnxruntime
+    named odd, and with a relu drawn, the older entries keep their cases."""
+    issues = load_known_issues()
+
+    def hit(sig: Signature) -> str | None:
+        issue = match_known(sig, issues)
+        return issue.id if issue else None
+
+    three = ("jax", "tensorflow", "torch")
+    dense = Signature("nan", "Dense", (), three, odd=("tensorflow",), layer="Dense", context=("policy:bfloat16",))
+    assert hit(dense) == "tf-onednn-bf16-fused-matmul-inf-nan"
+    relu = Signature("nan", "Dense+activations.relu", (("activation", "'relu'"),), three, odd=("tensorflow",),
+                     layer="Dense", context=("policy:bfloat16",))
+    assert hit(relu) == "tf-onednn-fused-relu-nan"
+    pool = Signature("nan", "AveragePooling3D", (("padding", "'same'"),), ("jax", "onnxruntime"),
+                     layer="AveragePooling3D", context=("policy:float16",))
+    assert hit(pool) == "keras-jax-avg-pool-half-accum"
+    ort = Signature("nan", "AveragePooling3D", (), ("jax", "onnxruntime", "tensorflow", "torch"),
+                    odd=("onnxruntime",), layer="AveragePooling3D", context=("policy:float16",))
+    assert hit(ort) == "ort-fp16-cast-roundtrip-elided"
