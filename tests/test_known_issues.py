@@ -1151,3 +1151,14 @@ def test_what_the_rng_2866_check_found_under_other_entries_is_known_by_its_own()
     ort = Signature("nan", "AveragePooling3D", (), ("jax", "onnxruntime", "tensorflow", "torch"),
                     odd=("onnxruntime",), layer="AveragePooling3D", context=("policy:float16",))
     assert hit(ort) == "ort-fp16-cast-roundtrip-elided"
+
+
+def test_tensorflows_fused_relu_wants_tensorflow_named_odd_not_only_involved():
+    """A bfloat16 1x1 Conv2D on one input channel: TensorFlow and torch (both oneDNN) put a NaN
+    beside an Inf, JAX does not, and the oracle names no odd backend (the api-cpu campaign, rng
+    2867, checked by hand: another bug).  The fused-relu entry, whose mechanism makes TensorFlow
+    the odd one, does not claim it."""
+    sig = Signature("nan", "Conv2D", (), ("jax", "tensorflow", "torch"), layer="Conv2D",
+                    context=("policy:bfloat16",))
+    hit = match_known(sig, load_known_issues())
+    assert hit is None or hit.id != "tf-onednn-fused-relu-nan"
