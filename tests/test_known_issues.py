@@ -1162,3 +1162,17 @@ def test_tensorflows_fused_relu_wants_tensorflow_named_odd_not_only_involved():
                     context=("policy:bfloat16",))
     hit = match_known(sig, load_known_issues())
     assert hit is None or hit.id != "tf-onednn-fused-relu-nan"
+
+
+def test_onednns_bf16_conv1x1_on_one_channel_is_known_by_its_own_entry():
+    """The api-cpu campaign, rng 2867 (api-SeparableConv2D-v00004, checked by hand): a bfloat16 1x1
+    Conv2D on one input channel where TensorFlow and torch (both oneDNN) put a NaN beside an Inf and
+    JAX does not; no odd backend.  Findings row 96; a float32 one is not it."""
+    known = load_known_issues()
+    for api in ("Conv2D", "SeparableConv2D", "DepthwiseConv2D", "Conv1D"):
+        sig = Signature("nan", api, (), ("jax", "tensorflow", "torch"), layer=api, context=("policy:bfloat16",))
+        hit = match_known(sig, known)
+        assert hit is not None and hit.id == "onednn-bf16-conv1x1-one-channel-inf-nan", (api, hit)
+    sig = Signature("nan", "Conv2D", (), ("jax", "tensorflow", "torch"), layer="Conv2D", context=("policy:float32",))
+    hit = match_known(sig, known)
+    assert hit is None or hit.id != "onednn-bf16-conv1x1-one-channel-inf-nan"
