@@ -1095,6 +1095,9 @@ def test_tensorflows_grappler_gelu_reorder_is_found_before_where_tensorflow_has_
                     context=("odd_more_nonfinite",))
     hit = match_known(sig, issues)
     assert (hit.id, hit.status, hit.row) == ("tf-grappler-gelu-mul-overflow-nan", "found before", 90)
+    gate = replace(sig, api="ConvLSTM1D+activations.gelu+activations.selu", layer="ConvLSTM1D",
+                   params=(("activation", "'selu'"), ("recurrent_activation", "'gelu'")))
+    assert match_known(gate, issues).id == "tf-grappler-gelu-mul-overflow-nan"  # o = gelu(z) times selu(c): rng 2869
     for other in (replace(sig, context=("odd_fewer_nonfinite",)), replace(sig, context=()),
                   replace(sig, params=(("activation", "'tanh'"),), api="Bidirectional+LSTM")):
         hit = match_known(other, issues)
