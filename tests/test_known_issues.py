@@ -1179,3 +1179,18 @@ def test_onednns_bf16_conv1x1_on_one_channel_is_known_by_its_own_entry():
     sig = Signature("nan", "Conv2D", (), ("jax", "tensorflow", "torch"), layer="Conv2D", context=("policy:float32",))
     hit = match_known(sig, known)
     assert hit is None or hit.id != "onednn-bf16-conv1x1-one-channel-inf-nan"
+
+
+def test_tensorflows_float16_average_pooling_is_found_before_where_tensorflow_is_odd():
+    """TensorFlow's CPU float16 AvgPool sums the window in float16 (findings row 97, the api-cpu
+    campaign, rng 2870): TensorFlow odd on a float16 AveragePooling1D is that entry's; JAX odd is
+    JAX's twin (row 95); a float32 case is neither."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+    sig = Signature("nan", "AveragePooling1D", (("pool_size", "+int"),), ("jax", "onnxruntime", "tensorflow", "torch"),
+                    odd=("tensorflow",), layer="AveragePooling1D", context=("policy:mixed_float16",))
+    assert match_known(sig, issues).id == "tf-cpu-avg-pool-half-accum"
+    assert match_known(replace(sig, odd=("jax",)), issues).id == "keras-jax-avg-pool-half-accum"
+    hit = match_known(replace(sig, context=()), issues)
+    assert hit is None or hit.id not in ("tf-cpu-avg-pool-half-accum", "keras-jax-avg-pool-half-accum")
