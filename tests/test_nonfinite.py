@@ -314,3 +314,15 @@ def test_diagnose_rows_take_the_rows_whose_patterns_differ_first():
     b[11, 1] = INF                                  # ...and row 11 differs
     rows = diagnose_rows([_out("a", a), _out("b", b)], {"x": x}, 4)
     assert 11 in rows and len(rows) == 4
+
+
+def test_one_test_of_a_nonfinite_array_for_every_module_bfloat16_included():
+    """A training step's gradients, a layer's output and a case's inputs are asked the same
+    question: NaN or Inf among floats, ml_dtypes' bfloat16 included; integers never."""
+    import ml_dtypes
+
+    from audee.core.floats import holds_nonfinite
+
+    assert holds_nonfinite(np.array([1.0, INF], np.float32).astype(ml_dtypes.bfloat16))
+    assert not holds_nonfinite(np.ones(3, np.float32).astype(ml_dtypes.bfloat16))
+    assert holds_nonfinite(np.array([NAN])) and not holds_nonfinite(np.arange(3)) and not holds_nonfinite(None)

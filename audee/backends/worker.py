@@ -34,7 +34,7 @@ from audee.cases.case import MEMORY_CAP
 from audee.core.bounded import clean_text
 from audee.core.errors import AudeeError
 from audee.cases.spec import ModelSpec
-from audee.core.floats import is_float
+from audee.core.floats import holds_nonfinite
 
 CACHE_SIZE = 6
 KEEP_SIZE = 64  # outputs kept for a later per-layer look (search profiles the best individual)
@@ -397,7 +397,7 @@ def _nonfinite(order: list[str], outs: list[np.ndarray]) -> tuple[list[str], dic
     a batched population needs to know which individual went non-finite."""
     names, rows = [], {}
     for name, o in zip(order, outs):
-        if is_float(o) and not np.isfinite(o).all():  # bfloat16 too
+        if holds_nonfinite(o):  # bfloat16 too
             names.append(name)
             bad = ~np.isfinite(o.reshape(o.shape[0], -1)).all(axis=1) if o.ndim else np.array([True])
             rows[name] = np.flatnonzero(bad).tolist()

@@ -31,4 +31,9 @@ def numpy_float(a: Any) -> np.ndarray:
     return a.astype(np.float32) if a.dtype.name == "bfloat16" else a
 
 
-__all__ = ["is_float", "is_float_dtype", "numpy_float"]
+def holds_nonfinite(a: Any) -> bool:
+    """Whether ``a`` holds floats (bfloat16 included) and a NaN or an Inf among them."""
+    return is_float(a) and not bool(np.isfinite(a).all())
+
+
+__all__ = ["holds_nonfinite", "is_float", "is_float_dtype", "numpy_float"]

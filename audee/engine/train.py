@@ -51,7 +51,7 @@ from audee.oracle.regression import regression_findings
 from audee.oracle.train import _blamed_layer, clipped_loss, mark_train_odd, pair_scores, train_findings
 from audee.train.setup import TrainOutcome, TrainSetup, TrainSpec, draw_setup, train_spec
 from audee.cases.weights import Shapes
-from audee.core.floats import is_float
+from audee.core.floats import holds_nonfinite
 
 log = logging.getLogger(__name__)
 
@@ -363,7 +363,7 @@ class TrainExecutor(Runner):
         for label, o in got.items():
             if not o.ok:
                 continue
-            bad = [n for n in order if n in o.layers and _nonfinite(o.layers[n])]
+            bad = [n for n in order if n in o.layers and holds_nonfinite(o.layers[n])]
             if bad:
                 firsts[label] = bad[0]
         f.detail.forward_first_layer = firsts
@@ -413,7 +413,7 @@ class TrainExecutor(Runner):
         and stands the conditioning rule (None: it cannot be judged alone, or is fed non-finite
         values: the forward pass's question)."""
         fed = layer_feed(spec, layer, layers, case.inputs)
-        if fed is None or any(_nonfinite(v) for v in fed.values()):
+        if fed is None or any(holds_nonfinite(v) for v in fed.values()):
             return None
         model = one_layer_model(spec, case.weights, layer, fed)
         if model is None:
@@ -487,13 +487,6 @@ def _score(scores: dict[str, Any], keys: tuple[str, ...]) -> float | None:
         else:
             found += [float(x["score"]) for x in v.values()]
     return max(found) if found else None
-
-
-def _nonfinite(a: Any) -> bool:
-    a = np.asarray(a)
-    if not is_float(a):
-        return False
-    return not bool(np.isfinite(a.astype(np.float32)).all())
 
 
 __all__ = ["LOSS_CHECK", "OWN_LAYER_CHECKS", "TrainExecutor", "TrainResult", "TrainSubmitted"]

@@ -61,7 +61,7 @@ import numpy as np
 from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.compute_dtype import FLOAT32, dtype_max, narrow_range
 from audee.records.findings import NanDetail, NanExample, NanPattern
-from audee.core.floats import is_float
+from audee.core.floats import holds_nonfinite, is_float
 
 FINITE, NAN, POSINF, NEGINF = 0, 1, 2, 3
 CODE_NAMES = ("finite", "nan", "+inf", "-inf")
@@ -82,7 +82,7 @@ def nonfinite_codes(a: np.ndarray) -> np.ndarray:
 
 def has_nonfinite(arrays: Mapping[str, np.ndarray] | None) -> bool:
     """Whether any float array of ``arrays`` (e.g. a test case's inputs) holds NaN/Inf."""
-    return any(is_float(v) and not np.isfinite(v).all() for v in (arrays or {}).values())
+    return any(holds_nonfinite(v) for v in (arrays or {}).values())
 
 
 def overflow_scale(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str, str] | str | None = None) -> bool:
@@ -258,8 +258,7 @@ def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | Non
     (:func:`audee.oracle.compute_dtype.consumer_compute_dtypes`; overflow scale is judged
     in it)."""
     ok = [o for o in outcomes if o.ok]
-    bad = [o for o in ok if o.nonfinite or any(getattr(o, n) is not None and not np.isfinite(getattr(o, n)).all()
-                                               for n in ARRAYS if is_float(getattr(o, n)))]
+    bad = [o for o in ok if o.nonfinite or any(holds_nonfinite(getattr(o, n)) for n in ARRAYS)]
     if not bad:
         return []
     patterns = {}

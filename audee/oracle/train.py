@@ -37,7 +37,7 @@ from audee.oracle.deviation import FULL, Tolerances, as_tolerances, compare, pai
 from audee.oracle.odd import acceptance_groups, minority, odd_of_pairs
 from audee.records.findings import ToleranceDetail, TrainDeviationDetail, TrainNanDetail
 from audee.train.setup import TrainOutcome, TrainSetup, quantity_layer, reference_update
-from audee.core.floats import is_float
+from audee.core.floats import holds_nonfinite
 
 #: what a training step computes, in order; a pair's finding names the first out of tolerance
 #: (``weights``: the ones the optimizer does not move, the moving statistics; the update of
@@ -275,8 +275,7 @@ def nan_finding(outcomes: list[TrainOutcome], order: list[str], inputs: Mapping[
     d = TrainNanDetail(
         nonfinite={b: v[:MAX_LISTED] for b, v in lists.items() if v}, first={b: v[0] for b, v in lists.items() if v},
         differ=differ[:MAX_LISTED], finite_backends=finite, strong=bool(finite),
-        input_nonfinite=any(is_float(v) and not np.isfinite(v).all()
-                            for v in (inputs or {}).values()),
+        input_nonfinite=any(holds_nonfinite(v) for v in (inputs or {}).values()),
         layer=_blamed_layer(differ, order),
         losses={o.backend: [float(v) for v in np.asarray(o.losses).ravel()] for o in ok if o.losses is not None},
         setup=dict(setup or {}))
@@ -286,9 +285,7 @@ def nan_finding(outcomes: list[TrainOutcome], order: list[str], inputs: Mapping[
 def _nonfinite(o: TrainOutcome) -> list[str]:
     out = o.nonfinite()
     if o.output is not None:
-        a = np.asarray(o.output)
-        if is_float(a) \
-                and not np.isfinite(a.astype(np.float32)).all():
+        if holds_nonfinite(o.output):
             out.insert(0, "output")
     return out
 

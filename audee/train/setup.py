@@ -26,7 +26,7 @@ import numpy as np
 
 from audee.apis.call_args import random_in_training
 from audee.cases.spec import ModelSpec
-from audee.core.floats import is_float
+from audee.core.floats import holds_nonfinite
 
 #: the losses a case draws from (Keras names; each a ``keras.losses`` class in the worker)
 LOSSES = ("categorical_crossentropy", "sparse_categorical_crossentropy", "binary_crossentropy",
@@ -241,17 +241,10 @@ class TrainOutcome:
             out += [f"loss@{i}" for i, v in enumerate(np.asarray(self.losses).ravel()) if not np.isfinite(v)]
         for kind, table in (("grad", self.grads), ("weights", self.weights)):
             for layer, arrs in table.items():
-                out += [f"{kind}:{layer}/{k}" for k, a in enumerate(arrs) if a is not None and not _finite(a)]
+                out += [f"{kind}:{layer}/{k}" for k, a in enumerate(arrs) if holds_nonfinite(a)]
             if kind == "grad":
-                out += [f"input_grad:{name}" for name, a in self.input_grads.items() if not _finite(a)]
+                out += [f"input_grad:{name}" for name, a in self.input_grads.items() if holds_nonfinite(a)]
         return out
-
-
-def _finite(a: Any) -> bool:
-    a = np.asarray(a)
-    if not is_float(a):
-        return True
-    return bool(np.isfinite(a.astype(np.float32) if a.dtype.name == "bfloat16" else a).all())
 
 
 def quantity_layer(quantity: str) -> str | None:
