@@ -142,6 +142,73 @@ class HalvedDenseJax(JaxBackend):
         return made
 
 
+class NudgedDenseJax(JaxBackend):
+    """JAX, except that the Dense layer named ``d`` computes on its input times
+    ``1 + 1e-4``: a rounding-level difference of its linear part (far inside float32's
+    tolerance) that an exponential activation just below float32's maximum carries across
+    it.  For the NaN oracle's split of a layer into its linear part and its activation:
+    such a difference is no evidence against a backend."""
+
+    name = "nudged-dense-jax"
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != "d" or layer.api != "Dense":
+            return made
+
+        class Nudged(type(made)):
+            def call(self, inputs, *args, **kwargs):
+                return super().call(inputs * (1.0 + 1e-4), *args, **kwargs)
+
+        made.__class__ = Nudged
+        return made
+
+
+class FusedNanDenseJax(NudgedDenseJax):
+    """:class:`NudgedDenseJax`, and the Dense layer ``d`` with an activation (not its linear
+    part alone) puts NaN where the activation overflows: a fused kernel's own fault, which
+    splitting the layer must not explain away."""
+
+    name = "fused-nan-dense-jax"
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != "d" or layer.api != "Dense" or layer.params.get("activation") in (None, "linear"):
+            return made
+        import jax.numpy as jnp
+
+        class Fused(type(made)):
+            def call(self, inputs, *args, **kwargs):
+                out = super().call(inputs, *args, **kwargs)
+                return jnp.where(jnp.isinf(out), jnp.nan, out)
+
+        made.__class__ = Fused
+        return made
+
+
+class HugeStateNanJax(JaxBackend):
+    """JAX, except that a SimpleRNN's output is NaN wherever it passes 1e12 in magnitude: a
+    difference that a recurrence whose state grew to overflow scale could make by its order
+    of operations (the overflow rule judges it), and a fault where the state stayed far from
+    it (the rule must not)."""
+
+    name = "huge-state-nan-jax"
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.api != "SimpleRNN":
+            return made
+        import jax.numpy as jnp
+
+        class Huge(type(made)):
+            def call(self, *args, **kwargs):
+                out = super().call(*args, **kwargs)
+                return jnp.where(jnp.abs(out) > 1e12, jnp.nan, out)
+
+        made.__class__ = Huge
+        return made
+
+
 class CompileRefusingBackend(JaxBackend):
     """Refuses to compile any forward call, numbering its attempts in the error: the tests
     of the work a worker does ahead of a run see which attempt a run's error came from."""

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from audee.cases.case import Finding, Kind, Outcome, Verdict
-from audee.oracle.nan import (compare_codes, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
-                              nan_findings, nonfinite_codes, overflow_scale, settle_conditioning)
+from audee.oracle.nan import (amplified_rounding, compare_codes, condition_pattern, diagnose_patterns, diagnose_rows,
+                              has_nonfinite, nan_findings, nonfinite_codes, overflow_scale, settle_conditioning,
+                              state_at_overflow_scale)
 
 NAN, INF = float("nan"), float("inf")
 
@@ -305,6 +306,121 @@ def test_overflow_decided_by_summation_order_is_cleared_end_to_end(tmp_path_fact
         assert f.kind == Kind.NAN_PROPAGATED and not big.verdict.failed
         small = ex.run(_dense_case(1.0))
         assert small.verdict.findings == []
+
+
+def test_an_activation_magnifying_a_rounding_difference_of_the_linear_part_is_cleared_only_then():
+    """Split a layer into its linear part (``pre``) and its activation (``act[(backend, fed
+    from)]``): the pattern difference is the activation's magnification of a difference
+    inside tolerance only when both parts agree and the split computes what each whole
+    layer computed (the api-cpu campaign, rng 2869: TensorFlow's float16 depthwise sum two
+    ulps high, exp past float16's maximum)."""
+    alone = {"a": np.array([[INF, 1.0]]), "b": np.array([[6e4, 1.0]])}
+    pre = {"a": np.array([[11.09, 0.0]]), "b": np.array([[11.08, 0.0]])}
+    act = {("a", "a"): alone["a"], ("b", "a"): alone["a"], ("b", "b"): alone["b"], ("a", "b"): alone["b"]}
+    close, far = (lambda u, v: True), (lambda u, v: False)
+    assert amplified_rounding(alone, pre, act, close)
+    assert not amplified_rounding(alone, pre, act, far)                          # the linear parts disagree
+    assert not amplified_rounding(alone, {**pre, "b": np.array([[NAN, 0.0]])}, act, close)
+    fused = {**act, ("a", "a"): np.array([[6e4, 1.0]])}                          # a's whole layer is not its split
+    assert not amplified_rounding(alone, pre, fused, close)
+    own = {**act, ("b", "a"): np.array([[6e4, 1.0]])}                             # the activations differ on one input
+    assert not amplified_rounding(alone, pre, own, close)
+    assert not amplified_rounding(alone, pre, {k: v for k, v in act.items() if k != ("a", "b")}, close)
+
+
+NUDGED, FUSED = "tests.plugins:NudgedDenseJax", "tests.plugins:FusedNanDenseJax"
+
+
+def _exp_dense_case():
+    """One Dense layer with an exponential activation fed 88.72: exp is 3.39e38, just below
+    float32's maximum; 1e-4 more on its input (:class:`tests.plugins.NudgedDenseJax`)
+    overflows it."""
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+
+    spec = ModelSpec.from_json({
+        "name": "exp-dense", "inputs": [{"name": "x", "shape": [1], "range": [0, 1]}],
+        "layers": [{"name": "d", "api": "Dense", "params": {"units": 1, "use_bias": False,
+                                                              "activation": "exponential"}, "inputs": ["x"]}],
+        "output": "d", "logits": "d"})
+    x = np.array([[88.72], [1.0]], np.float32)
+    return TestCase("exp-dense", spec, {"d": [np.array([[1.0]], np.float32)]}, {"x": x})
+
+
+def test_an_activation_carrying_a_rounding_difference_across_the_maximum_is_cleared_end_to_end(tmp_path_factory):
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+
+    # TensorFlow recomputes the layer in float64 (JAX here cannot): exp(88.72) fits float32, so
+    # the overflow-boundary rule does not take the difference first
+    with Pool(parse_backends(f"tensorflow,{NUDGED},{FUSED}"), tmp_path_factory.mktemp("logs"), timeout=180) as p:
+        assert p.start() == {}
+        got = Executor(p).run(_exp_dense_case())
+        assert np.isfinite(got.outcomes["tensorflow"].output).all()
+        assert np.isinf(got.outcomes[NUDGED].output[0]).all() and np.isnan(got.outcomes[FUSED].output[0]).all()
+        (f,) = [f for f in got.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+        assert f.detail.patterns[f"tensorflow|{NUDGED}"].cleared == "amplified"
+        # the fused kernel's NaN is its own: its split gives +inf, not the NaN its whole layer gave
+        assert f.detail.patterns[f"tensorflow|{FUSED}"].cleared is None
+        assert f.detail.patterns[f"tensorflow|{FUSED}"].own_layer == "d" and f.detail.strong
+
+
+def test_a_recurrent_state_at_overflow_scale_before_the_differing_step_clears_only_then():
+    """The state a recurrent layer carries into a step is that step's input: recomputed in
+    float64 step by step (``states``: batch, steps, units), at overflow scale (>= 1.8e19 in
+    float32) at an earlier step of the row, it explains a difference its saturated output
+    hides (the api-cpu campaign, rngs 2851 and 2868: an LSTM's cell state past float32's
+    range, selu bringing the output back)."""
+    last = {"a": np.array([[1.0, NAN], [1.0, 1.0]], np.float32), "b": np.array([[1.0, -1.7], [1.0, 1.0]], np.float32)}
+    states = {"x": np.array([[[1.0, 1.0], [1e24, 3.0], [1.0, 1e23]], [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]])}
+    assert state_at_overflow_scale(last, states, sequences=False)
+    calm = {"x": np.array([[[1.0, 1.0], [1e12, 3.0], [1.0, 1e23]], [[1.0, 1.0]] * 3])}
+    assert not state_at_overflow_scale(last, calm, sequences=False)     # huge only at the last step itself
+    assert not state_at_overflow_scale(last, {}, sequences=False)       # no float64 recomputation: no evidence
+    seq = {"a": np.full((2, 3, 2), 1.0, np.float32), "b": np.full((2, 3, 2), 1.0, np.float32)}
+    seq["a"][0, 1, 0] = NAN                                             # differs at step 1: before it, step 0 only
+    assert not state_at_overflow_scale(seq, states, sequences=True)
+    seq["a"][0, 1, 0], seq["a"][0, 2, 0] = 1.0, NAN                    # at step 2: step 1 held 1e24
+    assert state_at_overflow_scale(seq, states, sequences=True)
+
+
+HUGE = "tests.plugins:HugeStateNanJax"
+
+
+def _rnn_case(recurrent: float):
+    """A linear SimpleRNN of one unit over four steps of ones: its states are about 1, r,
+    r^2 and r^3; with ``recurrent`` 1e10 the third step's 1e20 is at float32's overflow
+    scale, with 1e5 none is.  :class:`tests.plugins.HugeStateNanJax` gives NaN for the last
+    (1e30, 1e15) in both."""
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+
+    spec = ModelSpec.from_json({
+        "name": "rnn", "inputs": [{"name": "x", "shape": [4, 1], "range": [0, 1]}],
+        "layers": [{"name": "r", "api": "SimpleRNN", "params": {"units": 1, "use_bias": False,
+                                                                  "activation": "linear"}, "inputs": ["x"]}],
+        "output": "r", "logits": "r"})
+    weights = {"r": [np.array([[1.0]], np.float32), np.array([[recurrent]], np.float32)]}
+    return TestCase(f"rnn-{recurrent}", spec, weights, {"x": np.ones((2, 4, 1), np.float32)})
+
+
+def test_a_recurrent_state_at_overflow_scale_clears_a_difference_end_to_end(tmp_path_factory):
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+
+    # TensorFlow recomputes the layer in float64 (JAX here cannot), and its states too
+    with Pool(parse_backends(f"tensorflow,{HUGE}"), tmp_path_factory.mktemp("logs"), timeout=180) as p:
+        assert p.start() == {}
+        ex = Executor(p)
+        big = ex.run(_rnn_case(1e10))              # last state 1e30, fed by a state of 1e20
+        (f,) = [f for f in big.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+        assert f.detail.patterns[f"tensorflow|{HUGE}"].cleared == "overflow" and not f.detail.strong
+        calm = ex.run(_rnn_case(1e5))              # last state 1e15, fed by states of 1e10 at most
+        (g,) = [f for f in calm.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+        assert np.isfinite(calm.outcomes["tensorflow"].output).all() and np.isnan(calm.outcomes[HUGE].output).all()
+        assert g.detail.patterns[f"tensorflow|{HUGE}"].cleared is None and g.detail.strong   # the plugin's own fault
 
 
 def test_diagnose_rows_take_the_rows_whose_patterns_differ_first():

@@ -60,6 +60,26 @@ def layer_aliases() -> dict[str, list[str]]:
     return _table().get("aliases") or {}
 
 
+def output_activation(api: str, params: dict[str, Any]) -> str | None:
+    """The activation layer ``api`` applies last, to its whole output, by name (Dense, the
+    convolutions: ``activation(linear part)``), or None: none, a callable or config, the
+    ``Activation`` layer itself (nothing before it), or a recurrent layer (its activation
+    acts inside the cell, on every step's state).  The layer with ``activation: linear``
+    then computes the activation's input, which is how a NaN oracle splits the two."""
+    act = params.get("activation")
+    if not isinstance(act, str) or act in ("linear", "") or api == "Activation":
+        return None
+    if is_recurrent(api):
+        return None
+    return act
+
+
+def is_recurrent(api: str) -> bool:
+    """Whether layer ``api`` is a Keras ``RNN`` (LSTM, GRU, SimpleRNN, the ConvLSTMs): its
+    state, carried from step to step, is an input of every step after the first."""
+    return api == "RNN" or "RNN" in layer_aliases().get(api, ())
+
+
 def aliases_from(keras: Any) -> dict[str, list[str]]:
     """:func:`layer_aliases` as the given Keras module makes them."""
     classes = {n: getattr(keras.layers, n) for n in layer_names_from(keras)}

@@ -230,6 +230,19 @@ def one_layer_spec(spec: ModelSpec, layer: str, layer_inputs: dict[str, np.ndarr
                      [LayerSpec(layer, ls.api, params, list(ls.inputs), call=dict(ls.call))], output=layer, logits=layer)
 
 
+def activation_spec(spec: ModelSpec, layer: str, activation: str, pre: np.ndarray) -> ModelSpec:
+    """``layer``'s activation alone: a Keras ``Activation`` layer of the same name and dtype
+    policy, fed ``pre`` (the layer's output with ``activation: linear``).  With
+    :func:`one_layer_spec` it splits a layer into its linear part and its activation."""
+    params: dict[str, Any] = {"activation": activation}
+    if "dtype" in spec.layer(layer).params:
+        params["dtype"] = spec.layer(layer).params["dtype"]
+    src = f"{layer}_pre"
+    shape = tuple(int(d) for d in np.shape(pre)[1:])
+    return ModelSpec(f"{spec.name}-{layer}-activation", [InputSpec(src, shape, str(np.asarray(pre).dtype))],
+                     [LayerSpec(layer, "Activation", params, [src])], output=layer, logits=layer)
+
+
 def layer_feed(spec: ModelSpec, layer: str, layers: Mapping[str, np.ndarray],
                inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
     """Every tensor ``layer`` reads (:attr:`LayerSpec.reads`), from one run's ``layers``

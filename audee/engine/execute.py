@@ -23,11 +23,11 @@ from audee.levels.base import Runner
 from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.attribution import Alone, attribute
-from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, compare,
-                                    deviation_findings, jump_order, layer_scores, pair_compute, perturbed, rounding_for)
+from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, compare, deviation_findings,
+                                    deviation_score, jump_order, layer_scores, pair_compute, perturbed, rounding_for)
 from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dtype, narrow_range
-from audee.oracle.nan import (condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite, overflow_boundary,
-                              overflow_scale, settle_conditioning)
+from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
+                              overflow_boundary, overflow_scale, settle_conditioning, state_at_overflow_scale)
 from audee.oracle.odd import mark_odd
 from audee.oracle.regression import regression_findings
 from audee.oracle.precision import float64_verdict
@@ -35,7 +35,8 @@ from audee.records.findings import OwnScore
 from audee.records.reference import ReferenceRun
 from audee.reference.run import Reference, candidates as reference_candidates
 from audee.settings import TIE_MARGIN
-from audee.cases.spec import ModelSpec, layer_feed, one_layer_model, one_layer_spec, weights_key
+from audee.apis.keras_layers import is_recurrent, output_activation
+from audee.cases.spec import ModelSpec, activation_spec, layer_feed, one_layer_model, one_layer_spec, weights_key
 from audee.cases.weights import Shapes, adapt_weights
 from audee.core.floats import is_float
 
@@ -436,9 +437,56 @@ class Executor(Runner):
                     wide = {} if has_nonfinite(fed) else self._run_wide(case, name, fed, self._wide_labels(result))
                 p.overflow_boundary = overflow_boundary(fed, alone, wide, dtype)
                 p.overflow_evidence = "float64" if wide else "scale"
+                if not p.overflow_boundary and self._amplified(case, name, fed, alone, compute):
+                    p.own_layer, p.overflow_evidence, p.cleared = None, None, "amplified"
+                elif not p.overflow_boundary and self._state_overflowed(result, name, fed, alone, dtype):
+                    p.own_layer, p.overflow_evidence, p.cleared = None, "float64", "overflow"
             else:
                 p.cleared = reason
         settle_conditioning(finding)
+
+    def _state_overflowed(self, result: Result, layer: str, fed: dict[str, np.ndarray],
+                          alone: dict[str, np.ndarray], dtype: str | None) -> bool:
+        """A standing difference at a recurrent layer fed a finite input, whose state,
+        recomputed in float64 step by step, was at overflow scale before each differing
+        element (:func:`audee.oracle.nan.state_at_overflow_scale`).  One float64 run, only
+        for a difference that stood every other rule."""
+        ls = result.case.spec.layer(layer)
+        if not is_recurrent(ls.api) or has_nonfinite(fed):
+            return False
+        states = self._run_wide(result.case, layer, fed, self._wide_labels(result), {"return_sequences": True})
+        return state_at_overflow_scale(alone, states, bool(ls.params.get("return_sequences")), dtype)
+
+    def _amplified(self, case: TestCase, layer: str, fed: dict[str, np.ndarray], alone: dict[str, np.ndarray],
+                   compute: str) -> bool:
+        """A standing difference at a layer with an output activation, split in two
+        (:func:`audee.oracle.nan.amplified_rounding`): the layer alone with ``activation:
+        linear`` on both backends, then its ``Activation`` alone on each backend's result,
+        on both backends.  Three runs, only for a difference that stood every other rule."""
+        ls = case.spec.layer(layer)
+        act = output_activation(ls.api, ls.params)
+        if act is None:
+            return False
+        labels = list(alone)[:2]
+        model = one_layer_model(case.spec, case.weights, layer, fed, override={"activation": "linear"})
+        if model is None:
+            return False
+        replies = self._pool_run(model[0], model[1], weights_key(model[1]), dict(fed), labels=labels)
+        pre = {x: np.asarray(r["logits"]) for x, r in replies.items() if isinstance(r, dict) and r.get("logits") is not None}
+        if set(pre) != set(labels):
+            return False
+        out: dict[tuple[str, str], np.ndarray] = {}
+        for y in labels:
+            try:
+                spec1 = activation_spec(case.spec, layer, act, pre[y])
+            except Exception:  # noqa: BLE001 - an activation that cannot stand alone: no split
+                return False
+            got = self._pool_run(spec1, {}, weights_key({}), {spec1.inputs[0].name: pre[y]}, labels=labels)
+            for x, r in got.items():
+                if isinstance(r, dict) and r.get("logits") is not None:
+                    out[(x, y)] = np.asarray(r["logits"])
+        return amplified_rounding(alone, pre, out,
+                                  lambda u, v: bool((deviation_score(u, v, self.tolerances, compute) <= 1.0).all()))
 
 
     def _wide_labels(self, result: Result) -> list[str]:
@@ -451,15 +499,16 @@ class Executor(Runner):
         return labels
 
     def _run_wide(self, case: TestCase, layer: str, fed: dict[str, np.ndarray],
-                  labels: list[str]) -> dict[str, np.ndarray]:
+                  labels: list[str], override: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
         """``layer`` alone recomputed in float64 (its ``dtype`` policy, weights and float
-        inputs widened) on ``labels``: each backend's float64 output, the near-exact result
-        the overflow-boundary rule reads.  Backends that cannot run it, or that did not
-        compute it in float64 (JAX without x64, torch here, a wrapper's inner layer keeping
-        its own policy: their output comes back float32), are left out."""
+        inputs widened; ``override``: other parameters changed too) on ``labels``: each
+        backend's float64 output, the near-exact result the overflow rules read.  Backends
+        that cannot run it, or that did not compute it in float64 (JAX without x64, torch
+        here, a wrapper's inner layer keeping its own policy: their output comes back
+        float32), are left out."""
         wide_in = {r: (v.astype(np.float64) if is_float(v) else v) for r, v in fed.items()}
         try:
-            spec1 = one_layer_spec(case.spec, layer, wide_in, override={"dtype": "float64"})
+            spec1 = one_layer_spec(case.spec, layer, wide_in, override={**(override or {}), "dtype": "float64"})
         except Exception:  # noqa: BLE001 - no float64 evidence; the scale rule stands in
             return {}
         weights = {layer: [w.astype(np.float64) if is_float(w) else w

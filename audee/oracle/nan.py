@@ -23,9 +23,14 @@ position: finite, NaN, +Inf or -Inf (:func:`nonfinite_codes`).  The rules:
   (``accumulated``: the difference came in with its input's rounding), when that input is
   finite but at overflow scale (``overflow``: where a sum or product of such values lands
   on the boundary depends on the order of operations; not in a dtype narrower than
-  float32 when the exact result fits: see *compute dtype*), or when a rounding-level
+  float32 when the exact result fits: see *compute dtype*; at a recurrent layer, also
+  when its state at an earlier step, recomputed in float64, was at overflow scale:
+  :func:`state_at_overflow_scale`), or when a rounding-level
   perturbation of the input changes the layer's own pattern on either backend
-  (``ill_conditioned``).  A difference that does not show again when the diagnosed
+  (``ill_conditioned``).  At a layer with an output activation it is cleared when the
+  layer's linear part agrees within tolerance and its activation, the same on both
+  backends, carries that difference across a boundary (``amplified``:
+  :func:`amplified_rounding`).  A difference that does not show again when the diagnosed
   rows are run again, on every layer and the output (``unstable``: a smaller batch, other
   kernels), is cleared too: it reproduces in no repro script.  A finding whose pairs are
   all cleared is no longer ``strong``: it falls back to the rules above (propagation if
@@ -54,7 +59,7 @@ Detail keys are documented in ``docs/oracles.md`` ("Non-finite patterns").
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -107,7 +112,7 @@ def overflow_scale(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str
 
 
 #: why a pair's pattern difference is no evidence against a backend (docs/oracles.md)
-CLEARED = ("accumulated", "overflow", "ill_conditioned", "unstable")
+CLEARED = ("accumulated", "overflow", "ill_conditioned", "amplified", "unstable")
 
 
 def condition_pattern(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray],
@@ -134,6 +139,67 @@ def condition_pattern(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndar
             if label in moved and compare_codes(out, moved[label]) is not None:
                 return "ill_conditioned"
     return None
+
+
+def amplified_rounding(alone: Mapping[str, np.ndarray], pre: Mapping[str, np.ndarray],
+                       act: Mapping[tuple[str, str], np.ndarray], within: Callable[[np.ndarray, np.ndarray], bool]) -> bool:
+    """Whether a standing pattern difference at a layer with an output activation is the
+    activation magnifying a rounding-level difference of the layer's linear part: each
+    backend's linear part (``pre[x]``: the layer alone with ``activation: linear``) has the
+    same pattern and agrees ``within`` tolerance; each backend's activation fed its own
+    ``pre`` (``act[(x, x)]``) gives the pattern of its whole layer (``alone[x]``: the split
+    computes what the layer computes, no fused kernel lost); and each backend's activation
+    fed the other's ``pre`` (``act[(x, y)]``) gives the pattern the other backend's
+    activation gives on it.  An exp just below float16's maximum, fed a pre-activation two
+    float16 steps high from one backend's summation order, overflows there and not on the
+    other: both backends' parts are right, the boundary sits inside the tolerance."""
+    (a, out_a), (b, out_b) = list(alone.items())[:2]
+    need = [(a, a), (b, b), (a, b), (b, a)]
+    if a not in pre or b not in pre or any(k not in act for k in need):
+        return False
+    if compare_codes(pre[a], pre[b]) is not None or not within(pre[a], pre[b]):
+        return False
+    if compare_codes(act[(a, a)], out_a) is not None or compare_codes(act[(b, b)], out_b) is not None:
+        return False
+    if np.shape(act[(a, a)]) != np.shape(out_a) or np.shape(act[(b, b)]) != np.shape(out_b):
+        return False
+    return compare_codes(act[(a, a)], act[(b, a)]) is None and compare_codes(act[(b, b)], act[(a, b)]) is None
+
+
+def state_at_overflow_scale(alone: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray] | None,
+                            sequences: bool, compute: str | None = None) -> bool:
+    """Whether a recurrent layer's state was at overflow scale before every element where
+    the first two backends of ``alone`` differ in pattern: ``states`` holds, per backend
+    that could, the layer recomputed in float64 with ``return_sequences`` (each step's
+    output, in the order the layer stepped: reversed with ``go_backwards``); ``sequences``
+    says whether ``alone`` is such a sequence (an element's step is its second index) or
+    the last step's output.  The state carried into a step is that step's input: where it
+    is at overflow scale (:func:`overflow_scale`: a square or a product of two of its
+    values overflows) the overflow rule applies to it as to any input, though the layer's
+    output, saturated by its activation (selu of a cell state past float32's range), fits.
+    Every float64 recomputation must say so; none: no evidence."""
+    (a, out_a), (b, out_b) = list(alone.items())[:2]
+    out_a, out_b = np.asarray(out_a), np.asarray(out_b)
+    seqs = [np.asarray(v, np.float64) for v in (states or {}).values() if v is not None and np.ndim(v) >= 2]
+    if out_a.shape != out_b.shape or not out_a.ndim or not seqs:
+        return False
+    differ = np.argwhere(nonfinite_codes(out_a) != nonfinite_codes(out_b))
+    if not len(differ):
+        return False
+    limit = np.sqrt(dtype_max(compute or out_a.dtype))
+    rows = differ[:, 0]
+    for seq in seqs:
+        n, steps = seq.shape[:2]
+        if n != out_a.shape[0] or (sequences and (out_a.ndim < 2 or out_a.shape[1] != steps)):
+            return False
+        with np.errstate(invalid="ignore"):
+            big = ~(np.abs(seq.reshape(n, steps, -1)) < limit).all(-1)   # a step's state at overflow scale
+        seen = np.zeros((n, steps), bool)                                # ... at a step before this one
+        seen[:, 1:] = np.logical_or.accumulate(big, axis=1)[:, :-1]
+        at = differ[:, 1] if sequences else np.full(len(differ), steps - 1)
+        if not seen[rows, at].all():
+            return False
+    return True
 
 
 def overflow_boundary(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray],
