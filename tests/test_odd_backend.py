@@ -12,7 +12,7 @@ from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.nan import nan_findings
 from audee.oracle.odd import mark_odd, minority, odd_of_pairs
 
-NAN = float("nan")
+NAN, INF = float("nan"), float("inf")
 
 
 class _Fail:
@@ -109,6 +109,28 @@ def test_nan_findings_name_the_backend_whose_pattern_is_in_the_minority():
     (h,) = nan_findings(outs, x)
     mark_odd(outs, [h])
     assert h.kind == Kind.NAN and h.detail.agreed and h.detail.odd == [] and h.detail.odd_rule == "all 3 alike"
+
+
+def test_nan_pairs_cleared_or_forced_are_no_vote_when_whole_patterns_leave_no_majority():
+    """TensorFlow NaN where the others are finite, and torch and JAX differing at one more
+    element (NaN against +inf) where the exact value overflows too (the api-cpu campaign,
+    rng 2869: grappler's reordered gelu product in a ConvLSTM1D): three patterns, no majority;
+    the pairs that stand all hold TensorFlow."""
+    x = {"x": np.ones((1, 3), np.float32)}
+    outs = [_ok("tensorflow", [[NAN, 1.0, NAN]]), _ok("torch", [[-0.0, 1.0, NAN]]), _ok("jax", [[-0.0, 1.0, INF]])]
+    (f,) = nan_findings(outs, x)
+    mark_odd(outs, [f])
+    assert f.detail.odd == [] and f.detail.odd_rule == "no strict majority of 3"
+    f.detail.patterns["torch|jax"].overflow_boundary = True
+    mark_odd(outs, [f])
+    assert f.detail.odd == ["tensorflow"] and f.detail.odd_rule.endswith("(pairs cleared or forced left out)")
+    f.detail.patterns["torch|jax"].overflow_boundary = False
+    f.detail.patterns["torch|jax"].cleared = "ill_conditioned"
+    mark_odd(outs, [f])
+    assert f.detail.odd == ["tensorflow"]
+    f.detail.patterns["tensorflow|torch"].cleared = "accumulated"     # only tensorflow|jax stands: two ways
+    mark_odd(outs, [f])
+    assert f.detail.odd == []
 
 
 def test_conversions_of_one_program_agreeing_do_not_outvote_it():

@@ -20,7 +20,9 @@ The rules (``docs/oracles.md``, "The odd backend"):
   when most ran, or the ones that ran when most failed alike).
 * **NaN**: the backends that ran are grouped by their element-wise non-finite pattern of
   the output and the logits; when those agree, by their lists of non-finite layers.  The
-  odd ones are those outside a strict-majority group.
+  odd ones are those outside a strict-majority group.  Where there is none, the pairs
+  whose difference stood the conditioning rule and is not forced by an overflow decide as
+  failing pairs do (:func:`standing_odd`).
 * **a backend and its reference** (:mod:`audee.oracle.pairs`): where the rules above cannot
   tell (two backends, no strict majority) and every differing pair is a compiled or
   converted backend and the backend whose program it runs, the compiled or converted side
@@ -57,7 +59,7 @@ import numpy as np
 from audee.cases.case import Finding, Outcome
 from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
-from audee.oracle.nan import ARRAYS, nonfinite_codes
+from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
                                 odd_by_float64, odd_by_reference, outvotes_its_reference)
 
@@ -80,6 +82,8 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
         elif by == "nan":
             nan = nan or nonfinite or _or_reference(minority, nan_groups(outcomes))
             odd, rule = nan
+            if not odd:  # no majority of whole patterns: the differences that stood may still tell
+                odd, rule = standing_odd(ran, f) or (odd, rule)
         elif by == "pairs":
             failing = failing_pairs(findings)
             pairwise = pairwise or by_float64 or _unless_outvoted(ran, odd_of_pairs(ran, failing))
@@ -108,6 +112,23 @@ def _or_reference(rule: Any, groups: dict[str, Hashable]) -> tuple[list[str], st
     if odd:
         return odd, why
     return odd_by_reference(differing_pairs(groups)) or (odd, why)
+
+
+def standing_odd(ran: list[str], f: Finding) -> tuple[list[str], str] | None:
+    """A NaN finding's odd backends from the pattern differences that stood, where whole
+    patterns leave no strict majority: a pair the conditioning rule cleared, or whose
+    difference the math forces (at the overflow boundary: NaN on one, Inf on the other,
+    where the exact value overflows too), is no vote against either backend, so the pairs
+    left decide as failing pairs do (:func:`odd_of_pairs`).  TensorFlow alone making NaN
+    where torch and JAX give -0, while torch and JAX differ only at two forced elements,
+    names TensorFlow.  None: no pair was set aside, or none stood."""
+    patterns = getattr(f.detail, "patterns", None) or {}
+    standing = {frozenset(k.split("|")) for k, p in patterns.items()
+                if p.cleared not in CLEARED and not p.overflow_boundary}
+    if not standing or len(standing) == len(patterns):
+        return None
+    odd, why = _unless_outvoted(ran, odd_of_pairs(ran, standing))
+    return (odd, f"{why} (pairs cleared or forced left out)") if odd else None
 
 
 def _unless_outvoted(ran: list[str], decided: tuple[list[str], str]) -> tuple[list[str], str]:
