@@ -244,10 +244,14 @@ _TF2ONNX_TRACKERS = ("onnx/tensorflow-onnx",)
 #: ``ReduceMax``, or as a ``MaxPool`` / ``GlobalMaxPool`` (tf2onnx makes a channels_first
 #: global max pooling a GlobalMaxPool, a channels_last one a ReduceMax, unless a transpose
 #: before it folds in): onnxruntime's two kernels drop a NaN at different positions
+#: ``bias_add_misplaced``: TensorFlow's own graph adds a bias along another axis than
+#: broadcasting would (Keras' TensorFlow ``ops.add`` guessing ``bias_add``'s data format:
+#: :func:`audee.backends.tf_graph.misplaced_bias_add`)
 SELECT_AS_ARITHMETIC = "select_as_arithmetic"
 MAX_AS_REDUCE_MAX = "max_as_reduce_max"
 MAX_AS_MAX_POOL = "max_as_max_pool"
-PROGRAM_FACTS = (SELECT_AS_ARITHMETIC, MAX_AS_REDUCE_MAX, MAX_AS_MAX_POOL)
+BIAS_ADD_MISPLACED = "bias_add_misplaced"
+PROGRAM_FACTS = (SELECT_AS_ARITHMETIC, MAX_AS_REDUCE_MAX, MAX_AS_MAX_POOL, BIAS_ADD_MISPLACED)
 
 #: what a runtime's refusal of a converted ONNX graph says is wrong with the graph, first match
 #: first: an op the converter left unconverted, operand types, shapes, any other invalid graph.

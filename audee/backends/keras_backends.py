@@ -14,6 +14,7 @@ import numpy as np
 
 from audee.backends.base import Backend, BackendError, Phase
 from audee.backends.keras_build import BuiltModel, RoundTripError, default_layer
+from audee.backends.tf_graph import graph_facts
 from audee.cases.spec import LayerSpec, ModelSpec, Weights, contiguous
 
 
@@ -515,6 +516,18 @@ class TensorflowBackend(KerasBackend):
             except Exception as exc:
                 raise _gradient_failure(exc) from exc
         return outs, [tf.zeros_like(w) if g is None else tf.convert_to_tensor(g) for g, w in zip(grads, wrt)]
+
+    def program_facts(self, model: BuiltModel) -> dict[str, list[str]]:
+        """What the graph TensorFlow traced for the model shows of how it computes each layer
+        (:func:`audee.backends.tf_graph.graph_facts`: a bias Keras' ``ops.add`` put on the
+        wrong axis), read once per model from its first trace; none before a trace."""
+        facts = getattr(model, "program", None)
+        if facts is None:
+            traced = next(iter(getattr(model, "concrete", {}).values()), None)
+            if traced is None:
+                return {}
+            facts = model.program = graph_facts(traced.graph, list(model.order))
+        return facts
 
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The graph function traced for these inputs' signature, called directly: the

@@ -36,6 +36,7 @@ from audee.backends.keras_backends import (KerasOpCalls, TensorflowBackend, appl
                                             round_trip_built, tf_traced_call)
 from audee.backends.keras_build import BuiltModel
 from audee.backends.ort_process import session_options
+from audee.backends.tf_graph import layer_of
 from audee.cases.spec import ModelSpec, Weights, contiguous
 
 
@@ -204,7 +205,7 @@ def _graph_facts(graph: Any, layers: list[str], owner: str | None, out: dict[str
     ``If`` bodies), into ``out``; ``owner``: the layer of the node that holds ``graph``."""
     producers = {o: n.op_type for n in graph.node for o in n.output}
     for n in graph.node:
-        layer = _layer_of(n.name, layers) or owner
+        layer = layer_of(n.name, layers) or owner
         fact = _OP_FACTS.get(n.op_type)
         if n.op_type == "Add" and _SELECT.fullmatch(n.name.rsplit("/", 1)[-1]) \
                 and n.input and all(producers.get(i) == "Mul" for i in n.input):
@@ -221,17 +222,6 @@ _OP_FACTS = {"ReduceMax": MAX_AS_REDUCE_MAX, "MaxPool": MAX_AS_MAX_POOL, "Global
 
 #: the last scope of a TensorFlow select node's name
 _SELECT = re.compile(r"Select(?:V2)?")
-
-
-def _layer_of(node: str, layers: list[str]) -> str | None:
-    """The layer a graph node's name scope names: a scope equal to a layer's name, or to it
-    with TensorFlow's ``_<n>`` suffix; the innermost such scope."""
-    scopes = node.split("/")[:-1]
-    for scope in reversed(scopes):
-        for name in layers:
-            if scope == name or re.fullmatch(re.escape(name) + r"_\d+", scope):
-                return name
-    return None
 
 
 def onnx_checker_error(proto: Any) -> str | None:

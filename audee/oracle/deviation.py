@@ -267,8 +267,10 @@ def deviation_findings(outcomes: list[Any], tol: Tolerances | Mapping | None = N
     from audee.cases.case import Finding, Kind
     from audee.records.findings import DeviationDetail
 
-    return [Finding(Kind.DEVIATION, [a, b], DeviationDetail(pair=f"{a}|{b}", tensor=tensor, **got,
-                                                            first_layer=None, own_layers=[], own={}))
+    facts = {o.backend: dict(o.facts) for o in outcomes if o.ok and getattr(o, "facts", None)}
+    return [Finding(Kind.DEVIATION, [a, b], DeviationDetail(
+                pair=f"{a}|{b}", tensor=tensor, **got, first_layer=None, own_layers=[], own={},
+                program={x: facts[x] for x in (a, b) if x in facts}))
             for a, b, tensor, got in deviation_pairs(outcomes, tol)]
 
 

@@ -259,6 +259,8 @@ class DeviationDetail(Detail):
     odd_rule: str | None = None
     culprit: list[str] | None = None          # the float64 reference's verdict (audee.oracle.precision.culprit)
     reference_errors: dict[str, float] | None = None  # the pair's errors against the reference
+    #: backend -> layer name -> what its program shows of how it computes the layer (NanDetail.program)
+    program: dict[str, dict[str, list[str]]] = {}
 
 
 # ---- the training phase (audee/oracle/train.py) ---------------------------------------------------

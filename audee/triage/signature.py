@@ -562,22 +562,21 @@ def _op_case(meta: dict[str, Any] | None) -> bool:
 def _program_context(program: dict[str, dict[str, list[str]]], layer: Any, odd: Iterable[str],
                      nonfinite: dict[str, list[str]], backends: Iterable[str],
                      departs: dict[str, Any] | None = None) -> list[str]:
-    """The facts the odd backends' programs show of how they compute ``layer`` or a layer on
-    their own NaN's path, non-finite there where another backend is finite (``program:<fact>``,
+    """The facts the odd backends' programs show of how they compute ``layer``, a layer where
+    they depart from another backend, or a layer on their own NaN's path, non-finite there
+    where another backend is finite (``program:<fact>``,
     :data:`audee.backends.info.PROGRAM_FACTS`): a converter's graph selecting by arithmetic
     where the Keras model selects, whether the patterns first differ there or at a layer
     before it (a max pooling that drops the NaN on one backend).  ``departs``: each pair's
-    first differing layer (``"a|b"`` -> layer); where the odd backend departs from another
-    backend at layers with facts, those facts are the evidence, not a later layer's on the
-    path (a converted MaxPool dropping the NaN, then a select lowered 30 layers on)."""
+    first differing layer (``"a|b"`` -> layer).  A converted MaxPool where the backends part
+    and a select lowered 30 layers on both show: the direction of the odd backend's difference
+    (:func:`_direction`) tells the kernel that drops a NaN (fewer) from the lowering that leaks
+    one (more), as the known entries of each say."""
     backends = list(backends)
     odd = list(odd)
     at = {name for pair, name in (departs or {}).items() if isinstance(name, str)
           and any(b in pair.split("|") for b in odd)}
-    first = {f for b in odd for name in at for f in (program.get(b) or {}).get(name, [])}
-    if first:
-        return [PROGRAM + f for f in sorted(first)]
-    facts: set[str] = set()
+    facts = {f for b in odd for name in at for f in (program.get(b) or {}).get(name, [])}
     for b in odd:
         mine = set(nonfinite.get(b) or ())
         others = [set(nonfinite.get(o) or ()) for o in backends if o != b]
@@ -814,7 +813,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         api, params = blamed(layer)
         return [sig(finding.kind, api, params, bs, layer, _gradient_phase(detail.tensor),
                     context=_input_context(meta, False, detail.rows) + _index_overflow(spec, layer, meta,
-                                                                                       detail.rows))]
+                                                                                       detail.rows)
+                    + _program_context(detail.program, layer, odd, {}, bs))]
     if finding.kind == Kind.EQUIVALENCE:
         # one backend against itself: the rule joins the parameters (padding and channels
         # failing on one layer are two bugs); a refused rewrite keeps its error and phase

@@ -1,0 +1,82 @@
+"""What TensorFlow's traced graph shows of each layer (audee.backends.tf_graph).
+
+Keras' TensorFlow ``ops.add`` squeezes a bias to one axis and guesses ``bias_add``'s data
+format from which of axis 1 or the last axis has its length: where the guess is not the
+bias's broadcast axis, TensorFlow computes another function than torch and JAX (findings
+row 20).  The graph says so; a deviation then carries the fact and the known entry matches
+it by the graph, whatever the layer.  TensorFlow traces the graphs; the last test runs one
+case on TensorFlow, torch and JAX.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from audee.backends.tf_graph import bias_axis, layer_of
+
+
+def test_a_bias_adds_along_its_one_long_axis_aligned_from_the_right():
+    assert bias_axis(4, (1, 4, 1, 1)) == 1          # a channels_first convolution's bias
+    assert bias_axis(4, (2, 1)) == 2                # a (heads, 1) value bias of (batch, pos, heads, 1)
+    assert bias_axis(3, (5,)) == 2
+    assert bias_axis(4, (2, 3)) is None and bias_axis(2, (1, 1, 4)) is None
+    assert layer_of("functional_1/t_mha_1/value_1/BiasAdd", ["t_mha", "t_m"]) == "t_mha"
+    assert layer_of("functional_1/other/BiasAdd", ["t_mha"]) is None
+
+
+def _traced(model, shape):
+    import tensorflow as tf
+
+    fn = tf.function(lambda x: model(x, training=False), autograph=False)
+    return fn.get_concrete_function(tf.TensorSpec((None, *shape), tf.float32)).graph
+
+
+def test_the_graph_names_each_layer_whose_bias_went_on_the_wrong_axis():
+    from audee.backends.keras_backends import TensorflowBackend
+    from audee.backends.tf_graph import graph_facts
+
+    keras = TensorflowBackend().keras
+    x = keras.Input((2, 3))
+    mha = keras.layers.MultiHeadAttention(num_heads=2, key_dim=2, value_dim=1, name="t_mha")(x, x)
+    fine = keras.layers.MultiHeadAttention(num_heads=2, key_dim=2, value_dim=2, name="t_fine")(x, x)
+    img = keras.layers.Reshape((1, 2, 3))(x)                                                   # C, H, W
+    wrong = keras.layers.Conv2D(3, 1, data_format="channels_first", name="t_conv_last")(img)   # W == filters
+    right = keras.layers.Conv2D(4, 1, data_format="channels_first", name="t_conv")(img)
+    dense = keras.layers.Dense(3, name="t_dense")(x)
+    model = keras.Model(x, [mha, fine, wrong, right, dense])
+    facts = graph_facts(_traced(model, (2, 3)), ["t_mha", "t_fine", "t_conv_last", "t_conv", "t_dense"])
+    assert facts == {"t_mha": ["bias_add_misplaced"], "t_conv_last": ["bias_add_misplaced"]}
+
+
+def test_a_deviation_on_the_misplaced_bias_is_found_before_by_the_graph(tmp_path):
+    """A MultiHeadAttention with as many query positions as heads and a value_dim of 1 (the
+    api-cpu campaign, rng 2872): TensorFlow alone out of tolerance, its program's fact on the
+    layer, and the known entry of findings row 20 matches, though it lists no attention layer."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.cases.case import Kind, TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+    from audee.triage.known import load_known_issues, match_known
+    from audee.triage.signature import signatures_of
+
+    spec = ModelSpec.from_json({
+        "name": "mha", "inputs": [{"name": "x", "shape": [2, 3], "range": [-1, 1]}],
+        "layers": [{"name": "t_mha", "api": "MultiHeadAttention",
+                    "params": {"num_heads": 2, "key_dim": 1, "value_dim": 1}, "inputs": ["x", "x"]}],
+        "output": "t_mha", "logits": "t_mha"})
+    x = {"x": np.random.default_rng(0).uniform(-1, 1, (4, 2, 3)).astype(np.float32)}
+    case = TestCase("mha-value-dim-1", spec, {}, x)
+    with Pool(parse_backends("tensorflow,torch,jax"), tmp_path, timeout=300) as pool:
+        assert pool.start() == {}
+        ex = Executor(pool)
+        ex.complete_weights(case, weight_seed=0)
+        bias = [w for w in case.weights["t_mha"] if w.shape == (2, 1)]   # the query, key and value biases
+        for w in bias:
+            w[...] = [[1.0], [-1.0]]                  # a value bias that differs per head
+        result = ex.run(case)
+    devs = [f for f in result.verdict.findings if f.kind == Kind.DEVIATION]
+    assert devs and all(f.detail.odd == ["tensorflow"] for f in devs), [f.detail.odd for f in devs]
+    assert devs[0].detail.program["tensorflow"] == {"t_mha": ["bias_add_misplaced"]}
+    (sig,) = signatures_of(devs[0], spec)
+    assert "program:bias_add_misplaced" in sig.context
+    assert match_known(sig, load_known_issues()).id == "keras-tf-add-bias-layout-guess"
