@@ -304,3 +304,22 @@ def test_a_nan_signature_records_which_way_the_odd_backend_differs():
     assert "odd_more_nonfinite" in more and "odd_fewer_nonfinite" not in more
     overlap = sig({"onnxruntime": count(16), "tensorflow": count(16), "torch": count(20), "jax": count(20)})
     assert not {"odd_fewer_nonfinite", "odd_more_nonfinite"} & set(overlap)
+    # a backend entirely finite has no count in records made before every backend was counted
+    # (onnxruntime finite where TensorFlow and JAX hold NaN: the api-cpu campaign, rng 2873)
+    finite = sig({"tensorflow": count(55), "torch": count(55), "jax": count(55)})
+    assert "odd_fewer_nonfinite" in finite
+    alone = sig({"onnxruntime": count(10)})
+    assert "odd_more_nonfinite" in alone
+
+
+def test_every_backend_that_ran_is_counted():
+    import numpy as np
+
+    from audee.cases.case import Outcome
+    from audee.oracle.nan import nan_findings
+
+    out = [Outcome(b, logits=np.asarray(v, np.float32), output=np.asarray(v, np.float32),
+                   nonfinite=[] if np.isfinite(v).all() else ["logits"])
+           for b, v in (("a", [[1.0, 2.0]]), ("b", [[np.nan, 2.0]]), ("c", [[np.nan, 2.0]]))]
+    (f,) = nan_findings(out, {"x": np.ones((1, 2), np.float32)})
+    assert f.detail.counts["a"] == {"nan": 0, "+inf": 0, "-inf": 0} and f.detail.counts["b"]["nan"] == 1

@@ -340,7 +340,7 @@ def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | Non
         layers={o.backend: o.nonfinite for o in bad},
         strong=bool(patterns), finite_backends=finite_where_others_are_not(ok),
         input_nonfinite=in_bad, input_overflow_scale=in_big, patterns=patterns,
-        counts={o.backend: _counts(o.output) for o in bad if o.output is not None},
+        counts={o.backend: _counts(o.output) for o in ok if o.output is not None},
         ran=len(ok), agreed=False, overflow_boundary=False,
         program={o.backend: dict(o.facts) for o in ok if o.facts},
     )

@@ -165,7 +165,9 @@ class NanDetail(Detail):
     input_nonfinite: bool = False
     input_overflow_scale: bool = False
     patterns: dict[str, NanPattern] = {}      # "a|b" -> how the pair's patterns differ
-    counts: dict[str, dict[str, int]] = {}    # backend -> {"nan", "+inf", "-inf"} in its output
+    #: backend -> {"nan", "+inf", "-inf"} in its output: every backend that ran (records made before
+    #: kept only the non-finite ones: a backend of the finding without a count is finite)
+    counts: dict[str, dict[str, int]] = {}
     ran: int = 2                              # backends that ran
     #: backend -> layer name -> what its program shows of how it computes the layer
     #: (audee.backends.info.PROGRAM_FACTS; a converter's graph, where it has any)

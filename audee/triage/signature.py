@@ -588,8 +588,13 @@ def _program_context(program: dict[str, dict[str, list[str]]], layer: Any, odd: 
 def _direction(counts: Mapping[str, Mapping[str, int]], odd: Iterable[str], backends: Iterable[str]) -> list[str]:
     """:data:`ODD_FEWER_NONFINITE` or :data:`ODD_MORE_NONFINITE` where the odd backends' output
     counts of non-finite values (``counts``: backend -> {"nan", "+inf", "-inf"}) are all below,
-    or all above, every other backend's; none where they overlap or a side has no count."""
+    or all above, every other backend's; none where they overlap or a side has no count.  A
+    backend of ``backends`` without a count, where others have one, is finite: records made
+    before every backend was counted kept only the non-finite ones (onnxruntime finite where
+    TensorFlow and JAX hold NaN is onnxruntime with fewer)."""
     total = {str(b): sum(int(n) for n in c.values()) for b, c in counts.items()}
+    if total:
+        total = {**{str(b): 0 for b in backends}, **total}
     odd = set(odd)
     mine = [total[b] for b in odd if b in total]
     theirs = [total[b] for b in backends if b not in odd and b in total]
