@@ -11,8 +11,8 @@ import pytest
 
 from audee.cases.case import Finding, Kind, Outcome, Verdict
 from audee.oracle.nan import (amplified_rounding, compare_codes, condition_pattern, diagnose_patterns, diagnose_rows,
-                              has_nonfinite, nan_findings, nonfinite_codes, overflow_scale, settle_conditioning,
-                              state_at_overflow_scale)
+                              has_nonfinite, nan_findings, nonfinite_codes, overflow_scale, same_difference,
+                              settle_conditioning, state_at_overflow_scale, without_nonfinite)
 
 NAN, INF = float("nan"), float("inf")
 
@@ -421,6 +421,39 @@ def test_a_recurrent_state_at_overflow_scale_clears_a_difference_end_to_end(tmp_
         (g,) = [f for f in calm.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
         assert np.isfinite(calm.outcomes["tensorflow"].output).all() and np.isnan(calm.outcomes[HUGE].output).all()
         assert g.detail.patterns[f"tensorflow|{HUGE}"].cleared is None and g.detail.strong   # the plugin's own fault
+
+
+def test_a_difference_no_nonfinite_input_reaches_is_judged_as_one_on_finite_values():
+    """Values near float32's maximum in one window, an Inf in another (the api-cpu campaign,
+    rng 2873: an AveragePooling3D whose window sum overflows to -inf on TensorFlow, NaN on
+    onnxruntime, the Inf elsewhere): with the Inf set to 0 the pair differs exactly as before,
+    so the Inf is not what they differ on."""
+    fed = {"x": np.array([[INF, 3e38, 3e38]], np.float32)}
+    assert (without_nonfinite(fed)["x"] == np.array([[0.0, 3e38, 3e38]], np.float32)).all()
+    assert without_nonfinite({"t": np.array([1, 2])})["t"].tolist() == [1, 2]
+    alone = {"a": np.array([[INF, -INF]]), "b": np.array([[INF, NAN]])}
+    assert same_difference(alone, {"a": np.array([[0.0, -INF]]), "b": np.array([[0.0, NAN]])})
+    # the Inf reaches the element where they differ: with it gone they agree there, or differ otherwise
+    assert not same_difference(alone, {"a": np.array([[0.0, 1.0]]), "b": np.array([[0.0, 1.0]])})
+    assert not same_difference(alone, {"a": np.array([[0.0, -INF]]), "b": np.array([[0.0, INF]])})
+    assert not same_difference(alone, {"a": np.array([[NAN, -INF]]), "b": np.array([[0.0, NAN]])})
+
+
+def test_an_overflow_beside_an_inf_it_never_meets_is_cleared_end_to_end(tmp_path_factory):
+    """:func:`_dense_case`'s overflow in one row, an Inf in the other: each row is its own sum,
+    so the row of 3e38s overflows on plain float32 and not halved, as without the Inf."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+
+    case = _dense_case(3e38)
+    case.inputs["x"][0] = [INF, 1.0, 1.0]
+    with Pool(parse_backends(f"jax,{OVERFLOW}"), tmp_path_factory.mktemp("logs"), timeout=120) as p:
+        assert p.start() == {}
+        got = Executor(p).run(case)
+    assert np.isinf(got.outcomes["jax"].output).all() and np.isfinite(got.outcomes[OVERFLOW].output[1]).all()
+    (f,) = [f for f in got.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    assert f.detail.patterns[f"jax|{OVERFLOW}"].cleared == "overflow" and not f.detail.strong
 
 
 def test_diagnose_rows_take_the_rows_whose_patterns_differ_first():

@@ -27,7 +27,8 @@ from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_toleran
                                     deviation_score, jump_order, layer_scores, pair_compute, perturbed, rounding_for)
 from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dtype, narrow_range
 from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
-                              overflow_boundary, overflow_scale, settle_conditioning, state_at_overflow_scale)
+                              overflow_boundary, overflow_scale, same_difference, settle_conditioning,
+                              state_at_overflow_scale, without_nonfinite)
 from audee.oracle.odd import mark_odd
 from audee.oracle.pairs import judged_against
 from audee.oracle.regression import regression_findings
@@ -423,6 +424,8 @@ class Executor(Runner):
             if not all(isinstance(replies.get(x), dict) for x in (a, b)):
                 continue
             alone = {x: replies[x]["logits"] for x in (a, b)}
+            if has_nonfinite(fed):  # judged on finite values where no NaN/Inf of the input reaches
+                fed, alone = self._out_of_reach(case, name, fed, alone)
             compute = pair_compute(result.outcomes[a].precision, result.outcomes[b].precision)
             dtype = layer_compute_dtype(case.spec.layer(name).params)
             size = max(rounding_for(compute, {**fed, **alone}), DTYPE_ROUNDING.get(dtype, 0.0))
@@ -446,6 +449,17 @@ class Executor(Runner):
             else:
                 p.cleared = reason
         settle_conditioning(finding)
+
+    def _out_of_reach(self, case: TestCase, layer: str, fed: dict[str, np.ndarray],
+                      alone: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The layer's input and outputs to judge a pair's difference on: its input with the
+        NaN/Inf set to 0 and the outputs on that, when the pair differs there exactly as it
+        does on the input as given (:func:`audee.oracle.nan.same_difference`); else as given.
+        One run, for a layer fed NaN/Inf."""
+        cleaned = without_nonfinite(fed)
+        replies = self._run_alone(case, layer, {}, cleaned, list(alone), given=True)
+        got = {x: r["logits"] for x, r in replies.items() if isinstance(r, dict) and r.get("logits") is not None}
+        return (cleaned, {x: got[x] for x in alone}) if same_difference(alone, got) else (fed, alone)
 
     def _state_overflowed(self, result: Result, layer: str, fed: dict[str, np.ndarray],
                           alone: dict[str, np.ndarray], dtype: str | None) -> bool:

@@ -34,7 +34,9 @@ position: finite, NaN, +Inf or -Inf (:func:`nonfinite_codes`).  The rules:
   rows are run again, on every layer and the output (``unstable``: a smaller batch, other
   kernels), is cleared too: it reproduces in no repro script.  A finding whose pairs are
   all cleared is no longer ``strong``: it falls back to the rules above (propagation if
-  the input explains it, else the paper's NaN oracle).  A difference on a layer fed NaN/Inf is never cleared by scale:
+  the input explains it, else the paper's NaN oracle).  A difference on a layer fed NaN/Inf
+  is judged on that input with its NaN/Inf set to 0 when it differs there exactly as before
+  (:func:`same_difference`: no NaN or Inf reaches where the pair parts); otherwise it is never cleared by scale:
   how a layer treats NaN and Inf is exactly what differs between frameworks
   (``tf-maxpool-drops-nan``).
 * **NaN from finite inputs** (``nan`` finding, not ``strong``): the input is finite and
@@ -139,6 +141,37 @@ def condition_pattern(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndar
             if label in moved and compare_codes(out, moved[label]) is not None:
                 return "ill_conditioned"
     return None
+
+
+def without_nonfinite(fed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``fed`` with every NaN and Inf of its float arrays set to 0: the layer's input as if
+    its non-finite values were not there (:func:`same_difference`)."""
+    out = {}
+    for k, v in fed.items():
+        if is_float(v) and holds_nonfinite(v):
+            v = np.array(v, copy=True)
+            v[~np.isfinite(v.astype(np.float32))] = 0
+        out[k] = v
+    return out
+
+
+def same_difference(alone: Mapping[str, np.ndarray], cleaned: Mapping[str, np.ndarray]) -> bool:
+    """Whether the first two backends of ``alone`` (each one's output of the layer alone on
+    an input holding NaN/Inf) differ exactly as they do on that input with its non-finite
+    values set to 0 (``cleaned``, :func:`without_nonfinite`): the same elements, each
+    backend with the same code there.  Then no NaN or Inf of the input reaches the elements
+    where they part (a window of values near float32's maximum beside the one holding the
+    Inf), and the difference is judged as one on finite values."""
+    (a, out_a), (b, out_b) = list(alone.items())[:2]
+    if a not in cleaned or b not in cleaned:
+        return False
+    ca, cb = nonfinite_codes(out_a), nonfinite_codes(out_b)
+    za, zb = nonfinite_codes(cleaned[a]), nonfinite_codes(cleaned[b])
+    if not (ca.shape == cb.shape == za.shape == zb.shape):
+        return False
+    differ = ca != cb
+    return bool(differ.any() and (differ == (za != zb)).all() and (ca[differ] == za[differ]).all()
+                and (cb[differ] == zb[differ]).all())
 
 
 def amplified_rounding(alone: Mapping[str, np.ndarray], pre: Mapping[str, np.ndarray],
