@@ -23,7 +23,7 @@ post_optimize_action Reshape wrong shape size 1 dimension Mul square").  Same ki
 closed: a Transpose moved without back-transposing the node's shape, so post_optimize_action's Reshape is wrong;
 fixed then in _switch_transpose_and_node by #227).  The same-input branch came with #1339 (2021) and is unchanged on
 tensorflow-onnx's main (read at 6537fcb, July 2026: no set_shape in it).  Related: the open #1729 (a maintainer: "most
-likely an incorrect shape exists in the graph").
+likely an incorrect shape exists in the graph", as the triage read it; not re-read here).
 Found by audee: the api-cpu campaign, rng 2873 (api-UnitNormalization-v00001, the first case of its root:
 UnitNormalization(axis [1, -1]) after a Conv2D(16, 1) on a (1, 5, 3) input).
 """
