@@ -1129,6 +1129,43 @@ def test_a_seed_rnn_refusal_that_names_no_layer_is_known_by_the_layer_its_mutati
     assert (hit.id, hit.status, hit.row) == ("keras-torch-rnn-backwards-unroll-mask", "found before", 25)
 
 
+def test_of_several_layers_the_mutations_changed_the_one_the_traceback_runs_through_is_pinned():
+    """The gru seed with its activations drawn on the GRU and on the Dense after it, go_backwards,
+    unroll and a mask: torch's refusal names no layer, the suspect mutations changed two layers,
+    and the traceback runs through keras/src/layers/rnn/gru.py, not dense.py: the GRU is pinned and
+    findings row 25's entry knows it (the api-cpu campaign, rng 2876, announced new)."""
+    spec = {"name": "gru", "layers": [
+        {"name": "embedding", "api": "Embedding", "params": {"input_dim": 50, "output_dim": 3, "mask_zero": True},
+         "inputs": ["x"]},
+        {"name": "gru", "api": "GRU", "params": {"units": 16, "activation": "hard_silu", "recurrent_activation": "relu6",
+                                                 "go_backwards": True, "unroll": True}, "inputs": ["embedding"]},
+        {"name": "logits", "api": "Dense", "params": {"units": 3, "activation": "hard_tanh"}, "inputs": ["gru"]}]}
+    muts = [{"layer": "embedding", "param": "mask_zero", "old": False, "new": True},
+            {"layer": "gru", "param": "activation", "old": "tanh", "new": "hard_silu"},
+            {"layer": "gru", "param": "recurrent_activation", "old": "sigmoid", "new": "relu6"},
+            {"layer": "gru", "param": "go_backwards", "old": False, "new": True},
+            {"layer": "gru", "param": "unroll", "old": False, "new": True},
+            {"layer": "logits", "param": "activation", "old": "softmax", "new": "hard_tanh"}]
+    frames = ["keras/src/models/functional.py", "keras/src/layers/rnn/gru.py", "keras/src/layers/rnn/rnn.py",
+              "keras/src/backend/torch/rnn.py"]
+    tb = "Traceback (most recent call last):\n" + "".join(f'  File "/v/site-packages/{f}", line 1, in call\n'
+                                                           for f in frames)
+
+    def sig(traceback: str | None):
+        f = Finding(Kind.DIVERGENT_ACCEPTANCE, ["torch"], {
+            "accepted": ["tensorflow", "jax"],
+            "errors": {"torch": {"phase": "run", "message": "AttributeError: 'tuple' object has no attribute 'shape'",
+                                 "traceback": traceback}}})
+        (s,) = signatures_of(f, spec, {"mutations": muts})
+        return s
+
+    pinned = sig(tb)
+    assert pinned.layer == "GRU"
+    hit = match_known(pinned, load_known_issues())
+    assert (hit.id, hit.row) == ("keras-torch-rnn-backwards-unroll-mask", 25)
+    assert sig(None).layer != "GRU"                     # without the traceback: two layers, no pin
+
+
 def test_what_the_rng_2866_check_found_under_other_entries_is_known_by_its_own():
     """Two real bugs the hand check of the api-cpu campaign's rng 2866 found filed under other
     entries (findings rows 94 and 95): a bfloat16 adapter Dense whose oneDNN fused MatMul+BiasAdd

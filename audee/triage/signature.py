@@ -545,6 +545,16 @@ def primary_api(api: str | None) -> str | None:
     return "+".join(parts) or api
 
 
+def _ran_through(api: str, traceback: str | None) -> bool:
+    """Whether a Python traceback runs through the Keras module of layer ``api`` (``GRU``:
+    ``keras/src/layers/rnn/gru.py``, ``SimpleRNN``: ``simple_rnn.py``, ``Conv2DTranspose``:
+    ``conv2d_transpose.py``): that layer was running when the failure was raised.  A seed
+    GRU refused by torch whose drawn activations changed it and the Dense after it is the
+    GRU's failure: its call is in the traceback, the Dense's is not."""
+    snake = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", api).lower()
+    return bool(re.search(r'keras/src/layers/(?:[^/"]+/)*' + re.escape(snake) + r'\.py"', traceback or ""))
+
+
 def _audee_raised(traceback: str | None) -> bool:
     """Whether a failure's innermost frame is audee's own code (its conversion glue, its
     checks): the harness's fault unless a known issue says otherwise."""
@@ -737,11 +747,14 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         api, params = _layer_blame(layer, muts, layers, error, seed_spec)
         return (api or (case_api if set(layers) == {case_api} else None)), params
 
-    def layer_api(layer: str | None, api: str | None, error: str | None = None) -> str | None:
+    def layer_api(layer: str | None, api: str | None, error: str | None = None,
+                  traceback: str | None = None) -> str | None:
         """The layer the finding pins, by API: localization's, the layer named, the API a
         case was made around, the one layer the suspect mutations changed (an activation
         blamed names a function, not the layer that ran it: a seed's LSTM whose
-        recurrent_activation was drawn is still an LSTM), else the blamed API without riders."""
+        recurrent_activation was drawn is still an LSTM) or, of several, the one whose
+        Keras module the failure's traceback runs through (:func:`_ran_through`), else
+        the blamed API without riders."""
         if top is not None:
             return top[0]
         if layer is not None and layer in layers:
@@ -749,6 +762,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         if case_api:
             return case_api
         changed = {_layer_at(m["layer"], layers)[0] for m in _suspects(muts, error, None, seed_spec)} - {None}
+        if len(changed) > 1 and traceback:
+            changed = {a for a in changed if _ran_through(a, traceback)} or changed
         return changed.pop() if len(changed) == 1 else primary_api(api)
 
     def sig(kind: str, api: str | None, params: tuple, bs: tuple, layer: str | None, phase: str | None = None,
@@ -758,7 +773,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         ctx = tuple(dict.fromkeys([*invalid, *context, *(["localized"] if top is not None else []),
                                    *([GRAPH_FAULT + fault] if fault else []),
                                    *_layer_facts(layer, layers, masked, meta)]))
-        return Signature(kind, api, params, bs, phase, error, odd, layer_api(layer, api, raw), op_of(raw),
+        return Signature(kind, api, params, bs, phase, error, odd, layer_api(layer, api, raw, traceback), op_of(raw),
                          component_of(odd or bs, phase, raw, traceback) if raw is not None else None,
                          normalize_error(raw, layers, whole=True) if raw else None, ctx)
 
