@@ -34,7 +34,9 @@ known upstream.  ``--known-issues FILE`` (repeatable) adds a user's own list,
           odd: [onnxruntime]             # a subset of the backends the oracle named odd (none named: no match)
           against_reference: false       # the odd ones judged only against their reference (true) or not (false)
           facts: [nonfinite_input]       # facts the signature records (audee.triage.signature: its context)
-          without: [odd_fewer_nonfinite] # facts it must not record (a mechanism that only adds NaN)
+          without: [odd_fewer_nonfinite] # facts it must not record (a mechanism that only adds NaN); where
+                                         # ``backends`` names the reference an odd converter was judged
+                                         # against, the direction facts are the reference's (flipped)
           phase: convert                 # build, convert, weights, run (train, gradient, update); or a list
           error: 'No Op registered for Erfc'   # a regex searched in the whole normalized error
           policy: [float16, mixed_float16]     # the failing layer's dtype policy (float32 where none), or a list
@@ -84,7 +86,8 @@ from audee.oracle.compute_dtype import POLICY_COMPUTE
 from audee.oracle.pairs import component_changes
 from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
 from audee.settings import FieldError, settings_error, validate_settings
-from audee.triage.signature import REJECTED_BY, Signature, explicit_refusal, value_class
+from audee.triage.signature import (ODD_FEWER_NONFINITE, ODD_MORE_NONFINITE, REJECTED_BY, Signature,
+                                    explicit_refusal, value_class)
 from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot, RootKey
 from audee.core.yamlio import read_yaml_mapping
 
@@ -228,16 +231,18 @@ class KnownMatch(_Strict):
                     return False
         if self.unset and {p for p, _ in sig.params} & set(self.unset):
             return False
-        if self.backends and not (set(self.backends) <= set(sig.named_backends)
-                                  or set(self.backends) <= _judges(sig)):
-            return False
+        context = set(sig.context)
+        if self.backends and not set(self.backends) <= set(sig.named_backends):
+            if not set(self.backends) <= _judges(sig):
+                return False
+            context = _from_reference(context)  # the entry's backend is the reference the odd side left
         if self.odd and not set(self.odd) <= set(sig.odd):
             return False
         if self.against_reference is not None and bool(_judges(sig)) != self.against_reference:
             return False
-        if self.facts and not set(self.facts) <= set(sig.context):
+        if self.facts and not set(self.facts) <= context:
             return False
-        if self.without and set(self.without) & set(sig.context):
+        if self.without and set(self.without) & context:
             return False
         if self.phase is not None and sig.phase not in ([self.phase] if isinstance(self.phase, str) else self.phase):
             return False
@@ -252,6 +257,15 @@ class KnownMatch(_Strict):
         if self.changed is not None and not _crosses(sig, self.changed):
             return False
         return True
+
+
+def _from_reference(context: set[str]) -> set[str]:
+    """A signature's facts seen from the reference its odd converter was judged against: the
+    converter holding more non-finite values is the reference holding fewer (TensorFlow's
+    max pooling dropping the NaN onnxruntime keeps is TensorFlow with fewer, the mechanism of
+    ``tf-maxpool-drops-nan``), and the reverse."""
+    swap = {ODD_MORE_NONFINITE: ODD_FEWER_NONFINITE, ODD_FEWER_NONFINITE: ODD_MORE_NONFINITE}
+    return {swap.get(c, c) for c in context}
 
 
 def _judges(sig: Signature) -> set[str]:
