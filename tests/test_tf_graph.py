@@ -80,3 +80,31 @@ def test_a_deviation_on_the_misplaced_bias_is_found_before_by_the_graph(tmp_path
     (sig,) = signatures_of(devs[0], spec)
     assert "program:bias_add_misplaced" in sig.context
     assert match_known(sig, load_known_issues()).id == "keras-tf-add-bias-layout-guess"
+
+
+def test_a_pair_deviation_with_no_odd_side_carries_its_backends_program_facts():
+    """TensorFlow and onnxruntime (which converts TensorFlow's graph) against torch and JAX: no
+    side is named, so the pair's own backends' facts are the evidence, and a channels_first
+    Conv1DTranspose whose bias TensorFlow put on the length axis is findings row 20, not
+    tf2onnx's uncropped output, whose rule would otherwise claim it (the api-cpu campaign,
+    rng 2883's known-match check)."""
+    from dataclasses import replace
+
+    from audee.cases.case import Finding, Kind
+    from audee.triage.known import load_known_issues, match_known
+    from audee.triage.signature import signatures_of
+
+    spec = {"layers": [{"name": "t_ct", "api": "Conv1DTranspose",
+                        "params": {"filters": 2, "kernel_size": 1, "data_format": "channels_first"}, "inputs": ["x"]}]}
+    f = Finding(Kind.DEVIATION, ["tensorflow", "onnxruntime"], {
+        "pair": "tensorflow|onnxruntime", "tensor": "logits", "first_layer": "t_ct", "own_layers": ["t_ct"], "odd": [],
+        "program": {"tensorflow": {"t_ct": ["bias_add_misplaced"]}}})
+    (sig,) = signatures_of(f, spec, {"api": "Conv1DTranspose"})
+    assert "program:bias_add_misplaced" in sig.context
+    assert match_known(sig, load_known_issues()).id == "keras-tf-add-bias-layout-guess"
+    # the layer's drawn data_format, as an API case's signature carries it: without TensorFlow's fact the
+    # uncropped-output rule claims the pair, with it that rule stands aside
+    drawn = replace(sig, params=(("data_format", "'channels_first'"),))
+    assert match_known(drawn, load_known_issues()).id == "keras-tf-add-bias-layout-guess"
+    bare = replace(drawn, context=())
+    assert match_known(bare, load_known_issues()).id == "tf2onnx-convtranspose-output-padding"

@@ -834,7 +834,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         return [sig(finding.kind, api, params, bs, layer, _gradient_phase(detail.tensor),
                     context=_input_context(meta, False, detail.rows) + _index_overflow(spec, layer, meta,
                                                                                        detail.rows)
-                    + _program_context(detail.program, layer, odd, {}, bs))]
+                    + _program_context(detail.program, layer, odd or bs, {}, bs))]
     if finding.kind == Kind.EQUIVALENCE:
         # one backend against itself: the rule joins the parameters (padding and channels
         # failing on one layer are two bugs); a refused rewrite keeps its error and phase
