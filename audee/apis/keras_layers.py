@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,13 @@ def layer_aliases() -> dict[str, list[str]]:
     Keras layers it subclasses (``Layer`` itself left out): ``ReversibleEmbedding`` is an
     ``Embedding``, ``MaxPool2D`` is ``MaxPooling2D``.  Known issues match on them."""
     return _table().get("aliases") or {}
+
+
+def snake_name(api: str) -> str:
+    """A layer API's snake_case name (``Conv2DTranspose``: ``conv2d_transpose``,
+    ``ConvLSTM2D``: ``conv_lstm2d``): the name of the Keras module that defines it, and the
+    stem of a layer name a mutation gives."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z0-9])(?=[A-Z][a-z])", "_", api).lower()
 
 
 def output_activation(api: str, params: dict[str, Any]) -> str | None:

@@ -496,10 +496,7 @@ class Executor(Runner):
             return False
         out: dict[tuple[str, str], np.ndarray] = {}
         for y in labels:
-            try:
-                spec1 = activation_spec(case.spec, layer, act, pre[y])
-            except Exception:  # noqa: BLE001 - an activation that cannot stand alone: no split
-                return False
+            spec1 = activation_spec(case.spec, layer, act, pre[y])
             got = self._pool_run(spec1, {}, weights_key({}), {spec1.inputs[0].name: pre[y]}, labels=labels)
             for x, r in got.items():
                 if isinstance(r, dict) and r.get("logits") is not None:

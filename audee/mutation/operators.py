@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from audee.apis import ApiConfig
+from audee.apis.keras_layers import snake_name
 from audee.mutation.base import NETWORK_FIXED, Mutation, couple_params, draw_value
 from audee.cases.opcase import ACTIVATIONS
 from audee.cases.spec import LayerSpec, ModelSpec
@@ -309,10 +310,6 @@ def _unique(spec: ModelSpec, base: str) -> str:
     return name
 
 
-def _snake(api: str) -> str:
-    return re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z0-9])(?=[A-Z][a-z])", "_", api).lower()
-
-
 class _Edit:
     """Collects what an operator adds, removes and rewires, applying each change at once."""
 
@@ -339,7 +336,7 @@ class _Edit:
 
     def chain(self, steps: list[Step], src: str, base: str, at: int) -> tuple[str, int]:
         for api, params in steps:
-            src, at = self.add(api, params, [src], f"{base}_{_snake(api)}", at)
+            src, at = self.add(api, params, [src], f"{base}_{snake_name(api)}", at)
         return src, at
 
     def rewire(self, old: str, new: str, skip: set[str]) -> None:
@@ -436,7 +433,7 @@ def op_insert(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Genera
         work = spec.copy()
         edit = _Edit(work)
         at = 0 if anchor in spec.input_names else work.layer_names().index(anchor) + 1
-        base = f"ins_{_snake(cfg.api)}"
+        base = f"ins_{snake_name(cfg.api)}"
         if cfg.inputs == "many":
             same = [n for n in points if shapes[n] == s and order.index(n) < order.index(anchor)]
             other = ([anchor] + same)[int(rng.integers(len(same) + 1))]
@@ -490,7 +487,7 @@ def op_replace(spec: ModelSpec, apis: dict[str, ApiConfig], rng: np.random.Gener
         work = spec.copy()
         edit = _Edit(work)
         at = edit.remove(old.name)
-        base = f"{old.name}_as_{_snake(cfg.api)}"
+        base = f"{old.name}_as_{snake_name(cfg.api)}"
         ins = [shapes[i] for i in old.inputs]
         if many:
             params = draw_params(cfg, apis, rng, ins[0], keep=old.params)  # type: ignore[arg-type]

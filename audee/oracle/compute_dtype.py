@@ -37,6 +37,12 @@ def layer_compute_dtype(params: Mapping[str, Any] | None) -> str:
     return POLICY_COMPUTE.get(policy, FLOAT32) if policy is not None else FLOAT32
 
 
+def overflow_scale_min(dtype: Any) -> float:
+    """The smallest magnitude at overflow scale in ``dtype``: the square root of its maximum,
+    from where a square or a product of two such values overflows."""
+    return float(np.sqrt(dtype_max(dtype)))
+
+
 def dtype_max(dtype: Any) -> float:
     """The largest finite value of a float dtype (bfloat16 through ml_dtypes)."""
     try:

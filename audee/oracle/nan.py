@@ -66,7 +66,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from audee.cases.case import Finding, Kind, Outcome
-from audee.oracle.compute_dtype import FLOAT32, dtype_max, narrow_range
+from audee.oracle.compute_dtype import FLOAT32, dtype_max, narrow_range, overflow_scale_min
 from audee.records.findings import NanDetail, NanExample, NanPattern
 from audee.core.floats import holds_nonfinite, is_float
 
@@ -108,7 +108,7 @@ def overflow_scale(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str
             continue
         dtype = compute.get(name) if isinstance(compute, Mapping) else compute
         finite = np.abs(v[np.isfinite(v)].astype(np.float64))
-        if finite.size and finite.max() >= np.sqrt(dtype_max(dtype or v.dtype)):
+        if finite.size and finite.max() >= overflow_scale_min(dtype or v.dtype):
             return True
     return False
 
@@ -219,7 +219,7 @@ def state_at_overflow_scale(alone: Mapping[str, np.ndarray], states: Mapping[str
     differ = np.argwhere(nonfinite_codes(out_a) != nonfinite_codes(out_b))
     if not len(differ):
         return False
-    limit = np.sqrt(dtype_max(compute or out_a.dtype))
+    limit = overflow_scale_min(compute or out_a.dtype)
     rows = differ[:, 0]
     for seq in seqs:
         n, steps = seq.shape[:2]
@@ -281,7 +281,7 @@ def overflow_forced(alone: Mapping[str, np.ndarray], wide: Mapping[str, np.ndarr
     if narrow_range(compute or out_a.dtype):
         finite = np.abs(both[np.isfinite(both)])
         return bool((finite >= limit / 2).all())
-    return bool((~(np.abs(both) < np.sqrt(limit))).all())
+    return bool((~(np.abs(both) < overflow_scale_min(compute or out_a.dtype))).all())
 
 
 def unforced_narrow_overflow(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray],

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from audee.apis.config import load_api_configs
+from audee.apis.keras_layers import snake_name
 from audee.backends.info import all_op_names, all_unsupported, describe
 from audee.core.bounded import clean_text, utf8
 from audee.cases.case import (EMPTY_REDUCTION, INT_OVERFLOW_SPECIALS, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES,
@@ -551,8 +552,7 @@ def _ran_through(api: str, traceback: str | None) -> bool:
     ``conv2d_transpose.py``): that layer was running when the failure was raised.  A seed
     GRU refused by torch whose drawn activations changed it and the Dense after it is the
     GRU's failure: its call is in the traceback, the Dense's is not."""
-    snake = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", api).lower()
-    return bool(re.search(r'keras/src/layers/(?:[^/"]+/)*' + re.escape(snake) + r'\.py"', traceback or ""))
+    return bool(re.search(r'keras/src/layers/(?:[^/"]+/)*' + re.escape(snake_name(api)) + r'\.py"', traceback or ""))
 
 
 def _audee_raised(traceback: str | None) -> bool:
