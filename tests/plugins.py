@@ -209,6 +209,38 @@ class HugeStateNanJax(JaxBackend):
         return made
 
 
+class RoundedRecurrenceJax(JaxBackend):
+    """JAX, except that a SimpleRNN's cell multiplies its state by ``1 + 2^-22`` (two float32
+    ulps) before the recurrent product: another correct kernel's rounding, at every step.  Over
+    a long recurrence it adds up beyond tolerance; a conditioning probe that moves only the
+    layer's input (zeros here: they stay zeros) sees none of it, one that moves its weights
+    by rounding noise too sees as much."""
+
+    name = "rounded-recurrence-jax"
+    factor = 1.0 + 2.0 ** -22
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.api != "SimpleRNN":
+            return made
+        factor, cell = self.factor, made.cell
+
+        class Rounded(type(cell)):
+            def call(self, sequence, states, training=False):
+                prev = states[0] if isinstance(states, (list, tuple)) else states
+                return super().call(sequence, [prev * factor], training=training)
+
+        cell.__class__ = Rounded
+        return made
+
+
+class FaultyRecurrenceJax(RoundedRecurrenceJax):
+    """:class:`RoundedRecurrenceJax` with ``1 + 1e-4``: a fault, far beyond any rounding."""
+
+    name = "faulty-recurrence-jax"
+    factor = 1.0 + 1e-4
+
+
 class CompileRefusingBackend(JaxBackend):
     """Refuses to compile any forward call, numbering its attempts in the error: the tests
     of the work a worker does ahead of a run see which attempt a run's error came from."""

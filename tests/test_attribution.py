@@ -116,3 +116,50 @@ def test_a_layer_is_fed_alone_from_one_run_and_cut_out_with_its_own_weights():
     spec1, w1 = one_layer_model(spec, weights, "conv", {"image": inputs["image"]})
     assert spec1.output == "conv" and [i.name for i in spec1.inputs] == ["image"] and list(w1) == ["conv"]
     assert one_layer_model(spec, weights, "pool", {}) is None      # cannot stand alone: not judged alone
+
+
+def test_the_rounding_probe_moves_float_weights_and_leaves_integer_ones():
+    from audee.oracle.deviation import perturbed_weights
+
+    w = {"d": [np.ones((3, 4), np.float32), np.arange(3)], "e": [np.full(5, 2.0, np.float16)]}
+    moved = perturbed_weights(w, size=PERTURBATION)
+    assert moved["d"][0].dtype == np.float32 and (moved["d"][0] != 1.0).any()
+    assert np.abs(moved["d"][0] - 1.0).max() <= 2 * PERTURBATION
+    assert moved["d"][1].tolist() == [0, 1, 2] and moved["e"][0].dtype == np.float16
+    again = perturbed_weights(w, size=PERTURBATION)                        # deterministic
+    assert all((a == b).all() for k in w for a, b in zip(moved[k], again[k]))
+
+
+def _recurrence_case(steps: int = 16000):
+    """A linear SimpleRNN of one unit with kernel, recurrent kernel and bias 1 over zero inputs:
+    its state counts the steps, exactly in float32.  Zero inputs stay zero under a relative
+    nudge, so only the layer's weights can show how its own rounding adds up."""
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+
+    spec = ModelSpec.from_json({
+        "name": "count", "inputs": [{"name": "x", "shape": [steps, 1], "range": [0, 1]}],
+        "layers": [{"name": "r", "api": "SimpleRNN", "params": {"units": 1, "activation": "linear"}, "inputs": ["x"]}],
+        "output": "r", "logits": "r"})
+    one = np.array([[1.0]], np.float32)
+    return TestCase("count", spec, {"r": [one, one, np.array([1.0], np.float32)]},
+                    {"x": np.zeros((2, steps, 1), np.float32)})
+
+
+@pytest.mark.parametrize("plugin, kind", [("tests.plugins:RoundedRecurrenceJax", "deviation_accumulated"),
+                                          ("tests.plugins:FaultyRecurrenceJax", "deviation")])
+def test_a_recurrence_adding_up_rounding_is_ill_conditioned_and_a_fault_is_blamed(plugin, kind, tmp_path):
+    """Two ulps a step over 16000 steps (:class:`tests.plugins.RoundedRecurrenceJax`) end 0.19 %
+    apart, beyond float32's tolerance: the layer's own rounding, which the probe sees only by
+    moving its weights too (the api-cpu campaign, rng 2884: a GRU whose state grows 1.5x a step,
+    onnxruntime's and TensorFlow's tanh 3e-7 apart, outputs 10^3 apart).  1e-4 a step is blamed."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+
+    with Pool(parse_backends(f"jax,{plugin}"), tmp_path, timeout=180) as p:
+        assert p.start() == {}
+        got = Executor(p).run(_recurrence_case())
+    (f,) = [f for f in got.verdict.findings if str(f.kind).startswith("deviation")]
+    assert f.kind == kind and f.detail.own["r"].score > 1.0
+    assert (f.detail.ill_conditioned == ["r"]) == (kind == "deviation_accumulated")

@@ -24,7 +24,8 @@ from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, compare, deviation_findings,
-                                    deviation_score, jump_order, layer_scores, pair_compute, perturbed, rounding_for)
+                                    deviation_score, jump_order, layer_scores, pair_compute, perturbed, perturbed_weights,
+                                    rounding_for)
 from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dtype, narrow_range
 from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
                               overflow_boundary, overflow_scale, same_difference, settle_conditioning,
@@ -38,7 +39,7 @@ from audee.records.reference import ReferenceRun
 from audee.reference.run import Reference, candidates as reference_candidates
 from audee.settings import TIE_MARGIN
 from audee.apis.keras_layers import is_recurrent, output_activation
-from audee.cases.spec import ModelSpec, activation_spec, layer_feed, one_layer_model, one_layer_spec, weights_key
+from audee.cases.spec import ModelSpec, Weights, activation_spec, layer_feed, one_layer_model, one_layer_spec, weights_key
 from audee.cases.weights import Shapes, adapt_weights
 from audee.core.floats import is_float
 
@@ -354,13 +355,15 @@ class Executor(Runner):
     def _self_score(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray],
                     inputs: dict[str, np.ndarray], labels: list[str], replies: dict[str, Any],
                     compute: str = FULL) -> float:
-        """How far ``layer`` alone moves on each backend of the pair when its input moves by
-        rounding noise of the pair's compute mode (:func:`audee.oracle.deviation.perturbed`),
+        """How far ``layer`` alone moves on each backend of the pair when its input and its
+        weights move by rounding noise of the pair's compute mode
+        (:func:`audee.oracle.deviation.perturbed`, :func:`~audee.oracle.deviation.perturbed_weights`),
         the larger of the two: its conditioning (ill-conditioned on either backend is no
         evidence against one)."""
         given = layer_feed(case.spec, layer, layers_a, inputs) or {}  # fed before: the layer ran alone on it
         size = rounding_for(compute, {**given, **_outputs(replies)})  # the dtype it computes in counts too
-        moved = self._run_alone(case, layer, {}, perturbed(given, size=size), labels, given=True)
+        moved = self._run_alone(case, layer, {}, perturbed(given, size=size), labels, given=True,
+                                weights=perturbed_weights({k: w for k, w in case.weights.items() if k == layer}, size=size))
         worst = 0.0
         for label in labels:
             got = compare(replies[label]["logits"], moved[label]["logits"], self.tolerances, compute=compute) \
@@ -369,12 +372,13 @@ class Executor(Runner):
         return worst
 
     def _run_alone(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
-                   labels: list[str], given: bool = False) -> dict[str, Any]:
-        """``layer`` alone (its one-layer model, the case's weights for it) on ``labels`` at
-        once, fed one backend's outputs of its predecessors (model inputs as given); the
-        replies per backend ({} if it cannot stand alone)."""
+                   labels: list[str], given: bool = False, weights: Weights | None = None) -> dict[str, Any]:
+        """``layer`` alone (its one-layer model, the case's weights for it, or ``weights``'s) on
+        ``labels`` at once, fed one backend's outputs of its predecessors (model inputs as
+        given); the replies per backend ({} if it cannot stand alone)."""
         layer_inputs = layer_feed(case.spec, layer, {} if given else layers_a, inputs)
-        model = one_layer_model(case.spec, case.weights, layer, layer_inputs) if layer_inputs is not None else None
+        model = one_layer_model(case.spec, case.weights if weights is None else weights, layer, layer_inputs) \
+            if layer_inputs is not None else None
         if model is None:
             return {}
         spec1, weights = model

@@ -26,9 +26,9 @@ from audee.cases.case import Finding, Kind, TestCase
 from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, compare, jump_order, layer_scores, pair_compute, perturbed,
-                                    rounding_for)
+                                    perturbed_weights, rounding_for)
 from audee.records.findings import OwnScore
-from audee.cases.spec import one_layer_model, weights_key
+from audee.cases.spec import Weights, one_layer_model, weights_key
 
 DIAGNOSE_ROWS = 8        # rows whose layers are fetched for a finding
 OWN_LAYER_CHECKS = 6     # layers judged alone per finding
@@ -76,7 +76,8 @@ def diagnose_precision(ex: Any, case: TestCase, wide: Any, reference: str, f: Fi
             # rounding noise of the dtype the layer computes in (a float16 layer fed float32 rounds 2^-22 away)
             size = max(rounding_for(compute, {**feed, name: alone}),
                        DTYPE_ROUNDING.get(layer_compute_dtype(case.spec.layer(name).params), 0.0))
-            moved = _alone(ex, case, name, perturbed(feed, size=size), backend)
+            moved = _alone(ex, case, name, perturbed(feed, size=size), backend,
+                           weights=perturbed_weights({k: w for k, w in case.weights.items() if k == name}, size=size))
             got = compare(alone, moved, ex.tolerances, compute=compute) if moved is not None else None
             return float(got["score"]) if got is not None else float("inf")
 
@@ -102,9 +103,11 @@ def _as(value: np.ndarray, like: Any) -> np.ndarray:
     return np.asarray(value).astype(like.dtype) if np.asarray(value).dtype != like.dtype else np.asarray(value)
 
 
-def _alone(ex: Any, case: TestCase, name: str, feed: dict[str, np.ndarray], backend: str) -> np.ndarray | None:
-    """Layer ``name`` alone on ``backend``, fed ``feed``: its output (None if it cannot run alone)."""
-    model = one_layer_model(case.spec, case.weights, name, feed)
+def _alone(ex: Any, case: TestCase, name: str, feed: dict[str, np.ndarray], backend: str,
+           weights: Weights | None = None) -> np.ndarray | None:
+    """Layer ``name`` alone on ``backend``, fed ``feed``, with the case's weights (or ``weights``'s):
+    its output (None if it cannot run alone)."""
+    model = one_layer_model(case.spec, case.weights if weights is None else weights, name, feed)
     if model is None:
         return None
     spec1, w1 = model
