@@ -1251,3 +1251,23 @@ def test_tensorflows_float16_average_pooling_is_found_before_where_tensorflow_is
     assert match_known(replace(sig, odd=("jax",)), issues).id == "keras-jax-avg-pool-half-accum"
     hit = match_known(replace(sig, context=()), issues)
     assert hit is None or hit.id not in ("tf-cpu-avg-pool-half-accum", "keras-jax-avg-pool-half-accum")
+
+
+def test_torchs_exact_gelu_tail_is_known_upstream_where_torch_alone_differs():
+    """An LSTM with recurrent_activation gelu whose cell state grows: torch's 1 + erf cancels
+    in the gates' negative tail (the api-cpu campaign, rng 2886; pytorch/pytorch#187806).
+    Another backend odd, or no gelu, is not this."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+    sig = Signature("deviation", "LSTM+activations.gelu+activations.sigmoid",
+                    (("activation", "'sigmoid'"), ("recurrent_activation", "'gelu'"), ("unroll", "True")),
+                    ("tensorflow", "torch"), odd=("torch",), layer="LSTM")
+    hit = match_known(sig, issues)
+    assert (hit.id, hit.status) == ("torch-gelu-erf-tail-cancellation", "known upstream")
+    dense = replace(sig, api="Dense+activations.gelu", layer="Dense", params=(("activation", "'gelu'"),))
+    assert match_known(dense, issues).id == "torch-gelu-erf-tail-cancellation"
+    for other in (replace(sig, odd=("tensorflow",)),
+                  replace(sig, params=(("activation", "'sigmoid'"), ("recurrent_activation", "'tanh'")))):
+        hit = match_known(other, issues)
+        assert hit is None or hit.id != "torch-gelu-erf-tail-cancellation", other
