@@ -161,6 +161,33 @@ def test_conversions_of_one_program_agreeing_do_not_outvote_it():
     assert h.detail.odd == ["tensorflow"] and h.detail.odd_rule == "minority of 3"
 
 
+def test_a_reference_differing_alike_from_a_framework_its_conversion_agrees_with_is_odd():
+    """Bicubic resizing (the api-cpu campaign, rngs 2837 and 2874): torch's kernel differs from
+    every backend, TensorFlow's table-read weights from JAX and from onnxruntime, whose
+    converted graph's exact Resize agrees with JAX.  No strict majority: the pair of
+    onnxruntime and its reference names TensorFlow, not the conversion.  Where onnxruntime
+    differs from JAX too, or no independent framework ran, the conversion is judged against
+    its reference as before."""
+    ran = ("tensorflow", "torch", "jax", "onnxruntime")
+    outs = [_ok(b) for b in ran]
+    differing = [("torch", "tensorflow"), ("torch", "jax"), ("torch", "onnxruntime"), ("tensorflow", "jax"),
+                 ("tensorflow", "onnxruntime")]
+    pairs = [_pair(Kind.DEVIATION, a, b) for a, b in differing]
+    mark_odd(outs, pairs)
+    conv = pairs[-1]
+    assert conv.detail.odd == ["tensorflow"]
+    assert conv.detail.odd_rule == "its reference tensorflow differs alike from jax, which onnxruntime agrees with"
+    assert pairs[3].detail.odd == []                               # two independent frameworks: cannot tell
+    pairs = [_pair(Kind.DEVIATION, a, b) for a, b in [*differing, ("jax", "onnxruntime")]]
+    mark_odd(outs, pairs)
+    assert pairs[4].detail.odd == ["onnxruntime"]                  # it differs from JAX too
+    assert pairs[4].detail.odd_rule == "judged against its reference tensorflow"
+    two = [_ok("tensorflow"), _ok("onnxruntime")]
+    (only,) = [_pair(Kind.DEVIATION, "tensorflow", "onnxruntime")]
+    mark_odd(two, [only])
+    assert only.detail.odd == ["onnxruntime"]
+
+
 # ---- on real frameworks ------------------------------------------------------------------------
 def test_tensorflow_dropping_a_nan_in_max_pooling_is_the_odd_one(tmp_path):
     from audee.backends.pool import Pool

@@ -26,7 +26,9 @@ The rules (``docs/oracles.md``, "The odd backend"):
 * **a backend and its reference** (:mod:`audee.oracle.pairs`): where the rules above cannot
   tell (two backends, no strict majority) and every differing pair is a compiled or
   converted backend and the backend whose program it runs, the compiled or converted side
-  is odd (``"judged against its reference tensorflow"``); for a pairwise finding, its own pair.
+  is odd (``"judged against its reference tensorflow"``); for a pairwise finding, its own pair,
+  unless the compiled or converted side agrees with an independent framework that the
+  reference differs from too: then the reference is (:func:`~audee.oracle.pairs.odd_by_witness`).
   A strict majority made only of backends judged against the odd ones (two runtimes of one
   converter's graph of ``tensorflow``'s program, both dropping a NaN it keeps) is no
   majority against their reference: the pair rule decides there too.
@@ -61,7 +63,8 @@ from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
-                                odd_by_float64, odd_by_reference, outvotes_its_reference)
+                                odd_by_float64, odd_by_reference, odd_by_witness,
+                                outvotes_its_reference)
 
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float64Verdict | None = None) -> None:
@@ -89,7 +92,9 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
             pairwise = pairwise or by_float64 or _unless_outvoted(ran, odd_of_pairs(ran, failing))
             odd, rule = pairwise
             if not odd:  # the case cannot tell: this pair may still be a backend and its reference
-                odd, rule = odd_by_reference([_pair_of(f)]) or (odd, rule)
+                differing = {_pair_of(g) for g in findings if isinstance(getattr(g.detail, "pair", None), str)}
+                odd, rule = odd_by_witness(_pair_of(f), ran, differing, failing) \
+                    or odd_by_reference([_pair_of(f)]) or (odd, rule)
         elif by == "equivalence":  # the backends where its rule fails, against those where it holds
             odd, rule = equivalence_odd(f, findings, [o.backend for o in outcomes if o.ok])
         elif by == "reference":  # the float64 reference tells: the backend far worse than the best

@@ -73,6 +73,35 @@ def odd_by_reference(pairs: Iterable[Iterable[str]]) -> tuple[list[str], str] | 
     return sorted(sides), "judged against its reference " + ", ".join(sorted(refs))
 
 
+#: the rule's words where the reference differs alike from a framework its conversion agrees with
+WITNESS_RULE = "its reference {reference} differs alike from {witness}, which {side} agrees with"
+
+
+def odd_by_witness(pair: Iterable[str], ran: Iterable[str], differing: set[frozenset[str]],
+                   failing: set[frozenset[str]]) -> tuple[list[str], str] | None:
+    """The reference as the odd side of a differing ``pair`` of a compiled or converted backend
+    and its reference, where the judged side agrees with an independent framework (no
+    difference at all in ``differing``) that the reference differs from too (``failing``):
+    the converted program computes what the framework computes, so the difference is the
+    reference's (TensorFlow's bicubic resize reading its weights from a 1024-entry table,
+    which tf2onnx's exact Resize and JAX do not share).  None otherwise, and where the pair
+    is two independent backends: there the pair rule cannot tell, nor can this."""
+    members = sorted(str(b) for b in pair)
+    if len(members) != 2:
+        return None
+    ref = judged_against(*members)
+    if ref is None:
+        return None
+    side = members[0] if members[1] == ref else members[1]
+    for x in sorted(str(b) for b in ran):
+        if x in members or judged_against(x, ref) is not None or judged_against(x, side) is not None \
+                or version_pair(x, ref):
+            continue
+        if frozenset((side, x)) not in differing and frozenset((ref, x)) in failing:
+            return [ref], WITNESS_RULE.format(reference=ref, witness=x, side=side)
+    return None
+
+
 def outvotes_its_reference(ran: Iterable[str], odd: Iterable[str]) -> bool:
     """Whether a majority of ``ran`` that leaves ``odd`` out is made only of backends
     judged against one of ``odd``: compilations or conversions of one program (two runtimes
