@@ -923,6 +923,35 @@ def test_torch_bicubic_kernel_is_not_the_cause_of_an_antialiased_resize():
     assert match_known(up, issues).id == "torch-bicubic-kernel"    # no antialias parameter: the kernel
 
 
+def test_tensorflow_odd_bicubic_resize_is_its_coefficient_table():
+    """TensorFlow's CPU ResizeBicubic reads Keys' weights from a table of offsets rounded to 1/1024
+    (findings row 102), about 1e-3 of the range off the exact cubic JAX and onnxruntime compute: a
+    TensorFlow-odd bicubic deviation (the api-cpu campaign, rngs 2837 and 2874) is that limitation;
+    a torch-odd one stays torch's kernel (a = -0.75), and a bilinear one is neither."""
+    from dataclasses import replace
+    from audee.triage.rootcause import classify
+
+    issues = load_known_issues()
+    params = (("antialias", "False"), ("height", "+int"), ("interpolation", "'bicubic'"), ("width", "+int"))
+    tf_odd = Signature("deviation", "Resizing", params, ("jax", "onnxruntime", "tensorflow"), odd=("tensorflow",),
+                       layer="Resizing")
+    hit = match_known(tf_odd, issues)
+    assert hit is not None and hit.id == "tf-resize-bicubic-coefficient-table" and hit.row == 102
+    assert hit.klass == "limitation" and classify(tf_odd, hit)[0] == "limitation"
+    up = Signature("train_deviation", "UpSampling2D", (("interpolation", "'bicubic'"), ("size", "+int")),
+                   ("jax", "tensorflow"), odd=("tensorflow",), layer="UpSampling2D")
+    assert _known_id(up) == "tf-resize-bicubic-coefficient-table"      # no antialias parameter
+    torch_odd = replace(tf_odd, backends=("jax", "tensorflow", "torch"), odd=("torch",))
+    assert match_known(torch_odd, issues).id == "torch-bicubic-kernel"
+    both = replace(tf_odd, backends=("jax", "tensorflow", "torch"), odd=("tensorflow", "torch"))
+    assert match_known(both, issues).id == "torch-bicubic-kernel"    # torch's kernel is the larger difference
+    bilinear = replace(tf_odd, params=tuple(sorted(params[:2] + (("interpolation", "'bilinear'"), params[3]))))
+    assert _known_id(bilinear) != "tf-resize-bicubic-coefficient-table"
+    antialiased = replace(tf_odd, params=(("antialias", "True"),) + params[1:])
+    assert _known_id(antialiased) != "tf-resize-bicubic-coefficient-table"  # scale_and_translate, no table
+    assert _known_id(replace(tf_odd, odd=())) != "tf-resize-bicubic-coefficient-table"
+
+
 def test_timedistributed_skipping_the_input_check_is_known_by_jaxs_reduce_window_words_too():
     """A channels_first MaxPooling1D handed a 4-D slice: JAX's lax.reduce_window refuses the
     window's rank, not a broadcast (the api-cpu campaign, rng 2843)."""
