@@ -241,6 +241,48 @@ class FaultyRecurrenceJax(RoundedRecurrenceJax):
     factor = 1.0 + 1e-4
 
 
+class ForwardSumPoolJax(JaxBackend):
+    """JAX, except that an AveragePooling1D whose pool and strides are 4 sums each window first
+    to last, ``((x0 + x1) + x2) + x3``, then divides by 4: one order of a float32 sum."""
+
+    name = "forward-sum-pool-jax"
+    order = (0, 1, 2, 3)
+    divisor = 4.0
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.api != "AveragePooling1D":
+            return made
+        order, divisor = self.order, self.divisor
+
+        class Summed(type(made)):
+            def call(self, inputs):
+                import jax.numpy as jnp
+
+                w = jnp.reshape(inputs, (inputs.shape[0], inputs.shape[1] // 4, 4, inputs.shape[2]))
+                total = w[:, :, order[0]]
+                for i in order[1:]:
+                    total = total + w[:, :, i]
+                return total / divisor
+
+        made.__class__ = Summed
+        return made
+
+
+class InterleavedSumPoolJax(ForwardSumPoolJax):
+    """:class:`ForwardSumPoolJax` summing ``((x0 + x2) + x1) + x3``: another order."""
+
+    name = "interleaved-sum-pool-jax"
+    order = (0, 2, 1, 3)
+
+
+class UndividedPoolJax(InterleavedSumPoolJax):
+    """:class:`InterleavedSumPoolJax` dividing by 2: a fault at any scale."""
+
+    name = "undivided-pool-jax"
+    divisor = 2.0
+
+
 class CompileRefusingBackend(JaxBackend):
     """Refuses to compile any forward call, numbering its attempts in the error: the tests
     of the work a worker does ahead of a run see which attempt a run's error came from."""

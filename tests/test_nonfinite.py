@@ -474,3 +474,43 @@ def test_one_test_of_a_nonfinite_array_for_every_module_bfloat16_included():
     assert holds_nonfinite(np.array([1.0, INF], np.float32).astype(ml_dtypes.bfloat16))
     assert not holds_nonfinite(np.ones(3, np.float32).astype(ml_dtypes.bfloat16))
     assert holds_nonfinite(np.array([NAN])) and not holds_nonfinite(np.arange(3)) and not holds_nonfinite(None)
+
+
+FORWARD, INTERLEAVED, UNDIVIDED = ("tests.plugins:ForwardSumPoolJax", "tests.plugins:InterleavedSumPoolJax",
+                                   "tests.plugins:UndividedPoolJax")
+
+
+def test_an_intermediate_float32_overflow_of_one_summation_order_is_cleared_end_to_end(tmp_path_factory):
+    """Average pooling of three windows in two orders of a float32 sum, first to last
+    (:class:`tests.plugins.ForwardSumPoolJax`) and interleaved
+    (:class:`tests.plugins.InterleavedSumPoolJax`): -3e38, inf, -3e38, 1 is inf one way and
+    -inf + inf = NaN the other; 3e38, 3e38, -3e38, -3e38 is inf one way and 0 the other; 1, 2,
+    3, 4 is 2.5 both ways.  The Inf keeps the finite-input overflow rule away, and without it
+    the first window no longer differs.  Scaled by 2^-68 both give inf, 0 and 2.5 * 2^-68, and
+    TensorFlow's float64 pooling is homogeneous: an intermediate overflow (the api-cpu
+    campaign, rng 2873: an AveragePooling3D of near-maximal values of both signs beside an Inf,
+    -inf on three backends, NaN on onnxruntime).  A pooling dividing by 2 differs at any scale
+    and stands."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+
+    spec = ModelSpec.from_json({
+        "name": "pool", "inputs": [{"name": "x", "shape": [12, 1], "range": [0, 1]}],
+        "layers": [{"name": "p", "api": "AveragePooling1D", "params": {"pool_size": 4, "strides": 4},
+                    "inputs": ["x"]}], "output": "p", "logits": "p"})
+    row = [-3e38, INF, -3e38, 1.0, 3e38, 3e38, -3e38, -3e38, 1.0, 2.0, 3.0, 4.0]
+    x = np.array([row] * 2, np.float32)[..., None]
+    with Pool(parse_backends(f"tensorflow,{FORWARD},{INTERLEAVED},{UNDIVIDED}"), tmp_path_factory.mktemp("logs"),
+              timeout=180) as p:
+        assert p.start() == {}
+        got = Executor(p).run(TestCase("pool", spec, {}, {"x": x}))
+    assert got.outcomes[FORWARD].output[0, :2, 0].tolist() == [INF, INF]
+    assert np.isnan(got.outcomes[INTERLEAVED].output[0, 0, 0]) and got.outcomes[INTERLEAVED].output[0, 1, 0] == 0.0
+    (f,) = [f for f in got.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    order = f.detail.patterns[f"{FORWARD}|{INTERLEAVED}"]
+    assert (order.cleared, order.overflow_evidence, order.own_layer) == ("overflow", "scaled", None)
+    fault = f.detail.patterns[f"{FORWARD}|{UNDIVIDED}"]
+    assert fault.cleared is None and fault.own_layer == "p"

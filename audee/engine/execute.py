@@ -26,10 +26,10 @@ from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, compare, deviation_findings,
                                     deviation_score, jump_order, layer_scores, pair_compute, perturbed, perturbed_weights,
                                     rounding_for)
-from audee.oracle.compute_dtype import consumer_compute_dtypes, layer_compute_dtype, narrow_range
+from audee.oracle.compute_dtype import FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range
 from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
-                              overflow_boundary, overflow_scale, same_difference, settle_conditioning,
-                              state_at_overflow_scale, without_nonfinite)
+                              intermediate_overflow, overflow_boundary, overflow_scale, same_difference,
+                              scaled_into_range, settle_conditioning, state_at_overflow_scale, without_nonfinite)
 from audee.oracle.odd import mark_odd
 from audee.oracle.pairs import judged_against
 from audee.oracle.regression import regression_findings
@@ -450,6 +450,9 @@ class Executor(Runner):
                 elif not p.overflow_boundary and judged_against(a, b) is None \
                         and self._state_overflowed(result, name, fed, alone, dtype):
                     p.own_layer, p.overflow_evidence, p.cleared = None, "float64", "overflow"
+                elif not p.overflow_boundary and self._intermediate_overflow(result, name, fed, alone, dtype, wide,
+                                                                             compute):
+                    p.own_layer, p.overflow_evidence, p.cleared = None, "scaled", "overflow"
             else:
                 p.cleared = reason
         settle_conditioning(finding)
@@ -479,6 +482,30 @@ class Executor(Runner):
             return False
         states = self._run_wide(result.case, layer, fed, self._wide_labels(result), {"return_sequences": True})
         return state_at_overflow_scale(alone, states, bool(ls.params.get("return_sequences")), dtype)
+
+    def _intermediate_overflow(self, result: Result, layer: str, fed: dict[str, np.ndarray],
+                               alone: dict[str, np.ndarray], dtype: str | None,
+                               wide: dict[str, np.ndarray] | None, compute: str) -> bool:
+        """A standing difference at a float32 layer fed finite values at overflow scale (an
+        Inf beside them stays as it is), where the layer scaled into range computes the same
+        on both backends (:func:`audee.oracle.nan.intermediate_overflow`): the layer in
+        float64 on the scaled input (and on the input as given, where no rule ran it yet),
+        and in its own dtype on both backends.  Two or three runs, only for a difference that
+        stood every other rule, and only on such an input."""
+        if (dtype or FLOAT32) != FLOAT32 or not overflow_scale(fed, FLOAT32):
+            return False
+        scaled, k = scaled_into_range(fed)
+        if k <= 0:
+            return False
+        wide = wide or self._run_wide(result.case, layer, fed, self._wide_labels(result))
+        labels = list(alone)[:2]
+        replies = self._run_alone(result.case, layer, {}, scaled, labels, given=True)
+        small = {x: np.asarray(r["logits"]) for x, r in replies.items() if isinstance(r, dict)}
+        if set(small) != set(labels):
+            return False
+        wide_scaled = self._run_wide(result.case, layer, scaled, self._wide_labels(result))
+        return intermediate_overflow(wide, wide_scaled, k, {x: small[x] for x in labels},
+                                     lambda u, v: bool((deviation_score(u, v, self.tolerances, compute) <= 1.0).all()))
 
     def _amplified(self, case: TestCase, layer: str, fed: dict[str, np.ndarray], alone: dict[str, np.ndarray],
                    compute: str) -> bool:

@@ -199,6 +199,58 @@ def amplified_rounding(alone: Mapping[str, np.ndarray], pre: Mapping[str, np.nda
     return compare_codes(act[(a, a)], act[(b, a)]) is None and compare_codes(act[(b, b)], act[(a, b)]) is None
 
 
+#: the binary exponent :func:`scaled_into_range` brings a layer's largest input to: below
+#: float32's overflow scale (2^64), far above its smallest normal numbers
+SCALED_EXPONENT = 60
+
+
+def scaled_into_range(fed: Mapping[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
+    """``fed`` with its float arrays times ``2^-k`` (exact in binary, but for values far below
+    the row's largest, which only underflow), ``k`` bringing the largest finite magnitude to
+    about ``2^SCALED_EXPONENT``; and ``k`` (0: nothing to scale)."""
+    peak = max((float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0)) for v in fed.values() if is_float(v)),
+               default=0.0)
+    if peak <= 0.0:
+        return dict(fed), 0
+    k = max(0, int(np.ceil(np.log2(peak))) - SCALED_EXPONENT)
+    return {r: ((np.asarray(v, np.float64) * 2.0 ** -k).astype(v.dtype) if is_float(v) else v)
+            for r, v in fed.items()}, k
+
+
+def intermediate_overflow(wide: Mapping[str, np.ndarray] | None, wide_scaled: Mapping[str, np.ndarray] | None,
+                          k: int, scaled_alone: Mapping[str, np.ndarray],
+                          within: Callable[[np.ndarray, np.ndarray], bool]) -> bool:
+    """Whether a standing pattern difference of a float32 layer fed finite values at overflow
+    scale is an intermediate sum overflowing in one order of operations and not in another:
+    the layer is positively homogeneous on this input (recomputed in float64, ``wide``, it
+    computes ``2^k`` times what it computes on the input scaled by ``2^-k``, ``wide_scaled``:
+    the same non-finite values, the finite ones within tolerance; a sum, an average, a linear
+    map without bias are homogeneous, a bias, an exp, a square are not), and scaled into
+    range the two backends (``scaled_alone``) give the same non-finite values (an Inf of the
+    input stays one) and agree ``within`` tolerance on the rest.  They compute one thing; at
+    full scale only where a partial sum crossed the maximum differs (an average pooling of
+    near-maximal values of both signs: -inf summed one way, inf - inf = NaN another, a finite
+    mean a third).  float32 only: nothing wider accumulates it, while a float16 sum is
+    expected to run in float32 (keeping it in float16 is a bug of its own)."""
+    if k <= 0 or not wide or not wide_scaled:
+        return False
+    both = [(np.asarray(wide[x], np.float64), np.asarray(wide_scaled[x], np.float64) * 2.0 ** k)
+            for x in wide if x in wide_scaled and np.shape(wide[x]) == np.shape(wide_scaled[x])]
+    # the backends' scaled outputs judged at full scale: an absolute tolerance at 2^-k would pass anything
+    outs = [np.asarray(v, np.float64) * 2.0 ** k for v in scaled_alone.values()][:2]
+    if not both or len(outs) < 2 or outs[0].shape != outs[1].shape:
+        return False
+    return all(_alike(u, v, within) for u, v in [*both, (outs[0], outs[1])])
+
+
+def _alike(u: np.ndarray, v: np.ndarray, within: Callable[[np.ndarray, np.ndarray], bool]) -> bool:
+    """The same non-finite values, and the finite ones (zero where either is not) ``within``."""
+    if compare_codes(u, v) is not None:
+        return False
+    finite = np.isfinite(u) & np.isfinite(v)
+    return within(np.where(finite, u, 0).astype(u.dtype), np.where(finite, v, 0).astype(v.dtype))
+
+
 def state_at_overflow_scale(alone: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray] | None,
                             sequences: bool, compute: str | None = None) -> bool:
     """Whether a recurrent layer's state was at overflow scale before every element where

@@ -152,7 +152,7 @@ class NanPattern(Record):
     cleared: str | None = None            # audee.oracle.nan.CLEARED: why it is no evidence
     own_layer: str | None = None          # the layer where it stands
     overflow_boundary: bool = False
-    overflow_evidence: str | None = None  # float64 | scale
+    overflow_evidence: str | None = None  # float64 | scale | scaled (the layer scaled into range)
 
 
 class NanDetail(Detail):
