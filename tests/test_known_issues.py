@@ -1300,3 +1300,28 @@ def test_torchs_exact_gelu_tail_is_known_upstream_where_torch_alone_differs():
                   replace(sig, params=(("activation", "'sigmoid'"), ("recurrent_activation", "'tanh'")))):
         hit = match_known(other, issues)
         assert hit is None or hit.id != "torch-gelu-erf-tail-cancellation", other
+
+
+def test_torchs_onednn_gelu_inf_is_known_upstream_where_torch_alone_has_more_nonfinite():
+    """Activation('gelu') on a row with +Inf or a value above FLT_MAX / 2: torch's oneDNN exact
+    GELU gives NaN / Inf where TensorFlow and JAX give Inf / x (pytorch/pytorch#185770).  Another
+    backend odd, torch with fewer non-finite values, float16 (no oneDNN path) or another
+    activation is not this."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+    sig = Signature("nan", "Activation+activations.gelu", (("activation", "'gelu'"),),
+                    ("jax", "tensorflow", "torch"), odd=("torch",), layer="Activation",
+                    context=("odd_more_nonfinite",))
+    hit = match_known(sig, issues)
+    assert (hit.id, hit.status) == ("torch-onednn-gelu-inf-nan", "known upstream")
+    bf16 = replace(sig, context=("odd_more_nonfinite", "policy:bfloat16"))
+    assert match_known(bf16, issues).id == "torch-onednn-gelu-inf-nan"
+    lstm = replace(sig, api="LSTM+activations.gelu+activations.tanh", layer="LSTM",
+                   params=(("activation", "'tanh'"), ("recurrent_activation", "'gelu'")))
+    assert match_known(lstm, issues).id == "torch-onednn-gelu-inf-nan"
+    for other in (replace(sig, odd=("tensorflow",)), replace(sig, context=("odd_fewer_nonfinite",)),
+                  replace(sig, context=("odd_more_nonfinite", "policy:float16")),
+                  replace(sig, api="Activation+activations.silu", params=(("activation", "'silu'"),))):
+        hit = match_known(other, issues)
+        assert hit is None or hit.id != "torch-onednn-gelu-inf-nan", other
