@@ -514,3 +514,21 @@ def test_an_intermediate_float32_overflow_of_one_summation_order_is_cleared_end_
     assert (order.cleared, order.overflow_evidence, order.own_layer) == ("overflow", "scaled", None)
     fault = f.detail.patterns[f"{FORWARD}|{UNDIVIDED}"]
     assert fault.cleared is None and fault.own_layer == "p"
+
+
+def test_an_input_its_readers_cast_makes_inf_is_a_nonfinite_input():
+    """1.3e5 read by a float16 layer is Inf before any arithmetic (the api-cpu campaign, rng
+    2887: a float16 Resizing of a batch-offset row, JAX's einsum resize spreading 0 * Inf over
+    every row): the finding's input is non-finite, as with a literal Inf.  Read in float32,
+    or at 65519 (which float16 rounds to its maximum), it is not."""
+    from audee.oracle.nan import beyond_range
+
+    x = {"x": np.full((2, 3), 1.3e5, np.float32)}
+    assert beyond_range(x, {"x": "float16"}) and not beyond_range(x, {"x": "float32"}) and not beyond_range(x)
+    assert not beyond_range({"x": np.full((1, 2), 65519.0, np.float32)}, "float16")
+    assert beyond_range({"x": np.full((1, 2), 65520.0, np.float32)}, "float16")
+    outs = [_out("tensorflow", [[1.0, INF]], ["r"]), _out("jax", [[NAN, NAN]], ["r"])]
+    (f,) = nan_findings(outs, x, {"x": "float16"})
+    assert f.detail.input_nonfinite
+    (g,) = nan_findings(outs, x, {"x": "float32"})
+    assert not g.detail.input_nonfinite

@@ -53,6 +53,19 @@ def dtype_max(dtype: Any) -> float:
         return float(ml_dtypes.finfo(getattr(ml_dtypes, str(dtype), dtype)).max)
 
 
+def cast_overflow_min(dtype: Any) -> float:
+    """The smallest magnitude a cast to ``dtype`` rounds to Inf: its maximum plus half its
+    spacing there (65520 in float16: 65519 rounds down to 65504)."""
+    try:
+        eps = float(np.finfo(dtype).eps)
+    except (TypeError, ValueError):  # bfloat16 and other ml_dtypes types, or their names
+        import ml_dtypes
+
+        eps = float(ml_dtypes.finfo(getattr(ml_dtypes, str(dtype), dtype)).eps)
+    top = dtype_max(dtype)
+    return top + 2.0 ** np.floor(np.log2(top)) * eps / 2
+
+
 def narrow_range(dtype: Any) -> bool:
     """Whether ``dtype`` overflows before float32 does (float16: yes; bfloat16 shares float32's
     exponent range: no).  Only in such a dtype can a backend avoid an overflow by computing an

@@ -66,7 +66,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from audee.cases.case import Finding, Kind, Outcome
-from audee.oracle.compute_dtype import FLOAT32, dtype_max, narrow_range, overflow_scale_min
+from audee.oracle.compute_dtype import FLOAT32, cast_overflow_min, dtype_max, narrow_range, overflow_scale_min
 from audee.records.findings import NanDetail, NanExample, NanPattern
 from audee.core.floats import holds_nonfinite, is_float
 
@@ -109,6 +109,24 @@ def overflow_scale(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str
         dtype = compute.get(name) if isinstance(compute, Mapping) else compute
         finite = np.abs(v[np.isfinite(v)].astype(np.float64))
         if finite.size and finite.max() >= overflow_scale_min(dtype or v.dtype):
+            return True
+    return False
+
+
+def beyond_range(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str, str] | str | None = None) -> bool:
+    """Whether a float array of ``arrays`` holds a finite value beyond the maximum of the
+    dtype it is computed in (``compute`` as :func:`overflow_scale` reads it): 1.3e5 read by
+    a float16 layer, whose cast makes it Inf before any arithmetic.  Such a value is an Inf
+    to the layer, and what the backends make of an Inf is the NaN-input rule's business
+    (a float16 Resizing cast 1.3e5 to Inf, and JAX's einsum resize spread 0 * Inf to every
+    row where TensorFlow and torch kept it to the image's: the api-cpu campaign, rng 2887)."""
+    for name, v in (arrays or {}).items():
+        v = np.asarray(v)
+        if not is_float(v) or v.size == 0:
+            continue
+        dtype = compute.get(name) if isinstance(compute, Mapping) else compute
+        finite = np.abs(v[np.isfinite(v)].astype(np.float64))
+        if finite.size and finite.max() >= cast_overflow_min(dtype or v.dtype):
             return True
     return False
 
@@ -417,7 +435,7 @@ def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | Non
         p = pair_pattern(a, b)
         if p is not None:
             patterns[f"{a.backend}|{b.backend}"] = p
-    in_bad = has_nonfinite(inputs)
+    in_bad = has_nonfinite(inputs) or beyond_range(inputs, compute)   # a value its reader's cast makes Inf
     in_big = overflow_scale(inputs, compute)
     bad_names = {o.backend for o in bad}
     detail = NanDetail(
