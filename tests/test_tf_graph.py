@@ -108,3 +108,39 @@ def test_a_pair_deviation_with_no_odd_side_carries_its_backends_program_facts():
     assert match_known(drawn, load_known_issues()).id == "keras-tf-add-bias-layout-guess"
     bare = replace(drawn, context=())
     assert match_known(bare, load_known_issues()).id == "tf2onnx-convtranspose-output-padding"
+
+
+def test_the_converted_graph_carries_the_misplaced_bias_of_the_graph_it_was_given(tmp_path):
+    """A channels_first DepthwiseConv2D whose width equals its channels: Keras' guess puts
+    TensorFlow's bias on the width axis, and onnxruntime, running tf2onnx's conversion of that
+    graph, computes the same, two against torch and JAX with no side named (the api-cpu
+    campaign, rng 2889).  Its program facts hold the given graph's, so its pairs with
+    torch and JAX are findings row 20 too, not a new root of their own."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.cases.case import Kind, TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+    from audee.triage.known import load_known_issues, match_known
+    from audee.triage.signature import signatures_of
+
+    spec = ModelSpec.from_json({
+        "name": "conv", "inputs": [{"name": "x", "shape": [3, 2, 3], "range": [-1, 1]}],
+        "layers": [{"name": "t_conv", "api": "DepthwiseConv2D",
+                    "params": {"kernel_size": 1, "data_format": "channels_first"}, "inputs": ["x"]}],
+        "output": "t_conv", "logits": "t_conv"})
+    x = {"x": np.random.default_rng(0).uniform(-1, 1, (4, 3, 2, 3)).astype(np.float32)}
+    case = TestCase("conv-last-equals-channels", spec, {}, x)
+    with Pool(parse_backends("tensorflow,torch,jax,onnxruntime"), tmp_path, timeout=300) as pool:
+        assert pool.start() == {}
+        ex = Executor(pool)
+        ex.complete_weights(case, weight_seed=0)
+        case.weights["t_conv"][1][...] = [1.0, -1.0, 2.0]         # a bias that differs per channel
+        result = ex.run(case)
+    devs = {f.detail.pair: f for f in result.verdict.findings if f.kind == Kind.DEVIATION}
+    assert set(devs) == {"tensorflow|torch", "tensorflow|jax", "torch|onnxruntime", "jax|onnxruntime"}, set(devs)
+    conv = devs["torch|onnxruntime"]
+    assert conv.detail.program["onnxruntime"] == {"t_conv": ["bias_add_misplaced"]}
+    for f in (conv, devs["jax|onnxruntime"]):
+        (sig,) = signatures_of(f, spec)
+        assert match_known(sig, load_known_issues()).id == "keras-tf-add-bias-layout-guess", sig

@@ -23,6 +23,7 @@ another precision than the Keras model; such a graph is refused at convert
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 import traceback
@@ -36,9 +37,11 @@ from audee.backends.keras_backends import (KerasOpCalls, TensorflowBackend, appl
                                             round_trip_built, tf_traced_call)
 from audee.backends.keras_build import BuiltModel
 from audee.backends.ort_process import session_options
-from audee.backends.tf_graph import layer_of
+from audee.backends.tf_graph import graph_facts as tf_graph_facts, layer_of
 from audee.cases.spec import ModelSpec, Weights, contiguous
 
+
+log = logging.getLogger(__name__)
 
 class OnnxModel:
     """A built Keras model and, once converted (:meth:`OnnxRuntimeBackend.converted`), its
@@ -217,6 +220,15 @@ def _graph_facts(graph: Any, layers: list[str], owner: str | None, out: dict[str
                 _graph_facts(body, layers, layer, out)
 
 
+def _merged(*facts: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Per layer, the facts of every mapping, each once, in order."""
+    out: dict[str, list[str]] = {}
+    for f in facts:
+        for layer, got in f.items():
+            out.setdefault(layer, []).extend(x for x in got if x not in out[layer])
+    return out
+
+
 #: the ONNX ops whose presence in a layer's graph is a fact of its own (:func:`graph_facts`)
 _OP_FACTS = {"ReduceMax": MAX_AS_REDUCE_MAX, "MaxPool": MAX_AS_MAX_POOL, "GlobalMaxPool": MAX_AS_MAX_POOL}
 
@@ -369,7 +381,7 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
             if sorted(graph_outputs) != sorted(order):
                 raise RuntimeError(f"{self.converter} produced outputs {graph_outputs}, expected {order}")
             om.proto, om.dtypes = proto, graph_input_dtypes(proto)
-            om.facts = graph_facts(proto, order)
+            om.facts = _merged(graph_facts(proto, order), self.given_facts(om, order))
             # Seed-generator states and other non-layer variables keep their built values.
             om.feed = {name: om.cast(name, value)
                        for name, value in zip(om.weight_inputs, om.start_values(self.variable_value))}
@@ -420,6 +432,19 @@ class OnnxRuntimeBackend(KerasOpCalls, Backend):
         proto = convert_function(fn, sig, self.opset)
         bake_captured_constants(proto, fn.get_concrete_function(*fn.input_signature))
         return proto
+
+    def given_facts(self, om: OnnxModel, order: list[str]) -> dict[str, list[str]]:
+        """What the program the converter was given shows of each layer: TensorFlow's traced
+        graph (:func:`audee.backends.tf_graph.graph_facts`).  The converted program computes
+        what it was given, so a bias Keras' ``ops.add`` put on the wrong axis there is on
+        the wrong axis here too, and this runtime agrees with TensorFlow against torch and
+        JAX for TensorFlow's reason (the api-cpu campaign, rng 2889)."""
+        fn = om.conversion[0]
+        try:
+            return tf_graph_facts(fn.get_concrete_function(*fn.input_signature).graph, order)
+        except Exception:  # noqa: BLE001 - no fact of the given program: the converted graph's own stand
+            log.debug("reading the traced graph's facts", exc_info=True)
+            return {}
 
     def prepare(self, model: OnnxModel) -> None:
         """The export (a failure is kept: the run raises it again as ``convert``'s)."""

@@ -112,6 +112,10 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         graph of its own to read them from."""
         return {name: str(t.dtype) for name, t in zip(om.built.order, om.built.model.outputs)}
 
+    def given_facts(self, om: OnnxModel, order: list[str]) -> dict[str, list[str]]:
+        """None: the program it was given is torch's eager one, no TensorFlow graph."""
+        return {}
+
     def __init__(self, device: str = "cpu", precision: str = "full"):
         super().__init__(device, precision)
         self.keras_side = TorchBackend("cpu")  # the export traces on the CPU
