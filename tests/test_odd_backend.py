@@ -182,6 +182,12 @@ def test_a_reference_differing_alike_from_a_framework_its_conversion_agrees_with
     mark_odd(outs, pairs)
     assert pairs[4].detail.odd == ["onnxruntime"]                  # it differs from JAX too
     assert pairs[4].detail.odd_rule == "judged against its reference tensorflow"
+    # torch agreeing with TensorFlow against onnxruntime, JAX with onnxruntime against TensorFlow:
+    # a witness each way, the pair rule decides
+    split = [("tensorflow", "jax"), ("tensorflow", "onnxruntime"), ("torch", "jax"), ("torch", "onnxruntime")]
+    pairs = [_pair(Kind.DEVIATION, a, b) for a, b in split]
+    mark_odd(outs, pairs)
+    assert pairs[1].detail.odd == ["onnxruntime"]
     two = [_ok("tensorflow"), _ok("onnxruntime")]
     (only,) = [_pair(Kind.DEVIATION, "tensorflow", "onnxruntime")]
     mark_odd(two, [only])

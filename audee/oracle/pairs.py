@@ -84,8 +84,10 @@ def odd_by_witness(pair: Iterable[str], ran: Iterable[str], differing: set[froze
     difference at all in ``differing``) that the reference differs from too (``failing``):
     the converted program computes what the framework computes, so the difference is the
     reference's (TensorFlow's bicubic resize reading its weights from a 1024-entry table,
-    which tf2onnx's exact Resize and JAX do not share).  None otherwise, and where the pair
-    is two independent backends: there the pair rule cannot tell, nor can this."""
+    which tf2onnx's exact Resize and JAX do not share).  None where another independent
+    framework agrees with the reference against the judged side (each side has a witness:
+    the pair rule decides), where none agrees with the judged side, and where the pair is
+    two independent backends: there the pair rule cannot tell, nor can this."""
     members = sorted(str(b) for b in pair)
     if len(members) != 2:
         return None
@@ -93,13 +95,14 @@ def odd_by_witness(pair: Iterable[str], ran: Iterable[str], differing: set[froze
     if ref is None:
         return None
     side = members[0] if members[1] == ref else members[1]
-    for x in sorted(str(b) for b in ran):
-        if x in members or judged_against(x, ref) is not None or judged_against(x, side) is not None \
-                or version_pair(x, ref):
-            continue
-        if frozenset((side, x)) not in differing and frozenset((ref, x)) in failing:
-            return [ref], WITNESS_RULE.format(reference=ref, witness=x, side=side)
-    return None
+    independent = [x for x in sorted(str(b) for b in ran) if x not in members and judged_against(x, ref) is None
+                   and judged_against(x, side) is None and not version_pair(x, ref)]
+    witnesses = [x for x in independent if frozenset((side, x)) not in differing and frozenset((ref, x)) in failing]
+    # a framework agreeing with the reference against the conversion is a witness the other way
+    against = [x for x in independent if frozenset((ref, x)) not in differing and frozenset((side, x)) in failing]
+    if not witnesses or against:
+        return None
+    return [ref], WITNESS_RULE.format(reference=ref, witness=witnesses[0], side=side)
 
 
 def outvotes_its_reference(ran: Iterable[str], odd: Iterable[str]) -> bool:
