@@ -1325,3 +1325,22 @@ def test_torchs_onednn_gelu_inf_is_known_upstream_where_torch_alone_has_more_non
                   replace(sig, api="Activation+activations.silu", params=(("activation", "'silu'"),))):
         hit = match_known(other, issues)
         assert hit is None or hit.id != "torch-onednn-gelu-inf-nan", other
+
+
+def test_a_float16_division_by_an_overflowing_reciprocal_is_found_before_by_its_direction():
+    """Normalization under float16 with a tiny variance: XLA (JAX) and grappler's folding (the graph
+    onnxruntime runs) divide by multiplying with 1 / sqrt(var), which overflows (the api-cpu
+    campaign, rng 2893's hand check: two against two, filed under onnxruntime's float16 entry,
+    whose mechanism is onnxruntime having fewer non-finite values, not more)."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+    both = Signature("nan", "Normalization", (("dtype", "'float16'"),), ("jax", "onnxruntime", "tensorflow", "torch"),
+                     layer="Normalization", context=("policy:float16",))
+    assert match_known(both, issues).id == "xla-cpu-div-broadcast-reciprocal-fp16"
+    jax = replace(both, odd=("jax",), context=("policy:float16", "odd_more_nonfinite"))
+    assert match_known(jax, issues).id == "xla-cpu-div-broadcast-reciprocal-fp16"
+    ort = replace(both, odd=("onnxruntime",), context=("policy:float16", "odd_more_nonfinite"))
+    assert (match_known(ort, issues).id, match_known(ort, issues).row) == ("tf-grappler-div-const-reciprocal-fp16", 104)
+    kept = replace(ort, context=("policy:float16", "odd_fewer_nonfinite"))  # a float16 overflow kept finite
+    assert match_known(kept, issues).id == "ort-fp16-cast-roundtrip-elided"

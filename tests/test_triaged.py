@@ -123,10 +123,8 @@ def test_every_findings_row_and_script_has_an_entry_with_a_status():
     # tell from the NaN its row matches, do not; grappler's reordered gelu product is told by
     # TensorFlow holding more NaN than the rest on a gelu layer)
     unmatched = {i.id for i in doc.issues if not i.rules}
-    # (rows 103-104, the float16 reciprocal rewrites of XLA and grappler, wait for their match rules)
     assert unmatched == {"audee-meshgrid-list-argument", "tf-remapper-conv-nchw-bias-nhwc",
-                         "tflite-float-clamp-inf-to-flt-max",
-                         "xla-cpu-div-broadcast-reciprocal-fp16", "tf-grappler-div-const-reciprocal-fp16"}
+                         "tflite-float-clamp-inf-to-flt-max"}
 
 
 # ---- real campaigns' roots: triaged findings rows are found before ---------------------------------
