@@ -102,15 +102,7 @@ def overflow_scale(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str
     :func:`audee.oracle.compute_dtype.consumer_compute_dtypes`); an array without one is
     judged in its own dtype.  A float32 input array feeding a ``mixed_float16`` layer is
     judged in float16."""
-    for name, v in (arrays or {}).items():
-        v = np.asarray(v)
-        if not is_float(v) or v.size == 0:
-            continue
-        dtype = compute.get(name) if isinstance(compute, Mapping) else compute
-        finite = np.abs(v[np.isfinite(v)].astype(np.float64))
-        if finite.size and finite.max() >= overflow_scale_min(dtype or v.dtype):
-            return True
-    return False
+    return _reaches(arrays, compute, overflow_scale_min)
 
 
 def beyond_range(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str, str] | str | None = None) -> bool:
@@ -120,13 +112,20 @@ def beyond_range(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str, 
     to the layer, and what the backends make of an Inf is the NaN-input rule's business
     (a float16 Resizing cast 1.3e5 to Inf, and JAX's einsum resize spread 0 * Inf to every
     row where TensorFlow and torch kept it to the image's: the api-cpu campaign, rng 2887)."""
+    return _reaches(arrays, compute, cast_overflow_min)
+
+
+def _reaches(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str, str] | str | None,
+             threshold: Callable[[Any], float]) -> bool:
+    """Whether a finite value of a float array of ``arrays`` is at least ``threshold`` of the
+    dtype it is computed in (``compute`` as :func:`overflow_scale` reads it)."""
     for name, v in (arrays or {}).items():
         v = np.asarray(v)
         if not is_float(v) or v.size == 0:
             continue
         dtype = compute.get(name) if isinstance(compute, Mapping) else compute
         finite = np.abs(v[np.isfinite(v)].astype(np.float64))
-        if finite.size and finite.max() >= cast_overflow_min(dtype or v.dtype):
+        if finite.size and finite.max() >= threshold(dtype or v.dtype):
             return True
     return False
 
