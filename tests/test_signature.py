@@ -312,6 +312,40 @@ def test_a_nan_signature_records_which_way_the_odd_backend_differs():
     assert "odd_more_nonfinite" in alone
 
 
+def test_with_no_odd_backend_a_conversion_is_told_against_its_reference():
+    """JAX and onnxruntime with the same Infs against TensorFlow and torch, no side named (the
+    api-cpu campaign, rng 2893: XLA's and grappler's float16 reciprocal): onnxruntime holds more
+    than the TensorFlow program it converted, which onnxruntime's float16 entry (a float16
+    overflow kept finite, fewer) must not claim; fewer, it may."""
+    from dataclasses import replace
+
+    from audee.triage.known import load_known_issues, match_known
+
+    spec = {"layers": [{"name": "n", "api": "Normalization", "params": {"dtype": "float16"}, "inputs": ["x"]}]}
+    four = ["jax", "onnxruntime", "tensorflow", "torch"]
+
+    def sig(counts, backends=four):
+        f = Finding(Kind.NAN, backends, {"strong": True, "odd": [], "first_layer": {b: "n" for b in backends},
+                                         "patterns": {"jax|tensorflow": {"first_layer": "n"}}, "counts": counts})
+        return signatures_of(f, spec, {})[0]
+
+    def count(inf):
+        return {"nan": 0, "+inf": inf, "-inf": 0}
+
+    more = sig({"jax": count(4), "onnxruntime": count(4), "tensorflow": count(0), "torch": count(0)})
+    assert "judged_more_nonfinite" in more.context and not {"odd_more_nonfinite", "odd_fewer_nonfinite"} & set(
+        more.context)
+    fewer = sig({"jax": count(4), "onnxruntime": count(0), "tensorflow": count(4), "torch": count(0)})
+    assert "judged_fewer_nonfinite" in fewer.context
+    # on a layer no other entry claims, the direction alone decides onnxruntime's float16 entry
+    issues = load_known_issues()
+    hit = match_known(replace(more, api="Dense", layer="Dense"), issues)
+    assert hit is None or hit.id != "ort-fp16-cast-roundtrip-elided"
+    assert match_known(replace(fewer, api="Dense", layer="Dense"), issues).id == "ort-fp16-cast-roundtrip-elided"
+    assert not {"judged_more_nonfinite", "judged_fewer_nonfinite"} & set(
+        sig({"jax": count(4), "tensorflow": count(0), "torch": count(0)}, four[:1] + four[2:]).context)  # no conversion
+
+
 def test_every_backend_that_ran_is_counted():
     import numpy as np
 

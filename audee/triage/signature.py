@@ -39,7 +39,7 @@ from typing import Any, Iterable, Mapping
 
 from audee.apis.config import load_api_configs
 from audee.apis.keras_layers import snake_name
-from audee.backends.info import all_op_names, all_unsupported, describe
+from audee.backends.info import all_op_names, all_unsupported, describe, reference_of
 from audee.core.bounded import clean_text, utf8
 from audee.cases.case import (EMPTY_REDUCTION, INT_OVERFLOW_SPECIALS, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES,
                               SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
@@ -304,6 +304,11 @@ MASK_PARAM = "call.mask"
 #: NaN); two causes with one odd backend and one layer are told apart by it
 ODD_FEWER_NONFINITE = "odd_fewer_nonfinite"
 ODD_MORE_NONFINITE = "odd_more_nonfinite"
+#: the same where no backend is named odd, for the compiled or converted backends against their
+#: references among the backends (onnxruntime and JAX with the same Infs against TensorFlow and
+#: torch: onnxruntime holds more than the TensorFlow program it converted)
+JUDGED_FEWER_NONFINITE = "judged_fewer_nonfinite"
+JUDGED_MORE_NONFINITE = "judged_more_nonfinite"
 
 
 def _fault(faults: tuple[tuple[str, str], ...], text: str) -> str | None:
@@ -617,6 +622,19 @@ def _direction(counts: Mapping[str, Mapping[str, int]], odd: Iterable[str], back
     return []
 
 
+def _judged_direction(counts: Mapping[str, Mapping[str, int]], backends: Iterable[str]) -> list[str]:
+    """Where no backend is named odd: which way the compiled or converted backends among
+    ``backends`` differ from their references there (:func:`_direction` on those alone,
+    :data:`JUDGED_FEWER_NONFINITE` / :data:`JUDGED_MORE_NONFINITE`); none without such a pair."""
+    names = [str(b) for b in backends]
+    judged = [b for b in names if reference_of(b) in names]
+    if not judged:
+        return []
+    refs = sorted({str(reference_of(b)) for b in judged} - set(judged))
+    found = _direction(counts, judged, judged + refs)
+    return [{ODD_FEWER_NONFINITE: JUDGED_FEWER_NONFINITE, ODD_MORE_NONFINITE: JUDGED_MORE_NONFINITE}[f] for f in found]
+
+
 def _fed_nonfinite(spec: Any, layer: Any, nonfinite: dict[str, list[str]], backends: Iterable[str]) -> bool:
     """Whether every layer feeding ``layer`` was already non-finite on every backend
     (``nonfinite``: each backend's non-finite layers): the patterns then first differ in
@@ -819,7 +837,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         fed = _fed_nonfinite(spec, layer, detail.layers, finding.backends)
         context = _input_context(meta, bool(detail.input_nonfinite) or fed) + \
             (["overflow_boundary"] if detail.overflow_boundary else []) + \
-            _direction(detail.counts, odd, backends) + \
+            (_direction(detail.counts, odd, backends) if odd else _judged_direction(detail.counts, backends)) + \
             _program_context(detail.program, layer, odd, detail.layers, backends,
                              {pair: p.first_layer for pair, p in detail.patterns.items()})
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
