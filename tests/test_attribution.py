@@ -118,16 +118,19 @@ def test_a_layer_is_fed_alone_from_one_run_and_cut_out_with_its_own_weights():
     assert one_layer_model(spec, weights, "pool", {}) is None      # cannot stand alone: not judged alone
 
 
-def test_the_rounding_probe_moves_float_weights_and_leaves_integer_ones():
+def test_the_rounding_probe_moves_the_layers_float_weights_and_leaves_integer_ones():
     from audee.oracle.deviation import perturbed_weights
 
     w = {"d": [np.ones((3, 4), np.float32), np.arange(3)], "e": [np.full(5, 2.0, np.float16)]}
-    moved = perturbed_weights(w, size=PERTURBATION)
+    moved = perturbed_weights(w, "d", size=PERTURBATION)
+    assert list(moved) == ["d"]                                            # the probed layer's own only
     assert moved["d"][0].dtype == np.float32 and (moved["d"][0] != 1.0).any()
     assert np.abs(moved["d"][0] - 1.0).max() <= 2 * PERTURBATION
-    assert moved["d"][1].tolist() == [0, 1, 2] and moved["e"][0].dtype == np.float16
-    again = perturbed_weights(w, size=PERTURBATION)                        # deterministic
-    assert all((a == b).all() for k in w for a, b in zip(moved[k], again[k]))
+    assert moved["d"][1].tolist() == [0, 1, 2]
+    assert perturbed_weights(w, "e", size=PERTURBATION)["e"][0].dtype == np.float16
+    assert perturbed_weights(w, "none", size=PERTURBATION) == {}          # a layer without weights
+    again = perturbed_weights(w, "d", size=PERTURBATION)                   # deterministic
+    assert all((a == b).all() for a, b in zip(moved["d"], again["d"]))
 
 
 def _recurrence_case(steps: int = 16000):

@@ -43,6 +43,7 @@ from audee.cases.spec import ModelSpec, Weights, contiguous
 
 log = logging.getLogger(__name__)
 
+
 class OnnxModel:
     """A built Keras model and, once converted (:meth:`OnnxRuntimeBackend.converted`), its
     ONNX graph with weights as graph inputs, the weight feed and the session."""

@@ -363,7 +363,7 @@ class Executor(Runner):
         given = layer_feed(case.spec, layer, layers_a, inputs) or {}  # fed before: the layer ran alone on it
         size = rounding_for(compute, {**given, **_outputs(replies)})  # the dtype it computes in counts too
         moved = self._run_alone(case, layer, {}, perturbed(given, size=size), labels, given=True,
-                                weights=perturbed_weights({k: w for k, w in case.weights.items() if k == layer}, size=size))
+                                weights=perturbed_weights(case.weights, layer, size=size))
         worst = 0.0
         for label in labels:
             got = compare(replies[label]["logits"], moved[label]["logits"], self.tolerances, compute=compute) \
@@ -497,13 +497,14 @@ class Executor(Runner):
         scaled, k = scaled_into_range(fed)
         if k <= 0:
             return False
-        wide = wide or self._run_wide(result.case, layer, fed, self._wide_labels(result))
+        wide_labels = self._wide_labels(result)
+        wide = wide or self._run_wide(result.case, layer, fed, wide_labels)
         labels = list(alone)[:2]
         replies = self._run_alone(result.case, layer, {}, scaled, labels, given=True)
         small = {x: np.asarray(r["logits"]) for x, r in replies.items() if isinstance(r, dict)}
         if set(small) != set(labels):
             return False
-        wide_scaled = self._run_wide(result.case, layer, scaled, self._wide_labels(result))
+        wide_scaled = self._run_wide(result.case, layer, scaled, wide_labels)
         return intermediate_overflow(wide, wide_scaled, k, {x: small[x] for x in labels},
                                      lambda u, v: bool((deviation_score(u, v, self.tolerances, compute) <= 1.0).all()))
 

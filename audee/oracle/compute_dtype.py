@@ -43,27 +43,27 @@ def overflow_scale_min(dtype: Any) -> float:
     return float(np.sqrt(dtype_max(dtype)))
 
 
-def dtype_max(dtype: Any) -> float:
-    """The largest finite value of a float dtype (bfloat16 through ml_dtypes)."""
+def _finfo(dtype: Any) -> Any:
+    """The machine limits of a float dtype (bfloat16 and its names through ml_dtypes)."""
     try:
-        return float(np.finfo(dtype).max)
+        return np.finfo(dtype)
     except (TypeError, ValueError):  # bfloat16 and other ml_dtypes types, or their names
         import ml_dtypes
 
-        return float(ml_dtypes.finfo(getattr(ml_dtypes, str(dtype), dtype)).max)
+        return ml_dtypes.finfo(getattr(ml_dtypes, str(dtype), dtype))
+
+
+def dtype_max(dtype: Any) -> float:
+    """The largest finite value of a float dtype (bfloat16 through ml_dtypes)."""
+    return float(_finfo(dtype).max)
 
 
 def cast_overflow_min(dtype: Any) -> float:
     """The smallest magnitude a cast to ``dtype`` rounds to Inf: its maximum plus half its
     spacing there (65520 in float16: 65519 rounds down to 65504)."""
-    try:
-        eps = float(np.finfo(dtype).eps)
-    except (TypeError, ValueError):  # bfloat16 and other ml_dtypes types, or their names
-        import ml_dtypes
-
-        eps = float(ml_dtypes.finfo(getattr(ml_dtypes, str(dtype), dtype)).eps)
-    top = dtype_max(dtype)
-    return top + 2.0 ** np.floor(np.log2(top)) * eps / 2
+    info = _finfo(dtype)
+    top = float(info.max)
+    return top + 2.0 ** np.floor(np.log2(top)) * float(info.eps) / 2
 
 
 def narrow_range(dtype: Any) -> bool:

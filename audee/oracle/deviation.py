@@ -309,9 +309,10 @@ def perturbed(inputs: Mapping[str, np.ndarray], seed: int = 0, size: float = PER
 WEIGHTS_SEED = 1
 
 
-def perturbed_weights(weights: Mapping[str, list[np.ndarray]], size: float = PERTURBATION,
+def perturbed_weights(weights: Mapping[str, list[np.ndarray]], layer: str, size: float = PERTURBATION,
                       seed: int = WEIGHTS_SEED) -> dict[str, list[np.ndarray]]:
-    """``weights`` (layer -> arrays) with every float array moved by a relative ``size``.
+    """``layer``'s own arrays of ``weights`` (layer -> arrays), every float one moved by a
+    relative ``size`` (the rest of the model is not run by a probe of one layer).
 
     Why weights, not only inputs: a layer's own rounding is, by backward error analysis, the
     exact computation on weights moved by a few ulps (a computed ``W @ x`` is ``(W + dW) @ x``
@@ -321,7 +322,7 @@ def perturbed_weights(weights: Mapping[str, list[np.ndarray]], size: float = PER
     two correct tanh kernels 3e-7 apart end 10^3 apart, while a moved input moves it 15x
     tolerance)."""
     rng = np.random.default_rng(seed)
-    return {layer: [_moved(w, rng, size) for w in arrays] for layer, arrays in weights.items()}
+    return {layer: [_moved(w, rng, size) for w in weights[layer]]} if layer in weights else {}
 
 
 def _moved(v: Any, rng: np.random.Generator, size: float) -> Any:

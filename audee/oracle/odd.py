@@ -71,7 +71,7 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
     """Set ``odd`` and ``odd_rule`` on every failure finding of one case (module docstring),
     by the rule its kind names in the finding kind table (:func:`audee.cases.kinds.odd_rule`);
     ``reference``: what the case's float64 reference says, where it has one that judges."""
-    crash = nan = pairwise = None  # computed once per case, when a finding needs them
+    crash = nan = pairwise = differing = None  # computed once per case, when a finding needs them
     ran = [o.backend for o in outcomes if o.ok]
     by_float64 = odd_by_float64(ran, reference.errors) if reference is not None else None
     nonfinite = (list(reference.nonfinite), NONFINITE_RULE) if reference is not None and reference.nonfinite else None
@@ -92,7 +92,8 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
             pairwise = pairwise or by_float64 or _unless_outvoted(ran, odd_of_pairs(ran, failing))
             odd, rule = pairwise
             if not odd:  # the case cannot tell: this pair may still be a backend and its reference
-                differing = {_pair_of(g) for g in findings if isinstance(getattr(g.detail, "pair", None), str)}
+                differing = differing if differing is not None else \
+                    {_pair_of(g) for g in findings if isinstance(getattr(g.detail, "pair", None), str)}
                 odd, rule = odd_by_witness(_pair_of(f), ran, differing, failing) \
                     or odd_by_reference([_pair_of(f)]) or (odd, rule)
         elif by == "equivalence":  # the backends where its rule fails, against those where it holds

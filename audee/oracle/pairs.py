@@ -89,12 +89,9 @@ def odd_by_witness(pair: Iterable[str], ran: Iterable[str], differing: set[froze
     the pair rule decides), where none agrees with the judged side, and where the pair is
     two independent backends: there the pair rule cannot tell, nor can this."""
     members = sorted(str(b) for b in pair)
-    if len(members) != 2:
+    if len(members) != 2 or judged_against(*members) is None:
         return None
-    ref = judged_against(*members)
-    if ref is None:
-        return None
-    side = members[0] if members[1] == ref else members[1]
+    ref, side = judged_against(*members), judged_side(*members)
     independent = [x for x in sorted(str(b) for b in ran) if x not in members and judged_against(x, ref) is None
                    and judged_against(x, side) is None and not version_pair(x, ref)]
     witnesses = [x for x in independent if frozenset((side, x)) not in differing and frozenset((ref, x)) in failing]

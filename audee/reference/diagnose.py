@@ -77,7 +77,7 @@ def diagnose_precision(ex: Any, case: TestCase, wide: Any, reference: str, f: Fi
             size = max(rounding_for(compute, {**feed, name: alone}),
                        DTYPE_ROUNDING.get(layer_compute_dtype(case.spec.layer(name).params), 0.0))
             moved = _alone(ex, case, name, perturbed(feed, size=size), backend,
-                           weights=perturbed_weights({k: w for k, w in case.weights.items() if k == name}, size=size))
+                           weights=perturbed_weights(case.weights, name, size=size))
             got = compare(alone, moved, ex.tolerances, compute=compute) if moved is not None else None
             return float(got["score"]) if got is not None else float("inf")
 
