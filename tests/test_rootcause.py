@@ -432,9 +432,10 @@ def test_signatures_matching_known_issues_at_one_link_are_one_root_cause():
 
 
 def test_flush_to_zero_on_subnormal_rows_is_undefined_unless_a_flushing_backend_is_odd_alone():
-    """TensorFlow's and JAX's CPU kernels flush subnormals by design, torch keeps them: a
-    difference where torch stands alone on rows carrying subnormal or tiny values is that
-    choice; JAX alone off where TensorFlow (which flushes too) agrees with torch is not."""
+    """TensorFlow's and JAX's CPU kernels flush subnormals by design, torch and onnxruntime
+    keep them: a difference where torch stands alone, or TensorFlow against onnxruntime, on
+    rows carrying subnormal or tiny values is that choice; JAX off against TensorFlow (which
+    flushes too) is not."""
     def deviation(odd: str, rows: list[int]) -> Signature:
         f = Finding(Kind.DEVIATION, sorted({"tensorflow", odd}), {"pair": "|".join(sorted({"tensorflow", odd})),
                                                                 "own_layers": ["dense"], "odd": [odd],
@@ -447,6 +448,11 @@ def test_flush_to_zero_on_subnormal_rows_is_undefined_unless_a_flushing_backend_
     assert "flush" in classify(deviation("torch", [1]))[1]
     assert classify(deviation("jax", [1, 3]))[0] == "bug"            # JAX alone: not TF's flushing too
     assert classify(deviation("torch", [1, 2]))[0] == "bug"          # row 2 carries none: not the flush alone
+    converted = Finding(Kind.DEVIATION, ["onnxruntime", "tensorflow"], {  # TensorFlow flushes, its graph run does not
+        "pair": "onnxruntime|tensorflow", "own_layers": ["dense"], "odd": ["tensorflow"], "rows": [1, 3]})
+    (sig,) = signatures_of(converted, SPEC, {"special_inputs": [{"input": "x", "row": 1, "kind": "subnormal"},
+                                                                {"input": "x", "row": 3, "kind": "tiny"}]})
+    assert classify(sig)[0] == "undefined"
     crash = Finding(Kind.DIVERGENT_ACCEPTANCE, ["torch"], {"accepted": ["tensorflow", "jax"], "errors": {
         "torch": {"phase": "run", "message": "RuntimeError: something broke"}}})
     tiny = {"seed": "op:inv", "api": "inv", "special_inputs": [{"input": "x", "row": 0, "kind": "tiny"}]}
