@@ -561,3 +561,22 @@ class Float32PoolJax(JaxBackend):
 
         made.__class__ = Float32
         return made
+
+
+class OffsetNormJax(JaxBackend):
+    """JAX, except that a LayerNormalization adds 100 to its output: a fault far beyond the
+    rounding of Keras' normalization formula on one-element slices (audee.oracle.slices)."""
+
+    name = "offset-norm-jax"
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.api != "LayerNormalization":
+            return made
+
+        class Offset(type(made)):
+            def call(self, inputs):
+                return super().call(inputs) + 100.0
+
+        made.__class__ = Offset
+        return made

@@ -166,3 +166,60 @@ def test_a_recurrence_adding_up_rounding_is_ill_conditioned_and_a_fault_is_blame
     (f,) = [f for f in got.verdict.findings if str(f.kind).startswith("deviation")]
     assert f.kind == kind and f.detail.own["r"].score > 1.0
     assert (f.detail.ill_conditioned == ["r"]) == (kind == "deviation_accumulated")
+
+
+def _one_element_norm_case():
+    """A LayerNormalization over a last axis of length 1, epsilon 1e-12: its exact output is
+    beta, and Keras' formula on JAX rounds it to the grid of ``|x| * 1e6`` (torch's
+    ``F.layer_norm`` subtracts the mean first: beta exactly)."""
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+
+    spec = ModelSpec.from_json({
+        "name": "one-element-norm", "inputs": [{"name": "x", "shape": [1]}],
+        "layers": [{"name": "n", "api": "LayerNormalization",
+                    "params": {"axis": -1, "epsilon": 1e-12, "center": True, "scale": False}, "inputs": ["x"]}],
+        "output": "n", "logits": "n"})
+    x = np.random.default_rng(3).normal(scale=3.0, size=(8, 1)).astype(np.float32)
+    return TestCase("one-element-norm", spec, {"n": [np.array([-0.13248757], np.float32)]}, {"x": x})
+
+
+@pytest.mark.parametrize("plugin, kind", [("jax", "deviation_accumulated"),
+                                          ("tests.plugins:OffsetNormJax", "deviation")])
+def test_a_normalization_over_one_element_rounds_its_terms_and_a_fault_is_blamed(plugin, kind, tmp_path):
+    """JAX's Keras formula ``x * inv + (beta - mean * inv)`` against torch's exact beta, each
+    term at ``|x| / sqrt(1e-12)``: rounding the probe cannot move (the element and its mean move
+    alike), bounded from the formula (the api-cpu campaign, rngs 2881 and 2896, where the
+    exact side was named odd).  A LayerNormalization 100 off is blamed."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+
+    with Pool(parse_backends(f"torch,{plugin}"), tmp_path, timeout=180) as p:
+        assert p.start() == {}
+        got = Executor(p).run(_one_element_norm_case())
+    (f,) = [f for f in got.verdict.findings if str(f.kind).startswith("deviation")]
+    assert f.kind == kind and f.detail.own["n"].score > 1.0
+    assert (f.detail.ill_conditioned == ["n"]) == (kind == "deviation_accumulated")
+
+
+def test_the_one_element_bound_needs_one_element_slices_and_a_mean():
+    """The formula's bound (audee.oracle.slices): 4 half-ulps of ``|x| * |gamma| / sqrt(eps)``
+    where every normalized slice holds one element; none for two elements (the probe's case),
+    for RMS scaling (no mean subtracted) or for a layer that normalizes nothing; a
+    TimeDistributed LayerNormalization is judged on one time step."""
+    from audee.apis import load_api_configs
+    from audee.oracle.slices import one_element_rounding
+
+    configs = load_api_configs()
+    x = np.full((8, 1, 4), 2.0, np.float32)
+    params = {"axis": 1, "epsilon": 1e-12, "scale": True}
+    gamma = [np.array([0.5], np.float32), np.zeros(1, np.float32)]
+    assert one_element_rounding("LayerNormalization", params, x, gamma, configs) == pytest.approx(
+        4 * 2.0 ** -24 * 2.0 * 0.5 * 1e6)
+    assert one_element_rounding("LayerNormalization", {**params, "axis": -1}, x, gamma, configs) == 0.0
+    assert one_element_rounding("LayerNormalization", {**params, "rms_scaling": True}, x, gamma, configs) == 0.0
+    assert one_element_rounding("Dense", {"units": 3}, x, gamma, configs) == 0.0
+    wrapped = {"layer": {"api": "LayerNormalization", "params": {"axis": 1, "epsilon": 1e-12, "scale": False}}}
+    assert one_element_rounding("TimeDistributed", wrapped, np.full((8, 8, 1, 1), 2.0, np.float32), [], configs) \
+        == pytest.approx(4 * 2.0 ** -24 * 2.0 * 1e6)

@@ -30,7 +30,7 @@ OP_CATEGORIES = ("op.numpy", "op.nn", "op.linalg", "op.image", "op.math", "op.co
 TYPES = ("int", "float", "bool", "str", "layer", "tensor", "tensors", "axis")
 TENSOR_TYPES = ("tensor", "tensors")
 TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids",
-            "args", "derive", "undefined", "distinct", "min_length", "value_indices"}
+            "args", "derive", "undefined", "distinct", "min_length", "value_indices", "normalizes"}
 PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip",
               "dtypes", "shape", "count", "spread", "domain", "rank_offset"}
 #: the dtypes an op's tensors may be drawn in (Keras names; bfloat16 travels as float32 and is cast in the worker)
@@ -190,6 +190,10 @@ class ApiConfig:
     #: why the layer turns input values into integer indices (a cast then a gather), or "":
     #: a NaN or Inf becomes an undefined index, so a refusal on such input answers its values
     value_indices: str = ""
+    #: the parameter naming the axes the layer normalizes each slice of its input over
+    #: (LayerNormalization: ``axis``), or "": a slice of one element makes its output a
+    #: constant computed from terms at the input's scale (audee.oracle.slices)
+    normalizes: str = ""
 
     @property
     def namespace(self) -> str:
@@ -379,10 +383,14 @@ def load_api_config(path: str | Path) -> ApiConfig:
     value_indices = data.get("value_indices", "")
     if not isinstance(value_indices, str):
         raise _err(source, "value_indices", "expected why the layer casts input values to indices (a string)")
+    normalizes = data.get("normalizes", "")
+    if normalizes and not (isinstance(normalizes, str) and isinstance(params.get(normalizes), dict)):
+        raise _err(source, "normalizes",
+                   f"expected the name of the parameter holding the normalized axes, got {normalizes!r}")
     return ApiConfig(api, data["category"], inputs, {n: _check_param(n, p, source) for n, p in params.items()},
                      rank if rank is not None else (ranks[0] if ranks and len(ranks) == 1 else None),
                      str(data.get("note", "")), source, list(ranks or []), ids, args, derive, undefined, distinct,
-                     _check_min_length(data.get("min_length"), params, source), value_indices.strip())
+                     _check_min_length(data.get("min_length"), params, source), value_indices.strip(), normalizes)
 
 
 def _check_min_length(raw: Any, params: dict[str, Any], source: str) -> MinLength | None:

@@ -33,6 +33,7 @@ from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_pa
 from audee.oracle.odd import mark_odd
 from audee.oracle.pairs import judged_against
 from audee.oracle.regression import regression_findings
+from audee.oracle.slices import one_element_score
 from audee.oracle.precision import float64_verdict
 from audee.records.findings import OwnScore
 from audee.records.reference import ReferenceRun
@@ -369,7 +370,9 @@ class Executor(Runner):
             got = compare(replies[label]["logits"], moved[label]["logits"], self.tolerances, compute=compute) \
                 if isinstance(moved.get(label), dict) else None
             worst = max(worst, float(got["score"]) if got is not None else float("inf"))
-        return worst
+        a, b = labels  # and what the probe cannot move: a normalization over one-element slices
+        return max(worst, one_element_score(case.spec.layer(layer), given, case.weights.get(layer, []),
+                                            replies[a]["logits"], replies[b]["logits"], self.tolerances, compute))
 
     def _run_alone(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
                    labels: list[str], given: bool = False, weights: Weights | None = None) -> dict[str, Any]:

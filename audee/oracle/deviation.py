@@ -191,6 +191,17 @@ def deviation_score(a: np.ndarray, b: np.ndarray, tol: Tolerance | Tolerances | 
     return err.max(axis=1) if err.shape[1] else np.zeros(a.shape[0])
 
 
+def bound_score(a: np.ndarray, b: np.ndarray, bound: float, tol: Tolerance | Tolerances | Mapping | None = None,
+                compute: str = FULL) -> float:
+    """An absolute error ``bound`` as the score :func:`deviation_score` gives two outputs ``a``
+    and ``b`` that far apart, the largest over their rows (0 for no bound): what a
+    conditioning bound known from a formula, not from a probe, weighs against a deviation."""
+    if bound <= 0 or a.shape != b.shape or a.shape[0] == 0:
+        return 0.0
+    t = _tol(a, b, tol, compute)
+    return float((bound / (t.atol + t.rtol * row_scale(a, b))).max())
+
+
 def finite_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Rows finite on both sides: the only rows the oracle judges."""
     n = a.shape[0]

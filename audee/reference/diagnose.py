@@ -27,6 +27,7 @@ from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, compare, jump_order, layer_scores, pair_compute, perturbed,
                                     perturbed_weights, rounding_for)
+from audee.oracle.slices import one_element_score
 from audee.records.findings import OwnScore
 from audee.cases.spec import Weights, one_layer_model, weights_key
 
@@ -79,7 +80,10 @@ def diagnose_precision(ex: Any, case: TestCase, wide: Any, reference: str, f: Fi
             moved = _alone(ex, case, name, perturbed(feed, size=size), backend,
                            weights=perturbed_weights(case.weights, name, size=size))
             got = compare(alone, moved, ex.tolerances, compute=compute) if moved is not None else None
-            return float(got["score"]) if got is not None else float("inf")
+            # and what it cannot move (audee.oracle.slices): here one side rounds, the reference is exact
+            return max(float(got["score"]) if got is not None else float("inf"),
+                       one_element_score(case.spec.layer(name), feed, case.weights.get(name, []), alone,
+                                         np.asarray(ref_layers[name]), ex.tolerances, compute, sides=1))
 
         return Alone(OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"]),
                      self_score=self_score)
