@@ -44,7 +44,8 @@ def test_the_graph_names_each_layer_whose_bias_went_on_the_wrong_axis():
     dense = keras.layers.Dense(3, name="t_dense")(x)
     model = keras.Model(x, [mha, fine, wrong, right, dense])
     facts = graph_facts(_traced(model, (2, 3)), ["t_mha", "t_fine", "t_conv_last", "t_conv", "t_dense"])
-    assert facts == {"t_mha": ["bias_add_misplaced"], "t_conv_last": ["bias_add_misplaced"]}
+    assert facts == {"t_mha": ["bias_add_misplaced", "bias_add_nchw"], "t_conv_last": ["bias_add_misplaced"],
+                     "t_conv": ["bias_add_nchw"]}          # NCHW: tf2onnx's Add along the last axis (row 7)
 
 
 def test_a_deviation_on_the_misplaced_bias_is_found_before_by_the_graph(tmp_path):
@@ -76,7 +77,7 @@ def test_a_deviation_on_the_misplaced_bias_is_found_before_by_the_graph(tmp_path
         result = ex.run(case)
     devs = [f for f in result.verdict.findings if f.kind == Kind.DEVIATION]
     assert devs and all(f.detail.odd == ["tensorflow"] for f in devs), [f.detail.odd for f in devs]
-    assert devs[0].detail.program["tensorflow"] == {"t_mha": ["bias_add_misplaced"]}
+    assert devs[0].detail.program["tensorflow"] == {"t_mha": ["bias_add_misplaced", "bias_add_nchw"]}
     (sig,) = signatures_of(devs[0], spec)
     assert "program:bias_add_misplaced" in sig.context
     assert match_known(sig, load_known_issues()).id == "keras-tf-add-bias-layout-guess"
@@ -108,6 +109,29 @@ def test_a_pair_deviation_with_no_odd_side_carries_its_backends_program_facts():
     assert match_known(drawn, load_known_issues()).id == "keras-tf-add-bias-layout-guess"
     bare = replace(drawn, context=())
     assert match_known(bare, load_known_issues()).id == "tf2onnx-convtranspose-output-padding"
+
+
+def test_an_inconsistency_of_another_shape_carries_the_programs_nchw_bias_add():
+    """A MultiHeadAttention under mixed_float16 whose value bias TensorFlow's graph adds with an
+    NCHW BiasAdd: tf2onnx adds it along the last axis and onnxruntime's output has another shape
+    ((24, 3, 5) against (8, 3, 5)), an inconsistency with onnxruntime odd and no deviation to
+    pin a layer.  The layer the case was made around carries the program's fact, and the root
+    is findings row 7, not onnxruntime's float16 entry, whose rule names only the policy (the
+    api-cpu campaign, rng 2897's known-match check)."""
+    from audee.cases.case import Finding, Kind
+    from audee.triage.known import load_known_issues, match_known
+    from audee.triage.signature import signatures_of
+
+    spec = {"layers": [{"name": "t_mha", "api": "MultiHeadAttention",
+                        "params": {"num_heads": 3, "key_dim": 2, "value_dim": 1, "dtype": "mixed_float16"},
+                        "inputs": ["x", "x"]}]}
+    f = Finding(Kind.INCONSISTENCY, ["tensorflow", "onnxruntime"], {
+        "pair": "tensorflow|onnxruntime", "inputs": [0], "n_flips": 8, "odd": ["onnxruntime"],
+        "shape_mismatch": {"tensorflow": [8, 3, 5], "onnxruntime": [24, 3, 5]},
+        "program": {"onnxruntime": {"t_mha": ["bias_add_nchw"]}}})
+    (sig,) = signatures_of(f, spec, {"api": "MultiHeadAttention", "dtype": "mixed_float16"})
+    assert "program:bias_add_nchw" in sig.context and "policy:mixed_float16" in sig.context
+    assert match_known(sig, load_known_issues()).id == "tf2onnx-biasadd-nchw-nonconst"
 
 
 def test_the_converted_graph_carries_the_misplaced_bias_of_the_graph_it_was_given(tmp_path):

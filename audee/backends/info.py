@@ -247,11 +247,17 @@ _TF2ONNX_TRACKERS = ("onnx/tensorflow-onnx",)
 #: ``bias_add_misplaced``: TensorFlow's own graph adds a bias along another axis than
 #: broadcasting would (Keras' TensorFlow ``ops.add`` guessing ``bias_add``'s data format:
 #: :func:`audee.backends.tf_graph.misplaced_bias_add`)
+#: ``bias_add_nchw``: TensorFlow's graph adds the layer's bias with a ``BiasAdd`` of data format
+#: NCHW (a channels_first convolution; Keras' ``ops.add`` guessing channels first for a value
+#: bias of a MultiHeadAttention), which tf2onnx converts, its bias being a graph input and not
+#: a constant, into an ``Add`` along the last axis (findings row 7): a converted program
+#: showing it differs from its reference for that reason, whatever the layer
 SELECT_AS_ARITHMETIC = "select_as_arithmetic"
 MAX_AS_REDUCE_MAX = "max_as_reduce_max"
 MAX_AS_MAX_POOL = "max_as_max_pool"
 BIAS_ADD_MISPLACED = "bias_add_misplaced"
-PROGRAM_FACTS = (SELECT_AS_ARITHMETIC, MAX_AS_REDUCE_MAX, MAX_AS_MAX_POOL, BIAS_ADD_MISPLACED)
+BIAS_ADD_NCHW = "bias_add_nchw"
+PROGRAM_FACTS = (SELECT_AS_ARITHMETIC, MAX_AS_REDUCE_MAX, MAX_AS_MAX_POOL, BIAS_ADD_MISPLACED, BIAS_ADD_NCHW)
 
 #: what a runtime's refusal of a converted ONNX graph says is wrong with the graph, first match
 #: first: an op the converter left unconverted, operand types, shapes, any other invalid graph.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from audee.backends.info import BIAS_ADD_MISPLACED
+from audee.backends.info import BIAS_ADD_MISPLACED, BIAS_ADD_NCHW
 
 
 def layer_of(node: str, layers: list[str]) -> str | None:
@@ -35,6 +35,11 @@ def bias_axis(x_rank: int, bias_shape: tuple[int | None, ...]) -> int | None:
     return x_rank - len(bias_shape) + long[0]
 
 
+def _data_format(op: Any) -> str:
+    fmt = op.get_attr("data_format")
+    return fmt.decode() if isinstance(fmt, bytes) else str(fmt)
+
+
 def misplaced_bias_add(op: Any) -> bool:
     """Whether a ``BiasAdd`` node adds its bias along another axis than ``x + bias`` would:
     Keras' TensorFlow ``ops.add`` squeezes a bias to one axis and guesses the data format from
@@ -47,21 +52,30 @@ def misplaced_bias_add(op: Any) -> bool:
     if x.shape.rank is None or given.shape.rank is None:
         return False
     want = bias_axis(x.shape.rank, tuple(given.shape.as_list()))
-    fmt = op.get_attr("data_format")
-    fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
-    chosen = 1 if fmt.startswith("NC") else x.shape.rank - 1
+    chosen = 1 if _data_format(op).startswith("NC") else x.shape.rank - 1
     return want is not None and want != chosen
 
 
 def graph_facts(graph: Any, layers: list[str]) -> dict[str, list[str]]:
     """Per Keras layer (by name), what TensorFlow's traced ``graph`` shows
     (:data:`audee.backends.info.PROGRAM_FACTS`): ``bias_add_misplaced`` where a node of the
-    layer adds a bias along the wrong axis (:func:`misplaced_bias_add`)."""
+    layer adds a bias along the wrong axis (:func:`misplaced_bias_add`), ``bias_add_nchw``
+    where one is an NCHW ``BiasAdd`` (what tf2onnx converts wrongly for a bias that is no
+    constant)."""
     out: dict[str, list[str]] = {}
     for op in graph.get_operations():
         if op.type != "BiasAdd":
             continue
         layer = layer_of(op.name, layers)
-        if layer is not None and misplaced_bias_add(op) and BIAS_ADD_MISPLACED not in out.setdefault(layer, []):
-            out[layer].append(BIAS_ADD_MISPLACED)
-    return out
+        if layer is None:
+            continue
+        got = out.setdefault(layer, [])
+        for fact, shows in ((BIAS_ADD_MISPLACED, misplaced_bias_add), (BIAS_ADD_NCHW, _nchw)):
+            if fact not in got and shows(op):
+                got.append(fact)
+    return {layer: got for layer, got in out.items() if got}
+
+
+def _nchw(op: Any) -> bool:
+    """Whether a ``BiasAdd`` node adds along axis 1 (data format NCHW or NCDHW)."""
+    return _data_format(op).startswith("NC")

@@ -43,6 +43,7 @@ def inconsistency_findings(outcomes: list[Outcome], tie_margin: float,
     (reported for every case, failing or not).  Rows with NaN/Inf are judged by the NaN
     oracle, not here (:func:`audee.oracle.labels.label_flips`)."""
     usable = [o for o in outcomes if o.ok]
+    facts = {o.backend: dict(o.facts) for o in usable if getattr(o, "facts", None)}
     findings: list[Finding] = []
     pairs: dict[str, dict] = {}
     for a, b in combinations(usable, 2):
@@ -52,7 +53,8 @@ def inconsistency_findings(outcomes: list[Outcome], tie_margin: float,
         if rep["flips"]:
             detail = InconsistencyDetail(pair=key, distance=rep["distance"], inputs=rep["flips"][:64],
                                          n_flips=len(rep["flips"]), ties=len(rep["ties"]),
-                                         input_distance={str(i): rep["per_input"][i] for i in rep["flips"][:64]})
+                                         input_distance={str(i): rep["per_input"][i] for i in rep["flips"][:64]},
+                                         program={x: facts[x] for x in (a.backend, b.backend) if x in facts})
             if "shape_mismatch" in rep:
                 detail.shape_mismatch = rep["shape_mismatch"]
             else:

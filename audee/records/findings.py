@@ -212,6 +212,8 @@ class InconsistencyDetail(Detail):
     odd_rule: str | None = None
     culprit: list[str] | None = None          # the float64 reference's verdict (audee.oracle.precision.culprit)
     reference_errors: dict[str, float] | None = None  # the pair's errors against the reference
+    #: backend -> layer name -> what its program shows of how it computes the layer (NanDetail.program)
+    program: dict[str, dict[str, list[str]]] = {}
 
     @property
     def flips(self) -> int:

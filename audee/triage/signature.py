@@ -909,7 +909,12 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     api, params = blamed(pair_layer)
     # outputs of different shapes differ whatever the rows held
     rows_context = [] if detail.shape_mismatch is not None else _input_context(meta, False, detail.inputs)
-    context = rows_context + (["within_tolerance"] if within_tolerance else [])
+    # the layer the program facts are read at: the pair's deviation's, else the one layer of
+    # the API the case was made around (outputs of another shape pin no layer)
+    made_around = [name for name, (a, _) in layers.items() if a == case_api]
+    at = pair_layer or (made_around[0] if len(made_around) == 1 else None)
+    context = rows_context + (["within_tolerance"] if within_tolerance else []) + \
+        _program_context(detail.program, at, odd or bs, {}, bs)
     return [sig(finding.kind, api, params, bs, pair_layer, context=context)]
 
 
