@@ -920,3 +920,27 @@ def test_where_the_odd_backend_departs_and_where_its_nan_runs_on_the_direction_t
     assert match_known(leaks, issues).id == "tf2onnx-select-mul-nan"
     drops = signature({"onnxruntime": 1, "tensorflow": 4, "torch": 6, "jax": 6})
     assert match_known(drops, issues).id == "ort-maxpool-nan"
+
+
+def test_a_root_is_shown_by_a_case_of_its_own_class():
+    from dataclasses import replace
+
+    """Two cases of one root, the first outside the contract (subnormal rows torch alone
+    keeps), the second a bug: the root is a bug and its first case and script are the bug's,
+    not the undefined one's (the api-cpu campaign, rng 2897: an AutoContrast root shown by
+    its flush-to-zero case)."""
+    def deviation(rows: list[int], special: list[dict]) -> Signature:
+        f = Finding(Kind.DEVIATION, ["tensorflow", "torch"], {"pair": "tensorflow|torch", "own_layers": ["deconv"],
+                                                              "odd": ["torch"], "rows": rows})
+        (sig,) = signatures_of(f, SPEC, {"special_inputs": special})
+        return sig
+    flushed = deviation([1], [{"input": "x", "row": 1, "kind": "subnormal"}])
+    plain = deviation([0], [])
+    assert classify(flushed)[0] == "undefined" and classify(plain)[0] == "bug"
+    assert flushed.key() == plain.key()                  # one bug, two cases: the plain one tells
+    (root,) = root_causes(unique_bugs(_rows([flushed], [plain]), []))
+    assert root.klass == "bug" and root.first_case == "c1" and root.cases == 2
+    drawn = replace(plain, params=(("activation", "selu"),))  # two bugs of one root: the bug's shows it
+    assert drawn.key() != flushed.key()
+    (root,) = root_causes(unique_bugs(_rows([flushed], [drawn]), []))
+    assert root.klass == "bug" and root.first_case == "c1" and root.signatures == 2

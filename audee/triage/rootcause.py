@@ -300,12 +300,13 @@ def root_causes(bugs: list[Bug]) -> list[RootCause]:
 def _root_cause(key: RootKey, members: list[Bug]) -> RootCause:
     """The root cause of ``members`` (in the order they were grouped): the class of the first
     most telling member, with its reason; the first known issue (its status, where it is known)
-    and repro script any member has; the first member's kind, layer API, op, component, error
-    and first case; signatures and cases summed (a case may count under several); the backends
+    any member has; that telling member's kind, layer API, op, component, error, first case
+    and repro script (another member's where it has none), so that a bug is shown by a case
+    that shows a bug; signatures and cases summed (a case may count under several); the backends
     and odd backends of all; for an ``undefined`` cause the backend silently different from the
     rest, if any."""
-    first = members[0]
     telling = min(members, key=lambda m: CLASSES.index(m.klass))
+    first = telling  # shown by a member of the class it is counted in
     known = next((m for m in members if m.known_id), None)
     sig = first.signature
     klass = telling.klass
@@ -320,7 +321,8 @@ def _root_cause(key: RootKey, members: list[Bug]) -> RootCause:
         odd=tuple(sorted({b for m in members for b in m.signature.odd})),
         backends=tuple(sorted({b for m in members for b in m.backends})),
         silent=silent_backend(m.signature for m in members) if klass == "undefined" else None,
-        case_file=first.case_file, repro=next((m.repro for m in members if m.repro), None), members=tuple(members))
+        case_file=first.case_file, repro=first.repro or next((m.repro for m in members if m.repro), None),
+        members=tuple(members))
 
 
 def _pair_target(key: RootKey, groups: dict[RootKey, list[Bug]]) -> RootKey | None:
