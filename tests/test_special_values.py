@@ -47,6 +47,47 @@ def test_float16_near_max_stays_finite_in_its_dtype():
     assert np.isfinite(got).all() and np.abs(got).max() > 30000
 
 
+@pytest.mark.parametrize("kind", ["near_max", "offset", "tiny", "subnormal", "domain_edge"])
+def test_a_float32_input_read_in_float16_gets_float16_edges(kind):
+    """A float32 model input that a ``mixed_float16`` layer reads is cast to float16 there:
+    its special values sit at float16's edges (65504 at most, float16's subnormals), not at
+    float32's, which the cast would make Inf or 0 (a non-finite input, not the edge)."""
+    row = np.random.default_rng(1).random(64).astype(np.float32)
+    got = special.special_row(row, kind, np.random.default_rng(2), dtype="float16")
+    assert got.dtype == np.float32
+    assert np.isfinite(got.astype(np.float16)).all() and np.abs(got).max() <= 65504
+    if kind == "near_max":
+        assert np.abs(got).max() > 30000
+    if kind == "subnormal":
+        moved = got[got != row]
+        assert moved.size and (np.abs(moved) < np.finfo(np.float16).tiny).all() and (moved.astype(np.float16) != 0).all()
+    if kind == "offset":
+        assert 1000 <= got.min() and got.max() < 6600
+
+
+def test_the_readers_dtype_bounds_every_kind_and_the_batch_offset():
+    """:func:`special.inject` with the readers' compute dtype per input: every value of a
+    float16 reader's input finite in float16 but for the NaN/Inf kinds, its batch offset below
+    a tenth of 65504, the subnormals it places recorded as such; bfloat16 keeps its near-float32
+    range; a float32 reader's input is drawn as before."""
+    x = {"x": np.random.default_rng(0).normal(size=(256, 6)).astype(np.float32)}
+    spec = [InputSpec("x", (6,), "float32")]
+    out, done = special.inject(x, spec, np.random.default_rng(1), 0.5, dtypes={"x": "float16"})
+    rows = {d["row"] for d in done if d["kind"] in ("nan", "inf", "-inf", "lone_nan", "lone_inf", "lone_-inf",
+                                                   "nan_tie")}
+    keep = np.array([r not in rows for r in range(256)])
+    assert np.isfinite(out["x"][keep].astype(np.float16)).all()
+    assert any(d["kind"] == "subnormal" for d in done)
+    offsets = [d["offset"] for seed in range(8) for d in special.inject(
+        x, spec, np.random.default_rng(seed), 0.5, dtypes={"x": "float16"})[1] if d["kind"] == "batch_offset"]
+    assert offsets and all(1000 <= o < 6551 for o in offsets)
+    same, _ = special.inject(x, spec, np.random.default_rng(1), 0.5, dtypes={"x": "float32"})
+    plain, _ = special.inject(x, spec, np.random.default_rng(1), 0.5)
+    np.testing.assert_array_equal(same["x"], plain["x"])
+    wide, _ = special.inject(x, spec, np.random.default_rng(1), 0.5, dtypes={"x": "bfloat16"})
+    assert np.nanmax(np.abs(np.where(np.isfinite(wide["x"]), wide["x"], 0))) > 1e37
+
+
 def test_integer_kinds_and_rates():
     batch = _batch(200)
     same, rec = special.inject(batch, [FLOAT, IDS], np.random.default_rng(0), 0.0)

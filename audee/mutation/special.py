@@ -98,12 +98,15 @@ def _slices(out: np.ndarray, axis: int | None, rng: np.random.Generator) -> list
 
 
 def special_row(row: np.ndarray, kind: str, rng: np.random.Generator, high: float | None = None,
-                axis: int | None = None, bounds: Sequence[float] = ()) -> np.ndarray:
+                axis: int | None = None, bounds: Sequence[float] = (), dtype: Any = None) -> np.ndarray:
     """A copy of one input row (any shape) carrying special kind ``kind``.  ``high``: the
     exclusive upper bound of an integer input (its vocabulary size), for out-of-range ids;
     ``axis``: the row's axis a call reduces (``lone_*`` and ``nan_tie`` place one pattern in
     some slices along it; None: in the whole row); ``bounds``: the finite bounds of the
-    tensor's domain (``domain_edge``)."""
+    tensor's domain (``domain_edge``); ``dtype``: the float dtype whose edges the values sit
+    at (default: the row's own), narrower where the row's readers compute in a narrower one
+    (a float32 input of a ``mixed_float16`` layer: its largest finite value is float16's,
+    3.4e38 would only be Inf there)."""
     out = np.array(row, copy=True)
     flat = out.reshape(-1)
     n = flat.size
@@ -117,7 +120,8 @@ def special_row(row: np.ndarray, kind: str, rng: np.random.Generator, high: floa
             base = int(high) if high is not None else int(np.iinfo(flat.dtype).max) - 10
             flat[idx] = base + rng.integers(0, 10, size=idx.size)
         return out
-    info = finfo(flat.dtype)
+    edges = _edge_dtype(flat.dtype, dtype)
+    info = finfo(edges)
     if kind in ("lone_nan", "lone_inf", "lone_-inf"):  # one element per chosen slice, the rest as it was
         value = {"lone_nan": np.nan, "lone_inf": np.inf, "lone_-inf": -np.inf}[kind]
         for sl in _slices(out, axis, rng):
@@ -136,7 +140,7 @@ def special_row(row: np.ndarray, kind: str, rng: np.random.Generator, high: floa
                 sl[int(rng.integers(sl.size))] = np.nan
         return out
     if kind == "domain_edge":  # one to a few elements at the domain's or the dtype's edges
-        near, own = edge_values(flat.dtype, bounds)
+        near, own = (a.astype(flat.dtype) for a in edge_values(edges, bounds))
         idx = _some(rng, n)
         pool = [own] if near.size == 0 else [near, own]
         for i in idx:
@@ -176,28 +180,47 @@ def special_row(row: np.ndarray, kind: str, rng: np.random.Generator, high: floa
     return out
 
 
-def _subnormal(a: np.ndarray) -> np.ndarray:
-    """Where ``a`` (a float array of any float dtype) holds a subnormal value."""
+def _edge_dtype(own: Any, narrower: Any = None) -> np.dtype:
+    """The dtype whose edges a special value of an array of dtype ``own`` sits at: ``narrower``
+    where given and float with a smaller maximum (the readers' compute dtype), else ``own``."""
+    if narrower is None:
+        return np.dtype(own)
+    try:
+        want = np.dtype(narrower)
+    except TypeError:  # bfloat16 and the other ml_dtypes floats by name
+        import ml_dtypes  # noqa: PLC0415 - installed with every framework here
+
+        want = np.dtype(getattr(ml_dtypes, str(narrower), np.float32))
+    if not is_float(np.zeros(0, want)) or not is_float(np.zeros(0, own)):
+        return np.dtype(own)
+    return want if float(finfo(want).max) < float(finfo(own).max) else np.dtype(own)
+
+
+def _subnormal(a: np.ndarray, dtype: Any = None) -> np.ndarray:
+    """Where ``a`` (a float array of any float dtype) holds a subnormal value of ``dtype``
+    (default: its own)."""
     x = np.asarray(a).astype(np.float64)
-    return (x != 0) & (np.abs(x) < float(finfo(np.asarray(a).dtype).tiny))
+    return (x != 0) & (np.abs(x) < float(finfo(_edge_dtype(np.asarray(a).dtype, dtype)).tiny))
 
 
 def inject(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec], rng: np.random.Generator, rate: float,
            kinds: Sequence[str] | None = None, masks: Collection[str] = (),
-           axes: Mapping[str, int | None] | None = None, bounds: Mapping[str, Sequence[float]] | None = None
-           ) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
+           axes: Mapping[str, int | None] | None = None, bounds: Mapping[str, Sequence[float]] | None = None,
+           dtypes: Mapping[str, str] | None = None) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
     """``inputs`` with each row of each input given one special kind with probability
     ``rate`` (float kinds for float inputs, integer kinds for integer ones; ``kinds``
     restricts the choice), and the record of what was done: ``[{input, row, kind}]``.
     The inputs in ``masks`` (a spec's :meth:`~audee.cases.spec.ModelSpec.mask_inputs`) are left
     as they are: a mask is ``m != 0``, an id out of range is only one more 1 there.
     ``axes``: per input, the axis of its rows a call reduces (slice kinds place along it);
-    ``bounds``: per input, the finite bounds of its domain (``domain_edge``).  A
+    ``bounds``: per input, the finite bounds of its domain (``domain_edge``); ``dtypes``: per
+    input, the dtype its readers compute in (:func:`audee.oracle.compute_dtype.consumer_compute_dtypes`),
+    whose edges the values sit at where it is narrower than the array's.  A
     ``domain_edge`` that placed a subnormal is recorded as ``subnormal``: its value is one,
     which flushing backends treat as 0 by design."""
     by_name = {s.name: s for s in specs}
     allowed = set(kinds) if kinds is not None else set(KINDS)
-    axes, bounds = axes or {}, bounds or {}
+    axes, bounds, dtypes = axes or {}, bounds or {}, dtypes or {}
     out: dict[str, np.ndarray] = {}
     done: list[dict[str, Any]] = []
     for name, arr in inputs.items():
@@ -217,26 +240,30 @@ def inject(inputs: Mapping[str, np.ndarray], specs: Iterable[InputSpec], rng: np
         for r in hit:
             kind = choice[int(rng.integers(len(choice)))]
             before = np.array(arr[r], copy=True)
-            arr[r] = special_row(before, kind, rng, high, axes.get(name), bounds.get(name, ()))
-            if kind == "domain_edge" and (_subnormal(arr[r]) & ~_subnormal(before)).any():
+            dtype = dtypes.get(name)
+            arr[r] = special_row(before, kind, rng, high, axes.get(name), bounds.get(name, ()), dtype)
+            if kind == "domain_edge" and (_subnormal(arr[r], dtype) & ~_subnormal(before, dtype)).any():
                 kind = "subnormal"
             done.append({"input": name, "row": int(r), "kind": kind})
         out[name] = arr
-    inject_batch(out, done, rng.spawn(1)[0], rate, allowed, masks)  # its own stream: the rows' draws stay
+    inject_batch(out, done, rng.spawn(1)[0], rate, allowed, masks, dtypes)  # its own stream: the rows' draws stay
     return out, done
 
 
 # ---- batch-wide kinds ------------------------------------------------------------------------------
 def inject_batch(out: dict[str, np.ndarray], done: list[dict[str, Any]], rng: np.random.Generator, rate: float,
-                 allowed: Collection[str], masks: Collection[str] = ()) -> None:
+                 allowed: Collection[str], masks: Collection[str] = (), dtypes: Mapping[str, str] | None = None
+                 ) -> None:
     """Give each float input of ``out`` (changed in place, arrays copied before they change),
     with probability ``rate``, a batch-wide kind: ``batch_offset``, the rows :func:`inject`
     left alone moved together to one large common offset with a small spread across them
     all.  A row kind changes one row, so the statistics over the batch — a
     BatchNormalization in training mode, a reduction over the batch axis — still see
     ordinary data; here its mean is huge and its variance tiny beside it, where a one-pass
-    variance cancels.  Recorded in ``done`` like a row kind, ``row: None`` for the whole
-    batch: ``{input, row: None, kind, rows: how many rows, offset}``."""
+    variance cancels; the offset stays below a tenth of the largest value of the dtype the
+    input's readers compute in (``dtypes``, as :func:`inject`'s).  Recorded in ``done`` like a
+    row kind, ``row: None`` for the whole batch: ``{input, row: None, kind, rows: how many
+    rows, offset}``."""
     if rate <= 0 or "batch_offset" not in allowed:
         return
     for name, arr in list(out.items()):
@@ -252,7 +279,8 @@ def inject_batch(out: dict[str, np.ndarray], done: list[dict[str, Any]], rng: np
             continue
         spread = block - block.mean()
         scale = float(np.abs(spread).max()) or 1.0
-        offset = float(10.0 ** rng.uniform(3, min(6, np.log10(float(np.finfo(arr.dtype).max)) - 1)))
+        top = float(finfo(_edge_dtype(arr.dtype, (dtypes or {}).get(name))).max)
+        offset = float(10.0 ** rng.uniform(3, min(6, np.log10(top) - 1)))
         arr = arr.copy()
         arr[rows] = (offset + spread / scale * offset * 1e-4).astype(arr.dtype)
         out[name] = arr

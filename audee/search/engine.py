@@ -24,6 +24,7 @@ from deap import base, creator, tools
 
 from audee.cases.case import NONFINITE_SPECIALS, TestCase
 from audee.engine.execute import Executor, Result
+from audee.oracle.compute_dtype import consumer_compute_dtypes
 from audee.oracle.distance import layer_distances
 from audee.mutation import special
 from audee.search.encoding import Encoding, cauchy_draw, scaled_noise
@@ -201,7 +202,8 @@ class Search:
         genes += scaled_noise(draw, self.scales, genes, self.cfg.relative_scale)
         if special_values:
             inputs, _ = special.inject(self.encoding.inputs_of(genes), self.case.spec.inputs, self.rng, 1.0,
-                                       self.special_kinds, masks=self.encoding.masks)
+                                       self.special_kinds, masks=self.encoding.masks,
+                                       dtypes=consumer_compute_dtypes(self.case.spec))
             genes = self.encoding.with_inputs(genes, inputs)
         return self.toolbox.individual(genes)
 

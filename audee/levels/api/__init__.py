@@ -10,6 +10,7 @@ from audee.cases.case import TestCase
 from audee.levels.base import SPECIAL_STREAM, by_api, nonempty, unbuildable
 from audee.levels.models import ModelLevel
 from audee.mutation import special
+from audee.oracle.compute_dtype import consumer_compute_dtypes
 
 API_META = ("dtype", "data_format", "rank", "input_shapes", "adapters", "params", "derived", "invalid_param",
             "redraws", "build_error")
@@ -80,7 +81,8 @@ class ApiLevel(ModelLevel):
             store.write_variant(cid, got.spec)
             inputs, specials = special.inject(got.inputs, got.spec.inputs,
                                               case_rng(cfg.rng, api, index, stream=SPECIAL_STREAM),
-                                              cfg.special_inputs, masks=got.spec.mask_inputs())
+                                              cfg.special_inputs, masks=got.spec.mask_inputs(),
+                                              dtypes=consumer_compute_dtypes(got.spec))
             case = TestCase(cid, got.spec, {}, inputs)
             weight_seed = int(case_rng(cfg.rng, api, index, stream=2).integers(2 ** 31))
             runner.complete_weights(case, weight_seed)

@@ -12,6 +12,7 @@ from audee.engine.execute import seed_batch
 from audee.levels.base import SPECIAL_STREAM, nonempty, unbuildable
 from audee.levels.models import ModelLevel
 from audee.mutation import special
+from audee.oracle.compute_dtype import consumer_compute_dtypes
 
 
 class NetworkLevel(ModelLevel):
@@ -66,7 +67,7 @@ class NetworkLevel(ModelLevel):
             if index >= 0:
                 batch, meta["special_inputs"] = special.inject(
                     batch, spec.inputs, np.random.default_rng([cfg.rng, index, SPECIAL_STREAM]), cfg.special_inputs,
-                    masks=spec.mask_inputs())
+                    masks=spec.mask_inputs(), dtypes=consumer_compute_dtypes(spec))
             case = TestCase(case_id, spec, dict(seed.weights or {}), batch)
             weight_seed = seed.weight_seed + 7919 * (index + 1)
             runner.complete_weights(case, weight_seed)

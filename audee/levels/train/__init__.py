@@ -28,6 +28,7 @@ from audee.cases.case import NONFINITE_SPECIALS
 from audee.core.errors import AudeeError
 from audee.levels.base import SPECIAL_STREAM, Level, Localized, Pipelined, judging
 from audee.mutation import special
+from audee.oracle.compute_dtype import consumer_compute_dtypes
 from audee.engine.train import TrainExecutor
 
 #: the special kinds a training step's inputs draw: every kind but those that make a correct
@@ -48,7 +49,8 @@ def train_specials(cases: Iterable[tuple[Any, dict[str, Any]]], cfg: Any
         if cfg.special_inputs > 0 and extra.get("variant", 0) >= 0:
             g = np.random.default_rng([cfg.rng, zlib.crc32(case.id.encode()), SPECIAL_STREAM])
             case.inputs, done = special.inject(case.inputs, case.spec.inputs, g, cfg.special_inputs,
-                                               TRAIN_SPECIAL_KINDS, masks=case.spec.mask_inputs())
+                                               TRAIN_SPECIAL_KINDS, masks=case.spec.mask_inputs(),
+                                               dtypes=consumer_compute_dtypes(case.spec))
             if done:
                 extra = {**extra, "special_inputs": done}
         yield case, extra
