@@ -347,11 +347,40 @@ class Executor(Runner):
 
             att = attribute(checks, order, run_alone, own=d.own)
             d.own_layers.extend(att.blamed)
+            if att.blamed:
+                d.float64_within = self._float64_sides(case, att.blamed[0], ra["layers"], sub, a, b,
+                                                       alone.get((att.blamed[0], a)) or {})
             if att.ill_conditioned:
                 d.ill_conditioned = [*(d.ill_conditioned or []), *att.ill_conditioned]
             if att.accumulated:
                 # nothing deviates on its own input: rounding amplified along the model
                 f.kind = Kind.DEVIATION_ACCUMULATED
+
+    def _float64_sides(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray],
+                       inputs: dict[str, np.ndarray], a: str, b: str, replies: dict[str, Any]
+                       ) -> dict[str, list[str]] | None:
+        """For ``layer`` computing in a narrow dtype (float16), blamed for the pair ``a``, ``b``:
+        each side's output of it alone (``replies``, fed ``a``'s input) against the layer
+        recomputed in float64 on both (:meth:`_run_wide`): side -> the backends whose float64
+        result it is within tolerance of (judged in the narrow dtype).  A side within its own
+        float64 result while the other is within neither computes the layer otherwise, not in
+        a wider intermediate (onnxruntime running a float16 node in float32 lands on the
+        float64 result; tf2onnx's one_hot counting a negative id from the end does not: the
+        api-cpu campaign, rng 2877).  None where the layer computes in float32 or wider, or
+        nothing was recomputed."""
+        if not narrow_range(layer_compute_dtype(case.spec.layer(layer).params)) or \
+                not all(isinstance(replies.get(x), dict) for x in (a, b)):
+            return None
+        fed = layer_feed(case.spec, layer, layers_a, inputs)
+        wide = self._run_wide(case, layer, fed, [a, b]) if fed is not None else {}
+        if not wide:
+            return None
+        within: dict[str, list[str]] = {}
+        for x in (a, b):
+            out = np.asarray(replies[x]["logits"])
+            within[x] = [t for t, w in wide.items()
+                         if (got := compare(out, np.asarray(w), self.tolerances)) is not None and got["score"] <= 1.0]
+        return within
 
     def _self_score(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray],
                     inputs: dict[str, np.ndarray], labels: list[str], replies: dict[str, Any],

@@ -309,6 +309,10 @@ ODD_MORE_NONFINITE = "odd_more_nonfinite"
 #: torch: onnxruntime holds more than the TensorFlow program it converted)
 JUDGED_FEWER_NONFINITE = "judged_fewer_nonfinite"
 JUDGED_MORE_NONFINITE = "judged_more_nonfinite"
+#: a deviation at a float16 layer whose odd backend is off the layer's float64 result where the
+#: other side is on it: the odd one computes something else, not the same in a wider dtype
+#: (``DeviationDetail.float64_within``)
+ODD_OFF_FLOAT64 = "odd_off_float64"
 
 
 def _fault(faults: tuple[tuple[str, str], ...], text: str) -> str | None:
@@ -600,6 +604,18 @@ def _program_context(program: dict[str, dict[str, list[str]]], layer: Any, odd: 
     return [PROGRAM + f for f in sorted(facts)]
 
 
+def _float64_context(within: Mapping[str, list[str]] | None, odd: Iterable[str], backends: Iterable[str]) -> list[str]:
+    """``odd_off_float64`` where every other backend of the pair is within its own float64
+    result of the layer and no odd one is within any other's (:data:`ODD_OFF_FLOAT64`)."""
+    odd = [x for x in odd if x in (within or {})]
+    others = [x for x in backends if x not in odd]
+    if not within or not odd or not others or not all(x in within for x in others):
+        return []
+    if all(o in within[o] for o in others) and not any(set(within[x]) & set(others) for x in odd):
+        return [ODD_OFF_FLOAT64]
+    return []
+
+
 def _direction(counts: Mapping[str, Mapping[str, int]], odd: Iterable[str], backends: Iterable[str]) -> list[str]:
     """:data:`ODD_FEWER_NONFINITE` or :data:`ODD_MORE_NONFINITE` where the odd backends' output
     counts of non-finite values (``counts``: backend -> {"nan", "+inf", "-inf"}) are all below,
@@ -852,7 +868,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         return [sig(finding.kind, api, params, bs, layer, _gradient_phase(detail.tensor),
                     context=_input_context(meta, False, detail.rows) + _index_overflow(spec, layer, meta,
                                                                                        detail.rows)
-                    + _program_context(detail.program, layer, odd or bs, {}, bs))]
+                    + _program_context(detail.program, layer, odd or bs, {}, bs)
+                    + _float64_context(detail.float64_within, odd, bs))]
     if finding.kind == Kind.EQUIVALENCE:
         # one backend against itself: the rule joins the parameters (padding and channels
         # failing on one layer are two bugs); a refused rewrite keeps its error and phase
