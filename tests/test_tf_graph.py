@@ -168,3 +168,38 @@ def test_the_converted_graph_carries_the_misplaced_bias_of_the_graph_it_was_give
     for f in (conv, devs["jax|onnxruntime"]):
         (sig,) = signatures_of(f, spec)
         assert match_known(sig, load_known_issues()).id == "keras-tf-add-bias-layout-guess", sig
+
+
+def test_a_runtime_refusing_the_converted_graph_keeps_its_program_facts(tmp_path):
+    """A GroupQueryAttention whose query length equals its query heads and head_dim 1: Keras'
+    TensorFlow ``ops.add`` adds the (4, 1) query bias as an NCHW BiasAdd, tf2onnx makes it an Add
+    along the last axis, and onnxruntime's next MatMul fails on the broadcast shape at run.  The
+    failure keeps the graph's facts, and the refusal is findings row 7, not a new root (the
+    api-cpu campaign, rng 2900)."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.cases.case import Kind, TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+    from audee.triage.known import load_known_issues, match_known
+    from audee.triage.signature import signatures_of
+
+    spec = ModelSpec.from_json({
+        "name": "gqa", "inputs": [{"name": "q", "shape": [4, 16]}, {"name": "v", "shape": [4, 16]}],
+        "layers": [{"name": "t_gqa", "api": "GroupQueryAttention",
+                    "params": {"head_dim": 1, "num_query_heads": 4, "num_key_value_heads": 1}, "inputs": ["q", "v"]}],
+        "output": "t_gqa", "logits": "t_gqa"})
+    rng = np.random.default_rng(0)
+    case = TestCase("gqa-query-bias-nchw", spec, {},
+                    {k: rng.normal(size=(2, 4, 16)).astype(np.float32) for k in ("q", "v")})
+    with Pool(parse_backends("tensorflow,onnxruntime"), tmp_path, timeout=300) as pool:
+        assert pool.start() == {}
+        ex = Executor(pool)
+        ex.complete_weights(case, weight_seed=0)
+        result = ex.run(case)
+    (f,) = [f for f in result.verdict.findings if f.kind == Kind.DIVERGENT_ACCEPTANCE]
+    assert list(f.detail.errors) == ["onnxruntime"] and f.detail.errors["onnxruntime"].phase == "run"
+    assert "bias_add_nchw" in f.detail.program["onnxruntime"]["t_gqa"]
+    (sig,) = signatures_of(f, spec, {"api": "GroupQueryAttention"})
+    assert "program:bias_add_nchw" in sig.context
+    assert match_known(sig, load_known_issues()).id == "tf2onnx-biasadd-nchw-nonconst"

@@ -60,6 +60,9 @@ class BackendError(Exception):
         super().__init__(clean_text(message))  # a framework's words: valid, bounded text (audee.core.bounded)
         self.phase = phase
         self.tb = clean_text(tb, TRACEBACK_LIMIT)
+        #: what the failing program shows of how it computes each layer (``Backend.program_facts``),
+        #: where it was made before it failed: a converted graph that a runtime refuses at run
+        self.facts: dict[str, list[str]] = {}
 
 
 class Backend(ABC):

@@ -54,6 +54,7 @@ class WorkerFailure:
     message: str
     traceback: str = ""
     log_tail: str = ""
+    facts: dict[str, list[str]] = field(default_factory=dict)  # the failing program's (BackendError.facts)
 
     def __post_init__(self) -> None:
         # where a backend's words enter audee: made valid, bounded text once (a lone surrogate
@@ -811,7 +812,8 @@ def _check_timeout(seconds: float, name: str) -> None:
 def _as_failure(reply: dict | WorkerFailure, phase: str) -> dict | WorkerFailure:
     if isinstance(reply, dict) and "error" in reply:
         e = reply["error"]
-        return WorkerFailure("error", e.get("phase", phase), e["message"], e.get("traceback", ""))
+        facts = e.get("facts") if isinstance(e.get("facts"), dict) else {}
+        return WorkerFailure("error", e.get("phase", phase), e["message"], e.get("traceback", ""), facts=facts)
     return reply
 
 

@@ -171,10 +171,13 @@ class WorkerState:
         try:
             with self.backend.clock.timed("run"):
                 outs = self.backend.run(e.model, msg["inputs"])
-        except BackendError:
+        except BackendError as exc:
+            exc.facts = self._facts(e.model)
             raise
         except Exception as exc:
-            raise BackendError(Phase.RUN, _msg(exc), traceback.format_exc()) from exc
+            err = BackendError(Phase.RUN, _msg(exc), traceback.format_exc())
+            err.facts = self._facts(e.model)
+            raise err from exc
         run_s = time.perf_counter() - t
         if len(outs) != len(e.order):
             raise BackendError(Phase.RUN, f"backend returned {len(outs)} outputs for {len(e.order)} layers")
@@ -191,7 +194,7 @@ class WorkerState:
             "nonfinite_rows": rows,
             "run_s": run_s,
         }
-        facts = self.backend.program_facts(e.model)
+        facts = self._facts(e.model)
         if facts:  # what a converted program shows of how it computes a layer (onnx_backend.graph_facts)
             reply["facts"] = facts
         want = msg.get("layers")
@@ -199,6 +202,14 @@ class WorkerState:
             names = e.order if want is True else [n for n in e.order if n in set(want)]
             reply["layers"] = {n: outs[e.order.index(n)] for n in names}
         return reply
+
+    def _facts(self, model: Any) -> dict[str, list[str]]:
+        """The program facts of ``model`` (``Backend.program_facts``), {} where it has none to
+        give (a graph never converted): a run's failure keeps them as a run's result does."""
+        try:
+            return dict(self.backend.program_facts(model) or {})
+        except Exception:  # noqa: BLE001 - facts are evidence, never a reason to fail a run
+            return {}
 
     def run_op(self, msg: dict) -> dict:
         """One ``keras.ops`` call (``Backend.run_op``): the op must be a configured one (the
@@ -451,7 +462,8 @@ def serve(conn: Connection, target: str, device: str, precision: str = "full", g
         try:
             reply = to.handle(msg)
         except BackendError as exc:
-            reply = {"error": {"phase": exc.phase, "message": str(exc), "traceback": exc.tb or traceback.format_exc()}}
+            reply = {"error": {"phase": exc.phase, "message": str(exc), "traceback": exc.tb or traceback.format_exc(),
+                               **({"facts": exc.facts} if exc.facts else {})}}
         except Exception as exc:  # a bug in the request or the backend wrapper
             reply = {"error": {"phase": Phase.BUILD if msg.get("op") == "build" else Phase.RUN,
                                "message": _msg(exc), "traceback": traceback.format_exc()}}

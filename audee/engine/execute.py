@@ -204,7 +204,7 @@ class Executor(Runner):
         modes = self.pool.precisions
         for label, got in self.pool.collect_run(sub.tickets).items():
             if isinstance(got, WorkerFailure):
-                outcomes[label] = Outcome(label, failure=got, precision=modes.get(label, FULL))
+                outcomes[label] = Outcome(label, failure=got, facts=dict(got.facts), precision=modes.get(label, FULL))
                 if got.hard:
                     self._built.pop(case.spec.key(), None)  # the worker restarted: cache gone
             else:

@@ -28,7 +28,9 @@ def crash_findings(outcomes: list[Outcome]) -> list[Finding]:
                                     accepted=[o.backend for o in ok],
                                     errors={o.backend: BackendError(phase=o.failure.phase, message=o.failure.message,
                                                                     traceback=o.failure.traceback[-4000:])
-                                            for o in clean})))
+                                            for o in clean},
+                                    program={o.backend: dict(o.facts) for o in clean + ok
+                                             if getattr(o, "facts", None)})))
     elif clean and not ok and len(clean) == len([o for o in outcomes if not (o.failure and o.failure.hard)]):
         findings.append(Finding(Kind.CONSISTENT_REJECTION, [o.backend for o in clean],
                                 ConsistentRejectionDetail(

@@ -114,6 +114,9 @@ class DivergentAcceptanceDetail(Detail):
     errors: dict[str, BackendError] = {}
     odd: list[str] | None = None
     odd_rule: str | None = None
+    #: backend -> layer name -> what its program shows of how it computes the layer, the
+    #: rejecting ones' included (a converted graph a runtime refuses at run; NanDetail.program)
+    program: dict[str, dict[str, list[str]]] = {}
 
 
 class ConsistentRejectionDetail(Detail):

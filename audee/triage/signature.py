@@ -616,6 +616,14 @@ def _float64_context(within: Mapping[str, list[str]] | None, odd: Iterable[str],
     return []
 
 
+def _case_layer(layers: dict[str, tuple[str, dict[str, Any]]], case_api: str | None) -> str | None:
+    """The one layer of the API a case was made around (an API-level case's), or None: where a
+    failure names no layer (a runtime's node, outputs of another shape), its program facts are
+    read there."""
+    made_around = [name for name, (api, _) in layers.items() if api == case_api]
+    return made_around[0] if len(made_around) == 1 else None
+
+
 def _direction(counts: Mapping[str, Mapping[str, int]], odd: Iterable[str], backends: Iterable[str]) -> list[str]:
     """:data:`ODD_FEWER_NONFINITE` or :data:`ODD_MORE_NONFINITE` where the odd backends' output
     counts of non-finite values (``counts``: backend -> {"nan", "+inf", "-inf"}) are all below,
@@ -833,7 +841,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             traceback = raw[(phase, error)].traceback
             values = _op_case(meta) or _value_indices(layer_api(named, api))
             context = (["audee_raised"] if _audee_raised(traceback) else []) + \
-                (_input_context(meta, False, values=values, crash=True) if phase in Phase.ON_VALUES else []) + silent
+                (_input_context(meta, False, values=values, crash=True) if phase in Phase.ON_VALUES else []) + \
+                silent + _program_context(detail.program, named or _case_layer(layers, case_api), bs, {}, bs)
             out.append(sig(finding.kind, api, params, tuple(sorted(bs)), named, phase, error, message, context,
                            odd=(), traceback=traceback))
         out = _one_cause(out)
@@ -926,12 +935,10 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     api, params = blamed(pair_layer)
     # outputs of different shapes differ whatever the rows held
     rows_context = [] if detail.shape_mismatch is not None else _input_context(meta, False, detail.inputs)
-    # the layer the program facts are read at: the pair's deviation's, else the one layer of
-    # the API the case was made around (outputs of another shape pin no layer)
-    made_around = [name for name, (a, _) in layers.items() if a == case_api]
-    at = pair_layer or (made_around[0] if len(made_around) == 1 else None)
+    # the layer the program facts are read at: the pair's deviation's, else the case's (outputs
+    # of another shape pin no layer)
     context = rows_context + (["within_tolerance"] if within_tolerance else []) + \
-        _program_context(detail.program, at, odd or bs, {}, bs)
+        _program_context(detail.program, pair_layer or _case_layer(layers, case_api), odd or bs, {}, bs)
     return [sig(finding.kind, api, params, bs, pair_layer, context=context)]
 
 
