@@ -105,3 +105,20 @@ def test_the_float64_reference_decides_where_no_run_backend_computes_float64(tmp
     (alone,), (ref,) = got["alone"].detail.patterns.values(), got["reference"].detail.patterns.values()
     assert alone.own_layer == ref.own_layer == "p"
     assert alone.overflow_evidence == "scale" and ref.overflow_evidence == "float64", (alone, ref)
+
+
+def test_the_cast_overflow_threshold_of_every_float_dtype_without_a_warning():
+    """The smallest magnitude a cast rounds to Inf: float16's 65520 (65519 rounds down to
+    65504), float32's and bfloat16's half a spacing past their maxima; float64's is past every
+    finite double (Inf), found without overflowing a power of two on the way (log2 of
+    float64's maximum rounds up to 1024)."""
+    import warnings
+
+    from audee.oracle.compute_dtype import cast_overflow_min
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = {d: cast_overflow_min(d) for d in ("float16", "bfloat16", "float32", "float64")}
+    assert got["float16"] == 65520.0
+    assert np.float32(np.nextafter(got["float32"], 0.0)) == np.finfo(np.float32).max
+    assert got["bfloat16"] > 3.389e38 and got["float64"] == float("inf")

@@ -9,6 +9,7 @@ layer and already Inf for a ``mixed_float16`` one.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 import numpy as np
@@ -63,7 +64,8 @@ def cast_overflow_min(dtype: Any) -> float:
     spacing there (65520 in float16: 65519 rounds down to 65504)."""
     info = _finfo(dtype)
     top = float(info.max)
-    return top + 2.0 ** np.floor(np.log2(top)) * float(info.eps) / 2
+    # the binade of the maximum from its exponent (log2 of float64's maximum rounds up to 1024)
+    return top + math.ldexp(float(info.eps) / 2, math.frexp(top)[1] - 1)
 
 
 def narrow_range(dtype: Any) -> bool:
