@@ -1347,3 +1347,26 @@ def test_a_float16_division_by_an_overflowing_reciprocal_is_found_before_by_its_
     assert (match_known(ort, issues).id, match_known(ort, issues).row) == ("tf-grappler-div-const-reciprocal-fp16", 104)
     kept = replace(ort, context=("policy:float16", "odd_fewer_nonfinite"))  # a float16 overflow kept finite
     assert match_known(kept, issues).id == "ort-fp16-cast-roundtrip-elided"
+
+
+def test_tensorflows_fused_mish_tail_is_a_limitation_found_before():
+    """Findings row 105: TensorFlow's graphs run mish as oneDNN's fused op, which loses its negative
+    tail (absolute error under 7.4e-7); an LSTM with mish gates amplifies it (the api-cpu
+    campaign, rng 2905).  TensorFlow among the pair where no side is named, onnxruntime judged
+    against it, or TensorFlow odd: the entry; another activation or TensorFlow not in the pair:
+    not it."""
+    from dataclasses import replace
+
+    from audee.triage.rootcause import classify
+
+    issues = load_known_issues()
+    params = (("activation", "'softsign'"), ("go_backwards", "True"), ("recurrent_activation", "'mish'"))
+    sig = Signature("deviation", "LSTM+activations.mish+activations.softsign", params,
+                    ("jax", "tensorflow", "torch"), layer="LSTM")
+    hit = match_known(sig, issues)
+    assert (hit.id, hit.status, hit.row) == ("tf-onednn-fused-mish-negative-tail", "found before", 105)
+    assert classify(sig, hit)[0] == "limitation"
+    assert match_known(replace(sig, kind="inconsistency", backends=("jax", "tensorflow")), issues).id == hit.id
+    assert match_known(replace(sig, backends=("jax", "torch")), issues) is None
+    sigmoid = tuple((k, "'sigmoid'") if k == "recurrent_activation" else (k, v) for k, v in params)
+    assert match_known(replace(sig, params=sigmoid), issues) is None
