@@ -36,6 +36,7 @@ def bias_axis(x_rank: int, bias_shape: tuple[int | None, ...]) -> int | None:
 
 
 def _data_format(op: Any) -> str:
+    """A ``BiasAdd`` node's data format as text (TensorFlow gives bytes)."""
     fmt = op.get_attr("data_format")
     return fmt.decode() if isinstance(fmt, bytes) else str(fmt)
 
