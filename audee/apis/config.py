@@ -14,6 +14,7 @@ malformed one is refused with a one-line error naming the file and the field pat
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -449,6 +450,18 @@ def _check_op_keys(data: dict[str, Any], source: str, op_config: bool) -> tuple[
         raise _err(source, "distinct", f"expected two or more of the op's axis arguments ({', '.join(sorted(axes))}), "
                                        f"got {distinct!r}")
     return args, derive, list(undefined), list(distinct)
+
+
+def named_axes(value: Any) -> list[int] | None:
+    """The axes an axis parameter's value names (an int or a non-empty list of ints, NumPy's
+    included), or None when it is not one (a bool is no axis)."""
+    def axis(v: Any) -> bool:
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+    if axis(value):
+        return [int(value)]
+    if isinstance(value, (list, tuple)) and value and all(axis(v) for v in value):
+        return [int(v) for v in value]
+    return None
 
 
 def load_api_configs(directory: str | Path | None = None) -> dict[str, ApiConfig]:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from audee.apis import ParamConfig
+from audee.apis.config import named_axes
 
 
 @dataclass
@@ -64,18 +65,6 @@ class Mutation:
         self.invalid, self.why = True, why
 
 
-def _axes(value: Any) -> list[int] | None:
-    """The axes an axis argument names (an int or a list of ints), or None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, np.integer)):
-        return [int(value)]
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                                                         for v in value):
-        return [int(v) for v in value]
-    return None
-
-
 #: the parameters that name axes of the one input tensor, by name in every Keras layer (``axes``
 #: of a ``Dot`` names one axis per input: not among them) or by type in an op config
 AXIS_PARAMS = ("axis",)
@@ -91,7 +80,7 @@ def outside_contract(name: str, param: ParamConfig, value: Any, rank: int) -> st
     is no such case: no backend builds it, and a valid draw no backend builds is redrawn."""
     if name not in AXIS_PARAMS and param.type != "axis":
         return None
-    axes = _axes(value)
+    axes = named_axes(value)
     if axes is None or rank <= 0 or any(not -rank <= a < rank for a in axes):
         return None
     if len({a % rank for a in axes}) < len(axes):

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from audee.apis.config import ApiConfig, load_api_configs
+from audee.apis.config import ApiConfig, load_api_configs, named_axes
 from audee.oracle.deviation import FULL, bound_score
 
 #: wrappers that run their inner layer (parameter ``layer``) on slices of their input: how to
@@ -35,12 +35,12 @@ UNIT_ROUNDOFF_32, UNIT_ROUNDOFF_64 = 2.0 ** -24, 2.0 ** -53
 
 
 def _axes(value: Any, ndim: int) -> list[int] | None:
-    """The axes an ``axis`` parameter names, made non-negative (None: not an axis or list of them)."""
-    items = value if isinstance(value, (list, tuple)) else [value]
-    if not items or not all(isinstance(a, int) and not isinstance(a, bool) for a in items):
+    """The axes an ``axis`` parameter names (:func:`audee.apis.config.named_axes`), made
+    non-negative for an input of ``ndim`` axes (None: not axes, or one it has not)."""
+    axes = named_axes(value)
+    if axes is None or any(not -ndim <= a < ndim for a in axes):
         return None
-    out = [a % ndim for a in items if -ndim <= a < ndim]
-    return out if len(out) == len(items) else None
+    return [a % ndim for a in axes]
 
 
 def _inner(api: str, params: Mapping[str, Any], x: np.ndarray) -> tuple[str, Mapping[str, Any], np.ndarray]:

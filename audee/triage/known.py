@@ -543,12 +543,12 @@ def _followed(matched: Iterable[tuple[Signature, KnownIssue | None]]) -> dict[Ro
     return out
 
 
-def _more_telling(sig: Signature, issue: KnownIssue | None, than: Signature, than_issue: KnownIssue | None) -> bool:
-    """Whether ``sig`` (matching ``issue``) shows its key's bug better than ``than``: a class
-    more telling (:data:`audee.triage.rootcause.CLASSES`).  One signature key over several cases
+def _telling(sig: Signature, issue: KnownIssue | None) -> int:
+    """How telling ``sig`` (matching ``issue``) is: its class's place in
+    :data:`audee.triage.rootcause.CLASSES`, lower first.  One signature key over several cases
     whose facts differ (a difference on a row of subnormal values, and the same difference on
     ordinary rows) is the bug the ordinary case shows, whichever case sorts first."""
-    return CLASSES.index(classify(sig, issue)[0]) < CLASSES.index(classify(than, than_issue)[0])
+    return CLASSES.index(classify(sig, issue)[0])
 
 
 def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue]) -> list[Bug]:
@@ -558,11 +558,12 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
     matches, :func:`_followed`) and that entry's status now (:meth:`KnownIssue.status_now`), its class
     (:func:`audee.triage.rootcause.classify`) and root (the known issue's link or findings row,
     :attr:`KnownIssue.ref`, else :func:`audee.triage.rootcause.root_of`), the number of cases,
-    the first case (by id) of the most telling class (:func:`_more_telling`: its facts decide the
+    the first case (by id) of the most telling class (:func:`_telling`: its facts decide the
     class and the entry) and its case file, the repro script ``<slug>.py`` of the row's run directory when one exists (a
     :class:`PlacedRow` says where a row was read; a bare row has its case file as written and
     no script), and the campaign units it was seen in."""
     first: dict[str, tuple[Signature, PlacedRow, KnownIssue | None]] = {}
+    rank: dict[str, int] = {}  # the first case's :func:`_telling`
     case_ids: dict[str, set[str]] = {}
     units: dict[str, list[str]] = {}
     placed = [r if isinstance(r, PlacedRow) else PlacedRow(r) for r in rows]
@@ -572,10 +573,11 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
             sig = Signature.from_json(d)
             key = sig.key()
             issue = match_known(sig, issues)
+            telling = _telling(sig, issue)
             if key not in first:
                 case_ids[key], units[key] = set(), []
-            if key not in first or _more_telling(sig, issue, first[key][0], first[key][2]):
-                first[key] = (sig, at, issue)  # the case that shows it best: a bug beside an undefined one
+            if key not in first or telling < rank[key]:  # the case that shows it best: a bug beside an undefined one
+                first[key], rank[key] = (sig, at, issue), telling
             case_ids[key].add(row.id)
             if at.unit is not None and at.unit not in units[key]:
                 units[key].append(at.unit)
