@@ -204,6 +204,8 @@ def test_check_params_accepts_invalid_draws_but_not_wrong_types():
      "params.groups.rank_offset"),   # a layer parameter's only
     ("api: Conv2D\ncategory: conv\nparams:\n  layer: {type: layer, apis: [Dense], rank_offset: one}\n",
      "params.layer.rank_offset"),
+    ("api: Conv2D\ncategory: conv\nnormalizes: axis\nparams:\n  groups: {type: int}\n", "normalizes"),  # no such param
+    ("api: Conv2D\ncategory: conv\nnormalizes: [axis]\nparams:\n  axis: {type: int}\n", "normalizes"),
 ])
 def test_malformed_new_keys_name_file_and_field(tmp_path, body, field):
     path = tmp_path / "Conv2D.yaml"
