@@ -231,6 +231,22 @@ def test_the_conditioning_perturbation_is_at_least_two_ulps_of_the_data_dtype():
     assert (perturbed(x16, size=rounding_for("full", x16))["x"] != x16["x"]).any()
 
 
+def test_the_perturbation_moves_bfloat16_and_keeps_finite_values_finite():
+    """A probe that leaves a bfloat16 input as it is calls every bfloat16 layer perfectly
+    conditioned; one that moves a float16 near-maximum to Inf probes another computation."""
+    import ml_dtypes
+
+    from audee.oracle.deviation import perturbed, rounding_for
+
+    xb = {"x": np.linspace(0.5, 1.5, 64).astype(ml_dtypes.bfloat16)}
+    moved = perturbed(xb, size=rounding_for("full", xb))["x"]
+    assert moved.dtype == xb["x"].dtype and (moved != xb["x"]).any()
+    top = np.full(256, 65504.0, np.float16)
+    edge = {"x": np.concatenate([top, -top, [np.inf, np.nan]]).astype(np.float16)}
+    out = perturbed(edge, size=rounding_for("full", edge))["x"]
+    assert np.isfinite(out[:-2]).all() and np.isinf(out[-2]) and np.isnan(out[-1])
+
+
 def test_a_layer_fed_a_bfloat16_policy_output_is_judged_alone(fault_pool):
     """Under a bfloat16 policy each layer's output is a bfloat16 array, which no model input can
     be: fed as it was, the layer alone failed on every backend and no deviation in such a model

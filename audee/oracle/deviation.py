@@ -55,6 +55,7 @@ import numpy as np
 
 from audee.settings import TOLERANCES
 from audee.core.floats import is_float
+from audee.oracle.compute_dtype import dtype_max
 
 TENSORS = ("logits", "output")          # what the whole-model check compares, in this order
 PRECISION = ("bfloat16", "float16", "tf32", "float32")  # low to high
@@ -337,12 +338,16 @@ def perturbed_weights(weights: Mapping[str, list[np.ndarray]], layer: str, size:
 
 
 def _moved(v: Any, rng: np.random.Generator, size: float) -> Any:
-    """A float array moved by a relative ``size`` (random signs, from ``rng``); others as they are."""
+    """A float array (bfloat16 included) moved by a relative ``size`` (random signs, from
+    ``rng``); others as they are.  A finite value stays finite: a near-maximum moved past its
+    dtype's range would be an Inf, a change no rounding of the layer makes."""
     v = np.asarray(v)
-    if not np.issubdtype(v.dtype, np.floating):
+    if not is_float(v):
         return v
     u = rng.uniform(-1.0, 1.0, size=v.shape)
-    return (v.astype(np.float64) * (1.0 + size * u)).astype(v.dtype)
+    moved = v.astype(np.float64) * (1.0 + size * u)
+    top = dtype_max(v.dtype)
+    return np.where(np.isfinite(v), np.clip(moved, -top, top), moved).astype(v.dtype)
 
 
 def attributed(own_score: float, self_score: float) -> bool:
