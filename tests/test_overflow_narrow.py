@@ -122,3 +122,19 @@ def test_the_cast_overflow_threshold_of_every_float_dtype_without_a_warning():
     assert got["float16"] == 65520.0
     assert np.float32(np.nextafter(got["float32"], 0.0)) == np.finfo(np.float32).max
     assert got["bfloat16"] > 3.389e38 and got["float64"] == float("inf")
+
+
+def test_a_layer_that_is_not_homogeneous_past_float64s_range_is_no_intermediate_overflow():
+    """Scaled back up by ``2^k``, a float64 result past float64's range is an Inf where the
+    layer at full scale was finite: the layer is not homogeneous on that input, and the
+    overflow of the comparison is no warning in a campaign's log."""
+    import warnings
+
+    from audee.oracle.nan import intermediate_overflow
+
+    wide = {"y": np.array([1.0, 2.0])}
+    wide_scaled = {"y": np.array([1e300, 2.0 ** -100])}         # an exp of the scaled input, say
+    alone = {"a": np.array([1.0, 2.0], np.float32), "b": np.array([1.0, 2.0], np.float32)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not intermediate_overflow(wide, wide_scaled, 100, alone, lambda u, v: bool(np.allclose(u, v)))
