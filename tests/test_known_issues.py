@@ -1370,3 +1370,25 @@ def test_tensorflows_fused_mish_tail_is_a_limitation_found_before():
     assert match_known(replace(sig, backends=("jax", "torch")), issues) is None
     sigmoid = tuple((k, "'sigmoid'") if k == "recurrent_activation" else (k, v) for k, v in params)
     assert match_known(replace(sig, params=sigmoid), issues) is None
+
+
+def test_a_stale_reshape_after_a_square_refused_by_a_later_node_is_the_transpose_optimizers_bug():
+    """tf2onnx's transpose optimizer moved a Transpose below a square and made it a Reshape of
+    a stale shape (findings row 98); a Dot(normalize=True) takes the result into its MatMul,
+    which onnxruntime refuses at run ("left operand cannot broadcast", the api-cpu campaign,
+    rng 2908).  The converted graph's fact names the mechanism whichever node trips; the same
+    refusal without it is not claimed."""
+    from dataclasses import replace
+
+    from audee.triage.signature import Signature
+
+    error = ("Fail: [ONNXRuntimeError] : <n> : FAIL : Non-zero status code returned while running MatMul node. "
+             "Name:<name> Status Message: matmul_helper.<name> Compute left operand cannot broadcast on dim <n>")
+    sig = Signature("divergent_acceptance", "Dot", (("axes", "[+int, +int]"), ("normalize", "True")),
+                    ("onnxruntime",), phase="run", error=error, layer="Dot", op="MatMul", component="onnxruntime",
+                    error_full=error, context=("policy:float16", "program:transpose_reshaped_after_square"))
+    issues = load_known_issues()
+    hit = match_known(sig, issues)
+    assert (hit.id, hit.row) == ("tf2onnx-transpose-square-stale-shape", 98)
+    other = match_known(replace(sig, context=("policy:float16",)), issues)
+    assert other is None or other.id != "tf2onnx-transpose-square-stale-shape"

@@ -203,3 +203,27 @@ def test_a_runtime_refusing_the_converted_graph_keeps_its_program_facts(tmp_path
     (sig,) = signatures_of(f, spec, {"api": "GroupQueryAttention"})
     assert "program:bias_add_nchw" in sig.context
     assert match_known(sig, load_known_issues()).id == "tf2onnx-biasadd-nchw-nonconst"
+
+
+def test_a_reshape_the_transpose_optimizer_made_after_a_square_is_the_squares_layers_fact():
+    """tf2onnx's optimizer names a Transpose it makes ``Transpose__<n>`` and keeps the name
+    when it turns it into a Reshape; one reading a ``Mul(t, t)`` is what its same-input branch
+    leaves (findings row 98).  The Reshape has no layer scope: the fact is the square's
+    layer's.  A Reshape after a product of two tensors, or a layer's own Reshape, is not it."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from audee.backends.onnx_backend import graph_facts
+
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [1, 8])
+    nodes = [helper.make_node("Mul", ["x", "x"], ["sq"], name="f/t_dot_1/Square_1"),
+             helper.make_node("Reshape", ["sq", "shape"], ["r"], name="Transpose__46"),
+             helper.make_node("Mul", ["x", "y"], ["xy"], name="f/t_mul_1/mul"),
+             helper.make_node("Reshape", ["xy", "shape"], ["r2"], name="Transpose__47"),
+             helper.make_node("Mul", ["y", "y"], ["sq2"], name="f/t_sq_1/Square"),
+             helper.make_node("Reshape", ["sq2", "shape"], ["r3"], name="f/t_sq_1/Reshape")]
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 8]) for n in ("x", "y")]
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 8]) for n in ("r", "r2", "r3")]
+    proto = helper.make_model(helper.make_graph(nodes, "g", io, outs, [shape]))
+    onnx.checker.check_model(proto)
+    assert graph_facts(proto, ["t_dot", "t_mul", "t_sq"]) == {"t_dot": ["transpose_reshaped_after_square"]}

@@ -252,12 +252,19 @@ _TF2ONNX_TRACKERS = ("onnx/tensorflow-onnx",)
 #: bias of a MultiHeadAttention), which tf2onnx converts, its bias being a graph input and not
 #: a constant, into an ``Add`` along the last axis (findings row 7): a converted program
 #: showing it differs from its reference for that reason, whatever the layer
+#: ``transpose_reshaped_after_square``: the converter's transpose optimizer moved a Transpose
+#: below a ``Mul(t, t)`` (a square) and then replaced it by a ``Reshape`` (it moves only size-1
+#: axes), built from the shapes recorded before the move (tf2onnx's ``_mul_handler``,
+#: findings row 98): a runtime refusing a shape downstream of it refuses that Reshape's
+#: stale shape, whichever node trips over it
 SELECT_AS_ARITHMETIC = "select_as_arithmetic"
 MAX_AS_REDUCE_MAX = "max_as_reduce_max"
 MAX_AS_MAX_POOL = "max_as_max_pool"
 BIAS_ADD_MISPLACED = "bias_add_misplaced"
 BIAS_ADD_NCHW = "bias_add_nchw"
-PROGRAM_FACTS = (SELECT_AS_ARITHMETIC, MAX_AS_REDUCE_MAX, MAX_AS_MAX_POOL, BIAS_ADD_MISPLACED, BIAS_ADD_NCHW)
+TRANSPOSE_RESHAPED_AFTER_SQUARE = "transpose_reshaped_after_square"
+PROGRAM_FACTS = (SELECT_AS_ARITHMETIC, MAX_AS_REDUCE_MAX, MAX_AS_MAX_POOL, BIAS_ADD_MISPLACED, BIAS_ADD_NCHW,
+                 TRANSPOSE_RESHAPED_AFTER_SQUARE)
 
 #: what a runtime's refusal of a converted ONNX graph says is wrong with the graph, first match
 #: first: an op the converter left unconverted, operand types, shapes, any other invalid graph.

@@ -32,7 +32,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from audee.backends.base import Backend, BackendError, Phase
-from audee.backends.info import MAX_AS_MAX_POOL, MAX_AS_REDUCE_MAX, SELECT_AS_ARITHMETIC
+from audee.backends.info import (MAX_AS_MAX_POOL, MAX_AS_REDUCE_MAX, SELECT_AS_ARITHMETIC,
+                                TRANSPOSE_RESHAPED_AFTER_SQUARE)
 from audee.backends.keras_backends import (KerasOpCalls, TensorflowBackend, apply_precision_env,
                                             round_trip_built, tf_traced_call)
 from audee.backends.keras_build import BuiltModel
@@ -195,7 +196,10 @@ def graph_facts(proto: Any, layers: list[str]) -> dict[str, list[str]]:
     ``select_as_arithmetic`` where a TensorFlow select of the layer (a node named ``Select`` or
     ``SelectV2``) became an ``Add`` of two ``Mul`` (tf2onnx's lowering of a float ``tf.where``);
     ``max_as_reduce_max`` / ``max_as_max_pool`` where the layer has a ``ReduceMax`` node, or a
-    ``MaxPool`` / ``GlobalMaxPool`` one (one Keras max pooling reaches either, by its layout).
+    ``MaxPool`` / ``GlobalMaxPool`` one (one Keras max pooling reaches either, by its layout);
+    ``transpose_reshaped_after_square`` where a ``Reshape`` the transpose optimizer made of a
+    Transpose (named ``Transpose__<n>``) reads the layer's square (a ``Mul`` of one input by
+    itself): the layer of the square, the Reshape having no scope of its own.
     A node belongs to the layer its name's scope names (``t_relu_1/SelectV2``: ``t_relu``), or
     else to the layer of the node whose body holds it: a recurrent layer that is not unrolled
     becomes a ``Loop`` whose body computes the cell, activations and masks included."""
@@ -207,13 +211,18 @@ def graph_facts(proto: Any, layers: list[str]) -> dict[str, list[str]]:
 def _graph_facts(graph: Any, layers: list[str], owner: str | None, out: dict[str, list[str]]) -> None:
     """:func:`graph_facts` of one graph, and of the subgraphs its nodes hold (``Loop``, ``Scan``,
     ``If`` bodies), into ``out``; ``owner``: the layer of the node that holds ``graph``."""
-    producers = {o: n.op_type for n in graph.node for o in n.output}
+    made_by = {o: n for n in graph.node for o in n.output}
+    producers = {o: n.op_type for o, n in made_by.items()}
     for n in graph.node:
         layer = layer_of(n.name, layers) or owner
         fact = _OP_FACTS.get(n.op_type)
         if n.op_type == "Add" and _SELECT.fullmatch(n.name.rsplit("/", 1)[-1]) \
                 and n.input and all(producers.get(i) == "Mul" for i in n.input):
             fact = SELECT_AS_ARITHMETIC
+        square = made_by.get(n.input[0]) if n.op_type == "Reshape" and n.input else None
+        if _MOVED_TRANSPOSE.fullmatch(n.name.rsplit("/", 1)[-1]) and square is not None \
+                and square.op_type == "Mul" and len(square.input) == 2 and square.input[0] == square.input[1]:
+            fact, layer = TRANSPOSE_RESHAPED_AFTER_SQUARE, layer_of(square.name, layers) or owner
         if fact is not None and layer is not None and fact not in out.setdefault(layer, []):
             out[layer].append(fact)
         for attr in n.attribute:
@@ -235,6 +244,9 @@ _OP_FACTS = {"ReduceMax": MAX_AS_REDUCE_MAX, "MaxPool": MAX_AS_MAX_POOL, "Global
 
 #: the last scope of a TensorFlow select node's name
 _SELECT = re.compile(r"Select(?:V2)?")
+#: the name tf2onnx's transpose optimizer gives a Transpose it makes (and keeps when it turns
+#: the Transpose into a Reshape)
+_MOVED_TRANSPOSE = re.compile(r"Transpose__\d+")
 
 
 def onnx_checker_error(proto: Any) -> str | None:
