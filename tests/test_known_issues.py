@@ -1392,3 +1392,21 @@ def test_a_stale_reshape_after_a_square_refused_by_a_later_node_is_the_transpose
     assert (hit.id, hit.row) == ("tf2onnx-transpose-square-stale-shape", 98)
     other = match_known(replace(sig, context=("policy:float16",)), issues)
     assert other is None or other.id != "tf2onnx-transpose-square-stale-shape"
+
+
+def test_a_stale_reshape_after_a_square_that_broadcasts_silently_is_the_same_bug():
+    """Not refused: the stale shape broadcasts and onnxruntime, odd, computes another tensor
+    (UnitNormalization after a Permute, the api-cpu campaign rng 2909); the converted graph's
+    fact makes it findings row 98, as the refusals are."""
+    from dataclasses import replace
+
+    from audee.triage.signature import Signature
+
+    sig = Signature("inconsistency", "UnitNormalization", (("axis", "+int"),), ("onnxruntime", "tensorflow"),
+                    odd=("onnxruntime",), layer="UnitNormalization",
+                    context=("program:transpose_reshaped_after_square",))
+    issues = load_known_issues()
+    assert match_known(sig, issues).id == "tf2onnx-transpose-square-stale-shape"
+    for other in (replace(sig, context=()), replace(sig, odd=("tensorflow",))):
+        hit = match_known(other, issues)
+        assert hit is None or hit.id != "tf2onnx-transpose-square-stale-shape"
