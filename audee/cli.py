@@ -84,7 +84,7 @@ def _backends_arg(p: argparse.ArgumentParser, default: str, settings: bool = Tru
 
 def build_parser() -> argparse.ArgumentParser:
     from audee.backends.registry import BUILTIN, DEFAULT_BACKENDS
-    from audee.repro.recheck import TIMEOUT_S as RECHECK_TIMEOUT_S
+    from audee.repro.recheck import TIMEOUT_S as RECHECK_TIMEOUT_S, TRIES as RECHECK_TRIES
 
     ap = argparse.ArgumentParser(prog="audee", description="Differential fuzzing of deep-learning frameworks "
                                  "(Audee, ASE 2020): mutate a seed DNN, run it on several backends, record "
@@ -223,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default: {RECHECK_TIMEOUT_S:g})")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="scripts run at a time (default: 1, each alone on the machine)")
+    p.add_argument("--tries", type=int, default=RECHECK_TRIES, metavar="N",
+                   help=f"runs of a script that prints NOT REPRODUCED before it is fixed: a bug may show in some "
+                        f"processes only (default: {RECHECK_TRIES})")
 
     p = sub.add_parser("bisect", help="the first environment (oldest first) whose release computes a case "
                                       "differently from the oldest",
@@ -623,7 +626,7 @@ def cmd_recheck(args: argparse.Namespace) -> int:
               f"{row.line}", flush=True)
 
     report = recheck(args.paths, Path(out), python=args.python, timeout=args.timeout, jobs=args.jobs,
-                     progress=show)
+                     tries=args.tries, progress=show)
     print(report.summary() + (f"; {report.kept} rows kept from the interrupted recheck there" if report.kept else ""))
     print(f"table: {Path(out) / 'recheck.md'} (+ recheck.csv, recheck.json)")
     return report.exit_code()
