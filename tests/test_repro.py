@@ -293,3 +293,38 @@ def test_a_nan_script_runs_the_layer_where_the_patterns_part_not_a_backends_firs
     assert known_layer(rec, Finding.from_json(cleared)) == "logits"
     bare = {**nan, "detail": {**nan["detail"], "patterns": {}}}
     assert known_layer(rec, Finding.from_json(bare)) == "logits"
+
+
+def test_a_smaller_model_that_fails_through_a_sibling_kernel_is_not_this_bugs_script(tmp_path):
+    """A channels_first GlobalMaxPooling3D after a channels_last Conv3D: tf2onnx folds the
+    transposes into a ReduceMax, and onnxruntime's ReduceMax drops the NaN two infinities make
+    (the api-cpu campaign rng 2904).  The layer alone converts to a GlobalMaxPool, which drops
+    it too: it still fails, through another kernel (another entry's bug).  The script is the
+    whole variant, which shows the ReduceMax the case ran."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.cases.case import Kind, TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+    from audee.fuzz import case_record
+
+    spec = ModelSpec.from_json({
+        "name": "pool", "inputs": [{"name": "x", "shape": [2, 4, 7, 4]}],
+        "layers": [{"name": "a0_conv3d", "api": "Conv3D", "params": {"filters": 4, "kernel_size": 1},
+                    "inputs": ["x"]},
+                   {"name": "t_pool", "api": "GlobalMaxPooling3D",
+                    "params": {"data_format": "channels_first", "keepdims": True}, "inputs": ["a0_conv3d"]}],
+        "output": "t_pool", "logits": "t_pool"})
+    x = np.random.default_rng(0).uniform(-1, 1, (4, 2, 4, 7, 4)).astype(np.float32)
+    x[1, 0, 1, 3, 0:2] = np.inf                     # inf * w + inf * -w: a NaN inside the channel, not first
+    case = TestCase("pool-nan", spec, {}, {"x": x})
+    with Pool(parse_backends("tensorflow,torch,jax,onnxruntime"), tmp_path / "logs", timeout=300) as pool:
+        assert pool.start() == {}
+        ex = Executor(pool)
+        ex.complete_weights(case, weight_seed=0)
+        result = ex.run(case)
+        (f,) = [f for f in result.verdict.findings if f.kind == Kind.NAN]
+        assert f.detail.program == {"onnxruntime": {"t_pool": ["max_as_reduce_max"]}}
+        rep = write_repro(case_record(result, pool, {"seed": "pool"}), tmp_path, "pool", pool=pool)
+    assert rep.model == "variant" and rep.verified, rep.notes
+    assert any("not through the programs the case ran" in n for n in rep.notes), rep.notes

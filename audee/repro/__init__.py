@@ -13,8 +13,9 @@ The model is the smallest one that still fails: with a layer known (``layer=``, 
 deviation finding's ``own_layers``, the NaN finding's first layer, a localization result in
 the case) the layer alone, fed one backend's output of its predecessors (as
 :mod:`audee.localize` builds one-layer cases), on the failing rows of the batch; each
-candidate is checked on ``pool`` and the first that still fails is written, else the
-whole variant.  Plugin backends cannot be in a script (it would need audee's code): a
+candidate is checked on ``pool`` and the first that still fails, through the programs the
+case ran (:func:`shows_program`: a converter may compute the layer alone with a sibling
+kernel), is written, else the whole variant.  Plugin backends cannot be in a script (it would need audee's code): a
 failure that involves one is refused.
 """
 from __future__ import annotations
@@ -178,13 +179,31 @@ def _compare_layer(spec: ModelSpec, f: Finding, one_layer: str | None) -> str:
 
 
 # ---- checking a candidate on audee's workers ----------------------------------------------------
-def _still_fails(pool: Any, record: CaseRecord, f: Finding, case: TestCase) -> bool:
+def _still_fails(pool: Any, record: CaseRecord, f: Finding, case: TestCase, layer: str | None = None) -> bool:
+    """Whether ``case`` fails as ``f`` did, through the same programs (:func:`shows_program`)."""
     from audee.engine.execute import Executor
 
     ex = Executor(pool, tie_margin=record.tie_margin, diagnose=False, tolerances=record.tolerances or None,
                   equivalence=[f.detail.rule] if f.kind == Kind.EQUIVALENCE else [])
     ex.complete_weights(case, 0)
-    return finding_holds(f, ex.run(case).verdict.findings)
+    return any(finding_holds(f, [g]) and shows_program(f, g, layer) for g in ex.run(case).verdict.findings)
+
+
+def shows_program(recorded: Finding, now: Finding, layer: str | None = None) -> bool:
+    """Whether ``now``'s programs show every fact ``recorded``'s showed of ``layer`` (of any
+    layer where None), backend by backend (:data:`audee.backends.info.PROGRAM_FACTS`).  A
+    converter can compute a layer alone with another kernel than inside its model (tf2onnx
+    folds the transposes before a channels_first max pooling into a ReduceMax, and writes a
+    GlobalMaxPool for the layer alone): a smaller model failing through the sibling kernel
+    shows the maintainer another bug, so it is no smaller model of this one."""
+    want: dict[str, dict[str, list[str]]] = getattr(recorded.detail, "program", None) or {}
+    got: dict[str, dict[str, list[str]]] = getattr(now.detail, "program", None) or {}
+
+    def facts(program: dict[str, dict[str, list[str]]], backend: str) -> set[str]:
+        per = program.get(backend) or {}
+        return set(per.get(layer, ())) if layer is not None else {x for fs in per.values() for x in fs}
+
+    return all(facts(want, b) <= facts(got, b) for b in want)
 
 
 def _layer_inputs(pool: Any, spec: ModelSpec, weights: Weights, inputs: dict[str, np.ndarray], layer: str,
@@ -267,11 +286,11 @@ def write_repro(record: CaseRecord, out_dir: Path, name: str, *, model: str = "a
         chosen = candidates[-1]
         verified = False
         for cand in candidates:
-            if _still_fails(pool, record, f, cand[1]):
+            if _still_fails(pool, record, f, cand[1], target if cand[0] == "one-layer" else None):
                 chosen, verified = cand, True
                 break
             notes.append(f"{cand[0]}{' ' + target if cand[0] == 'one-layer' else ''} on {len(cand[2])} input(s) "
-                         "does not fail now")
+                         "does not fail now, or not through the programs the case ran")
         if not verified and model == "one-layer":
             chosen = candidates[0]
     kind_model, tc, kept = chosen
