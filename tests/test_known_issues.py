@@ -1418,3 +1418,25 @@ def test_a_stale_reshape_after_a_square_that_broadcasts_silently_is_the_same_bug
     for other in (replace(sig, context=()), replace(sig, odd=("tensorflow",))):
         hit = match_known(other, issues)
         assert hit is None or hit.id != "tf2onnx-transpose-square-stale-shape"
+
+
+def test_a_max_dropping_the_nan_of_its_window_is_a_bug_on_a_nan_input():
+    """TensorFlow's max pooling (and its adaptive one), onnxruntime's MaxPool and ReduceMax give a
+    finite value for a window holding the input's NaN: the NaN a max should return is the
+    input's, so the NaN input does not make the answer undefined (as JAX's YNNPACK max,
+    findings row 91).  Without the entries' class the input rule filed these known bugs as
+    undefined (the audit of rngs 2908-2912's undefined roots)."""
+    from audee.triage.rootcause import classify
+
+    issues = load_known_issues()
+    four = ("jax", "onnxruntime", "tensorflow", "torch")
+    for api, odd, extra, want in (
+            ("MaxPooling2D", "tensorflow", (), "tf-maxpool-drops-nan"),
+            ("AdaptiveMaxPooling2D", "tensorflow", (), "tf-adaptive-maxpool-drops-nan"),
+            ("MaxPooling3D", "onnxruntime", ("program:max_as_max_pool",), "ort-maxpool-nan"),
+            ("GlobalMaxPooling2D", "onnxruntime", ("program:max_as_reduce_max",), "ort-reducemax-nan")):
+        sig = Signature("nan", api, (), four, odd=(odd,), layer=api,
+                        context=("nonfinite_input", "odd_fewer_nonfinite", *extra))
+        issue = match_known(sig, issues)
+        assert issue is not None and issue.id == want, (api, issue)
+        assert classify(sig, issue)[0] == "bug", (api, classify(sig, issue))
