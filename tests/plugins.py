@@ -580,3 +580,25 @@ class OffsetNormJax(JaxBackend):
 
         made.__class__ = Offset
         return made
+
+
+class LastRowNanDenseJax(JaxBackend):
+    """JAX, except that the Dense layer ``d`` puts a NaN in its output's last batch row: a
+    backend's own NaN on a row whose input is finite, which a NaN the input holds in another
+    row does not explain."""
+
+    name = "last-row-nan-dense-jax"
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != "d" or layer.api != "Dense":
+            return made
+        import jax.numpy as jnp
+
+        class LastRowNan(type(made)):
+            def call(self, inputs, *args, **kwargs):
+                out = super().call(inputs, *args, **kwargs)
+                return out.at[-1, 0].set(jnp.nan)
+
+        made.__class__ = LastRowNan
+        return made

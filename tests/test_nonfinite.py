@@ -55,7 +55,7 @@ def test_compare_codes_counts_and_gives_an_example():
     a = np.array([[0.0, NAN, 1.0], [NAN, 2.0, INF]], np.float32)
     b = np.array([[5.0, NAN, 1.0], [3.0, NAN, NAN]], np.float32)  # finite values may differ: only kinds count
     got = compare_codes(a, b)
-    assert got == {"elements": 3, "index": [1, 0], "values": ["nan", "finite"]}
+    assert got == {"elements": 3, "index": [1, 0], "values": ["nan", "finite"], "rows": [1]}
     assert compare_codes(a, a.copy()) is None
     assert compare_codes(a, np.zeros((3, 2))) is None  # shapes: the inconsistency oracle's business
 
@@ -532,3 +532,47 @@ def test_an_input_its_readers_cast_makes_inf_is_a_nonfinite_input():
     assert f.detail.input_nonfinite
     (g,) = nan_findings(outs, x, {"x": "float32"})
     assert not g.detail.input_nonfinite
+
+
+LAST_ROW = "tests.plugins:LastRowNanDenseJax"
+
+
+def test_a_nan_made_on_a_row_whose_input_is_finite_is_no_answer_to_another_rows_nan(tmp_path_factory):
+    """A layer computes each row of a batch alone: a backend's NaN on a finite row is its own,
+    whatever NaN another row of the input holds (rng 2909: TensorFlow's graph made a NaN in a
+    ConvLSTM1D's finite row, filed undefined for a NaN in another row).  The NaN the input's
+    first row holds still makes a difference there undefined."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+    from audee.triage.rootcause import classify
+    from audee.triage.signature import signatures_of
+
+    spec = ModelSpec.from_json({
+        "name": "dense", "inputs": [{"name": "x", "shape": [3]}],
+        "layers": [{"name": "d", "api": "Dense", "params": {"units": 2}, "inputs": ["x"]}],
+        "output": "d", "logits": "d"})
+    x = np.random.default_rng(0).uniform(-1, 1, (4, 3)).astype(np.float32)
+    x[0, 1] = np.nan
+    case = TestCase("dense-nan-rows", spec, {}, {"x": x})
+    meta = {"special_inputs": [{"input": "x", "row": 0, "kind": "nan"}]}
+    with Pool(parse_backends(f"tensorflow,torch,{LAST_ROW}"), tmp_path_factory.mktemp("logs"), timeout=180) as p:
+        assert p.start() == {}
+        ex = Executor(p)
+        ex.complete_weights(case, weight_seed=0)
+        got = ex.run(case)
+    (f,) = [f for f in got.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    assert f.detail.input_nonfinite and f.detail.input_nonfinite_rows == [0]
+    assert {tuple(p.rows) for p in f.detail.patterns.values() if p.rows} == {(3,)}, f.detail.patterns
+    (sig,) = signatures_of(f, spec, meta)
+    assert "nonfinite_input" not in sig.context and classify(sig, None)[0] == "bug", (sig, classify(sig, None))
+    # the same difference on the row that holds the NaN, or rows unknown (an older record): undefined
+    from audee.triage.signature import _differing_rows, _input_reaches
+
+    on_it = f.detail.model_copy(update={"input_nonfinite_rows": [3]})
+    assert _input_reaches(on_it, _differing_rows(on_it))
+    older = f.detail.model_copy(update={"input_nonfinite_rows": None})
+    assert _input_reaches(older, _differing_rows(older))
+    assert not _input_reaches(f.detail, _differing_rows(f.detail))

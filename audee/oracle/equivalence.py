@@ -110,6 +110,8 @@ def judge_rewrite(rule: str, original: Outcome, rewritten: Outcome, rows: list[i
             return Finding(Kind.EQUIVALENCE, [backend], EquivalenceDetail(
                 **base, reason="shape", tensor=tensor, shapes={"original": list(a.shape), "rewrite": list(b.shape)}))
         pattern = compare_codes(a, b)
+        if pattern is not None:     # the rows this finding names are its own field, of the whole batch
+            pattern.pop("rows", None)
         # (rows whose inputs a rule does not propagate exactly are left out above)
         if pattern is not None and pattern_cleared(a, b, widens=widens) is None:
             bad = _pattern_rows(a, b)

@@ -92,6 +92,25 @@ def has_nonfinite(arrays: Mapping[str, np.ndarray] | None) -> bool:
     return any(holds_nonfinite(v) for v in (arrays or {}).values())
 
 
+def nonfinite_rows(arrays: Mapping[str, np.ndarray] | None,
+                   compute: Mapping[str, str] | str | None = None) -> list[int]:
+    """The batch rows (axis 0) of ``arrays`` holding a NaN or an Inf, or a finite value beyond
+    the range of the dtype it is computed in (``compute`` as :func:`overflow_scale` reads it:
+    an Inf to its layer).  A layer computes each row of a batch alone, so a row whose input is
+    finite gets no NaN or Inf of another row's."""
+    rows: set[int] = set()
+    for name, v in (arrays or {}).items():
+        v = np.asarray(v)
+        if not is_float(v) or v.ndim == 0 or v.size == 0:
+            continue
+        dtype = compute.get(name) if isinstance(compute, Mapping) else compute
+        flat = v.reshape(v.shape[0], -1)
+        bad = ~np.isfinite(flat)
+        big = np.abs(np.where(bad, 0, flat).astype(np.float64)) >= cast_overflow_min(dtype or v.dtype)
+        rows.update(int(r) for r in np.flatnonzero((bad | big).any(axis=1)))
+    return sorted(rows)
+
+
 def overflow_scale(arrays: Mapping[str, np.ndarray] | None, compute: Mapping[str, str] | str | None = None) -> bool:
     """Whether a float array of ``arrays`` holds a finite value at overflow scale: at least
     the square root of the maximum of the dtype it is computed in, so that its square, or
@@ -378,7 +397,8 @@ def unforced_narrow_overflow(fed: Mapping[str, np.ndarray], alone: Mapping[str, 
 def compare_codes(a: np.ndarray, b: np.ndarray) -> dict[str, Any] | None:
     """How two arrays' non-finite patterns differ: None when they agree (or cannot be
     compared: different shapes are the inconsistency oracle's business), else
-    ``{"elements": n, "index": [...], "values": [code name on a, code name on b]}``."""
+    ``{"elements": n, "index": [...], "values": [code name on a, code name on b], "rows": [...]}``
+    (``rows``: the batch rows, axis 0, where they differ)."""
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         return None
@@ -388,8 +408,10 @@ def compare_codes(a: np.ndarray, b: np.ndarray) -> dict[str, Any] | None:
     if not n:
         return None
     idx = np.unravel_index(int(np.flatnonzero(differ)[0]), differ.shape)
+    rows = sorted(int(r) for r in np.flatnonzero(differ.reshape(differ.shape[0], -1).any(axis=1))) \
+        if differ.ndim else []
     return {"elements": n, "index": [int(i) for i in idx],
-            "values": [CODE_NAMES[ca[idx]], CODE_NAMES[cb[idx]]]}
+            "values": [CODE_NAMES[ca[idx]], CODE_NAMES[cb[idx]]], "rows": rows}
 
 
 def _first_layer_by_lists(a: Outcome, b: Outcome) -> str | None:
@@ -417,8 +439,9 @@ def pair_pattern(a: Outcome, b: Outcome) -> NanPattern | None:
     first = next(iter(arrays.values()), None)
     example = NanExample(array=next(iter(arrays)), index=first["index"],
                          **{a.backend: first["values"][0], b.backend: first["values"][1]}) if first else None
+    rows = sorted({r for got in arrays.values() for r in got["rows"]}) if arrays else None
     return NanPattern(first_layer=layer, first_layer_from="layer-lists" if layer is not None else None,
-                      elements=first["elements"] if first else 0, example=example, arrays=sorted(arrays))
+                      elements=first["elements"] if first else 0, example=example, arrays=sorted(arrays), rows=rows)
 
 
 def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | None = None,
@@ -445,6 +468,7 @@ def nan_findings(outcomes: list[Outcome], inputs: Mapping[str, np.ndarray] | Non
         layers={o.backend: o.nonfinite for o in bad},
         strong=bool(patterns), finite_backends=finite_where_others_are_not(ok),
         input_nonfinite=in_bad, input_overflow_scale=in_big, patterns=patterns,
+        input_nonfinite_rows=nonfinite_rows(inputs, compute) if in_bad else None,
         counts={o.backend: _counts(o.output) for o in ok if o.output is not None},
         ran=len(ok), agreed=False, overflow_boundary=False,
         program={o.backend: dict(o.facts) for o in ok if o.facts},

@@ -150,6 +150,7 @@ class NanPattern(Record):
     elements: int = 0
     example: NanExample | None = None
     arrays: list[str] = []
+    rows: list[int] | None = None         # the batch rows where the output arrays' patterns differ (older records: None)
     layer_elements: int | None = None
     layer_example: NanExample | None = None
     cleared: str | None = None            # audee.oracle.nan.CLEARED: why it is no evidence
@@ -167,6 +168,9 @@ class NanDetail(Detail):
     finite_backends: list[str] = []
     input_nonfinite: bool = False
     input_overflow_scale: bool = False
+    #: the batch rows whose input holds a NaN/Inf (or a value its reader's cast makes one);
+    #: None where unknown (older records) or none
+    input_nonfinite_rows: list[int] | None = None
     patterns: dict[str, NanPattern] = {}      # "a|b" -> how the pair's patterns differ
     #: backend -> {"nan", "+inf", "-inf"} in its output: every backend that ran (records made before
     #: kept only the non-finite ones: a backend of the finding without a count is finite)

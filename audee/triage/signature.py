@@ -659,6 +659,29 @@ def _judged_direction(counts: Mapping[str, Mapping[str, int]], backends: Iterabl
     return [{ODD_FEWER_NONFINITE: JUDGED_FEWER_NONFINITE, ODD_MORE_NONFINITE: JUDGED_MORE_NONFINITE}[f] for f in found]
 
 
+def _differing_rows(detail: Any) -> list[int] | None:
+    """The batch rows where a NaN finding's standing pairs (every pair, where none stands)
+    differ; None where a pair does not say (an older record, a difference seen only in the
+    layer lists)."""
+    patterns = list(getattr(detail, "patterns", {}).values())
+    standing = [p for p in patterns if p.cleared is None] or patterns
+    if not standing or any(p.rows is None for p in standing):
+        return None
+    return sorted({r for p in standing for r in p.rows})
+
+
+def _input_reaches(detail: Any, rows: list[int] | None) -> bool:
+    """Whether the NaN/Inf the input holds is in a row where the backends differ: a layer
+    computes each row of a batch alone, so a difference on a row whose input is finite is no
+    answer to another row's NaN (rng 2909: TensorFlow's graph made a NaN on a finite row of
+    a ConvLSTM1D, cleared by a NaN in another).  Where either side is unknown (older
+    records), any NaN/Inf of the input reaches."""
+    if not detail.input_nonfinite:
+        return False
+    held = getattr(detail, "input_nonfinite_rows", None)
+    return rows is None or held is None or bool(set(rows) & set(held))
+
+
 def _fed_nonfinite(spec: Any, layer: Any, nonfinite: dict[str, list[str]], backends: Iterable[str]) -> bool:
     """Whether every layer feeding ``layer`` was already non-finite on every backend
     (``nonfinite``: each backend's non-finite layers): the patterns then first differ in
@@ -860,7 +883,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         layer = detail.departure(layers, finding.backends)
         api, params = blamed(layer)
         fed = _fed_nonfinite(spec, layer, detail.layers, finding.backends)
-        context = _input_context(meta, bool(detail.input_nonfinite) or fed) + \
+        rows = _differing_rows(detail)
+        context = _input_context(meta, _input_reaches(detail, rows) or fed, rows) + \
             (["overflow_boundary"] if detail.overflow_boundary else []) + \
             (_direction(detail.counts, odd, backends) if odd else _judged_direction(detail.counts, backends)) + \
             _program_context(detail.program, layer, odd, detail.layers, backends,
