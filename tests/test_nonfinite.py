@@ -569,10 +569,43 @@ def test_a_nan_made_on_a_row_whose_input_is_finite_is_no_answer_to_another_rows_
     (sig,) = signatures_of(f, spec, meta)
     assert "nonfinite_input" not in sig.context and classify(sig, None)[0] == "bug", (sig, classify(sig, None))
     # the same difference on the row that holds the NaN, or rows unknown (an older record): undefined
-    from audee.triage.signature import _differing_rows, _input_reaches
+    from audee.triage.signature import _differing_rows, _input_elsewhere
 
     on_it = f.detail.model_copy(update={"input_nonfinite_rows": [3]})
-    assert _input_reaches(on_it, _differing_rows(on_it))
+    assert not _input_elsewhere(on_it, _differing_rows(on_it))
     older = f.detail.model_copy(update={"input_nonfinite_rows": None})
-    assert _input_reaches(older, _differing_rows(older))
-    assert not _input_reaches(f.detail, _differing_rows(f.detail))
+    assert not _input_elsewhere(older, _differing_rows(older))
+    assert _input_elsewhere(f.detail, _differing_rows(f.detail))
+
+
+def test_a_nan_on_a_finite_row_behind_a_layer_the_input_made_non_finite_elsewhere_is_its_own(tmp_path_factory):
+    """The same behind an earlier layer: the input's NaN in row 0 makes the first Dense
+    non-finite on every backend, which, layer by layer, reads as the second layer carrying a
+    non-finite value it was given; on the last row nothing non-finite reached it (rng 2909's
+    ConvLSTM1D behind an AveragePooling2D)."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+    from audee.triage.rootcause import classify
+    from audee.triage.signature import signatures_of
+
+    spec = ModelSpec.from_json({
+        "name": "dense2", "inputs": [{"name": "x", "shape": [3]}],
+        "layers": [{"name": "a", "api": "Dense", "params": {"units": 3}, "inputs": ["x"]},
+                   {"name": "d", "api": "Dense", "params": {"units": 2}, "inputs": ["a"]}],
+        "output": "d", "logits": "d"})
+    x = np.random.default_rng(0).uniform(-1, 1, (4, 3)).astype(np.float32)
+    x[0, 1] = np.nan
+    case = TestCase("dense2-nan-rows", spec, {}, {"x": x})
+    meta = {"special_inputs": [{"input": "x", "row": 0, "kind": "nan"}]}
+    with Pool(parse_backends(f"tensorflow,torch,{LAST_ROW}"), tmp_path_factory.mktemp("logs"), timeout=180) as p:
+        assert p.start() == {}
+        ex = Executor(p)
+        ex.complete_weights(case, weight_seed=0)
+        got = ex.run(case)
+    (f,) = [f for f in got.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    (sig,) = signatures_of(f, spec, meta)
+    assert sig.layer == "Dense" and "nonfinite_input" not in sig.context, sig
+    assert classify(sig, None)[0] == "bug", classify(sig, None)

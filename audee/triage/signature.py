@@ -670,16 +670,14 @@ def _differing_rows(detail: Any) -> list[int] | None:
     return sorted({r for p in standing for r in p.rows})
 
 
-def _input_reaches(detail: Any, rows: list[int] | None) -> bool:
-    """Whether the NaN/Inf the input holds is in a row where the backends differ: a layer
+def _input_elsewhere(detail: Any, rows: list[int] | None) -> bool:
+    """Whether the NaN/Inf the input holds is only on rows where the backends agree: a layer
     computes each row of a batch alone, so a difference on a row whose input is finite is no
-    answer to another row's NaN (rng 2909: TensorFlow's graph made a NaN on a finite row of
-    a ConvLSTM1D, cleared by a NaN in another).  Where either side is unknown (older
-    records), any NaN/Inf of the input reaches."""
-    if not detail.input_nonfinite:
-        return False
+    answer to another row's NaN, nor to the earlier layers it made non-finite there (rng
+    2909: TensorFlow's graph made a NaN on a finite row of a ConvLSTM1D behind a pooling, and
+    the input's NaN in another row cleared it).  Unknown (older records): not elsewhere."""
     held = getattr(detail, "input_nonfinite_rows", None)
-    return rows is None or held is None or bool(set(rows) & set(held))
+    return bool(detail.input_nonfinite) and rows is not None and held is not None and not set(rows) & set(held)
 
 
 def _fed_nonfinite(spec: Any, layer: Any, nonfinite: dict[str, list[str]], backends: Iterable[str]) -> bool:
@@ -884,7 +882,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         api, params = blamed(layer)
         fed = _fed_nonfinite(spec, layer, detail.layers, finding.backends)
         rows = _differing_rows(detail)
-        context = _input_context(meta, _input_reaches(detail, rows) or fed, rows) + \
+        elsewhere = _input_elsewhere(detail, rows)
+        context = _input_context(meta, (bool(detail.input_nonfinite) or fed) and not elsewhere, rows) + \
             (["overflow_boundary"] if detail.overflow_boundary else []) + \
             (_direction(detail.counts, odd, backends) if odd else _judged_direction(detail.counts, backends)) + \
             _program_context(detail.program, layer, odd, detail.layers, backends,
