@@ -537,40 +537,45 @@ def test_an_input_its_readers_cast_makes_inf_is_a_nonfinite_input():
 LAST_ROW = "tests.plugins:LastRowNanDenseJax"
 
 
-def test_a_nan_made_on_a_row_whose_input_is_finite_is_no_answer_to_another_rows_nan(tmp_path_factory):
-    """A layer computes each row of a batch alone: a backend's NaN on a finite row is its own,
-    whatever NaN another row of the input holds (rng 2909: TensorFlow's graph made a NaN in a
-    ConvLSTM1D's finite row, filed undefined for a NaN in another row).  The NaN the input's
-    first row holds still makes a difference there undefined."""
+def _last_row_nan(layers, logs):
+    """The NaN finding of a Dense model whose input's row 0 holds a NaN, run on TensorFlow,
+    torch and :class:`tests.plugins.LastRowNanDenseJax` (its layer ``d``'s own NaN on the last,
+    finite row); with the model's spec and its case's special-input record."""
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
     from audee.cases.case import TestCase
     from audee.cases.spec import ModelSpec
     from audee.engine.execute import Executor
-    from audee.triage.rootcause import classify
-    from audee.triage.signature import signatures_of
 
-    spec = ModelSpec.from_json({
-        "name": "dense", "inputs": [{"name": "x", "shape": [3]}],
-        "layers": [{"name": "d", "api": "Dense", "params": {"units": 2}, "inputs": ["x"]}],
-        "output": "d", "logits": "d"})
+    spec = ModelSpec.from_json({"name": "dense", "inputs": [{"name": "x", "shape": [3]}], "layers": layers,
+                                "output": "d", "logits": "d"})
     x = np.random.default_rng(0).uniform(-1, 1, (4, 3)).astype(np.float32)
     x[0, 1] = np.nan
     case = TestCase("dense-nan-rows", spec, {}, {"x": x})
-    meta = {"special_inputs": [{"input": "x", "row": 0, "kind": "nan"}]}
-    with Pool(parse_backends(f"tensorflow,torch,{LAST_ROW}"), tmp_path_factory.mktemp("logs"), timeout=180) as p:
+    with Pool(parse_backends(f"tensorflow,torch,{LAST_ROW}"), logs, timeout=180) as p:
         assert p.start() == {}
         ex = Executor(p)
         ex.complete_weights(case, weight_seed=0)
         got = ex.run(case)
     (f,) = [f for f in got.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    return spec, f, {"special_inputs": [{"input": "x", "row": 0, "kind": "nan"}]}
+
+
+def test_a_nan_made_on_a_row_whose_input_is_finite_is_no_answer_to_another_rows_nan(tmp_path_factory):
+    """A layer computes each row of a batch alone: a backend's NaN on a finite row is its own,
+    whatever NaN another row of the input holds (rng 2909: TensorFlow's graph made a NaN in a
+    ConvLSTM1D's finite row, filed undefined for a NaN in another row).  The NaN the input's
+    first row holds still makes a difference there undefined."""
+    from audee.triage.rootcause import classify
+    from audee.triage.signature import _differing_rows, _input_elsewhere, signatures_of
+
+    spec, f, meta = _last_row_nan([{"name": "d", "api": "Dense", "params": {"units": 2}, "inputs": ["x"]}],
+                                  tmp_path_factory.mktemp("logs"))
     assert f.detail.input_nonfinite and f.detail.input_nonfinite_rows == [0]
     assert {tuple(p.rows) for p in f.detail.patterns.values() if p.rows} == {(3,)}, f.detail.patterns
     (sig,) = signatures_of(f, spec, meta)
     assert "nonfinite_input" not in sig.context and classify(sig, None)[0] == "bug", (sig, classify(sig, None))
     # the same difference on the row that holds the NaN, or rows unknown (an older record): undefined
-    from audee.triage.signature import _differing_rows, _input_elsewhere
-
     on_it = f.detail.model_copy(update={"input_nonfinite_rows": [3]})
     assert not _input_elsewhere(on_it, _differing_rows(on_it))
     older = f.detail.model_copy(update={"input_nonfinite_rows": None})
@@ -583,29 +588,12 @@ def test_a_nan_on_a_finite_row_behind_a_layer_the_input_made_non_finite_elsewher
     non-finite on every backend, which, layer by layer, reads as the second layer carrying a
     non-finite value it was given; on the last row nothing non-finite reached it (rng 2909's
     ConvLSTM1D behind an AveragePooling2D)."""
-    from audee.backends.pool import Pool
-    from audee.backends.registry import parse_backends
-    from audee.cases.case import TestCase
-    from audee.cases.spec import ModelSpec
-    from audee.engine.execute import Executor
     from audee.triage.rootcause import classify
     from audee.triage.signature import signatures_of
 
-    spec = ModelSpec.from_json({
-        "name": "dense2", "inputs": [{"name": "x", "shape": [3]}],
-        "layers": [{"name": "a", "api": "Dense", "params": {"units": 3}, "inputs": ["x"]},
-                   {"name": "d", "api": "Dense", "params": {"units": 2}, "inputs": ["a"]}],
-        "output": "d", "logits": "d"})
-    x = np.random.default_rng(0).uniform(-1, 1, (4, 3)).astype(np.float32)
-    x[0, 1] = np.nan
-    case = TestCase("dense2-nan-rows", spec, {}, {"x": x})
-    meta = {"special_inputs": [{"input": "x", "row": 0, "kind": "nan"}]}
-    with Pool(parse_backends(f"tensorflow,torch,{LAST_ROW}"), tmp_path_factory.mktemp("logs"), timeout=180) as p:
-        assert p.start() == {}
-        ex = Executor(p)
-        ex.complete_weights(case, weight_seed=0)
-        got = ex.run(case)
-    (f,) = [f for f in got.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    spec, f, meta = _last_row_nan([{"name": "a", "api": "Dense", "params": {"units": 3}, "inputs": ["x"]},
+                                   {"name": "d", "api": "Dense", "params": {"units": 2}, "inputs": ["a"]}],
+                                  tmp_path_factory.mktemp("logs"))
     (sig,) = signatures_of(f, spec, meta)
     assert sig.layer == "Dense" and "nonfinite_input" not in sig.context, sig
     assert classify(sig, None)[0] == "bug", classify(sig, None)
