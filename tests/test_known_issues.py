@@ -1456,3 +1456,20 @@ def test_grapplers_gelu_nan_hidden_by_a_shrink_activation_is_the_same_bug():
     assert match_known(sig, issues).id == "tf-grappler-gelu-mul-overflow-nan"
     other = match_known(replace(sig, params=(("activation", "'tanh'"), ("recurrent_activation", "'gelu'"))), issues)
     assert other is None or other.id != "tf-grappler-gelu-mul-overflow-nan"
+
+
+def test_tensorflows_float16_einsum_overflowing_its_running_sum_is_found_before():
+    """A float16 MultiHeadAttention NaN on TensorFlow alone, with more non-finite values: its
+    Einsum sums half products in half (findings row 106, the api-cpu campaign rng 2915).  In
+    float32, or with TensorFlow fewer, or another backend odd, it is not this bug."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+    sig = Signature("nan", "MultiHeadAttention", (), ("jax", "onnxruntime", "tensorflow", "torch"),
+                    odd=("tensorflow",), layer="MultiHeadAttention", context=("odd_more_nonfinite", "policy:float16"))
+    hit = match_known(sig, issues)
+    assert (hit.id, hit.row, hit.klass) == ("tf-cpu-einsum-half-accum", 106, "bug")
+    for other in (replace(sig, context=("odd_more_nonfinite",)), replace(sig, context=("odd_fewer_nonfinite", "policy:float16")),
+                  replace(sig, odd=("torch",))):
+        got = match_known(other, issues)
+        assert got is None or got.id != "tf-cpu-einsum-half-accum", other
