@@ -184,6 +184,11 @@ class NanDetail(Detail):
     odd: list[str] | None = None
     odd_rule: str | None = None
 
+    def standing(self) -> list[NanPattern]:
+        """The pairs' patterns no rule cleared (every pair's where all were cleared): what the
+        finding is judged on."""
+        return [p for p in self.patterns.values() if p.cleared is None] or list(self.patterns.values())
+
     def departure(self, order: Sequence[str], backends: Iterable[str]) -> str | None:
         """The layer the finding is pinned on, which its signature blames and its repro script
         runs alone: the earliest layer (in ``order``, the model's) where a standing pair's
@@ -193,7 +198,7 @@ class NanDetail(Detail):
         passes layers alike on every backend, so a backend's first non-finite layer need
         not be where they part: TensorFlow finite at a layer where the others hold NaN)."""
         order = list(order)
-        standing = [p for p in self.patterns.values() if p.cleared is None] or list(self.patterns.values())
+        standing = self.standing()
         differ = [p.first_layer for p in standing if isinstance(p.first_layer, str)]
         if differ:
             return min(differ, key=lambda n: order.index(n) if n in order else len(order))

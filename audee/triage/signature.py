@@ -663,8 +663,7 @@ def _differing_rows(detail: Any) -> list[int] | None:
     """The batch rows where a NaN finding's standing pairs (every pair, where none stands)
     differ; None where a pair does not say (an older record, a difference seen only in the
     layer lists)."""
-    patterns = list(getattr(detail, "patterns", {}).values())
-    standing = [p for p in patterns if p.cleared is None] or patterns
+    standing = detail.standing()
     if not standing or any(p.rows is None for p in standing):
         return None
     return sorted({r for p in standing for r in p.rows})
