@@ -110,6 +110,15 @@ def _scaled(made, factor: float):
     return made
 
 
+class ScaledTTorch(_ScalesOneLayer, TorchBackend):
+    """PyTorch, except that the layer named ``t`` returns its output times 1.5: a fault far
+    beyond any rounding of a bfloat16 layer, which the float64 floor must leave blamed."""
+
+    name = "scaled-t-torch"
+    target = "t"
+    factor = 1.5
+
+
 class ScaledFc2Torch(_ScalesOneLayer, TorchBackend):
     """PyTorch, except that LeNet-5's ``fc2`` returns its output times 1.05: a 5% fault,
     beyond the TF32 tolerances (rtol 1e-2), for the GPU precision check

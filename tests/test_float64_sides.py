@@ -2,7 +2,10 @@
 (``Executor._float64_sides``, ``DeviationDetail.float64_within``, the signature fact
 ``odd_off_float64``): onnxruntime running a float16 node in float32 lands on the float64
 result, which is onnxruntime's float16 entry; a conversion computing something else does not,
-and that entry, whose rule names only the policy, no longer claims it."""
+and that entry, whose rule names only the policy, no longer claims it.  And the better side's
+distance from that float64 result is part of the layer's self score
+(:func:`audee.oracle.deviation.float64_floor`): a bfloat16 layer both sides compute off the
+exact result by about what they are apart is no evidence against either."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -69,3 +72,54 @@ def test_onnxruntimes_float16_entry_leaves_a_deviation_off_the_float64_result():
     f.detail.float64_within = {"onnxruntime": ["onnxruntime"], "tensorflow": ["tensorflow"]}
     (sig,) = signatures_of(f, spec, {"api": "Dot"})
     assert ODD_OFF_FLOAT64 in sig.context
+
+
+#: one image of the api-cpu campaign's rng 2921 (a bfloat16 Dense's outputs, exact in bfloat16):
+#: AutoContrast maps it to [0, 255] (x * 42.5 + 127.5, at a spacing of 1 there), then computes
+#: ``x * scale - low * scale`` near 3200, at a spacing of 16
+_AUTOCONTRAST_IMAGE = [0.05908203, 0.0039978, 0.15917969, 0.01165771, 0.01306152, -0.04052734, -0.04956055,
+                       0.03027344, 0.03613281, -0.07958984, 0.0222168, -0.05615234, -0.00411987, -0.03039551,
+                       0.06103516, -0.02685547, 0.02282715, 0.01269531, 0.02648926, 0.0246582]
+
+
+def _autocontrast(x: np.ndarray):
+    return _case("autocontrast", {"api": "AutoContrast", "params": {"value_range": [-3.0, 3.0], "dtype": "bfloat16"}},
+                 x.astype(np.float32))
+
+
+def test_a_bfloat16_layer_both_sides_compute_off_its_float64_result_is_not_blamed(tmp_path):
+    """TensorFlow and torch round AutoContrast's cancelling offset each its own way in bfloat16:
+    0.77 apart on a [-3, 3] range, and each as far from the float64 result (TensorFlow 2.6 in
+    score, torch 4.0; 4.7 apart).  The input probe shows nothing (a quantized output does not
+    move), the float64 floor does: the deviation is accumulated rounding, the layer
+    ill-conditioned.  A torch whose AutoContrast is 1.5 times off, on an image the dtype
+    computes nearly exactly, stays blamed."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+
+    cancelling = _autocontrast(np.array(_AUTOCONTRAST_IMAGE).reshape(1, 4, 5, 1))
+    with Pool(parse_backends("tensorflow,torch"), tmp_path / "real", timeout=300) as pool:
+        assert pool.start() == {}
+        result = Executor(pool).run(cancelling)
+    (f,) = [f for f in result.verdict.findings if f.kind in (Kind.DEVIATION, Kind.DEVIATION_ACCUMULATED)]
+    assert f.kind == Kind.DEVIATION_ACCUMULATED and f.detail.ill_conditioned == ["t"], f.detail
+    assert f.detail.own["t"].score > 1.0 and f.detail.own["t"].self_score > 1.0
+
+    spread = _autocontrast(np.linspace(-3.0, 3.0, 20).reshape(1, 4, 5, 1))
+    faulty = "tests.plugins:ScaledTTorch"
+    with Pool(parse_backends(f"tensorflow,{faulty}"), tmp_path / "faulty", timeout=300) as pool:
+        assert pool.start() == {}
+        result = Executor(pool).run(spread)
+    (f,) = [f for f in result.verdict.findings if f.kind in (Kind.DEVIATION, Kind.DEVIATION_ACCUMULATED)]
+    assert f.kind == Kind.DEVIATION and f.detail.own_layers == ["t"], f.detail
+    assert f.detail.float64_within is not None and f.detail.float64_within["tensorflow"], f.detail
+
+
+def test_the_float64_floor_is_the_better_sides_distance():
+    """The smallest score of either side against any float64 result; 0 where none was computed."""
+    from audee.oracle.deviation import float64_floor
+
+    assert float64_floor(None) == 0.0 and float64_floor({}) == 0.0
+    assert float64_floor({"tensorflow": {"tensorflow": 2.5}, "torch": {"tensorflow": 4.0}}) == 2.5
+    assert float64_floor({"onnxruntime": {"tensorflow": 0.0}, "tensorflow": {"tensorflow": 40.0}}) == 0.0

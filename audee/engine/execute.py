@@ -24,9 +24,10 @@ from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, compare, deviation_findings,
-                                    deviation_score, jump_order, layer_scores, pair_compute, perturbed, perturbed_weights,
+                                    deviation_score, float64_floor, jump_order, layer_scores, pair_compute, perturbed, perturbed_weights,
                                     rounding_for)
-from audee.oracle.compute_dtype import FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range
+from audee.oracle.compute_dtype import (FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range,
+                                        reduced_precision)
 from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
                               intermediate_overflow, overflow_boundary, overflow_scale, same_difference,
                               scaled_into_range, settle_conditioning, state_at_overflow_scale, without_nonfinite)
@@ -315,6 +316,14 @@ class Executor(Runner):
         got = self._pool_run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
         order = case.spec.topological_order()
         alone: dict[tuple[str, str], dict] = {}  # (layer, feeding backend) -> replies of every backend involved
+        wide: dict[tuple[str, str, str], dict | None] = {}  # (layer, a, b) -> :meth:`_float64_scores`
+
+        def float64_scores(name: str, a: str, b: str, layers_a: dict[str, np.ndarray]) -> dict | None:
+            """:meth:`_float64_scores` of ``name`` alone for the pair, computed once."""
+            if (name, a, b) not in wide:
+                wide[(name, a, b)] = self._float64_scores(case, name, layers_a, sub, a, b, alone.get((name, a)) or {})
+            return wide[(name, a, b)]
+
         for f in devs:
             a, b = f.backends
             ra, rb = got.get(a), got.get(b)
@@ -342,45 +351,48 @@ class Executor(Runner):
                 if own is None:
                     return None
                 return Alone(OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"]),
-                             self_score=lambda: self._self_score(case, name, ra["layers"], sub, [a, b], replies,
-                                                                 compute))
+                             self_score=lambda: max(self._self_score(case, name, ra["layers"], sub, [a, b], replies,
+                                                                     compute),
+                                                    float64_floor(float64_scores(name, a, b, ra["layers"]))))
 
             att = attribute(checks, order, run_alone, own=d.own)
             d.own_layers.extend(att.blamed)
             if att.blamed:
-                d.float64_within = self._float64_sides(case, att.blamed[0], ra["layers"], sub, a, b,
-                                                       alone.get((att.blamed[0], a)) or {})
+                scores = float64_scores(att.blamed[0], a, b, ra["layers"])
+                d.float64_within = None if scores is None else \
+                    {x: [t for t, score in sides.items() if score <= 1.0] for x, sides in scores.items()}
             if att.ill_conditioned:
                 d.ill_conditioned = [*(d.ill_conditioned or []), *att.ill_conditioned]
             if att.accumulated:
                 # nothing deviates on its own input: rounding amplified along the model
                 f.kind = Kind.DEVIATION_ACCUMULATED
 
-    def _float64_sides(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray],
-                       inputs: dict[str, np.ndarray], a: str, b: str, replies: dict[str, Any]
-                       ) -> dict[str, list[str]] | None:
-        """For ``layer`` computing in a narrow dtype (float16), blamed for the pair ``a``, ``b``:
-        each side's output of it alone (``replies``, fed ``a``'s input) against the layer
-        recomputed in float64 on both (:meth:`_run_wide`): side -> the backends whose float64
-        result it is within tolerance of (judged in the narrow dtype).  A side within its own
-        float64 result while the other is within neither computes the layer otherwise, not in
-        a wider intermediate (onnxruntime running a float16 node in float32 lands on the
-        float64 result; tf2onnx's one_hot counting a negative id from the end does not: the
-        api-cpu campaign, rng 2877).  None where the layer computes in float32 or wider, or
-        nothing was recomputed."""
-        if not narrow_range(layer_compute_dtype(case.spec.layer(layer).params)) or \
+    def _float64_scores(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray],
+                        inputs: dict[str, np.ndarray], a: str, b: str, replies: dict[str, Any]
+                        ) -> dict[str, dict[str, float]] | None:
+        """For ``layer`` computing in a reduced-precision dtype (float16, bfloat16): each side's
+        output of it alone (``replies``, fed ``a``'s input) against the layer recomputed in
+        float64 on both (:meth:`_run_wide`): side -> float64 result's backend -> the deviation
+        score (judged in the narrow dtype).  Two readings: the better side's score is the
+        rounding the dtype forces (:func:`audee.oracle.deviation.float64_floor`, part of the
+        self score); a side within its own float64 result while the other is within neither
+        computes the layer otherwise, not in a wider intermediate (``float64_within``:
+        onnxruntime running a float16 node in float32 lands on the float64 result; tf2onnx's
+        one_hot counting a negative id from the end does not: the api-cpu campaign, rng
+        2877).  None where the layer computes in float32 or wider, or nothing was recomputed."""
+        if not reduced_precision(layer_compute_dtype(case.spec.layer(layer).params)) or \
                 not all(isinstance(replies.get(x), dict) for x in (a, b)):
             return None
         fed = layer_feed(case.spec, layer, layers_a, inputs)
         wide = self._run_wide(case, layer, fed, [a, b]) if fed is not None else {}
         if not wide:
             return None
-        within: dict[str, list[str]] = {}
+        scores: dict[str, dict[str, float]] = {}
         for x in (a, b):
             out = np.asarray(replies[x]["logits"])
-            within[x] = [t for t, w in wide.items()
-                         if (got := compare(out, np.asarray(w), self.tolerances)) is not None and got["score"] <= 1.0]
-        return within
+            scores[x] = {t: float(got["score"]) for t, w in wide.items()
+                         if (got := compare(out, np.asarray(w), self.tolerances)) is not None}
+        return scores
 
     def _self_score(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray],
                     inputs: dict[str, np.ndarray], labels: list[str], replies: dict[str, Any],

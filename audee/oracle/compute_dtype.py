@@ -21,6 +21,16 @@ POLICY_COMPUTE = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16",
                   "half": "float16", "float": "float32", "double": "float64"}
 
 
+#: the compute dtypes that keep fewer significant bits than float32: a layer computing in one
+#: may round an intermediate beyond the tolerance on every backend alike
+REDUCED_PRECISION = ("float16", "bfloat16")
+
+
+def reduced_precision(dtype: Any) -> bool:
+    """Whether ``dtype`` (a name or a dtype) is one of :data:`REDUCED_PRECISION`."""
+    return str(dtype) in REDUCED_PRECISION
+
+
 def layer_policy(params: Mapping[str, Any] | None) -> str | None:
     """The name of the ``dtype`` policy a layer's spec parameters ``params`` give (a name, or a
     serialized ``DTypePolicy`` / ``{"name": ...}`` dict), or None when they give none (the

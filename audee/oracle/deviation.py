@@ -350,6 +350,18 @@ def _moved(v: Any, rng: np.random.Generator, size: float) -> Any:
     return np.where(np.isfinite(v), np.clip(moved, -top, top), moved).astype(v.dtype)
 
 
+def float64_floor(scores: Mapping[str, Mapping[str, float]] | None) -> float:
+    """The rounding a layer's reduced-precision dtype forces on the better of a pair: the
+    smallest score of either side's output against the layer recomputed in float64 (``scores``:
+    side -> float64 result's backend -> score), 0 with none.  Part of a layer's self score: a
+    layer that rounds an intermediate coarsely (bfloat16 AutoContrast's ``x * scale - low *
+    scale`` cancels to a few of 255 levels) lands both sides off the exact result by about what
+    they are apart, each by its own order of rounding; the input probe cannot show it (a
+    quantized output moves by nothing), the exact result does.  Only a side far further off
+    than the other is evidence against it."""
+    return min((float(s) for side in (scores or {}).values() for s in side.values()), default=0.0)
+
+
 def attributed(own_score: float, self_score: float) -> bool:
     """Whether a layer deviates on its own: beyond tolerance, and well beyond what the layer
     itself does to a rounding-level change of its input (an ill-conditioned computation — a

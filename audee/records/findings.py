@@ -277,9 +277,9 @@ class DeviationDetail(Detail):
     reference_errors: dict[str, float] | None = None  # the pair's errors against the reference
     #: backend -> layer name -> what its program shows of how it computes the layer (NanDetail.program)
     program: dict[str, dict[str, list[str]]] = {}
-    #: for a blamed layer computing in a narrow dtype (float16): each backend of the pair -> the
+    #: for a blamed layer computing in a reduced-precision dtype (float16, bfloat16): each backend of the pair -> the
     #: backends whose float64 recomputation of the layer its output is within tolerance of
-    #: (audee.engine.execute.Executor._float64_sides); None where not recomputed
+    #: (audee.engine.execute.Executor._float64_scores); None where not recomputed
     float64_within: dict[str, list[str]] | None = None
 
 

@@ -46,7 +46,7 @@ from audee.backends.info import base_name, keras_frameworks
 from audee.cases.case import Finding, Outcome, TestCase
 from audee.core.errors import AudeeError
 from audee.equivalence.rules import widened
-from audee.oracle.compute_dtype import layer_compute_dtype
+from audee.oracle.compute_dtype import layer_compute_dtype, reduced_precision
 from audee.oracle.deviation import TENSORS, compare
 from audee.oracle.ops import restore, value_compare
 from audee.oracle.pairs import nonfinite_by_float64
@@ -61,7 +61,6 @@ log = logging.getLogger(__name__)
 
 #: the built-in Keras backends, those the default reference is taken from (in the run's order)
 KERAS_BACKENDS = keras_frameworks()
-REDUCED = ("float16", "bfloat16")
 #: a candidate that has answered this many models in another dtype, and none in the asked one,
 #: is asked no more (JAX without x64 answers every float64 model in float32: a compile per case saved)
 NEVER_AFTER = 3
@@ -115,7 +114,7 @@ def widened_inputs(inputs: dict[str, np.ndarray], dtype: str) -> dict[str, np.nd
 
 def reduced(spec: ModelSpec) -> bool:
     """Whether some layer computes in float16 or bfloat16 (its ``dtype`` policy)."""
-    return any(layer_compute_dtype(ls.params) in REDUCED for ls in spec.layers)
+    return any(reduced_precision(layer_compute_dtype(ls.params)) for ls in spec.layers)
 
 
 @dataclass

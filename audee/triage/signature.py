@@ -309,7 +309,7 @@ ODD_MORE_NONFINITE = "odd_more_nonfinite"
 #: torch: onnxruntime holds more than the TensorFlow program it converted)
 JUDGED_FEWER_NONFINITE = "judged_fewer_nonfinite"
 JUDGED_MORE_NONFINITE = "judged_more_nonfinite"
-#: a deviation at a float16 layer whose odd backend is off the layer's float64 result where the
+#: a deviation at a float16 or bfloat16 layer whose odd backend is off the layer's float64 result where the
 #: other side is on it: the odd one computes something else, not the same in a wider dtype
 #: (``DeviationDetail.float64_within``)
 ODD_OFF_FLOAT64 = "odd_off_float64"
