@@ -12,7 +12,10 @@ pointwise step) with one input channel and a 1x1 kernel under the bfloat16 polic
 
 Versions: tensorflow 2.21 (CPU, oneDNN on, the default), torch 2.13.0+cpu; jax 0.10.2 right.  CPU note: the
 effect needs a CPU with avx512_bf16 (oneDNN then picks the avx512_core_bf16 kernel); seen on an AMD EPYC with
-AVX512_BF16 and no AMX.  On a CPU without avx512_bf16 this script prints NOT REPRODUCED.
+AVX512_BF16 and no AMX.  On a CPU with AVX512 and without avx512_bf16 (an Intel Xeon with AVX512_VNNI) the 1x1
+face is right, and torch's kernel-3 conv1d (oneDNN's ``jit_bf16:avx512_core``, which pads IC = 1 to a pair too)
+puts a NaN on the output before the window holding the +inf: the script checks both faces (the api-cpu campaign,
+rng 2923: a bfloat16 Conv1D, kernel 3, on one input channel, torch alone NaN).
 
 Upstream (issues corpus): not found.  Queries: "bf16 1x1 convolution NaN inf neighbour", "brgconv 1x1 bf16 NaN",
 "oneDNN bfloat16 convolution single input channel padding NaN", "torch conv2d bfloat16 cpu inf input produces
@@ -71,8 +74,48 @@ for shape, pos in [((8, 7, 6), (1, 1, 5)), ((1, 1, 32), (0, 0, 3))]:
                   f"at the inf pixel {y[pos].tolist()}" + ("  <- wrong" if off.any() else ""))
             if off.any() and dt == "bfloat16":
                 bad.append(f"{name} {shape} non-finite at {where(off)}")
+# the same padding on a CPU without avx512_bf16: oneDNN's jit_bf16:avx512_core direct convolution (kernel 3)
+# pads IC = 1 to a pair as well; a conv1d output reads only its window, so only windows holding the +inf may be
+# non-finite (torch's face here; TensorFlow's kernel-3 path is right on such a CPU)
+K3 = np.array([[0.5, -1.0], [0.25, 0.75], [-0.5, 1.5]], np.float32).reshape(3, 1, 2)  # WIO: kernel 3, 1 -> 2
+
+
+def tf_conv1d(x, dtype):
+    import tensorflow as tf
+    return tf.cast(tf.nn.conv1d(tf.cast(x, dtype), tf.cast(K3, dtype), 1, "VALID"), tf.float32).numpy()
+
+
+def torch_conv1d(x, dtype):
+    import torch
+    # (N, C, L) built anew (as Keras' torch backend hands it on): with C = 1 a permuted tensor, or one made from a
+    # transposed NumPy array, keeps a stride of 1 on C, which oneDNN reads as channels-last and computes right
+    y = torch.nn.functional.conv1d(torch.tensor(x.transpose(0, 2, 1).tolist()).to(dtype),
+                                   torch.tensor(K3).permute(2, 1, 0).contiguous().to(dtype))
+    return y.float().permute(0, 2, 1).numpy()
+
+
+x = np.ones((1, 8, 1), np.float32)
+x[0, 3, 0] = np.inf
+windows = [t for t in range(6) if t <= 3 < t + 3]  # the outputs whose window holds the +inf
+print(f"x (1, 8, 1) of ones, +inf at 3, kernel 3: only outputs {windows} may be non-finite (+-inf, no NaN)")
+for name, fn in [("tensorflow", tf_conv1d), ("torch", torch_conv1d)]:
+    if name == "torch":
+        import torch
+        dtype = torch.bfloat16
+    else:
+        import tensorflow as tf
+        dtype = tf.bfloat16
+    y = fn(x, dtype)
+    off = ~np.isfinite(y[0]).all(axis=1)
+    off[windows] = False
+    off |= np.isnan(y[0]).any(axis=1)  # one +inf times non-zero weights: +-inf in its windows, never NaN
+    nan = [int(t) for t in np.flatnonzero(np.isnan(y[0]).any(axis=1))]
+    print(f"  {name:10s} bfloat16: NaN at outputs {nan}" + ("  <- wrong" if off.any() else ""))
+    if off.any():
+        bad.append(f"{name} kernel 3: NaN or non-finite outside the windows at outputs {[int(t) for t in np.flatnonzero(off)]}")
 if bad:
-    print("REPRODUCED: a bfloat16 1x1 conv2d on one input channel puts a non-finite value beside the +inf pixel:",
+    print("REPRODUCED: a bfloat16 convolution on one input channel puts a NaN or a non-finite value outside the "
+          "+inf's windows:",
           "; ".join(bad))
     sys.exit(1)
 print("NOT REPRODUCED")

@@ -1278,6 +1278,24 @@ def test_onednns_bf16_conv1x1_on_one_channel_is_known_by_its_own_entry():
     assert hit is None or hit.id != "onednn-bf16-conv1x1-one-channel-inf-nan"
 
 
+def test_torchs_bfloat16_kernel3_convolution_on_one_channel_is_row_96_where_torch_alone_has_more():
+    """oneDNN's jit_bf16:avx512_core direct convolution pads one input channel to a pair on a CPU
+    without avx512_bf16: torch alone NaN beside a +inf (the api-cpu campaign, rng 2923, a Conv1D
+    filed undefined for the input's +inf; row 96's mechanism).  torch with fewer non-finite values,
+    another backend odd, or float32 is not this."""
+    from dataclasses import replace
+
+    known = load_known_issues()
+    sig = Signature("nan", "Conv1D+activations.log_softmax", (), ("jax", "tensorflow", "torch"), odd=("torch",),
+                    layer="Conv1D", context=("nonfinite_input", "odd_more_nonfinite", "policy:bfloat16"))
+    hit = match_known(sig, known)
+    assert hit is not None and hit.id == "onednn-bf16-conv1x1-one-channel-inf-nan" and hit.klass == "bug", hit
+    for other in (replace(sig, context=("nonfinite_input", "odd_fewer_nonfinite", "policy:bfloat16")),
+                  replace(sig, odd=("jax",)), replace(sig, context=("nonfinite_input", "odd_more_nonfinite"))):
+        hit = match_known(other, known)
+        assert hit is None or hit.id != "onednn-bf16-conv1x1-one-channel-inf-nan", (other, hit)
+
+
 def test_tensorflows_float16_average_pooling_is_found_before_where_tensorflow_is_odd():
     """TensorFlow's CPU float16 AvgPool sums the window in float16 (findings row 97, the api-cpu
     campaign, rng 2870): TensorFlow odd on a float16 AveragePooling1D is that entry's; JAX odd is
