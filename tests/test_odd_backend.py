@@ -133,6 +133,30 @@ def test_nan_pairs_cleared_or_forced_are_no_vote_when_whole_patterns_leave_no_ma
     assert f.detail.odd == []
 
 
+def test_a_majority_built_of_cleared_pairs_yields_to_the_converted_pair_that_stood():
+    """An exploding ConvLSTM2D (linear gates, soft_shrink): the state overflows on every
+    backend; TensorFlow's soft_shrink gives 0 for the NaN where torch, JAX and onnxruntime
+    keep it (the api-cpu campaign, rng 2925).  TensorFlow is the whole-pattern minority, but
+    its differences from torch and JAX are cleared (the overflow the math forces); the one
+    left is onnxruntime's from TensorFlow, the program it converted: onnxruntime is odd.  A
+    standing pair of two independent frameworks names no one, and the majority stays."""
+    x = {"x": np.ones((1, 3), np.float32)}
+    outs = [_ok("tensorflow", [[-0.0, 1.0, NAN]]), _ok("torch", [[NAN, 1.0, NAN]]), _ok("jax", [[NAN, 1.0, NAN]]),
+            _ok("onnxruntime", [[NAN, 1.0, NAN]])]
+    (f,) = nan_findings(outs, x)
+    mark_odd(outs, [f])
+    assert f.detail.odd == ["tensorflow"] and f.detail.odd_rule == "minority of 4"
+    for key in ("tensorflow|torch", "tensorflow|jax"):
+        f.detail.patterns[key].cleared = "overflow"
+    mark_odd(outs, [f])
+    assert f.detail.odd == ["onnxruntime"], f.detail.odd_rule
+    assert f.detail.odd_rule == "judged against its reference tensorflow (pairs cleared or forced left out)"
+    f.detail.patterns["tensorflow|onnxruntime"].cleared = "overflow"   # tensorflow|torch alone stands: no one
+    f.detail.patterns["tensorflow|torch"].cleared = None
+    mark_odd(outs, [f])
+    assert f.detail.odd == ["tensorflow"] and f.detail.odd_rule == "minority of 4"
+
+
 def test_conversions_of_one_program_agreeing_do_not_outvote_it():
     """``onnxruntime`` and ``openvino`` run tf2onnx's one graph of ``tensorflow``'s program: a
     fault of the converter is in both, and their agreement is no majority against the program

@@ -20,9 +20,10 @@ The rules (``docs/oracles.md``, "The odd backend"):
   when most ran, or the ones that ran when most failed alike).
 * **NaN**: the backends that ran are grouped by their element-wise non-finite pattern of
   the output and the logits; when those agree, by their lists of non-finite layers.  The
-  odd ones are those outside a strict-majority group.  Where there is none, the pairs
-  whose difference stood the conditioning rule and is not forced by an overflow decide as
-  failing pairs do (:func:`standing_odd`).
+  odd ones are those outside a strict-majority group.  Where some pair's difference was
+  cleared by the conditioning rule or is forced by an overflow, the pairs that stood decide
+  as failing pairs do, or as a backend and its reference do (:func:`standing_odd`), where
+  they name someone: a majority built of cleared pairs is no verdict.
 * **a backend and its reference** (:mod:`audee.oracle.pairs`): where the rules above cannot
   tell (two backends, no strict majority) and every differing pair is a compiled or
   converted backend and the backend whose program it runs, the compiled or converted side
@@ -85,8 +86,9 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
         elif by == "nan":
             nan = nan or nonfinite or _or_reference(minority, nan_groups(outcomes))
             odd, rule = nan
-            if not odd:  # no majority of whole patterns: the differences that stood may still tell
-                odd, rule = standing_odd(ran, f) or (odd, rule)
+            told = None if nonfinite else standing_odd(ran, f)
+            if told and sorted(told[0]) != sorted(odd):  # the differences that stood decide where some were set aside
+                odd, rule = told
         elif by == "pairs":
             failing = failing_pairs(findings)
             pairwise = pairwise or by_float64 or _unless_outvoted(ran, odd_of_pairs(ran, failing))
@@ -121,19 +123,28 @@ def _or_reference(rule: Any, groups: dict[str, Hashable]) -> tuple[list[str], st
 
 
 def standing_odd(ran: list[str], f: Finding) -> tuple[list[str], str] | None:
-    """A NaN finding's odd backends from the pattern differences that stood, where whole
-    patterns leave no strict majority: a pair the conditioning rule cleared, or whose
-    difference the math forces (at the overflow boundary: NaN on one, Inf on the other,
-    where the exact value overflows too), is no vote against either backend, so the pairs
-    left decide as failing pairs do (:func:`odd_of_pairs`).  TensorFlow alone making NaN
-    where torch and JAX give -0, while torch and JAX differ only at two forced elements,
-    names TensorFlow.  None: no pair was set aside, or none stood."""
+    """A NaN finding's odd backends from the pattern differences that stood, where some pair
+    was set aside: a pair the conditioning rule cleared, or whose difference the math forces
+    (at the overflow boundary: NaN on one, Inf on the other, where the exact value overflows
+    too), is no vote against either backend, so the pairs left decide as failing pairs do
+    (:func:`odd_of_pairs`), or, where they are each a compiled or converted backend and its
+    reference, as such a pair does (:func:`audee.oracle.pairs.odd_by_reference`).  TensorFlow
+    alone making NaN where torch and JAX give -0, while torch and JAX differ only at two
+    forced elements, names TensorFlow.  A whole-pattern majority that only cleared pairs
+    built is no verdict either: an exploding ConvLSTM2D whose state overflows on every
+    backend, TensorFlow's soft_shrink giving 0 for the NaN where torch, JAX and onnxruntime
+    keep it, leaves onnxruntime's difference from TensorFlow, the program it converted (a
+    select lowered to arithmetic), standing: onnxruntime is odd, not TensorFlow (the api-cpu
+    campaign, rng 2925).  None: no pair was set aside, or none stood, or the pairs left name
+    no one."""
     patterns = getattr(f.detail, "patterns", None) or {}
     standing = {frozenset(k.split("|")) for k, p in patterns.items()
                 if p.cleared not in CLEARED and not p.overflow_boundary}
     if not standing or len(standing) == len(patterns):
         return None
     odd, why = _unless_outvoted(ran, odd_of_pairs(ran, standing))
+    if not odd:
+        odd, why = odd_by_reference(standing) or (odd, why)
     return (odd, f"{why} (pairs cleared or forced left out)") if odd else None
 
 
