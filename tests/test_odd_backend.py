@@ -157,6 +157,30 @@ def test_a_majority_built_of_cleared_pairs_yields_to_the_converted_pair_that_sto
     assert f.detail.odd == ["tensorflow"] and f.detail.odd_rule == "minority of 4"
 
 
+def test_a_conversion_is_judged_against_its_reference_where_whole_patterns_tie():
+    """A float16 MultiHeadAttention: TensorFlow's einsum overflows its float16 sum (NaN in one
+    place), onnxruntime, running TensorFlow's graph, leaks a NaN elsewhere through a select
+    lowered to arithmetic, torch and JAX agree (the api-cpu campaign, rng 2926): no strict
+    majority of four, but among the independent frameworks TensorFlow is the minority, and
+    onnxruntime differs from its reference: both odd.  onnxruntime sharing TensorFlow's
+    pattern is not odd; three independent frameworks all different name no one."""
+    x = {"x": np.ones((1, 3), np.float32)}
+    outs = [_ok("tensorflow", [[NAN, 1.0, 1.0]]), _ok("torch", [[1.0, 1.0, 1.0]]), _ok("jax", [[1.0, 1.0, 1.0]]),
+            _ok("onnxruntime", [[1.0, 1.0, NAN]])]
+    (f,) = nan_findings(outs, x)
+    mark_odd(outs, [f])
+    assert f.detail.odd == ["onnxruntime", "tensorflow"], f.detail.odd_rule
+    assert f.detail.odd_rule == "minority of 3 independent frameworks; onnxruntime judged against tensorflow"
+    outs[3] = _ok("onnxruntime", [[NAN, 1.0, 1.0]])  # onnxruntime inherits TensorFlow's pattern: two against two
+    (f,) = nan_findings(outs, x)
+    mark_odd(outs, [f])
+    assert f.detail.odd == ["tensorflow"] and f.detail.odd_rule == "minority of 3 independent frameworks"
+    outs[2] = _ok("jax", [[1.0, NAN, 1.0]])          # the independent frameworks all differ: no one
+    (f,) = nan_findings(outs, x)
+    mark_odd(outs, [f])
+    assert f.detail.odd == [] and f.detail.odd_rule.startswith("no strict majority of 4")
+
+
 def test_conversions_of_one_program_agreeing_do_not_outvote_it():
     """``onnxruntime`` and ``openvino`` run tf2onnx's one graph of ``tensorflow``'s program: a
     fault of the converter is in both, and their agreement is no majority against the program

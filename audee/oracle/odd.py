@@ -23,7 +23,9 @@ The rules (``docs/oracles.md``, "The odd backend"):
   odd ones are those outside a strict-majority group.  Where some pair's difference was
   cleared by the conditioning rule or is forced by an overflow, the pairs that stood decide
   as failing pairs do, or as a backend and its reference do (:func:`standing_odd`), where
-  they name someone: a majority built of cleared pairs is no verdict.
+  they name someone: a majority built of cleared pairs is no verdict.  Where whole patterns
+  leave no strict majority, the independent frameworks decide among themselves and each
+  compiled or converted backend against its reference (:func:`independent_odd`).
 * **a backend and its reference** (:mod:`audee.oracle.pairs`): where the rules above cannot
   tell (two backends, no strict majority) and every differing pair is a compiled or
   converted backend and the backend whose program it runs, the compiled or converted side
@@ -64,7 +66,7 @@ from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
-                                odd_by_float64, odd_by_reference, odd_by_witness,
+                                judged_side, odd_by_float64, odd_by_reference, odd_by_witness,
                                 outvotes_its_reference)
 
 
@@ -84,7 +86,10 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
             crash = crash or _or_reference(minority, acceptance_groups(outcomes))
             odd, rule = crash
         elif by == "nan":
-            nan = nan or nonfinite or _or_reference(minority, nan_groups(outcomes))
+            if nan is None:
+                groups = nan_groups(outcomes)
+                nan = nonfinite or _or_reference(minority, groups)
+                nan = nan if nan[0] or nonfinite else (independent_odd(groups) or nan)
             odd, rule = nan
             told = None if nonfinite else standing_odd(ran, f)
             if told and sorted(told[0]) != sorted(odd):  # the differences that stood decide where some were set aside
@@ -120,6 +125,29 @@ def _or_reference(rule: Any, groups: dict[str, Hashable]) -> tuple[list[str], st
     if odd:
         return odd, why
     return odd_by_reference(differing_pairs(groups)) or (odd, why)
+
+
+def independent_odd(groups: dict[str, Hashable]) -> tuple[list[str], str] | None:
+    """Where the backends' groups (backend -> group key) leave no strict majority: the
+    independent frameworks decide among themselves (:func:`minority`), and each compiled or
+    converted backend whose group differs from its reference's is odd beside them.  A
+    conversion runs its reference's program and is judged against it, no vote among the
+    frameworks: TensorFlow's float16 einsum overflowing where torch and JAX agree, and
+    onnxruntime, running TensorFlow's graph, leaking another NaN through a select lowered to
+    arithmetic, are two odd backends, not a tie of two against two (the api-cpu campaign, rng
+    2926).  None where no backend is judged against another, or the independent frameworks
+    leave no strict majority either."""
+    judged = {b: ref for b in groups for ref in groups if b != ref and judged_side(b, ref) == b}
+    independent = {b: key for b, key in groups.items() if b not in judged}
+    if not judged or len(independent) < 3:
+        return None
+    odd, why = minority(independent)
+    if not odd:
+        return None
+    off = sorted(b for b, ref in judged.items() if groups[b] != groups[ref])
+    refs = sorted({judged[b] for b in off})
+    return sorted({*odd, *off}), f"{why} independent frameworks" + \
+        (f"; {', '.join(off)} judged against {', '.join(refs)}" if off else "")
 
 
 def standing_odd(ran: list[str], f: Finding) -> tuple[list[str], str] | None:
