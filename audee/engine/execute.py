@@ -24,8 +24,8 @@ from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, compare, deviation_findings,
-                                    deviation_score, float64_floor, jump_order, layer_scores, pair_compute, perturbed, perturbed_weights,
-                                    rounding_for)
+                                    deviation_score, float64_floor, jump_order, layer_scores, pair_compute, perturbed,
+                                    perturbed_weights, rounding_for)
 from audee.oracle.compute_dtype import (FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range,
                                         reduced_precision)
 from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
