@@ -1278,6 +1278,22 @@ def test_onednns_bf16_conv1x1_on_one_channel_is_known_by_its_own_entry():
     assert hit is None or hit.id != "onednn-bf16-conv1x1-one-channel-inf-nan"
 
 
+def test_onnxruntimes_multi_axis_reduce_mean_is_known_upstream_for_a_float32_group_normalization():
+    """onnxruntime's ReduceMean over axes [1, 2, 4] sums sequentially (the api-cpu campaign, rng
+    2929: a GroupNormalization of values near 18647, onnxruntime 0.30 off the float64 result);
+    onnxruntime#28450.  TensorFlow odd, or a float16 layer (onnxruntime's float16 entry), is not this."""
+    from dataclasses import replace
+
+    known = load_known_issues()
+    sig = Signature("deviation", "GroupNormalization", (("groups", "+int"),), ("onnxruntime", "tensorflow"),
+                    odd=("onnxruntime",), layer="GroupNormalization", context=())
+    hit = match_known(sig, known)
+    assert hit is not None and hit.id == "ort-cpu-multi-axis-reduce-sequential-sum" and hit.klass == "bug", hit
+    for other in (replace(sig, odd=("tensorflow",)), replace(sig, context=("policy:float16",))):
+        hit = match_known(other, known)
+        assert hit is None or hit.id != "ort-cpu-multi-axis-reduce-sequential-sum", (other, hit)
+
+
 def test_torchs_bfloat16_kernel3_convolution_on_one_channel_is_row_96_where_torch_alone_has_more():
     """oneDNN's jit_bf16:avx512_core direct convolution pads one input channel to a pair on a CPU
     without avx512_bf16: torch alone NaN beside a +inf (the api-cpu campaign, rng 2923, a Conv1D
