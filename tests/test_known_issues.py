@@ -1278,6 +1278,21 @@ def test_onednns_bf16_conv1x1_on_one_channel_is_known_by_its_own_entry():
     assert hit is None or hit.id != "onednn-bf16-conv1x1-one-channel-inf-nan"
 
 
+def test_tensorflows_onednn_conv3d_with_a_strided_unit_width_is_found_before_where_tensorflow_is_odd():
+    """TensorFlow's oneDNN Conv3D is wrong where the innermost output dimension is 1 after a stride
+    (findings row 107; the api-cpu campaign, rng 2930: a ConvLSTM3D, TensorFlow odd).  torch odd is
+    not this."""
+    from dataclasses import replace
+
+    known = load_known_issues()
+    sig = Signature("deviation", "ConvLSTM3D", (("strides", "+int"),), ("jax", "onnxruntime", "tensorflow", "torch"),
+                    odd=("tensorflow",), layer="ConvLSTM3D", context=())
+    hit = match_known(sig, known)
+    assert hit is not None and hit.id == "tf-onednn-conv3d-strided-unit-width" and hit.klass == "bug", hit
+    hit = match_known(replace(sig, odd=("torch",)), known)
+    assert hit is None or hit.id != "tf-onednn-conv3d-strided-unit-width", hit
+
+
 def test_onnxruntimes_multi_axis_reduce_mean_is_known_upstream_for_a_float32_group_normalization():
     """onnxruntime's ReduceMean over axes [1, 2, 4] sums sequentially (the api-cpu campaign, rng
     2929: a GroupNormalization of values near 18647, onnxruntime 0.30 off the float64 result);
