@@ -61,13 +61,13 @@ from typing import Any, Hashable
 
 import numpy as np
 
+from audee.backends.info import reference_of
 from audee.cases.case import Finding, Outcome
 from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
-                                judged_side, odd_by_float64, odd_by_reference, odd_by_witness,
-                                outvotes_its_reference)
+                                odd_by_float64, odd_by_reference, odd_by_witness, outvotes_its_reference)
 
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float64Verdict | None = None) -> None:
@@ -137,7 +137,7 @@ def independent_odd(groups: dict[str, Hashable]) -> tuple[list[str], str] | None
     arithmetic, are two odd backends, not a tie of two against two (the api-cpu campaign, rng
     2926).  None where no backend is judged against another, or the independent frameworks
     leave no strict majority either."""
-    judged = {b: ref for b in groups for ref in groups if b != ref and judged_side(b, ref) == b}
+    judged = {b: reference_of(b) for b in groups if reference_of(b) in groups}
     independent = {b: key for b, key in groups.items() if b not in judged}
     if not judged or len(independent) < 3:
         return None
