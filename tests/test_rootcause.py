@@ -460,6 +460,25 @@ def test_flush_to_zero_on_subnormal_rows_is_undefined_unless_a_flushing_backend_
     assert classify(sig)[0] == "bug"                                 # a crash is no flushed value
 
 
+def test_two_flushing_backends_differ_by_the_flush_where_the_flush_probe_reproduces_the_odd_one():
+    """TensorFlow odd against JAX (both flush) on tiny rows stays a bug (JAX's closed-form
+    determinant underflows in IEEE arithmetic) unless the flush probe put a flushed run of a
+    backend that keeps subnormals on TensorFlow's values and not on JAX's (TensorFlow's STFT of
+    a row near 1e-36; the api-cpu campaign, rng 2929)."""
+    meta = {"special_inputs": [{"input": "x", "row": 2, "kind": "tiny"}]}
+
+    def verdict(like: list[str] | None) -> str:
+        f = Finding(Kind.DEVIATION, ["jax", "tensorflow"], {"pair": "jax|tensorflow", "own_layers": ["dense"],
+                                                            "odd": ["tensorflow"], "rows": [2], "flush_like": like})
+        (sig,) = signatures_of(f, SPEC, meta)
+        return classify(sig)[0]
+    assert verdict(None) == "bug"                                    # not probed
+    assert verdict([]) == "bug"                                      # the flushed run is on neither side
+    assert verdict(["tensorflow"]) == "undefined"
+    assert verdict(["jax", "tensorflow"]) == "bug"                   # on both sides: it tells nothing
+    assert verdict(["jax"]) == "bug"                                 # the flush gives the other side's values
+
+
 def test_an_op_refusing_a_nan_input_is_undefined_a_model_refusing_is_not():
     """An op's tensors are its whole input: linalg.eigh raising on a NaN where the others
     return NaN answers the value (undefined); a model's crash raises for the model."""

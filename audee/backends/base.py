@@ -148,6 +148,16 @@ class Backend(ABC):
     def run(self, model: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """Run one batch; return every layer's output in ``spec.topological_order()``."""
 
+    @contextmanager
+    def flushing(self) -> Iterator[None]:
+        """Runs inside it flush subnormal values to zero, inputs and results, as TensorFlow's
+        and XLA's CPU kernels do by design: the flush probe (:mod:`audee.engine.flush_probe`)
+        asks a backend that keeps subnormals whether flushing reproduces a flushing backend's
+        values.  Only a backend whose description has ``flush_switch`` is asked; one without
+        a switch refuses, as a run that did not flush must never pass for one that did."""
+        raise BackendError(Phase.RUN, f"{self.name} has no flush-to-zero switch")
+        yield  # pragma: no cover - a generator, for the context manager
+
     #: a plugin's reference: the backend whose program it compiles or converts (``"tensorflow"``
     #: for a mode of it), judged against it (docs/oracles.md, "Pairs and their references"); a
     #: built-in's is declared in :mod:`audee.backends.info`

@@ -88,6 +88,9 @@ class BackendInfo:
     op_names: tuple[OpName, ...] = ()     # how its errors name the failing op
     query_noise: tuple[str, ...] = ()     # words every error of it carries: no use in a tracker search
     flushes_subnormals: bool = False      # its CPU kernels flush subnormals to zero by design
+    #: it keeps subnormals and can flush them on request (``Backend.flushing``): the flush
+    #: probe's runner (:mod:`audee.engine.flush_probe`)
+    flush_switch: bool = False
     reference: str | None = None          # the backend whose program it compiles or converts (judged against it)
     #: the longest sequence an API-level recurrent case draws when it runs (None: any): its
     #: converter unrolls the time loop, so its cost grows with the sequence
@@ -307,7 +310,7 @@ TORCH = BackendInfo(
     name="torch", target="audee.backends.keras_backends:TorchBackend", label="Keras 3 on PyTorch, eagerly",
     keras_backend="torch", trackers=("keras-team/keras", "pytorch/pytorch"), version_keys=("keras", "torch"),
     packages=("torch",), trains=True, runs_ops=True, unsupported=_KERAS_UNSUPPORTED, op_names=_KERAS_OPS,
-    script=_TORCH_EAGER, builtin=True)
+    flush_switch=True, script=_TORCH_EAGER, builtin=True)
 JAX = BackendInfo(
     name="jax", target="audee.backends.keras_backends:JaxBackend", label="Keras 3 on JAX, jitted",
     keras_backend="jax", trackers=("keras-team/keras", "jax-ml/jax"), version_keys=("keras", "jax", "jaxlib"),
@@ -342,6 +345,7 @@ def _mode(base: BackendInfo, name: str, cls: str, label: str, **changes: object)
     ``changes`` say otherwise.  ``cls``: a class of ``audee/backends/modes.py`` by name, or a
     mode in a module of its own as ``module:Class``."""
     changes.setdefault("reference", base.name)
+    changes.setdefault("flush_switch", False)  # a compiled or exported mode's kernels: not asked to flush
     target = cls if ":" in cls else f"audee.backends.modes:{cls}"
     return replace(base, name=name, target=target, label=label, blamed_first=False, **changes)
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import traceback
-from typing import Any, ClassVar
+from contextlib import contextmanager
+from typing import Any, ClassVar, Iterator
 
 import numpy as np
 
@@ -621,6 +622,25 @@ class TorchBackend(KerasBackend):
                 raise _gradient_failure(exc) from exc
         return ([o.detach() if torch.is_tensor(o) else o for o in outs],
                 [torch.zeros_like(w) if g is None else g.detach() for g, w in zip(grads, ws)])
+
+    @contextmanager
+    def flushing(self) -> Iterator[None]:
+        """``torch.set_flush_denormal``: it sets the CPU's flush-to-zero and denormals-are-zero
+        modes of the calling thread only, so the runs inside it compute on that one thread
+        (intra-op threads keep their own modes); a CUDA device has no such switch."""
+        import torch
+
+        if self.device.startswith("cuda"):
+            raise BackendError(Phase.RUN, "torch flushes subnormals on request on the CPU only")
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            if not torch.set_flush_denormal(True):
+                raise BackendError(Phase.RUN, "this CPU has no flush-to-zero mode torch can set")
+            yield
+        finally:
+            torch.set_flush_denormal(False)
+            torch.set_num_threads(threads)
 
     def run(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         import torch

@@ -392,16 +392,17 @@ class Worker:
     # ---- test-case helpers -------------------------------------------------------------------
     def submit_run(self, spec: ModelSpec, key: str, weights: Weights, wkey: str,
                    inputs: dict[str, Any], layers: bool | list[str] = False, keep: str | None = None,
-                   shared: dict[tuple[bool, bool], wire.Frames] | None = None) -> int:
+                   shared: dict[tuple[bool, bool], wire.Frames] | None = None, flush: bool = False) -> int:
         """Send a run of ``spec``: its spec and weights only when this worker does not hold them.
         ``shared``: the request as pickled for the other workers of this run, by what it
         carries (spec, weights): workers holding the same get the same bytes, pickled once
-        (a GA generation's batch, sent to every backend)."""
+        (a GA generation's batch, sent to every backend).  ``flush``: run with subnormals
+        flushed to zero (``Backend.flushing``)."""
         alive = self.alive()
         send = self._sent_weights.get(key) != wkey or not alive
         msg = {"op": "run", "spec": None if (alive and key in self._sent_specs) else spec.to_json(), "key": key,
                "weights_key": wkey, "weights": weights if send else None, "inputs": inputs, "layers": layers,
-               "keep": keep}
+               "keep": keep, **({"flush": True} if flush else {})}
         full = {**msg, "spec": spec.to_json(), "weights": weights}
         payload = None
         if shared is not None:
@@ -688,20 +689,21 @@ class Pool:
 
     def run(self, spec: ModelSpec, weights: Weights, wkey: str, inputs: dict[str, Any],
             labels: list[str] | None = None, layers: bool | list[str] = False,
-            keep: str | None = None) -> dict[str, dict | WorkerFailure]:
+            keep: str | None = None, flush: bool = False) -> dict[str, dict | WorkerFailure]:
         """Run one batch on several backends at once.  ``keep`` tags the run so its layer
-        outputs can be fetched later with ``call(label, 'kept_layers', tag=..., rows=...)``."""
-        return self.collect_run(self.submit_run(spec, weights, wkey, inputs, labels, layers, keep))
+        outputs can be fetched later with ``call(label, 'kept_layers', tag=..., rows=...)``;
+        ``flush``: with subnormals flushed to zero (``Backend.flushing``)."""
+        return self.collect_run(self.submit_run(spec, weights, wkey, inputs, labels, layers, keep, flush))
 
     def submit_run(self, spec: ModelSpec, weights: Weights, wkey: str, inputs: dict[str, Any],
                    labels: list[str] | None = None, layers: bool | list[str] = False,
-                   keep: str | None = None) -> dict[str, int]:
+                   keep: str | None = None, flush: bool = False) -> dict[str, int]:
         """:meth:`run` without waiting: each backend's ticket for :meth:`collect_run`.  Other
         requests may go out meanwhile (the next test case's builds): each worker answers in
         order, and each answer reaches the request it belongs to."""
         key = spec.key()
         shared: dict[tuple[bool, bool], wire.Frames] = {}
-        return {label: self.workers[label].submit_run(spec, key, weights, wkey, inputs, layers, keep, shared)
+        return {label: self.workers[label].submit_run(spec, key, weights, wkey, inputs, layers, keep, shared, flush)
                 for label in labels or self.labels}
 
     def collect_run(self, tickets: dict[str, int]) -> dict[str, dict | WorkerFailure]:

@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 import traceback
+from contextlib import nullcontext
 from collections import OrderedDict
 from multiprocessing.connection import Connection
 from typing import Any
@@ -169,7 +170,7 @@ class WorkerState:
         t = time.perf_counter()
         e.ran = True
         try:
-            with self.backend.clock.timed("run"):
+            with self.backend.clock.timed("run"), (self.backend.flushing() if msg.get("flush") else nullcontext()):
                 outs = self.backend.run(e.model, msg["inputs"])
         except BackendError as exc:
             exc.facts = self._facts(e.model)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from audee.backends.pool import Pool, WorkerFailure
+from audee.engine.flush_probe import flush_probe
 from audee.engine.refusals import Refusal, RefusalMemo
 from audee.equivalence.check import run_equivalence
 from audee.equivalence.rules import rules_named
@@ -240,6 +241,7 @@ class Executor(Runner):
             self._diagnose(result, incons)
         if diagnose and devs:
             self._diagnose_deviation(result, devs)
+            flush_probe(self._pool_run, self.tolerances, case, result.outcomes, devs)
             fold_reduced_precision_flips(result.verdict)
         if diagnose:
             self._diagnose_nan(result, [f for f in nans if f.detail.patterns])

@@ -281,6 +281,9 @@ class DeviationDetail(Detail):
     #: backends whose float64 recomputation of the layer its output is within tolerance of
     #: (audee.engine.execute.Executor._float64_scores); None where not recomputed
     float64_within: dict[str, list[str]] | None = None
+    #: on rows of subnormal or tiny values: the backends of the pair whose values a backend that keeps
+    #: subnormals reproduces once it flushes them to zero (audee.engine.flush_probe); None where not probed
+    flush_like: list[str] | None = None
 
 
 # ---- the training phase (audee/oracle/train.py) ---------------------------------------------------

@@ -53,8 +53,8 @@ from audee.backends.info import describe
 from audee.cases.case import MEMORY_CAP, Kind
 from audee.cases.kinds import CRASHES, root_family
 from audee.oracle.pairs import in_contract, judged_side
-from audee.triage.signature import (GRAPH_FAULT, OLDER_LACKS_API, OUTSIDE, REFUSED_BY, REJECTED_BY, Signature,
-                                    explicit_refusal, invalid_graph_complaint, primary_api)
+from audee.triage.signature import (FLUSH_REPRODUCES, GRAPH_FAULT, OLDER_LACKS_API, OUTSIDE, REFUSED_BY, REJECTED_BY,
+                                    Signature, explicit_refusal, invalid_graph_complaint, primary_api)
 from audee.triage import (FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, NEW, Bug, CrashRoot, NumericRoot, RootCause,
                           RootKey)
 
@@ -81,6 +81,8 @@ _UNDEFINED_CONTEXT = {"nonfinite_input": "NaN/Inf in the input", "ids_out_of_ran
                       "spec_refuses": "Keras's own symbolic call refuses the arguments",
                       "subnormal_input": "subnormal or tiny inputs (TensorFlow and JAX flush subnormals to zero "
                                          "on the CPU by design)",
+                      FLUSH_REPRODUCES: "a backend that keeps subnormals computes the odd backend's values once "
+                                        "it flushes them (the flush probe)",
                       "index_overflow": "input values no integer holds, cast to indices (a float to int cast out "
                                         "of range is undefined)"}
 #: input facts outside the contract of independent frameworks only: a converted program judged
@@ -214,10 +216,14 @@ def _flush_unexplained(sig: Signature) -> bool:
     """Whether flush-to-zero cannot explain a signature's difference on subnormal or tiny
     inputs: a flushing backend is odd and every backend of the signature flushes too (JAX's
     closed-form 2x2 determinant underflowing against TensorFlow, which flushes as well), so
-    it stays a bug.  A flushing backend odd against one that keeps subnormals (TensorFlow
-    against onnxruntime, which runs its graph without flushing, or torch) differs by that
-    choice (the api-cpu campaign, rng 2897: AutoContrast on a subnormal row)."""
-    return _flushing(sig.odd) and all(describe(str(b)).flushes_subnormals for b in sig.backends)
+    it stays a bug, unless the flush probe reproduced the odd backend's values by flushing
+    (``flush_reproduces``: TensorFlow's STFT of a tiny row against JAX, which never made the
+    subnormal intermediates TensorFlow flushed; the api-cpu campaign, rng 2929).  A flushing
+    backend odd against one that keeps subnormals (TensorFlow against onnxruntime, which runs
+    its graph without flushing, or torch) differs by that choice (rng 2897: AutoContrast on
+    a subnormal row)."""
+    return _flushing(sig.odd) and all(describe(str(b)).flushes_subnormals for b in sig.backends) \
+        and FLUSH_REPRODUCES not in sig.context
 
 
 def _against_reference(sig: Signature) -> bool:

@@ -42,7 +42,7 @@ from audee.apis.keras_layers import snake_name
 from audee.backends.info import all_op_names, all_unsupported, describe, reference_of
 from audee.core.bounded import clean_text, utf8
 from audee.cases.case import (EMPTY_REDUCTION, INT_OVERFLOW_SPECIALS, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES,
-                              SPECIAL_INT_KINDS, SUBNORMAL_SPECIALS, ZERO_DIVISOR, Finding, Kind)
+                              SPECIAL_INT_KINDS, ZERO_DIVISOR, Finding, Kind, subnormal_rows)
 from audee.cases.kinds import TRAINING_FAILURES, root_family, with_accumulated
 from audee.levels import is_call
 from audee.oracle.compute_dtype import FLOAT32, layer_policy
@@ -313,6 +313,10 @@ JUDGED_MORE_NONFINITE = "judged_more_nonfinite"
 #: other side is on it: the odd one computes something else, not the same in a wider dtype
 #: (``DeviationDetail.float64_within``)
 ODD_OFF_FLOAT64 = "odd_off_float64"
+#: a deviation on rows of subnormal or tiny values whose odd backends' values a backend that keeps
+#: subnormals reproduces once it flushes them to zero, and the other side's not: the flush, by
+#: design, explains the difference (``DeviationDetail.flush_like``, audee.engine.flush_probe)
+FLUSH_REPRODUCES = "flush_reproduces"
 
 
 def _fault(faults: tuple[tuple[str, str], ...], text: str) -> str | None:
@@ -616,6 +620,16 @@ def _float64_context(within: Mapping[str, list[str]] | None, odd: Iterable[str],
     return []
 
 
+def _flush_context(like: Iterable[str] | None, odd: Iterable[str], backends: Iterable[str]) -> list[str]:
+    """:data:`FLUSH_REPRODUCES` where the flush probe put a flushed run on every odd backend's
+    values and on no other backend's."""
+    odd = set(odd)
+    if like is None or not odd:
+        return []
+    like = set(like)
+    return [FLUSH_REPRODUCES] if odd <= like and not like & (set(backends) - odd) else []
+
+
 def _case_layer(layers: dict[str, tuple[str, dict[str, Any]]], case_api: str | None) -> str | None:
     """The one layer of the API a case was made around (an API-level case's), or None: where a
     failure names no layer (a runtime's node, outputs of another shape), its program facts are
@@ -745,15 +759,13 @@ def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[
     CPU kernels flush subnormals to zero by design (jax-ml/jax#16200), torch does not; a value
     that differs on them is each framework's documented choice, not a bug (a ``crash`` is no
     value: never so)."""
-    special = (meta or {}).get("special_inputs") or []
     kinds = _special_kinds(meta, rows)
     out = []
     if nonfinite or (values and kinds & set(NONFINITE_SPECIALS)):
         out.append("nonfinite_input")
     if kinds & set(SPECIAL_INT_KINDS):
         out.append("ids_out_of_range")
-    subnormal = {s.get("row") for s in special if isinstance(s, dict) and s.get("kind") in SUBNORMAL_SPECIALS} \
-        if isinstance(special, list) else set()
+    subnormal = subnormal_rows(meta)
     if subnormal and not crash and (rows is None or {int(r) for r in rows} <= subnormal):  # every row it names
         out.append("subnormal_input")
     undefined = [str(u) for u in (meta or {}).get("undefined") or []]  # an op case's (audee.oracle.ops)
@@ -900,7 +912,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
                     context=_input_context(meta, False, detail.rows) + _index_overflow(spec, layer, meta,
                                                                                        detail.rows)
                     + _program_context(detail.program, layer, odd or bs, {}, bs)
-                    + _float64_context(detail.float64_within, odd, bs))]
+                    + _float64_context(detail.float64_within, odd, bs)
+                    + _flush_context(detail.flush_like, odd, bs))]
     if finding.kind == Kind.EQUIVALENCE:
         # one backend against itself: the rule joins the parameters (padding and channels
         # failing on one layer are two bugs); a refused rewrite keeps its error and phase
