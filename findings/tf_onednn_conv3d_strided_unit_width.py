@@ -1,29 +1,39 @@
-"""TensorFlow's CPU Conv3D through oneDNN (the default build, oneDNN on) computes a wrong float32 result when the
-innermost output dimension is 1 and reached with a stride above 1: ``tf.nn.conv3d`` of a (2, 1, 2, 2, 1) input with
-a 3x3x3 kernel, strides (2, 1, 2), padding SAME is off the same convolution in float64 (TensorFlow's Eigen kernel)
-by about 2, the output's own size, and off TensorFlow itself with ``TF_ENABLE_ONEDNN_OPTS=0`` (which is right).
-torch's float32 conv3d of the same shapes is right (mkldnn on and off); JAX is right.
+"""oneDNN's float32 BRGEMM convolution (``brg_conv_fwd:avx512_core``) computes wrong values where the innermost
+output dimension is 1 and reached with a stride above 1.  Two faces, one kernel:
+
+- TensorFlow's CPU Conv3D (oneDNN on, the default): ``tf.nn.conv3d`` of a (2, 1, 2, 2, 1) input with a 3x3x3 kernel,
+  strides (2, 1, 2), padding SAME is off the same convolution in float64 (TensorFlow's Eigen kernel) by about 2, the
+  output's own size, and off TensorFlow itself with ``TF_ENABLE_ONEDNN_OPTS=0`` (which is right);
+- torch's CPU conv2d / conv3d (mkldnn on, the default) of a channels-last input with ONE input channel, batch 2 or
+  more, height stride 1, width stride above 1 and output width 1: ``F.conv2d`` of a (2, 1, 4, 3) NHWC-strided input,
+  kernel 3x3 1 -> 8, stride (1, 2) is about 5.7 off float64; with ``torch.backends.mkldnn.enabled = False`` right.
+  Keras' torch backend makes every conv kernel channels-last (``keras.ops.conv``), which reaches it from Conv2D,
+  Conv3D and the ConvLSTM layers; a tensor with standard strides, or more input channels, takes another kernel.
 
     python findings/tf_onednn_conv3d_strided_unit_width.py
-    # prints REPRODUCED and exits 1 while the bug is there (plain tf.nn.conv3d, float32, oneDNN on)
+    # prints REPRODUCED and exits 1 while either face is there (plain tf.nn.conv3d; plain torch F.conv2d)
 
-Versions: tensorflow 2.21.0 (CPU, oneDNN on: the default); an Intel Xeon with AVX512 (AVX512_VNNI), no AMX.
-Some shapes give run-to-run different values (batch 8, 24 filters: 13.5, 13.5, 13.8 off), as if part of the output
-were not written.  Found by audee: the api-cpu campaign, rng 2930 (api-ConvLSTM3D-v00000, strides (2, 1, 2),
-padding same, on a (6, 1, 2, 2, 1) sequence: TensorFlow's graph 3.2 off the layer in float64, JAX and TensorFlow
+Versions: tensorflow 2.21.0 (CPU, oneDNN on: the default), torch 2.13.0+cpu (oneDNN v3.12.0); an Intel Xeon with
+AVX512 (AVX512_VNNI), no AMX; oneDNN's AVX2 kernel (``ONEDNN_MAX_CPU_ISA=AVX2``) is right.  Some shapes give run-to-run
+different values on TensorFlow (batch 8, 24 filters: 13.5, 13.5, 13.8 off), as if part of the output were not
+written; on torch the first output row of each sample is right and the later rows read wrong input positions.
+Found by audee: the api-cpu campaign, rng 2930 (api-ConvLSTM3D-v00000, strides (2, 1, 2), padding same, on a
+(6, 1, 2, 2, 1) sequence: TensorFlow's graph 3.2 off the layer in float64, torch 0.03-3.4 off, JAX and TensorFlow
 without oneDNN within 3e-8 of it).
 
-Upstream (issues corpus): not found for float32.  Query: "tensorflow conv3d oneDNN wrong results strides SAME
-padding CPU".  Nearest: pytorch/pytorch#169688 (open, "[CPU] Stride 3 bfloat16 convolutions appear incorrect") and
-its fix pytorch/pytorch#188426 (open: oneDNN's bf16 BRGEMM Conv3d ``brg_conv_fwd:avx10_1_512_amx`` is wrong when
-``out_w == 1 and stride_w > 1``; "fp32 and fp16 select other primitives and are correct" there): the same shape class,
-bfloat16 on AMX CPUs; here float32, through TensorFlow's oneDNN, on a CPU without AMX.
+Upstream (issues corpus): not found for float32.  Queries: "tensorflow conv3d oneDNN wrong results strides SAME
+padding CPU", "brg_conv_fwd avx512_core incorrect results nhwc ic=1 stride", "conv2d channels_last wrong result CPU
+single input channel stride mkldnn", "oneDNN brgemm convolution wrong result ow=1 stride_w > 1 mb>1".  Nearest:
+pytorch/pytorch#169688 (open, "[CPU] Stride 3 bfloat16 convolutions appear incorrect") and its fix
+pytorch/pytorch#188426 (open: oneDNN's bf16 BRGEMM Conv3d ``brg_conv_fwd:avx10_1_512_amx`` is wrong when
+``out_w == 1 and stride_w > 1``; "fp32 and fp16 select other primitives and are correct" there, and its guard is
+bfloat16-only): the same shape class, bfloat16 on AMX CPUs; here float32 on a CPU without AMX.
+pytorch/pytorch#82060 (closed, torch 1.12: a single-channel channels-last convolution, stride 1) is related, fixed.
 """
 import os
 import subprocess
 import sys
 
-import numpy as np
 
 CHECK = r"""
 import numpy as np, tensorflow as tf
@@ -43,12 +53,48 @@ def run(onednn: str) -> tuple[float, float, str]:
     return float(err), float(size), shape
 
 
+TORCH = r"""
+import sys, torch, torch.nn.functional as F
+torch.backends.mkldnn.enabled = sys.argv[1] == "1"
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 4, 3, 1, generator=g).permute(0, 3, 1, 2)    # (2, 1, 4, 3) with NHWC strides: channels-last
+w = torch.randn(8, 1, 3, 3, generator=g)
+y = F.conv2d(x, w, stride=(1, 2)).double()
+y64 = F.conv2d(x.double(), w.double(), stride=(1, 2))            # float64: torch's own kernel, no oneDNN
+print(float((y - y64).abs().max()), float(y64.abs().max()), tuple(y.shape))
+"""
+
+
+def run_torch(mkldnn: str) -> tuple[float, float, str]:
+    out = subprocess.run([sys.executable, "-c", TORCH, mkldnn], capture_output=True, text=True, check=True)
+    err, size, shape = out.stdout.strip().split(" ", 2)
+    return float(err), float(size), shape
+
+
+def wrong(on: float, off: float, size: float) -> bool:
+    """oneDNN's result off float64 by much more than rounding, the other kernel's not."""
+    return on > 1e-3 * max(size, 1.0) and off <= 1e-5 * max(size, 1.0)
+
+
 on, size, shape = run("1")
 off, _, _ = run("0")
+tf_face = wrong(on, off, size)
 print(f"tf.nn.conv3d float32, input (2, 1, 2, 2, 1), kernel 3x3x3 1 -> 2, strides (2, 1, 2), SAME -> {shape}")
-print(f"  max |float32 - float64|: oneDNN on {on:.3g}, oneDNN off {off:.3g} (max |output| {size:.3g})")
-if on > 1e-3 * max(size, 1.0) and off <= 1e-5 * max(size, 1.0):
-    print("REPRODUCED: TensorFlow's oneDNN Conv3D is wrong where the innermost output dimension is 1 after a stride")
+print(f"  max |float32 - float64|: oneDNN on {on:.3g}, oneDNN off {off:.3g} (max |output| {size:.3g})"
+      f" {'WRONG' if tf_face else 'ok'}")
+try:
+    t_on, t_size, t_shape = run_torch("1")
+    t_off, _, _ = run_torch("0")
+    torch_face = wrong(t_on, t_off, t_size)
+    print(f"torch F.conv2d float32, channels-last input (2, 1, 4, 3), kernel 3x3 1 -> 8, stride (1, 2) -> {t_shape}")
+    print(f"  max |float32 - float64|: mkldnn on {t_on:.3g}, mkldnn off {t_off:.3g} (max |output| {t_size:.3g})"
+          f" {'WRONG' if torch_face else 'ok'}")
+except (subprocess.CalledProcessError, ValueError) as exc:  # torch not installed here: TensorFlow's face alone
+    torch_face = False
+    print(f"torch face not checked: {exc}")
+if tf_face or torch_face:
+    print("REPRODUCED: oneDNN's float32 convolution is wrong where the innermost output dimension is 1 after a stride"
+          f" ({', '.join(n for n, f in (('TensorFlow', tf_face), ('torch', torch_face)) if f)})")
     sys.exit(1)
 print("NOT REPRODUCED")
 sys.exit(0)
