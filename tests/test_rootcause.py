@@ -94,6 +94,12 @@ def test_a_pair_folds_into_the_root_of_the_odd_backend_it_holds():
     # two odd roots the pair could belong to: it cannot tell, it stays
     jax_odd = deviation(("jax", "tensorflow"), ["jax"])
     assert len(root_causes(unique_bugs(_rows(odd, jax_odd, pairs[0]), []))) == 3
+    # the odd root a known issue matched: the pairs fold into it as into a new one (a pair is not
+    # announced new because its odd backend's root became known)
+    entry = KnownIssue.model_validate({"id": "torch-dense", "title": "t", "status": "found before", "row": 1,
+                                       "match": {"kind": "deviation", "odd": ["torch"], "api": "Dense"}})
+    (root,) = root_causes(unique_bugs(_rows(odd, *pairs), [entry]))
+    assert root.status == "found before" and root.cases == 3
 
 
 def test_an_inconsistency_joins_its_pairs_deviation():

@@ -336,13 +336,17 @@ def _pair_target(key: RootKey, groups: dict[RootKey, list[Bug]]) -> RootKey | No
     off) is a view of: for a compiled or converted backend and its reference, the judged
     side's (:func:`audee.oracle.pairs.judged_side`), whether or not it exists yet; else the one
     root of the same family, layer or op (and input) whose odd backend is one of the pair's,
-    if exactly one exists."""
+    if exactly one exists.  A root a known issue matched is found by its members' own roots
+    (its group is keyed by the issue): a pair folds the same whether the odd backend's root
+    is new or known (the api-cpu campaign, rng 2930: a ConvLSTM3D two against two beside
+    TensorFlow's root, announced new once that root had an entry)."""
     if not isinstance(key, NumericRoot) or key.family not in PAIR_FAMILIES or key.told:
         return None
     side = judged_side(*key.pair) if len(key.pair) == 2 else None
+    views = [key.with_odd(side)] if side is not None else [key.with_odd(b) for b in key.pair]
+    found = [g for g in groups if g != key and (g in views or any(root_of(m.signature) in views for m in groups[g]))]
     if side is not None:
-        return key.with_odd(side)
-    found = [k for k in (key.with_odd(b) for b in key.pair) if k in groups]
+        return found[0] if len(found) == 1 else views[0]
     return found[0] if len(found) == 1 else None
 
 
