@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from audee.cases.case import Finding, Kind, Outcome
-from audee.oracle.nan import float64_side, nan_findings
+from audee.oracle.nan import nan_findings
 from audee.oracle.odd import mark_odd, minority, odd_of_pairs
-from audee.oracle.pairs import LAYER_FLOAT64_RULE
 
 NAN, INF = float("nan"), float("inf")
 
@@ -182,44 +181,6 @@ def test_a_conversion_is_judged_against_its_reference_where_whole_patterns_tie()
     assert f.detail.odd == [] and f.detail.odd_rule.startswith("no strict majority of 4")
 
 
-def test_the_layer_in_float64_outweighs_a_vote_where_standing_pairs_side_with_one_backend():
-    """Two frameworks overflowing a float16 sum where the exact result fits float16 are off
-    it, whatever the vote (the api-cpu campaign, rng 2932): each standing pattern whose
-    float64 recomputation sides with torch names the other backend.  A backend on the exact
-    result in one pair and off it in another, or a side only cleared pairs give, names no one
-    by this rule."""
-    x = {"x": np.ones((1, 3), np.float32)}
-    outs = [_ok("tensorflow", [[INF, 1.0, 1.0]]), _ok("torch", [[4.0, 1.0, 1.0]]), _ok("jax", [[INF, 1.0, 1.0]])]
-    (f,) = nan_findings(outs, x)
-    mark_odd(outs, [f])
-    assert f.detail.odd == ["torch"] and f.detail.odd_rule == "minority of 3"
-    for key in ("tensorflow|torch", "torch|jax"):
-        f.detail.patterns[key].float64_side = "torch"
-    mark_odd(outs, [f])
-    assert f.detail.odd == ["jax", "tensorflow"] and f.detail.odd_rule == LAYER_FLOAT64_RULE
-    f.detail.patterns["torch|jax"].float64_side = "jax"                # torch on it once, off it once: no verdict
-    mark_odd(outs, [f])
-    assert f.detail.odd == ["torch"]
-    f.detail.patterns["torch|jax"].float64_side = None
-    f.detail.patterns["tensorflow|torch"].cleared = "ill_conditioned"  # a cleared pair's side is no evidence
-    mark_odd(outs, [f])
-    assert f.detail.odd_rule != LAYER_FLOAT64_RULE
-
-
-def test_float64_side_is_the_backend_finite_where_the_rounded_exact_result_is():
-    """The exact result rounded to the compute dtype: 43669 fits float16, 70000 does not."""
-    alone = {"tensorflow": np.array([np.inf, 1.0], np.float16), "torch": np.array([43669.0, 1.0], np.float16)}
-    assert float64_side(alone, {"tensorflow": np.array([43669.0, 1.0])}, "float16") == "torch"
-    assert float64_side(alone, {"tensorflow": np.array([70000.0, 1.0])}, "float16") == "tensorflow"
-    assert float64_side(alone, {"tensorflow": np.array([70000.0, 1.0])}, "float32") == "torch"
-    assert float64_side(alone, {"tensorflow": np.array([65519.0, 1.0])}, "float16") == "torch"  # rounds to 65504
-    assert float64_side(alone, {}, "float16") is None
-    assert float64_side(alone, {"tensorflow": np.array([1.0, 1.0]), "jax": np.array([np.inf, 1.0])},
-                        "float16") is None                               # the float64 results disagree
-    both = {"tensorflow": np.array([np.inf, 1.0]), "torch": np.array([np.nan, 1.0])}
-    assert float64_side(both, {"tensorflow": np.array([np.inf, 1.0])}) is None
-
-
 def test_conversions_of_one_program_agreeing_do_not_outvote_it():
     """``onnxruntime`` and ``openvino`` run tf2onnx's one graph of ``tensorflow``'s program: a
     fault of the converter is in both, and their agreement is no majority against the program
@@ -282,32 +243,6 @@ def test_a_reference_differing_alike_from_a_framework_its_conversion_agrees_with
 
 
 # ---- on real frameworks ------------------------------------------------------------------------
-def test_two_backends_overflowing_a_float16_average_pool_are_odd_against_the_one_on_the_mean(tmp_path):
-    """AveragePooling1D under mixed_float16 over a window of three 40000s: TensorFlow and JAX
-    sum it in float16 (+inf), torch gives the mean, which fits float16; the layer recomputed in
-    float64 outweighs the two against one (findings rows 95 and 97)."""
-    from audee.backends.pool import Pool
-    from audee.backends.registry import parse_backends
-    from audee.cases.case import TestCase
-    from audee.cases.spec import ModelSpec
-
-    from audee.engine.execute import Executor
-
-    spec = ModelSpec.from_json({
-        "name": "avgpool-f16", "inputs": [{"name": "x", "shape": [6, 1], "dtype": "float32"}],
-        "layers": [{"name": "t", "api": "AveragePooling1D",
-                    "params": {"pool_size": 3, "strides": 3, "dtype": "mixed_float16"}, "inputs": ["x"]}],
-        "output": "t", "logits": "t"})
-    x = np.ones((2, 6, 1), np.float32)
-    x[0, :3, 0] = 40000.0
-    with Pool(parse_backends("tensorflow,torch,jax"), tmp_path, timeout=300) as pool:
-        assert pool.start() == {}
-        result = Executor(pool).run(TestCase("avgpool-f16", spec, {}, {"x": x}))
-    (f,) = [f for f in result.verdict.findings if f.kind == Kind.NAN]
-    assert f.detail.finite_backends == ["torch"], f.detail
-    assert f.detail.odd == ["jax", "tensorflow"] and f.detail.odd_rule == LAYER_FLOAT64_RULE, f.detail
-
-
 def test_tensorflow_dropping_a_nan_in_max_pooling_is_the_odd_one(tmp_path):
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends

@@ -29,8 +29,8 @@ from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_toleran
                                     perturbed_weights, rounding_for)
 from audee.oracle.compute_dtype import (FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range,
                                         reduced_precision)
-from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_patterns, diagnose_rows, float64_side,
-                              has_nonfinite, intermediate_overflow, overflow_boundary, overflow_scale, same_difference,
+from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
+                              intermediate_overflow, overflow_boundary, overflow_scale, same_difference,
                               scaled_into_range, settle_conditioning, state_at_overflow_scale, without_nonfinite)
 from audee.oracle.odd import mark_odd
 from audee.oracle.pairs import judged_against
@@ -491,10 +491,6 @@ class Executor(Runner):
                     wide = {} if has_nonfinite(fed) else self._run_wide(case, name, fed, self._wide_labels(result))
                 p.overflow_boundary = overflow_boundary(fed, alone, wide, dtype)
                 p.overflow_evidence = "float64" if wide else "scale"
-                # only where a wider intermediate is the convention (float16): in float32 an intermediate
-                # overflow the exact result does not need is the arithmetic's own, no backend's fault
-                p.float64_side = float64_side(alone, wide, dtype) if narrow_range(dtype) and \
-                    not p.overflow_boundary else None
                 if not p.overflow_boundary and self._amplified(case, name, fed, alone, compute):
                     p.own_layer, p.overflow_evidence, p.cleared = None, None, "amplified"
                 elif not p.overflow_boundary and judged_against(a, b) is None \
@@ -503,8 +499,6 @@ class Executor(Runner):
                 elif not p.overflow_boundary and self._intermediate_overflow(result, name, fed, alone, dtype, wide,
                                                                              compute):
                     p.own_layer, p.overflow_evidence, p.cleared = None, "scaled", "overflow"
-                if p.cleared is not None:
-                    p.float64_side = None
             else:
                 p.cleared = reason
         settle_conditioning(finding)

@@ -338,41 +338,6 @@ def overflow_boundary(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndar
     return not has_nonfinite(fed) and overflow_forced(alone, wide, compute)
 
 
-def float64_side(alone: Mapping[str, np.ndarray], wide: Mapping[str, np.ndarray] | None,
-                 compute: str | None = None) -> str | None:
-    """The backend of a standing pair (the first two of ``alone``: each one's output of the
-    layer alone) whose outputs are finite exactly where the layer's exact result is: the
-    layer recomputed in float64 (``wide``, per backend that could; they must agree) and
-    rounded to its compute dtype (an Inf where it overflows that dtype,
-    :func:`audee.oracle.compute_dtype.cast_overflow_min`).  The other side's non-finite
-    values are then no rounding of the exact result: a float16 average pool whose window of
-    two 65504s and a -1 overflowed in a float16 sum on TensorFlow and JAX, where the mean,
-    43669, fits float16 as torch and onnxruntime give it (the api-cpu campaign, rng 2932).
-    None where both or neither match, the shapes differ, or nothing was recomputed.  The
-    executor asks it only in a dtype that overflows before float32 (float16), where computing
-    intermediates in float32 is the convention (mixed precision, the frameworks' own half
-    reductions); in float32 an intermediate sum overflowing where the exact result fits is
-    the arithmetic's own, no evidence against the backend that made it."""
-    (a, out_a), (b, out_b) = list(alone.items())[:2]
-    out_a, out_b = np.asarray(out_a), np.asarray(out_b)
-    limit = cast_overflow_min(compute or FLOAT32)
-    exact = None
-    for w in (wide or {}).values():
-        w = np.asarray(w, dtype=np.float64)
-        if w.shape != out_a.shape or out_b.shape != out_a.shape:
-            return None
-        with np.errstate(invalid="ignore"):
-            finite = np.isfinite(w) & (np.abs(w) < limit)
-        if exact is not None and (finite != exact).any():
-            return None  # the float64 results disagree: no verdict
-        exact = finite
-    if exact is None or not (is_float(out_a) and is_float(out_b)):
-        return None
-    on_a = bool((np.isfinite(out_a.astype(np.float64)) == exact).all())
-    on_b = bool((np.isfinite(out_b.astype(np.float64)) == exact).all())
-    return a if on_a and not on_b else b if on_b and not on_a else None
-
-
 def overflow_forced(alone: Mapping[str, np.ndarray], wide: Mapping[str, np.ndarray] | None,
                     compute: str | None = None) -> bool:
     """Whether the exact result is beyond the compute dtype's maximum at every element where

@@ -66,9 +66,8 @@ from audee.cases.case import Finding, Outcome
 from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
-from audee.oracle.pairs import (LAYER_FLOAT64_RULE, UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE,
-                                differing_pairs, odd_by_float64, odd_by_reference, odd_by_witness,
-                                outvotes_its_reference)
+from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
+                                odd_by_float64, odd_by_reference, odd_by_witness, outvotes_its_reference)
 
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float64Verdict | None = None) -> None:
@@ -95,9 +94,6 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
             told = None if nonfinite else standing_odd(ran, f)
             if told and sorted(told[0]) != sorted(odd):  # the differences that stood decide where some were set aside
                 odd, rule = told
-            exact = None if nonfinite else float64_odd(f)
-            if exact and sorted(exact[0]) != sorted(odd):  # the layer's exact result outweighs any vote
-                odd, rule = exact
         elif by == "pairs":
             failing = failing_pairs(findings)
             pairwise = pairwise or by_float64 or _unless_outvoted(ran, odd_of_pairs(ran, failing))
@@ -178,25 +174,6 @@ def standing_odd(ran: list[str], f: Finding) -> tuple[list[str], str] | None:
     if not odd:
         odd, why = odd_by_reference(standing) or (odd, why)
     return (odd, f"{why} (pairs cleared or forced left out)") if odd else None
-
-
-def float64_odd(f: Finding) -> tuple[list[str], str] | None:
-    """A NaN finding's odd backends as the layer's exact result names them: in each standing
-    pattern difference whose float64 recomputation sides with one backend (``float64_side``:
-    finite exactly where the exact result, rounded to the layer's compute dtype, is), the
-    other backend is off it.  This outweighs a vote: TensorFlow and JAX summing a float16
-    average pool in float16 overflow where torch and onnxruntime give the mean, which fits
-    float16; two against two, the conversion judged against TensorFlow, named torch and
-    onnxruntime odd (the api-cpu campaign, rng 2932).  None where no standing pattern has a
-    side, or a backend is on the exact result in one pair and off it in another."""
-    patterns = getattr(f.detail, "patterns", None) or {}
-    sided = [(k.split("|"), p.float64_side) for k, p in patterns.items()
-             if p.float64_side and p.cleared not in CLEARED and not p.overflow_boundary]
-    right = {side for _, side in sided}
-    wrong = {b for pair, side in sided for b in pair if b != side}
-    if not sided or right & wrong:
-        return None
-    return sorted(wrong), LAYER_FLOAT64_RULE
 
 
 def _unless_outvoted(ran: list[str], decided: tuple[list[str], str]) -> tuple[list[str], str]:

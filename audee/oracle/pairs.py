@@ -35,7 +35,6 @@ from audee.backends.registry import split_label
 #: the rules' words in a finding's ``odd_rule``
 FLOAT64_RULE = "out of tolerance against the float64 reference"
 NONFINITE_RULE = "non-finite where the float64 reference is finite"
-LAYER_FLOAT64_RULE = "off the finiteness of the layer recomputed in float64"
 
 
 def judged_against(a: str, b: str) -> str | None:

@@ -157,9 +157,6 @@ class NanPattern(Record):
     own_layer: str | None = None          # the layer where it stands
     overflow_boundary: bool = False
     overflow_evidence: str | None = None  # float64 | scale | scaled (the layer scaled into range)
-    #: of a standing difference: the backend finite exactly where the layer's float64 result, rounded to
-    #: its compute dtype, is (audee.oracle.nan.float64_side); None where neither or both, or not recomputed
-    float64_side: str | None = None
 
 
 class NanDetail(Detail):
