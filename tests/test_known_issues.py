@@ -1294,6 +1294,9 @@ def test_onednns_strided_unit_width_convolution_is_found_before_where_tensorflow
     assert hit is not None and hit.id == "tf-onednn-conv3d-strided-unit-width", hit
     hit = match_known(replace(sig, odd=("jax",)), known)
     assert hit is None or hit.id != "tf-onednn-conv3d-strided-unit-width", hit
+    for odd in ("tensorflow", "torch"):  # rng 2937's DepthwiseConv2D, strides (1, 2), one input channel
+        hit = match_known(replace(sig, api="DepthwiseConv2D", layer="DepthwiseConv2D", odd=(odd,)), known)
+        assert hit is not None and hit.id == "tf-onednn-conv3d-strided-unit-width", (odd, hit)
 
 
 def test_onnxruntimes_multi_axis_reduce_mean_is_known_upstream_for_a_float32_group_normalization():

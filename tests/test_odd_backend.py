@@ -11,6 +11,7 @@ import pytest
 from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.nan import nan_findings
 from audee.oracle.odd import mark_odd, minority, odd_of_pairs
+from audee.oracle.pairs import LAYER_FLOAT64_RULE, odd_by_layer_float64
 
 NAN, INF = float("nan"), float("inf")
 
@@ -181,6 +182,32 @@ def test_a_conversion_is_judged_against_its_reference_where_whole_patterns_tie()
     assert f.detail.odd == [] and f.detail.odd_rule.startswith("no strict majority of 4")
 
 
+def test_a_tie_of_a_backend_and_its_reference_is_settled_by_the_layer_in_float64():
+    """TensorFlow and torch wrong alike (oneDNN's convolution, findings row 107), JAX and
+    onnxruntime right: every backend in two failing pairs, and TensorFlow's pair with
+    onnxruntime has a witness on each side, so the reference rule named onnxruntime.  Where
+    onnxruntime's output of the blamed layer is within the layer's float64 result and
+    TensorFlow's is not, TensorFlow is odd, for the pair's label flips too (the api-cpu
+    campaign, rng 2937).  Both or neither within, or a pair of independent frameworks:
+    the rules as before."""
+    ran = ["tensorflow", "torch", "jax", "onnxruntime"]
+    outs = [_ok(b) for b in ran]
+    pairs = [("tensorflow", "jax"), ("tensorflow", "onnxruntime"), ("torch", "jax"), ("torch", "onnxruntime")]
+
+    def judged(within):
+        devs = [_pair(Kind.DEVIATION, a, b) for a, b in pairs]
+        flip = _pair(Kind.INCONSISTENCY, "tensorflow", "onnxruntime")
+        devs[1].detail.float64_within = within
+        mark_odd(outs, [*devs, flip])
+        return devs[1].detail.odd, devs[1].detail.odd_rule, flip.detail.odd
+    assert judged(None)[:2] == (["onnxruntime"], "judged against its reference tensorflow")
+    odd, rule, flip = judged({"tensorflow": [], "onnxruntime": ["torch"]})
+    assert odd == ["tensorflow"] and flip == ["tensorflow"] and rule == LAYER_FLOAT64_RULE.format(side="onnxruntime")
+    assert judged({"tensorflow": ["torch"], "onnxruntime": ["torch"]})[0] == ["onnxruntime"]
+    assert judged({"tensorflow": [], "onnxruntime": []})[0] == ["onnxruntime"]
+    assert odd_by_layer_float64(["tensorflow", "torch"], {"tensorflow": [], "torch": ["torch"]}) is None
+
+
 def test_conversions_of_one_program_agreeing_do_not_outvote_it():
     """``onnxruntime`` and ``openvino`` run tf2onnx's one graph of ``tensorflow``'s program: a
     fault of the converter is in both, and their agreement is no majority against the program
@@ -243,6 +270,52 @@ def test_a_reference_differing_alike_from_a_framework_its_conversion_agrees_with
 
 
 # ---- on real frameworks ------------------------------------------------------------------------
+def _onednn_conv_wrong_here() -> bool:
+    """Whether this CPU's oneDNN float32 convolution shows findings row 107 (an AVX512 CPU
+    without AMX: the test below needs TensorFlow and torch wrong there)."""
+    import torch
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 4, 3, 1, generator=g).permute(0, 3, 1, 2)
+    w = torch.randn(8, 1, 3, 3, generator=g)
+    err = (F.conv2d(x, w, stride=(1, 2)).double() - F.conv2d(x.double(), w.double(), stride=(1, 2))).abs().max()
+    return float(err) > 1e-3
+
+
+def test_tensorflow_off_the_float64_layer_is_odd_against_its_conversion(tmp_path):
+    """A DepthwiseConv2D with strides (1, 2) on one input channel (the api-cpu campaign, rng
+    2937): TensorFlow's and torch's oneDNN convolution wrong (findings row 107), JAX and
+    onnxruntime right.  The layer recomputed in float64 (torch's own float64 kernel) has
+    onnxruntime within it and TensorFlow not: TensorFlow is odd in their pair, however the
+    witnesses fall (torch's wrong values equal TensorFlow's in most runs, not all)."""
+    if not _onednn_conv_wrong_here():
+        pytest.skip("this CPU's oneDNN convolution is right: findings row 107 does not show here")
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+
+    spec = ModelSpec.from_json({
+        "name": "dw", "inputs": [{"name": "x", "shape": [2, 2, 1], "dtype": "float32"}],
+        "layers": [{"name": "t", "api": "DepthwiseConv2D",
+                    "params": {"kernel_size": 3, "strides": [1, 2], "padding": "same", "depth_multiplier": 2},
+                    "inputs": ["x"]}], "output": "t", "logits": "t"})
+    x = np.random.default_rng(0).standard_normal((8, 2, 2, 1)).astype(np.float32)
+    weights = {"t": [np.random.default_rng(1).standard_normal((3, 3, 1, 2)).astype(np.float32),
+                     np.zeros(2, np.float32)]}
+    with Pool(parse_backends("tensorflow,torch,jax,onnxruntime"), tmp_path, timeout=300) as pool:
+        assert pool.start() == {}
+        result = Executor(pool).run(TestCase("dw", spec, weights, {"x": x}))
+    devs = {f.detail.pair: f for f in result.verdict.findings if f.kind == Kind.DEVIATION}
+    f = devs["tensorflow|onnxruntime"]
+    assert f.detail.odd == ["tensorflow"], f.detail
+    if f.detail.float64_within is not None:  # computed where TensorFlow deviates from an independent one too
+        assert f.detail.float64_within["tensorflow"] == [] and f.detail.float64_within["onnxruntime"], f.detail
+    assert f.detail.float64_within is not None or "tensorflow|jax" not in devs
+
+
 def test_tensorflow_dropping_a_nan_in_max_pooling_is_the_odd_one(tmp_path):
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from audee.backends.info import reference_of
 from audee.backends.pool import Pool, WorkerFailure
 from audee.engine.flush_probe import flush_probe
 from audee.engine.refusals import Refusal, RefusalMemo
@@ -361,6 +362,13 @@ class Executor(Runner):
             d.own_layers.extend(att.blamed)
             if att.blamed:
                 scores = float64_scores(att.blamed[0], a, b, ra["layers"])
+                if scores is None and self._reference_disputed(a, b, devs):
+                    # a float32 layer of a backend and its reference that itself differs from an independent
+                    # framework: the case may tie, and the layer's exact result settles it (odd_by_layer_float64)
+                    scores = self._float64_scores(case, att.blamed[0], ra["layers"], sub, a, b,
+                                                  alone.get((att.blamed[0], a)) or {},
+                                                  labels=[x for x in self._wide_labels(result)
+                                                          if reference_of(x) is None])
                 d.float64_within = None if scores is None else \
                     {x: [t for t, score in sides.items() if score <= 1.0] for x, sides in scores.items()}
             if att.ill_conditioned:
@@ -370,8 +378,8 @@ class Executor(Runner):
                 f.kind = Kind.DEVIATION_ACCUMULATED
 
     def _float64_scores(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray],
-                        inputs: dict[str, np.ndarray], a: str, b: str, replies: dict[str, Any]
-                        ) -> dict[str, dict[str, float]] | None:
+                        inputs: dict[str, np.ndarray], a: str, b: str, replies: dict[str, Any],
+                        labels: list[str] | None = None) -> dict[str, dict[str, float]] | None:
         """For ``layer`` computing in a reduced-precision dtype (float16, bfloat16): each side's
         output of it alone (``replies``, fed ``a``'s input) against the layer recomputed in
         float64 on both (:meth:`_run_wide`): side -> float64 result's backend -> the deviation
@@ -381,12 +389,17 @@ class Executor(Runner):
         computes the layer otherwise, not in a wider intermediate (``float64_within``:
         onnxruntime running a float16 node in float32 lands on the float64 result; tf2onnx's
         one_hot counting a negative id from the end does not: the api-cpu campaign, rng
-        2877).  None where the layer computes in float32 or wider, or nothing was recomputed."""
-        if not reduced_precision(layer_compute_dtype(case.spec.layer(layer).params)) or \
+        2877).  None where the layer computes in float32 or wider, or nothing was recomputed.
+        ``labels``: the backends that recompute it, in any dtype (the pair's own, in a reduced
+        one, when not given): a float32 layer's tie between a backend and its reference is
+        read against the independent frameworks' float64 results (TensorFlow refuses some
+        float64 kernels its float32 graph runs through oneDNN; torch's float64 convolution
+        takes its own kernel)."""
+        if (labels is None and not reduced_precision(layer_compute_dtype(case.spec.layer(layer).params))) or \
                 not all(isinstance(replies.get(x), dict) for x in (a, b)):
             return None
         fed = layer_feed(case.spec, layer, layers_a, inputs)
-        wide = self._run_wide(case, layer, fed, [a, b]) if fed is not None else {}
+        wide = self._run_wide(case, layer, fed, labels or [a, b]) if fed is not None else {}
         if not wide:
             return None
         scores: dict[str, dict[str, float]] = {}
@@ -395,6 +408,17 @@ class Executor(Runner):
             scores[x] = {t: float(got["score"]) for t, w in wide.items()
                          if (got := compare(out, np.asarray(w), self.tolerances)) is not None}
         return scores
+
+    @staticmethod
+    def _reference_disputed(a: str, b: str, devs: list[Finding]) -> bool:
+        """Whether ``a`` and ``b`` are a compiled or converted backend and its reference, and
+        that reference deviates from an independent framework too (``devs``: the case's
+        deviation findings): only then may the case leave their pair undecided."""
+        ref = judged_against(a, b)
+        side = b if ref == a else a
+        return ref is not None and any(
+            ref in f.backends and not {side} & set(f.backends) and
+            all(judged_against(ref, x) is None for x in f.backends if x != ref) for f in devs)
 
     def _self_score(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray],
                     inputs: dict[str, np.ndarray], labels: list[str], replies: dict[str, Any],

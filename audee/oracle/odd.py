@@ -62,12 +62,14 @@ from typing import Any, Hashable
 import numpy as np
 
 from audee.backends.info import reference_of
-from audee.cases.case import Finding, Outcome
+from audee.cases.case import Finding, Kind, Outcome
 from audee.cases.kinds import PAIRWISE, odd_rule
+from audee.oracle.compute_dtype import reduced_precision
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
-                                odd_by_float64, odd_by_reference, odd_by_witness, outvotes_its_reference)
+                                odd_by_float64, odd_by_layer_float64, odd_by_reference, odd_by_witness,
+                                outvotes_its_reference)
 
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float64Verdict | None = None) -> None:
@@ -102,6 +104,7 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
                 differing = differing if differing is not None else \
                     {_pair_of(g) for g in findings if isinstance(getattr(g.detail, "pair", None), str)}
                 odd, rule = odd_by_witness(_pair_of(f), ran, differing, failing) \
+                    or odd_by_layer_float64(_pair_of(f), _float64_within(f, findings)) \
                     or odd_by_reference([_pair_of(f)]) or (odd, rule)
         elif by == "equivalence":  # the backends where its rule fails, against those where it holds
             odd, rule = equivalence_odd(f, findings, [o.backend for o in outcomes if o.ok])
@@ -183,6 +186,20 @@ def _unless_outvoted(ran: list[str], decided: tuple[list[str], str]) -> tuple[li
     if odd and outvotes_its_reference(ran, odd):
         return [], f"{why}, each of the rest judged against {', '.join(odd)}: cannot tell"
     return odd, why
+
+
+def _float64_within(f: Finding, findings: list[Finding]) -> dict[str, list[str]] | None:
+    """The ``float64_within`` of a pair finding's deviation (a label flip is the same pair's
+    difference: one exact result judges both), where the pair computes in full precision: in
+    float16 or bfloat16 a side nearer the exact result may only be computing in a wider
+    dtype than the program says (onnxruntime's float16 nodes in float32), no evidence
+    against the other."""
+    pair = _pair_of(f)
+    for g in (f, *findings):
+        within = getattr(g.detail, "float64_within", None)
+        if g.kind == Kind.DEVIATION and within and _pair_of(g) == pair:
+            return None if reduced_precision(g.detail.dtype) else within
+    return None
 
 
 def _pair_of(f: Finding) -> frozenset[str]:

@@ -102,6 +102,31 @@ def odd_by_witness(pair: Iterable[str], ran: Iterable[str], differing: set[froze
     return [ref], WITNESS_RULE.format(reference=ref, witness=witnesses[0], side=side)
 
 
+#: the rule's words where the layer recomputed in float64 sides with one of a backend and its reference
+LAYER_FLOAT64_RULE = "off the layer recomputed in float64, which {side} is within"
+
+
+def odd_by_layer_float64(pair: Iterable[str], within: dict[str, list[str]] | None) -> tuple[list[str], str] | None:
+    """The odd side of a deviating ``pair`` of a compiled or converted backend and its
+    reference, where the case cannot tell (no majority, and no witness or one on each side):
+    the one whose output of the blamed layer is within tolerance of no float64 recomputation
+    of that layer while the other's is (``within``: side -> the backends whose float64 result
+    it is within, ``DeviationDetail.float64_within``).  A layer computed right lands within
+    rounding of its exact result; a conversion that does, beside a reference that does not,
+    is not the one off the program: TensorFlow's and torch's oneDNN convolution wrong alike
+    (findings row 107) against JAX and onnxruntime, each side with a witness, had named
+    onnxruntime by its reference (the api-cpu campaign, rng 2937).  None where the pair is
+    two independent backends, or both or neither side is within."""
+    members = sorted(str(b) for b in pair)
+    if len(members) != 2 or judged_against(*members) is None or not within:
+        return None
+    on = [x for x in members if within.get(x)]
+    off = [x for x in members if x in within and not within[x]]
+    if len(on) != 1 or len(off) != 1:
+        return None
+    return off, LAYER_FLOAT64_RULE.format(side=on[0])
+
+
 def outvotes_its_reference(ran: Iterable[str], odd: Iterable[str]) -> bool:
     """Whether a majority of ``ran`` that leaves ``odd`` out is made only of backends
     judged against one of ``odd``: compilations or conversions of one program (two runtimes
