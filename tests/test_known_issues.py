@@ -1528,3 +1528,26 @@ def test_tensorflows_float16_einsum_overflowing_its_running_sum_is_found_before(
                   replace(sig, odd=("torch",))):
         got = match_known(other, issues)
         assert got is None or got.id != "tf-cpu-einsum-half-accum", other
+
+
+def test_a_converted_resize_of_another_shape_is_the_baked_reshape_s_silent_face():
+    """tf2onnx's Resize with float32 scales and a Reshape baked from ONNX's inferred size (row 93)
+    fails at run, or silently gives another shape: CenterCrop(9, 16) of a (16, 9, 1) image,
+    TensorFlow (8, 9, 16, 1), onnxruntime (9, 8, 16, 1) (the api-cpu campaign, rng 2940).  An
+    inconsistency of equal shapes is not this."""
+    from audee.triage.signature import SHAPE_MISMATCH, signatures_of
+
+    known = load_known_issues()
+    spec = {"layers": [{"name": "t", "api": "CenterCrop", "params": {"height": 9, "width": 16}}]}
+
+    def sig(shapes: dict | None):
+        f = Finding(Kind.INCONSISTENCY, ["onnxruntime", "tensorflow"], {
+            "pair": "tensorflow|onnxruntime", "odd": ["onnxruntime"], "shape_mismatch": shapes, "inputs": [0]})
+        (s,) = signatures_of(f, spec, {"api": "CenterCrop"})
+        return s
+    mismatch = sig({"tensorflow": [8, 9, 16, 1], "onnxruntime": [9, 8, 16, 1]})
+    assert SHAPE_MISMATCH in mismatch.context
+    hit = match_known(mismatch, known)
+    assert hit is not None and hit.id == "tf2onnx-resize-scales-reshape", hit
+    hit = match_known(sig(None), known)
+    assert hit is None or hit.id != "tf2onnx-resize-scales-reshape", hit

@@ -313,6 +313,9 @@ JUDGED_MORE_NONFINITE = "judged_more_nonfinite"
 #: other side is on it: the odd one computes something else, not the same in a wider dtype
 #: (``DeviationDetail.float64_within``)
 ODD_OFF_FLOAT64 = "odd_off_float64"
+#: an inconsistency whose pair's outputs have different shapes (``InconsistencyDetail.shape_mismatch``):
+#: a program computing another shape, not other values (a converted Reshape baked from a stale size)
+SHAPE_MISMATCH = "shape_mismatch"
 #: a deviation on rows of subnormal or tiny values whose odd backends' values a backend that keeps
 #: subnormals reproduces once it flushes them to zero, and the other side's not: the flush, by
 #: design, explains the difference (``DeviationDetail.flush_like``, audee.engine.flush_probe)
@@ -968,8 +971,9 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     pair = detail.pair
     bs = tuple(sorted(pair.split("|"))) if isinstance(pair, str) else backends
     api, params = blamed(pair_layer)
-    # outputs of different shapes differ whatever the rows held
-    rows_context = [] if detail.shape_mismatch is not None else _input_context(meta, False, detail.inputs)
+    # outputs of different shapes differ whatever the rows held: that is the fact
+    rows_context = [SHAPE_MISMATCH] if detail.shape_mismatch is not None else \
+        _input_context(meta, False, detail.inputs)
     # the layer the program facts are read at: the pair's deviation's, else the case's (outputs
     # of another shape pin no layer)
     context = rows_context + (["within_tolerance"] if within_tolerance else []) + \
