@@ -46,13 +46,6 @@ print(float(np.abs(y - y64).max()), float(np.abs(y64).max()), tuple(y.shape))
 """
 
 
-def run(onednn: str) -> tuple[float, float, str]:
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=onednn, TF_CPP_MIN_LOG_LEVEL="3")
-    out = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, env=env, check=True)
-    err, size, shape = out.stdout.strip().split(" ", 2)
-    return float(err), float(size), shape
-
-
 TORCH = r"""
 import sys, torch, torch.nn.functional as F
 torch.backends.mkldnn.enabled = sys.argv[1] == "1"
@@ -65,30 +58,32 @@ print(float((y - y64).abs().max()), float(y64.abs().max()), tuple(y.shape))
 """
 
 
-def run_torch(mkldnn: str) -> tuple[float, float, str]:
-    out = subprocess.run([sys.executable, "-c", TORCH, mkldnn], capture_output=True, text=True, check=True)
+def measure(code: str, on: bool) -> tuple[float, float, str]:
+    """``code`` run in a fresh interpreter with oneDNN on or off (TensorFlow's environment switch,
+    torch's flag as the argument): max |float32 - float64|, max |float64|, the output's shape."""
+    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="1" if on else "0", TF_CPP_MIN_LOG_LEVEL="3")
+    out = subprocess.run([sys.executable, "-c", code, "1" if on else "0"], capture_output=True, text=True, env=env,
+                         check=True)
     err, size, shape = out.stdout.strip().split(" ", 2)
     return float(err), float(size), shape
 
 
-def wrong(on: float, off: float, size: float) -> bool:
-    """oneDNN's result off float64 by much more than rounding, the other kernel's not."""
-    return on > 1e-3 * max(size, 1.0) and off <= 1e-5 * max(size, 1.0)
+def face(name: str, code: str, what: str, switch: str) -> bool:
+    """One face: wrong where oneDNN's result is off float64 by much more than rounding and the
+    other kernel's is not; printed either way."""
+    on, size, shape = measure(code, True)
+    off, _, _ = measure(code, False)
+    bad = on > 1e-3 * max(size, 1.0) and off <= 1e-5 * max(size, 1.0)
+    print(f"{name} float32, {what} -> {shape}")
+    print(f"  max |float32 - float64|: {switch} on {on:.3g}, {switch} off {off:.3g} (max |output| {size:.3g})"
+          f" {'WRONG' if bad else 'ok'}")
+    return bad
 
 
-on, size, shape = run("1")
-off, _, _ = run("0")
-tf_face = wrong(on, off, size)
-print(f"tf.nn.conv3d float32, input (2, 1, 2, 2, 1), kernel 3x3x3 1 -> 2, strides (2, 1, 2), SAME -> {shape}")
-print(f"  max |float32 - float64|: oneDNN on {on:.3g}, oneDNN off {off:.3g} (max |output| {size:.3g})"
-      f" {'WRONG' if tf_face else 'ok'}")
+tf_face = face("tf.nn.conv3d", CHECK, "input (2, 1, 2, 2, 1), kernel 3x3x3 1 -> 2, strides (2, 1, 2), SAME", "oneDNN")
 try:
-    t_on, t_size, t_shape = run_torch("1")
-    t_off, _, _ = run_torch("0")
-    torch_face = wrong(t_on, t_off, t_size)
-    print(f"torch F.conv2d float32, channels-last input (2, 1, 4, 3), kernel 3x3 1 -> 8, stride (1, 2) -> {t_shape}")
-    print(f"  max |float32 - float64|: mkldnn on {t_on:.3g}, mkldnn off {t_off:.3g} (max |output| {t_size:.3g})"
-          f" {'WRONG' if torch_face else 'ok'}")
+    torch_face = face("torch F.conv2d", TORCH, "channels-last input (2, 1, 4, 3), kernel 3x3 1 -> 8, stride (1, 2)",
+                      "mkldnn")
 except (subprocess.CalledProcessError, ValueError) as exc:  # torch not installed here: TensorFlow's face alone
     torch_face = False
     print(f"torch face not checked: {exc}")

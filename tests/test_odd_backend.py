@@ -11,7 +11,7 @@ import pytest
 from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.nan import nan_findings
 from audee.oracle.odd import mark_odd, minority, odd_of_pairs
-from audee.oracle.pairs import LAYER_FLOAT64_RULE, odd_by_layer_float64
+from audee.oracle.pairs import LAYER_FLOAT64_RULE, odd_by_layer_float64, reference_disputed
 
 NAN, INF = float("nan"), float("inf")
 
@@ -206,6 +206,10 @@ def test_a_tie_of_a_backend_and_its_reference_is_settled_by_the_layer_in_float64
     assert judged({"tensorflow": ["torch"], "onnxruntime": ["torch"]})[0] == ["onnxruntime"]
     assert judged({"tensorflow": [], "onnxruntime": []})[0] == ["onnxruntime"]
     assert odd_by_layer_float64(["tensorflow", "torch"], {"tensorflow": [], "torch": ["torch"]}) is None
+    # recomputed only where the reference differs from an independent framework too
+    assert reference_disputed("tensorflow", "onnxruntime", pairs)
+    assert not reference_disputed("tensorflow", "onnxruntime", [("tensorflow", "onnxruntime"), ("torch", "jax")])
+    assert not reference_disputed("tensorflow", "jax", pairs)               # two independent frameworks
 
 
 def test_conversions_of_one_program_agreeing_do_not_outvote_it():

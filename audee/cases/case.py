@@ -31,18 +31,6 @@ SPECIAL_INT_KINDS = ("out_of_range", "negative")  # integer ids outside [0, n)
 #: special float kinds whose values are or make subnormals: TensorFlow's and JAX's CPU kernels
 #: flush them to zero by design, torch keeps them (a difference on them is undefined)
 SUBNORMAL_SPECIALS = ("subnormal", "tiny")
-
-
-def subnormal_rows(meta: dict[str, Any] | None) -> set[int]:
-    """The rows of a case's inputs holding values that are or make subnormals
-    (:data:`SUBNORMAL_SPECIALS`, as ``meta['special_inputs']`` records them)."""
-    special = (meta or {}).get("special_inputs") or []
-    if not isinstance(special, list):
-        return set()
-    return {int(s["row"]) for s in special if isinstance(s, dict) and s.get("kind") in SUBNORMAL_SPECIALS
-            and isinstance(s.get("row"), (int, np.integer))}
-
-
 #: special float kinds whose values overflow every integer type (non-finite, or |x| near float32's
 #: max): cast to an integer index (a layer config's ``value_indices``) the index is undefined
 INT_OVERFLOW_SPECIALS = NONFINITE_SPECIALS + ("near_max",)
@@ -60,6 +48,16 @@ SPEC_REFUSES = "outside Keras's symbolic spec"
 #: a worker holding too much, an op's outputs too big to pass back): it asked for more memory
 #: than a worker may hold, outside any contract (rootcause: undefined)
 MEMORY_CAP = "over audee's memory cap"
+
+
+def subnormal_rows(meta: dict[str, Any] | None) -> set[int]:
+    """The rows of a case's inputs holding values that are or make subnormals
+    (:data:`SUBNORMAL_SPECIALS`, as ``meta['special_inputs']`` records them)."""
+    special = (meta or {}).get("special_inputs") or []
+    if not isinstance(special, list):
+        return set()
+    return {int(s["row"]) for s in special if isinstance(s, dict) and s.get("kind") in SUBNORMAL_SPECIALS
+            and isinstance(s.get("row"), (int, np.integer))}
 
 
 @dataclass

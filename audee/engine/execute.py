@@ -34,7 +34,7 @@ from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_pa
                               intermediate_overflow, overflow_boundary, overflow_scale, same_difference,
                               scaled_into_range, settle_conditioning, state_at_overflow_scale, without_nonfinite)
 from audee.oracle.odd import mark_odd
-from audee.oracle.pairs import judged_against
+from audee.oracle.pairs import judged_against, reference_disputed
 from audee.oracle.regression import regression_findings
 from audee.oracle.slices import one_element_score
 from audee.oracle.precision import float64_verdict
@@ -362,7 +362,7 @@ class Executor(Runner):
             d.own_layers.extend(att.blamed)
             if att.blamed:
                 scores = float64_scores(att.blamed[0], a, b, ra["layers"])
-                if scores is None and self._reference_disputed(a, b, devs):
+                if scores is None and reference_disputed(a, b, [g.backends for g in devs]):
                     # a float32 layer of a backend and its reference that itself differs from an independent
                     # framework: the case may tie, and the layer's exact result settles it (odd_by_layer_float64)
                     scores = self._float64_scores(case, att.blamed[0], ra["layers"], sub, a, b,
@@ -408,17 +408,6 @@ class Executor(Runner):
             scores[x] = {t: float(got["score"]) for t, w in wide.items()
                          if (got := compare(out, np.asarray(w), self.tolerances)) is not None}
         return scores
-
-    @staticmethod
-    def _reference_disputed(a: str, b: str, devs: list[Finding]) -> bool:
-        """Whether ``a`` and ``b`` are a compiled or converted backend and its reference, and
-        that reference deviates from an independent framework too (``devs``: the case's
-        deviation findings): only then may the case leave their pair undecided."""
-        ref = judged_against(a, b)
-        side = b if ref == a else a
-        return ref is not None and any(
-            ref in f.backends and not {side} & set(f.backends) and
-            all(judged_against(ref, x) is None for x in f.backends if x != ref) for f in devs)
 
     def _self_score(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray],
                     inputs: dict[str, np.ndarray], labels: list[str], replies: dict[str, Any],

@@ -102,6 +102,19 @@ def odd_by_witness(pair: Iterable[str], ran: Iterable[str], differing: set[froze
     return [ref], WITNESS_RULE.format(reference=ref, witness=witnesses[0], side=side)
 
 
+def reference_disputed(a: str, b: str, pairs: Iterable[Iterable[str]]) -> bool:
+    """Whether ``a`` and ``b`` are a compiled or converted backend and its reference, and that
+    reference also differs from an independent framework in ``pairs`` (the case's deviating
+    pairs): only then may the case leave their pair undecided, for the layer's exact result
+    to settle (:func:`odd_by_layer_float64`)."""
+    ref = judged_against(a, b)
+    if ref is None:
+        return False
+    side = b if ref == a else a
+    return any(ref in pair and side not in pair and all(judged_against(ref, x) is None for x in pair if x != ref)
+               for pair in (set(p) for p in pairs))
+
+
 #: the rule's words where the layer recomputed in float64 sides with one of a backend and its reference
 LAYER_FLOAT64_RULE = "off the layer recomputed in float64, which {side} is within"
 
