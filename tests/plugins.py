@@ -151,6 +151,82 @@ class HalvedDenseJax(JaxBackend):
         return made
 
 
+class HalvedLinearDenseJax(JaxBackend):
+    """JAX, except that the Dense layer named ``d`` computes its linear part on its input
+    halved and doubles it before its bias and activation: the same function in exact
+    arithmetic, whose products stay finite where plain float32's overflow beside an input
+    -Inf (-Inf where plain float32 gives Inf + -Inf = NaN), as a fused multiply-add chain
+    holding the -Inf first does.  For the overflow rule that judges a layer with a bias and
+    an activation by its linear part."""
+
+    name = "halved-linear-dense-jax"
+
+    @staticmethod
+    def linear(x, kernel):
+        from keras import ops
+
+        return ops.matmul(x * 0.5, kernel) * 2.0
+
+    @staticmethod
+    def activate(y, activation):
+        return activation(y)
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != "d" or layer.api != "Dense":
+            return made
+        linear, activate = self.linear, self.activate
+
+        class Rewritten(type(made)):
+            def call(self, inputs, *args, **kwargs):
+                from keras import ops
+
+                y = linear(inputs, self.kernel)
+                if self.bias is not None:
+                    y = ops.add(y, self.bias)
+                return activate(y, self.activation)
+
+        made.__class__ = Rewritten
+        return made
+
+
+class NegInfToNanLinearDenseJax(HalvedLinearDenseJax):
+    """:class:`HalvedLinearDenseJax` whose linear part turns -Inf into NaN: a fault at any
+    scale, which the input scaled into range still shows."""
+
+    name = "neg-inf-to-nan-linear-dense-jax"
+
+    @staticmethod
+    def linear(x, kernel):
+        from keras import ops
+
+        y = HalvedLinearDenseJax.linear(x, kernel)
+        return ops.where(ops.logical_and(ops.isinf(y), y < 0), float("nan"), y)
+
+
+class NanDroppingActivationDenseJax(HalvedLinearDenseJax):
+    """Plain JAX's Dense (its linear part overflows as JAX's does), whose activation, when it
+    has one, gives 0 for a NaN: a fused activation's fault (TensorFlow's oneDNN convolution
+    with a relu), after the linear part, which an overflow of that part cannot explain."""
+
+    name = "nan-dropping-activation-dense-jax"
+
+    @staticmethod
+    def linear(x, kernel):
+        from keras import ops
+
+        return ops.matmul(x, kernel)
+
+    @staticmethod
+    def activate(y, activation):
+        import keras
+        from keras import ops
+
+        if activation is keras.activations.linear:
+            return y
+        return ops.where(ops.isnan(y), 0.0, activation(y))
+
+
 class NudgedDenseJax(JaxBackend):
     """JAX, except that the Dense layer named ``d`` computes on its input times
     ``1 + 1e-4``: a rounding-level difference of its linear part (far inside float32's

@@ -516,6 +516,73 @@ def test_an_intermediate_float32_overflow_of_one_summation_order_is_cleared_end_
     assert fault.cleared is None and fault.own_layer == "p"
 
 
+HALVED, NEG_INF_NAN, NAN_DROP = ("tests.plugins:HalvedLinearDenseJax", "tests.plugins:NegInfToNanLinearDenseJax",
+                                 "tests.plugins:NanDroppingActivationDenseJax")
+
+
+def test_an_overflow_beside_an_inf_in_a_layer_with_a_bias_and_an_activation_is_judged_by_its_linear_part(
+        tmp_path_factory):
+    """A Dense with a bias and hard_sigmoid on 3e38, 1, -Inf (kernel 1.5, 1, 1): plain float32
+    rounds 4.5e38 to Inf and sums Inf + -Inf = NaN, NaN after hard_sigmoid; a backend whose
+    products stay finite (:class:`tests.plugins.HalvedLinearDenseJax`, as a fused multiply-add
+    chain holding the -Inf first) gives the exact -Inf, 0 after it (the api-cpu campaign, rng
+    2939: onnxruntime's Conv2D with hard_sigmoid, NaN where three frameworks gave 0 or 1).
+    The layer is not homogeneous, its linear part is: scaled into range both give -Inf, an
+    overflow of the sum.  A linear part that makes -Inf NaN at any scale stands, and so does
+    a fused activation dropping a NaN its linear part shares with plain float32's, which the
+    whole layer judged alone cleared (hard_sigmoid saturated at 0 looks homogeneous)."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.cases.case import TestCase
+    from audee.cases.spec import ModelSpec
+    from audee.engine.execute import Executor
+
+    spec = ModelSpec.from_json({
+        "name": "lin", "inputs": [{"name": "x", "shape": [3], "range": [0, 1]}],
+        "layers": [{"name": "d", "api": "Dense", "params": {"units": 1, "activation": "hard_sigmoid"},
+                    "inputs": ["x"]}], "output": "d", "logits": "d"})
+    x = np.array([[3e38, 1.0, -INF], [0.1, 0.2, 0.3]], np.float32)
+    weights = {"d": [np.array([[1.5], [1.0], [1.0]], np.float32), np.array([0.5], np.float32)]}
+    with Pool(parse_backends(f"tensorflow,jax,{HALVED},{NEG_INF_NAN},{NAN_DROP}"), tmp_path_factory.mktemp("logs"),
+              timeout=180) as p:
+        assert p.start() == {}
+        got = Executor(p).run(TestCase("lin", spec, weights, {"x": x}))
+    assert np.isnan(got.outcomes["jax"].output[0, 0]) and got.outcomes[HALVED].output[0, 0] == 0.0
+    (f,) = [f for f in got.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    order = f.detail.patterns[f"jax|{HALVED}"]
+    assert (order.cleared, order.overflow_evidence, order.own_layer) == ("overflow", "scaled", None)
+    for fault in (f"{HALVED}|{NEG_INF_NAN}", f"jax|{NAN_DROP}"):
+        assert f.detail.patterns[fault].cleared is None and f.detail.patterns[fault].own_layer == "d", fault
+
+
+def test_a_linear_part_must_differ_wherever_its_layer_does():
+    """A bias add and an activation act element by element: a whole-layer difference where
+    the linear parts agree (a fused activation's) is not theirs to explain."""
+    from audee.oracle.nan import part_differs_there
+
+    alone = {"a": np.array([[NAN, 1.0]]), "b": np.array([[0.0, 1.0]])}
+    assert part_differs_there(alone, {"a": np.array([[NAN, 3.0]]), "b": np.array([[-INF, 3.0]])})
+    assert not part_differs_there(alone, {"a": np.array([[NAN, 3.0]]), "b": np.array([[NAN, 3.0]])})
+    assert not part_differs_there(alone, {"a": np.array([[NAN, 3.0]])})
+    assert not part_differs_there(alone, {"a": np.array([NAN]), "b": np.array([-INF])})
+
+
+def test_the_linear_part_of_a_layer_takes_off_its_bias_and_activation_only():
+    from audee.cases.spec import ModelSpec, linear_part
+
+    def spec(params):
+        return ModelSpec.from_json({"name": "m", "inputs": [{"name": "x", "shape": [3]}],
+                                    "layers": [{"name": "d", "api": "Dense", "params": params, "inputs": ["x"]}],
+                                    "output": "d", "logits": "d"})
+
+    kernel, bias = np.ones((3, 2), np.float32), np.zeros(2, np.float32)
+    override, weights = linear_part(spec({"units": 2, "activation": "relu"}), {"d": [kernel, bias]}, "d")
+    assert override == {"activation": "linear", "use_bias": False} and len(weights["d"]) == 1
+    override, weights = linear_part(spec({"units": 2, "use_bias": False, "activation": "relu"}), {"d": [kernel]}, "d")
+    assert override == {"activation": "linear"} and len(weights["d"]) == 1
+    assert linear_part(spec({"units": 2, "use_bias": False}), {"d": [kernel]}, "d") is None
+
+
 def test_an_input_its_readers_cast_makes_inf_is_a_nonfinite_input():
     """1.3e5 read by a float16 layer is Inf before any arithmetic (the api-cpu campaign, rng
     2887: a float16 Resizing of a batch-offset row, JAX's einsum resize spreading 0 * Inf over

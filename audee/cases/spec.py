@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from audee.apis.keras_layers import output_activation
 from audee.apis.owned_layers import OWNED_LAYERS, ROUNDTRIPS, check_owned
 from audee.core.bounded import MAX_DATA_BYTES, open_regular
 from audee.core.errors import SpecError
@@ -272,6 +273,27 @@ def one_layer_model(spec: ModelSpec, weights: Mapping[str, Any], layer: str, fee
     except Exception:  # noqa: BLE001 - a layer that cannot stand alone is not judged alone
         return None
     return spec1, ({layer: weights[layer]} if layer in weights else {})
+
+
+def linear_part(spec: ModelSpec, weights: Mapping[str, Any], layer: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``layer``'s linear part: the parameter override that takes its bias and activation off
+    (``use_bias: False``, ``activation: linear``) and its weights without the bias (the last
+    one, 1-D, of a Dense or a convolution), for :func:`one_layer_model`; None when the layer
+    has neither to take off (it is its own linear part).  A sum of products is positively
+    homogeneous, its bias and activation are not, so an overflow rule that scales the input
+    judges this part.  A layer that takes no ``use_bias``, or whose weights are not what is
+    assumed here, fails to build: no evidence, never a wrong one."""
+    ls = spec.layer(layer)
+    override: dict[str, Any] = {}
+    if output_activation(ls.api, ls.params) is not None:
+        override["activation"] = "linear"
+    own = list(weights.get(layer, []))
+    if ls.params.get("use_bias", True) is not False and own and np.ndim(own[-1]) == 1:
+        override["use_bias"] = False
+        own = own[:-1]
+    if not override:
+        return None
+    return override, ({layer: own} if own else {})
 
 
 # ---- parsing and validation --------------------------------------------------------------

@@ -31,7 +31,7 @@ from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_toleran
 from audee.oracle.compute_dtype import (FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range,
                                         reduced_precision)
 from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
-                              intermediate_overflow, overflow_boundary, overflow_scale, same_difference,
+                              intermediate_overflow, overflow_boundary, overflow_scale, part_differs_there, same_difference,
                               scaled_into_range, settle_conditioning, state_at_overflow_scale, without_nonfinite)
 from audee.oracle.odd import mark_odd
 from audee.oracle.pairs import judged_against, reference_disputed
@@ -43,7 +43,8 @@ from audee.records.reference import ReferenceRun
 from audee.reference.run import Reference, candidates as reference_candidates
 from audee.settings import TIE_MARGIN
 from audee.apis.keras_layers import is_recurrent, output_activation
-from audee.cases.spec import ModelSpec, Weights, activation_spec, layer_feed, one_layer_model, one_layer_spec, weights_key
+from audee.cases.spec import (ModelSpec, Weights, activation_spec, layer_feed, linear_part, one_layer_model, one_layer_spec,
+                              weights_key)
 from audee.cases.weights import Shapes, adapt_weights
 from audee.core.floats import is_float
 
@@ -431,13 +432,15 @@ class Executor(Runner):
                                             replies[a]["logits"], replies[b]["logits"], self.tolerances, compute))
 
     def _run_alone(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
-                   labels: list[str], given: bool = False, weights: Weights | None = None) -> dict[str, Any]:
-        """``layer`` alone (its one-layer model, the case's weights for it, or ``weights``'s) on
-        ``labels`` at once, fed one backend's outputs of its predecessors (model inputs as
-        given); the replies per backend ({} if it cannot stand alone)."""
+                   labels: list[str], given: bool = False, weights: Weights | None = None,
+                   override: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``layer`` alone (its one-layer model, the case's weights for it, or ``weights``'s;
+        ``override``: some of its parameters changed) on ``labels`` at once, fed one backend's
+        outputs of its predecessors (model inputs as given); the replies per backend ({} if
+        it cannot stand alone)."""
         layer_inputs = layer_feed(case.spec, layer, {} if given else layers_a, inputs)
-        model = one_layer_model(case.spec, case.weights if weights is None else weights, layer, layer_inputs) \
-            if layer_inputs is not None else None
+        model = one_layer_model(case.spec, case.weights if weights is None else weights, layer, layer_inputs,
+                                override=override) if layer_inputs is not None else None
         if model is None:
             return {}
         spec1, weights = model
@@ -549,23 +552,42 @@ class Executor(Runner):
         Inf beside them stays as it is), where the layer scaled into range computes the same
         on both backends (:func:`audee.oracle.nan.intermediate_overflow`): the layer in
         float64 on the scaled input (and on the input as given, where no rule ran it yet),
-        and in its own dtype on both backends.  Two or three runs, only for a difference that
-        stood every other rule, and only on such an input."""
+        and in its own dtype on both backends.  A layer with a bias or an output activation
+        is judged by its linear part (:func:`audee.cases.spec.linear_part`), which must
+        differ wherever the layer does (:func:`audee.oracle.nan.part_differs_there`): a
+        convolution's product of a value near float32's maximum overflowing beside an input
+        -Inf, Inf + -Inf = NaN in one order of the sum and -Inf in a fused one, is that part's
+        difference whatever hard_sigmoid makes of it.  Three runs (four more for the linear
+        part), only for a difference that stood every other rule, and only on such an input."""
         if (dtype or FLOAT32) != FLOAT32 or not overflow_scale(fed, FLOAT32):
             return False
         scaled, k = scaled_into_range(fed)
         if k <= 0:
             return False
+        case, labels = result.case, list(alone)[:2]
+        part = linear_part(case.spec, case.weights, layer)
+        override, weights = part if part is not None else ({}, case.weights)
+        if part is not None:
+            wide = None  # the whole layer's float64 result says nothing of its part
+            full = self._logits(self._run_alone(case, layer, {}, fed, labels, given=True, weights=weights,
+                                                override=override))
+            if set(full) != set(labels) or not part_differs_there(alone, full):
+                return False
         wide_labels = self._wide_labels(result)
-        wide = wide or self._run_wide(result.case, layer, fed, wide_labels)
-        labels = list(alone)[:2]
-        replies = self._run_alone(result.case, layer, {}, scaled, labels, given=True)
-        small = {x: np.asarray(r["logits"]) for x, r in replies.items() if isinstance(r, dict)}
+        wide = wide or self._run_wide(case, layer, fed, wide_labels, override, weights)
+        small = self._logits(self._run_alone(case, layer, {}, scaled, labels, given=True, weights=weights,
+                                             override=override))
         if set(small) != set(labels):
             return False
-        wide_scaled = self._run_wide(result.case, layer, scaled, wide_labels)
+        wide_scaled = self._run_wide(case, layer, scaled, wide_labels, override, weights)
         return intermediate_overflow(wide, wide_scaled, k, {x: small[x] for x in labels},
                                      lambda u, v: bool((deviation_score(u, v, self.tolerances, compute) <= 1.0).all()))
+
+    @staticmethod
+    def _logits(replies: dict[str, Any]) -> dict[str, np.ndarray]:
+        """Each backend's output of a run that gave one."""
+        return {x: np.asarray(r["logits"]) for x, r in replies.items()
+                if isinstance(r, dict) and r.get("logits") is not None}
 
     def _amplified(self, case: TestCase, layer: str, fed: dict[str, np.ndarray], alone: dict[str, np.ndarray],
                    compute: str) -> bool:
@@ -606,9 +628,11 @@ class Executor(Runner):
         return labels
 
     def _run_wide(self, case: TestCase, layer: str, fed: dict[str, np.ndarray],
-                  labels: list[str], override: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
-        """``layer`` alone recomputed in float64 (its ``dtype`` policy, weights and float
-        inputs widened; ``override``: other parameters changed too) on ``labels``: each
+                  labels: list[str], override: dict[str, Any] | None = None,
+                  weights: Weights | None = None) -> dict[str, np.ndarray]:
+        """``layer`` alone recomputed in float64 (its ``dtype`` policy, weights (the case's,
+        or ``weights``'s) and float inputs widened; ``override``: other parameters changed
+        too) on ``labels``: each
         backend's float64 output, the near-exact result the overflow rules read.  Backends
         that cannot run it, or that did not compute it in float64 (JAX without x64, torch
         here, a wrapper's inner layer keeping its own policy: their output comes back
@@ -618,9 +642,9 @@ class Executor(Runner):
             spec1 = one_layer_spec(case.spec, layer, wide_in, override={**(override or {}), "dtype": "float64"})
         except Exception:  # noqa: BLE001 - no float64 evidence; the scale rule stands in
             return {}
-        weights = {layer: [w.astype(np.float64) if is_float(w) else w
-                           for w in case.weights[layer]]} if layer in case.weights else {}
-        replies = self._pool_run(spec1, weights, weights_key(weights), wide_in, labels=labels)
+        own = case.weights if weights is None else weights
+        wide_w = {layer: [w.astype(np.float64) if is_float(w) else w for w in own[layer]]} if layer in own else {}
+        replies = self._pool_run(spec1, wide_w, weights_key(wide_w), wide_in, labels=labels)
         return {x: r["logits"] for x, r in replies.items()
                 if isinstance(r, dict) and r.get("logits") is not None and np.asarray(r["logits"]).dtype == np.float64}
 

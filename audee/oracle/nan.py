@@ -261,7 +261,8 @@ def intermediate_overflow(wide: Mapping[str, np.ndarray] | None, wide_scaled: Ma
     the layer is positively homogeneous on this input (recomputed in float64, ``wide``, it
     computes ``2^k`` times what it computes on the input scaled by ``2^-k``, ``wide_scaled``:
     the same non-finite values, the finite ones within tolerance; a sum, an average, a linear
-    map without bias are homogeneous, a bias, an exp, a square are not), and scaled into
+    map without bias are homogeneous, a bias, an exp, a square are not: a layer with a bias
+    or an activation is judged by its linear part, :func:`part_differs_there`), and scaled into
     range the two backends (``scaled_alone``) give the same non-finite values (an Inf of the
     input stays one) and agree ``within`` tolerance on the rest.  They compute one thing; at
     full scale only where a partial sum crossed the maximum differs (an average pooling of
@@ -280,6 +281,23 @@ def intermediate_overflow(wide: Mapping[str, np.ndarray] | None, wide_scaled: Ma
     if not both or len(outs) < 2 or outs[0].shape != outs[1].shape:
         return False
     return all(_alike(u, v, within) for u, v in [*both, (outs[0], outs[1])])
+
+
+def part_differs_there(alone: Mapping[str, np.ndarray], part: Mapping[str, np.ndarray]) -> bool:
+    """Whether the first two backends' outputs of a layer's part (``part``: its linear part,
+    :func:`audee.cases.spec.linear_part`, on the same input) differ in non-finite pattern at
+    every element where their outputs of the whole layer (``alone``) do.  A bias add and an
+    activation act element by element, so a whole-layer difference the part does not show
+    was made after it, and no judgement of the part speaks for it."""
+    (a, out_a), (b, out_b) = list(alone.items())[:2]
+    if a not in part or b not in part:
+        return False
+    ca, cb = nonfinite_codes(out_a), nonfinite_codes(out_b)
+    pa, pb = nonfinite_codes(part[a]), nonfinite_codes(part[b])
+    if not (ca.shape == cb.shape == pa.shape == pb.shape):
+        return False
+    differ = ca != cb
+    return bool(differ.any() and (pa != pb)[differ].all())
 
 
 def _alike(u: np.ndarray, v: np.ndarray, within: Callable[[np.ndarray, np.ndarray], bool]) -> bool:
