@@ -11,7 +11,8 @@ import pytest
 from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.nan import nan_findings
 from audee.oracle.odd import mark_odd, minority, odd_of_pairs
-from audee.oracle.pairs import LAYER_FLOAT64_RULE, odd_by_layer_float64, reference_disputed
+from audee.oracle.pairs import (LAYER_FLOAT64_RULE, MAJORITY_OFF_FLOAT64_RULE, float64_sides, odd_by_layer_float64,
+                               odd_off_float64)
 
 NAN, INF = float("nan"), float("inf")
 
@@ -205,11 +206,42 @@ def test_a_tie_of_a_backend_and_its_reference_is_settled_by_the_layer_in_float64
     assert odd == ["tensorflow"] and flip == ["tensorflow"] and rule == LAYER_FLOAT64_RULE.format(side="onnxruntime")
     assert judged({"tensorflow": ["torch"], "onnxruntime": ["torch"]})[0] == ["onnxruntime"]
     assert judged({"tensorflow": [], "onnxruntime": []})[0] == ["onnxruntime"]
-    assert odd_by_layer_float64(["tensorflow", "torch"], {"tensorflow": [], "torch": ["torch"]}) is None
-    # recomputed only where the reference differs from an independent framework too
-    assert reference_disputed("tensorflow", "onnxruntime", pairs)
-    assert not reference_disputed("tensorflow", "onnxruntime", [("tensorflow", "onnxruntime"), ("torch", "jax")])
-    assert not reference_disputed("tensorflow", "jax", pairs)               # two independent frameworks
+    # two independent frameworks that cannot be told apart otherwise: the exact result tells too
+    assert odd_by_layer_float64(["tensorflow", "torch"], {"tensorflow": [], "torch": ["torch"]})[0] == ["tensorflow"]
+
+
+def test_a_majority_the_layers_float64_result_contradicts_does_not_decide():
+    """TensorFlow and torch share oneDNN's float32 convolution, wrong alike (findings row 107),
+    and outvote JAX, the one within the layer recomputed in float64 (the api-cpu campaign, rng
+    2943's ConvLSTM3D): each pair's other side is odd, the label flips of a pair without a
+    deviation of its own too.  A majority naming a backend off the float64 result, or a
+    case whose float64 results put no backend off, keeps the majority."""
+    outs = [_ok(b) for b in ("tensorflow", "torch", "jax")]
+
+    def judged(within):
+        dev = _pair(Kind.DEVIATION, "tensorflow", "jax")
+        dev.detail.float64_within = within
+        flips = [_pair(Kind.INCONSISTENCY, "tensorflow", "jax"), _pair(Kind.INCONSISTENCY, "torch", "jax")]
+        mark_odd(outs, [dev, *flips])
+        return dev.detail.odd, dev.detail.odd_rule, [g.detail.odd for g in flips]
+    assert judged(None)[0] == ["jax"]                                         # the majority: TensorFlow and torch
+    odd, rule, flips = judged({"tensorflow": [], "jax": ["tensorflow", "torch"]})
+    assert odd == ["tensorflow"] and flips == [["tensorflow"], ["torch"]]
+    assert rule == MAJORITY_OFF_FLOAT64_RULE.format(named="jax")
+    assert judged({"tensorflow": ["torch"], "jax": []})[0] == ["jax"]        # the float64 result agrees
+    assert judged({"tensorflow": ["torch"], "jax": ["torch"]})[0] == ["jax"]  # both within: no evidence
+
+
+def test_the_float64_sides_of_a_case_name_a_pair_without_a_majority():
+    on, off = float64_sides([{"tensorflow": [], "jax": ["torch"]}, {"torch": [], "jax": ["torch"]}])
+    assert on == {"jax"} and off == {"tensorflow", "torch"}
+    assert odd_off_float64(["jax", "torch"], on, off)[0] == ["torch"]
+    assert odd_off_float64(["onnxruntime", "jax"], on, off)[0] == ["onnxruntime"]   # no evidence of its own
+    assert odd_off_float64(["tensorflow", "torch"], on, off) is None                 # neither side on
+    assert odd_off_float64(["jax", "torch"], on, set()) is None                      # no backend off
+    assert odd_off_float64(["jax", "torch"], on, off, named=["torch"]) is None        # a majority naming the off one
+    both = float64_sides([{"tensorflow": [], "jax": ["torch"]}, {"jax": [], "torch": ["torch"]}])
+    assert odd_off_float64(["jax", "onnxruntime"], *both) is None                     # jax on and off: no evidence
 
 
 def test_conversions_of_one_program_agreeing_do_not_outvote_it():

@@ -25,7 +25,8 @@ from audee.levels.base import Runner
 from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.attribution import Alone, attribute
-from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, compare, deviation_findings,
+from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, attributed, compare,
+                                    deviation_findings,
                                     deviation_score, float64_floor, jump_order, layer_scores, pair_compute, perturbed,
                                     perturbed_weights, rounding_for)
 from audee.oracle.compute_dtype import (FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range,
@@ -34,7 +35,7 @@ from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_pa
                               intermediate_overflow, overflow_boundary, overflow_scale, part_differs_there, same_difference,
                               scaled_into_range, settle_conditioning, state_at_overflow_scale, without_nonfinite)
 from audee.oracle.odd import mark_odd
-from audee.oracle.pairs import judged_against, reference_disputed
+from audee.oracle.pairs import judged_against
 from audee.oracle.regression import regression_findings
 from audee.oracle.slices import one_element_score
 from audee.oracle.precision import float64_verdict
@@ -320,13 +321,36 @@ class Executor(Runner):
         got = self._pool_run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
         order = case.spec.topological_order()
         alone: dict[tuple[str, str], dict] = {}  # (layer, feeding backend) -> replies of every backend involved
-        wide: dict[tuple[str, str, str], dict | None] = {}  # (layer, a, b) -> :meth:`_float64_scores`
+        scored: dict[tuple[str, str, str], dict | None] = {}  # (layer, a, b) -> :meth:`_float64_scores`
+        wide_runs: dict[tuple[str, str, tuple[str, ...]], dict[str, np.ndarray]] = {}  # (layer, a, labels) -> run
+        independent = [x for x in self._wide_labels(result) if reference_of(x) is None]
+
+        def reduced(name: str) -> bool:
+            return reduced_precision(layer_compute_dtype(case.spec.layer(name).params))
 
         def float64_scores(name: str, a: str, b: str, layers_a: dict[str, np.ndarray]) -> dict | None:
-            """:meth:`_float64_scores` of ``name`` alone for the pair, computed once."""
-            if (name, a, b) not in wide:
-                wide[(name, a, b)] = self._float64_scores(case, name, layers_a, sub, a, b, alone.get((name, a)) or {})
-            return wide[(name, a, b)]
+            """:meth:`_float64_scores` of ``name`` alone for the pair, computed once: recomputed in
+            float64 by the pair itself where the layer computes in a reduced-precision dtype, by
+            the independent frameworks where it computes in float32 (TensorFlow refuses some
+            float64 kernels its float32 graph runs through oneDNN; torch's float64 convolution
+            takes its own kernel; a conversion's float64 graph is another program)."""
+            if (name, a, b) not in scored:
+                labels = (a, b) if reduced(name) else tuple(independent)
+                if (name, a, labels) not in wide_runs:
+                    fed = layer_feed(case.spec, name, layers_a, sub)
+                    wide_runs[(name, a, labels)] = self._run_wide(case, name, fed, list(labels)) if fed else {}
+                scored[(name, a, b)] = self._float64_scores(alone.get((name, a)) or {}, a, b,
+                                                            wide_runs[(name, a, labels)])
+            return scored[(name, a, b)]
+
+        def conditioning(name: str, a: str, b: str, ra: dict, replies: dict, compute: str, own: float) -> float:
+            """The layer's self score: the input probe's, and the rounding its float64 result
+            shows on the better side (:func:`audee.oracle.deviation.float64_floor`), asked of a
+            float32 layer only where the probe alone would blame it."""
+            moved = self._self_score(case, name, ra["layers"], sub, [a, b], replies, compute)
+            if not reduced(name) and not attributed(own, moved):
+                return moved
+            return max(moved, float64_floor(float64_scores(name, a, b, ra["layers"])))
 
         for f in devs:
             a, b = f.backends
@@ -355,21 +379,14 @@ class Executor(Runner):
                 if own is None:
                     return None
                 return Alone(OwnScore(score=own["score"], max_abs=own["max_abs"], max_rel=own["max_rel"]),
-                             self_score=lambda: max(self._self_score(case, name, ra["layers"], sub, [a, b], replies,
-                                                                     compute),
-                                                    float64_floor(float64_scores(name, a, b, ra["layers"]))))
+                             self_score=lambda: conditioning(name, a, b, ra, replies, compute, float(own["score"])))
 
             att = attribute(checks, order, run_alone, own=d.own)
             d.own_layers.extend(att.blamed)
             if att.blamed:
                 scores = float64_scores(att.blamed[0], a, b, ra["layers"])
-                if scores is None and reference_disputed(a, b, [g.backends for g in devs]):
-                    # a float32 layer of a backend and its reference that itself differs from an independent
-                    # framework: the case may tie, and the layer's exact result settles it (odd_by_layer_float64)
-                    scores = self._float64_scores(case, att.blamed[0], ra["layers"], sub, a, b,
-                                                  alone.get((att.blamed[0], a)) or {},
-                                                  labels=[x for x in self._wide_labels(result)
-                                                          if reference_of(x) is None])
+                if scores is not None and not reduced(att.blamed[0]):
+                    scores = _outside(scores, a, b)
                 d.float64_within = None if scores is None else \
                     {x: [t for t, score in sides.items() if score <= 1.0] for x, sides in scores.items()}
             if att.ill_conditioned:
@@ -378,30 +395,20 @@ class Executor(Runner):
                 # nothing deviates on its own input: rounding amplified along the model
                 f.kind = Kind.DEVIATION_ACCUMULATED
 
-    def _float64_scores(self, case: TestCase, layer: str, layers_a: dict[str, np.ndarray],
-                        inputs: dict[str, np.ndarray], a: str, b: str, replies: dict[str, Any],
-                        labels: list[str] | None = None) -> dict[str, dict[str, float]] | None:
-        """For ``layer`` computing in a reduced-precision dtype (float16, bfloat16): each side's
-        output of it alone (``replies``, fed ``a``'s input) against the layer recomputed in
-        float64 on both (:meth:`_run_wide`): side -> float64 result's backend -> the deviation
-        score (judged in the narrow dtype).  Two readings: the better side's score is the
-        rounding the dtype forces (:func:`audee.oracle.deviation.float64_floor`, part of the
-        self score); a side within its own float64 result while the other is within neither
-        computes the layer otherwise, not in a wider intermediate (``float64_within``:
-        onnxruntime running a float16 node in float32 lands on the float64 result; tf2onnx's
-        one_hot counting a negative id from the end does not: the api-cpu campaign, rng
-        2877).  None where the layer computes in float32 or wider, or nothing was recomputed.
-        ``labels``: the backends that recompute it, in any dtype (the pair's own, in a reduced
-        one, when not given): a float32 layer's tie between a backend and its reference is
-        read against the independent frameworks' float64 results (TensorFlow refuses some
-        float64 kernels its float32 graph runs through oneDNN; torch's float64 convolution
-        takes its own kernel)."""
-        if (labels is None and not reduced_precision(layer_compute_dtype(case.spec.layer(layer).params))) or \
-                not all(isinstance(replies.get(x), dict) for x in (a, b)):
-            return None
-        fed = layer_feed(case.spec, layer, layers_a, inputs)
-        wide = self._run_wide(case, layer, fed, labels or [a, b]) if fed is not None else {}
-        if not wide:
+    def _float64_scores(self, replies: dict[str, Any], a: str, b: str,
+                        wide: dict[str, np.ndarray]) -> dict[str, dict[str, float]] | None:
+        """Each side's output of a layer alone (``replies``, fed ``a``'s input) against the
+        layer recomputed in float64 (``wide``, :meth:`_run_wide`): side -> float64 result's
+        backend -> the deviation score.  Two readings: the better side's score is the rounding
+        the layer forces (:func:`audee.oracle.deviation.float64_floor`, part of the self
+        score: a float32 ConvLSTM1D whose squareplus cancels, every backend 1 % off the exact
+        result and two of them 3 % apart, the api-cpu campaign, rng 2943); a side within a
+        float64 result while the other is within none computes the layer otherwise
+        (``float64_within``: onnxruntime running a float16 node in float32 lands on the
+        float64 result, tf2onnx's one_hot counting a negative id from the end does not, rng
+        2877; JAX's float32 ConvLSTM3D on it where TensorFlow's and torch's oneDNN
+        convolution, wrong alike, outvoted it, rng 2943).  None where nothing was recomputed."""
+        if not wide or not all(isinstance(replies.get(x), dict) for x in (a, b)):
             return None
         scores: dict[str, dict[str, float]] = {}
         for x in (a, b):
@@ -647,6 +654,18 @@ class Executor(Runner):
         replies = self._pool_run(spec1, wide_w, weights_key(wide_w), wide_in, labels=labels)
         return {x: r["logits"] for x, r in replies.items()
                 if isinstance(r, dict) and r.get("logits") is not None and np.asarray(r["logits"]).dtype == np.float64}
+
+
+def _outside(scores: dict[str, dict[str, float]], a: str, b: str) -> dict[str, dict[str, float]] | None:
+    """A float32 pair's float64 scores against the results of frameworks outside it: a side's
+    own float64 run, or its reference's, shares a fault no dtype makes (torch's
+    RMSNormalization over the wrong axis; Keras' bias layout guess in TensorFlow's graph, which
+    onnxruntime runs), so only the others say which side is on the exact result
+    (``float64_within``).  None where no other framework recomputed it.  The float64 floor
+    reads them all: a shared fault only lowers it."""
+    inside = {a, b, reference_of(a), reference_of(b)}
+    kept = {x: {t: v for t, v in sides.items() if t not in inside} for x, sides in scores.items()}
+    return kept if any(kept.values()) else None
 
 
 @dataclass

@@ -49,7 +49,12 @@ The rules (``docs/oracles.md``, "The odd backend"):
   among the backends that ran, the smallest set of backends that touches every failing
   pair, when it is the only one of its size and the backends left (every pair among them
   agrees) are a strict majority: four backends whose pairs with onnxruntime deviate and
-  whose other pairs agree give ``["onnxruntime"]``.
+  whose other pairs agree give ``["onnxruntime"]``.  A majority the blamed layer's float64
+  result contradicts does not decide: where it names a backend within that result while a
+  backend of the case is within none, each pair's other side is odd
+  (:func:`~audee.oracle.pairs.odd_off_float64`; two frameworks on one kernel library,
+  wrong alike, outvote the right one); where no majority forms, the same evidence names
+  the side off it, after the witness and the pair's own float64 results.
 
 It is a pure function of the outcomes, the findings and the float64 reference's verdict,
 so it runs again, unchanged, on a re-judged or reproduced case.
@@ -68,7 +73,8 @@ from audee.oracle.compute_dtype import reduced_precision
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
-                                odd_by_float64, odd_by_layer_float64, odd_by_reference, odd_by_witness,
+                                float64_sides, odd_by_float64, odd_by_layer_float64,
+                                odd_by_reference, odd_by_witness, odd_off_float64,
                                 outvotes_its_reference)
 
 
@@ -76,7 +82,7 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
     """Set ``odd`` and ``odd_rule`` on every failure finding of one case (module docstring),
     by the rule its kind names in the finding kind table (:func:`audee.cases.kinds.odd_rule`);
     ``reference``: what the case's float64 reference says, where it has one that judges."""
-    crash = nan = pairwise = differing = None  # computed once per case, when a finding needs them
+    crash = nan = pairwise = differing = sides = None  # computed once per case, when a finding needs them
     ran = [o.backend for o in outcomes if o.ok]
     by_float64 = odd_by_float64(ran, reference.errors) if reference is not None else None
     nonfinite = (list(reference.nonfinite), NONFINITE_RULE) if reference is not None and reference.nonfinite else None
@@ -100,12 +106,15 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
             failing = failing_pairs(findings)
             pairwise = pairwise or by_float64 or _unless_outvoted(ran, odd_of_pairs(ran, failing))
             odd, rule = pairwise
+            sides = sides or float64_sides(_full_precision_withins(findings))
+            if odd and by_float64 is None:  # a majority the blamed layer's exact result contradicts
+                odd, rule = odd_off_float64(_pair_of(f), *sides, named=odd) or (odd, rule)
             if not odd:  # the case cannot tell: this pair may still be a backend and its reference
                 differing = differing if differing is not None else \
                     {_pair_of(g) for g in findings if isinstance(getattr(g.detail, "pair", None), str)}
                 odd, rule = odd_by_witness(_pair_of(f), ran, differing, failing) \
                     or odd_by_layer_float64(_pair_of(f), _float64_within(f, findings)) \
-                    or odd_by_reference([_pair_of(f)]) or (odd, rule)
+                    or odd_off_float64(_pair_of(f), *sides) or odd_by_reference([_pair_of(f)]) or (odd, rule)
         elif by == "equivalence":  # the backends where its rule fails, against those where it holds
             odd, rule = equivalence_odd(f, findings, [o.backend for o in outcomes if o.ok])
         elif by == "reference":  # the float64 reference tells: the backend far worse than the best
@@ -200,6 +209,15 @@ def _float64_within(f: Finding, findings: list[Finding]) -> dict[str, list[str]]
         if g.kind == Kind.DEVIATION and within and _pair_of(g) == pair:
             return None if reduced_precision(g.detail.dtype) else within
     return None
+
+
+def _full_precision_withins(findings: list[Finding]) -> list[dict[str, list[str]]]:
+    """The ``float64_within`` of every deviation of the case computed in full precision (a
+    reduced-precision side nearer the exact result may only be computing wider,
+    :func:`_float64_within`)."""
+    return [g.detail.float64_within for g in findings
+            if g.kind == Kind.DEVIATION and getattr(g.detail, "float64_within", None)
+            and not reduced_precision(g.detail.dtype)]
 
 
 def _pair_of(f: Finding) -> frozenset[str]:

@@ -102,42 +102,70 @@ def odd_by_witness(pair: Iterable[str], ran: Iterable[str], differing: set[froze
     return [ref], WITNESS_RULE.format(reference=ref, witness=witnesses[0], side=side)
 
 
-def reference_disputed(a: str, b: str, pairs: Iterable[Iterable[str]]) -> bool:
-    """Whether ``a`` and ``b`` are a compiled or converted backend and its reference, and that
-    reference also differs from an independent framework in ``pairs`` (the case's deviating
-    pairs): only then may the case leave their pair undecided, for the layer's exact result
-    to settle (:func:`odd_by_layer_float64`)."""
-    ref = judged_against(a, b)
-    if ref is None:
-        return False
-    side = b if ref == a else a
-    return any(ref in pair and side not in pair and all(judged_against(ref, x) is None for x in pair if x != ref)
-               for pair in (set(p) for p in pairs))
-
-
 #: the rule's words where the layer recomputed in float64 sides with one of a backend and its reference
 LAYER_FLOAT64_RULE = "off the layer recomputed in float64, which {side} is within"
 
 
 def odd_by_layer_float64(pair: Iterable[str], within: dict[str, list[str]] | None) -> tuple[list[str], str] | None:
-    """The odd side of a deviating ``pair`` of a compiled or converted backend and its
-    reference, where the case cannot tell (no majority, and no witness or one on each side):
-    the one whose output of the blamed layer is within tolerance of no float64 recomputation
-    of that layer while the other's is (``within``: side -> the backends whose float64 result
-    it is within, ``DeviationDetail.float64_within``).  A layer computed right lands within
-    rounding of its exact result; a conversion that does, beside a reference that does not,
-    is not the one off the program: TensorFlow's and torch's oneDNN convolution wrong alike
-    (findings row 107) against JAX and onnxruntime, each side with a witness, had named
-    onnxruntime by its reference (the api-cpu campaign, rng 2937).  None where the pair is
-    two independent backends, or both or neither side is within."""
+    """The odd side of a deviating ``pair`` where the case cannot tell (no majority, and no
+    witness or one on each side): the one whose output of the blamed layer is within
+    tolerance of no float64 recomputation of that layer while the other's is (``within``:
+    side -> the backends whose float64 result it is within,
+    ``DeviationDetail.float64_within``).  A layer computed right lands within rounding of
+    its exact result; a conversion that does, beside a reference that does not, is not the
+    one off the program: TensorFlow's and torch's oneDNN convolution wrong alike (findings
+    row 107) against JAX and onnxruntime, each side with a witness, had named onnxruntime by
+    its reference (the api-cpu campaign, rng 2937); nor is an independent framework that
+    does, where every backend differs from every other (torch's and TensorFlow's oneDNN
+    ConvLSTM3D, each wrong its own way, against JAX: rng 2943).  None where both or neither
+    side is within."""
     members = sorted(str(b) for b in pair)
-    if len(members) != 2 or judged_against(*members) is None or not within:
+    if len(members) != 2 or not within:
         return None
     on = [x for x in members if within.get(x)]
     off = [x for x in members if x in within and not within[x]]
     if len(on) != 1 or len(off) != 1:
         return None
     return off, LAYER_FLOAT64_RULE.format(side=on[0])
+
+
+#: the rule's words where the layer recomputed in float64 puts the backend a majority named on it
+MAJORITY_OFF_FLOAT64_RULE = "the majority against {named} is off the layer recomputed in float64, which {named} is within"
+
+
+def float64_sides(withins: Iterable[Mapping[str, list[str]]]) -> tuple[set[str], set[str]]:
+    """The backends on the exact result and those off it, by the case's float32 deviations'
+    ``float64_within`` (side -> the float64 results of the blamed layer it is within): on,
+    within one of them; off, within none."""
+    on: set[str] = set()
+    off: set[str] = set()
+    for within in withins:
+        for x, results in within.items():
+            (on if results else off).add(str(x))
+    return on, off
+
+
+def odd_off_float64(pair: Iterable[str], on: set[str], off: set[str],
+                    named: Iterable[str] | None = None) -> tuple[list[str], str] | None:
+    """The odd side of a deviating ``pair`` by the case's float64 evidence
+    (:func:`float64_sides`): where one side is on the blamed layer's exact result and some
+    backend of the case is off it, the other side.  ``named``: the backends a majority named
+    odd; then only a majority naming the side that is on gives way.  Backends sharing a
+    kernel library are wrong alike and outvote the one computing right: TensorFlow's and
+    torch's oneDNN float32 convolution (findings row 107) outvoted JAX in a ConvLSTM3D, and
+    where each was wrong its own way no majority formed, and a pair of them with JAX had no
+    blamed layer of its own (the api-cpu campaign, rng 2943).  None where no backend is off,
+    or both or neither side is on."""
+    members = sorted(str(b) for b in pair)
+    right = [x for x in members if x in on and x not in off]
+    if len(members) != 2 or not off or len(right) != 1:
+        return None
+    if named is not None and right[0] not in set(named):
+        return None
+    side = [x for x in members if x != right[0]]
+    rule = MAJORITY_OFF_FLOAT64_RULE.format(named=right[0]) if named is not None else \
+        LAYER_FLOAT64_RULE.format(side=right[0])
+    return side, rule
 
 
 def outvotes_its_reference(ran: Iterable[str], odd: Iterable[str]) -> bool:
