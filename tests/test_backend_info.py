@@ -122,3 +122,15 @@ def test_no_module_outside_the_backends_names_a_converter_backend():
                    if "backends" not in p.relative_to(PACKAGE).parts[:1]
                    and re.search(r"openvino|litert|torch-onnx", p.read_text(), re.I))
     assert not named, f"modules naming a backend outside audee/backends/: {named}"
+
+
+def test_the_program_a_backend_runs_joins_its_modes_twins_and_conversions():
+    """A float64 result of one program shares that program's dtype-free faults: JAX's float64
+    twin and eager mode run JAX's, onnxruntime and openvino TensorFlow's converted, a device
+    label its backend's; a plugin is a program of its own."""
+    from audee.backends.info import program_of
+
+    assert {program_of(b) for b in ("jax", "jax-x64", "jax-eager")} == {"jax"}
+    assert {program_of(b) for b in ("tensorflow", "tensorflow-xla", "onnxruntime", "openvino")} == {"tensorflow"}
+    assert program_of("torch@cuda:tf32") == "torch"
+    assert program_of("tests.plugins:ScaledTTorch") == "tests.plugins:ScaledTTorch"

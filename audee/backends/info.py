@@ -574,6 +574,13 @@ def reference_of(backend: str) -> str | None:
     return ref + at + place if ref else None
 
 
+def program_of(backend: str) -> str:
+    """The Keras framework whose program ``backend`` runs: its own (``jax-x64`` and
+    ``jax-eager`` JAX's), the one it converts (onnxruntime TensorFlow's), else its name.  Two
+    backends of one program share its faults that no dtype or execution mode makes."""
+    return describe(backend).keras_backend or reference_of(backend) or base_name(backend)
+
+
 def keras_frameworks() -> tuple[str, ...]:
     """The built-in backends that are a Keras framework as it is (``tensorflow``, ``torch``,
     ``jax``): their own Keras backend, no converter, no other mode."""

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from audee.backends.info import reference_of
+from audee.backends.info import program_of, reference_of
 from audee.backends.pool import Pool, WorkerFailure
 from audee.engine.flush_probe import flush_probe
 from audee.engine.refusals import Refusal, RefusalMemo
@@ -657,14 +657,15 @@ class Executor(Runner):
 
 
 def _outside(scores: dict[str, dict[str, float]], a: str, b: str) -> dict[str, dict[str, float]] | None:
-    """A float32 pair's float64 scores against the results of frameworks outside it: a side's
-    own float64 run, or its reference's, shares a fault no dtype makes (torch's
-    RMSNormalization over the wrong axis; Keras' bias layout guess in TensorFlow's graph, which
-    onnxruntime runs), so only the others say which side is on the exact result
-    (``float64_within``).  None where no other framework recomputed it.  The float64 floor
-    reads them all: a shared fault only lowers it."""
-    inside = {a, b, reference_of(a), reference_of(b)}
-    kept = {x: {t: v for t, v in sides.items() if t not in inside} for x, sides in scores.items()}
+    """A float32 pair's float64 scores against the results of programs outside it
+    (:func:`audee.backends.info.program_of`): a side's own float64 run, its reference's or
+    ``jax-x64``'s for JAX, shares a fault no dtype makes (torch's RMSNormalization over the
+    wrong axis; Keras' bias layout guess in TensorFlow's graph, which onnxruntime runs), so
+    only the others say which side is on the exact result (``float64_within``).  None where
+    no other program recomputed it.  The float64 floor reads them all: a shared fault only
+    lowers it."""
+    inside = {program_of(a), program_of(b)}
+    kept = {x: {t: v for t, v in sides.items() if program_of(t) not in inside} for x, sides in scores.items()}
     return kept if any(kept.values()) else None
 
 
