@@ -134,6 +134,30 @@ def test_an_inconsistency_of_another_shape_carries_the_programs_nchw_bias_add():
     assert match_known(sig, load_known_issues()).id == "tf2onnx-biasadd-nchw-nonconst"
 
 
+def test_onnxruntime_named_odd_on_a_graph_whose_bias_was_already_misplaced_is_kerass_guess():
+    """A channels_first DepthwiseConv1D whose length equals its channels: TensorFlow's graph
+    already adds the bias on the wrong axis, onnxruntime runs that graph, and the layer's
+    float64 result, off which both are, names onnxruntime odd in its pair with JAX (the
+    api-cpu campaign, rng 2948).  Its program carries the NCHW BiasAdd and the misplaced bias:
+    Keras' guess (findings row 20), not tf2onnx's non-constant bias (row 7), which needs a bias
+    TensorFlow placed right."""
+    from audee.cases.case import Finding, Kind
+    from audee.triage.known import load_known_issues, match_known
+    from audee.triage.signature import signatures_of
+
+    spec = {"layers": [{"name": "t_dw", "api": "DepthwiseConv1D",
+                        "params": {"kernel_size": 1, "data_format": "channels_first"}, "inputs": ["x"]}]}
+
+    def known(facts):
+        f = Finding(Kind.DEVIATION, ["jax", "onnxruntime"], {
+            "pair": "jax|onnxruntime", "score": 40.0, "max_abs": 2.0, "odd": ["onnxruntime"],
+            "own_layers": ["t_dw"], "program": {"onnxruntime": {"t_dw": facts}}})
+        (sig,) = signatures_of(f, spec, {"api": "DepthwiseConv1D"})
+        return match_known(sig, load_known_issues()).id
+    assert known(["bias_add_misplaced", "bias_add_nchw"]) == "keras-tf-add-bias-layout-guess"
+    assert known(["bias_add_nchw"]) == "tf2onnx-biasadd-nchw-nonconst"
+
+
 def test_the_converted_graph_carries_the_misplaced_bias_of_the_graph_it_was_given(tmp_path):
     """A channels_first DepthwiseConv2D whose width equals its channels: Keras' guess puts
     TensorFlow's bias on the width axis, and onnxruntime, running tf2onnx's conversion of that
