@@ -198,16 +198,25 @@ def same_difference(alone: Mapping[str, np.ndarray], cleaned: Mapping[str, np.nd
     backend with the same code there.  Then no NaN or Inf of the input reaches the elements
     where they part (a window of values near float32's maximum beside the one holding the
     Inf), and the difference is judged as one on finite values."""
-    (a, out_a), (b, out_b) = list(alone.items())[:2]
-    if a not in cleaned or b not in cleaned:
+    codes = _pair_codes(alone, cleaned)
+    if codes is None:
         return False
-    ca, cb = nonfinite_codes(out_a), nonfinite_codes(out_b)
-    za, zb = nonfinite_codes(cleaned[a]), nonfinite_codes(cleaned[b])
-    if not (ca.shape == cb.shape == za.shape == zb.shape):
-        return False
+    ca, cb, za, zb = codes
     differ = ca != cb
     return bool(differ.any() and (differ == (za != zb)).all() and (ca[differ] == za[differ]).all()
                 and (cb[differ] == zb[differ]).all())
+
+
+def _pair_codes(alone: Mapping[str, np.ndarray],
+                other: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The non-finite codes of the first two backends of ``alone`` and of the same two in
+    ``other`` (another run of theirs on a related input or layer), or None where ``other``
+    lacks one or a shape differs."""
+    (a, out_a), (b, out_b) = list(alone.items())[:2]
+    if a not in other or b not in other:
+        return None
+    codes = (nonfinite_codes(out_a), nonfinite_codes(out_b), nonfinite_codes(other[a]), nonfinite_codes(other[b]))
+    return codes if len({c.shape for c in codes}) == 1 else None
 
 
 def amplified_rounding(alone: Mapping[str, np.ndarray], pre: Mapping[str, np.ndarray],
@@ -289,13 +298,10 @@ def part_differs_there(alone: Mapping[str, np.ndarray], part: Mapping[str, np.nd
     every element where their outputs of the whole layer (``alone``) do.  A bias add and an
     activation act element by element, so a whole-layer difference the part does not show
     was made after it, and no judgement of the part speaks for it."""
-    (a, out_a), (b, out_b) = list(alone.items())[:2]
-    if a not in part or b not in part:
+    codes = _pair_codes(alone, part)
+    if codes is None:
         return False
-    ca, cb = nonfinite_codes(out_a), nonfinite_codes(out_b)
-    pa, pb = nonfinite_codes(part[a]), nonfinite_codes(part[b])
-    if not (ca.shape == cb.shape == pa.shape == pb.shape):
-        return False
+    ca, cb, pa, pb = codes
     differ = ca != cb
     return bool(differ.any() and (pa != pb)[differ].all())
 
