@@ -11,7 +11,7 @@ import pytest
 from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.nan import nan_findings
 from audee.oracle.odd import mark_odd, minority, odd_of_pairs
-from audee.oracle.pairs import (LAYER_FLOAT64_RULE, MAJORITY_OFF_FLOAT64_RULE, float64_sides, odd_by_layer_float64,
+from audee.oracle.pairs import (LAYER_FLOAT64_RULE, MAJORITY_OFF_FLOAT64_RULE, float64_sides,
                                odd_off_float64)
 
 NAN, INF = float("nan"), float("inf")
@@ -207,7 +207,7 @@ def test_a_tie_of_a_backend_and_its_reference_is_settled_by_the_layer_in_float64
     assert judged({"tensorflow": ["torch"], "onnxruntime": ["torch"]})[0] == ["onnxruntime"]
     assert judged({"tensorflow": [], "onnxruntime": []})[0] == ["onnxruntime"]
     # two independent frameworks that cannot be told apart otherwise: the exact result tells too
-    assert odd_by_layer_float64(["tensorflow", "torch"], {"tensorflow": [], "torch": ["torch"]})[0] == ["tensorflow"]
+    assert odd_off_float64(["tensorflow", "torch"], *float64_sides([{"tensorflow": [], "torch": ["torch"]}]))[0] == ["tensorflow"]
 
 
 def test_a_majority_the_layers_float64_result_contradicts_does_not_decide():

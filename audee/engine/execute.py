@@ -534,7 +534,7 @@ class Executor(Runner):
         One run, for a layer fed NaN/Inf."""
         cleaned = without_nonfinite(fed)
         replies = self._run_alone(case, layer, {}, cleaned, list(alone), given=True)
-        got = {x: r["logits"] for x, r in replies.items() if isinstance(r, dict) and r.get("logits") is not None}
+        got = _outputs(replies)
         return (cleaned, {x: got[x] for x in alone}) if same_difference(alone, got) else (fed, alone)
 
     def _state_overflowed(self, result: Result, layer: str, fed: dict[str, np.ndarray],
@@ -576,25 +576,19 @@ class Executor(Runner):
         override, weights = part if part is not None else ({}, case.weights)
         if part is not None:
             wide = None  # the whole layer's float64 result says nothing of its part
-            full = self._logits(self._run_alone(case, layer, {}, fed, labels, given=True, weights=weights,
+            full = _outputs(self._run_alone(case, layer, {}, fed, labels, given=True, weights=weights,
                                                 override=override))
             if set(full) != set(labels) or not part_differs_there(alone, full):
                 return False
         wide_labels = self._wide_labels(result)
         wide = wide or self._run_wide(case, layer, fed, wide_labels, override, weights)
-        small = self._logits(self._run_alone(case, layer, {}, scaled, labels, given=True, weights=weights,
+        small = _outputs(self._run_alone(case, layer, {}, scaled, labels, given=True, weights=weights,
                                              override=override))
         if set(small) != set(labels):
             return False
         wide_scaled = self._run_wide(case, layer, scaled, wide_labels, override, weights)
         return intermediate_overflow(wide, wide_scaled, k, {x: small[x] for x in labels},
                                      lambda u, v: bool((deviation_score(u, v, self.tolerances, compute) <= 1.0).all()))
-
-    @staticmethod
-    def _logits(replies: dict[str, Any]) -> dict[str, np.ndarray]:
-        """Each backend's output of a run that gave one."""
-        return {x: np.asarray(r["logits"]) for x, r in replies.items()
-                if isinstance(r, dict) and r.get("logits") is not None}
 
     def _amplified(self, case: TestCase, layer: str, fed: dict[str, np.ndarray], alone: dict[str, np.ndarray],
                    compute: str) -> bool:
@@ -611,7 +605,7 @@ class Executor(Runner):
         if model is None:
             return False
         replies = self._pool_run(model[0], model[1], weights_key(model[1]), dict(fed), labels=labels)
-        pre = {x: np.asarray(r["logits"]) for x, r in replies.items() if isinstance(r, dict) and r.get("logits") is not None}
+        pre = _outputs(replies)
         if set(pre) != set(labels):
             return False
         out: dict[tuple[str, str], np.ndarray] = {}
@@ -683,7 +677,7 @@ class Submitted:
 
 
 def _outputs(replies: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Each backend's one-layer output among ``replies`` (for the dtype it computes in)."""
+    """Each backend's one-layer output among ``replies``, of those that gave one."""
     return {label: r["logits"] for label, r in replies.items() if isinstance(r, dict) and r.get("logits") is not None}
 
 

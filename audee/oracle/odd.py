@@ -73,8 +73,7 @@ from audee.oracle.compute_dtype import reduced_precision
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
-                                float64_sides, odd_by_float64, odd_by_layer_float64,
-                                odd_by_reference, odd_by_witness, odd_off_float64,
+                                float64_sides, odd_by_float64, odd_by_reference, odd_by_witness, odd_off_float64,
                                 outvotes_its_reference)
 
 
@@ -106,15 +105,16 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
             failing = failing_pairs(findings)
             pairwise = pairwise or by_float64 or _unless_outvoted(ran, odd_of_pairs(ran, failing))
             odd, rule = pairwise
-            sides = sides or float64_sides(_full_precision_withins(findings))
+            sides = sides or float64_sides(_float64_withins(findings))
             if odd and by_float64 is None:  # a majority the blamed layer's exact result contradicts
                 odd, rule = odd_off_float64(_pair_of(f), *sides, named=odd) or (odd, rule)
             if not odd:  # the case cannot tell: this pair may still be a backend and its reference
                 differing = differing if differing is not None else \
                     {_pair_of(g) for g in findings if isinstance(getattr(g.detail, "pair", None), str)}
+                own = float64_sides(_float64_withins(findings, _pair_of(f)))  # its own deviation's first
                 odd, rule = odd_by_witness(_pair_of(f), ran, differing, failing) \
-                    or odd_by_layer_float64(_pair_of(f), _float64_within(f, findings)) \
-                    or odd_off_float64(_pair_of(f), *sides) or odd_by_reference([_pair_of(f)]) or (odd, rule)
+                    or odd_off_float64(_pair_of(f), *own) or odd_off_float64(_pair_of(f), *sides) \
+                    or odd_by_reference([_pair_of(f)]) or (odd, rule)
         elif by == "equivalence":  # the backends where its rule fails, against those where it holds
             odd, rule = equivalence_odd(f, findings, [o.backend for o in outcomes if o.ok])
         elif by == "reference":  # the float64 reference tells: the backend far worse than the best
@@ -197,27 +197,15 @@ def _unless_outvoted(ran: list[str], decided: tuple[list[str], str]) -> tuple[li
     return odd, why
 
 
-def _float64_within(f: Finding, findings: list[Finding]) -> dict[str, list[str]] | None:
-    """The ``float64_within`` of a pair finding's deviation (a label flip is the same pair's
-    difference: one exact result judges both), where the pair computes in full precision: in
-    float16 or bfloat16 a side nearer the exact result may only be computing in a wider
-    dtype than the program says (onnxruntime's float16 nodes in float32), no evidence
-    against the other."""
-    pair = _pair_of(f)
-    for g in (f, *findings):
-        within = getattr(g.detail, "float64_within", None)
-        if g.kind == Kind.DEVIATION and within and _pair_of(g) == pair:
-            return None if reduced_precision(g.detail.dtype) else within
-    return None
-
-
-def _full_precision_withins(findings: list[Finding]) -> list[dict[str, list[str]]]:
-    """The ``float64_within`` of every deviation of the case computed in full precision (a
-    reduced-precision side nearer the exact result may only be computing wider,
-    :func:`_float64_within`)."""
+def _float64_withins(findings: list[Finding], pair: frozenset[str] | None = None) -> list[dict[str, list[str]]]:
+    """The ``float64_within`` of the case's deviations (of ``pair``'s only, when given: a label
+    flip is the same pair's difference, one exact result judges both) computed in full
+    precision: in float16 or bfloat16 a side nearer the exact result may only be computing in
+    a wider dtype than the program says (onnxruntime's float16 nodes in float32), no
+    evidence against the other."""
     return [g.detail.float64_within for g in findings
             if g.kind == Kind.DEVIATION and getattr(g.detail, "float64_within", None)
-            and not reduced_precision(g.detail.dtype)]
+            and not reduced_precision(g.detail.dtype) and (pair is None or _pair_of(g) == pair)]
 
 
 def _pair_of(f: Finding) -> frozenset[str]:

@@ -102,31 +102,8 @@ def odd_by_witness(pair: Iterable[str], ran: Iterable[str], differing: set[froze
     return [ref], WITNESS_RULE.format(reference=ref, witness=witnesses[0], side=side)
 
 
-#: the rule's words where the layer recomputed in float64 sides with one of a backend and its reference
+#: the rule's words where the layer recomputed in float64 sides with one side of a pair
 LAYER_FLOAT64_RULE = "off the layer recomputed in float64, which {side} is within"
-
-
-def odd_by_layer_float64(pair: Iterable[str], within: dict[str, list[str]] | None) -> tuple[list[str], str] | None:
-    """The odd side of a deviating ``pair`` where the case cannot tell (no majority, and no
-    witness or one on each side): the one whose output of the blamed layer is within
-    tolerance of no float64 recomputation of that layer while the other's is (``within``:
-    side -> the backends whose float64 result it is within,
-    ``DeviationDetail.float64_within``).  A layer computed right lands within rounding of
-    its exact result; a conversion that does, beside a reference that does not, is not the
-    one off the program: TensorFlow's and torch's oneDNN convolution wrong alike (findings
-    row 107) against JAX and onnxruntime, each side with a witness, had named onnxruntime by
-    its reference (the api-cpu campaign, rng 2937); nor is an independent framework that
-    does, where every backend differs from every other (torch's and TensorFlow's oneDNN
-    ConvLSTM3D, each wrong its own way, against JAX: rng 2943).  None where both or neither
-    side is within."""
-    members = sorted(str(b) for b in pair)
-    if len(members) != 2 or not within:
-        return None
-    on = [x for x in members if within.get(x)]
-    off = [x for x in members if x in within and not within[x]]
-    if len(on) != 1 or len(off) != 1:
-        return None
-    return off, LAYER_FLOAT64_RULE.format(side=on[0])
 
 
 #: the rule's words where the layer recomputed in float64 puts the backend a majority named on it
@@ -147,15 +124,18 @@ def float64_sides(withins: Iterable[Mapping[str, list[str]]]) -> tuple[set[str],
 
 def odd_off_float64(pair: Iterable[str], on: set[str], off: set[str],
                     named: Iterable[str] | None = None) -> tuple[list[str], str] | None:
-    """The odd side of a deviating ``pair`` by the case's float64 evidence
-    (:func:`float64_sides`): where one side is on the blamed layer's exact result and some
-    backend of the case is off it, the other side.  ``named``: the backends a majority named
-    odd; then only a majority naming the side that is on gives way.  Backends sharing a
-    kernel library are wrong alike and outvote the one computing right: TensorFlow's and
-    torch's oneDNN float32 convolution (findings row 107) outvoted JAX in a ConvLSTM3D, and
-    where each was wrong its own way no majority formed, and a pair of them with JAX had no
-    blamed layer of its own (the api-cpu campaign, rng 2943).  None where no backend is off,
-    or both or neither side is on."""
+    """The odd side of a deviating ``pair`` by float64 evidence (:func:`float64_sides` of the
+    pair's own deviation, or of the case's): where one side is on the blamed layer's exact
+    result and some backend is off it, the other side.  ``named``: the backends a majority
+    named odd; then only a majority naming the side that is on gives way.  A layer computed
+    right lands within rounding of its exact result: a conversion that does, beside a
+    reference that does not, is not the one off the program (TensorFlow's and torch's oneDNN
+    convolution wrong alike, findings row 107, against JAX and onnxruntime, each side with a
+    witness, had named onnxruntime by its reference: the api-cpu campaign, rng 2937).  And
+    backends sharing a kernel library are wrong alike and outvote the one computing right:
+    the same convolution outvoted JAX in a ConvLSTM3D, and where each was wrong its own way
+    no majority formed, and a pair of them with JAX had no blamed layer of its own (rng
+    2943).  None where no backend is off, or both or neither side is on."""
     members = sorted(str(b) for b in pair)
     right = [x for x in members if x in on and x not in off]
     if len(members) != 2 or not off or len(right) != 1:
