@@ -138,3 +138,59 @@ def test_a_layer_that_is_not_homogeneous_past_float64s_range_is_no_intermediate_
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert not intermediate_overflow(wide, wide_scaled, 100, alone, lambda u, v: bool(np.allclose(u, v)))
+
+
+def test_a_pair_that_both_overflow_where_the_result_fits_keeps_narrow_intermediates_alike():
+    """Each backend non-finite at some element whose float64 result fits float16: neither kept
+    a wider intermediate, so where each overflows is its order of operations; one backend
+    finite wherever the result fits is still the finding above."""
+    from audee.oracle.nan import both_overflow_narrow
+
+    fed = {"x": np.full((1, 8), 40000.0, np.float32)}
+    fits = {"ref": np.array([[10000.0, 10000.0]])}
+    one_way = {"a": np.array([[10000.0, INF]], np.float16), "b": np.array([[INF, 10000.0]], np.float16)}
+    assert unforced_narrow_overflow(fed, one_way, fits, "float16")        # the pair rule alone lets it stand
+    assert both_overflow_narrow(fed, one_way, fits, "float16")
+    wider = {"a": one_way["a"], "torch": np.array([[10000.0, 10000.0]], np.float16)}
+    assert not both_overflow_narrow(fed, wider, fits, "float16")         # torch never overflows: a finding
+    assert not both_overflow_narrow(fed, one_way, None, "float16")        # no float64 result: no evidence
+    assert not both_overflow_narrow(fed, one_way, {"ref": np.array([[7e4, 7e4]])}, "float16")  # forced
+    big = {"x": np.full((1, 8), 2e19, np.float32)}
+    assert not both_overflow_narrow(big, one_way, fits, "float16")       # float32's scale: the order rule's
+
+
+FORWARD16, INTERLEAVED16 = "tests.plugins:ForwardSumPoolJax", "tests.plugins:InterleavedSumPoolJax"
+
+
+def test_two_float16_sums_overflowing_in_their_own_orders_are_cleared_and_the_float32_sum_stands(tmp_path):
+    """A float16 AveragePooling1D summed in float16 first to last and interleaved (two JAX
+    plugins) and by PyTorch, which keeps the window's sum finite.  One window overflows only
+    first to last, ``40000 + 40000``, the other only interleaved; every mean is 10000.  The
+    plugins' pair is cleared (``overflow``, float64 evidence); each one's pair with PyTorch
+    stands, and the plugins are the odd ones."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
+    from audee.reference.run import Reference, reference_refs
+
+    spec = ModelSpec.from_json({
+        "name": "f16orders", "inputs": [{"name": "x", "shape": [8, 1]}],
+        "layers": [{"name": "p", "api": "AveragePooling1D",
+                    "params": {"pool_size": 4, "strides": 4, "dtype": "float16"}, "inputs": ["x"]}],
+        "output": "p", "logits": "p"})
+    row = [40000.0, -40000.0, 40000.0, 0.0, 40000.0, 40000.0, -40000.0, 0.0]
+    case = TestCase("f16orders", spec, {}, {"x": np.array([row, row], np.float32)[..., None]})
+    refs = parse_backends(f"torch,{FORWARD16},{INTERLEAVED16}")
+    with Pool(refs, tmp_path, timeout=300, reference=reference_refs(refs)) as p:
+        assert p.start() == {}
+        result = Executor(p, reference=Reference()).run(case)
+    finite = {b: np.isfinite(o.output).reshape(2, -1)[0].tolist() for b, o in result.outcomes.items()}
+    assert finite == {"torch": [True, True], FORWARD16: [True, False], INTERLEAVED16: [False, True]}, finite
+    (f,) = [f for f in result.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    assert f.kind == Kind.NAN and f.detail.strong, f.detail
+    both = f.detail.patterns[f"{FORWARD16}|{INTERLEAVED16}"]
+    assert both.cleared == "overflow" and both.overflow_evidence == "float64", both
+    standing = {k for k, pt in f.detail.patterns.items() if not pt.cleared}
+    assert standing == {f"torch|{FORWARD16}", f"torch|{INTERLEAVED16}"}, f.detail.patterns
+    assert sorted(f.detail.odd or []) == sorted([FORWARD16, INTERLEAVED16]), f.detail

@@ -31,8 +31,8 @@ from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_toleran
                                     perturbed_weights, rounding_for)
 from audee.oracle.compute_dtype import (FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range,
                                         reduced_precision)
-from audee.oracle.nan import (amplified_rounding, condition_pattern, diagnose_patterns, diagnose_rows, has_nonfinite,
-                              intermediate_overflow, overflow_boundary, overflow_scale, part_differs_there, same_difference,
+from audee.oracle.nan import (amplified_rounding, both_overflow_narrow, condition_pattern, diagnose_patterns,
+                              diagnose_rows, has_nonfinite, intermediate_overflow, overflow_boundary, overflow_scale, part_differs_there, same_difference,
                               scaled_into_range, settle_conditioning, state_at_overflow_scale, without_nonfinite)
 from audee.oracle.odd import mark_odd
 from audee.oracle.pairs import judged_against
@@ -478,7 +478,9 @@ class Executor(Runner):
         that stands, or one that an input at a narrow dtype's overflow scale would clear, is
         checked against the layer recomputed in float64 (:meth:`_wide_labels`;
         :func:`audee.oracle.nan.overflow_boundary`,
-        :func:`audee.oracle.nan.unforced_narrow_overflow`).  Then :func:`settle_conditioning`."""
+        :func:`audee.oracle.nan.unforced_narrow_overflow`; between independent frameworks
+        both overflowing where it fits clears it, :func:`audee.oracle.nan.both_overflow_narrow`).
+        Then :func:`settle_conditioning`."""
         case = result.case
         for key, p in finding.detail.patterns.items():
             a, b = key.split("|")
@@ -517,7 +519,8 @@ class Executor(Runner):
                 if not p.overflow_boundary and self._amplified(case, name, fed, alone, compute):
                     p.own_layer, p.overflow_evidence, p.cleared = None, None, "amplified"
                 elif not p.overflow_boundary and judged_against(a, b) is None \
-                        and self._state_overflowed(result, name, fed, alone, dtype):
+                        and (both_overflow_narrow(fed, alone, wide, dtype)
+                             or self._state_overflowed(result, name, fed, alone, dtype)):
                     p.own_layer, p.overflow_evidence, p.cleared = None, "float64", "overflow"
                 elif not p.overflow_boundary and self._intermediate_overflow(result, name, fed, alone, dtype, wide,
                                                                              compute):

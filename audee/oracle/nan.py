@@ -51,7 +51,9 @@ position: finite, NaN, +Inf or -Inf (:func:`nonfinite_codes`).  The rules:
   result is representable in float16 (the layer recomputed in float64, on the run's
   backends and the float64 reference's workers; without one, the finite backend's value
   far below the maximum) is a finding: one backend kept an intermediate in float16 where
-  another did not (:func:`unforced_narrow_overflow`).
+  another did not (:func:`unforced_narrow_overflow`).  Between independent frameworks it is
+  cleared when each of the pair overflows somewhere the float64 result fits: both keep
+  float16 intermediates, and where each overflows is its order (:func:`both_overflow_narrow`).
 * **overflow boundary** (:func:`overflow_boundary`): a difference that stands at a layer
   whose finite input gives a result beyond the compute dtype's maximum (the layer
   recomputed in float64) is recorded ``overflow_boundary``: undefined, not a bug.
@@ -410,12 +412,43 @@ def unforced_narrow_overflow(fed: Mapping[str, np.ndarray], alone: Mapping[str, 
     result fits).  Then one backend made an intermediate in the narrow dtype where another
     did not (a float16 average pooling summing in float16): a finding, not the order of
     operations at the boundary."""
+    compute = _narrow_scale(fed, compute)
+    return compute is not None and not overflow_forced(alone, wide, compute)
+
+
+def _narrow_scale(fed: Mapping[str, np.ndarray], compute: str | None) -> str | None:
+    """The compute dtype (None: the input's own) when it overflows before float32 and the
+    finite input ``fed`` is at its overflow scale but not at float32's; else None."""
     if compute is None:
         dtypes = [np.asarray(v).dtype for v in fed.values() if is_float(v)]
         compute = str(dtypes[0]) if dtypes else None
     if compute is None or not narrow_range(compute) or has_nonfinite(fed) or overflow_scale(fed, FLOAT32):
+        return None
+    return compute if overflow_scale(fed, compute) else None
+
+
+def both_overflow_narrow(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray],
+                         wide: Mapping[str, np.ndarray] | None, compute: str | None = None) -> bool:
+    """Whether both backends of a pair whose difference :func:`unforced_narrow_overflow`
+    let stand overflow the narrow ``compute`` dtype where the math does not: each is
+    non-finite at some element whose exact result (every float64 recomputation in ``wide``;
+    none: no evidence) is finite and within the dtype's maximum.  The finding that rule
+    stands for is one backend keeping an intermediate in the narrow dtype where the other
+    kept a wider one; a backend that itself overflows where the result fits keeps narrow
+    intermediates too, so where each of the two overflows is the order of its operations
+    (a float16 attention: every backend NaN at most query positions, one finite, and exact,
+    at another)."""
+    compute = _narrow_scale(fed, compute)
+    if compute is None:
         return False
-    return not overflow_forced(alone, wide, compute)
+    exact = [np.asarray(w, np.float64) for w in (wide or {}).values()
+             if w is not None and np.asarray(w).dtype == np.float64]
+    outs = [np.asarray(v) for v in list(alone.values())[:2]]
+    if not exact or len(outs) < 2 or any(w.shape != outs[0].shape for w in [*exact, outs[1]]):
+        return False
+    limit = dtype_max(compute)
+    fits = np.logical_and.reduce([np.abs(w) <= limit for w in exact])
+    return all(bool((fits & (nonfinite_codes(out) != FINITE)).any()) for out in outs)
 
 
 def compare_codes(a: np.ndarray, b: np.ndarray) -> dict[str, Any] | None:
