@@ -52,8 +52,10 @@ def test_python_m_audee_exitcodes_prints_the_table():
 
 
 # ---- a backend that cannot start: exit 4, one line, every command --------------------------------
-def _audee(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+def _audee(cwd: Path, *args: str, tmpdir: Path | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     return subprocess.run([sys.executable, "-m", "audee", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
 
@@ -79,9 +81,13 @@ def test_campaign_exits_4_with_one_line(tmp_path, parallel):
     """Serial and with slot processes (parallel units): the slot's error keeps its kind."""
     (tmp_path / "c.yaml").write_text(f"name: t\nparallel_units: {parallel}\nruns:\n  - seeds: [lenet5]\n"
                                      f"    backends: [['{MISSING}']]\n    rngs: [0, 1]\n    variants: 1\n")
-    r = _audee(tmp_path, "campaign", "c.yaml", "--out", str(tmp_path / "out"), "--no-progress")
+    (tmp_path / "tmp").mkdir()
+    r = _audee(tmp_path, "campaign", "c.yaml", "--out", str(tmp_path / "out"), "--no-progress",
+               tmpdir=tmp_path / "tmp")
     assert r.returncode == ExitCode.BACKEND_UNAVAILABLE, r.stdout + r.stderr
     _one_line(r)
+    # a slot stopped by its shard while its workers start kills them and drops their temp dirs
+    assert not list((tmp_path / "tmp").glob("audee-worker-*")), list((tmp_path / "tmp").iterdir())
 
 
 @pytest.mark.parametrize("command", ["reproduce", "localize"])

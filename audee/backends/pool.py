@@ -656,7 +656,11 @@ class Pool:
         fails a start here, with one line (:func:`failed_start_line`, ``logs`` named for
         the tracebacks) and one exit code (``ExitCode.BACKEND_UNAVAILABLE``, 4): nothing is
         fuzzed or judged on backends that are not there."""
-        failed = self.start()
+        try:
+            failed = self.start()
+        except BaseException:  # stopped while starting (a slot's SIGTERM): no process, no temp dir left behind
+            self.close()
+            raise
         if failed:
             self.close()
             raise BackendUnavailable(failed_start_line(failed) + (f"; see {logs}" if logs is not None else ""),
