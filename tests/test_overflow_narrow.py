@@ -76,6 +76,9 @@ def test_a_float16_pooling_overflowing_where_another_backend_stays_finite_is_a_f
     assert set(standing) == {"tensorflow|torch", "torch|jax"}, f.detail.patterns
     assert all(pt.own_layer == "p" and pt.overflow_evidence == "float64" for pt in standing.values())
     assert result.verdict.failed
+    # two against one, the majority would name torch; the float64 result names the two losing the mean
+    assert f.detail.odd == ["jax", "tensorflow"], (f.detail.odd, f.detail.odd_rule)
+    assert all(pt.float64_within and pt.float64_within["torch"] for pt in standing.values()), standing
 
 
 FLOAT32_POOL = "tests.plugins:Float32PoolJax"
@@ -162,17 +165,19 @@ def test_a_pair_that_both_overflow_where_the_result_fits_keeps_narrow_intermedia
 FORWARD16, INTERLEAVED16 = "tests.plugins:ForwardSumPoolJax", "tests.plugins:InterleavedSumPoolJax"
 
 
-def test_two_float16_sums_overflowing_in_their_own_orders_are_cleared_and_the_float32_sum_stands(tmp_path):
+def test_two_float16_sums_overflowing_in_their_own_orders_are_cleared_and_named_against_the_float32_sum(tmp_path):
     """A float16 AveragePooling1D summed in float16 first to last and interleaved (two JAX
     plugins) and by PyTorch, which keeps the window's sum finite.  One window overflows only
     first to last, ``40000 + 40000``, the other only interleaved; every mean is 10000.  The
     plugins' pair is cleared (``overflow``, float64 evidence); each one's pair with PyTorch
-    stands, and the plugins are the odd ones."""
+    stands, PyTorch finite where the float64 result (PyTorch's own, no reference run) fits
+    float16.  Those pairs alone would name PyTorch, the one backend in both; the float64
+    evidence names the two that lost a value float16 holds."""
     from audee.backends.pool import Pool
     from audee.backends.registry import parse_backends
     from audee.cases.case import TestCase
     from audee.engine.execute import Executor
-    from audee.reference.run import Reference, reference_refs
+    from audee.oracle.pairs import NAN_OFF_FLOAT64_RULE
 
     spec = ModelSpec.from_json({
         "name": "f16orders", "inputs": [{"name": "x", "shape": [8, 1]}],
@@ -181,16 +186,49 @@ def test_two_float16_sums_overflowing_in_their_own_orders_are_cleared_and_the_fl
         "output": "p", "logits": "p"})
     row = [40000.0, -40000.0, 40000.0, 0.0, 40000.0, 40000.0, -40000.0, 0.0]
     case = TestCase("f16orders", spec, {}, {"x": np.array([row, row], np.float32)[..., None]})
-    refs = parse_backends(f"torch,{FORWARD16},{INTERLEAVED16}")
-    with Pool(refs, tmp_path, timeout=300, reference=reference_refs(refs)) as p:
+    with Pool(parse_backends(f"torch,{FORWARD16},{INTERLEAVED16}"), tmp_path, timeout=300) as p:
         assert p.start() == {}
-        result = Executor(p, reference=Reference()).run(case)
+        result = Executor(p).run(case)
     finite = {b: np.isfinite(o.output).reshape(2, -1)[0].tolist() for b, o in result.outcomes.items()}
     assert finite == {"torch": [True, True], FORWARD16: [True, False], INTERLEAVED16: [False, True]}, finite
     (f,) = [f for f in result.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
     assert f.kind == Kind.NAN and f.detail.strong, f.detail
     both = f.detail.patterns[f"{FORWARD16}|{INTERLEAVED16}"]
     assert both.cleared == "overflow" and both.overflow_evidence == "float64", both
-    standing = {k for k, pt in f.detail.patterns.items() if not pt.cleared}
-    assert standing == {f"torch|{FORWARD16}", f"torch|{INTERLEAVED16}"}, f.detail.patterns
-    assert sorted(f.detail.odd or []) == sorted([FORWARD16, INTERLEAVED16]), f.detail
+    standing = {k: pt for k, pt in f.detail.patterns.items() if not pt.cleared}
+    assert set(standing) == {f"torch|{FORWARD16}", f"torch|{INTERLEAVED16}"}, f.detail.patterns
+    for key, pt in standing.items():
+        assert pt.float64_within == {"torch": ["torch"], key.split("|")[1]: []}, (key, pt)
+    assert f.detail.odd == sorted([FORWARD16, INTERLEAVED16]), (f.detail.odd, f.detail.odd_rule)
+    assert f.detail.odd_rule == NAN_OFF_FLOAT64_RULE.format(right="torch")
+
+
+def test_the_float64_sides_of_a_nan_pair_and_the_odd_backends_they_name():
+    """A side finite where the pair differs and the float64 result fits is on it, one
+    non-finite there is off; no such element, no evidence.  The backends only off it are odd
+    where the named ones include one only on it, or none are named."""
+    from audee.oracle.nan import float64_nan_within
+    from audee.oracle.pairs import nonfinite_off_float64
+
+    alone = {"a": np.array([1.0, INF, 3.0], np.float16), "b": np.array([1.0, 2.0, np.nan], np.float16)}
+    fits = {"t": np.array([1.0, 2.0, 3.0])}
+    assert float64_nan_within(alone, fits, "float16") == {"a": [], "b": []}       # each loses one
+    assert float64_nan_within({"a": alone["a"], "b": np.array([1.0, 2.0, 3.0], np.float16)}, fits,
+                              "float16") == {"a": [], "b": ["t"]}
+    beyond = {"t": np.array([1.0, 7e4, 3.0])}                                       # forced where a is Inf
+    assert float64_nan_within({"a": alone["a"], "b": np.array([1.0, 2.0, 3.0], np.float16)}, beyond,
+                              "float16") is None
+    assert float64_nan_within(alone, {"t": fits["t"].astype(np.float32)}, "float16") is None  # no float64
+    on, off, ran = {"torch"}, {"jax", "tensorflow"}, ["tensorflow", "torch", "jax", "onnxruntime"]
+    assert nonfinite_off_float64(on, off, ran, ["torch"])[0] == ["jax", "tensorflow"]
+    assert nonfinite_off_float64(on, off, ran, [])[0] == ["jax", "tensorflow"]
+    assert nonfinite_off_float64(on, off, ran, ["jax"]) is None                        # the majority is right
+    assert nonfinite_off_float64(on | {"jax"}, off, ran, ["torch"])[0] == ["tensorflow"]  # jax on and off: not odd
+    assert nonfinite_off_float64(set(), off, ran, []) is None
+    # a conversion finite where its program overflows is on no one's behalf; alone, it is no evidence
+    assert nonfinite_off_float64({"onnxruntime"}, {"tensorflow", "torch"}, ran, ["onnxruntime"]) is None
+    assert nonfinite_off_float64({"onnxruntime", "torch"}, off, ran, ["onnxruntime", "torch"])[0] == \
+        ["jax", "tensorflow"]
+    # float32: an intermediate sum overflowing on the way to a result float32 holds is no side
+    wide32 = {"a": np.array([1.0, INF], np.float32), "b": np.array([1.0, 2.0], np.float32)}
+    assert float64_nan_within(wide32, {"t": np.array([1.0, 2.0])}, "float32") is None

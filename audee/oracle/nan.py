@@ -416,6 +416,36 @@ def unforced_narrow_overflow(fed: Mapping[str, np.ndarray], alone: Mapping[str, 
     return compute is not None and not overflow_forced(alone, wide, compute)
 
 
+def float64_nan_within(alone: Mapping[str, np.ndarray], wide: Mapping[str, np.ndarray] | None,
+                       compute: str | None = None) -> dict[str, list[str]] | None:
+    """Which side of a pair stands on the exact result where their non-finite patterns
+    differ, in the shape of a deviation's ``float64_within`` (side -> the float64 results it
+    is within; :func:`audee.oracle.pairs.float64_sides`): at the differing elements whose
+    layer recomputed in float64 (every result in ``wide``) is finite and within the compute
+    dtype's maximum, a side finite at each of them is within every result, a side non-finite
+    at one within none: it kept an intermediate in the narrow dtype where the math needs a
+    wider one, as mixed precision promises (:func:`unforced_narrow_overflow`).  Only for a
+    dtype that overflows before float32 (:func:`audee.oracle.compute_dtype.narrow_range`): a
+    float32 sum overflowing on the way to a result float32 holds is every BLAS's order of
+    operations, no evidence against the one that did.  None without a float64 result or such
+    an element (an overflow the math forces says nothing of either side)."""
+    (a, out_a), (b, out_b) = list(alone.items())[:2]
+    shape = np.shape(out_a)
+    compute = compute or str(np.asarray(out_a).dtype)
+    exact = {t: np.asarray(w, np.float64) for t, w in (wide or {}).items()
+             if w is not None and np.asarray(w).dtype == np.float64 and np.shape(w) == shape}
+    if not exact or np.shape(out_b) != shape or not is_float(np.asarray(out_a)) or not narrow_range(compute):
+        return None
+    limit = dtype_max(compute)
+    with np.errstate(invalid="ignore"):
+        fits = np.logical_and.reduce([np.abs(w) <= limit for w in exact.values()])
+    ca, cb = nonfinite_codes(np.asarray(out_a)), nonfinite_codes(np.asarray(out_b))
+    there = (ca != cb) & fits
+    if not there.any():
+        return None
+    return {x: ([] if (c[there] != FINITE).any() else sorted(exact)) for x, c in ((a, ca), (b, cb))}
+
+
 def _narrow_scale(fed: Mapping[str, np.ndarray], compute: str | None) -> str | None:
     """The compute dtype (None: the input's own) when it overflows before float32 and the
     finite input ``fed`` is at its overflow scale but not at float32's; else None."""

@@ -25,7 +25,10 @@ The rules (``docs/oracles.md``, "The odd backend"):
   as failing pairs do, or as a backend and its reference do (:func:`standing_odd`), where
   they name someone: a majority built of cleared pairs is no verdict.  Where whole patterns
   leave no strict majority, the independent frameworks decide among themselves and each
-  compiled or converted backend against its reference (:func:`independent_odd`).
+  compiled or converted backend against its reference (:func:`independent_odd`).  In
+  float16, where those name an independent framework finite where the layer's float64
+  result fits (or none) while others are non-finite there, those others are odd
+  (:func:`~audee.oracle.pairs.nonfinite_off_float64`: they lost a value the dtype holds).
 * **a backend and its reference** (:mod:`audee.oracle.pairs`): where the rules above cannot
   tell (two backends, no strict majority) and every differing pair is a compiled or
   converted backend and the backend whose program it runs, the compiled or converted side
@@ -73,8 +76,8 @@ from audee.oracle.compute_dtype import reduced_precision
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
-                                float64_sides, odd_by_float64, odd_by_reference, odd_by_witness, odd_off_float64,
-                                outvotes_its_reference)
+                                float64_sides, nonfinite_off_float64, odd_by_float64, odd_by_reference, odd_by_witness,
+                                odd_off_float64, outvotes_its_reference)
 
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float64Verdict | None = None) -> None:
@@ -101,6 +104,8 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
             told = None if nonfinite else standing_odd(ran, f)
             if told and sorted(told[0]) != sorted(odd):  # the differences that stood decide where some were set aside
                 odd, rule = told
+            if not nonfinite:  # a backend losing a value its dtype holds is odd whatever the count
+                odd, rule = nonfinite_off_float64(*float64_sides(_nan_withins(f)), ran, named=odd) or (odd, rule)
         elif by == "pairs":
             failing = failing_pairs(findings)
             pairwise = pairwise or by_float64 or _unless_outvoted(ran, odd_of_pairs(ran, failing))
@@ -206,6 +211,14 @@ def _float64_withins(findings: list[Finding], pair: frozenset[str] | None = None
     return [g.detail.float64_within for g in findings
             if g.kind == Kind.DEVIATION and getattr(g.detail, "float64_within", None)
             and not reduced_precision(g.detail.dtype) and (pair is None or _pair_of(g) == pair)]
+
+
+def _nan_withins(f: Finding) -> list[dict[str, list[str]]]:
+    """The ``float64_within`` of a NaN finding's pairs that stood (a pair cleared or forced
+    is no evidence against either side)."""
+    patterns = getattr(f.detail, "patterns", None) or {}
+    return [p.float64_within for p in patterns.values()
+            if p.float64_within and p.cleared not in CLEARED and not p.overflow_boundary]
 
 
 def _pair_of(f: Finding) -> frozenset[str]:

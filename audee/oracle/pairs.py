@@ -148,6 +148,38 @@ def odd_off_float64(pair: Iterable[str], on: set[str], off: set[str],
     return side, rule
 
 
+#: the rule's words where a NaN finding's layer, recomputed in float64, fits the dtype where
+#: some backends are non-finite and others finite
+NAN_OFF_FLOAT64_RULE = "non-finite where the layer recomputed in float64 fits, {right} finite there"
+
+
+def nonfinite_off_float64(on: set[str], off: set[str], ran: Iterable[str],
+                          named: Iterable[str] | None = None) -> tuple[list[str], str] | None:
+    """A NaN finding's odd backends by float64 evidence (:func:`float64_sides` of its standing
+    pairs' ``float64_within``: on, finite at every element where its pair differs and the
+    layer recomputed in float64 fits the dtype; off, non-finite at one): the backends only off
+    it, where the backends ``named`` by the rules of whole patterns leave an independent
+    framework only on it odd, or name none.  A backend that overflows a float16 result its
+    dtype holds where a framework of its own keeps it is wrong whatever the count: TensorFlow
+    and JAX summing an average pool's window in float16 outvote torch, which keeps the mean,
+    and onnxruntime, TensorFlow's graph with its float16 nodes in float32 (the api-cpu
+    campaign, rngs 2932 and 2953, each filed under onnxruntime's float16 entry).  A backend
+    judged against another of ``ran`` (a conversion, :func:`judged_against`) is on no one's
+    behalf: finite where its program overflows, it left the program (onnxruntime alone
+    finite in a float16 ConvLSTM1D whose state overflows on every framework, rng 2951).
+    None where no backend is only off, or no independent one only on, or the named ones are
+    all off."""
+    ran = set(ran)
+    right = {x for x in on - off if reference_of(x) not in ran}
+    wrong = off - on
+    if not right or not wrong:
+        return None
+    named = set(named or ())
+    if named and not named & right:
+        return None
+    return sorted(wrong), NAN_OFF_FLOAT64_RULE.format(right=", ".join(sorted(right)))
+
+
 def outvotes_its_reference(ran: Iterable[str], odd: Iterable[str]) -> bool:
     """Whether a majority of ``ran`` that leaves ``odd`` out is made only of backends
     judged against one of ``odd``: compilations or conversions of one program (two runtimes

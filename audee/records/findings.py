@@ -157,6 +157,9 @@ class NanPattern(Record):
     own_layer: str | None = None          # the layer where it stands
     overflow_boundary: bool = False
     overflow_evidence: str | None = None  # float64 | scale | scaled (the layer scaled into range)
+    #: where it stands: side -> the float64 results of its layer it is finite with where the
+    #: pair differs and they fit the dtype (audee.oracle.nan.float64_nan_within); None: no evidence
+    float64_within: dict[str, list[str]] | None = None
 
 
 class NanDetail(Detail):
