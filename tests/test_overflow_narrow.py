@@ -219,6 +219,10 @@ def test_the_float64_sides_of_a_nan_pair_and_the_odd_backends_they_name():
     assert float64_nan_within({"a": alone["a"], "b": np.array([1.0, 2.0, 3.0], np.float16)}, beyond,
                               "float16") is None
     assert float64_nan_within(alone, {"t": fits["t"].astype(np.float32)}, "float16") is None  # no float64
+    # on an input holding NaN/Inf, one framework's float64 kernel is not enough: two programs
+    assert float64_nan_within(alone, {"torch": fits["t"]}, "float16", programs=2) is None
+    assert float64_nan_within(alone, {"torch": fits["t"], "jax-x64": fits["t"]}, "float16", programs=2) == \
+        {"a": [], "b": []}
     on, off, ran = {"torch"}, {"jax", "tensorflow"}, ["tensorflow", "torch", "jax", "onnxruntime"]
     assert nonfinite_off_float64(on, off, ran, ["torch"])[0] == ["jax", "tensorflow"]
     assert nonfinite_off_float64(on, off, ran, [])[0] == ["jax", "tensorflow"]
@@ -232,3 +236,36 @@ def test_the_float64_sides_of_a_nan_pair_and_the_odd_backends_they_name():
     # float32: an intermediate sum overflowing on the way to a result float32 holds is no side
     wide32 = {"a": np.array([1.0, INF], np.float32), "b": np.array([1.0, 2.0], np.float32)}
     assert float64_nan_within(wide32, {"t": np.array([1.0, 2.0])}, "float32") is None
+
+
+def test_the_float64_sides_read_the_elements_no_inf_of_the_input_reaches(tmp_path):
+    """Keras' float16 AveragePooling1D on TensorFlow, torch and JAX, one window holding +-Inf
+    (NaN on every backend) and one summing past float16's maximum on TensorFlow and JAX alone
+    (the mean, 20000, fits).  With the Inf set to 0 the first window would differ too, so the
+    layer's input keeps its Inf, and only TensorFlow's and torch's float64 results together
+    (two programs) say where the exact result fits: the two that lose it are odd, not torch."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.cases.case import TestCase
+    from audee.engine.execute import Executor
+    from audee.oracle.pairs import NAN_OFF_FLOAT64_RULE
+
+    spec = ModelSpec.from_json({
+        "name": "f16inf", "inputs": [{"name": "x", "shape": [8, 1]}],
+        "layers": [{"name": "p", "api": "AveragePooling1D",
+                    "params": {"pool_size": 4, "strides": 4, "dtype": "float16"}, "inputs": ["x"]}],
+        "output": "p", "logits": "p"})
+    row = [INF, 40000.0, 40000.0, -INF, 40000.0, 40000.0, 0.0, 0.0]
+    case = TestCase("f16inf", spec, {}, {"x": np.array([row, row], np.float32)[..., None]})
+    with Pool(parse_backends("tensorflow,torch,jax"), tmp_path, timeout=300) as p:
+        assert p.start() == {}
+        result = Executor(p).run(case)
+    codes = {b: [str(float(v)) for v in o.output.reshape(2, -1)[0]] for b, o in result.outcomes.items()}
+    assert codes == {"tensorflow": ["nan", "inf"], "torch": ["nan", "20000.0"], "jax": ["nan", "inf"]}, codes
+    (f,) = [f for f in result.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    assert f.kind == Kind.NAN and f.detail.strong and f.detail.input_nonfinite, f.detail
+    standing = {k: pt for k, pt in f.detail.patterns.items() if not pt.cleared}
+    assert set(standing) == {"tensorflow|torch", "torch|jax"}, f.detail.patterns
+    assert all(sorted(pt.float64_within["torch"]) == ["tensorflow", "torch"] for pt in standing.values()), standing
+    assert f.detail.odd == ["jax", "tensorflow"], (f.detail.odd, f.detail.odd_rule)
+    assert f.detail.odd_rule == NAN_OFF_FLOAT64_RULE.format(right="torch")

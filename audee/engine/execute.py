@@ -526,7 +526,9 @@ class Executor(Runner):
                                                                              compute):
                     p.own_layer, p.overflow_evidence, p.cleared = None, "scaled", "overflow"
                 if p.cleared is None and not p.overflow_boundary:
-                    p.float64_within = float64_nan_within(alone, wide, dtype)
+                    if has_nonfinite(fed) and narrow_range(dtype):  # the elements no NaN/Inf of the input reaches
+                        wide = self._run_wide(case, name, fed, self._wide_labels(result))
+                    p.float64_within = float64_nan_within(alone, wide, dtype, 2 if has_nonfinite(fed) else 1)
             else:
                 p.cleared = reason
         settle_conditioning(finding)

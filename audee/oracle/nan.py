@@ -67,6 +67,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from audee.backends.info import program_of
 from audee.cases.case import Finding, Kind, Outcome
 from audee.oracle.compute_dtype import FLOAT32, cast_overflow_min, dtype_max, narrow_range, overflow_scale_min
 from audee.records.findings import NanDetail, NanExample, NanPattern
@@ -417,7 +418,7 @@ def unforced_narrow_overflow(fed: Mapping[str, np.ndarray], alone: Mapping[str, 
 
 
 def float64_nan_within(alone: Mapping[str, np.ndarray], wide: Mapping[str, np.ndarray] | None,
-                       compute: str | None = None) -> dict[str, list[str]] | None:
+                       compute: str | None = None, programs: int = 1) -> dict[str, list[str]] | None:
     """Which side of a pair stands on the exact result where their non-finite patterns
     differ, in the shape of a deviation's ``float64_within`` (side -> the float64 results it
     is within; :func:`audee.oracle.pairs.float64_sides`): at the differing elements whose
@@ -427,14 +428,20 @@ def float64_nan_within(alone: Mapping[str, np.ndarray], wide: Mapping[str, np.nd
     wider one, as mixed precision promises (:func:`unforced_narrow_overflow`).  Only for a
     dtype that overflows before float32 (:func:`audee.oracle.compute_dtype.narrow_range`): a
     float32 sum overflowing on the way to a result float32 holds is every BLAS's order of
-    operations, no evidence against the one that did.  None without a float64 result or such
-    an element (an overflow the math forces says nothing of either side)."""
+    operations, no evidence against the one that did.  ``programs``: how many frameworks'
+    programs (:func:`audee.backends.info.program_of`) the float64 results must come from: on
+    an input holding NaN/Inf, two, since one framework's float64 kernel treats them as its
+    float16 one does (a max pooling dropping the NaN would make its element "fit"), and
+    only where they all are finite is the exact result known.  None without such results or
+    such an element (an overflow the math forces says nothing of either side)."""
     (a, out_a), (b, out_b) = list(alone.items())[:2]
     shape = np.shape(out_a)
     compute = compute or str(np.asarray(out_a).dtype)
     exact = {t: np.asarray(w, np.float64) for t, w in (wide or {}).items()
              if w is not None and np.asarray(w).dtype == np.float64 and np.shape(w) == shape}
     if not exact or np.shape(out_b) != shape or not is_float(np.asarray(out_a)) or not narrow_range(compute):
+        return None
+    if len({program_of(t) for t in exact}) < programs:
         return None
     limit = dtype_max(compute)
     with np.errstate(invalid="ignore"):
