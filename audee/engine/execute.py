@@ -32,7 +32,8 @@ from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_toleran
 from audee.oracle.compute_dtype import (FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range,
                                         reduced_precision)
 from audee.oracle.nan import (amplified_rounding, both_overflow_narrow, condition_pattern, diagnose_patterns,
-                              diagnose_rows, float64_nan_within, has_nonfinite, intermediate_overflow, overflow_boundary, overflow_scale, part_differs_there, same_difference,
+                              diagnose_rows, float64_nan_within, has_nonfinite, intermediate_overflow,
+                              overflow_boundary, overflow_scale, part_differs_there, same_difference,
                               scaled_into_range, settle_conditioning, state_at_overflow_scale, without_nonfinite)
 from audee.oracle.odd import mark_odd
 from audee.oracle.pairs import judged_against

@@ -435,22 +435,32 @@ def float64_nan_within(alone: Mapping[str, np.ndarray], wide: Mapping[str, np.nd
     only where they all are finite is the exact result known.  None without such results or
     such an element (an overflow the math forces says nothing of either side)."""
     (a, out_a), (b, out_b) = list(alone.items())[:2]
-    shape = np.shape(out_a)
     compute = compute or str(np.asarray(out_a).dtype)
-    exact = {t: np.asarray(w, np.float64) for t, w in (wide or {}).items()
-             if w is not None and np.asarray(w).dtype == np.float64 and np.shape(w) == shape}
-    if not exact or np.shape(out_b) != shape or not is_float(np.asarray(out_a)) or not narrow_range(compute):
+    exact = {t: w for t, w in (wide or {}).items()
+             if w is not None and np.asarray(w).dtype == np.float64 and np.shape(w) == np.shape(out_a)}
+    if np.shape(out_b) != np.shape(out_a) or not is_float(np.asarray(out_a)) or not narrow_range(compute) \
+            or len({program_of(t) for t in exact}) < programs:
         return None
-    if len({program_of(t) for t in exact}) < programs:
+    fits = _fits(exact.values(), np.shape(out_a), compute)
+    if fits is None:
         return None
-    limit = dtype_max(compute)
-    with np.errstate(invalid="ignore"):
-        fits = np.logical_and.reduce([np.abs(w) <= limit for w in exact.values()])
     ca, cb = nonfinite_codes(np.asarray(out_a)), nonfinite_codes(np.asarray(out_b))
     there = (ca != cb) & fits
     if not there.any():
         return None
     return {x: ([] if (c[there] != FINITE).any() else sorted(exact)) for x, c in ((a, ca), (b, cb))}
+
+
+def _fits(wide: Any, shape: tuple[int, ...], compute: str) -> np.ndarray | None:
+    """Where every float64 result in ``wide`` of the output ``shape`` is finite and within
+    ``compute``'s maximum: the exact result the dtype holds.  None without such a result."""
+    exact = [np.asarray(w, np.float64) for w in wide
+             if w is not None and np.asarray(w).dtype == np.float64 and np.shape(w) == shape]
+    if not exact:
+        return None
+    limit = dtype_max(compute)
+    with np.errstate(invalid="ignore"):
+        return np.logical_and.reduce([np.abs(w) <= limit for w in exact])
 
 
 def _narrow_scale(fed: Mapping[str, np.ndarray], compute: str | None) -> str | None:
@@ -476,16 +486,11 @@ def both_overflow_narrow(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.n
     (a float16 attention: every backend NaN at most query positions, one finite, and exact,
     at another)."""
     compute = _narrow_scale(fed, compute)
-    if compute is None:
-        return False
-    exact = [np.asarray(w, np.float64) for w in (wide or {}).values()
-             if w is not None and np.asarray(w).dtype == np.float64]
     outs = [np.asarray(v) for v in list(alone.values())[:2]]
-    if not exact or len(outs) < 2 or any(w.shape != outs[0].shape for w in [*exact, outs[1]]):
+    if compute is None or len(outs) < 2 or outs[0].shape != outs[1].shape:
         return False
-    limit = dtype_max(compute)
-    fits = np.logical_and.reduce([np.abs(w) <= limit for w in exact])
-    return all(bool((fits & (nonfinite_codes(out) != FINITE)).any()) for out in outs)
+    fits = _fits((wide or {}).values(), outs[0].shape, compute)
+    return fits is not None and all(bool((fits & (nonfinite_codes(out) != FINITE)).any()) for out in outs)
 
 
 def compare_codes(a: np.ndarray, b: np.ndarray) -> dict[str, Any] | None:

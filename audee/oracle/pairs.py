@@ -160,7 +160,7 @@ def nonfinite_off_float64(on: set[str], off: set[str], ran: Iterable[str],
     layer recomputed in float64 fits the dtype; off, non-finite at one): the backends only off
     it, where the backends ``named`` by the rules of whole patterns leave an independent
     framework only on it odd, or name none.  A backend that overflows a float16 result its
-    dtype holds where a framework of its own keeps it is wrong whatever the count: TensorFlow
+    dtype holds where an independent framework keeps it is wrong whatever the count: TensorFlow
     and JAX summing an average pool's window in float16 outvote torch, which keeps the mean,
     and onnxruntime, TensorFlow's graph with its float16 nodes in float32 (the api-cpu
     campaign, rngs 2932 and 2953, each filed under onnxruntime's float16 entry).  A backend
