@@ -26,9 +26,8 @@ from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.attribution import Alone, attribute
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, attributed, compare,
-                                    deviation_findings,
-                                    deviation_score, float64_floor, jump_order, layer_scores, pair_compute, perturbed,
-                                    perturbed_weights, rounding_for)
+                                    deviation_findings, deviation_score, float64_floor, jump_order, layer_scores,
+                                    pair_compute, perturbed, perturbed_weights, rounding_for)
 from audee.oracle.compute_dtype import (FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range,
                                         reduced_precision)
 from audee.oracle.nan import (amplified_rounding, both_overflow_narrow, condition_pattern, diagnose_patterns,
@@ -483,6 +482,16 @@ class Executor(Runner):
         both overflowing where it fits clears it, :func:`audee.oracle.nan.both_overflow_narrow`).
         Then :func:`settle_conditioning`."""
         case = result.case
+        wide_runs: dict[tuple[str, str, bool], dict[str, np.ndarray]] = {}  # (layer, feeding backend, NaN/Inf in)
+
+        def float64_of(name: str, a: str, fed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            """:meth:`_run_wide` of ``name`` on ``a``'s input to it (as given, or with its NaN/Inf
+            set to 0), once for every pair that backend feeds."""
+            key = (name, a, has_nonfinite(fed))
+            if key not in wide_runs:
+                wide_runs[key] = self._run_wide(case, name, fed, self._wide_labels(result))
+            return wide_runs[key]
+
         for key, p in finding.detail.patterns.items():
             a, b = key.split("|")
             if a not in layers or b not in layers:
@@ -509,12 +518,12 @@ class Executor(Runner):
             moved = {x: r["logits"] for x, r in moved_replies.items() if isinstance(r, dict)}
             wide: dict[str, np.ndarray] | None = None
             if narrow_range(dtype) and not has_nonfinite(fed) and overflow_scale(fed, dtype):
-                wide = self._run_wide(case, name, fed, self._wide_labels(result))  # forced by the math?
+                wide = float64_of(name, a, fed)  # forced by the math?
             reason = condition_pattern(fed, alone, moved, dtype, wide)
             if reason is None:
                 p.own_layer = name
                 if wide is None:
-                    wide = {} if has_nonfinite(fed) else self._run_wide(case, name, fed, self._wide_labels(result))
+                    wide = {} if has_nonfinite(fed) else float64_of(name, a, fed)
                 p.overflow_boundary = overflow_boundary(fed, alone, wide, dtype)
                 p.overflow_evidence = "float64" if wide else "scale"
                 if not p.overflow_boundary and self._amplified(case, name, fed, alone, compute):
@@ -528,7 +537,7 @@ class Executor(Runner):
                     p.own_layer, p.overflow_evidence, p.cleared = None, "scaled", "overflow"
                 if p.cleared is None and not p.overflow_boundary:
                     if has_nonfinite(fed) and narrow_range(dtype):  # the elements no NaN/Inf of the input reaches
-                        wide = self._run_wide(case, name, fed, self._wide_labels(result))
+                        wide = float64_of(name, a, fed)
                     p.float64_within = float64_nan_within(alone, wide, dtype, 2 if has_nonfinite(fed) else 1)
             else:
                 p.cleared = reason
