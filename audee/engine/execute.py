@@ -25,9 +25,9 @@ from audee.levels.base import Runner
 from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.attribution import Alone, attribute
-from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, Tolerances, as_tolerances, attributed, compare,
-                                    deviation_findings, deviation_score, float64_floor, jump_order, layer_scores,
-                                    pair_compute, perturbed, perturbed_weights, rounding_for)
+from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, PROBE_SIGNS, Tolerances, as_tolerances, attributed,
+                                    compare, deviation_findings, deviation_score, float64_floor, jump_order,
+                                    layer_scores, pair_compute, perturbed, perturbed_weights, rounding_for)
 from audee.oracle.compute_dtype import (FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range,
                                         reduced_precision)
 from audee.oracle.nan import (amplified_rounding, both_overflow_narrow, condition_pattern, diagnose_patterns,
@@ -424,16 +424,25 @@ class Executor(Runner):
         weights move by rounding noise of the pair's compute mode
         (:func:`audee.oracle.deviation.perturbed`, :func:`~audee.oracle.deviation.perturbed_weights`),
         the larger of the two: its conditioning (ill-conditioned on either backend is no
-        evidence against one)."""
+        evidence against one).  A layer computing in a reduced-precision dtype is moved each
+        way (:data:`~audee.oracle.deviation.PROBE_SIGNS`): at its coarse step a value within
+        rounding of a threshold is common.  A float32 layer is moved once: its thresholds are
+        rarely that close, and each extra run is one more chance for a backend's own unstable
+        kernel to look like the layer's conditioning (rng 2929's torch GroupNormalization,
+        whose E[x^2]-E[x]^2 cancels, and rng 2930's TensorFlow Conv3D were cleared by a
+        mirrored float32 probe)."""
         given = layer_feed(case.spec, layer, layers_a, inputs) or {}  # fed before: the layer ran alone on it
         size = rounding_for(compute, {**given, **_outputs(replies)})  # the dtype it computes in counts too
-        moved = self._run_alone(case, layer, {}, perturbed(given, size=size), labels, given=True,
-                                weights=perturbed_weights(case.weights, layer, size=size))
+        signs = PROBE_SIGNS if reduced_precision(layer_compute_dtype(case.spec.layer(layer).params)) \
+            else PROBE_SIGNS[:1]
         worst = 0.0
-        for label in labels:
-            got = compare(replies[label]["logits"], moved[label]["logits"], self.tolerances, compute=compute) \
-                if isinstance(moved.get(label), dict) else None
-            worst = max(worst, float(got["score"]) if got is not None else float("inf"))
+        for sign in signs:
+            moved = self._run_alone(case, layer, {}, perturbed(given, size=sign * size), labels, given=True,
+                                    weights=perturbed_weights(case.weights, layer, size=sign * size))
+            for label in labels:
+                got = compare(replies[label]["logits"], moved[label]["logits"], self.tolerances, compute=compute) \
+                    if isinstance(moved.get(label), dict) else None
+                worst = max(worst, float(got["score"]) if got is not None else float("inf"))
         a, b = labels  # and what the probe cannot move: a normalization over one-element slices
         return max(worst, one_element_score(case.spec.layer(layer), given, case.weights.get(layer, []),
                                             replies[a]["logits"], replies[b]["logits"], self.tolerances, compute))

@@ -299,6 +299,15 @@ ROUNDING = {FULL: PERTURBATION, "tf32": 2.0 ** -10}
 DTYPE_ROUNDING = {"float16": 2.0 ** -9, "bfloat16": 2.0 ** -6}
 
 
+#: the conditioning probe's two draws for a reduced-precision layer: the random move and its
+#: mirror image.  Rounding moves a value either way, and one random direction can carry a
+#: layer's pre-activation away from a threshold its mirror crosses (a mixed_float16 GRU whose
+#: hard_shrink sees -0.49981: two frameworks land past -0.5 by their order of float16 adds, two
+#: do not; the move scored 1.6x tolerance, its mirror 26x, where the frameworks were 27x apart;
+#: the api-cpu campaign, rng 2962)
+PROBE_SIGNS = (1.0, -1.0)
+
+
 def rounding_for(compute: str, inputs: Mapping[str, np.ndarray]) -> float:
     """The perturbation for a conditioning check: rounding noise of the pair's compute mode
     (:data:`ROUNDING`) or of the inputs' own dtype (:data:`DTYPE_ROUNDING`), the larger."""
@@ -310,8 +319,9 @@ def rounding_for(compute: str, inputs: Mapping[str, np.ndarray]) -> float:
 
 def perturbed(inputs: Mapping[str, np.ndarray], seed: int = 0, size: float = PERTURBATION) -> dict[str, np.ndarray]:
     """``inputs`` with every float array moved by a relative ``size`` (random signs,
-    deterministic): the rounding noise one backend's previous layers could have put
-    there.  Integer inputs (token ids) are exact and stay as they are."""
+    deterministic; a negative ``size`` is the mirror image, :data:`PROBE_SIGNS`): the rounding
+    noise one backend's previous layers could have put there.  Integer inputs (token ids) are
+    exact and stay as they are."""
     rng = np.random.default_rng(seed)
     return {k: _moved(v, rng, size) for k, v in inputs.items()}
 
