@@ -687,3 +687,28 @@ class LastRowNanDenseJax(JaxBackend):
 
         made.__class__ = LastRowNan
         return made
+
+
+class BatchNanJax(JaxBackend):
+    """JAX, except that the layer named ``d`` gives NaN in its first row where the batch holds
+    more than four rows: a kernel or a graph rewrite chosen by the batch's shape (TensorFlow's
+    grappler reorders an LSTM's gelu product for 8 rows and not for 4).  A diagnosis that
+    re-runs fewer rows than the case ran must not call the difference unstable."""
+
+    name = "batch-nan-jax"
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != "d":
+            return made
+        import jax.numpy as jnp
+
+        class Batched(type(made)):
+            def call(self, inputs, *args, **kwargs):
+                out = super().call(inputs, *args, **kwargs)
+                if out.shape[0] is None or out.shape[0] <= 4:
+                    return out
+                return out.at[0].set(jnp.nan)
+
+        made.__class__ = Batched
+        return made

@@ -455,6 +455,28 @@ def test_an_overflow_beside_an_inf_it_never_meets_is_cleared_end_to_end(tmp_path
     assert f.detail.patterns[f"jax|{OVERFLOW}"].cleared == "overflow" and not f.detail.strong
 
 
+def test_a_difference_only_the_whole_batch_shows_is_diagnosed_on_it(tmp_path_factory):
+    """:class:`tests.plugins.BatchNanJax` makes its NaN only in a batch of more than four rows;
+    the diagnosis re-runs the one row that differs (:func:`audee.oracle.nan.diagnose_rows`),
+    where the pair agrees everywhere, so the whole batch is diagnosed, and there the
+    difference stands at its layer (not ``unstable``)."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+
+    case = _dense_case(1.0)
+    case.inputs["x"] = np.ones((8, 3), np.float32)
+    batched = "tests.plugins:BatchNanJax"
+    with Pool(parse_backends(f"jax,{batched}"), tmp_path_factory.mktemp("logs"), timeout=120) as p:
+        assert p.start() == {}
+        got = Executor(p).run(case)
+    assert np.isnan(got.outcomes[batched].output[0]).all() and np.isfinite(got.outcomes["jax"].output).all()
+    (f,) = [f for f in got.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    p = f.detail.patterns[f"jax|{batched}"]
+    assert p.cleared is None and p.first_layer_from == "layers" and p.own_layer == "d", p
+    assert got.verdict.failed
+
+
 def test_diagnose_rows_take_the_rows_whose_patterns_differ_first():
     x = np.zeros((12, 2), np.float32)
     x[:10, 0] = NAN                                 # ten rows carry a NaN, propagated alike...

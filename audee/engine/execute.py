@@ -465,17 +465,29 @@ class Executor(Runner):
     def _diagnose_nan(self, result: Result, nans: list[Finding]) -> None:
         """Per-layer non-finite patterns on a few rows: each pair's first layer where they
         differ (audee.oracle.nan.diagnose_patterns), then the conditioning rule on that
-        layer alone (:meth:`_condition_nan`)."""
+        layer alone (:meth:`_condition_nan`).  Where the few rows lose a pair's difference
+        (every layer of theirs agrees), the whole batch the case ran is diagnosed instead: a
+        backend may compute a row otherwise in a smaller batch (TensorFlow's graph applies
+        grappler's reordered gelu product, NaN where the others hold 0, to the 8 rows of an
+        LSTM's case and not to 4 of them: the pair read as unstable and no backend was named
+        odd, the api-cpu campaign, rng 2966), and a difference is unstable only where the
+        inputs it was seen on do not show it again."""
         if not nans:
             return
         case = result.case
-        rows = diagnose_rows(list(result.outcomes.values()), case.inputs, DIAGNOSE_INPUTS)
-        sub = {k: v[rows] for k, v in case.inputs.items()}
         labels = sorted({b for f in nans for k in f.detail.patterns for b in k.split("|")})
-        got = self._pool_run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
-        layers = {b: r["layers"] for b, r in got.items() if isinstance(r, dict)}
+        batch = next((len(v) for v in case.inputs.values() if np.ndim(v)), 0)
+        rows = diagnose_rows(list(result.outcomes.values()), case.inputs, DIAGNOSE_INPUTS)
+        for rows in (rows, list(range(batch))):
+            sub = {k: v[rows] for k, v in case.inputs.items()}
+            got = self._pool_run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
+            layers = {b: r["layers"] for b, r in got.items() if isinstance(r, dict)}
+            for f in nans:
+                diagnose_patterns(f, layers, rows)
+            lost = any(p.first_layer_from == "output" for f in nans for p in f.detail.patterns.values())
+            if not lost or len(rows) >= batch:
+                break
         for f in nans:
-            diagnose_patterns(f, layers, rows)
             self._condition_nan(result, f, layers, sub)
 
     def _condition_nan(self, result: Result, finding: Finding, layers: dict[str, dict[str, np.ndarray]],
