@@ -325,9 +325,6 @@ class Executor(Runner):
         wide_runs: dict[tuple[str, str, tuple[str, ...]], dict[str, np.ndarray]] = {}  # (layer, a, labels) -> run
         independent = [x for x in self._wide_labels(result) if reference_of(x) is None]
 
-        def reduced(name: str) -> bool:
-            return reduced_precision(layer_compute_dtype(case.spec.layer(name).params))
-
         def float64_scores(name: str, a: str, b: str, layers_a: dict[str, np.ndarray]) -> dict | None:
             """:meth:`_float64_scores` of ``name`` alone for the pair, computed once: recomputed in
             float64 by the pair itself where the layer computes in a reduced-precision dtype, by
@@ -335,7 +332,7 @@ class Executor(Runner):
             float64 kernels its float32 graph runs through oneDNN; torch's float64 convolution
             takes its own kernel; a conversion's float64 graph is another program)."""
             if (name, a, b) not in scored:
-                labels = (a, b) if reduced(name) else tuple(independent)
+                labels = (a, b) if _reduced(case.spec, name) else tuple(independent)
                 if (name, a, labels) not in wide_runs:
                     fed = layer_feed(case.spec, name, layers_a, sub)
                     wide_runs[(name, a, labels)] = self._run_wide(case, name, fed, list(labels)) if fed else {}
@@ -348,7 +345,7 @@ class Executor(Runner):
             shows on the better side (:func:`audee.oracle.deviation.float64_floor`), asked of a
             float32 layer only where the probe alone would blame it."""
             moved = self._self_score(case, name, ra["layers"], sub, [a, b], replies, compute)
-            if not reduced(name) and not attributed(own, moved):
+            if not _reduced(case.spec, name) and not attributed(own, moved):
                 return moved
             return max(moved, float64_floor(float64_scores(name, a, b, ra["layers"])))
 
@@ -385,7 +382,7 @@ class Executor(Runner):
             d.own_layers.extend(att.blamed)
             if att.blamed:
                 scores = float64_scores(att.blamed[0], a, b, ra["layers"])
-                if scores is not None and not reduced(att.blamed[0]):
+                if scores is not None and not _reduced(case.spec, att.blamed[0]):
                     scores = _outside(scores, a, b)
                 d.float64_within = None if scores is None else \
                     {x: [t for t, score in sides.items() if score <= 1.0] for x, sides in scores.items()}
@@ -433,8 +430,7 @@ class Executor(Runner):
         mirrored float32 probe)."""
         given = layer_feed(case.spec, layer, layers_a, inputs) or {}  # fed before: the layer ran alone on it
         size = rounding_for(compute, {**given, **_outputs(replies)})  # the dtype it computes in counts too
-        signs = PROBE_SIGNS if reduced_precision(layer_compute_dtype(case.spec.layer(layer).params)) \
-            else PROBE_SIGNS[:1]
+        signs = PROBE_SIGNS if _reduced(case.spec, layer) else PROBE_SIGNS[:1]
         worst = 0.0
         for sign in signs:
             moved = self._run_alone(case, layer, {}, perturbed(given, size=sign * size), labels, given=True,
@@ -712,6 +708,11 @@ class Submitted:
     started: float
     skipped: dict[str, dict[str, Any]] = field(default_factory=dict)  # left out by the refusal memo
     ordinal: int = 0               # its place in the run's order (the refusal memo's)
+
+
+def _reduced(spec: ModelSpec, layer: str) -> bool:
+    """Whether ``layer`` of ``spec`` computes in a reduced-precision dtype (float16, bfloat16)."""
+    return reduced_precision(layer_compute_dtype(spec.layer(layer).params))
 
 
 def _outputs(replies: dict[str, Any]) -> dict[str, np.ndarray]:
