@@ -137,11 +137,16 @@ return traced_call(fn, args, kwargs, lambda v: isinstance(v, jax.Array), jax.jit
 _JAX_OP_EAGER = """import jax  # op by op
 with jax.disable_jit():
     return fn(*args, **kwargs)"""
+#: TensorFlow turns oneDNN on by default only on CPUs it finds AVX-512 VNNI/BF16 or AMX on; on others (an
+#: AVX2 AMD EPYC) its own Eigen kernels compute, with faults of their own (a strided 1-wide max pooling
+#: sampling from offset 1, findings row 29's).  Its backends pin oneDNN on, so a case computes alike on every
+#: x86 machine, in the worker and in its script (read at TensorFlow's import); tensorflow-noonednn pins it off.
+TF_ONEDNN = (("TF_ENABLE_ONEDNN_OPTS", "1"),)
 _TF_GRAPH = ScriptCode("""# a traced graph
 import tensorflow as tf
 at["phase"] = "run"
 return tf.function(lambda xs: model(xs, training=False), autograph=False)(xs)""", gpu=_TF_GPU, op=_TF_OP_GRAPH,
-                       op_carries=_TRACED)
+                       op_carries=_TRACED, env=TF_ONEDNN)
 _JAX_ARGS = ("args = ([v.value for v in model.trainable_variables], "
              "[v.value for v in model.non_trainable_variables], xs)")
 _JAX_JIT = ScriptCode(f"""# jitted, as deployed
@@ -361,13 +366,14 @@ BUILTIN_INFO: dict[str, BackendInfo] = {i.name: i for i in (
           script=ScriptCode("""# eagerly
 import tensorflow as tf  # noqa: F401 - started as the other modes start it
 at["phase"] = "run"
-return model(xs, training=False)""", gpu=_TF_GPU)),
+return model(xs, training=False)""", gpu=_TF_GPU, env=TF_ONEDNN)),
     _mode(TENSORFLOW, "tensorflow-xla", "TensorflowXlaBackend", "Keras 3 on TensorFlow, compiled by XLA",
           trackers=("tensorflow/tensorflow", "openxla/xla"), script=ScriptCode("""# a traced graph compiled by XLA
 import tensorflow as tf
 at["phase"] = "run"
 return tf.function(lambda xs: model(xs, training=False), autograph=False, jit_compile=True)(xs)""", gpu=_TF_GPU,
-                                                                          op=_TF_OP_XLA, op_carries=_TRACED)),
+                                                                          op=_TF_OP_XLA, op_carries=_TRACED,
+                                                                          env=TF_ONEDNN)),
     _mode(TENSORFLOW, "tensorflow-noonednn", "TensorflowNoOneDnnBackend",
           "Keras 3 on TensorFlow, a traced graph on TensorFlow's own CPU kernels (oneDNN off)",
           script=replace(_TF_GRAPH, env=(("TF_ENABLE_ONEDNN_OPTS", "0"),))),  # read at import

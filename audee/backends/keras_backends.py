@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Iterator
 import numpy as np
 
 from audee.backends.base import Backend, BackendError, Phase
+from audee.backends.info import BUILTIN_INFO, TENSORFLOW
 from audee.backends.keras_build import BuiltModel, RoundTripError, default_layer
 from audee.backends.tf_graph import graph_facts
 from audee.cases.spec import LayerSpec, ModelSpec, Weights, contiguous
@@ -409,10 +410,28 @@ class TensorflowBackend(KerasBackend):
     framework = "tensorflow"
     framework_dist = "tensorflow-cpu"
 
+    @classmethod
+    def prepare_process(cls, device: str, precision: str = "full") -> None:
+        """Also the environment TensorFlow reads at its import that this mode's script sets too
+        (:data:`audee.backends.info.TF_ONEDNN`: oneDNN pinned, not left to the CPU)."""
+        super().prepare_process(device, precision)
+        script = (BUILTIN_INFO.get(cls.name) or TENSORFLOW).script
+        os.environ.update(dict(script.env if script is not None else ()))
+
     def versions(self) -> dict[str, str]:
         import tensorflow as tf
 
         return {"keras": self.keras.__version__, "tensorflow": tf.__version__}
+
+    def precision_state(self) -> dict[str, str]:
+        """Also whether TensorFlow computes with oneDNN, as TensorFlow itself reports it
+        (``onednn``: it picks other kernels, with other faults, than its own)."""
+        try:
+            from tensorflow.python.util import _pywrap_util_port  # no public switch says it
+            onednn = str(bool(_pywrap_util_port.IsMklEnabled())).lower()
+        except (ImportError, AttributeError):
+            onednn = "unknown"
+        return {**super().precision_state(), "onednn": onednn}
 
     def set_precision(self, tf32: bool) -> None:
         import tensorflow as tf

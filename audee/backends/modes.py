@@ -99,15 +99,7 @@ class TensorflowNoOneDnnBackend(TensorflowBackend):
     """The default traced graph on TensorFlow's own CPU kernels: oneDNN off for the whole
     process (read once, at TensorFlow's import, hence set in :meth:`prepare_process`)."""
 
-    name = "tensorflow-noonednn"
-
-    @classmethod
-    def prepare_process(cls, device: str, precision: str = "full") -> None:
-        super().prepare_process(device, precision)
-        os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
-
-    def precision_state(self) -> dict[str, str]:
-        return {**super().precision_state(), "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "")}
+    name = "tensorflow-noonednn"  # its script's environment, set by TensorflowBackend.prepare_process
 
 
 class TorchCompileBackend(TorchBackend):
