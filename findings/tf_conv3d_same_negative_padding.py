@@ -5,7 +5,8 @@ kernel with stride 3 over 6 (or 9) depth values returns x[1], x[4] where x[0], x
 float32/float16 when oneDNN is off, TF_ENABLE_ONEDNN_OPTS=0) is wrong; oneDNN's float32 and
 float16 are right, and tf.nn.conv2d / conv1d are right (the conv2d case was fixed in 2016,
 tensorflow/tensorflow#1991).  Reached by Keras Conv3D(kernel_size 1, strides 3, padding='same')
-under a float64 policy (or on a TensorFlow without oneDNN).
+under a float64 policy (or on a TensorFlow without oneDNN, where MaxPooling3D / AveragePooling3D
+with pool 1, strides 3, 'same' sample from offset 1 too).
 
     python tf_conv3d_same_negative_padding.py                          # float64 wrong
     TF_ENABLE_ONEDNN_OPTS=0 python tf_conv3d_same_negative_padding.py  # float32 wrong too
@@ -38,5 +39,13 @@ for n in (5, 6, 7, 9):
               f"{want.tolist()}  {'ok' if ok else 'WRONG'}")
         if not ok:
             bad.append(f"n={n} {dtype}")
+# the 3-D pooling kernels pad alike where oneDNN is off (float32 only: no float64 kernel)
+x = np.arange(6.0, dtype="float32").reshape(1, 6, 1, 1, 1)
+for pool in (tf.nn.max_pool3d, tf.nn.avg_pool3d):
+    got = pool(x, 1, [1, 3, 1, 1, 1], "SAME").numpy().ravel()
+    print(f"{pool.__name__} ksize 1, stride 3, SAME over 6 -> {got.tolist()}  want [0.0, 3.0]"
+          f"  {'ok' if got.tolist() == [0.0, 3.0] else 'WRONG'}")
+    if got.tolist() != [0.0, 3.0]:
+        bad.append(f"{pool.__name__} float32")
 print(f"REPRODUCED: {', '.join(bad)}" if bad else "NOT REPRODUCED")
 sys.exit(1 if bad else 0)
