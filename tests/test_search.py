@@ -115,11 +115,12 @@ def _case(ex: Executor) -> TestCase:
 
 def test_ga_raises_inconsistency_fitness_across_generations(pool):
     ex = Executor(pool)
-    cfg = SearchConfig(level="input", fitness="inconsistency", population=12, parents=4, max_iter=8,
+    # 16 generations: with oneDNN's AVX2 kernels the first 8 of this draw find no pair further apart
+    cfg = SearchConfig(level="input", fitness="inconsistency", population=12, parents=4, max_iter=16,
                        budget_s=120, input_scale=0.5, rng=0)
     out = Search(ex, _case(ex), cfg, pool.labels, lambda r: r.case.id, "t").run()
     best = [t["best"] for t in out.trace]
-    assert out.generations == 8 and out.evaluations >= 12
+    assert out.generations == 16 and out.evaluations >= 12
     assert all(b2 >= b1 for b1, b2 in zip(best, best[1:]))  # elitism: never worse
     assert best[-1] > best[0]
     assert set(out.trace[-1]["layers"]) == {"conv", "pool", "flat", "logits", "softmax"}
