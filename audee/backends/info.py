@@ -142,6 +142,7 @@ with jax.disable_jit():
 #: sampling from offset 1, findings row 29's).  Its backends pin oneDNN on, so a case computes alike on every
 #: x86 machine, in the worker and in its script (read at TensorFlow's import); tensorflow-noonednn pins it off.
 TF_ONEDNN = (("TF_ENABLE_ONEDNN_OPTS", "1"),)
+TF_NO_ONEDNN = ((TF_ONEDNN[0][0], "0"),)
 _TF_GRAPH = ScriptCode("""# a traced graph
 import tensorflow as tf
 at["phase"] = "run"
@@ -376,7 +377,7 @@ return tf.function(lambda xs: model(xs, training=False), autograph=False, jit_co
                                                                           env=TF_ONEDNN)),
     _mode(TENSORFLOW, "tensorflow-noonednn", "TensorflowNoOneDnnBackend",
           "Keras 3 on TensorFlow, a traced graph on TensorFlow's own CPU kernels (oneDNN off)",
-          script=replace(_TF_GRAPH, env=(("TF_ENABLE_ONEDNN_OPTS", "0"),))),  # read at import
+          script=replace(_TF_GRAPH, env=TF_NO_ONEDNN)),  # read at import
     _mode(TORCH, "torch-compile", "TorchCompileBackend", "Keras 3 on PyTorch under torch.compile",
           trackers=("pytorch/pytorch", "keras-team/keras"), script=ScriptCode("""# under torch.compile
 import torch
