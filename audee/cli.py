@@ -864,6 +864,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.BROKEN_PIPE)
     finally:
         close_log_file()
+        signals.finished()
 
 
 if __name__ == "__main__":

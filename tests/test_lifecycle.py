@@ -241,3 +241,32 @@ signals.install(announce=False)
     flag.write_text("x")
     out, err = p.communicate(timeout=120)
     assert "handler-done" in out and "Traceback" not in err and p.returncode == 0, (p.returncode, err)
+
+
+def test_a_sigterm_while_the_interpreter_joins_threads_prints_no_traceback(tmp_path):
+    """The interpreter joins the threads left running (a queue's feeder) before it runs the
+    exit handlers: a parent stopping an audee command that has returned (a campaign's slot
+    process after its last unit) must not print a traceback there either."""
+    flag = tmp_path / "sent"
+    code = f"""
+import os, sys, threading, time
+from audee import cli
+def lingering():   # a thread the interpreter joins at exit, after main returned
+    while threading.main_thread().is_alive():
+        time.sleep(0.01)
+    print("joining", flush=True)
+    for _ in range(6000):
+        if os.path.exists({str(flag)!r}):
+            break
+        time.sleep(0.01)
+threading.Thread(target=lingering).start()
+sys.exit(cli.main(["seeds"]))
+"""
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         cwd=ROOT)
+    lines = iter(p.stdout.readline, "")
+    assert any(line.strip() == "joining" for line in lines)
+    p.send_signal(signal.SIGTERM)
+    flag.write_text("x")
+    out, err = p.communicate(timeout=120)
+    assert "Traceback" not in err and p.returncode == 0, (p.returncode, err)

@@ -552,6 +552,7 @@ def _slot_main(slot: int, campaign: Campaign, out: Path, index: int, count: int,
         events.put(("fatal", slot, uid, {"message": str(exc), "unavailable": isinstance(exc, BackendUnavailable)}))
     finally:
         pools.close()
+        signals.finished()  # the shard may stop this slot while the interpreter ends it
 
 
 def _run_unit(unit: Unit, udir: Path, stage: Callable[[str], None], pools: "_Pools",

@@ -61,9 +61,13 @@ def install(announce: bool = True) -> None:
     _announce = announce
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
-        atexit.register(_mark_exiting)  # runs before the handlers registered earlier (logging's)
+        atexit.register(finished)  # runs before the handlers registered earlier (logging's)
 
 
-def _mark_exiting() -> None:
+def finished() -> None:
+    """The process's work has unwound: a SIGTERM from now on has nothing to clean up and is
+    ignored.  Called where the main function ends, because the interpreter joins threads
+    (``threading._shutdown``) before it runs the exit handlers: a parent stopping a process in
+    that window would otherwise print an "Exception ignored" traceback to the shared stderr."""
     global _exiting
     _exiting = True
