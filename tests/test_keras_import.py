@@ -213,6 +213,7 @@ def small_tmpdir(tmp_path, monkeypatch):
         subprocess.run(["umount", str(small)], check=True)
 
 
+@pytest.mark.fresh_workers  # its worker's own temp dir is watched as it ends
 def test_a_model_whose_assets_fill_tmpdir_is_refused_and_leaves_no_extraction(models, small_tmpdir, tmp_path):
     """Keras extracts a .keras file's members into a temp dir to load its assets; when that
     fills TMPDIR the import is refused in one line and nothing extracted stays behind, not

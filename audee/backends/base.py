@@ -85,6 +85,10 @@ class Backend(ABC):
     def prepare_process(cls, device: str, precision: str = "full") -> None:
         """Set process-wide environment before any framework import (called once, first)."""
 
+    def close(self) -> None:
+        """Release what the backend holds outside its own objects (a child process): a worker
+        process renewed for another pool (``renew``) makes new backend objects."""
+
     def precision_state(self) -> dict[str, str]:
         """The precision mode and the framework switches that implement it, as the
         framework reports them (``audee backends`` shows this; a plugin may add its own)."""

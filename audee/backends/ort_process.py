@@ -179,6 +179,14 @@ class RuntimeProcess:
             _raise_where_raised(_raised(reply))
         return reply
 
+    def close(self) -> None:
+        """End the runtime process (a new one starts at the next session)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            os.close(self.fd)
+            self.proc, self.fd = None, -1
+
     def _die_as_it_died(self) -> None:
         """The runtime crashed or exited: so does the worker, with its signal or exit code
         (what the parent records when onnxruntime runs inside the worker)."""

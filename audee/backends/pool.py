@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -109,6 +110,8 @@ class Worker:
     # the process's own TMPDIR: what a framework leaves in its temp dir (torch inductor's
     # torchinductor_<user>, a .keras model's extracted assets) goes with the process
     tmp: Path | None = None
+    _key: tuple | None = None   # what its process was started with (IdleWorkers)
+    _adopted: bool = False   # its process was taken from IdleWorkers, not started
 
     def __post_init__(self) -> None:
         _check_timeout(self.timeout, "timeout")
@@ -124,12 +127,10 @@ class Worker:
         return self.log_dir / f"worker-{safe}.log"
 
     # ---- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> None:
-        """Spawn the process; the framework import continues in the background."""
+    def start(self, idle: bool = True) -> None:
+        """Spawn the process; the framework import continues in the background.  ``idle``:
+        or take one :func:`keep_idle_workers` kept."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        parent_sock, child_sock = socket.socketpair()
-        for sock in (parent_sock, child_sock):
-            _widen(sock)
         env = worker_env(self.ref, os.environ, self.threads, self.gpu_fraction)
         python = self.ref.python or sys.executable
         self._refused = missing_in_env(self.ref, env) if self.ref.python else None
@@ -139,16 +140,20 @@ class Worker:
             self._started = time.monotonic()
             return
         self._drop_tmp()  # a dead process's leftovers
+        key = _idle_key(self, env, python)  # before the process's own TMPDIR is set
+        self._adopted = idle and self._adopt(key)
+        if self._adopted:
+            return
+        parent_sock, child_sock = socket.socketpair()
+        for sock in (parent_sock, child_sock):
+            _widen(sock)
         try:
             self.tmp = Path(tempfile.mkdtemp(prefix=f"audee-worker-{self.log_path.stem[len('worker-'):]}-"))
             env["TMPDIR"] = str(self.tmp)
         except OSError as exc:  # no usable temp dir: the framework meets the same one and says so
             log.info("worker %s: no temp dir of its own (%s); it shares TMPDIR", self.label, exc)
         logf = open(self.log_path, "ab")
-        where = f" in environment {self.ref.env} ({python})" if self.ref.env else ""
-        logf.write(f"\n=== start {time.strftime('%Y-%m-%d %H:%M:%S')} {self.ref.target} on {self.ref.device} "
-                   f"({self.ref.precision} precision){where}\n".encode())
-        logf.flush()
+        self._log_start(logf, f" in environment {self.ref.env} ({python})" if self.ref.env else "")
         hosted = ["--guest", self.guest.target] if self.guest is not None else []
         self.proc = subprocess.Popen(
             [python, "-P", "-m", "audee.backends.worker", "--fd", str(child_sock.fileno()),
@@ -161,14 +166,54 @@ class Worker:
                  self.proc.pid, self.log_path, f"; hosts {self.guest.label}" if self.guest is not None else "")
         child_sock.close()
         self.conn = Connection(parent_sock.detach())
+        self._key = key
+        self._begin()
+
+    def _log_start(self, logf: Any, how: str) -> None:
+        logf.write(f"\n=== start {time.strftime('%Y-%m-%d %H:%M:%S')} {self.ref.target} on {self.ref.device} "
+                   f"({self.ref.precision} precision){how}\n".encode())
+        logf.flush()
+
+    def _begin(self) -> None:
+        """A process (new or taken from :class:`IdleWorkers`) starts answering this worker."""
         self._sent_weights.clear()
         self._sent_specs.clear()
         self._generation += 1
         self._started = time.monotonic()
         self._busy = True
 
+    def _adopt(self, key: tuple) -> bool:
+        """Take an idle process started with the same command and environment, if
+        :func:`keep_idle_workers` keeps them: it writes to this worker's log from now on and
+        drops everything it built (``renew``), then answers ``ready`` and ``hello`` as a new
+        one does, without importing its framework again."""
+        idle = _IDLE.take(key) if _IDLE is not None else None
+        if idle is None:
+            return False
+        with open(self.log_path, "ab") as logf:
+            self._log_start(logf, f": idle pid {idle.proc.pid} taken over")
+        try:
+            wire.send(idle.conn.fileno(), {"op": "renew", "log": str(self.log_path.resolve())})
+        except OSError:
+            idle.kill()
+            return False
+        log.info("worker %s: took over idle pid %d (log %s)", self.label, idle.proc.pid, self.log_path)
+        self.proc, self.conn, self.tmp, self._key = idle.proc, idle.conn, idle.tmp, key
+        self._begin()
+        return True
+
     def wait_ready(self) -> WorkerFailure | None:
-        """Block until the worker imported its framework and answered ``hello``."""
+        """Block until the worker imported its framework and answered ``hello``; a kept
+        process that fails to (it died while idle) is replaced by a new one."""
+        failure = self._wait_ready()
+        if failure is not None and self._adopted:
+            log.info("worker %s: the idle process taken over failed (%s); starting a new one", self.label, failure.line)
+            self.kill()
+            self.start(idle=False)
+            failure = self._wait_ready()
+        return failure
+
+    def _wait_ready(self) -> WorkerFailure | None:
         if self._refused is not None:
             return WorkerFailure("error", "start", self._refused)
         left = self.start_timeout - (time.monotonic() - self._started)
@@ -243,6 +288,12 @@ class Worker:
         audee is being terminated, is killed at once."""
         from audee.core.signals import terminating
 
+        if (_IDLE is not None and self.alive() and self.conn is not None and not self._busy and not self._outstanding
+                and self._key is not None and not terminating()):
+            _IDLE.keep(self._key, _Idle(self.proc, self.conn, self.tmp))
+            log.info("worker %s: pid %d kept idle for the next pool", self.label, self.proc.pid)
+            self.proc = self.conn = self.tmp = None
+            return
         if self.alive() and self.conn is not None and not self._busy and not terminating():
             try:
                 wire.send(self.conn.fileno(), {"op": "exit"})
@@ -532,6 +583,94 @@ class GuestWorker:
 
     def result(self, ticket: int | None = None) -> dict | WorkerFailure:
         return self.host.result(self._last_ticket if ticket is None else ticket)
+
+
+@dataclass
+class _Idle:
+    """A worker process no pool uses, kept for the next that starts the same one."""
+    proc: subprocess.Popen
+    conn: Connection
+    tmp: Path | None
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            self.proc.kill()
+        self.proc.wait()
+        self.conn.close()
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class IdleWorkers:
+    """Worker processes kept between pools, by what they were started with.  A process that
+    opens pool after pool (the test suite: each test its own pool on the same frameworks)
+    spends most of its time importing frameworks; a kept process is renewed instead (its
+    models and state dropped, its output sent to the new log), which a new one would
+    compute no differently.  At most ``size`` are kept, the oldest stopped first."""
+
+    def __init__(self, size: int, ignore_env: Iterable[str] = ()):
+        self.size = size
+        self.ignore_env = frozenset(ignore_env)
+        self._idle: OrderedDict[tuple, _Idle] = OrderedDict()
+        self._serial = 0
+
+    def keep(self, key: tuple, idle: _Idle) -> None:
+        self._serial += 1
+        self._idle[(key, self._serial)] = idle
+        while len(self._idle) > self.size:
+            self._idle.popitem(last=False)[1].kill()
+
+    def take(self, key: tuple) -> _Idle | None:
+        """The newest idle process started as ``key`` that is still alive, else None."""
+        for k in reversed([k for k in self._idle if k[0] == key]):
+            idle = self._idle.pop(k)
+            if idle.proc.poll() is None:
+                return idle
+            idle.kill()
+        return None
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.popitem(last=False)[1].kill()
+
+
+_IDLE: IdleWorkers | None = None
+
+
+@contextmanager
+def keep_idle_workers(size: int = 6, ignore_env: Iterable[str] = ()) -> Iterator[IdleWorkers]:
+    """While inside, a stopped worker's process is kept for the next pool that starts the
+    same backend with the same command and environment (``ignore_env``: variables that
+    change between pools without changing what a worker computes); all are stopped on leaving."""
+    global _IDLE
+    outer, _IDLE = _IDLE, IdleWorkers(size, ignore_env)
+    try:
+        yield _IDLE
+    finally:
+        idle, _IDLE = _IDLE, outer
+        idle.close()
+
+
+@contextmanager
+def fresh_workers() -> Iterator[None]:
+    """Every worker started inside starts a new process and ends it when stopped: for what
+    watches a process's own life (its temp dir, its pid, its restarts)."""
+    global _IDLE
+    outer, _IDLE = _IDLE, None
+    try:
+        yield
+    finally:
+        _IDLE = outer
+
+
+def _idle_key(worker: "Worker", env: Mapping[str, str], python: str) -> tuple:
+    """What a worker process was started with: its command and its environment."""
+    ignore = _IDLE.ignore_env if _IDLE is not None else frozenset()
+    guest = worker.guest.target if worker.guest is not None else None
+    return (python, worker.ref.target, worker.ref.device, worker.ref.precision, guest, os.getcwd(),
+            tuple(sorted((k, v) for k, v in env.items() if k not in ignore)))
 
 
 def hosted_pairs(refs: Iterable[BackendRef]) -> dict[str, str]:

@@ -125,6 +125,9 @@ class TorchOnnxBackend(OnnxRuntimeBackend):
         self._memo_bytes: dict[str, int] = {}  # memo key -> bytes of its graphs
         self._memo_total = 0  # their sum
 
+    def close(self) -> None:
+        self.runtime.close()
+
     @classmethod
     def prepare_process(cls, device: str, precision: str = "full") -> None:
         TorchBackend.prepare_process("cpu")

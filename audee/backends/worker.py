@@ -443,13 +443,17 @@ def serve(conn: Connection, target: str, device: str, precision: str = "full", g
         limit_threads(int(os.environ["AUDEE_THREADS"]))
     cls = load_class(target)
     cls.prepare_process(device, precision)
-    guest_state = None
+    guest_cls = None
     if guest is not None:
         guest_cls = load_class(guest)
         guest_cls.prepare_process(device, precision)
-        guest_state = WorkerState(guest_cls(device, precision))
-    backend = cls(device, precision)
-    state = WorkerState(backend, guest_state)
+
+    def fresh() -> tuple[WorkerState, WorkerState | None]:
+        """The backends' state as a start leaves it: new backend objects, nothing built or kept."""
+        hosted = WorkerState(guest_cls(device, precision)) if guest_cls is not None else None
+        return WorkerState(cls(device, precision), hosted), hosted
+
+    state, guest_state = fresh()
     fd = conn.fileno()
     wire.send(fd, {"ready": True})
     while True:
@@ -459,6 +463,14 @@ def serve(conn: Connection, target: str, device: str, precision: str = "full", g
             return
         if msg.get("op") == "exit":
             return
+        if msg.get("op") == "renew":  # a new pool takes this process (IdleWorkers): as if started again
+            _log_to(msg["log"])
+            for ended in (state, guest_state):
+                if ended is not None:
+                    ended.backend.close()
+            state, guest_state = fresh()
+            wire.send(fd, {"ready": True})
+            continue
         to = guest_state if msg.get("guest") and guest_state is not None else state
         try:
             reply = to.handle(msg)
@@ -470,6 +482,16 @@ def serve(conn: Connection, target: str, device: str, precision: str = "full", g
                                "message": _msg(exc), "traceback": traceback.format_exc()}}
         wire.send(fd, reply)
         to.work_ahead()
+
+
+def _log_to(path: str) -> None:
+    """Send this process's stdout and stderr (the framework's own lines too) to ``path``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
 
 
 def _added(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
