@@ -290,7 +290,7 @@ class Worker:
 
         if (_IDLE is not None and self.alive() and self.conn is not None and not self._busy and not self._outstanding
                 and self._key is not None and not terminating()):
-            _IDLE.keep(self._key, _Idle(self.proc, self.conn, self.tmp))
+            _IDLE.keep(self._key, Worker(self.ref, self.log_dir, proc=self.proc, conn=self.conn, tmp=self.tmp))
             log.info("worker %s: pid %d kept idle for the next pool", self.label, self.proc.pid)
             self.proc = self.conn = self.tmp = None
             return
@@ -585,24 +585,6 @@ class GuestWorker:
         return self.host.result(self._last_ticket if ticket is None else ticket)
 
 
-@dataclass
-class _Idle:
-    """A worker process no pool uses, kept for the next that starts the same one."""
-    proc: subprocess.Popen
-    conn: Connection
-    tmp: Path | None
-
-    def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            self.proc.kill()
-        self.proc.wait()
-        self.conn.close()
-        if self.tmp is not None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-
-
 class IdleWorkers:
     """Worker processes kept between pools, by what they were started with.  A process that
     opens pool after pool (the test suite: each test its own pool on the same frameworks)
@@ -613,20 +595,20 @@ class IdleWorkers:
     def __init__(self, size: int, ignore_env: Iterable[str] = ()):
         self.size = size
         self.ignore_env = frozenset(ignore_env)
-        self._idle: OrderedDict[tuple, _Idle] = OrderedDict()
+        self._idle: OrderedDict[tuple, Worker] = OrderedDict()  # a holder of each kept process
         self._serial = 0
 
-    def keep(self, key: tuple, idle: _Idle) -> None:
+    def keep(self, key: tuple, idle: Worker) -> None:
         self._serial += 1
         self._idle[(key, self._serial)] = idle
         while len(self._idle) > self.size:
             self._idle.popitem(last=False)[1].kill()
 
-    def take(self, key: tuple) -> _Idle | None:
+    def take(self, key: tuple) -> Worker | None:
         """The newest idle process started as ``key`` that is still alive, else None."""
         for k in reversed([k for k in self._idle if k[0] == key]):
             idle = self._idle.pop(k)
-            if idle.proc.poll() is None:
+            if idle.alive():
                 return idle
             idle.kill()
         return None
