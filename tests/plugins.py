@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import time
 
+import numpy as np
+
 from audee.backends.keras_backends import JaxBackend, TensorflowBackend, TorchBackend
 from audee.backends.modes import TensorflowXlaBackend
 from audee.backends.onnx_backend import OnnxRuntimeBackend
@@ -39,6 +41,29 @@ class RaisingBackend(JaxBackend):
 
     def run(self, model, inputs):
         raise ValueError("refusing this batch on purpose")
+
+
+class StickyErrorBackend(JaxBackend):
+    """Fails a run on an input above 100 as a CUDA device-side assert does: the error sticks
+    to the process, whose every later build and run fails too, until it ends
+    (:meth:`unusable` says why)."""
+
+    name = "sticky"
+    broken = False  # this process's state, as a CUDA context's
+
+    def build(self, spec):
+        if StickyErrorBackend.broken:
+            raise RuntimeError("CUDA error: device-side assert triggered")
+        return super().build(spec)
+
+    def run(self, model, inputs):
+        if StickyErrorBackend.broken or any(float(np.max(x)) > 100 for x in inputs.values()):
+            StickyErrorBackend.broken = True
+            raise RuntimeError("CUDA error: device-side assert triggered")
+        return super().run(model, inputs)
+
+    def unusable(self):
+        return "the device no longer computes: device-side assert" if StickyErrorBackend.broken else None
 
 
 class HangingBackend(JaxBackend):

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from audee.backends.pool import GPU_MEM_FRACTION, Pool, gpu_fractions, worker_env
-from audee.backends.registry import parse_backends
+from audee.backends.registry import gpu_index, parse_backends
 from audee.campaign.config import Unit
 from audee.campaign.runner import parallel_units
 from audee.core.cpus import (available_cpus, default_parallel_units, parse_cpu_max, read_cgroup_cpus, task_cpus,
@@ -109,3 +109,18 @@ def test_a_worker_env_carries_its_threads_and_gpu_memory_share(tmp_path):
                 "TF_FORCE_GPU_ALLOW_GROWTH"} & set(cpu)        # a CPU worker: no limits, framework threads
     mine = worker_env(pool.workers["torch@cuda"].ref, {**base, GPU_MEM_FRACTION: "0.3"}, 2, 0.125)
     assert mine[GPU_MEM_FRACTION] == mine["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.3"   # the user's share wins
+
+
+def test_a_torch_gpu_worker_gives_torch_a_device_index_it_takes():
+    """torch's ``set_per_process_memory_fraction`` takes an index or an indexed device and
+    refuses ``torch.device("cuda")``: every torch@cuda worker once failed to start on a
+    GPU.  torch's own check of a device argument (run here on a CPU build) takes what the
+    worker passes for each way of naming a GPU."""
+    import torch
+    from torch.cuda._utils import _get_device_index
+
+    with pytest.raises(ValueError, match="specified index"):
+        _get_device_index(torch.device("cuda"))  # what the worker passed
+    for device, index in (("cuda", 0), ("cuda:0", 0), ("cuda:1", 1)):
+        assert gpu_index(device) == index == _get_device_index(gpu_index(device))
+    assert gpu_index("cpu") is None

@@ -220,3 +220,28 @@ def test_a_large_request_behind_a_large_answer_is_sent_without_deadlock(tmp_path
         assert not thread.is_alive(), "the parent and the worker each wait for the other to read"
         assert sorted(got) == [0, 1] and all(isinstance(r, dict) and "logits" in r for r in got.values())
         np.testing.assert_allclose(got[1]["logits"] - got[0]["logits"], 1.0, atol=1e-3)
+
+
+STICKY = "tests.plugins:StickyErrorBackend"
+
+
+def test_a_failure_that_breaks_the_process_gives_the_next_case_a_fresh_one(tmp_path):
+    """A CUDA device-side assert sticks to its process: every later build and run there
+    fails.  Kept, that worker would fail each later case of its slot, and the report would
+    count them as the backend's bug.  The worker says so with its answer and ends; the
+    cases sent behind it (pipelined, as the fuzz loop sends them) go to a fresh process."""
+    with Pool(parse_backends(f"jax,{STICKY}"), tmp_path, timeout=60) as p:
+        assert p.start() == {}
+        first_pid = p.workers[STICKY].proc.pid
+        ex = Executor(p)
+        cases = [_case(ex, i) for i in range(3)]
+        cases[0].inputs["image"][0, 0, 0, 0] = 1e3  # the input the device asserts on
+        results = [ex.finish(sub) for sub in [ex.submit(case) for case in cases]]
+        (div,) = _by_kind(results[0], Kind.DIVERGENT_ACCEPTANCE)
+        assert div.backends == [STICKY] and "device-side assert" in div.detail.errors[STICKY].message
+        for result in results[1:]:
+            assert not result.verdict.failed, result.verdict.findings
+            np.testing.assert_allclose(result.outcomes[STICKY].logits, result.outcomes["jax"].logits, rtol=1e-6)
+        assert p.workers[STICKY].restarts == 1 and p.workers[STICKY].proc.pid != first_pid
+        assert p.workers["jax"].restarts == 0
+        assert "ending this process: the device no longer computes" in p.workers[STICKY].log_path.read_text()

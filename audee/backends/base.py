@@ -89,6 +89,14 @@ class Backend(ABC):
         """Release what the backend holds outside its own objects (a child process): a worker
         process renewed for another pool (``renew``) makes new backend objects."""
 
+    def unusable(self) -> str | None:
+        """Why this process can compute nothing more after a failed request, None while it
+        can.  A GPU error can stick to the device context (a CUDA device-side assert: every
+        later call of the process fails, a build too), and each later case would be blamed
+        on the backend.  The worker asks after every failed request; a reason ends the
+        process, and the pool starts a fresh one for the next request."""
+        return None
+
     def precision_state(self) -> dict[str, str]:
         """The precision mode and the framework switches that implement it, as the
         framework reports them (``audee backends`` shows this; a plugin may add its own)."""

@@ -16,8 +16,10 @@ import numpy as np
 from audee.backends.base import Backend, BackendError, Phase
 from audee.backends.info import BUILTIN_INFO, TENSORFLOW
 from audee.backends.keras_build import BuiltModel, RoundTripError, default_layer
+from audee.backends.registry import gpu_index
 from audee.backends.tf_graph import graph_facts
 from audee.cases.spec import LayerSpec, ModelSpec, Weights, contiguous
+from audee.core.bounded import clean_text
 
 
 def gpu_precision_env(device: str, precision: str) -> dict[str, str | None]:
@@ -176,6 +178,19 @@ class KerasBackend(KerasOpCalls, Backend):
     def precision_flags(self) -> dict[str, str]:
         """The framework's own switches, read back (empty where none applies)."""
         return {}
+
+    def unusable(self) -> str | None:
+        if not self.device.startswith("cuda"):  # a CPU's failure is the call's own
+            return None
+        try:
+            self.probe_device()
+        except Exception as exc:  # noqa: BLE001 - the framework's words, whatever it raises
+            return clean_text(f"the device no longer computes: {type(exc).__name__}: {exc}")
+        return None
+
+    def probe_device(self) -> None:
+        """One tiny computation on this worker's GPU, synchronised: raises once a CUDA
+        error has stuck to the process's context."""
 
     def precision_state(self) -> dict[str, str]:
         _ = self.keras  # the switches are set on import
@@ -438,6 +453,12 @@ class TensorflowBackend(KerasBackend):
 
         tf.config.experimental.enable_tensor_float_32_execution(tf32)
 
+    def probe_device(self) -> None:
+        import tensorflow as tf
+
+        with tf.device("/GPU:0"):  # the worker's one visible GPU, as compile() places its model
+            (tf.ones([1]) + 1).numpy()
+
     def precision_flags(self) -> dict[str, str]:
         import tensorflow as tf
 
@@ -575,7 +596,8 @@ class TorchBackend(KerasBackend):
 
         share = os.environ.get("AUDEE_GPU_MEM_FRACTION")  # this worker's share of the device (pool.worker_env)
         if share and torch.cuda.is_available():  # a CPU-only torch still reports the switches below
-            torch.cuda.set_per_process_memory_fraction(float(share), torch.device(self.device))
+            # an index: torch refuses a device without one, and "cuda" is the first visible GPU
+            torch.cuda.set_per_process_memory_fraction(float(share), gpu_index(self.device))
         mode = "tf32" if tf32 else "ieee"
         if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9: one switch per op family
             torch.backends.cuda.matmul.fp32_precision = mode
@@ -584,6 +606,12 @@ class TorchBackend(KerasBackend):
         else:
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
+
+    def probe_device(self) -> None:
+        import torch
+
+        (torch.ones(1, device=self.device) + 1).cpu()
+        torch.cuda.synchronize(gpu_index(self.device))
 
     def precision_flags(self) -> dict[str, str]:
         import torch
@@ -704,6 +732,11 @@ class JaxBackend(KerasBackend):
 
         # dot_general and conv_general_dilated without an explicit precision (Keras passes none)
         jax.config.update("jax_default_matmul_precision", "tensorfloat32" if tf32 else "highest")
+
+    def probe_device(self) -> None:
+        import jax.numpy as jnp
+
+        (jnp.ones(1) + 1).block_until_ready()  # on the default device: the GPU Keras computes on
 
     def precision_flags(self) -> dict[str, str]:
         import jax

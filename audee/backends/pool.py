@@ -30,8 +30,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from audee.backends import wire
 from audee.backends.info import base_name, describe, note_plugin_reference
-from audee.backends.registry import BackendRef
-from audee.backends.worker import MEMORY_EXIT
+from audee.backends.registry import BackendRef, gpu_index
+from audee.backends.worker import MEMORY_EXIT, RESTART
 from audee.cases.case import MEMORY_CAP
 from audee.core.cpus import task_cpus, threads_per_worker
 from audee.core.bounded import TRACEBACK_LIMIT, clean_text
@@ -416,6 +416,9 @@ class Worker:
         except (EOFError, OSError):
             return self._death(phase)
         self._busy = False
+        if isinstance(got, dict) and got.get(RESTART):  # it answered, then ended itself (Backend.unusable)
+            log.warning("worker %s: %s; a fresh process takes its next request", self.label, str(got.pop(RESTART)))
+            self.kill()  # requests sent after this one go again to the fresh process (result)
         return got
 
     def _death(self, phase: str) -> WorkerFailure:
@@ -947,14 +950,6 @@ def _as_failure(reply: dict | WorkerFailure, phase: str) -> dict | WorkerFailure
 GPU_MEM_FRACTION = "AUDEE_GPU_MEM_FRACTION"   # set by the user: every GPU worker's share, as given
 
 
-def _gpu_index(device: str) -> int | None:
-    """``cuda`` and ``cuda:0`` are one device (the first visible one); None for a CPU."""
-    if not device.startswith("cuda"):
-        return None
-    _, _, n = device.partition(":")
-    return int(n) if n.isdigit() else 0
-
-
 def gpu_fractions(refs: list[BackendRef], copies: int = 1) -> dict[str, float | None]:
     """Each backend's share of its GPU's memory (None on a CPU): 1 / (GPU workers on that
     device on this node), counting this pool's workers on the device times ``copies`` (pools
@@ -963,12 +958,12 @@ def gpu_fractions(refs: list[BackendRef], copies: int = 1) -> dict[str, float | 
     the device, TensorFlow all of it), and the second worker on the device fails to start."""
     per_device: dict[int, int] = {}
     for r in refs:
-        gpu = _gpu_index(r.device)
+        gpu = gpu_index(r.device)
         if gpu is not None:
             per_device[gpu] = per_device.get(gpu, 0) + 1
     out: dict[str, float | None] = {}
     for r in refs:
-        gpu = _gpu_index(r.device)
+        gpu = gpu_index(r.device)
         out[r.label] = None if gpu is None else 1.0 / (per_device[gpu] * max(1, copies))
     return out
 

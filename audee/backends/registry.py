@@ -161,6 +161,16 @@ def parse_placement(text: str, default_precision: str | None = None) -> tuple[st
     return device, precision
 
 
+def gpu_index(device: str) -> int | None:
+    """The GPU a device names, as an index among the visible ones (``cuda`` and ``cuda:0``
+    are one device, the first); None for a CPU.  Frameworks that take a device index refuse
+    a bare ``cuda`` (torch's ``set_per_process_memory_fraction``), so they get this number."""
+    if not device.startswith("cuda"):
+        return None
+    _, _, n = device.partition(":")
+    return int(n) if n.isdigit() else 0
+
+
 def backend_label(name: str, device: str, precision: str = DEFAULT_PRECISION, env: str | None = None) -> str:
     """A backend's unique name in results: ``torch``, ``torch@cuda``, ``torch@cuda:tf32``,
     ``torch@prev`` (in the environment ``prev``), ``torch@prev@cuda``."""

@@ -480,8 +480,26 @@ def serve(conn: Connection, target: str, device: str, precision: str = "full", g
         except Exception as exc:  # a bug in the request or the backend wrapper
             reply = {"error": {"phase": Phase.BUILD if msg.get("op") == "build" else Phase.RUN,
                                "message": _msg(exc), "traceback": traceback.format_exc()}}
+        broken = to.backend.unusable() if _failed(reply) else None
+        if broken is not None:  # the parent starts a fresh process for the next request
+            reply = {**reply, RESTART: broken}
+            print(f"audee worker: ending this process: {broken}", file=sys.stderr, flush=True)
         wire.send(fd, reply)
+        if broken is not None:
+            return
         to.work_ahead()
+
+
+#: a reply's key saying the process ends after it (:meth:`Backend.unusable`'s reason)
+RESTART = "restart"
+
+
+def _failed(reply: dict) -> bool:
+    """A reply that answers with an error: its own, or one of a batch's items'."""
+    if "error" in reply:
+        return True
+    value = reply.get("value")
+    return isinstance(value, list) and any(isinstance(v, dict) and "error" in v for v in value)
 
 
 def _log_to(path: str) -> None:
