@@ -1551,3 +1551,26 @@ def test_a_converted_resize_of_another_shape_is_the_baked_reshape_s_silent_face(
     assert hit is not None and hit.id == "tf2onnx-resize-scales-reshape", hit
     hit = match_known(sig(None), known)
     assert hit is None or hit.id != "tf2onnx-resize-scales-reshape", hit
+
+
+def test_a_known_bug_seen_on_a_gpu_is_the_known_bug():
+    """An entry names frameworks (``jax``); a run on a GPU names placements (``jax@cuda``,
+    ``torch@cuda:0:tf32``).  JAX's ConvLSTM mask bug seen on ``jax@cuda`` beside
+    ``torch@cpu`` is row 52, not a new bug (an H200 campaign announced it as new).  An
+    environment stays part of the name: ``jax@prev`` runs another release, which an
+    entry about this one does not describe."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+    params = (("activation", "'silu'"), ("call.mask", "'t_convlstm2d_mask'"), ("data_format", "'channels_first'"),
+              ("padding", "'valid'"), ("recurrent_activation", "'hard_shrink'"))
+    cpu = Signature("deviation", "ConvLSTM2D+activations.hard_shrink+activations.silu", params, ("jax", "tensorflow"),
+                    odd=("jax",), layer="ConvLSTM2D")
+    assert match_known(cpu, issues).id == "keras-jax-convlstm-mask"
+    for jax, other in (("jax@cuda", "torch"), ("jax@cuda:0:tf32", "torch@cuda"), ("jax@cuda:1", "tensorflow@cuda:1")):
+        gpu = replace(cpu, backends=tuple(sorted((jax, other))), odd=(jax,))
+        assert match_known(gpu, issues).id == "keras-jax-convlstm-mask", gpu
+    for other in (replace(cpu, backends=("jax@cuda", "torch@cuda"), odd=("torch@cuda",)),  # torch's difference
+                  replace(cpu, backends=("jax", "jax@prev"), odd=("jax@prev",))):             # another release
+        hit = match_known(other, issues)
+        assert hit is None or hit.id != "keras-jax-convlstm-mask", other

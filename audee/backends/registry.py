@@ -85,6 +85,14 @@ def split_label(label: str) -> tuple[str, str | None, str]:
     return name, None, rest
 
 
+def unplaced(label: str) -> str:
+    """A result label without its device and precision, its environment kept: ``jax@cuda``
+    -> ``jax``, ``torch@prev@cuda:tf32`` -> ``torch@prev``.  What a triaged bug names: a
+    Keras backend's bug seen on a GPU is the bug its entry describes on the CPU."""
+    name, env, _ = split_label(label)
+    return name if env is None else f"{name}@{env}"
+
+
 def env_of(label: str) -> str | None:
     """The environment a result label runs in (None: audee's own interpreter)."""
     return split_label(label)[1]

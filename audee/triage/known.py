@@ -82,6 +82,7 @@ from audee.core.paths import data_dir
 from audee.records.findings import Phase
 from audee.records.rows import PlacedRow, ResultRow
 from audee.backends.info import PROGRAM_FACTS, reference_of
+from audee.backends.registry import unplaced
 from audee.oracle.compute_dtype import POLICY_COMPUTE
 from audee.oracle.pairs import component_changes
 from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
@@ -232,11 +233,11 @@ class KnownMatch(_Strict):
         if self.unset and {p for p, _ in sig.params} & set(self.unset):
             return False
         context = set(sig.context)
-        if self.backends and not set(self.backends) <= set(sig.named_backends):
-            if not set(self.backends) <= _judges(sig):
+        if self.backends and not set(self.backends) <= _unplaced(sig.named_backends):
+            if not set(self.backends) <= _unplaced(_judges(sig)):
                 return False
             context = _from_reference(context)  # the entry's backend is the reference the odd side left
-        if self.odd and not set(self.odd) <= set(sig.odd):
+        if self.odd and not set(self.odd) <= _unplaced(sig.odd):
             return False
         if self.against_reference is not None and bool(_judges(sig)) != self.against_reference:
             return False
@@ -266,6 +267,12 @@ def _from_reference(context: set[str]) -> set[str]:
     ``tf-maxpool-drops-nan``), and the reverse."""
     swap = {ODD_MORE_NONFINITE: ODD_FEWER_NONFINITE, ODD_FEWER_NONFINITE: ODD_MORE_NONFINITE}
     return {swap.get(c, c) for c in context}
+
+
+def _unplaced(labels: Iterable[str]) -> set[str]:
+    """Labels as an entry names backends: a device or precision mode left out
+    (:func:`audee.backends.registry.unplaced`), so a bug seen on ``jax@cuda`` is ``jax``'s."""
+    return {unplaced(b) for b in labels}
 
 
 def _judges(sig: Signature) -> set[str]:
