@@ -272,6 +272,39 @@ def test_conversions_of_one_program_agreeing_do_not_outvote_it():
     assert h.detail.odd == ["tensorflow"] and h.detail.odd_rule == "minority of 3"
 
 
+def test_one_framework_on_two_devices_is_one_voice():
+    """``torch`` and ``torch@cuda`` run one Keras backend's code: its bug is in both, and
+    their agreement is no majority against ``jax@cuda`` (an H200 campaign named JAX odd on
+    Keras-torch's RMSNormalization and CLAHE bugs, findings rows 76 and 79).  A device's own
+    difference still has a majority of frameworks against it."""
+    from audee.oracle import crash_findings
+
+    x = {"x": np.ones((1, 2), np.float32)}
+    outs = [_ok("torch"), _ok("torch@cuda"), _ok("jax@cuda", [[0.7, 0.3]])]
+    pairs = [_pair(Kind.DEVIATION, "torch", "jax@cuda"), _pair(Kind.DEVIATION, "torch@cuda", "jax@cuda")]
+    mark_odd(outs, pairs)
+    assert [p.detail.odd for p in pairs] == [[], []]
+    assert pairs[0].detail.odd_rule.endswith("the rest too few frameworks: cannot tell")
+    outs = [_ok("torch", [[NAN, 1.0]]), _ok("torch@cuda", [[NAN, 1.0]]), _ok("jax@cuda")]
+    (f,) = nan_findings(outs, x)
+    mark_odd(outs, [f])
+    assert f.detail.odd == []
+    outs = [_ok("torch"), _ok("torch@cuda"), Outcome("jax@cuda", failure=_Fail("run"))]
+    (g,) = crash_findings(outs)
+    mark_odd(outs, [g])
+    assert g.detail.odd == []
+    # the device's own difference: torch and jax agree against torch@cuda
+    outs = [_ok("torch"), _ok("torch@cuda", [[0.7, 0.3]]), _ok("jax@cuda")]
+    pairs = [_pair(Kind.DEVIATION, "torch", "torch@cuda"), _pair(Kind.DEVIATION, "torch@cuda", "jax@cuda")]
+    mark_odd(outs, pairs)
+    assert [p.detail.odd for p in pairs] == [["torch@cuda"], ["torch@cuda"]]
+    # two frameworks on each device: the one against three (two frameworks) is odd
+    four = [_ok("torch"), _ok("torch@cuda"), _ok("jax"), _ok("jax@cuda", [[0.7, 0.3]])]
+    pairs = [_pair(Kind.DEVIATION, b, "jax@cuda") for b in ("torch", "torch@cuda", "jax")]
+    mark_odd(four, pairs)
+    assert [p.detail.odd for p in pairs] == [["jax@cuda"]] * 3
+
+
 def test_a_reference_differing_alike_from_a_framework_its_conversion_agrees_with_is_odd():
     """Bicubic resizing (the api-cpu campaign, rngs 2837 and 2874): torch's kernel differs from
     every backend, TensorFlow's table-read weights from JAX and from onnxruntime, whose

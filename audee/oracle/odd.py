@@ -29,6 +29,9 @@ The rules (``docs/oracles.md``, "The odd backend"):
   float16, where those name an independent framework finite where the layer's float64
   result fits (or none) while others are non-finite there, those others are odd
   (:func:`~audee.oracle.pairs.nonfinite_off_float64`: they lost a value the dtype holds).
+* **one framework, one voice**: a majority whose backends are too few frameworks (``torch``
+  and ``torch@cuda`` against ``jax@cuda``: one Keras backend's code on two devices) does
+  not decide (:func:`~audee.oracle.pairs.one_framework_outvotes`); the rules below do.
 * **a backend and its reference** (:mod:`audee.oracle.pairs`): where the rules above cannot
   tell (two backends, no strict majority) and every differing pair is a compiled or
   converted backend and the backend whose program it runs, the compiled or converted side
@@ -77,7 +80,7 @@ from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
                                 float64_sides, nonfinite_off_float64, odd_by_float64, odd_by_reference, odd_by_witness,
-                                odd_off_float64, outvotes_its_reference)
+                                odd_off_float64, one_framework_outvotes, outvotes_its_reference)
 
 
 def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float64Verdict | None = None) -> None:
@@ -136,9 +139,7 @@ def _or_reference(rule: Any, groups: dict[str, Hashable]) -> tuple[list[str], st
     """``rule``'s odd backends of ``groups``; where it cannot tell, the compiled or converted
     side of the differing pairs when each is such a backend and its reference
     (:func:`audee.oracle.pairs.odd_by_reference`)."""
-    odd, why = rule(groups)
-    if odd and outvotes_its_reference(groups, odd):  # its conversions agreeing: no majority against it
-        odd, why = [], f"{why}, each of the rest judged against {', '.join(odd)}: cannot tell"
+    odd, why = _unless_outvoted(list(groups), rule(groups))
     if odd:
         return odd, why
     return odd_by_reference(differing_pairs(groups)) or (odd, why)
@@ -195,10 +196,13 @@ def standing_odd(ran: list[str], f: Finding) -> tuple[list[str], str] | None:
 
 def _unless_outvoted(ran: list[str], decided: tuple[list[str], str]) -> tuple[list[str], str]:
     """The majority's odd backends, unless that majority is only conversions or compilations
-    of the odd ones (:func:`audee.oracle.pairs.outvotes_its_reference`): then it cannot tell."""
+    of the odd ones (:func:`audee.oracle.pairs.outvotes_its_reference`) or speaks for too
+    few frameworks (:func:`audee.oracle.pairs.one_framework_outvotes`): then it cannot tell."""
     odd, why = decided
-    if odd and outvotes_its_reference(ran, odd):
+    if odd and outvotes_its_reference(ran, odd):  # its conversions agreeing: no majority against it
         return [], f"{why}, each of the rest judged against {', '.join(odd)}: cannot tell"
+    if one_framework_outvotes(ran, odd):  # torch and torch@cuda: one Keras backend's code
+        return [], f"{why}, the rest too few frameworks: cannot tell"
     return odd, why
 
 

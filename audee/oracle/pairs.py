@@ -190,6 +190,19 @@ def outvotes_its_reference(ran: Iterable[str], odd: Iterable[str]) -> bool:
     return bool(odd) and bool(rest) and all(reference_of(b) in odd for b in rest)
 
 
+def one_framework_outvotes(ran: Iterable[str], odd: Iterable[str]) -> bool:
+    """Whether a majority of ``ran`` that leaves ``odd`` out speaks for too few frameworks:
+    one backend on two devices or under two releases (``torch`` and ``torch@cuda``) runs one
+    Keras backend's code, and a bug of that code is in both, so they are one voice.  The
+    majority decides only where the frameworks agreeing are a strict majority of the
+    frameworks that ran (``torch``, ``torch@cuda`` against ``jax@cuda``: one against one,
+    cannot tell; ``torch@cuda`` against ``torch`` and ``jax``: a device's own difference)."""
+    odd = {str(b) for b in odd}
+    ran = [str(b) for b in ran]
+    rest = {split_label(b)[0] for b in ran if b not in odd}
+    return bool(odd) and bool(rest) and 2 * len(rest) <= len({split_label(b)[0] for b in ran})
+
+
 def differing_pairs(groups: dict[str, object]) -> list[frozenset[str]]:
     """The pairs of backends in different groups (backend -> group key)."""
     return [frozenset((a, b)) for a, b in combinations(sorted(groups), 2) if groups[a] != groups[b]]
