@@ -245,3 +245,21 @@ def test_a_failure_that_breaks_the_process_gives_the_next_case_a_fresh_one(tmp_p
         assert p.workers[STICKY].restarts == 1 and p.workers[STICKY].proc.pid != first_pid
         assert p.workers["jax"].restarts == 0
         assert "ending this process: the device no longer computes" in p.workers[STICKY].log_path.read_text()
+
+
+def test_a_worker_of_another_keras_backend_starts_without_jax(tmp_path):
+    """Keras 3.15 imports JAX in every backend (its Orbax checkpoint callback), 1 to 2.5 s
+    of a TensorFlow or torch worker's start-up.  Those workers keep JAX out, and still
+    build and run; a JAX worker has it.  Read from each process's mapped libraries."""
+    from pathlib import Path
+
+    with Pool(parse_backends("tensorflow,torch,jax"), tmp_path, timeout=120) as p:
+        assert p.start() == {}
+        ex = Executor(p)
+        result = ex.finish(ex.submit(_case(ex, 0)))
+        assert not result.verdict.failed and all(o.ok for o in result.outcomes.values())
+
+        def maps_jaxlib(label: str) -> bool:
+            return "jaxlib" in Path(f"/proc/{p.workers[label].proc.pid}/maps").read_text()
+
+        assert (maps_jaxlib("tensorflow"), maps_jaxlib("torch"), maps_jaxlib("jax")) == (False, False, True)

@@ -7,6 +7,7 @@ implementation (fault injection, a patched kernel) and keep everything else.
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 from contextlib import contextmanager
 from typing import Any, ClassVar, Iterator
@@ -143,6 +144,14 @@ class KerasBackend(KerasOpCalls, Backend):
 
     @classmethod
     def prepare_process(cls, device: str, precision: str = "full") -> None:
+        """The environment the framework reads at import, set before Keras is imported.  A
+        worker of another Keras backend starts without JAX: Keras 3.15 imports JAX in every
+        backend (its Orbax checkpoint callback, behind ``except ImportError``; every other
+        use of JAX outside its backend asks for the backend first), which costs a
+        TensorFlow worker about 2.3 s of its 8 s start-up and a torch worker about 1 s on
+        a 2-core machine, and nothing the worker computes reads it."""
+        if cls.keras_backend != "jax":
+            sys.modules.setdefault("jax", None)  # ``import jax`` raises ImportError; find_spec says None
         os.environ["KERAS_BACKEND"] = cls.keras_backend
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         if device == "cpu":
