@@ -1,6 +1,10 @@
 """Small specs and inputs shared by tests (kept tiny so framework runs stay fast)."""
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 
 from audee.cases.spec import ModelSpec
@@ -23,3 +27,33 @@ def tiny_cnn(name: str = "tiny") -> ModelSpec:
 
 def tiny_inputs(n: int = 8, seed: int = 0) -> dict[str, np.ndarray]:
     return {"image": np.random.default_rng(seed).random((n, 12, 12, 1), dtype=np.float32)}
+
+
+def run_audee(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``audee ARGS`` run in this process, answered as ``subprocess.run`` answers ``python -m
+    audee ARGS`` (exit code, stdout, stderr).  Its backend workers are the suite's kept ones
+    (tests/conftest.py), so a test that runs several commands imports each framework once,
+    not once a command.  A test of the process itself (a signal, a closed pipe, the entry
+    point) runs the real one."""
+    import contextlib
+    import io
+    import os
+
+    from audee.cli import main
+
+    args = list(args)
+    if args[:3] == [sys.executable, "-m", "audee"]:  # a command line written for a new process
+        args = args[3:]
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(args)
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["audee", *args], code, out.getvalue(), err.getvalue())

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,13 +16,15 @@ from audee.campaign import load_campaign
 from audee.core.errors import ConfigError
 from audee.mutation.apilevel import api_ranks, case_id, generate_case
 from audee.store import ResultsTable
+from tests.helpers import run_audee
 
 APIS = load_api_configs()
 FEW = ["Dense", "Conv2D", "Add", "Concatenate", "Bidirectional", "Embedding", "Permute", "Reshape"]
 
 
 def _audee(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "audee", *args], capture_output=True, text=True, timeout=timeout)
+    """In this process, on the suite's kept workers (:func:`tests.helpers.run_audee`)."""
+    return run_audee(list(args))
 
 
 # ---- generation (no framework) ----------------------------------------------------------------------

@@ -33,6 +33,7 @@ from audee.records.findings import EquivalenceDetail
 from audee.settings import EQUIVALENCE_RULES, FuzzSettings, parse_rules
 from audee.cases.spec import InputSpec, LayerSpec, ModelSpec
 from audee.oracle.verdicts import finding_holds, main_failure, recorded_rules
+from tests.helpers import run_audee
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = "tests.equivalence_plugins:ShiftedSameConvJax"
@@ -392,8 +393,8 @@ def test_each_new_rule_flags_the_plugin_that_breaks_what_it_checks():
 
 # ---- slow: the command line, a real TensorFlow bug, the seeds ----------------------------------------
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "audee", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=900, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    """In this process, on the suite's kept workers (:func:`tests.helpers.run_audee`)."""
+    return run_audee(list(args), cwd=cwd)
 
 
 @pytest.mark.slow

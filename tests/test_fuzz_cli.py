@@ -1,7 +1,9 @@
 """`audee fuzz` end to end on the real frameworks: deterministic, resumable, reproducible.
 
 Every test passes alone: the module's two runs are only read; a test that extends a run
-works on its own copy."""
+works on its own copy.  The first run is a real ``python -m audee`` process; the commands
+after it run in this process (:func:`tests.helpers.run_audee`), on the suite's kept workers:
+the second run equal to the first is also a run on reused workers equal to one on fresh ones."""
 from __future__ import annotations
 
 import json
@@ -13,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from audee.store import ResultsTable
+from tests.helpers import run_audee
 
-FUZZ = [sys.executable, "-m", "audee", "fuzz", "--seed", "lenet5", "--backends", "tensorflow,onnxruntime",
+AUDEE = [sys.executable, "-m", "audee"]
+FUZZ = ["fuzz", "--seed", "lenet5", "--backends", "tensorflow,onnxruntime",
         "--batch", "8", "--invalid-prob", "0.3", "--no-progress", "--operators", "redraw"]
 KEYS = ("id", "status", "kinds", "mutations", "backends", "inconsistent_pairs")
 
@@ -34,9 +38,9 @@ def runs(tmp_path_factory):
     PartitionedCall node, which onnxruntime rejects: a failing case (with today's API configs)."""
     base = tmp_path_factory.mktemp("fuzz")
     a, b = base / "a", base / "b"
-    first = _run(FUZZ + ["--variants", "9", "--rng", "1", "--out", str(a)])
+    first = _run(AUDEE + FUZZ + ["--variants", "9", "--rng", "1", "--out", str(a)])
     assert first.returncode == 0, first.stderr[-3000:]
-    second = _run(FUZZ + ["--variants", "9", "--rng", "1", "--out", str(b)])
+    second = run_audee(FUZZ + ["--variants", "9", "--rng", "1", "--out", str(b)])
     assert second.returncode == 0, second.stderr[-3000:]
     return a, b, first.stdout
 
@@ -54,7 +58,7 @@ def test_same_rng_same_variants_and_verdicts(runs):
 
 def test_rerun_resumes_and_only_runs_new_variants(runs, tmp_path):
     a = shutil.copytree(runs[0], tmp_path / "a")  # extend a copy: the shared run stays as made
-    more = _run(FUZZ + ["--variants", "11", "--rng", "1", "--out", str(a)])
+    more = run_audee(FUZZ + ["--variants", "11", "--rng", "1", "--out", str(a)])
     assert more.returncode == 0, more.stderr[-3000:]
     assert "2 test cases run now, 10 resumed" in more.stdout
     ids = [r["id"] for r in ResultsTable(a / "results.jsonl").rows()]
@@ -65,7 +69,7 @@ def test_a_recorded_case_reproduces(runs):
     a, _, _ = runs
     failing = [r for r in ResultsTable(a / "results.jsonl").rows() if r["status"] == "fail"]
     assert [r["id"] for r in failing] == ["lenet5-v00005"], "rng 1's variant 5 (see the fixture)"
-    rep = _run([sys.executable, "-m", "audee", "reproduce", str(a / failing[0]["case_file"]), "--json"])
+    rep = run_audee(["reproduce", str(a / failing[0]["case_file"]), "--json"])
     assert rep.returncode == 0, rep.stdout + rep.stderr[-2000:]
     assert json.loads(rep.stdout)["holds"] is True
 
@@ -85,7 +89,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
 def test_report_lists_failing_cases_backend_errors_and_every_seed(runs, tmp_path):
     a, _, _ = runs
     out = tmp_path / "report"
-    r = _run([sys.executable, "-m", "audee", "report", str(a), "--out", str(out)])
+    r = run_audee(["report", str(a), "--out", str(out)])
     assert r.returncode == 0, r.stderr[-2000:]
     index = (out / "index.md").read_text()
     assert "[list with case files](failing.md)" in index

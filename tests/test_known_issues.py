@@ -13,6 +13,7 @@ from audee.core.errors import ConfigError
 from audee.triage.known import load_known_file, load_known_issues, match_known, shipped_file
 from audee.cases.case import Finding, Kind
 from audee.triage.signature import Signature, signatures_of
+from tests.helpers import run_audee
 
 GELU = Signature("divergent_acceptance", "activations.gelu", (("activation", "'gelu'"),), ("onnxruntime",),
                  "convert", "InvalidGraph: [ONNXRuntimeError] : <n> : INVALID_GRAPH : ... Error No Op registered "
@@ -116,7 +117,7 @@ def _gelu_seed(tmp_path: Path) -> list[str]:
 def test_a_known_signature_is_reported_as_known(tmp_path):
     out = tmp_path / "run"
     fuzz = _gelu_seed(tmp_path)
-    first = subprocess.run(fuzz + ["--out", str(out)], capture_output=True, text=True, timeout=600)
+    first = run_audee(fuzz + ["--out", str(out)])  # in this process, on the suite's kept workers
     assert first.returncode == 0, first.stderr[-3000:]
     lines = first.stdout.splitlines()
     assert lines[1] == "  new bugs: 0 (found before: 0, known upstream: 0, fixed upstream: 0)", first.stdout
@@ -134,8 +135,7 @@ def test_a_known_signature_is_reported_as_known(tmp_path):
 
     # with an empty known list the same bug is new (a resumed run: nothing is re-run)
     empty = _write(tmp_path, "issues: []\n", "empty.yaml")
-    second = subprocess.run(fuzz + ["--out", str(out), "--no-shipped-known-issues", "--known-issues", str(empty)],
-                            capture_output=True, text=True, timeout=600)
+    second = run_audee(fuzz + ["--out", str(out), "--no-shipped-known-issues", "--known-issues", str(empty)])
     assert second.returncode == 0, second.stderr[-3000:]
     assert "0 test cases run now, 1 resumed" in second.stdout
     assert "limitation      1  (new: 1, found before: 0, known upstream: 0, fixed upstream: 0)" in second.stdout

@@ -16,13 +16,15 @@ from audee.cli import main
 from audee.core.exitcodes import ExitCode
 from audee.reference.run import candidates, reference_refs
 from audee.store import ResultsTable
+from tests.helpers import run_audee
 
 FUZZ = [sys.executable, "-m", "audee", "fuzz", "--seed", "lenet5", "--batch", "4", "--no-progress",
         "--operators", "redraw", "--invalid-prob", "0"]
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, timeout=900)
+    """In this process, on the suite's kept workers (:func:`tests.helpers.run_audee`)."""
+    return run_audee(args)
 
 
 def _error_line(capsys) -> str:

@@ -12,6 +12,7 @@ from audee.triage.known import KnownIssue, load_known_issues, match_known, uniqu
 from audee.records import ResultRow
 from audee.triage.rootcause import class_counts, classify, root_causes, root_key, shared_component, template
 from audee.triage.signature import Signature, op_of, signatures_of
+from tests.helpers import run_audee
 
 SPEC = {"layers": [{"name": "deconv", "api": "Conv3DTranspose", "params": {"activation": "relu"}},
                    {"name": "dense", "api": "Dense", "params": {"units": 4}}]}
@@ -267,7 +268,6 @@ def test_a_triaged_finding_is_found_before_and_a_new_bug_gets_an_upstream_ready_
     bugs/<root>.md with a title, the versions, the repro script inline, expected and actual,
     and a search query, and links it from bugs.md and roots.md."""
     import json
-    import subprocess
     import sys
 
     from audee.report import load_campaign_dir, write_report
@@ -283,7 +283,7 @@ def test_a_triaged_finding_is_found_before_and_a_new_bug_gets_an_upstream_ready_
     fuzz = [sys.executable, "-m", "audee", "fuzz", "--seed", str(tmp_path / "nchw.json"), "--inputs",
             str(tmp_path / "x.npz"), "--backends", "tensorflow,onnxruntime", "--batch", "8",
             "--no-progress", "--variants", "0", "--out", str(out)]
-    run = subprocess.run(fuzz, capture_output=True, text=True, timeout=600)
+    run = run_audee(fuzz)  # in this process, on the suite's kept workers
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.splitlines()
     assert lines[1] == "  new bugs: 0 (found before: 1, known upstream: 0, fixed upstream: 0)", run.stdout
@@ -303,8 +303,7 @@ def test_a_triaged_finding_is_found_before_and_a_new_bug_gets_an_upstream_ready_
 
     empty = tmp_path / "empty.yaml"
     empty.write_text("issues: []\n")
-    run = subprocess.run(fuzz + ["--no-shipped-known-issues", "--known-issues", str(empty)],
-                         capture_output=True, text=True, timeout=600)
+    run = run_audee(fuzz + ["--no-shipped-known-issues", "--known-issues", str(empty)])
     assert run.returncode == 0, run.stderr[-3000:]
     assert "0 test cases run now, 1 resumed" in run.stdout
     assert "new bugs: 1 (found before: 0, known upstream: 0, fixed upstream: 0)" in run.stdout, run.stdout

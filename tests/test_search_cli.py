@@ -4,18 +4,19 @@ from __future__ import annotations
 import pytest
 
 import json
-import subprocess
 import sys
 
 import numpy as np
 
 from audee.store import ResultsTable, load_case
+from tests.helpers import run_audee
 
 AUDEE = [sys.executable, "-m", "audee"]
 
 
 def _run(args, timeout=600):
-    return subprocess.run(AUDEE + args, capture_output=True, text=True, timeout=timeout)
+    """In this process, on the suite's kept workers (:func:`tests.helpers.run_audee`)."""
+    return run_audee(args)
 
 
 def test_nan_fitness_finds_a_nan_on_lenet5_tensorflow_and_it_reproduces(tmp_path):

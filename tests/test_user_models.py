@@ -25,6 +25,7 @@ from audee.mutation.network import mutate_spec
 from audee.mutation.seeds import GENERATED_ROWS, generate_inputs, import_keras_seed, load_seed, read_seed, with_inputs
 from audee.cases.spec import ModelSpec, validate
 from audee.store import ResultsTable
+from tests.helpers import run_audee
 
 ROOT = Path(__file__).resolve().parent.parent
 # Real Keras 3.15 layers with no API config (random augmentations: their reason in api_configs/README.md),
@@ -58,8 +59,8 @@ MAKE_MODELS = textwrap.dedent("""
 
 
 def _audee(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "audee", *args], capture_output=True, text=True, timeout=600,
-                          cwd=ROOT)
+    """In this process, on the suite's kept workers (:func:`tests.helpers.run_audee`)."""
+    return run_audee(list(args), cwd=ROOT)
 
 
 def _spec_dir(root: Path, body: dict) -> Path:
