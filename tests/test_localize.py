@@ -13,6 +13,7 @@ import pytest
 from audee.core.errors import ConfigError
 from localize.scorer import load_corpus, run_entry, summarize
 from audee.localize import LocalizeConfig
+from tests.helpers import run_audee
 
 FAST = ["lenet5-conv2-relu", "lenet5-conv1-relu-torch", "lenet5-bias-fault-not-triggered"]  # the rest: make localize-bench
 
@@ -105,7 +106,8 @@ def test_python_m_audee_localize_names_layer_and_parameter(lstm_case):
 
 
 def test_a_case_that_no_longer_reproduces_has_its_own_exit_code(lstm_case):
-    r = _localize(str(lstm_case), "--backends", "tensorflow,jax")  # no fault: the pair agrees
+    # no fault: the pair agrees (in this process, on the suite's kept workers)
+    r = run_audee(["localize", str(lstm_case), "--backends", "tensorflow,jax"])
     assert r.returncode == 1, r.stdout + r.stderr[-2000:]
     assert "does NOT reproduce" in r.stdout
 

@@ -189,6 +189,7 @@ def test_a_fault_in_one_compiled_mode_is_flagged_between_the_two_modes_and_local
     assert report.rounds[0].layer == "conv" and report.rounds[0].baseline_rate > 1, report.to_json()
 
 
+@pytest.mark.slow  # an Inductor compile in a fresh worker; a worker's temp dir: tests/test_keras_import.py
 @pytest.mark.fresh_workers  # its worker's own temp dir is watched as it ends
 def test_a_compiled_torch_worker_leaves_nothing_in_tmpdir(tmp_path, monkeypatch):
     """torch.compile's Inductor writes its cache under the temp dir (``torchinductor_<user>``):

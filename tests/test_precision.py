@@ -73,6 +73,7 @@ def test_case_files_keep_the_mode_and_old_files_read_as_full(tmp_path):
 
 
 # ---- the flags each worker sets ------------------------------------------------------------------
+@pytest.mark.slow  # five workers of their own (GPU environments); the modes' judging runs below
 def test_workers_set_and_report_their_precision_switches(tmp_path):
     """The switches are read back from the frameworks inside real workers.  A CPU-only
     machine can still import each framework for a cuda device: nothing runs on it here."""

@@ -100,6 +100,7 @@ def test_an_interrupted_recheck_resumes_and_a_finished_one_runs_again(tmp_path):
     assert json.loads((out / "recheck.json").read_text())["rows"][0]["line"] == "REPRODUCED: still wrong"
 
 
+@pytest.mark.slow  # four script runs on TensorFlow; a written script alone: tests/test_repro.py, exits: above
 def test_a_run_directorys_repro_scripts_are_found_and_read_by_audees_convention(tmp_path):
     """Two scripts `audee repro` writes (TensorFlow and onnxruntime, each in its own child):
     one still failing (exit 0), one whose model no longer fails (exit 1); recheck finds them in
