@@ -15,6 +15,7 @@ import pytest
 
 from audee.levels import is_call, level_name, level_named
 from audee.cases.opcase import ACTIVATION_NS, ACTIVATIONS, callable_names
+from tests.helpers import run_audee
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -56,9 +57,9 @@ def test_fuzz_activation_writes_rows_a_case_file_and_reproduces(tmp_path):
     from audee.store import CaseRecord, RunStore
 
     out = tmp_path / "run"
-    got = subprocess.run([sys.executable, "-m", "audee", "fuzz", "--activation", "gelu,threshold", "--variants", "1",
-                          "--special-inputs", "0.5", "--backends", "torch,jax", "--out", str(out), "--no-progress"],
-                         env=ENV, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    # the commands in this process, on the suite's kept workers; the script alone in its own
+    got = run_audee(["fuzz", "--activation", "gelu,threshold", "--variants", "1", "--special-inputs", "0.5",
+                     "--backends", "torch,jax", "--out", str(out), "--no-progress"], cwd=tmp_path)
     assert got.returncode == 0, got.stderr[-2000:]
     rows = {r.id: r for r in RunStore(out).rows()}
     assert set(rows) == {"activation-gelu-v00000", "activation-threshold-v00000"}
@@ -67,12 +68,9 @@ def test_fuzz_activation_writes_rows_a_case_file_and_reproduces(tmp_path):
     assert bad.status == "fail" and bad.case_file and bad.api == "activations.gelu"
     rec = CaseRecord.from_file(out / bad.case_file)
     assert rec.op["op"] == "activations.gelu" and rec.spec == {}
-    again = subprocess.run([sys.executable, "-m", "audee", "reproduce", str(out / bad.case_file)], env=ENV,
-                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    again = run_audee(["reproduce", str(out / bad.case_file)], cwd=tmp_path)
     assert again.returncode == 0 and "verdict holds" in again.stdout, again.stdout + again.stderr[-2000:]
-    script = subprocess.run([sys.executable, "-m", "audee", "repro", str(out / bad.case_file), "--out",
-                             str(tmp_path / "repro")], env=ENV, capture_output=True, text=True, timeout=600,
-                            cwd=tmp_path)
+    script = run_audee(["repro", str(out / bad.case_file), "--out", str(tmp_path / "repro")], cwd=tmp_path)
     assert script.returncode == 0 and "REPRODUCED" in script.stdout, script.stdout + script.stderr[-2000:]
     scripts = sorted((tmp_path / "repro").glob("*.py"))
     assert scripts and "gelu" in scripts[0].name

@@ -25,6 +25,7 @@ from audee.cases.pack import pack_specs
 from audee.search.encoding import Encoding
 from audee.mutation.seeds import generate_inputs
 from audee.cases.spec import ModelSpec, one_layer_spec
+from tests.helpers import run_audee
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS, FEATURES, UNITS = 6, 3, 4
@@ -233,9 +234,8 @@ def test_a_padded_lstm_trains_alike_on_every_keras_backend(pool):
 @pytest.mark.slow
 def test_fuzz_api_with_masks_writes_rows(tmp_path):
     out = tmp_path / "o"
-    got = subprocess.run([sys.executable, "-m", "audee", "fuzz", "--api", "LSTM", "--variants", "6",
-                          "--call-mask", "1", "--backends", "jax,torch", "--no-progress", "--out", str(out)],
-                         capture_output=True, text=True, timeout=900)
+    got = run_audee(["fuzz", "--api", "LSTM", "--variants", "6", "--call-mask", "1", "--backends", "jax,torch",
+                     "--no-progress", "--out", str(out)])  # in this process, on the suite's kept workers
     assert got.returncode in (0, 1), got.stderr[-3000:]
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in rows) == [f"api-LSTM-v{i:05d}" for i in range(6)]
