@@ -116,7 +116,6 @@ def _assert_each_api_runs_once(rows: list[dict]) -> None:
 SMOKE_SUBSET = ["Conv2D", "ZeroPadding2D", "Dense", "BatchNormalization", "Softmax"]  # cheap in eager JAX
 
 
-@pytest.mark.slow  # a sweep of drawn parameters; API-level runs in tests/test_api_fuzz.py draw them too
 def test_a_subset_of_apis_builds_and_runs_with_drawn_parameters():
     rows = _smoke("draws", "4", *SMOKE_SUBSET)
     assert {r["api"] for r in rows} == set(SMOKE_SUBSET) and len(rows) == 4 * len(SMOKE_SUBSET)

@@ -112,7 +112,6 @@ def _same(a, b) -> bool:
     return a == b
 
 
-@pytest.mark.slow  # two whole API runs; packing's own cases run below
 def test_packed_and_unpacked_api_runs_write_the_same_rows_and_case_files(pool, tmp_path, caplog):
     """The same workers serve both runs: a Keras message listing a Python set's values
     orders it by the worker's hash seed, so two pools may word one error two ways."""

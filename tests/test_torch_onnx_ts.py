@@ -118,7 +118,6 @@ def test_recurrent_cases_draw_short_sequences_only_beside_a_backend_that_unrolls
     assert longer > 0  # the cap did something
 
 
-@pytest.mark.slow  # a converter's script run alone; scripts alone in the default suite: tests/test_repro.py, test_ops_fuzz.py
 def test_a_refusal_script_reproduces_alone(executor, tmp_path):
     """The CLAHE refusal as a case file's record: its standalone script (torch eagerly,
     then the TorchScript exporter and onnxruntime, no audee) reproduces it."""
