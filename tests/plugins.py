@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from audee.backends.keras_backends import JaxBackend, TensorflowBackend, TorchBackend
-from audee.backends.modes import TensorflowXlaBackend
+from audee.backends.modes import JaxX64Backend, TensorflowXlaBackend
 from audee.backends.onnx_backend import OnnxRuntimeBackend
 
 
@@ -737,3 +737,24 @@ class BatchNanJax(JaxBackend):
 
         made.__class__ = Batched
         return made
+
+
+class _ProcessFacts:
+    """Says in its hello (``versions``) which process it runs in: its pid and parent, its temp
+    dir, and whether JAX computes with 64-bit types (tests/test_zygote.py)."""
+
+    def versions(self) -> dict[str, str]:
+        import tempfile
+
+        import jax
+
+        return {**super().versions(), "pid": str(os.getpid()), "ppid": str(os.getppid()),
+                "tmp": tempfile.gettempdir(), "x64": str(bool(jax.config.jax_enable_x64))}
+
+
+class ProcessFactsJax(_ProcessFacts, JaxBackend):
+    name = "process-facts"
+
+
+class ProcessFactsJaxX64(_ProcessFacts, JaxX64Backend):
+    name = "process-facts-x64"

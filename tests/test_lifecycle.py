@@ -34,20 +34,27 @@ def _wait_gone(pid: int, seconds: float) -> bool:
     return True
 
 
-def _workers(marker: str) -> list[int]:
-    """Worker processes whose environment carries ``marker`` (each test's own TMPDIR)."""
-    pids = []
+def _workers(marker: str, zygotes: bool = False) -> list[int]:
+    """Worker processes whose environment at start carries ``marker`` (each test's own
+    TMPDIR): started as ``audee.backends.worker``, or forked by a zygote (whose command line
+    and start environment they keep); ``zygotes``: the zygotes themselves."""
+    procs = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
         try:
             cmd = (d / "cmdline").read_bytes()
             env = (d / "environ").read_bytes()
-        except OSError:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
-        if b"audee.backends.worker" in cmd and marker.encode() in env and not _gone(int(d.name)):
-            pids.append(int(d.name))
-    return pids
+        if marker.encode() in env and not _gone(int(d.name)):
+            procs[int(d.name)] = (cmd, ppid)
+    forked = {pid for pid, (cmd, _) in procs.items() if b"audee.backends.zygote" in cmd}  # zygotes, their forks
+    zygote = {pid for pid in forked if procs[pid][1] not in forked}
+    if zygotes:
+        return sorted(zygote)
+    return sorted(pid for pid, (cmd, _) in procs.items() if b"audee.backends.worker" in cmd or pid in forked - zygote)
 
 
 def _wait_for(pred, seconds: float, what: str):
@@ -191,6 +198,7 @@ def test_sigterm_cleans_up_temp_dirs_and_workers(tmp_path, command):
         assert "Traceback" not in err, err[-2000:]
         assert list(tmp.iterdir()) == []  # the audee-repro-* (audee-localize-*) temp dir is gone
         assert all(_wait_gone(w, 5) for w in workers) and _workers(str(tmp)) == []
+        _wait_for(lambda: _workers(str(tmp), zygotes=True) == [], 5, "the zygotes to end")  # the workers' source
         if command in ("fuzz", "campaign"):  # the lock went with the process: a rerun may start at once
             from audee.store.lock import dir_lock
 

@@ -81,6 +81,11 @@ class Backend(ABC):
         self.precision = precision
         self.clock = PhaseClock()  # the worker reads it after each request (results rows' ``phases``)
 
+    #: modules a zygote (:mod:`audee.backends.zygote`) imports, after :meth:`prepare_process`,
+    #: before it forks this backend's workers: the framework's import is most of a worker's
+    #: start.  Only modules whose import starts no thread a fork would lose and touches no device.
+    preload_modules: ClassVar[tuple[str, ...]] = ()
+
     @classmethod
     def prepare_process(cls, device: str, precision: str = "full") -> None:
         """Set process-wide environment before any framework import (called once, first)."""

@@ -52,6 +52,7 @@ class KerasOpCalls:
 
     keras: Any
     runs_ops = True
+    preload_modules: tuple[str, ...] = ("keras",)  # Keras imports the framework KERAS_BACKEND names
 
     def op_function(self, name: str) -> Any:
         """The function a call names (``add``, ``image.resize``, ``activations.relu``;

@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from audee.backends import wire
+from audee.backends import wire, zygote
 from audee.backends.info import base_name, describe, note_plugin_reference
 from audee.backends.registry import BackendRef, gpu_index
 from audee.backends.worker import MEMORY_EXIT, RESTART
@@ -87,7 +87,7 @@ class Worker:
     start_timeout: float = 180.0
     threads: int = 0   # CPU threads the framework may use (0: its own default)
     gpu_fraction: float | None = None   # share of its GPU's memory (None: a CPU worker, no limit set)
-    proc: subprocess.Popen | None = None
+    proc: "subprocess.Popen | zygote.ForkedProcess | None" = None
     conn: Connection | None = None
     versions: dict[str, str] = field(default_factory=dict)
     executable: str = ""   # the interpreter the worker runs under, as it reported it
@@ -127,9 +127,10 @@ class Worker:
         return self.log_dir / f"worker-{safe}.log"
 
     # ---- lifecycle ---------------------------------------------------------------------------
-    def start(self, idle: bool = True) -> None:
+    def start(self, idle: bool = True, fork: bool = True) -> None:
         """Spawn the process; the framework import continues in the background.  ``idle``:
-        or take one :func:`keep_idle_workers` kept."""
+        or take one :func:`keep_idle_workers` kept; ``fork``: or fork it from a zygote that
+        imported the framework already (:mod:`audee.backends.zygote`)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         env = worker_env(self.ref, os.environ, self.threads, self.gpu_fraction)
         python = self.ref.python or sys.executable
@@ -141,6 +142,7 @@ class Worker:
             return
         self._drop_tmp()  # a dead process's leftovers
         key = _idle_key(self, env, python)  # before the process's own TMPDIR is set
+        base_env = dict(env)
         self._adopted = idle and self._adopt(key)
         if self._adopted:
             return
@@ -154,16 +156,28 @@ class Worker:
             log.info("worker %s: no temp dir of its own (%s); it shares TMPDIR", self.label, exc)
         logf = open(self.log_path, "ab")
         self._log_start(logf, f" in environment {self.ref.env} ({python})" if self.ref.env else "")
-        hosted = ["--guest", self.guest.target] if self.guest is not None else []
-        self.proc = subprocess.Popen(
-            [python, "-P", "-m", "audee.backends.worker", "--fd", str(child_sock.fileno()),
-             "--backend", self.ref.target, "--device", self.ref.device,
-             "--precision", self.ref.precision, "--parent-pid", str(os.getpid()), *hosted],
-            pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
-            env=env, start_new_session=True)
+        guest = self.guest.target if self.guest is not None else None
+        self.proc = None
+        if fork and zygote.enabled(self.ref.device):
+            logf.flush()
+            try:
+                self.proc = zygote.zygotes().spawn(
+                    python=python, target=self.ref.target, device=self.ref.device, precision=self.ref.precision,
+                    guest=guest, env=env, base_env=base_env, cwd=os.getcwd(), log_path=self.log_path,
+                    child_fd=child_sock.fileno())
+            except OSError as exc:  # no zygote to fork from: a new process, as without one
+                log.warning("worker %s: not forked (%s); starting a new process", self.label, exc)
+        if self.proc is None:
+            hosted = ["--guest", guest] if guest is not None else []
+            self.proc = subprocess.Popen(
+                [python, "-P", "-m", "audee.backends.worker", "--fd", str(child_sock.fileno()),
+                 "--backend", self.ref.target, "--device", self.ref.device,
+                 "--precision", self.ref.precision, "--parent-pid", str(os.getpid()), *hosted],
+                pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
+                env=env, start_new_session=True)
         logf.close()
-        log.info("worker %s: started %s on %s, pid %d (log %s)%s", self.label, self.ref.target, self.ref.device,
-                 self.proc.pid, self.log_path, f"; hosts {self.guest.label}" if self.guest is not None else "")
+        log.info("worker %s: started %s on %s, %s (log %s)%s", self.label, self.ref.target, self.ref.device,
+                 _describe(self.proc), self.log_path, f"; hosts {self.guest.label}" if self.guest is not None else "")
         child_sock.close()
         self.conn = Connection(parent_sock.detach())
         self._key = key
@@ -223,6 +237,15 @@ class Worker:
         if "fatal" in got:
             self.kill()
             return WorkerFailure("error", "start", got["fatal"], got.get("traceback", ""), self.log_tail())
+        if "unfit" in got:  # a fork that cannot serve this backend: a new process does
+            log.info("worker %s: not forked (%s); starting a new process", self.label, got["unfit"])
+            if isinstance(self.proc, zygote.ForkedProcess):
+                zygote.zygotes().unfit(self.proc, self.ref.target)
+            self.kill()
+            self.start(idle=False)   # a zygote of its own, or a new process
+            return self._wait_ready()
+        if isinstance(self.proc, zygote.ForkedProcess):
+            zygote.zygotes().served(self.proc, self.ref.target)
         try:  # straight to the fresh process: requests waiting to be sent again go after it
             wire.send(self.conn.fileno(), {"op": "hello"})
         except OSError:
@@ -266,11 +289,14 @@ class Worker:
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            log.info("worker %s: killing pid %d", self.label, self.proc.pid)
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
+            log.info("worker %s: killing %s", self.label, _describe(self.proc))
+            if isinstance(self.proc, zygote.ForkedProcess):
+                self.proc.kill()  # its session, as below
+            else:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    self.proc.kill()
             self.proc.wait()
         if self.conn is not None:
             self.conn.close()
@@ -648,6 +674,11 @@ def fresh_workers() -> Iterator[None]:
         yield
     finally:
         _IDLE = outer
+
+
+def _describe(proc: "subprocess.Popen | zygote.ForkedProcess") -> str:
+    """The process for a log line (a fork not yet made has no pid)."""
+    return proc.describe() if isinstance(proc, zygote.ForkedProcess) else f"pid {proc.pid}"
 
 
 def _idle_key(worker: "Worker", env: Mapping[str, str], python: str) -> tuple:

@@ -431,14 +431,16 @@ def limit_threads(n: int) -> None:
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
         os.environ[var] = str(n)
     os.environ["TF_NUM_INTEROP_THREADS"] = "1"
-    flags = os.environ.get("XLA_FLAGS", "")
-    os.environ["XLA_FLAGS"] = (flags + f" --xla_cpu_multi_thread_eigen={'true' if n > 1 else 'false'}"
-                               f" intra_op_parallelism_threads={n}").strip()
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    ours = [f"--xla_cpu_multi_thread_eigen={'true' if n > 1 else 'false'}", f"intra_op_parallelism_threads={n}"]
+    os.environ["XLA_FLAGS"] = " ".join(flags + [f for f in ours if f not in flags])  # twice: as once (a fork)
 
 
-def serve(conn: Connection, target: str, device: str, precision: str = "full", guest: str | None = None) -> None:
-    """Answer requests until told to exit; ``guest``: a second backend's target hosted in
-    this process (requests marked ``guest`` are its), whose builds this backend shares."""
+def prepare(target: str, device: str, precision: str = "full",
+            guest: str | None = None) -> tuple[type[Backend], type[Backend] | None]:
+    """What a worker process does before any framework import: cap its CPU threads, load
+    its backend classes and let each set the process-wide switches it reads at import
+    (:meth:`Backend.prepare_process`).  A zygote does the same before it imports and forks."""
     if os.environ.get("AUDEE_THREADS"):
         limit_threads(int(os.environ["AUDEE_THREADS"]))
     cls = load_class(target)
@@ -447,6 +449,15 @@ def serve(conn: Connection, target: str, device: str, precision: str = "full", g
     if guest is not None:
         guest_cls = load_class(guest)
         guest_cls.prepare_process(device, precision)
+    return cls, guest_cls
+
+
+def serve(conn: Connection, target: str, device: str, precision: str = "full", guest: str | None = None,
+          classes: tuple[type[Backend], type[Backend] | None] | None = None) -> None:
+    """Answer requests until told to exit; ``guest``: a second backend's target hosted in
+    this process (requests marked ``guest`` are its), whose builds this backend shares.
+    ``classes``: what :func:`prepare` returned, where it already ran (a forked worker)."""
+    cls, guest_cls = classes if classes is not None else prepare(target, device, precision, guest)
 
     def fresh() -> tuple[WorkerState, WorkerState | None]:
         """The backends' state as a start leaves it: new backend objects, nothing built or kept."""
@@ -610,13 +621,18 @@ def main(argv: list[str] | None = None) -> None:
     try:
         serve(conn, args.backend, args.device, args.precision, args.guest)
     except Exception as exc:
-        # an AudeeError (a plugin class that cannot be loaded) is already the line to show
-        fatal = clean_text(str(exc)) if isinstance(exc, AudeeError) else _msg(exc)
-        try:
-            wire.send(conn.fileno(), {"fatal": fatal, "traceback": traceback.format_exc()})
-        except OSError:
-            pass
+        report_fatal(conn, exc)
         sys.exit(3)
+
+
+def report_fatal(conn: Connection, exc: Exception) -> None:
+    """Tell the parent why this worker cannot serve (its start fails with this line)."""
+    # an AudeeError (a plugin class that cannot be loaded) is already the line to show
+    fatal = clean_text(str(exc)) if isinstance(exc, AudeeError) else _msg(exc)
+    try:
+        wire.send(conn.fileno(), {"fatal": fatal, "traceback": traceback.format_exc()})
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":
