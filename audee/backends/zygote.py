@@ -263,9 +263,6 @@ class ForkedProcess:
         pid = self.zygote.pid_of(self.serial, wait=False)
         return f"pid {pid}" if pid else f"a fork of zygote pid {self.zygote.proc.pid}"
 
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
 
 @dataclass(repr=False)
 class Zygote:
@@ -447,11 +444,10 @@ class Zygotes:
                 self._starts[(key, target)] += 1
                 if self._starts[(key, target)] == 1 and not self.eager:  # a one-off worker costs no zygote
                     return None
-                log_dir = Path(log_path).parent
-                safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in target.rsplit(":", 1)[-1])
+                name = Path(log_path).name   # beside the worker's log, named as it is: worker-<label>.log
                 try:
                     chosen = Zygote.start(python, target, device, precision, guest, base_env,
-                                          log_dir / f"zygote-{safe}.log")
+                                          Path(log_path).with_name(f"zygote-{name.removeprefix('worker-')}"))
                     chosen.key = key
                 except OSError as exc:
                     log.info("zygote for %s: not started (%s)", target, exc)
