@@ -477,14 +477,16 @@ def _search_plan(args: argparse.Namespace, refs: list, rng: int = 0) -> Any:
 STATUS_TAGS = {"new": "NEW  ", "found before": "FOUND", "known upstream": "KNOWN", "fixed upstream": "FIXED"}
 
 
-def print_roots(roots: list[RootCause], unique_bugs: int) -> None:
-    """The new bugs first (root causes of class bug by status), then the root causes
-    (audee.triage.rootcause) per class as a maintainer counts them, then one line each: bugs
-    first, new before the rest, each known one with where it is known."""
+def print_roots(roots: list[RootCause], unique_bugs: int, coverage: str | None = None) -> None:
+    """The new bugs first (root causes of class bug by status) and what the counts cover,
+    then the root causes (audee.triage.rootcause) per class as a maintainer counts them, then
+    one line each: bugs first, new before the rest, each known one with where it is known."""
     from audee.triage.rootcause import CLASS_HELP, class_counts, new_bugs_line
 
     counts = class_counts(roots)
     print(f"  {new_bugs_line(roots)}")
+    if coverage:
+        print(f"  over {coverage}")
     print(f"  root causes          {len(roots)}  (from {unique_bugs} bug signatures; docs/oracles.md)")
     for klass, c in counts.items():
         print(f"    {klass:<12} {c['root_causes']:>4}  (new: {c['new']}, found before: {c['found before']}, "
@@ -726,7 +728,7 @@ def _print_campaign_roots(data: Any, known: list | None, rechecked: Path | None 
         from audee.report.alone import recheck_new
 
         roots = recheck_new(roots, rechecked, python)
-    print_roots(roots, len(bugs))
+    print_roots(roots, len(bugs), data.coverage_line())
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -734,6 +736,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     known = _known_issues(args)
     data = load_campaign_dir(args.dir, resign=args.resign)
+    if data.cases.empty:  # a report of zeros would read as a clean campaign
+        units = f" in its {len(data.progress.known)} units" if data.progress is not None else ""
+        raise AudeeError(f"no test case to report{units}: nothing ran there yet", source=str(args.dir))
     out = Path(args.out or Path(args.dir) / "report")
     written = write_report(data, out, known=known, recheck_new=args.recheck_new, python=args.python)
     _print_campaign_roots(data, known, out if args.recheck_new else None, args.python)

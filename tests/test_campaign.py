@@ -128,13 +128,20 @@ def test_report_merges_units_and_deduplicates_by_the_papers_criteria(tmp_path):
     cfg.write_text("name: r\ndefaults: {variants: 8, batch: 8}\nruns:\n  - seeds: [lenet5]\n"
                    "    backends: [[tensorflow, onnxruntime]]\n    rngs: [6]\n"
                    "    invalid_prob: 0.3\n")
+    reported = []
     for shard in ("0/2", "1/2"):  # shards write into one directory; the report merges them
         r = subprocess.run([sys.executable, "-m", "audee", "campaign", str(cfg), "--out", str(tmp_path / "o"),
                             "--shard", shard, "--no-progress"], capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-2000:]
-    r = subprocess.run([sys.executable, "-m", "audee", "report", str(tmp_path / "o")], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
+        r = subprocess.run([sys.executable, "-m", "audee", "report", str(tmp_path / "o")], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        reported.append(r.stdout.splitlines()[1].strip())
+    # what the counts cover leads them: after one shard of two, a report says the other has not run
+    units = json.loads((tmp_path / "o" / "status" / "shard-0-of-2.json").read_text())["units"]
+    assert reported[0] == (f"over 9 test cases; {units} of {units} units done (1 of 2 shards not started, their "
+                           f"units not counted) - the counts cover what ran; rerun `audee campaign` to finish"), reported
+    assert reported[1] == f"over 9 test cases; {units} of {units} units done", reported
     index = (tmp_path / "o" / "report" / "index.md").read_text()
     assert "Table 1" in index and "Test cases by outcome" in index
     data = load_campaign_dir(tmp_path / "o")
@@ -149,6 +156,37 @@ def test_report_merges_units_and_deduplicates_by_the_papers_criteria(tmp_path):
                         {"id": "s-v2", "seed": "s", "unit": "u", "level": "NET", "inconsistent_pairs": ["a|b"]}])
     assert table1(dup)["NET"].tolist() == [2]
     assert write_report(data, tmp_path / "again")[-1].name == "index.md"
+
+
+def test_a_report_says_which_units_its_counts_cover_and_refuses_a_campaign_where_nothing_ran(tmp_path, capsys):
+    """A killed, stopped or unstarted unit is not a clean one: "new bugs: 0" over part of a
+    campaign says so, and over none of it is no report at all."""
+    from audee.cli import main
+    from audee.core.exitcodes import ExitCode
+
+    row = {"id": "c1", "seed": "lenet5", "variant": 0, "status": "pass", "kinds": [], "seconds": 0.1,
+           "backends": {"jax": "ok", "torch": "ok"}, "pairs": {}, "signatures": [], "exercised": []}
+    out = tmp_path / "o"
+    for uid in ("u-done", "u-killed", "u-error", "u-empty"):
+        (out / "units" / uid).mkdir(parents=True)
+    (out / "status").mkdir()
+    (out / "status" / "shard-0-of-2.json").write_text(json.dumps(
+        {"shard": 0, "shards": 2, "unit_ids": ["u-done", "u-killed", "u-error", "u-empty", "u-later"]}))
+    assert main(["report", str(out)]) == ExitCode.BAD_INPUT  # nothing ran yet: no report of zeros
+    assert capsys.readouterr().err.strip() == (f"audee: error: {out}: no test case to report in its 5 units: "
+                                               "nothing ran there yet")
+    assert not (out / "report").exists()
+    for uid in ("u-done", "u-killed"):
+        (out / "units" / uid / "results.jsonl").write_text(json.dumps({**row, "id": f"{uid}-c1"}) + "\n")
+    (out / "units" / "u-done" / "DONE.json").write_text("{}")
+    (out / "units" / "u-error" / "ERROR.json").write_text(json.dumps({"unit": "u-error", "error": "boom"}))
+    assert main(["report", str(out)]) == ExitCode.OK
+    line = ("2 test cases; 1 of 5 units done (1 stopped on an internal error, 1 partly run, 2 not run, 1 of 2 "
+            "shards not started, their units not counted) - the counts cover what ran; rerun `audee campaign` "
+            "to finish")
+    assert capsys.readouterr().out.splitlines()[1] == f"  over {line}"
+    assert f"Over {line}." in (out / "report" / "index.md").read_text().splitlines()
+    assert f"Over {line}." in (out / "report" / "roots.md").read_text().splitlines()
 
 
 def test_dedup_counts_inputs_once_and_weights_apart():

@@ -38,6 +38,7 @@ from audee.mutation.seeds import read_seed, with_inputs
 from audee.settings import ShardSettings
 from audee.store.atomic import create_atomic, write_atomic
 from audee.store.lock import dir_lock, locked
+from audee.store.campaigndir import CampaignDir
 from audee.store.runstore import RunStore
 
 
@@ -174,11 +175,7 @@ def shard_of(arg: str | None, env: dict[str, str] | None = None, *, shards: int 
 
 def unit_dir(out: Path, unit: Unit) -> Path:
     """``OUT/units/<id>``, checked to lie inside OUT (a unit id is one safe path component)."""
-    udir = Path(out) / "units" / unit.id
-    root = (Path(out) / "units").resolve()
-    if udir.resolve().parent != root:
-        raise AudeeError(f"unit id {unit.id!r} would write outside {root}", field="units")
-    return udir
+    return CampaignDir(out).unit_dir(unit.id)
 
 
 def check_seeds(units: list[Unit], source: str, log_dir: Path | None = None) -> None:
@@ -348,7 +345,7 @@ def _run_shard(campaign: Campaign, out: Path, index: int, count: int,
     # every seed of the campaign (spec, inputs, search layer) checked now, not hours into the shard
     check_seeds(campaign.units, campaign.source, out / "logs")
     check_resumes(units, out, device, precision)  # a changed campaign file on an existing --out: refused now
-    status_path = out / "status" / f"shard-{index}-of-{count}.json"
+    status_path = CampaignDir(out).status_path(index, count)
     status: dict[str, Any] = {"campaign": campaign.name, "shard": index, "shards": count,
                               "host": socket.gethostname(), "pid": os.getpid(), "units": len(units),
                               "unit_ids": [u.id for u in units], "done": 0, "current": None,

@@ -23,6 +23,7 @@ from audee.records.rows import PlacedRow, ResultRow
 from audee.records.search import SearchTrace
 from audee.report.dedup import dnn_of, level_of
 from audee.store import ResultsTable, RunStore
+from audee.store.campaigndir import CampaignDir, Progress
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +46,17 @@ class CampaignData:
     consistent: pd.DataFrame = field(default_factory=pd.DataFrame)  # top-1 change rates of consistent cases
     units: pd.DataFrame = field(default_factory=pd.DataFrame)       # one row per unit: seed, backends, pairs, dir
     rows: list[PlacedRow] = field(default_factory=list)  # the typed rows behind ``cases``, where each was read
+    progress: Progress | None = None  # how far a campaign ran (None: one `audee fuzz` directory)
+
+    def coverage_line(self) -> str:
+        """What the counts of a report cover: the campaign's units by how far they ran, and the test cases."""
+        cases = f"{len(self.cases)} test case{'s' if len(self.cases) != 1 else ''}"
+        return f"{cases}; {self.progress.line()}" if self.progress is not None else cases
 
 
 def _unit_dirs(root: Path) -> list[Path]:
-    units = root / "units"
-    if units.is_dir():
-        return sorted(p for p in units.iterdir() if p.is_dir())
+    if CampaignDir(root).is_campaign():
+        return CampaignDir(root).unit_dirs()
     if RunStore(root).has_results():  # a single `audee fuzz` output directory
         return [root]
     raise AudeeError("no units/ and no results.jsonl: not a campaign or fuzz directory", source=str(root))
@@ -126,5 +132,6 @@ def load_campaign_dir(root: str | Path, resign: bool = False) -> CampaignData:
                 # the full report stays in the file; the tables need the summary
                 localized.append({**doc.summary(), "unit": d.name})
             consistent += [{**r, "unit": d.name} for r in ResultsTable(ldir / "consistent.jsonl").rows()]
+    progress = CampaignDir(root).progress() if CampaignDir(root).is_campaign() else None
     return CampaignData(pd.DataFrame(case_rows), pd.DataFrame(search_rows), traces,
-                        pd.DataFrame(localized), pd.DataFrame(consistent), pd.DataFrame(units), placed)
+                        pd.DataFrame(localized), pd.DataFrame(consistent), pd.DataFrame(units), placed, progress)

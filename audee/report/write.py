@@ -592,8 +592,8 @@ def write_report(data: CampaignData, out: Path, known: list | None = None, reche
     n_units = data.cases["unit"].nunique() if not data.cases.empty else 0
     # the count a maintainer reads first leads roots.md and index.md
     leads = {"roots": f"**{new_bugs_line(raw_roots)}** (root causes of class bug; each new one has a report in "
-                      f"bugs/)\n\n"}
-    index = ["# audee report", "", leads["roots"].strip(), "",
+                      f"bugs/)\n\nOver {data.coverage_line()}.\n\n"}
+    index = ["# audee report", "", *leads["roots"].strip().split("\n"), "",
              f"{len(roots)} root causes ([list](roots.md)): {class_line(raw_roots)}; "
              f"{len(reports)} new bugs with an upstream-ready report (bugs/); "
              f"from {len(bugs)} bug signatures ([list](bugs.md)); "

@@ -212,6 +212,10 @@ class RunStore:
         """A campaign unit's internal error (``ERROR.json``), kept until it runs through."""
         write_atomic(self.root / ERROR, json.dumps(record, indent=1).encode())
 
+    def has_error(self) -> bool:
+        """Whether a campaign unit stopped on an internal error and has not run through since."""
+        return (self.root / ERROR).is_file()
+
     def clear_error(self) -> None:
         (self.root / ERROR).unlink(missing_ok=True)
 
