@@ -29,8 +29,29 @@ a bfloat16 adapter Conv2D(2 filters, 1x1, no activation) on one input channel fe
 torch NaN at the pixel before it, JAX only +-inf; the first case of its root, filed under
 tf-onednn-fused-relu-nan, triaged by hand).
 """
+import os
 import sys
 
+
+def _cpu_flags() -> set:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return {w for line in f if line.startswith("flags") for w in line.split(":", 1)[1].split()}
+    except OSError:
+        return set()
+
+
+# The bug is in oneDNN's AVX-512 kernels (brgconv_1x1:avx512_core_bf16, jit_bf16:avx512_core): on a CPU without AVX-512, TensorFlow
+# hands bfloat16 and float16 to its own Eigen kernels and oneDNN runs AVX2 ones, so this machine can
+# show neither the bug nor its fix
+if "avx512f" not in _cpu_flags():
+    print("NOT TESTABLE HERE: this CPU has no AVX-512 (/proc/cpuinfo flags), and the bug needs oneDNN's "
+          "AVX-512 kernels (brgconv_1x1:avx512_core_bf16, jit_bf16:avx512_core)")
+    sys.exit(2)
+
+# oneDNN on, as on the CPUs where TensorFlow turns it on by default (AVX-512 VNNI/BF16, AMX): on others
+# (an AVX2 CPU) TensorFlow 2.21 leaves it off, and its own kernels compute this right
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 import numpy as np
 
 W = np.array([-2.25, 0.375], np.float32).reshape(1, 1, 1, 2)  # HWIO: 1x1 kernel, 1 input channel, 2 filters

@@ -24,8 +24,29 @@ api-cpu campaign, rng 2866 (case nan-Dense-tensorflow-a431c98e: Dense(2) under b
 lone -inf at position 2 of a row; TensorFlow NaN where torch and JAX give -inf; filed under
 tf-onednn-fused-relu-nan, triaged by hand).
 """
+import os
 import sys
 
+
+def _cpu_flags() -> set:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return {w for line in f if line.startswith("flags") for w in line.split(":", 1)[1].split()}
+    except OSError:
+        return set()
+
+
+# The bug is in oneDNN's AVX-512 kernels (avx512_core_bf16 matmul's K tail): on a CPU without AVX-512, TensorFlow
+# hands bfloat16 and float16 to its own Eigen kernels and oneDNN runs AVX2 ones, so this machine can
+# show neither the bug nor its fix
+if "avx512f" not in _cpu_flags():
+    print("NOT TESTABLE HERE: this CPU has no AVX-512 (/proc/cpuinfo flags), and the bug needs oneDNN's "
+          "AVX-512 kernels (avx512_core_bf16 matmul's K tail)")
+    sys.exit(2)
+
+# oneDNN on, as on the CPUs where TensorFlow turns it on by default (AVX-512 VNNI/BF16, AMX): on others
+# (an AVX2 CPU) TensorFlow 2.21 leaves it off, and its own kernels compute this right
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 import numpy as np
 import tensorflow as tf
 

@@ -26,6 +26,9 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# oneDNN on, as on the CPUs where TensorFlow turns it on by default (AVX-512 VNNI/BF16, AMX): on others
+# (an AVX2 CPU) TensorFlow 2.21 leaves it off, and its own kernels compute this right
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 import numpy as np
 import tensorflow as tf
 

@@ -16,6 +16,9 @@ import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# oneDNN on, as on the CPUs where TensorFlow turns it on by default (AVX-512 VNNI/BF16, AMX): on others
+# (an AVX2 CPU) TensorFlow 2.21 leaves it off, and its own kernels compute this right
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 CALL = ("import tensorflow as tf; x = tf.zeros([8, 1, 1, 8, 3]); "
         "print(tf.nn.max_pool3d(x, ksize=[1, 1, 1, 9, 1], strides=[1, 1, 1, 1, 1], padding='VALID').shape)")
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import pytest
 
 from audee.core.errors import AudeeError
 from audee.core.exitcodes import ExitCode
-from audee.repro.recheck import (AUDEE, BROKEN, FINDINGS, FIXED, REPRODUCES, ProcessRun, combine,
+from audee.repro.recheck import (AUDEE, BROKEN, FINDINGS, FIXED, REPRODUCES, UNTESTABLE, ProcessRun, combine,
                                  convention_of, default_out, documented_backends, find_scripts, interpreter, judge,
                                  run_alone)
 from audee.repro.scaffold import _SCAFFOLD, SCAFFOLD_MARK
@@ -29,6 +29,8 @@ FINDINGS_DIR = ROOT / "findings"
 REPRODUCES_SCRIPT = '"""Still there."""\nimport sys\nprint("checking")\nprint("REPRODUCED: still wrong")\nsys.exit(1)\n'
 FIXED_SCRIPT = '"""Gone."""\nprint("NOT REPRODUCED: right now")\n'
 ERROR_SCRIPT = '"""Cannot run."""\nimport no_such_module_xyz\nprint("REPRODUCED")\n'
+UNTESTABLE_SCRIPT = ('"""Needs a kernel this CPU lacks."""\nimport sys\n'
+                     'print("NOT TESTABLE HERE: this CPU has no AVX-512")\nsys.exit(2)\n')
 
 
 def _audee(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -64,7 +66,7 @@ def test_three_scripts_three_rows_and_the_broken_exit_code(tmp_path):
 
     assert {row["keras"] for row in rows} == {keras.__version__}
     doc = json.loads((tmp_path / "out" / "recheck.json").read_text())
-    assert doc["counts"] == {"reproduces": 1, "fixed": 1, "broken": 1}
+    assert doc["counts"] == {"reproduces": 1, "fixed": 1, "not testable here": 0, "broken": 1}
     assert doc["rows"][2]["runs"][0]["stderr"].rstrip().endswith("No module named 'no_such_module_xyz'")
     md = (tmp_path / "out" / "recheck.md").read_text()
     assert "| script | result |" in md and md.count("\n| ") == 4 and f"keras {keras.__version__}" in md
@@ -75,6 +77,20 @@ def test_three_scripts_three_rows_and_the_broken_exit_code(tmp_path):
 def test_fixed_without_broken_exits_1_and_all_reproducing_0(tmp_path, scripts, code):
     r = _audee(str(_folder(tmp_path, **scripts)), "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert r.returncode == code, r.stdout + r.stderr
+
+
+def test_a_script_that_cannot_test_here_is_neither_fixed_nor_broken(tmp_path):
+    """A bug in a kernel for an instruction set this CPU lacks cannot show here: its script's NOT
+    TESTABLE HERE is counted apart, and a recheck where every script that could run reproduces
+    exits 0, not 1 (no fix was seen)."""
+    r = _audee(str(_folder(tmp_path, a=REPRODUCES_SCRIPT, b=UNTESTABLE_SCRIPT)), "--out", str(tmp_path / "out"),
+               cwd=tmp_path)
+    assert r.returncode == ExitCode.OK, r.stdout + r.stderr
+    assert "2 of 2 scripts: 1 reproduce, 0 fixed, 1 not testable here, 0 broken" in r.stdout
+    with open(tmp_path / "out" / "recheck.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(row["result"], row["exit"], row["note"]) for row in rows] == [
+        ("reproduces", "1", ""), ("not testable here", "2", "")]
 
 
 def test_an_interrupted_recheck_resumes_and_a_finished_one_runs_again(tmp_path):
@@ -177,13 +193,17 @@ def test_the_printed_line_decides_and_the_exit_code_cross_checks():
     assert quiet.result == BROKEN and quiet.line == "all fine, not reproduced"
     env = judge(_run("ENVIRONMENT: torch: cannot import\n", 2), AUDEE, 60)
     assert env.result == BROKEN and env.line == "ENVIRONMENT: torch: cannot import"
+    untestable = judge(_run("NOT TESTABLE HERE: no AVX-512\n", 2), FINDINGS, 60)
+    assert untestable.result == UNTESTABLE and untestable.note == ""
+    assert "exit 0 where the findings convention gives 2" in judge(_run("NOT TESTABLE HERE\n", 0), FINDINGS, 60).note
     late_kill = judge(_run("REPRODUCED\n", None), FINDINGS, 30)
     assert late_kill.result == BROKEN and late_kill.line == "timed out after 30 s"
 
 
 def test_a_row_reproduces_when_any_backend_does_else_broken_else_fixed():
     def runs(*results: str) -> list:
-        lines = {REPRODUCES: ("REPRODUCED", 1), FIXED: ("NOT REPRODUCED", 0), BROKEN: ("Traceback", 1)}
+        lines = {REPRODUCES: ("REPRODUCED", 1), FIXED: ("NOT REPRODUCED", 0), BROKEN: ("Traceback", 1),
+                 UNTESTABLE: ("NOT TESTABLE HERE", 2)}
         return [judge(_run(lines[r][0] + "\n", lines[r][1]), FINDINGS, 60, b)
                 for b, r in zip(("tensorflow", "torch", "jax"), results)]
 
@@ -192,6 +212,9 @@ def test_a_row_reproduces_when_any_backend_does_else_broken_else_fixed():
     assert row.runs_text() == "tensorflow not reproduced, torch reproduced, jax broken"
     assert combine("s.py", runs(FIXED, BROKEN, FIXED)).result == BROKEN
     assert combine("s.py", runs(FIXED, FIXED, FIXED)).result == FIXED
+    # the backend with the bug cannot run it here; the others never had it: no fix was seen
+    assert combine("s.py", runs(FIXED, UNTESTABLE, FIXED)).result == UNTESTABLE
+    assert combine("s.py", runs(UNTESTABLE, REPRODUCES, FIXED)).result == REPRODUCES
 
 
 def test_a_timed_out_script_leaves_no_process_behind(tmp_path):
@@ -267,6 +290,8 @@ def test_every_findings_script_prints_both_verdict_lines(script):
     assert re.search(r'print\(f?"REPRODUCED\b', text) or re.search(r'f?"REPRODUCED\b[^"]*"\s+if\b', text), script
     assert re.search(r'f?"NOT REPRODUCED\b', text), script
     assert re.search(r"sys\.exit\(1\)|sys\.exit\(1 if |return 1\b", text), script
+    if "NOT TESTABLE HERE" in text:  # a third verdict, with an exit code of its own (neither 0 nor 1)
+        assert re.search(r'print\(f?"NOT TESTABLE HERE: ', text) and "sys.exit(2)" in text, script
     ast.parse(text)
     sets_backend = re.search(r"os\.environ(\[\"KERAS_BACKEND\"\]\s*=|\.setdefault\(\"KERAS_BACKEND\"|"
                              r"\.update\(KERAS_BACKEND=)|dict\(os\.environ,\s*KERAS_BACKEND=", text)  # its children's

@@ -26,7 +26,7 @@ class ExitCode(enum.IntEnum):
 
     OK = (0, "success",
           "the command did what was asked (for `reproduce`: the verdict holds; for `localize`: localized; "
-          "for `recheck`: every script reproduces; for `bisect`: an environment computes the case differently "
+          "for `recheck`: every script that could be tested here reproduces; for `bisect`: an environment computes the case differently "
           "from the oldest, the first is printed)")
     NOT_REPRODUCED = (1, "the case no longer fails as recorded",
                       "the case no longer fails as recorded (`reproduce`, `localize`, `repro`); `recheck`: a "

@@ -9,6 +9,9 @@ script gets one row:
 * ``reproduces`` -- it printed a line starting ``REPRODUCED``;
 * ``fixed`` -- it ran and printed a line starting ``NOT REPRODUCED``, in each of :data:`TRIES`
   runs (a bug that shows in some processes only is not fixed by one run that missed it);
+* ``not testable here`` -- it printed a line starting ``NOT TESTABLE HERE``: this machine lacks
+  what the bug needs (a kernel for an instruction set the CPU does not have), so its absence
+  says nothing of a fix;
 * ``broken`` -- it errored, timed out, or printed neither line (an audee script's
   ``ENVIRONMENT:`` or ``BAD DATA:`` line is one of these: no verdict).
 
@@ -64,13 +67,14 @@ from audee.repro.scaffold import EXIT_NOT_REPRODUCED, EXIT_REPRODUCED, SCAFFOLD_
 from audee.store.atomic import write_atomic
 from audee.store.lock import dir_lock
 from audee.store.runstore import RunStore
-from audee.triage import BROKEN, FIXED, RECHECK_RESULTS, REPRODUCES
+from audee.triage import BROKEN, FIXED, RECHECK_RESULTS, REPRODUCES, UNTESTABLE
 
 log = logging.getLogger(__name__)
 
 
 #: a verdict line: what a script prints first on the line, in capitals
-_VERDICT = re.compile(r"(NOT REPRODUCED|REPRODUCED)\b")
+_VERDICT = re.compile(r"(NOT TESTABLE HERE|NOT REPRODUCED|REPRODUCED)\b")
+_RESULT_OF = {"REPRODUCED": REPRODUCES, "NOT REPRODUCED": FIXED, "NOT TESTABLE HERE": UNTESTABLE}
 #: a docstring's documented runs: a loop over Keras backends, or one command per backend
 _LOOP = re.compile(r"for\s+(\w+)\s+in\s+([\w\- ]+?)\s*;\s*do\s+KERAS_BACKEND=\$\{?(\w+)\}?\s")
 _ONE = re.compile(r"^\s*KERAS_BACKEND=([\w-]+)\s+python3?\s", re.M)
@@ -98,8 +102,11 @@ class Convention:
     name: str
     reproduced: int
     not_reproduced: int
+    untestable: int = 2  # neither 0 nor 1: a caller reading the exit code alone must not take it for either
 
     def expected(self, line: str) -> int:
+        if line.startswith("NOT TESTABLE HERE"):
+            return self.untestable
         return self.reproduced if line.startswith("REPRODUCED") else self.not_reproduced
 
 
@@ -297,7 +304,7 @@ def judge(run: ProcessRun, convention: Convention, timeout: float, backend: str 
     want = convention.expected(line)
     note = "" if run.exit == want else (
         f"exit {run.exit} where the {convention.name} convention gives {want} after {verdict}")
-    return RunResult(result=REPRODUCES if verdict == "REPRODUCED" else FIXED, line=line, note=note, **base)
+    return RunResult(result=_RESULT_OF[verdict], line=line, note=note, **base)
 
 
 @dataclass
@@ -318,7 +325,7 @@ class ScriptResult:
 
     def runs_text(self) -> str:
         """Each backend's run by what it printed (a backend without the bug never had it to fix)."""
-        said = {REPRODUCES: "reproduced", FIXED: "not reproduced", BROKEN: "broken"}
+        said = {REPRODUCES: "reproduced", FIXED: "not reproduced", UNTESTABLE: "not testable here", BROKEN: "broken"}
         return ", ".join(f"{r.backend} {said[r.result]}" for r in self.runs if r.backend) or "one run"
 
     def exits(self) -> str:
@@ -327,9 +334,11 @@ class ScriptResult:
 
 def combine(script: str, runs: list[RunResult], sha256: str = "") -> ScriptResult:
     """A script's row: it reproduces when any run does (a bug of one backend shows only
-    there), else it is broken when any run is, else fixed; a run that disagrees with the row
-    is noted."""
-    result = next((r for r in (REPRODUCES, BROKEN, FIXED) if any(run.result == r for run in runs)), BROKEN)
+    there), else it is broken when any run is, else not testable here when any run is (the
+    others, backends without the bug, never had it to fix), else fixed; a run that disagrees
+    with the row is noted."""
+    result = next((r for r in (REPRODUCES, BROKEN, UNTESTABLE, FIXED) if any(run.result == r for run in runs)),
+                  BROKEN)
     deciding = next(run for run in runs if run.result == result)
     notes = [f"{run.backend}: {run.note}" if run.backend else run.note for run in runs if run.note]
     if result == REPRODUCES:
@@ -390,7 +399,8 @@ class Recheck:
         return {r: sum(1 for row in self.rows if row.result == r) for r in RECHECK_RESULTS}
 
     def exit_code(self) -> ExitCode:
-        """Broken first (a script to look at), then fixed (a bug gone), else every one reproduces."""
+        """Broken first (a script to look at), then fixed (a bug gone), else every one that could
+        be tested here reproduces."""
         counts = self.counts()
         if counts[BROKEN]:
             return ExitCode.SCRIPTS_BROKEN
@@ -399,7 +409,8 @@ class Recheck:
     def summary(self) -> str:
         c = self.counts()
         return (f"{len(self.rows)} of {len(self.scripts)} scripts: {c[REPRODUCES]} reproduce, {c[FIXED]} fixed, "
-                f"{c[BROKEN]} broken ({self.seconds:.0f} s)")
+                + (f"{c[UNTESTABLE]} not testable here, " if c[UNTESTABLE] else "")
+                + f"{c[BROKEN]} broken ({self.seconds:.0f} s)")
 
     def records(self) -> list[dict[str, Any]]:
         """One flat record per row (the CSV's): script, result, runs, exit codes, seconds,

@@ -32,9 +32,11 @@ _SEP = " | "
 NEW, FOUND_BEFORE, KNOWN_UPSTREAM, FIXED_UPSTREAM = "new", "found before", "known upstream", "fixed upstream"
 STATUSES = (NEW, FOUND_BEFORE, KNOWN_UPSTREAM, FIXED_UPSTREAM)
 #: what a standalone script did when run again alone (``audee recheck``; a root cause's ``alone``):
-#: printed REPRODUCED, printed NOT REPRODUCED, or neither (an error, a timeout)
-REPRODUCES, FIXED, BROKEN = "reproduces", "fixed", "broken"
-RECHECK_RESULTS = (REPRODUCES, FIXED, BROKEN)
+#: printed REPRODUCED, printed NOT REPRODUCED, printed NOT TESTABLE HERE (this machine lacks what the
+#: bug needs, such as a CPU instruction set its kernel runs on: neither there nor fixed), or none of
+#: them (an error, a timeout)
+REPRODUCES, FIXED, UNTESTABLE, BROKEN = "reproduces", "fixed", "not testable here", "broken"
+RECHECK_RESULTS = (REPRODUCES, FIXED, UNTESTABLE, BROKEN)
 
 
 @dataclass(frozen=True)
