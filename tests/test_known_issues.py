@@ -12,7 +12,7 @@ import pytest
 from audee.core.errors import ConfigError
 from audee.triage.known import load_known_file, load_known_issues, match_known, shipped_file
 from audee.cases.case import Finding, Kind
-from audee.triage.signature import Signature, signatures_of
+from audee.triage.signature import ODD_FEWER_NONFINITE, Signature, signatures_of
 from tests.helpers import run_audee
 
 GELU = Signature("divergent_acceptance", "activations.gelu", (("activation", "'gelu'"),), ("onnxruntime",),
@@ -1551,6 +1551,25 @@ def test_a_converted_resize_of_another_shape_is_the_baked_reshape_s_silent_face(
     assert hit is not None and hit.id == "tf2onnx-resize-scales-reshape", hit
     hit = match_known(sig(None), known)
     assert hit is None or hit.id != "tf2onnx-resize-scales-reshape", hit
+
+
+def test_a_cpu_kernels_bug_does_not_claim_the_same_layer_on_a_gpu():
+    """oneDNN's fused bias + relu turning NaN into 0 is a CPU kernel's (``device: cpu``):
+    TensorFlow odd on ``tensorflow@cuda`` ran cuDNN and is not that bug, and stays new; the
+    CPU face, and a GPU run beside TensorFlow on the CPU, are still it."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+    cpu = Signature("nan", "Dense", (("activation", "'relu'"),), ("jax", "tensorflow", "torch"), odd=("tensorflow",),
+                    layer="Dense", context=(ODD_FEWER_NONFINITE,))
+    assert match_known(cpu, issues).id == "tf-onednn-fused-relu-nan"
+    gpu = replace(cpu, backends=("jax@cuda", "tensorflow@cuda", "torch@cuda"), odd=("tensorflow@cuda",))
+    hit = match_known(gpu, issues)
+    assert hit is None or hit.id != "tf-onednn-fused-relu-nan", hit
+    beside = replace(cpu, backends=("jax@cuda", "tensorflow", "torch@cuda"), odd=("tensorflow",))
+    assert match_known(beside, issues).id == "tf-onednn-fused-relu-nan"
+    entry = next(i for i in issues if i.id == "tf-onednn-fused-relu-nan")
+    assert entry.device == "cpu" and next(i for i in issues if i.id == "keras-jax-convlstm-mask").device is None
 
 
 def test_a_known_bug_seen_on_a_gpu_is_the_known_bug():

@@ -93,6 +93,13 @@ def unplaced(label: str) -> str:
     return name if env is None else f"{name}@{env}"
 
 
+def device_kind(label: str) -> str:
+    """Where a result label's backend computes: ``gpu`` for a CUDA placement (``torch@cuda``,
+    ``jax@prev@cuda:1:tf32``), else ``cpu``.  A CPU kernel's bug (oneDNN, Eigen, XLA's CPU
+    compiler) is not the one a GPU run shows."""
+    return "gpu" if split_label(label)[2].startswith("cuda") else "cpu"
+
+
 def env_of(label: str) -> str | None:
     """The environment a result label runs in (None: audee's own interpreter)."""
     return split_label(label)[1]

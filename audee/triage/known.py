@@ -70,7 +70,7 @@ import functools
 import re
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Literal
 
 from packaging.version import InvalidVersion, Version
 
@@ -82,7 +82,7 @@ from audee.core.paths import data_dir
 from audee.records.findings import Phase
 from audee.records.rows import PlacedRow, ResultRow
 from audee.backends.info import PROGRAM_FACTS, reference_of
-from audee.backends.registry import unplaced
+from audee.backends.registry import device_kind, unplaced
 from audee.oracle.compute_dtype import POLICY_COMPUTE
 from audee.oracle.pairs import component_changes
 from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
@@ -351,6 +351,10 @@ class KnownIssue(_Strict):
     fixed: Fix | None = Field(None, description="fixed upstream: the package and its first version with the fix")
     klass: str | None = Field(None, alias="class",
                               description="the class of what it matches (audee.triage.rootcause); default: by the rules")
+    device: Literal["cpu", "gpu"] | None = Field(
+        None, description="where its kernel runs: an entry for a CPU kernel (oneDNN, Eigen, MLAS, XLA's CPU "
+                          "compiler) claims no signature whose backends it names ran on a GPU, nor the reverse; "
+                          "none: a framework's own code, on any device")
     match: Any = Field(None, description="a rule (every criterion given holds) or a list of rules (any of them); "
                                          "none: an entry no finding of audee's shows")
     _rules: list[KnownMatch] = PrivateAttr(default_factory=list)  # ``match`` checked (set on validation)
@@ -417,8 +421,18 @@ class KnownIssue(_Strict):
         return list(self._rules)
 
     def matches(self, sig: Signature) -> bool:
-        """Whether any of its rules holds for ``sig`` (an entry without rules matches nothing)."""
-        return any(r.matches(sig) for r in self._rules)
+        """Whether any of its rules holds for ``sig`` (an entry without rules matches nothing),
+        on the backends it names where it names a device."""
+        return any(r.matches(sig) and self._on_device(r, sig) for r in self._rules)
+
+    def _on_device(self, rule: KnownMatch, sig: Signature) -> bool:
+        """Whether the signature's backends the rule names (its odd ones, or all it names when
+        the rule names none) ran on the entry's device."""
+        if self.device is None:
+            return True
+        named = set(rule.odd or ()) | set(rule.backends or ())
+        labels = [b for b in (*sig.odd, *sig.backends) if unplaced(b) in named] if named else list(sig.named_backends)
+        return all(device_kind(b) == self.device for b in labels)
 
     @property
     def finding(self) -> FindingRow | None:
