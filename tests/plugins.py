@@ -739,6 +739,36 @@ class BatchNanJax(JaxBackend):
         return made
 
 
+class OnceNanJax(JaxBackend):
+    """JAX, except that the layer named ``d`` gives NaN in its first row the first time it
+    computes a batch of more than four rows in its process, and right values after: a
+    backend's difference that the same inputs do not show again (a race, a kernel picked by
+    the state of the process).  The diagnosis re-runs them and clears it."""
+
+    name = "once-nan-jax"
+    _calls: dict[int, int] = {}
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != "d":
+            return made
+        import jax.numpy as jnp
+
+        calls = OnceNanJax._calls
+
+        class Once(type(made)):
+            def call(self, inputs, *args, **kwargs):
+                out = super().call(inputs, *args, **kwargs)
+                n = out.shape[0]
+                if n is None or n <= 4:
+                    return out
+                calls[n] = calls.get(n, 0) + 1
+                return out.at[0].set(jnp.nan) if calls[n] == 1 else out
+
+        made.__class__ = Once
+        return made
+
+
 class _ProcessFacts:
     """Says in its hello (``versions``) which process it runs in: its pid and parent, its temp
     dir, and whether JAX computes with 64-bit types (tests/test_zygote.py)."""

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from audee.cases.case import Finding, Kind, Outcome, Verdict
-from audee.oracle.nan import (amplified_rounding, compare_codes, condition_pattern, diagnose_patterns, diagnose_rows,
+from audee.oracle.nan import (CLEARED, amplified_rounding, compare_codes, condition_pattern, diagnose_patterns, diagnose_rows,
                               has_nonfinite, nan_findings, nonfinite_codes, overflow_scale, same_difference,
                               settle_conditioning, state_at_overflow_scale, without_nonfinite)
 
@@ -475,6 +475,27 @@ def test_a_difference_only_the_whole_batch_shows_is_diagnosed_on_it(tmp_path_fac
     p = f.detail.patterns[f"jax|{batched}"]
     assert p.cleared is None and p.first_layer_from == "layers" and p.own_layer == "d", p
     assert got.verdict.failed
+
+
+def test_a_difference_the_same_inputs_do_not_show_again_is_cleared(tmp_path_factory):
+    """:class:`tests.plugins.OnceNanJax` puts its NaN in the case's run only: re-run on the
+    rows that differed and then on the whole batch, the difference is not there again, so the
+    pair is cleared: a weak finding, no backend named odd."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+
+    case = _dense_case(1.0)
+    case.inputs["x"] = np.ones((8, 3), np.float32)
+    once = "tests.plugins:OnceNanJax"
+    with Pool(parse_backends(f"jax,{once}"), tmp_path_factory.mktemp("logs"), timeout=120) as p:
+        assert p.start() == {}
+        got = Executor(p).run(case)
+    assert np.isnan(got.outcomes[once].output[0]).all() and np.isfinite(got.outcomes["jax"].output).all()
+    (f,) = [f for f in got.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    p = f.detail.patterns[f"jax|{once}"]
+    assert p.cleared in CLEARED, p
+    assert not f.detail.strong
 
 
 def test_diagnose_rows_take_the_rows_whose_patterns_differ_first():
