@@ -785,6 +785,29 @@ def test_a_converted_graph_selecting_by_arithmetic_names_the_known_lowering(pool
     assert not any("program:" in c for s in dense.signatures for c in s["context"])
 
 
+def test_a_converted_programs_fact_explains_only_the_odd_backends_running_that_program():
+    """A NaN that TensorFlow's and JAX's max pooling drop, kept by torch and by onnxruntime,
+    whose converted graph lowers a select 3 layers on (the api-cpu campaign, rng 2974): the
+    lowering is a fact of TensorFlow's program, which torch, odd too, does not run, so it
+    cannot be the finding's cause; with onnxruntime odd alone, or beside TensorFlow (whose
+    program it runs), it is."""
+    from audee.triage.signature import _program_context
+
+    program = {"onnxruntime": {"t_mha": ["select_as_arithmetic"]}}
+    nonfinite = {"onnxruntime": ["t_pool", "t_mha"], "torch": ["t_pool", "t_mha"], "tensorflow": [], "jax": []}
+    backends = ["jax", "onnxruntime", "tensorflow", "torch"]
+    departs = {"jax|torch": "t_pool", "onnxruntime|tensorflow": "t_pool"}
+
+    def facts(odd: list[str]) -> list[str]:
+        return _program_context(program, "t_pool", odd, nonfinite, backends, departs, one_program=True)
+
+    assert facts(["onnxruntime", "torch"]) == []
+    assert facts(["onnxruntime"]) == ["program:select_as_arithmetic"]
+    assert facts(["onnxruntime", "tensorflow"]) == ["program:select_as_arithmetic"]
+    assert _program_context(program, "t_pool", ["onnxruntime", "torch"], nonfinite, backends,
+                            departs) == ["program:select_as_arithmetic"]  # not a NaN finding's odd set: read whole
+
+
 def test_a_max_pooling_names_the_onnx_kernel_it_became(pool):
     """GlobalMaxPooling1D with one NaN in a row of 6: tf2onnx makes the channels_last layer an
     ONNX ReduceMax and the channels_first one a GlobalMaxPool, two onnxruntime kernels that

@@ -39,7 +39,7 @@ from typing import Any, Iterable, Mapping
 
 from audee.apis.config import load_api_configs
 from audee.apis.keras_layers import snake_name
-from audee.backends.info import all_op_names, all_unsupported, describe, reference_of
+from audee.backends.info import all_op_names, all_unsupported, describe, program_of, reference_of
 from audee.core.bounded import clean_text, utf8
 from audee.cases.case import (EMPTY_REDUCTION, INT_OVERFLOW_SPECIALS, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES,
                               SPECIAL_INT_KINDS, ZERO_DIVISOR, Finding, Kind, subnormal_rows)
@@ -587,7 +587,7 @@ def _op_case(meta: dict[str, Any] | None) -> bool:
 
 def _program_context(program: dict[str, dict[str, list[str]]], layer: Any, odd: Iterable[str],
                      nonfinite: dict[str, list[str]], backends: Iterable[str],
-                     departs: dict[str, Any] | None = None) -> list[str]:
+                     departs: dict[str, Any] | None = None, one_program: bool = False) -> list[str]:
     """The facts the odd backends' programs show of how they compute ``layer``, a layer where
     they depart from another backend, or a layer on their own NaN's path, non-finite there
     where another backend is finite (``program:<fact>``,
@@ -597,18 +597,27 @@ def _program_context(program: dict[str, dict[str, list[str]]], layer: Any, odd: 
     first differing layer (``"a|b"`` -> layer).  A converted MaxPool where the backends part
     and a select lowered 30 layers on both show: the direction of the odd backend's difference
     (:func:`_direction`) tells the kernel that drops a NaN (fewer) from the lowering that leaks
-    one (more), as the known entries of each say."""
+    one (more), as the known entries of each say. ``one_program`` (a NaN finding's odd set): a fact
+    counts only where the programs showing it are those of every odd backend."""
     backends = list(backends)
     odd = list(odd)
     at = {name for pair, name in (departs or {}).items() if isinstance(name, str)
           and any(b in pair.split("|") for b in odd)}
-    facts = {f for b in odd for name in at for f in (program.get(b) or {}).get(name, [])}
+    shown: dict[str, set[str]] = {}  # fact -> the odd backends whose program shows it
     for b in odd:
         mine = set(nonfinite.get(b) or ())
         others = [set(nonfinite.get(o) or ()) for o in backends if o != b]
         path = {n for n in mine if any(n not in o for o in others)} | ({layer} if isinstance(layer, str) else set())
-        facts |= {f for name in path for f in (program.get(b) or {}).get(name, [])}
-    return [PROGRAM + f for f in sorted(facts)]
+        for name in at | path:
+            for f in (program.get(b) or {}).get(name, []):
+                shown.setdefault(f, set()).add(b)
+    if one_program:
+        # a fact of one program explains the odd backends that run that program, not an
+        # independent framework odd beside them (torch keeping a NaN that TensorFlow's max
+        # pooling drops is no converter's select lowering in onnxruntime's graph)
+        wanted = {program_of(b) for b in odd}
+        shown = {f: bs for f, bs in shown.items() if wanted <= {program_of(b) for b in bs}}
+    return [PROGRAM + f for f in sorted(shown)]
 
 
 def _float64_context(within: Mapping[str, list[str]] | None, odd: Iterable[str], backends: Iterable[str]) -> list[str]:
@@ -901,7 +910,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             (["overflow_boundary"] if detail.overflow_boundary else []) + \
             (_direction(detail.counts, odd, backends) if odd else _judged_direction(detail.counts, backends)) + \
             _program_context(detail.program, layer, odd, detail.layers, backends,
-                             {pair: p.first_layer for pair, p in detail.patterns.items()})
+                             {pair: p.first_layer for pair, p in detail.patterns.items()}, one_program=True)
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
                     _gradient_phase(layer), context=context)]
     if finding.kind == Kind.DEVIATION:
