@@ -83,3 +83,19 @@ def test_a_backend_that_sets_other_import_switches_gets_a_process_of_its_own(tmp
         again, facts_again, _ = _start(FACTS_X64, tmp_path / "c")   # next time, a zygote of its own
         with again:
             assert facts_again["x64"] == "True" and facts_again["ppid"] not in (facts["ppid"], str(os.getpid()))
+
+
+def test_a_backend_that_sets_no_switch_is_not_forked_from_a_zygote_that_set_one(tmp_path):
+    """The reverse: a zygote made for jax-x64 imported JAX with x64 on; plain JAX starting next
+    (any ready zygote of its environment is tried) must not inherit it.  Its ``prepare`` runs
+    from the zygote's state before the zygote's own, sets no x64, and so answers ``unfit``:
+    the worker computes without x64."""
+    with zygote_registry(eager=True):   # a zygote at a command's first start, as in the suite
+        x64, facts_x64, _ = _start(FACTS_X64, tmp_path / "a")
+        with x64:
+            assert facts_x64["x64"] == "True"
+            plain, facts, _ = _start(FACTS, tmp_path / "b")
+            with plain:
+                assert facts["x64"] == "False", facts
+                log = (tmp_path / "b" / plain.workers[FACTS].log_path.name).read_text()
+                assert "not forked (its backend sets other switches before the import" in log, log[-2000:]

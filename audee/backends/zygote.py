@@ -78,14 +78,24 @@ def _snapshot() -> tuple[dict[str, str], list[str]]:
     return env, sorted(name for name, module in sys.modules.items() if module is None)
 
 
+def _same_switches(now: tuple, prepared: tuple, imported: tuple) -> bool:
+    """Whether a forked child's own ``prepare`` left what the zygote's left (``prepared``): the
+    same environment and the same modules blocked, besides those the zygote's imports set to
+    None (inherited, not the child's doing)."""
+    by_imports = set(imported[1]) - set(prepared[1])
+    return now[0] == prepared[0] and set(now[1]) - by_imports == set(prepared[1])
+
+
 # ---- the zygote process ------------------------------------------------------------------
 def _serve_zygote(ctrl: socket.socket, target: str, device: str, precision: str, guest: str | None) -> None:
     from audee.backends.worker import prepare
 
-    prepared = _snapshot()
+    base = _snapshot()
+    prepared = base
     unfit = None
     try:
         classes = prepare(target, device, precision, guest)
+        prepared = _snapshot()  # the switches its imports read (JAX_ENABLE_X64, modules blocked)
         for cls in [c for c in classes if c is not None]:
             for name in cls.preload_modules:
                 __import__(name)
@@ -134,7 +144,7 @@ def _serve_zygote(ctrl: socket.socket, target: str, device: str, precision: str,
                 ctrl.close()
                 os.close(wake_r)
                 os.close(wake_w)
-                code = _become_worker(msg, fds[0], prepared, imported, unfit)
+                code = _become_worker(msg, fds[0], (base, prepared, imported), unfit)
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -145,10 +155,15 @@ def _serve_zygote(ctrl: socket.socket, target: str, device: str, precision: str,
         _send(ctrl, {"forked": pid, "serial": msg["serial"]})
 
 
-def _become_worker(msg: dict, fd: int, prepared: tuple, imported: tuple, unfit: str | None) -> int:
+def _become_worker(msg: dict, fd: int, states: tuple[tuple, tuple, tuple], unfit: str | None) -> int:
     """In the forked child: take the worker's environment, directory, session and log; run
-    :func:`prepare` as a new worker would; serve only where it leaves what the zygote imported
-    under, else answer ``unfit`` (the pool starts a new process instead)."""
+    :func:`prepare` as a new worker would, from the process as the zygote had it before its own
+    ``prepare`` (``states``: the zygote's snapshots before it, after it, and after its imports);
+    serve only where it leaves what the zygote imported under, else answer ``unfit`` (the pool
+    starts a new process instead).  From the zygote's prepared state, a backend that sets no
+    switch would inherit another's (``jax`` forked from ``jax-x64``'s zygote computing in
+    float64)."""
+    base, prepared, imported = states
     from multiprocessing.connection import Connection
 
     from audee.backends import wire, worker
@@ -158,13 +173,17 @@ def _become_worker(msg: dict, fd: int, prepared: tuple, imported: tuple, unfit: 
     os.setsid()
     os.chdir(msg["cwd"])
     env = msg["env"]
-    if {k: v for k, v in env.items() if k not in NOT_READ_AT_IMPORT} != prepared[0]:
+    if {k: v for k, v in env.items() if k not in NOT_READ_AT_IMPORT} != base[0]:
         unfit = unfit or "its environment is not the one the zygote imported under"
-    for name in NOT_READ_AT_IMPORT:  # the rest is the zygote's: what its imports set, kept
-        if name in env:
-            os.environ[name] = env[name]
-        else:
-            os.environ.pop(name, None)
+    own = {name: env[name] for name in NOT_READ_AT_IMPORT if name in env}
+
+    def environ(values: dict[str, str]) -> None:
+        os.environ.clear()
+        os.environ.update({**values, **own})
+
+    environ(base[0])  # as a new worker starts: before any prepare, its own temp dir
+    for name in set(prepared[1]) - set(base[1]):  # unblocked again: its prepare decides
+        sys.modules.pop(name, None)
     tempfile.tempdir = None  # the worker's own TMPDIR, not the one an import may have cached
     worker._log_to(msg["log"])
     worker.die_with_parent(os.getppid())  # the zygote, which dies with the audee process
@@ -174,10 +193,14 @@ def _become_worker(msg: dict, fd: int, prepared: tuple, imported: tuple, unfit: 
             classes = worker.prepare(msg["target"], msg["device"], msg["precision"], msg.get("guest"))
         except Exception:  # as a new worker would say it
             classes = None
-        if classes is not None and _snapshot() != imported:
+        if classes is not None and not _same_switches(_snapshot(), prepared, imported):
             unfit = "its backend sets other switches before the import than the zygote's"
         if classes is None:
             unfit = "its backend cannot be prepared here; a new process says why"
+    if unfit is None:
+        environ(imported[0])  # what the zygote's imports set, as they would have in this process
+        for name in imported[1]:
+            sys.modules.setdefault(name, None)
     if unfit is not None:
         print(f"audee worker: not forked ({unfit}); a new process takes over", file=sys.stderr, flush=True)
         wire.send(fd, {"unfit": unfit})
