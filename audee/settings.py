@@ -86,7 +86,7 @@ TRAIN_OPTIMIZERS = ",".join(OPTIMIZERS)
 EQUIVALENCE_RULES = ("padding", "rank", "depthwise", "separable", "dilation", "channels", "dense_conv",
                      "dense_einsum", "activation", "batchnorm", "pad_crop", "rnn_unroll", "float64",
                      "batch_permuted", "batch_single", "roundtrip_keras", "roundtrip_config", "roundtrip_json",
-                     "go_backwards", "formula")
+                     "go_backwards", "formula", "axis")
 
 # the precision oracle (audee/oracle/precision.py): a backend out of tolerance against the
 # float64 reference is a `precision` finding when its error is also this many times the best

@@ -30,6 +30,8 @@ from audee.core.exitcodes import ExitCode
 from audee.engine.execute import Executor
 from audee.oracle.equivalence import equivalence_odd, judge_rewrite, pattern_cleared, settle
 from audee.records.findings import EquivalenceDetail
+from audee.triage.known import load_known_issues, match_known
+from audee.triage.signature import signatures_of
 from audee.settings import EQUIVALENCE_RULES, FuzzSettings, parse_rules
 from audee.cases.spec import InputSpec, LayerSpec, ModelSpec
 from audee.oracle.verdicts import finding_holds, main_failure, recorded_rules
@@ -202,6 +204,33 @@ def test_roundtrip_go_backwards_and_formula_rewrites():
     assert RULES["formula"].nonfinite_exact is False
 
 
+def test_axis_rewrite_moves_the_axes_last_and_the_weights_with_them():
+    """The layer over its axes, as written, against the same layer over the trailing axes of
+    the input permuted so that those axes come last; a weight over several axes follows them."""
+    rms = _spec([("n", "RMSNormalization", {"axis": 1}), ("d", "Dense", {"units": 2})], (3, 5))
+    rw = apply_rule("axis", rms, {"n": [np.arange(3, dtype=np.float32)]})
+    assert [(ls.name, ls.api, ls.params.get("dims", ls.params.get("axis"))) for ls in rw.spec.layers] == [
+        ("n__eqperm", "Permute", [2, 1]), ("n__eq", "RMSNormalization", -1), ("n", "Permute", [2, 1]),
+        ("d", "Dense", None)]
+    assert rw.rewritten == ["n"] and list(rw.weights) == ["n__eq"] and rw.weights["n__eq"][0].shape == (3,)
+    un = _spec([("u", "UnitNormalization", {"axis": [2, 1]})], (4, 3, 2))
+    dims = [ls.params.get("dims") for ls in apply_rule("axis", un, {}).spec.layers]
+    assert dims == [[3, 1, 2], None, [2, 3, 1]]  # (B, 4, 3, 2) -> (B, 2, 4, 3) and back
+    # the same axes with mixed signs: no permutation, a weight stored over [-1, 1] (Keras sorts what it is given)
+    # transposed onto [-2, -1]
+    ln = _spec([("n", "LayerNormalization", {"axis": [1, -1]})], (3, 4))
+    gamma = np.arange(12, dtype=np.float32).reshape(4, 3)
+    rw = apply_rule("axis", ln, {"n": [gamma, -gamma]})
+    assert [(ls.name, ls.params["axis"]) for ls in rw.spec.layers] == [("n", [-2, -1])]
+    assert np.array_equal(rw.weights["n"][0], gamma.T) and np.array_equal(rw.weights["n"][1], -gamma.T)
+    assert apply_rule("axis", ln, {"n": [np.ones((4, 4), np.float32)]}) is None  # a weight of neither shape
+    for axis in (-1, [-2, -1], 0, [1, -2], [1, 5], "1"):  # trailing already; the batch; twice; out of range
+        assert apply_rule("axis", _spec([("n", "LayerNormalization", {"axis": axis})], (3, 4)), {}) is None, axis
+    assert apply_rule("axis", _spec([("n", "BatchNormalization", {"axis": [1]})], (3, 4)), {}) is None
+    masked = _spec([("m", "Masking", {}), ("s", "Softmax", {"axis": 1})], (3, 4))
+    assert apply_rule("axis", masked, {}) is None  # the permuted mask would not follow
+
+
 def test_owned_layers_are_a_closed_whitelist():
     """A spec may name audee's own layers with their closed parameter sets only (one line naming the field)."""
     from audee.core.errors import SpecError
@@ -264,7 +293,6 @@ def test_pattern_differences_rounding_decides_are_cleared():
 
 def test_settle_odd_verdicts_and_signatures():
     from audee.triage.rootcause import classify, root_key
-    from audee.triage.signature import signatures_of
 
     def fnd(rule, backend, **kw):
         return Finding(Kind.EQUIVALENCE, [backend], EquivalenceDetail(rule=rule, backend=backend, **kw))
@@ -310,7 +338,8 @@ def _mixed() -> tuple[ModelSpec, dict[str, np.ndarray]]:
         {"name": "gap", "api": "GlobalAveragePooling2D", "params": {}, "inputs": ["sep"]},
         {"name": "c0", "api": "Conv1D", "params": {"filters": 4, "kernel_size": 2, "padding": "same"},
          "inputs": ["seq"]},
-        {"name": "rnn", "api": "GRU", "params": {"units": 4}, "inputs": ["c0"]},
+        {"name": "sm", "api": "Softmax", "params": {"axis": 1}, "inputs": ["c0"]},
+        {"name": "rnn", "api": "GRU", "params": {"units": 4}, "inputs": ["sm"]},
         {"name": "cat", "api": "Concatenate", "params": {}, "inputs": ["gap", "rnn"]},
         {"name": "logits", "api": "Dense", "params": {"units": 3, "activation": "tanh"}, "inputs": ["cat"]}],
         "output": "logits"})
@@ -370,6 +399,23 @@ def test_a_wrong_layer_norm_epsilon_is_flagged_by_the_formula_rule_alone():
     d = failing[0].detail
     assert (d.rule, d.reason, d.first_layer, d.layer) == ("formula", "values", "ln", "ln"), d.to_json()
     assert result.equivalence == {"roundtrip_keras": "pass", "formula": "fail"}
+
+
+def test_the_axis_rule_sees_a_keras_bug_every_backend_shares():
+    """RMSNormalization(axis=1) scales along the last axis (findings row 110): every backend
+    computes it alike, so only a rule on one backend sees it; LayerNormalization there is right."""
+    x = {"x": np.random.default_rng(0).normal(size=(4, 3, 3)).astype(np.float32)}
+    for api, failed in (("RMSNormalization", True), ("LayerNormalization", False)):
+        spec = _spec([("n", api, {"axis": 1}), ("f", "Flatten", {}), ("d", "Dense", {"units": 2})], (3, 3))
+        result = _executor_run("jax", spec, x, ["axis"])
+        failing = [f for f in result.verdict.findings if f.is_failure]
+        assert result.equivalence == {"axis": "fail" if failed else "pass"}, api
+        if failed:
+            d = failing[0].detail
+            assert (failing[0].kind, d.rule, d.reason, d.first_layer) == (Kind.EQUIVALENCE, "axis", "values", "n")
+            assert d.own["n"].score > 10
+            sig = signatures_of(failing[0], spec, {"api": api})[0]
+            assert match_known(sig, load_known_issues()).id == "keras-rmsnorm-scale-last-axis"
 
 
 @pytest.mark.slow
@@ -442,7 +488,6 @@ def _seeds_stay_clean(backends: str, rules) -> None:
     onnxruntime's explicit refusals, classed ``limitation``."""
     from audee.triage.rootcause import classify
     from audee.mutation.seeds import list_seeds, load_seed, with_inputs
-    from audee.triage.signature import signatures_of
 
     with tempfile.TemporaryDirectory() as tmp, Pool(parse_backends(backends), Path(tmp)) as pool:
         pool.start_or_fail()

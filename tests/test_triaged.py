@@ -123,12 +123,10 @@ def test_every_findings_row_and_script_has_an_entry_with_a_status():
     # tell from the NaN its row matches, do not; grappler's reordered gelu product is told by
     # TensorFlow holding more NaN than the rest on a gelu layer; torch's symmetric pad, whose
     # refusal face is TensorFlow's documented MirrorPad bound and whose values differ only where
-    # CLAHE's integer-histogram entry already claims the deviation, does not either; nor Keras'
-    # RMSNormalization scale on the last axis, which every backend computes, or refuses, alike)
+    # CLAHE's integer-histogram entry already claims the deviation, does not either)
     unmatched = {i.id for i in doc.issues if not i.rules}
     assert unmatched == {"audee-meshgrid-list-argument", "tf-remapper-conv-nchw-bias-nhwc",
-                         "tflite-float-clamp-inf-to-flt-max", "keras-torch-symmetric-pad-replicate",
-                         "keras-rmsnorm-scale-last-axis"}
+                         "tflite-float-clamp-inf-to-flt-max", "keras-torch-symmetric-pad-replicate"}
 
 
 # ---- real campaigns' roots: triaged findings rows are found before ---------------------------------

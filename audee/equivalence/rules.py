@@ -697,6 +697,90 @@ class GoBackwardsRule(LayerRule):
         return [rev, body], ({ls.name: list(weights)} if weights else {})
 
 
+# ---- a layer over another axis against the same layer over the trailing axes (EAGLE rule 10's transpose) ----
+#: the layers whose ``axis`` parameter names the axes they work along (normalize, or softmax over), with an
+#: output of the input's shape; their weights, if any, hold one value per position of those axes
+AXIS_LAYERS = frozenset({"LayerNormalization", "RMSNormalization", "BatchNormalization", "GroupNormalization",
+                         "UnitNormalization", "Softmax"})
+
+
+def _axes(axis: Any, rank: int) -> tuple[list[int], list[int]] | None:
+    """``axis`` (an int or a list) of a rank-``rank`` input (batch included) as the layer
+    stores it (a list sorted as written: Keras' build sorts the values it was given) and
+    as positive axes in that order; None where it names the batch, an axis twice or one
+    out of range (an input outside the layer's contract: not this rule's to judge)."""
+    raw = [axis] if isinstance(axis, int) and not isinstance(axis, bool) else axis
+    if not isinstance(raw, (list, tuple)) or not raw or not all(isinstance(a, int) and not isinstance(a, bool)
+                                                                 for a in raw):
+        return None
+    stored = sorted(raw) if isinstance(axis, (list, tuple)) else list(raw)
+    pos = [a + rank if a < 0 else a for a in stored]
+    if any(not 0 < a < rank for a in pos) or len(set(pos)) != len(pos):
+        return None
+    return stored, pos
+
+
+class AxisRule(LayerRule):
+    name = "axis"
+    eagle = "10"
+    where = ("LayerNormalization, RMSNormalization, BatchNormalization, GroupNormalization, UnitNormalization and "
+             "Softmax whose axis is not written as the trailing axes (-1, or [-m, ..., -1]): the input permuted so "
+             "that those axes come last in order (Permute), the layer over the trailing axes, permuted back; "
+             "weights with one value per position of several axes are transposed from the order the layer stores "
+             "its axes in (sorted as written) to the axes' order; a model with a mask is left alone")
+
+    def layer(self, ls: LayerSpec, weights: list[np.ndarray] | None, ctx: Context) -> Replacement | None:
+        if ls.api not in AXIS_LAYERS or len(ls.inputs) != 1 or _masks(ctx.spec):
+            return None
+        src = ctx.in_shape(ls)
+        axis = ls.params.get("axis", -1)
+        if src is None or (ls.api in ("BatchNormalization", "GroupNormalization") and not isinstance(axis, int)):
+            return None
+        rank = len(src) + 1
+        got = _axes(axis, rank)
+        if got is None:
+            return None
+        _, pos = got
+        m = len(pos)
+        trailing: Any = -1 if isinstance(axis, int) else list(range(-m, 0))
+        if axis == trailing:
+            return None
+        order = sorted(pos)
+        perm = [a for a in range(1, rank) if a not in order] + order  # Keras' Permute: 1-based, no batch
+        out: list[LayerSpec] = []
+        inputs = list(ls.inputs)
+        if perm != list(range(1, rank)):
+            pin = _helper(ls, "Permute", {"dims": perm}, ctx.name(ls.name, "perm"), inputs)
+            out.append(pin)
+            inputs = [pin.name]
+        back = [perm.index(a) + 1 for a in range(1, rank)]
+        body_name = ls.name if back == list(range(1, rank)) else ctx.name(ls.name, "")
+        out.append(_renamed(ls, body_name, inputs, dict(ls.params, axis=trailing)))
+        if body_name != ls.name:
+            out.append(_helper(ls, "Permute", {"dims": back}, ls.name, [body_name]))
+        return out, ({body_name: ws} if (ws := _axis_weights(weights or [], src, pos)) else {})
+
+
+def _axis_weights(weights: list[np.ndarray], src: Shape, pos: list[int]) -> list[np.ndarray]:
+    """A layer's weights over the axes ``pos`` (in the order the layer stores them) in the
+    axes' own order, as the same layer over the trailing axes holds them.  A weight of the
+    axes' own shape where the stored one differs (a Keras that canonicalizes its axes) stays;
+    one of neither shape is a ValueError (the layer is left alone)."""
+    stored = [src[a - 1] for a in pos]
+    ordered = [src[a - 1] for a in sorted(pos)]
+    out = []
+    for w in weights:
+        if len(pos) == 1 or np.ndim(w) != len(pos):
+            out.append(w)
+        elif list(np.shape(w)) == stored:
+            out.append(np.transpose(w, np.argsort(pos)))
+        elif list(np.shape(w)) == ordered:
+            out.append(w)
+        else:
+            raise ValueError(f"a weight of shape {np.shape(w)} over axes {pos}")
+    return out
+
+
 # ---- a normalization or activation against its documented formula (EAGLE rule 7) ------------------------
 #: the Keras normalization layers the formula layer computes, with the parameters it takes from them
 NORMS = {"LayerNormalization": "layer_norm", "BatchNormalization": "batch_norm", "GroupNormalization": "group_norm",
@@ -852,7 +936,7 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     PaddingRule(), RankRule(), DepthwiseRule(), SeparableRule(), DilationRule(), ChannelsRule(),
     DenseConvRule(), DenseEinsumRule(), ActivationRule(), BatchNormRule(), PadCropRule(), UnrollRule(),
     Float64Rule(), BatchPermutedRule(), BatchSingleRule(), RoundTripKerasRule(), RoundTripConfigRule(),
-    RoundTripJsonRule(), GoBackwardsRule(), FormulaRule())}
+    RoundTripJsonRule(), GoBackwardsRule(), FormulaRule(), AxisRule())}
 
 
 def rules_named(names: list[str] | tuple[str, ...]) -> list[Rule]:
