@@ -401,21 +401,26 @@ def test_a_wrong_layer_norm_epsilon_is_flagged_by_the_formula_rule_alone():
     assert result.equivalence == {"roundtrip_keras": "pass", "formula": "fail"}
 
 
-def test_the_axis_rule_sees_a_keras_bug_every_backend_shares():
-    """RMSNormalization(axis=1) scales along the last axis (findings row 110): every backend
-    computes it alike, so only a rule on one backend sees it; LayerNormalization there is right."""
+def test_the_axis_rule_sees_keras_bugs_every_backend_shares():
+    """RMSNormalization(axis=1) scales along the last axis (findings row 110) and
+    LayerNormalization(axis=[1, -1]) reshapes its weights from the order it sorted them in (row
+    111): every backend computes them alike, so only a rule on one backend sees them;
+    LayerNormalization(axis=1) is right."""
     x = {"x": np.random.default_rng(0).normal(size=(4, 3, 3)).astype(np.float32)}
-    for api, failed in (("RMSNormalization", True), ("LayerNormalization", False)):
-        spec = _spec([("n", api, {"axis": 1}), ("f", "Flatten", {}), ("d", "Dense", {"units": 2})], (3, 3))
+    for api, axis, known in (("RMSNormalization", 1, "keras-rmsnorm-scale-last-axis"),
+                             ("LayerNormalization", [1, -1], "keras-layernorm-mixed-sign-axes"),
+                             ("LayerNormalization", 1, None)):
+        spec = _spec([("n", api, {"axis": axis}), ("f", "Flatten", {}), ("d", "Dense", {"units": 2})], (3, 3))
         result = _executor_run("jax", spec, x, ["axis"])
         failing = [f for f in result.verdict.findings if f.is_failure]
-        assert result.equivalence == {"axis": "fail" if failed else "pass"}, api
-        if failed:
+        assert result.equivalence == {"axis": "fail" if known else "pass"}, (api, axis)
+        if known:
             d = failing[0].detail
             assert (failing[0].kind, d.rule, d.reason, d.first_layer) == (Kind.EQUIVALENCE, "axis", "values", "n")
             assert d.own["n"].score > 10
-            sig = signatures_of(failing[0], spec, {"api": api})[0]
-            assert match_known(sig, load_known_issues()).id == "keras-rmsnorm-scale-last-axis"
+            meta = {"api": api, "mutations": [{"layer": "n", "param": "axis", "new": axis}]}   # as drawn
+            sig = signatures_of(failing[0], spec, meta)[0]
+            assert getattr(match_known(sig, load_known_issues()), "id", sig) == known
 
 
 @pytest.mark.slow
