@@ -51,7 +51,9 @@ API_ROUNDS = [5, 10, 20]  # API-level models per API in each round
 APIS = ["AveragePooling1D", "AveragePooling2D", "BatchNormalization", "Conv1D", "Conv2D", "Conv2DTranspose",
         "Conv3D", "Cropping2D", "Dense", "DepthwiseConv1D", "DepthwiseConv2D", "GRU", "GlobalAveragePooling2D",
         "GlobalMaxPooling1D", "LSTM", "MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "SeparableConv1D",
-        "SeparableConv2D", "SimpleRNN", "UpSampling2D", "ZeroPadding2D"]
+        "SeparableConv2D", "SimpleRNN", "UpSampling2D", "ZeroPadding2D",
+        # the axis rule's: normalizations and softmax over axes not written as the trailing ones
+        "GroupNormalization", "LayerNormalization", "RMSNormalization", "Softmax", "UnitNormalization"]
 
 #: (class, explanation, {finding field: regex}): the first entry whose every regex matches (re.search) a
 #: finding explains it.  Fields: rule, backend, reason, message (a refused rewrite's error), dtype_policy
@@ -59,6 +61,15 @@ APIS = ["AveragePooling1D", "AveragePooling2D", "BatchNormalization", "Conv1D", 
 #: Classes: bug (of a backend, a converter or Keras), limitation (documented or explicit 'unsupported'),
 #: imprecision (the rule's own: a false positive; "fixed" says how the rule was corrected after this run)
 EXPLAINED: list[tuple[str, str, dict[str, str]]] = [
+    ("bug", "Keras 3.15's LayerNormalization with an axis list mixing signs ([1, -1]) sorts it as written and "
+            "reshapes gamma and beta from that order (findings row 111, keras_layernorm_mixed_sign_axes.py; fixed "
+            "after 3.15.1 by keras-team/keras#23329): every backend alike",
+     {"rule": "axis", "reason": "values", "layer_api": "LayerNormalization",
+      "mutations": r"\.axis=\[(\d+, -\d+|-\d+, \d+)"}),
+    ("bug", "Keras' RMSNormalization(axis=k) multiplies by its scale along the last axis (findings row 110, "
+            "keras_rmsnorm_scale_axis.py; still on Keras' master): every backend alike (torch, axes consecutive: "
+            "row 76's F.rms_norm over the last axis too)",
+     {"rule": "axis", "reason": "values", "layer_api": "RMSNormalization"}),
     ("bug", "TensorFlow's Eigen Conv3D with padding='same' and a stride larger than the kernel samples from offset 1 "
             "where SAME's padding would be negative (float64 always; oneDNN's float32 is right): findings row 29, "
             "tf_conv3d_same_negative_padding.py; new",
@@ -305,7 +316,7 @@ tf2onnx converts no Log1p (the `formula` rule's softplus/log_sigmoid in `keras.o
 """
 
 
-def markdown(res: dict[str, Any], command: str, seconds: float | None) -> str:
+def markdown(res: dict[str, Any], command: str, seconds: float | None, notes: str = NOTES) -> str:
     c = res["cases"]
     lines = ["# Equivalence oracle: rules on seeds, valid variants and API-level models", "",
              f"Command: `{command}`" + (f" ({seconds / 60:.0f} min)" if seconds else ""), "",
@@ -321,6 +332,8 @@ def markdown(res: dict[str, Any], command: str, seconds: float | None) -> str:
              "bug | limitation | imprecision + unexplained | FP rate | FP after the fixes (rechecked) |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for rule, p in res["per_rule"].items():
+        if not p["applied"]:
+            continue  # a rule this run did not select (--rules), or one no case could take
         by = p["by_class"]
         false = [f for f in res["findings"] if f["rule"] == rule and f["class"] in ("imprecision", "unexplained")]
         left = [f for f in false if f.get("remains", True)]
@@ -350,7 +363,7 @@ def markdown(res: dict[str, Any], command: str, seconds: float | None) -> str:
         for a in res["accumulated"]:
             lines.append(f"| {a['case']} | {a['rule']} | {a['backend']} | {a['score'] or 0:.3g} | {a['first_layer']} | "
                          f"{a['cleared']} | {', '.join(a['ill_conditioned'] or []) or '-'} |")
-    return "\n".join(lines) + "\n\n" + NOTES
+    return "\n".join(lines) + "\n\n" + notes
 
 
 def main() -> None:
@@ -367,6 +380,8 @@ def main() -> None:
     ap.add_argument("--also", type=Path, action="append", default=[],
                     help="another work directory merged into the analysis (repeat; see the module docstring)")
     ap.add_argument("--out", type=Path, default=Path("experiments/results/equivalence_fp"))
+    ap.add_argument("--notes", type=Path, default=None,
+                    help="the hand-written notes to end OUT.md with (default: those of the record of every rule)")
     ap.add_argument("--analyse-only", action="store_true")
     ap.add_argument("--recheck", action="store_true",
                     help="judge the cases of imprecision and unexplained findings again under the current rules")
@@ -401,7 +416,8 @@ def main() -> None:
                      for r in json.loads((d / "runs.json").read_text())]
     command = "; ".join(r["command"] for r in merged) or "python " + " ".join(sys.argv)
     seconds = sum(r["seconds"] for r in merged) or None
-    args.out.with_suffix(".md").write_text(markdown(res, command, seconds))
+    notes = args.notes.read_text() if args.notes else NOTES
+    args.out.with_suffix(".md").write_text(markdown(res, command, seconds, notes))
     print(args.out.with_suffix(".md").read_text())
 
 
