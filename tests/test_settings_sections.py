@@ -134,7 +134,8 @@ def test_config_json_stays_flat_and_an_old_one_resumes(tmp_path):
     (out / "config.json").write_text(json.dumps(OLD_CONFIG))
     (out / "results.jsonl").write_text('{"id": "lenet5-v0"}\n')
     store = RunStore(out)
-    cfg = FuzzConfig(parse_backends("tensorflow,jax"), out, variants=4, rng=3, batch=4)
+    # the old run's settings: no equivalence rule ran then (the default was none)
+    cfg = FuzzConfig(parse_backends("tensorflow,jax"), out, variants=4, rng=3, batch=4, equivalence="none")
     doc = run_config(cfg, {"seed": "lenet5"})
     # the same keys in order, and the settings added since after them (an old file lacks them: not compared)
     added = {"refusal_memo": "on"}
@@ -143,8 +144,12 @@ def test_config_json_stays_flat_and_an_old_one_resumes(tmp_path):
     assert list(doc) == [*settings, *added, "backends", "out"]
     check_resume(store, doc)                                                       # resumes
     check_resume(store, run_config(FuzzConfig(parse_backends("tensorflow,jax"), out, variants=9, rng=3, batch=4,
-                                              timeout=5.0), {"seed": "lenet5"}))   # free to change
-    other = FuzzConfig(parse_backends("tensorflow,jax"), out, variants=4, rng=3, batch=4, float16_rtol=0.5)
+                                              timeout=5.0, equivalence="none"), {"seed": "lenet5"}))   # free to change
+    other = FuzzConfig(parse_backends("tensorflow,jax"), out, variants=4, rng=3, batch=4, float16_rtol=0.5,
+                       equivalence="none")
     with pytest.raises(ConfigError, match=r"config\.json: float16_rtol: holds a run with other settings"):
         check_resume(store, run_config(other, {"seed": "lenet5"}))
+    today = FuzzConfig(parse_backends("tensorflow,jax"), out, variants=4, rng=3, batch=4)  # the axis rule by default
+    with pytest.raises(ConfigError, match=r"config\.json: equivalence: holds a run with other settings"):
+        check_resume(store, run_config(today, {"seed": "lenet5"}))
     assert json.loads((out / "config.json").read_text()) == OLD_CONFIG

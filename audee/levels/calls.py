@@ -16,6 +16,7 @@ from audee.core.errors import AudeeError
 from audee.levels.base import Localized, Pipelined, by_api, judging
 from audee.engine.opexec import OpExecutor
 from audee.reference.run import Reference
+from audee.settings import DEFAULT_EQUIVALENCE
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +32,13 @@ def _undefined() -> dict[str, Any]:
 
 
 def refuse_model_judgements(cfg: Any, *, phase: bool = True) -> None:
-    """Model judgements asked of call cases (equivalent models, and unless ``phase`` is False
-    a training phase): one line naming the flag."""
-    asked = (("equivalence", "--equivalence", "none"), *((("phase", "--phase", "inference"),) if phase else ()))
+    """Model judgements asked of call cases (equivalent models other than the default's, and
+    unless ``phase`` is False a training phase): one line naming the flag.  The default rules
+    apply where a case has the layer they rewrite; an op call has none, as most models do."""
+    asked = (("equivalence", "--equivalence", ("none", DEFAULT_EQUIVALENCE)),
+             *((("phase", "--phase", ("inference",)),) if phase else ()))
     for name, flag, off in asked:
-        if getattr(cfg, name) != off:  # each judges a model; an op call is none
+        if getattr(cfg, name) not in off:  # each judges a model; an op call is none
             raise AudeeError(f"{flag} {getattr(cfg, name)} judges models, not keras.ops calls (--op)", field=flag)
 
 
