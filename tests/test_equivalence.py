@@ -30,6 +30,7 @@ from audee.core.exitcodes import ExitCode
 from audee.engine.execute import Executor
 from audee.oracle.equivalence import equivalence_odd, judge_rewrite, pattern_cleared, settle
 from audee.records.findings import EquivalenceDetail
+from audee.report.bugreports import EVIDENCE
 from audee.triage.known import load_known_issues, match_known
 from audee.triage.signature import signatures_of
 from audee.settings import EQUIVALENCE_RULES, FuzzSettings, parse_rules
@@ -421,6 +422,9 @@ def test_the_axis_rule_sees_keras_bugs_every_backend_shares():
             meta = {"api": api, "mutations": [{"layer": "n", "param": "axis", "new": axis}]}   # as drawn
             sig = signatures_of(failing[0], spec, meta)[0]
             assert getattr(match_known(sig, load_known_issues()), "id", sig) == known
+            (line,) = EVIDENCE[Kind.EQUIVALENCE](failing[0])   # the bug report's evidence
+            assert line.startswith("- jax: the model and its equivalent by the rule axis (rewritten: n)") and \
+                "first layer apart: n" in line, line
 
 
 @pytest.mark.slow

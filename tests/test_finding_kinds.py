@@ -97,6 +97,14 @@ def test_every_rooms_list_of_kinds_is_the_tables():
     assert localize_stage.CONSISTENT_KINDS == set(kinds.with_accumulated(Kind.DEVIATION))
 
 
+def test_a_bug_report_shows_the_evidence_of_every_failure_kind():
+    """A bug report's "Expected and actual" has lines for each failure kind (a hand-kept chain of
+    kinds had missed equivalence and precision: their reports said the verdict held none)."""
+    from audee.report.bugreports import EVIDENCE
+
+    assert set(EVIDENCE) == set(kinds.FAILURES)
+
+
 #: the kinds the table was made with; their facts below stay as they are whatever kind is added
 TODAY = frozenset({"hard_crash", "divergent_acceptance", "nan", "inconsistency", "deviation", "train_deviation",
                    "train_nan", "equivalence", "precision", "consistent_rejection", "nan_propagated",

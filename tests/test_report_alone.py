@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from audee.report.alone import ALONE_FILE, recheck_new
@@ -38,6 +39,10 @@ def test_a_new_root_whose_script_does_not_reproduce_alone_is_said_apart(tmp_path
     assert new_bugs_line(got) == ("new bugs: 1 (found before: 0, known upstream: 0, fixed upstream: 0); "
                                   "1 more whose script did not reproduce alone")
     assert list(write_bug_reports(got, out)) == [roots[0].root]          # a report for the one that reproduced
+    # a report again, the first root now known: its bug report goes, nothing else in the folder is made
+    assert [p.stem.split("-")[0] for p in (out / "bugs").glob("*.md")] == ["deviation"]
+    assert write_bug_reports([replace(got[0], known_id="x"), *got[1:]], out) == {}
+    assert list((out / "bugs").glob("*.md")) == []
     assert RootCause.from_json(got[1].to_json()).alone == FIXED           # a summary keeps it
     # kept per script text: a rerun (after a kill) runs no script again
     assert set(json.loads((out / ALONE_FILE).read_text()).values()) == {REPRODUCES, FIXED}

@@ -12,10 +12,11 @@ import hashlib
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from audee.backends.info import all_query_noise, all_version_keys, first_blamed, trackers_of
 from audee.backends.registry import env_of
+from audee.cases.kinds import Kind
 from audee.core.bounded import utf8
 from audee.triage.rootcause import core_message
 from audee.store.atomic import write_atomic
@@ -123,61 +124,149 @@ def _versions(record: Any) -> list[str]:
     return lines or ["- (the case file records no versions)"]
 
 
+#: each failure kind's lines of evidence in a bug report, from one finding of it: registered
+#: per kind (:func:`_evidence`), every failure kind of :data:`audee.cases.kinds.Kind.FAILURES`
+#: one entry (a test holds the two equal)
+EVIDENCE: dict[str, Callable[[Any], list[str]]] = {}
+
+
+def _evidence(kind: str) -> Callable[[Callable[[Any], list[str]]], Callable[[Any], list[str]]]:
+    def register(fn: Callable[[Any], list[str]]) -> Callable[[Any], list[str]]:
+        EVIDENCE[kind] = fn
+        return fn
+    return register
+
+
+def _message(text: Any) -> str:
+    return " ".join(str(text or "").split())[:400]
+
+
+def _g(x: Any) -> str:
+    """A score as three digits; a missing one as '-'."""
+    return f"{x:.3g}" if isinstance(x, (int, float)) else "-"
+
+
+@_evidence(Kind.DIVERGENT_ACCEPTANCE)
+def _divergent(f: Any) -> list[str]:
+    d = f.detail
+    return [f"- expected: every backend computes a result, as {', '.join(d.accepted)} do"] + \
+        [f"- actual on {b} ({e.phase}): `{_message(e.message)}`" for b, e in d.errors.items()]
+
+
+@_evidence(Kind.HARD_CRASH)
+def _crash(f: Any) -> list[str]:
+    d = f.detail
+    return [f"- expected: a result or a clean exception; actual on {', '.join(f.backends)}: "
+            f"{d.how} at {d.phase}: `{_message(d.message)}`"]
+
+
+@_evidence(Kind.DEVIATION)
+def _deviation(f: Any) -> list[str]:
+    d, tol = f.detail, f.detail.tolerance
+    return [f"- {(d.pair or '').replace('|', ' vs ')}: largest |difference| {d.max_abs}, "
+            f"largest relative {d.max_rel}, {d.n_out} of {d.n} values beyond "
+            f"rtol {tol.rtol if tol else None} / atol {tol.atol if tol else None} "
+            f"({d.dtype}); expected: within tolerance; first layer deviating on its own input: "
+            f"{(d.own_layers or ['-'])[0]}"]
+
+
+@_evidence(Kind.INCONSISTENCY)
+def _inconsistency(f: Any) -> list[str]:
+    d = f.detail
+    shapes = d.shape_mismatch
+    return [f"- {(d.pair or '').replace('|', ' vs ')}: {d.n_flips} predicted labels differ "
+            f"(distance {d.distance}" + (f"; output shapes differ: {shapes}" if shapes else "")
+            + "); expected: the same labels"]
+
+
+@_evidence(Kind.TRAIN_DEVIATION)
+def _train_deviation(f: Any) -> list[str]:
+    d = f.detail
+    if d.quantity == "update":
+        return [f"- {', '.join(f.backends)}: the {d.setup.get('optimizer')} optimizer's first step is off "
+                f"the Keras update rule applied to its own gradient (score {d.score:.3g}, largest "
+                f"|difference| {d.max_abs}) on {', '.join(d.weights)}; expected: the rule"]
+    return [f"- {(d.pair or '').replace('|', ' vs ')}: the training step's {d.quantity} out of tolerance "
+            f"(score {d.score:.3g}; per quantity {d.scores}); losses {d.losses}; gradients out of "
+            f"tolerance: {d.gradients or '-'}; layers deviating on their own input: "
+            f"{d.own_layers or '-'}{'; the loss alone deviates' if d.loss_own else ''}; setup {d.setup}; "
+            f"expected: within tolerance"]
+
+
+@_evidence(Kind.TRAIN_NAN)
+def _train_nan(f: Any) -> list[str]:
+    d = f.detail
+    return [f"- first non-finite quantity per backend: {d.first}; finite backends: {d.finite_backends}; "
+            f"non-finite on some only: {d.differ[:8]}; setup {d.setup}"]
+
+
+@_evidence(Kind.REGRESSION)
+def _regression(f: Any) -> list[str]:
+    d = f.detail
+    return [f"- {d.newer or (d.pair or '').replace('|', ' vs ')} computes what "
+            f"{d.older or 'the other release'} computes differently ({d.component}): seen as "
+            f"{', '.join(d.seen)}; largest |difference| {d.max_abs}, score {d.score}, layer {d.layer or '-'}"
+            + (f"; error ({d.phase}): `{_message(d.message)}`" if d.message else "")
+            + "; expected: the older release's result, unless the release notes announce the change"]
+
+
+@_evidence(Kind.NAN)
+def _nan(f: Any) -> list[str]:
+    d = f.detail
+    out = [f"- first non-finite layer per backend: {d.first_layer}; finite backends: "
+           f"{d.finite_backends}; non-finite counts in the output: {d.counts}"]
+    for pair, p in d.patterns.items():
+        example = p.layer_example or p.example
+        out.append(f"  - {pair.replace('|', ' vs ')}: patterns differ first at {p.first_layer}, "
+                   f"example {example.to_json() if example is not None else None}")
+    return out
+
+
+@_evidence(Kind.EQUIVALENCE)
+def _equivalence(f: Any) -> list[str]:
+    d = f.detail
+    if d.reason in ("rejected", "crashed"):
+        return [f"- {d.backend}: the model runs, its equivalent by the rule {d.rule} is {d.reason} at {d.phase}: "
+                f"`{_message(d.message)}`; expected: both run (the rule's rewrite computes the same function)"]
+    tol = d.tolerance
+    what = {"values": f"largest |difference| {d.max_abs}, largest relative {d.max_rel}, {d.n_out} of {d.n} "
+                      f"values beyond rtol {tol.rtol if tol else None} / atol {tol.atol if tol else None} "
+                      f"({d.dtype})",
+            "nonfinite": f"non-finite patterns differ: {d.pattern}",
+            "shape": f"output shapes differ: {d.shapes}"}.get(d.reason or "", d.reason)
+    return [f"- {d.backend}: the model and its equivalent by the rule {d.rule} (rewritten: "
+            f"{', '.join(d.rewritten) or '-'}) differ on the {d.tensor}: {what}; first layer apart: "
+            f"{d.first_layer or '-'}, the layer that differs alone: {d.layer or '-'}; expected: the same result"]
+
+
+@_evidence(Kind.PRECISION)
+def _precision(f: Any) -> list[str]:
+    d = f.detail
+    return [f"- {d.backend}: error against the {d.reference_dtype} reference (computed by {d.reference}) "
+            f"{_g(d.score)} on the {d.tensor} ({d.dtype}; largest |difference| {d.max_abs}), {_g(d.factor)} times "
+            f"the most accurate other backend's ({d.best}: {_g(d.best_score)}); first layer out of tolerance: "
+            f"{d.first_layer or '-'}; expected: as accurate as the others"]
+
+
 def expected_actual(root: RootCause, record: Any) -> list[str]:
-    """Expected against actual, with the numbers the case's verdict holds."""
+    """Expected against actual, with the numbers the case's verdict holds (each kind's lines:
+    :data:`EVIDENCE`)."""
     if record is None:
         return ["(no case file: see the repro script)"]
+    lines = EVIDENCE.get(root.kind)
     findings = [f for f in record.verdict_obj().findings if f.kind == root.kind]
-    out: list[str] = []
-    for f in findings[:4]:
-        d = f.detail  # the kind's detail type (audee.records.findings)
-        if root.kind == "divergent_acceptance":
-            out.append(f"- expected: every backend computes a result, as {', '.join(d.accepted)} do")
-            for b, e in d.errors.items():
-                msg = " ".join(str(e.message or "").split())[:400]
-                out.append(f"- actual on {b} ({e.phase}): `{msg}`")
-        elif root.kind == "hard_crash":
-            out.append(f"- expected: a result or a clean exception; actual on {', '.join(f.backends)}: "
-                       f"{d.how} at {d.phase}: `{' '.join(str(d.message or '').split())[:400]}`")
-        elif root.kind == "deviation":
-            tol = d.tolerance
-            out.append(f"- {(d.pair or '').replace('|', ' vs ')}: largest |difference| {d.max_abs}, "
-                       f"largest relative {d.max_rel}, {d.n_out} of {d.n} values beyond "
-                       f"rtol {tol.rtol if tol else None} / atol {tol.atol if tol else None} "
-                       f"({d.dtype}); expected: within tolerance; first layer deviating on its own input: "
-                       f"{(d.own_layers or ['-'])[0]}")
-        elif root.kind == "inconsistency":
-            shapes = d.shape_mismatch
-            out.append(f"- {(d.pair or '').replace('|', ' vs ')}: {d.n_flips} predicted labels differ "
-                       f"(distance {d.distance}"
-                       + (f"; output shapes differ: {shapes}" if shapes else "") + "); expected: the same labels")
-        elif root.kind == "train_deviation" and d.quantity == "update":
-            out.append(f"- {', '.join(f.backends)}: the {d.setup.get('optimizer')} optimizer's first step is off "
-                       f"the Keras update rule applied to its own gradient (score {d.score:.3g}, largest "
-                       f"|difference| {d.max_abs}) on {', '.join(d.weights)}; expected: the rule")
-        elif root.kind == "train_deviation":
-            out.append(f"- {(d.pair or '').replace('|', ' vs ')}: the training step's {d.quantity} out of tolerance "
-                       f"(score {d.score:.3g}; per quantity {d.scores}); losses {d.losses}; gradients out of "
-                       f"tolerance: {d.gradients or '-'}; layers deviating on their own input: "
-                       f"{d.own_layers or '-'}{'; the loss alone deviates' if d.loss_own else ''}; setup {d.setup}; "
-                       f"expected: within tolerance")
-        elif root.kind == "train_nan":
-            out.append(f"- first non-finite quantity per backend: {d.first}; finite backends: {d.finite_backends}; "
-                       f"non-finite on some only: {d.differ[:8]}; setup {d.setup}")
-        elif root.kind == "regression":
-            out.append(f"- {d.newer or (d.pair or '').replace('|', ' vs ')} computes what "
-                       f"{d.older or 'the other release'} computes differently ({d.component}): seen as "
-                       f"{', '.join(d.seen)}; largest |difference| {d.max_abs}, score {d.score}, layer {d.layer or '-'}"
-                       + (f"; error ({d.phase}): `{' '.join(str(d.message).split())[:400]}`" if d.message else "")
-                       + "; expected: the older release's result, unless the release notes announce the change")
-        elif root.kind == "nan":
-            out.append(f"- first non-finite layer per backend: {d.first_layer}; finite backends: "
-                       f"{d.finite_backends}; non-finite counts in the output: {d.counts}")
-            for pair, p in d.patterns.items():
-                example = p.layer_example or p.example
-                out.append(f"  - {pair.replace('|', ' vs ')}: patterns differ first at {p.first_layer}, "
-                           f"example {example.to_json() if example is not None else None}")
+    out = [line for f in findings[:4] for line in lines(f)] if lines else []
     return out or ["(the case's verdict holds no finding of this kind)"]
+
+
+def _drop_stale(folder: Path, slugs: set[str]) -> None:
+    """The reports of an earlier report of this run whose root is no longer a new bug (a known
+    entry added since, a script that no longer reproduces): removed, so that bugs/ holds what
+    the new-bugs line counts."""
+    for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        if path.stem not in slugs:
+            log.info("%s: no longer a new bug's report, removed", path)
+            path.unlink()
 
 
 def write_bug_reports(roots: list[RootCause], out: Path) -> dict[RootKey, Path]:
@@ -186,9 +275,10 @@ def write_bug_reports(roots: list[RootCause], out: Path) -> dict[RootKey, Path]:
     ``{root key: path}`` for the tables to link."""
     written: dict[RootKey, Path] = {}
     new_bugs = [g for g in roots if g.new_bug]
+    folder = Path(out) / "bugs"
+    _drop_stale(folder, {root_slug(g) for g in new_bugs})
     if not new_bugs:
         return written
-    folder = Path(out) / "bugs"
     folder.mkdir(parents=True, exist_ok=True)
     for g in new_bugs:
         record = _case(g)
