@@ -141,6 +141,13 @@ def _message(text: Any) -> str:
     return " ".join(str(text or "").split())[:400]
 
 
+def _beyond(d: Any) -> str:
+    """How far a detail's values are out of its tolerance (a deviation's, an equivalence's)."""
+    tol = d.tolerance
+    return (f"largest |difference| {d.max_abs}, largest relative {d.max_rel}, {d.n_out} of {d.n} values beyond "
+            f"rtol {tol.rtol if tol else None} / atol {tol.atol if tol else None} ({d.dtype})")
+
+
 def _g(x: Any) -> str:
     """A score as three digits; a missing one as '-'."""
     return f"{x:.3g}" if isinstance(x, (int, float)) else "-"
@@ -162,12 +169,9 @@ def _crash(f: Any) -> list[str]:
 
 @_evidence(Kind.DEVIATION)
 def _deviation(f: Any) -> list[str]:
-    d, tol = f.detail, f.detail.tolerance
-    return [f"- {(d.pair or '').replace('|', ' vs ')}: largest |difference| {d.max_abs}, "
-            f"largest relative {d.max_rel}, {d.n_out} of {d.n} values beyond "
-            f"rtol {tol.rtol if tol else None} / atol {tol.atol if tol else None} "
-            f"({d.dtype}); expected: within tolerance; first layer deviating on its own input: "
-            f"{(d.own_layers or ['-'])[0]}"]
+    d = f.detail
+    return [f"- {(d.pair or '').replace('|', ' vs ')}: {_beyond(d)}; expected: within tolerance; first layer "
+            f"deviating on its own input: {(d.own_layers or ['-'])[0]}"]
 
 
 @_evidence(Kind.INCONSISTENCY)
@@ -228,10 +232,7 @@ def _equivalence(f: Any) -> list[str]:
     if d.reason in ("rejected", "crashed"):
         return [f"- {d.backend}: the model runs, its equivalent by the rule {d.rule} is {d.reason} at {d.phase}: "
                 f"`{_message(d.message)}`; expected: both run (the rule's rewrite computes the same function)"]
-    tol = d.tolerance
-    what = {"values": f"largest |difference| {d.max_abs}, largest relative {d.max_rel}, {d.n_out} of {d.n} "
-                      f"values beyond rtol {tol.rtol if tol else None} / atol {tol.atol if tol else None} "
-                      f"({d.dtype})",
+    what = {"values": _beyond(d),
             "nonfinite": f"non-finite patterns differ: {d.pattern}",
             "shape": f"output shapes differ: {d.shapes}"}.get(d.reason or "", d.reason)
     return [f"- {d.backend}: the model and its equivalent by the rule {d.rule} (rewritten: "
