@@ -516,6 +516,12 @@ def test_a_mask_applied_by_a_select_is_known_on_any_layer_called_with_one():
     (unmasked,) = signatures_of(_ort_nan("t_softmax", 4, 0), _policy_spec("float32"), {"api": "Softmax"})
     assert not unmasked.masked and match_known(unmasked, issues) is None
     assert unmasked.key() == sig.key()  # a fact, not part of the signature's identity
+    # a refusal that names no layer: the mask of the layer an API-level case was made around
+    refused = Finding(Kind.DIVERGENT_ACCEPTANCE, ["jax"], {"accepted": ["torch"], "errors": {
+        "jax": {"phase": "run", "message": "ValueError: Incompatible shapes for broadcasting"}}})
+    (named_none,) = signatures_of(refused, _policy_spec("float32", mask=True), {"api": "Softmax"})
+    assert named_none.masked
+    assert not signatures_of(refused, _policy_spec("float32"), {"api": "Softmax"})[0].masked
     assert match_known(replace(sig, odd=("torch",)), issues) is None
     # a row signed before the fact: the API level's record of the mask among the parameters
     old = Signature("nan", "GRU", (("call.mask", "'t_gru_mask'"),), ("onnxruntime", "tensorflow", "torch"),

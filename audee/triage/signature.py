@@ -437,17 +437,18 @@ def _masked_layers(spec: Any) -> set[str]:
 
 
 def _layer_facts(layer: str | None, layers: dict[str, tuple[str, dict[str, Any]]], masked: set[str],
-                 meta: dict[str, Any] | None) -> list[str]:
+                 meta: dict[str, Any] | None, made_around: str | None = None) -> list[str]:
     """How the layer a finding pins ran: its dtype policy where not float32 (the layer's own
     ``dtype`` parameter; where no layer is pinned, the case's, ``meta['dtype']`` of an API-level
-    case) and whether it was called with a mask.  Facts, not key parts: a signature's identity
-    and root stay as they were."""
+    case) and whether it was called with a mask (where no layer is pinned, ``made_around``: the
+    layer an API-level case was made around; a refusal often names none).  Facts, not key
+    parts: a signature's identity and root stay as they were."""
     if layer is not None and layer in layers:
         policy = layer_policy(layers[layer][1])
     else:  # a call's (an op case's) tensors have dtypes, not a policy
         policy = None if _op_case(meta) or not isinstance((meta or {}).get("dtype"), str) else meta["dtype"]
     return ([f"{POLICY}{policy}"] if policy not in (None, FLOAT32) else []) + \
-        ([MASKED] if layer is not None and layer in masked else [])
+        ([MASKED] if (layer if layer is not None else made_around) in masked else [])
 
 
 def _mutations(meta: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -858,7 +859,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         fault = graph_fault(odd or bs, raw) if raw is not None else None
         ctx = tuple(dict.fromkeys([*invalid, *context, *(["localized"] if top is not None else []),
                                    *([GRAPH_FAULT + fault] if fault else []),
-                                   *_layer_facts(layer, layers, masked, meta)]))
+                                   *_layer_facts(layer, layers, masked, meta, _case_layer(layers, case_api))]))
         return Signature(kind, api, params, bs, phase, error, odd, layer_api(layer, api, raw, traceback), op_of(raw),
                          component_of(odd or bs, phase, raw, traceback) if raw is not None else None,
                          normalize_error(raw, layers, whole=True) if raw else None, ctx)
