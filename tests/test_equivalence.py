@@ -281,6 +281,13 @@ def test_judge_rewrite_compares_the_rows_the_rewrite_ran():
     r = judge_rewrite("channels", _Out("jax", a), _Out("jax", failure=Refused()), [0, 1, 2])
     assert r.detail.reason == "rejected" and r.detail.phase == "build"
     assert judge_rewrite("channels", _Out("jax", failure=Refused()), _Out("jax", a), [0, 1, 2]) is None
+    # a rule that only moves axes witnesses the refusal: the original refused where its rewrite runs
+    w = judge_rewrite("axis", _Out("jax", failure=Refused()), _Out("jax", a), [0, 1, 2], rewritten_layers=["n"],
+                      witnesses=True)
+    assert (w.detail.reason, w.detail.phase, w.detail.message, w.detail.layer) == \
+        ("original_rejected", "build", "ValueError: no", "n")
+    assert judge_rewrite("axis", _Out("jax", failure=Refused()), _Out("jax", failure=Refused()), [0, 1, 2],
+                         witnesses=True) is None   # refused alike: no witness
 
 
 def test_pattern_differences_rounding_decides_are_cleared():
@@ -406,25 +413,34 @@ def test_the_axis_rule_sees_keras_bugs_every_backend_shares():
     """RMSNormalization(axis=1) scales along the last axis (findings row 110) and
     LayerNormalization(axis=[1, -1]) reshapes its weights from the order it sorted them in (row
     111): every backend computes them alike, so only a rule on one backend sees them;
-    LayerNormalization(axis=1) is right."""
-    x = {"x": np.random.default_rng(0).normal(size=(4, 3, 3)).astype(np.float32)}
-    for api, axis, known in (("RMSNormalization", 1, "keras-rmsnorm-scale-last-axis"),
-                             ("LayerNormalization", [1, -1], "keras-layernorm-mixed-sign-axes"),
-                             ("LayerNormalization", 1, None)):
-        spec = _spec([("n", api, {"axis": axis}), ("f", "Flatten", {}), ("d", "Dense", {"units": 2})], (3, 3))
+    LayerNormalization(axis=1) is right.  Where the axis's length is not the last one's,
+    RMSNormalization is refused on every backend (a consistent rejection, expected to the
+    cross-backend oracles) while its equivalent runs: the axis rule, which only moves axes,
+    witnesses the refusal (``original_rejected``), row 110's other face."""
+    rng = np.random.default_rng(0)
+    for api, axis, shape, known, reason in (
+            ("RMSNormalization", 1, (3, 3), "keras-rmsnorm-scale-last-axis", "values"),
+            ("LayerNormalization", [1, -1], (3, 3), "keras-layernorm-mixed-sign-axes", "values"),
+            ("LayerNormalization", 1, (3, 3), None, None),
+            ("RMSNormalization", 1, (3, 5), "keras-rmsnorm-scale-last-axis", "original_rejected")):
+        x = {"x": rng.normal(size=(4, *shape)).astype(np.float32)}
+        spec = _spec([("n", api, {"axis": axis}), ("f", "Flatten", {}), ("d", "Dense", {"units": 2})], shape)
         result = _executor_run("jax", spec, x, ["axis"])
         failing = [f for f in result.verdict.findings if f.is_failure]
         assert result.equivalence == {"axis": "fail" if known else "pass"}, (api, axis)
         if known:
             d = failing[0].detail
-            assert (failing[0].kind, d.rule, d.reason, d.first_layer) == (Kind.EQUIVALENCE, "axis", "values", "n")
-            assert d.own["n"].score > 10
+            assert (failing[0].kind, d.rule, d.reason, d.first_layer) == (Kind.EQUIVALENCE, "axis", reason, "n")
+            if reason == "values":
+                assert d.own["n"].score > 10
+            else:
+                assert "Incompatible shapes for broadcasting" in d.message and d.layer == "n"
             meta = {"api": api, "mutations": [{"layer": "n", "param": "axis", "new": axis}]}   # as drawn
             sig = signatures_of(failing[0], spec, meta)[0]
             assert getattr(match_known(sig, load_known_issues()), "id", sig) == known
             (line,) = EVIDENCE[Kind.EQUIVALENCE](failing[0])   # the bug report's evidence
-            assert line.startswith("- jax: the model and its equivalent by the rule axis (rewritten: n)") and \
-                "first layer apart: n" in line, line
+            assert line.startswith("- jax: refuses the model" if reason != "values" else
+                                   "- jax: the model and its equivalent by the rule axis (rewritten: n)"), line
 
 
 @pytest.mark.slow

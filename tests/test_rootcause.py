@@ -991,3 +991,25 @@ def test_a_root_is_shown_by_a_case_of_its_own_class():
     assert drawn.key() != flushed.key()
     (root,) = root_causes(unique_bugs(_rows([flushed], [drawn]), []))
     assert root.klass == "bug" and root.first_case == "c1" and root.signatures == 2
+
+
+def test_backends_refusing_a_case_whose_equivalent_runs_are_one_root_with_one_entry():
+    """RMSNormalization(axis=1) refused by every backend, each in its own words, while the axis
+    rule's equivalent runs on each (one ``original_rejected`` finding per backend): one root,
+    the case's, which takes the entry JAX's words match (findings row 110), not one new root
+    per message."""
+    from audee.triage.signature import case_signatures
+
+    spec = {"layers": [{"name": "n", "api": "RMSNormalization", "params": {"axis": 1}, "inputs": ["x0"]}]}
+    words = {"jax": "ValueError: Incompatible shapes for broadcasting: shapes=[(8, 4, 5), (4,)]",
+             "tensorflow": "ValueError: Dimensions must be equal, but are 5 and 4 for '{{node n_1/Mul_1}}'",
+             "torch": "RuntimeError: The size of tensor a (5) must match the size of tensor b (4)"}
+    verdict = {"findings": [Finding(Kind.EQUIVALENCE, [b], {
+        "rule": "axis", "backend": b, "reason": "original_rejected", "phase": "run", "message": m,
+        "rewritten": ["n"], "first_layer": "n", "layer": "n"}).to_json() for b, m in words.items()]}
+    sigs = case_signatures(verdict, spec, {"api": "RMSNormalization"})
+    assert len(sigs) == 3 and len({root_key(s) for s in sigs}) == 1
+    (root,) = root_causes(unique_bugs(_rows(sigs), load_known_issues()))
+    assert (root.known_id, root.klass, root.signatures) == ("keras-rmsnorm-scale-last-axis", "bug", 3)
+    alone = case_signatures({"findings": verdict["findings"][1:2]}, spec, {"api": "RMSNormalization"})
+    assert match_known(alone[0], load_known_issues()) is None   # TensorFlow's words alone: no entry knows them

@@ -20,6 +20,11 @@ about values or non-finite patterns is then diagnosed on that backend:
    failure): rounding changed by the rewrite (a re-associated sum), amplified along the
    model.
 
+A rule that witnesses refusals (``Rule.witnesses_refusals``: the axis rule, which only moves
+axes) runs its rewrite on the backends that refused the case cleanly too; where the rewrite
+runs, the refusal is the original layer's (``original_rejected``, pinned on the one layer the
+rule moved, not diagnosed further).
+
 A rejected (or crashed) rewrite is pinned on the first rewritten layer whose one-layer
 rewrite the backend refuses too.  A rewrite refused while its weights are put in is
 audee's own fault (a rule mapped them wrongly): logged, never a finding.
@@ -62,11 +67,14 @@ def run_equivalence(ex: Any, case: TestCase, outcomes: dict[str, Outcome], rules
     and each applied rule's status (:data:`STATUSES`).  ``ex``: the Executor (its pool,
     tolerances, build cache and the case's phase tally)."""
     ran = [label for label, o in outcomes.items() if o.ok]
-    if not ran or not rules:
+    # backends that refused the case cleanly: a rule that witnesses refusals runs its rewrite there too
+    refused = [label for label, o in outcomes.items() if not o.ok and getattr(o.failure, "kind", None) == "error"]
+    if not rules or not (ran or (refused and any(r.witnesses_refusals for r in rules))):
         return [], {}
     n = case.batch
-    # each applied rule: its rewrite, the rewrite's inputs, the run tickets, the backends that could not build it
-    rewrites: list[tuple[Rule, Rewrite, dict[str, np.ndarray], dict[str, int], dict[str, Outcome]]] = []
+    # each applied rule: its rewrite, the rewrite's inputs, the run tickets, the backends that could not build
+    # it, the backends it runs on
+    rewrites: list[tuple[Rule, Rewrite, dict[str, np.ndarray], dict[str, int], dict[str, Outcome], list[str]]] = []
     statuses: dict[str, str] = {}
     for rule in rules:
         try:
@@ -77,17 +85,20 @@ def run_equivalence(ex: Any, case: TestCase, outcomes: dict[str, Outcome], rules
             continue
         if rw is None or (rw.order == "reversed" and n < 2):
             continue
+        on = ran + (refused if rule.witnesses_refusals else [])
+        if not on:
+            continue
         inputs = rw.map_inputs(case.inputs)
         built = ex.build(rw.spec)
-        ready = [b for b in ran if isinstance(built.get(b), dict)]
-        failed = {b: Outcome(b, failure=built[b]) for b in ran if b not in ready}
+        ready = [b for b in on if isinstance(built.get(b), dict)]
+        failed = {b: Outcome(b, failure=built[b]) for b in on if b not in ready}
         tickets = ex.pool.submit_run(rw.spec, rw.weights, weights_key(rw.weights), inputs, labels=ready) \
             if ready else {}
-        rewrites.append((rule, rw, inputs, tickets, failed))
+        rewrites.append((rule, rw, inputs, tickets, failed, on))
         statuses[rule.name] = "pass"
     findings: list[Finding] = []
     kept: dict[str, str] = {}  # backend -> tag of the original's layers kept in its worker
-    for rule, rw, inputs, tickets, failed in rewrites:
+    for rule, rw, inputs, tickets, failed, on in rewrites:
         replies = ex.pool.collect_run(tickets) if tickets else {}
         ex.add_phases(replies)
         got = dict(failed)
@@ -95,11 +106,11 @@ def run_equivalence(ex: Any, case: TestCase, outcomes: dict[str, Outcome], rules
             got[b] = Outcome(b, failure=r) if not isinstance(r, dict) else \
                 Outcome(b, logits=r["logits"], output=r["output"], nonfinite=r["nonfinite"])
         rows = rw.rows(n)
-        for b in ran:
+        for b in on:
             tolerances = EXACT if rule.tolerance == "exact" else ex.tolerances
             f = judge_rewrite(rule.name, outcomes[b], got[b], rows, tolerances, nonfinite_exact=rule.nonfinite_exact,
                               inputs=case.inputs, rewritten_layers=rw.rewritten, compute=_compute(outcomes[b]),
-                              widens=rule.widens)
+                              widens=rule.widens, witnesses=rule.witnesses_refusals)
             if f is None:
                 continue
             if f.detail.reason == "rejected" and f.detail.phase == "weights":
@@ -107,7 +118,7 @@ def run_equivalence(ex: Any, case: TestCase, outcomes: dict[str, Outcome], rules
                             "fault, no finding): %s", rule.name, b, case.id, f.detail.message)
                 statuses[rule.name] = "harness"
                 continue
-            if diagnose:
+            if diagnose and f.detail.reason != "original_rejected":  # nothing of the original's to compare
                 try:
                     _diagnose(ex, case, rule, rw, inputs, b, f, kept)
                 except Exception:  # noqa: BLE001 - a diagnosis that breaks leaves the finding as judged

@@ -134,6 +134,10 @@ class Rule:
     tolerance: ClassVar[str] = "dtype"
     nonfinite_exact: ClassVar[bool] = True
     widens: ClassVar[bool] = False  # the rewrite computes in a wider dtype: the original may overflow alone
+    #: the rewrite keeps every layer's class, parameters and dtype and only moves axes, so a backend that
+    #: refuses the original but runs the rewrite refuses something its own layer computes: the rewrite
+    #: runs where the original was refused too (a refusal of a dtype or of an invalid value is shared)
+    witnesses_refusals: ClassVar[bool] = False
 
     def apply(self, spec: ModelSpec, weights: Weights) -> Rewrite | None:
         raise NotImplementedError
@@ -728,6 +732,7 @@ class AxisRule(LayerRule):
              "that those axes come last in order (Permute), the layer over the trailing axes, permuted back; "
              "weights with one value per position of several axes are transposed from the order the layer stores "
              "its axes in (sorted as written) to the axes' order; a model with a mask is left alone")
+    witnesses_refusals = True
 
     def layer(self, ls: LayerSpec, weights: list[np.ndarray] | None, ctx: Context) -> Replacement | None:
         if ls.api not in AXIS_LAYERS or len(ls.inputs) != 1 or _masks(ctx.spec):

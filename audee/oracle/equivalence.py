@@ -44,7 +44,7 @@ from audee.oracle.nan import compare_codes, has_nonfinite, overflow_scale
 from audee.records.findings import EquivalenceDetail
 
 TENSORS = ("logits", "output")
-REASONS = ("values", "nonfinite", "shape", "rejected", "crashed")
+REASONS = ("values", "nonfinite", "shape", "rejected", "crashed", "original_rejected")
 #: why a difference is no failure (``equivalence_accumulated``'s ``cleared``)
 CLEARED = ("accumulated", "ill_conditioned", "overflow")
 MAX_REWRITTEN = 32  # rewritten layers listed in a finding
@@ -81,15 +81,23 @@ def pattern_cleared(a: np.ndarray, b: np.ndarray, *, nonfinite_exact: bool = Tru
 def judge_rewrite(rule: str, original: Outcome, rewritten: Outcome, rows: list[int],
                   tolerances: Tolerances | Mapping | None = None, *, nonfinite_exact: bool = True,
                   inputs: Mapping[str, np.ndarray] | None = None, rewritten_layers: Iterable[str] = (),
-                  compute: str = FULL, widens: bool = False) -> Finding | None:
+                  compute: str = FULL, widens: bool = False, witnesses: bool = False) -> Finding | None:
     """The ``equivalence`` finding of one backend's runs of a case (``original``) and of its
     equivalent by ``rule`` (``rewritten``, whose row ``i`` is the original's row
     ``rows[i]``), or None when they agree (module docstring).  An original that did not
-    run is not judged (the crash oracles' business)."""
-    if not original.ok:
-        return None
+    run is the crash oracles' business, unless it raised cleanly and its rewrite, by a rule
+    that witnesses refusals (``witnesses``: :attr:`audee.equivalence.rules.Rule.witnesses_refusals`),
+    runs: ``original_rejected``, the original's error and phase."""
     backend = original.backend
     base = {"rule": rule, "backend": backend, "rewritten": list(rewritten_layers)[:MAX_REWRITTEN]}
+    if not original.ok:
+        f = original.failure
+        if not witnesses or getattr(f, "kind", None) != "error" or not rewritten.ok:
+            return None   # a rule that changes what runs, a crash, or a refusal the rewrite shares
+        alone = base["rewritten"][0] if len(base["rewritten"]) == 1 else None  # the one layer the rule moved
+        return Finding(Kind.EQUIVALENCE, [backend], EquivalenceDetail(
+            **base, reason="original_rejected", phase=getattr(f, "phase", None), message=getattr(f, "message", None),
+            first_layer=alone, layer=alone))
     if not rewritten.ok:
         f = rewritten.failure
         reason = "rejected" if getattr(f, "kind", None) == "error" else "crashed"

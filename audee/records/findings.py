@@ -358,7 +358,7 @@ class EquivalenceDetail(Detail):
 
     rule: str | None = None
     backend: str | None = None
-    reason: str | None = None                 # values | nonfinite | shape | rejected | crashed
+    reason: str | None = None                 # values | nonfinite | shape | rejected | crashed | original_rejected
     tensor: str | None = None                 # logits | output
     score: float | None = None
     max_abs: float | None = None
@@ -370,7 +370,7 @@ class EquivalenceDetail(Detail):
     tolerance: ToleranceDetail | None = None
     pattern: dict[str, Any] | None = None     # nonfinite: audee.oracle.nan.compare_codes of the tensor
     shapes: dict[str, list[int]] | None = None  # shape: the original's and the rewrite's
-    phase: str | None = None                  # rejected, crashed: the rewrite's failure
+    phase: str | None = None                  # rejected, crashed: the rewrite's failure; original_rejected: the original's
     message: str | None = None
     rewritten: list[str] = []                 # the original layers the rule changed (at most 32)
     first_layer: str | None = None            # the first mapped layer out of tolerance (or whose patterns differ)

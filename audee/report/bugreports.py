@@ -229,6 +229,10 @@ def _nan(f: Any) -> list[str]:
 @_evidence(Kind.EQUIVALENCE)
 def _equivalence(f: Any) -> list[str]:
     d = f.detail
+    if d.reason == "original_rejected":
+        return [f"- {d.backend}: refuses the model at {d.phase} (`{_message(d.message)}`) and runs its equivalent by "
+                f"the rule {d.rule} (rewritten: {', '.join(d.rewritten) or '-'}); expected: both run, as the "
+                f"rewrite moves axes only"]
     if d.reason in ("rejected", "crashed"):
         return [f"- {d.backend}: the model runs, its equivalent by the rule {d.rule} is {d.reason} at {d.phase}: "
                 f"`{_message(d.message)}`; expected: both run (the rule's rewrite computes the same function)"]

@@ -371,6 +371,8 @@ def _expect(f: Finding, run: list[str], failing: list[str], layer: str) -> str:
         a, rule = f.backends[0], f.detail.rule
         if f.detail.reason in ("rejected", "crashed"):
             return f"{a} runs the model but refuses its equivalent by the rule {rule}"
+        if f.detail.reason == "original_rejected":
+            return f"{a} refuses the model but runs its equivalent by the rule {rule}"
         return f"{a} computes {layer} differently in the model and in its equivalent by the rule {rule}"
     if f.is_failure and f.kind not in (Kind.INCONSISTENCY, Kind.DEVIATION):  # no words here: the kind table's
         return f"{', '.join(f.backends)}: {BY_NAME[f.kind].about}"
@@ -424,7 +426,9 @@ def render(record: CaseRecord, f: Finding, spec: ModelSpec, run: list[str], fail
             "precisions": {r.label: r.precision for r in record.backends if r.label in run},
             "tie_rtol": {dt: float(getattr(Tolerances.from_json(record.tolerances), dt).rtol)
                          for dt in ("bfloat16", "float16", "tf32")},
-            "data": data}
+            "data": data,
+            # an equivalence finding whose backend refused the model and ran its equivalent
+            "refused": f.kind == Kind.EQUIVALENCE and f.detail.reason == "original_rejected"}
     seed = record.meta.get("seed")
     what = (f"layer {one} ({spec.layer(one).api}) alone, fed the input it saw inside" if one
             else f"the whole model ({len(spec.layers)} layers) of") + f" case {record.id}" \

@@ -197,6 +197,8 @@ def root_of(sig: Signature) -> RootKey:
         source = "from NaN/Inf input" if "nonfinite_input" in sig.context else "from finite input"
     if sig.kind == Kind.EQUIVALENCE:  # one rule's failure on one layer API: the rule is part of it
         what += "".join(f"[{v}]" for p, v in sig.params if p == "rule")
+        if _fact(sig, REJECTED_BY) is not None:  # backends refusing one case its equivalent runs on: one cause
+            return NumericRoot(root_family(sig.kind), (), what, (), "refused alike where the equivalent runs")
     # the finding kind table's family: numeric, nan, or a family of its own
     return NumericRoot(root_family(sig.kind), sig.odd, what, () if sig.odd else sig.backends, source)
 

@@ -934,7 +934,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         layer = layer if isinstance(layer, str) else None
         api, params = blamed(layer)
         params = tuple(dict.fromkeys([*params, ("rule", str(detail.rule))]))
-        raw = detail.message if detail.reason in ("rejected", "crashed") and detail.message else None
+        raw = detail.message if detail.reason in ("rejected", "crashed", "original_rejected") and detail.message \
+            else None
         context = [f"equivalence:{detail.reason}"] + (
             _input_context(meta, False, detail.rows) if detail.reason in ("values", "nonfinite") else [])
         return [sig(finding.kind, api, params, backends, layer, detail.phase if raw else None,
@@ -1087,7 +1088,26 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
         for s in signatures_of(f, spec, meta, localization, seed_spec, pair_layer, within):
             if s not in out:
                 out.append(s)
-    return _every_backend_differs(out)
+    return _refused_where_equivalent_runs(_every_backend_differs(out))
+
+
+def _refused_where_equivalent_runs(sigs: list[Signature]) -> list[Signature]:
+    """Backends that each refuse one case, in their own words, where the equivalent model of
+    one rule runs (``equivalence:original_rejected``, one finding per backend) at one layer:
+    one cause, as :func:`_one_cause` makes of one case's refusals.  Each keeps its words (an
+    entry still matches them) and takes ``rejected_by:`` the backends, which
+    :func:`audee.triage.rootcause.root_of` keys them by."""
+    groups: dict[tuple, list[int]] = {}
+    for i, s in enumerate(sigs):
+        if s.kind == Kind.EQUIVALENCE and "equivalence:original_rejected" in s.context and s.layer:
+            groups.setdefault((s.layer, s.params), []).append(i)
+    out = list(sigs)
+    for members in groups.values():
+        if len(members) > 1:
+            rejecters = ",".join(sorted({b for i in members for b in sigs[i].backends}))
+            for i in members:
+                out[i] = replace(sigs[i], context=(*sigs[i].context, f"{REJECTED_BY}{rejecters}"))
+    return out
 
 
 #: the root families whose findings are one per pair of backends
