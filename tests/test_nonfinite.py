@@ -125,6 +125,10 @@ def test_diagnose_rows_prefers_rows_with_non_finite_values():
     outs = [_out("a", [[0.0], [NAN], [0.0]]), _out("b", [[0.0], [0.0], [0.0]])]
     assert diagnose_rows(outs, {"x": np.array([[INF], [0.0], [0.0]])}, 8) == [0, 1]
     assert diagnose_rows([_out("a", [[0.0]] * 3)], {}, 2) == [0, 1]
+    # two backends that returned more rows than the batch has (another shape: rng 2988's MultiHeadAttention)
+    # name only rows of the batch, which the diagnosis slices the inputs by
+    longer = [[0.0], [0.0], [0.0], [NAN]]
+    assert diagnose_rows([_out("a", longer), _out("b", [[0.0]] * 4)], {"x": np.zeros((3, 1))}, 8) == [0, 1, 2]
 
 
 # ---- (a)-(c) on real frameworks -----------------------------------------------------------------
