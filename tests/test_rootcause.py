@@ -1003,7 +1003,7 @@ def test_backends_refusing_a_case_whose_equivalent_runs_are_one_root_with_one_en
     spec = {"layers": [{"name": "n", "api": "RMSNormalization", "params": {"axis": 1}, "inputs": ["x0"]}]}
     words = {"jax": "ValueError: Incompatible shapes for broadcasting: shapes=[(8, 4, 5), (4,)]",
              "tensorflow": "ValueError: Dimensions must be equal, but are 5 and 4 for '{{node n_1/Mul_1}}'",
-             "torch": "RuntimeError: The size of tensor a (5) must match the size of tensor b (4)"}
+             "onnxruntime": "ValueError: Dimensions must be equal, but are 5 and 4 for '{{node n_1/Mul_1}}'"}
     verdict = {"findings": [Finding(Kind.EQUIVALENCE, [b], {
         "rule": "axis", "backend": b, "reason": "original_rejected", "phase": "run", "message": m,
         "rewritten": ["n"], "first_layer": "n", "layer": "n"}).to_json() for b, m in words.items()]}
@@ -1013,3 +1013,12 @@ def test_backends_refusing_a_case_whose_equivalent_runs_are_one_root_with_one_en
     assert (root.known_id, root.klass, root.signatures) == ("keras-rmsnorm-scale-last-axis", "bug", 3)
     alone = case_signatures({"findings": verdict["findings"][1:2]}, spec, {"api": "RMSNormalization"})
     assert match_known(alone[0], load_known_issues()) is None   # TensorFlow's words alone: no entry knows them
+    # torch refusing the same case for its own fused-kernel path (findings row 76), its words first: it keeps
+    # its entry, and the others follow JAX's, the case's cause (rng 2988)
+    torch = Finding(Kind.EQUIVALENCE, ["torch"], {
+        "rule": "axis", "backend": "torch", "reason": "original_rejected", "phase": "run", "layer": "n",
+        "message": "RuntimeError: Given normalized_shape=[4], expected input with shape [*, 4], but got input of "
+                   "size[8, 4, 5]", "rewritten": ["n"], "first_layer": "n"}).to_json()
+    both = case_signatures({"findings": [torch, *verdict["findings"]]}, spec, {"api": "RMSNormalization"})
+    got = {r.known_id: r.signatures for r in root_causes(unique_bugs(_rows(both), load_known_issues()))}
+    assert got == {"keras-rmsnorm-scale-last-axis": 3, "keras-torch-fused-norm-axis": 1}, got

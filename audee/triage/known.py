@@ -425,6 +425,13 @@ class KnownIssue(_Strict):
         on the backends it names where it names a device."""
         return any(r.matches(sig) and self._on_device(r, sig) for r in self._rules)
 
+    def own_backends_only(self, sig: Signature) -> bool:
+        """Whether every rule of it that holds for ``sig`` names the backends it is about: a
+        cause of those backends' own code (torch's fused kernel path), not one other backends'
+        refusals of the same case can share."""
+        held = [r for r in self._rules if r.matches(sig) and self._on_device(r, sig)]
+        return bool(held) and all(r.backends or r.odd for r in held)
+
     def _on_device(self, rule: KnownMatch, sig: Signature) -> bool:
         """Whether the signature's backends the rule names (its odd ones, or all it names when
         the rule names none) ran on the entry's device."""
@@ -554,14 +561,19 @@ def _shared_refusal(sig: Signature) -> RootKey | None:
 def _followed(matched: Iterable[tuple[Signature, KnownIssue | None]]) -> dict[RootKey, KnownIssue]:
     """The known entry each merged root takes: the first one a member matches whose refusal
     answers the case (several backends refusing one case alike are one cause, so an entry
-    that knows one backend's words knows the others').  A member's explicit "unsupported"
-    (a missing op) is that backend's limitation whatever the input: its entry stays its own."""
-    out: dict[RootKey, KnownIssue] = {}
+    that knows one backend's words knows the others'), an entry about the case before one
+    about its member's own backends (:meth:`KnownIssue.own_backends_only`: RMSNormalization(axis=1)
+    refused by TensorFlow, onnxruntime and JAX for Keras' scale and by torch for its fused
+    kernel path, the api-cpu campaign, rng 2988: the others follow JAX's entry, not torch's).
+    A member's explicit "unsupported" (a missing op) is that backend's limitation whatever
+    the input: its entry stays its own."""
+    shared: dict[RootKey, KnownIssue] = {}
+    own: dict[RootKey, KnownIssue] = {}
     for sig, issue in matched:
         merged = _shared_refusal(sig) if issue is not None else None
         if merged is not None and not explicit_refusal(sig.error_full or sig.error):
-            out.setdefault(merged, issue)
-    return out
+            (own if issue.own_backends_only(sig) else shared).setdefault(merged, issue)
+    return {**own, **shared}
 
 
 def _telling(sig: Signature, issue: KnownIssue | None) -> int:
