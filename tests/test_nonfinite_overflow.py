@@ -164,3 +164,26 @@ def test_a_difference_at_the_overflow_boundary_is_told_from_one_below_it(tmp_pat
     assert standing and all(pt.overflow_evidence == "float64" for pt in standing)  # TensorFlow widened it
     assert below.detail.strong and not below.detail.overflow_boundary, below.detail
     assert below.detail.odd == [OVERFLOW] and below.detail.finite_backends == [OVERFLOW]
+
+
+@pytest.mark.slow
+def test_a_converter_agreeing_with_the_frameworks_its_reference_overflows_apart_from_is_not_odd(tmp_path):
+    """A ConvLSTM1D whose silu recurrence explodes (the api-cpu campaign, rng 2989): TensorFlow
+    makes NaN at two elements where torch, JAX and onnxruntime give -0.  Its pairs with torch
+    and JAX are cleared as overflow; its pair with onnxruntime, the program it converted, was
+    left standing and named onnxruntime odd, announced as a new bug.  onnxruntime agrees with
+    the frameworks TensorFlow differs from, so the difference is TensorFlow's order of
+    operations at overflow: cleared too, and the case has no bug signature."""
+    import json
+
+    from tests.helpers import run_audee
+
+    out = tmp_path / "run"
+    got = run_audee(["fuzz", "--api", "ConvLSTM1D", "--variants", "5", "--batch", "8", "--invalid-prob", "0.1",
+                     "--special-inputs", "0.1", "--dtypes", "float32:0.7,float16:0.1,bfloat16:0.1,mixed_float16:0.1",
+                     "--backends", "tensorflow,torch,jax,onnxruntime", "--rng", "2989", "--out", str(out)])
+    assert got.returncode in (0, 1), got.stderr
+    rows = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    row = rows["api-ConvLSTM1D-v00004"]
+    assert row["params"]["recurrent_activation"] == "silu" and "nan" in row["kinds"]
+    assert not [s for s in row["signatures"] if s["kind"] == "nan"], row["signatures"]

@@ -35,7 +35,7 @@ from audee.oracle.nan import (amplified_rounding, both_overflow_narrow, conditio
                               overflow_boundary, overflow_scale, part_differs_there, same_difference,
                               scaled_into_range, settle_conditioning, state_at_overflow_scale, without_nonfinite)
 from audee.oracle.odd import mark_odd
-from audee.oracle.pairs import judged_against
+from audee.oracle.pairs import judged_against, odd_by_witness
 from audee.oracle.regression import regression_findings
 from audee.oracle.slices import one_element_score
 from audee.oracle.precision import float64_verdict
@@ -509,6 +509,17 @@ class Executor(Runner):
                 wide_runs[key] = self._run_wide(case, name, fed, self._wide_labels(result))
             return wide_runs[key]
 
+        differing = {frozenset(k.split("|")) for k in finding.detail.patterns}
+        ran = [o.backend for o in result.outcomes.values() if o.ok]
+
+        def as_independent(a: str, b: str) -> bool:
+            """Whether the pair's overflow may be cleared as between independent frameworks: it
+            is two of them, or a converted or compiled backend and its reference where the
+            converted side agrees with a framework the reference differs from (the reference's own
+            order of operations at overflow: :func:`audee.oracle.pairs.odd_by_witness`).  A
+            converted program otherwise computes what it was given, NaN included."""
+            return judged_against(a, b) is None or odd_by_witness((a, b), ran, differing, differing) is not None
+
         for key, p in finding.detail.patterns.items():
             a, b = key.split("|")
             if a not in layers or b not in layers:
@@ -545,7 +556,7 @@ class Executor(Runner):
                 p.overflow_evidence = "float64" if wide else "scale"
                 if not p.overflow_boundary and self._amplified(case, name, fed, alone, compute):
                     p.own_layer, p.overflow_evidence, p.cleared = None, None, "amplified"
-                elif not p.overflow_boundary and judged_against(a, b) is None \
+                elif not p.overflow_boundary and as_independent(a, b) \
                         and (both_overflow_narrow(fed, alone, wide, dtype)
                              or self._state_overflowed(result, name, fed, alone, dtype)):
                     p.own_layer, p.overflow_evidence, p.cleared = None, "float64", "overflow"
