@@ -432,10 +432,9 @@ class EquivalenceSettings(_Section):
     equivalence: str = Field(DEFAULT_EQUIVALENCE,
                              description="equivalence oracle: rules whose equivalent model runs beside each test "
                                          "case on every backend, compared with the original on the same backend "
-                                         "(all, none, or a list: " + ", ".join(EQUIVALENCE_RULES) + "; by default "
-                                         "the axis rule, which applies only to a normalization or softmax over "
-                                         "axes not written as the trailing ones; docs/oracles.md, Equivalent "
-                                         "models)")
+                                         "(all, none, or a list: " + ", ".join(EQUIVALENCE_RULES) + "; the "
+                                         "default's rules apply only to the layers they rewrite; docs/oracles.md, "
+                                         "Equivalent models)")
     @field_validator("equivalence")
     @classmethod
     def _equivalence(cls, v: str) -> str:
