@@ -232,6 +232,60 @@ def test_axis_rewrite_moves_the_axes_last_and_the_weights_with_them():
     assert apply_rule("axis", masked, {}) is None  # the permuted mask would not follow
 
 
+def _attention(params: dict, shape: tuple, value: tuple | None = None) -> ModelSpec:
+    """One MultiHeadAttention of a query ``q`` and a value ``v``, flattened."""
+    ins = [InputSpec("q", shape), InputSpec("v", value or shape)]
+    return ModelSpec("t", ins, [LayerSpec("m", "MultiHeadAttention", params, ["q", "v"]),
+                                LayerSpec("f", "Flatten", {}, ["m"])], "f")
+
+
+def test_axis_rewrite_attends_over_the_axes_before_the_features_with_every_input_permuted_alike():
+    """MultiHeadAttention over attention_axes not written as the axes just before the features,
+    in order: the query and the value permuted alike (the other axes first), the layer over those
+    axes, its output permuted back (a list output_shape adds trailing axes that stay); the
+    projections' weights as they are.  A negative axis counts from the features."""
+    base = {"num_heads": 2, "key_dim": 4}
+    ws = {"m": [np.ones((8, 2, 4), np.float32)]}
+    rw = apply_rule("axis", _attention({**base, "attention_axes": [1]}, (3, 5, 8)), ws)
+    assert [(ls.name, ls.api, ls.params.get("dims", ls.params.get("attention_axes")), ls.inputs)
+            for ls in rw.spec.layers] == [
+        ("m__eqperm0", "Permute", [2, 1, 3], ["q"]), ("m__eqperm1", "Permute", [2, 1, 3], ["v"]),
+        ("m__eq", "MultiHeadAttention", [2], ["m__eqperm0", "m__eqperm1"]), ("m", "Permute", [2, 1, 3], ["m__eq"]),
+        ("f", "Flatten", None, ["m"])]
+    assert rw.rewritten == ["m"] and rw.weights["m__eq"][0] is ws["m"][0]
+    shaped = apply_rule("axis", _attention({**base, "attention_axes": [1], "output_shape": [4, 2]}, (3, 5, 8)), {})
+    assert shaped.spec.layers[3].params["dims"] == [2, 1, 3, 4]
+    two = apply_rule("axis", _attention({**base, "attention_axes": [1, 3]}, (3, 5, 6, 8)), {})
+    assert [ls.params.get("dims", ls.params.get("attention_axes")) for ls in two.spec.layers[2:4]] == [
+        [2, 3], [2, 1, 3, 4]]
+    negative = apply_rule("axis", _attention({**base, "attention_axes": [-2]}, (3, 5, 8)), {})  # axis 2: no Permute
+    assert [(ls.name, ls.params.get("attention_axes")) for ls in negative.spec.layers] == [("m", [2]), ("f", None)]
+    for axes, shape in (([2], (3, 5, 8)), (2, (3, 5, 8)), (None, (3, 5, 8)), ([1], (3, 8)),
+                        ([3], (3, 5, 8)), ([0], (3, 5, 8)), ([1, 1], (3, 5, 8))):
+        # over the axes before the features already; unset (every axis between); the features, the batch, twice
+        assert apply_rule("axis", _attention({**base, "attention_axes": axes}, shape), {}) is None, (axes, shape)
+
+
+def test_the_axis_rule_sees_keras_build_its_attention_window_from_axis_1():
+    """MultiHeadAttention(attention_axes=[1], sliding_window=2) runs, and its equivalent over the
+    axis before the features is refused: Keras builds the window mask from axis 1 whatever axes
+    it attends over (findings row 112).  Without a window the two agree."""
+    rng = np.random.default_rng(0)
+    x = {n: rng.normal(size=(4, 3, 5, 8)).astype(np.float32) for n in ("q", "v")}
+    for window, known in ((2, "keras-mha-window-mask-axis-1"), (None, None)):
+        spec = _attention({"num_heads": 2, "key_dim": 4, "attention_axes": [1], "sliding_window": window},
+                          (3, 5, 8))
+        result = _executor_run("jax", spec, x, ["axis"])
+        assert result.equivalence == {"axis": "fail" if known else "pass"}, window
+        if known:
+            (f,) = [f for f in result.verdict.findings if f.is_failure]
+            assert (f.kind, f.detail.rule, f.detail.reason, f.detail.layer) == (Kind.EQUIVALENCE, "axis", "rejected",
+                                                                                   "m")
+            assert "must be broadcastable" in f.detail.message
+            sig = signatures_of(f, spec, {"api": "MultiHeadAttention"})[0]
+            assert getattr(match_known(sig, load_known_issues()), "id", sig) == known
+
+
 def test_owned_layers_are_a_closed_whitelist():
     """A spec may name audee's own layers with their closed parameter sets only (one line naming the field)."""
     from audee.core.errors import SpecError

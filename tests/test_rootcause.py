@@ -1027,3 +1027,34 @@ def test_backends_refusing_a_case_whose_equivalent_runs_are_one_root_with_one_en
     both = case_signatures({"findings": [torch, *verdict["findings"]]}, spec, {"api": "RMSNormalization"})
     got = {r.known_id: r.signatures for r in root_causes(unique_bugs(_rows(both), load_known_issues()))}
     assert got == {"keras-rmsnorm-scale-last-axis": 3, "keras-torch-fused-norm-axis": 1}, got
+
+
+def test_backends_refusing_the_equivalent_of_a_case_that_runs_are_one_root_counting_each_case_once():
+    """MultiHeadAttention(attention_axes=[1], sliding_window=2) runs on every backend, and the axis
+    rule's equivalent (the attention over the axis before the features, the inputs permuted) is
+    refused by each in its own words (Keras builds the window from axis 1: findings row 112): one
+    root, the rewrite's side, apart from a refusal of the case itself, and two such cases are two
+    cases, not eight (one per backend's signature)."""
+    from audee.triage.signature import case_signatures
+
+    spec = {"layers": [{"name": "m", "api": "MultiHeadAttention", "params": {"num_heads": 2, "key_dim": 4,
+                                                                             "attention_axes": [1],
+                                                                             "sliding_window": 2},
+                        "inputs": ["x0", "x1"]}]}
+    words = {b: f"ValueError: The `mask` must be broadcastable to `inputs`. Received: inputs.shape={shape}"
+             for b, shape in (("jax", "(8, 3, 2, 5, 5)"), ("tensorflow", "(8, 3, 2, 5, 5)"),
+                              ("torch", "torch.Size([8, 3, 2, 5, 5])"), ("tf2onnx", "(8, 3, 2, 5, 5)"))}
+
+    def verdict(reason: str) -> dict:
+        return {"findings": [Finding(Kind.EQUIVALENCE, [b], {
+            "rule": "axis", "backend": b, "reason": reason, "phase": "run", "message": m, "rewritten": ["m"],
+            "first_layer": "m", "layer": "m"}).to_json() for b, m in words.items()]}
+
+    meta = {"api": "MultiHeadAttention"}
+    sigs = case_signatures(verdict("rejected"), spec, meta)
+    assert len(sigs) == 4 and len({root_key(s) for s in sigs}) == 1
+    assert "the equivalent refused alike where the case runs" in root_key(sigs[0])
+    assert root_key(case_signatures(verdict("original_rejected"), spec, meta)[0]) != root_key(sigs[0])
+    (root,) = root_causes(unique_bugs(_rows(sigs, sigs), load_known_issues()))
+    assert (root.known_id, root.signatures, root.cases) == ("keras-mha-window-mask-axis-1", 4, 2)
+

@@ -706,6 +706,8 @@ class GoBackwardsRule(LayerRule):
 #: output of the input's shape; their weights, if any, hold one value per position of those axes
 AXIS_LAYERS = frozenset({"LayerNormalization", "RMSNormalization", "BatchNormalization", "GroupNormalization",
                          "UnitNormalization", "Softmax"})
+#: the layers whose ``attention_axes`` name the axes they attend over, between the batch and the features
+ATTENTION_AXIS_LAYERS = frozenset({"MultiHeadAttention"})
 
 
 def _axes(axis: Any, rank: int) -> tuple[list[int], list[int]] | None:
@@ -731,10 +733,14 @@ class AxisRule(LayerRule):
              "Softmax whose axis is not written as the trailing axes (-1, or [-m, ..., -1]): the input permuted so "
              "that those axes come last in order (Permute), the layer over the trailing axes, permuted back; "
              "weights with one value per position of several axes are transposed from the order the layer stores "
-             "its axes in (sorted as written) to the axes' order; a model with a mask is left alone")
+             "its axes in (sorted as written) to the axes' order; MultiHeadAttention whose attention_axes are not "
+             "written as the axes just before the features, in order: every input permuted alike so that they "
+             "are, the layer over them, permuted back (weights as they are); a model with a mask is left alone")
     witnesses_refusals = True
 
     def layer(self, ls: LayerSpec, weights: list[np.ndarray] | None, ctx: Context) -> Replacement | None:
+        if ls.api in ATTENTION_AXIS_LAYERS and not _masks(ctx.spec):
+            return _attention_axes_last(ls, weights, ctx)
         if ls.api not in AXIS_LAYERS or len(ls.inputs) != 1 or _masks(ctx.spec):
             return None
         src = ctx.in_shape(ls)
@@ -764,6 +770,58 @@ class AxisRule(LayerRule):
         if body_name != ls.name:
             out.append(_helper(ls, "Permute", {"dims": back}, ls.name, [body_name]))
         return out, ({body_name: ws} if (ws := _axis_weights(weights or [], src, pos)) else {})
+
+
+def _attention_axes(axes: Any, rank: int) -> list[int] | None:
+    """``attention_axes`` of a rank-``rank`` query (batch included) as the positive axes
+    Keras attends over, in the order written (a negative axis counts from the features:
+    ``rank + axis``); None where it is unset (every axis between the batch and the features)
+    or names the batch, the features, an axis twice or one out of range (outside the
+    layer's contract: not this rule's to judge)."""
+    raw = [axes] if isinstance(axes, int) and not isinstance(axes, bool) else axes
+    if not isinstance(raw, (list, tuple)) or not raw or not all(isinstance(a, int) and not isinstance(a, bool)
+                                                                 for a in raw):
+        return None
+    pos = [a + rank if a < 0 else a for a in raw]
+    if any(not 0 < a < rank - 1 for a in pos) or len(set(pos)) != len(pos):
+        return None
+    return pos
+
+
+def _attention_axes_last(ls: LayerSpec, weights: list[np.ndarray] | None, ctx: Context) -> Replacement | None:
+    """A MultiHeadAttention over ``attention_axes`` not written as the axes just before the
+    features in order (positive): every input (query, value, key) permuted alike so that the
+    other axes come first and the attention axes next, the layer over those axes, its output
+    permuted back.  The projections act on the features alone, so the weights stay as they are."""
+    shapes = [ctx.shapes.get(i) for i in ls.inputs]
+    if not shapes or any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:  # type: ignore[arg-type]
+        return None
+    rank = len(shapes[0]) + 1  # type: ignore[arg-type]
+    pos = _attention_axes(ls.params.get("attention_axes"), rank)
+    if pos is None:
+        return None
+    m = len(pos)
+    trailing = list(range(rank - 1 - m, rank - 1))
+    written = ls.params.get("attention_axes")
+    if list(written if isinstance(written, (list, tuple)) else [written]) == trailing:
+        return None
+    out_dims = ls.params.get("output_shape")
+    extra = len(out_dims) - 1 if isinstance(out_dims, (list, tuple)) and out_dims else 0
+    perm = [a for a in range(1, rank - 1) if a not in pos] + sorted(pos) + [rank - 1]
+    out: list[LayerSpec] = []
+    inputs = list(ls.inputs)
+    if perm != list(range(1, rank)):
+        inputs = []
+        for k, name in enumerate(ls.inputs):
+            pin = _helper(ls, "Permute", {"dims": perm}, ctx.name(ls.name, f"perm{k}"), [name])
+            out.append(pin)
+            inputs.append(pin.name)
+    back = [perm.index(a) + 1 for a in range(1, rank - 1)] + list(range(rank - 1, rank + extra))
+    body_name = ls.name if back == list(range(1, rank + extra)) else ctx.name(ls.name, "")
+    out.append(_renamed(ls, body_name, inputs, dict(ls.params, attention_axes=trailing)))
+    if body_name != ls.name:
+        out.append(_helper(ls, "Permute", {"dims": back}, ls.name, [body_name]))
+    return out, ({body_name: list(weights)} if weights else {})
 
 
 def _axis_weights(weights: list[np.ndarray], src: Shape, pos: list[int]) -> list[np.ndarray]:

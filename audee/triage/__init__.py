@@ -154,6 +154,8 @@ class Bug:
     units: tuple[str, ...] = ()
     known_status: str | None = None
     known_where: str | None = None
+    #: the ids of the cases behind it (``cases`` of them), so a root of several signatures counts a case once
+    case_ids: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def status(self) -> str:
@@ -208,7 +210,7 @@ class Bug:
                 "backends": list(self.backends), "odd": list(self.odd), "api": self.api, "params": list(self.params),
                 "what": self.what, "phase": self.phase, "error": self.error, "cases": self.cases,
                 "first_case": self.first_case, "case_file": self.case_file, "repro": self.repro, "key": self.key,
-                "root": str(self.root), "slug": self.slug, "units": list(self.units)}
+                "root": str(self.root), "slug": self.slug, "units": list(self.units), "case_ids": list(self.case_ids)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Bug":
@@ -221,7 +223,7 @@ class Bug:
         return cls(sig, parse_root(str(d["root"])), str(d["class"]), str(d["class_reason"]), int(d["cases"]),
                    str(d["first_case"]), _opt(d.get("case_file")), _opt(d.get("repro")), _opt(d.get("known_id")),
                    _opt(d.get("known_title")), _opt(d.get("link")), tuple(str(u) for u in d.get("units") or []),
-                   _known_status(d), _opt(d.get("known_where")))
+                   _known_status(d), _opt(d.get("known_where")), tuple(str(c) for c in d.get("case_ids") or []))
 
 
 @dataclass(frozen=True)
@@ -231,7 +233,7 @@ class RootCause:
     the first bug's kind, component, op,
     layer API, normalized error and first case; the backends involved and the odd ones; for
     an ``undefined`` cause the backend silently different from the rest; how many signatures
-    and cases (summed: a case may count under several) are behind it.
+    and cases (each case once, however many of its signatures the root holds) are behind it.
 
     ``case_file``, ``repro`` and ``members`` say where this process found the first case's
     files and which bugs it grouped: the report reads them, a summary does not keep them, so

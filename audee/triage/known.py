@@ -629,7 +629,8 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
             repro=str(repro) if repro is not None and repro.is_file() else None,
             known_id=issue.id if issue else None, known_title=issue.title if issue else None,
             link=issue.link if issue else None, known_status=issue.status_now() if issue else None,
-            known_where=issue.where() if issue else None, units=tuple(units[key])))
+            known_where=issue.where() if issue else None, units=tuple(units[key]),
+            case_ids=tuple(sorted(case_ids[key]))))
     return sorted(bugs, key=lambda b: (b.status != "new", -b.cases, b.key))
 
 

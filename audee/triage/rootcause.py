@@ -197,8 +197,10 @@ def root_of(sig: Signature) -> RootKey:
         source = "from NaN/Inf input" if "nonfinite_input" in sig.context else "from finite input"
     if sig.kind == Kind.EQUIVALENCE:  # one rule's failure on one layer API: the rule is part of it
         what += "".join(f"[{v}]" for p, v in sig.params if p == "rule")
-        if _fact(sig, REJECTED_BY) is not None:  # backends refusing one case its equivalent runs on: one cause
-            return NumericRoot(root_family(sig.kind), (), what, (), "refused alike where the equivalent runs")
+        if _fact(sig, REJECTED_BY) is not None:  # backends refusing one side where the other runs: one cause
+            side = "the equivalent refused alike where the case runs" if "equivalence:rejected" in sig.context \
+                else "refused alike where the equivalent runs"
+            return NumericRoot(root_family(sig.kind), (), what, (), side)
     # the finding kind table's family: numeric, nan, or a family of its own
     return NumericRoot(root_family(sig.kind), sig.odd, what, () if sig.odd else sig.backends, source)
 
@@ -305,12 +307,20 @@ def root_causes(bugs: list[Bug]) -> list[RootCause]:
     return sorted(out, key=lambda g: (CLASSES.index(g.klass), g.status != NEW, -g.cases, str(g.root)))
 
 
+def _cases(members: list[Bug]) -> int:
+    """How many cases are behind ``members``: each once (several backends' signatures of one
+    case are one case); summed where a member read back from an older summary has no ids."""
+    if all(m.case_ids for m in members):
+        return len({c for m in members for c in m.case_ids})
+    return sum(m.cases for m in members)
+
+
 def _root_cause(key: RootKey, members: list[Bug]) -> RootCause:
     """The root cause of ``members`` (in the order they were grouped): the class of the first
     most telling member, with its reason; the first known issue (its status, where it is known)
     any member has; that telling member's kind, layer API, op, component, error, first case
     and repro script (another member's where it has none), so that a bug is shown by a case
-    that shows a bug; signatures and cases summed (a case may count under several); the backends
+    that shows a bug; its signatures, and its cases each counted once; the backends
     and odd backends of all; for an ``undefined`` cause the backend silently different from the
     rest, if any."""
     telling = min(members, key=lambda m: CLASSES.index(m.klass))
@@ -320,7 +330,7 @@ def _root_cause(key: RootKey, members: list[Bug]) -> RootCause:
     klass = telling.klass
     return RootCause(
         root=key, klass=klass, class_reason=telling.class_reason, kind=first.kind,
-        api=sig.layer or primary_api(sig.api) or "-", signatures=len(members), cases=sum(m.cases for m in members),
+        api=sig.layer or primary_api(sig.api) or "-", signatures=len(members), cases=_cases(members),
         first_case=first.first_case, known_id=known.known_id if known else None,
         known_status=known.status if known else None, known_where=known.known_where if known else None,
         # a crash root's component is its key's: several backends refusing one case alike share one

@@ -1094,16 +1094,22 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
     return _refused_where_equivalent_runs(_every_backend_differs(out))
 
 
+#: an equivalence finding where one of the two models runs and the backend refuses the other
+_ONE_SIDE_REFUSED = ("equivalence:original_rejected", "equivalence:rejected")
+
+
 def _refused_where_equivalent_runs(sigs: list[Signature]) -> list[Signature]:
-    """Backends that each refuse one case, in their own words, where the equivalent model of
-    one rule runs (``equivalence:original_rejected``, one finding per backend) at one layer:
-    one cause, as :func:`_one_cause` makes of one case's refusals.  Each keeps its words (an
-    entry still matches them) and takes ``rejected_by:`` the backends, which
+    """Backends that each refuse, in their own words, one side of a case and the equivalent
+    model of one rule where the other side runs (the case: ``equivalence:original_rejected``;
+    the rewrite: ``equivalence:rejected``; one finding per backend) at one layer: one cause,
+    as :func:`_one_cause` makes of one case's refusals.  Each keeps its words (an entry still
+    matches them) and takes ``rejected_by:`` the backends, which
     :func:`audee.triage.rootcause.root_of` keys them by."""
     groups: dict[tuple, list[int]] = {}
     for i, s in enumerate(sigs):
-        if s.kind == Kind.EQUIVALENCE and "equivalence:original_rejected" in s.context and s.layer:
-            groups.setdefault((s.layer, s.params), []).append(i)
+        side = next((c for c in _ONE_SIDE_REFUSED if c in s.context), None)
+        if s.kind == Kind.EQUIVALENCE and side and s.layer:
+            groups.setdefault((side, s.layer, s.params), []).append(i)
     out = list(sigs)
     for members in groups.values():
         if len(members) > 1:
