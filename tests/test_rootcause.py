@@ -1058,3 +1058,22 @@ def test_backends_refusing_the_equivalent_of_a_case_that_runs_are_one_root_count
     (root,) = root_causes(unique_bugs(_rows(sigs, sigs), load_known_issues()))
     assert (root.known_id, root.signatures, root.cases) == ("keras-mha-window-mask-axis-1", 4, 2)
 
+
+def test_a_jax_normalization_deviation_on_a_large_offset_row_is_xlas_order_of_summation():
+    """GroupNormalization on a row with a large common offset and a small spread (special kind
+    ``offset``, or the batch's ``batch_offset``): JAX's multi-axis float32 mean is one sequential
+    sum (rng 2990), which the layer divides by the spread.  The signature records the fact
+    (``offset_input``) on the rows the finding names, and the known entry asks for it: the same
+    deviation on a plain row stays unmatched."""
+    spec = {"layers": [{"name": "g", "api": "GroupNormalization", "params": {"groups": 1}, "inputs": ["x0"]}]}
+    finding = Finding(Kind.DEVIATION, ["tensorflow", "jax"], {"pair": "tensorflow|jax", "own_layers": ["g"],
+                                                              "odd": [], "rows": [4]})
+    known = load_known_issues()
+    for special, fact in (([{"input": "x0", "row": 4, "kind": "offset"}], True),
+                          ([{"input": "x0", "row": None, "kind": "batch_offset", "rows": 7}], True),
+                          ([{"input": "x0", "row": 2, "kind": "offset"}], False),   # another row
+                          ([], False)):
+        (sig,) = signatures_of(finding, spec, {"api": "GroupNormalization", "special_inputs": special})
+        assert ("offset_input" in sig.context) == fact, special
+        issue = match_known(sig, known)
+        assert (issue.id if issue else None) == ("xla-cpu-sequential-reduction-offset" if fact else None), special

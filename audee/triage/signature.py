@@ -725,15 +725,21 @@ def _fed_nonfinite(spec: Any, layer: Any, nonfinite: dict[str, list[str]], backe
     return len(names) >= 2 and all(set(inner) <= set(nonfinite.get(b) or ()) for b in names)
 
 
+#: the special kinds that put a large common offset on a row or a batch (audee.mutation.special)
+OFFSET_SPECIALS = ("offset", "batch_offset")
+
+
 def _special_kinds(meta: dict[str, Any] | None, rows: Iterable[int] | None = None,
                    inputs: Iterable[str] | None = None) -> set[str]:
     """The special kinds the case's rows carry (``meta['special_inputs']``: ``[{input, row,
-    kind}]``), on ``rows`` only (None: any row) and of ``inputs`` only (None: any input)."""
+    kind}]``; a batch-wide kind, ``row`` None, on every row), on ``rows`` only (None: any row)
+    and of ``inputs`` only (None: any input)."""
     special = (meta or {}).get("special_inputs") or []
     wanted = None if rows is None else {int(r) for r in rows}
     named = None if inputs is None else set(inputs)
     return {str(s.get("kind")) for s in special if isinstance(s, dict)
-            and (wanted is None or s.get("row") in wanted) and (named is None or s.get("input") in named)} \
+            and (wanted is None or s.get("row") is None or s.get("row") in wanted)
+            and (named is None or s.get("input") in named)} \
         if isinstance(special, list) else set()
 
 
@@ -771,11 +777,14 @@ def _input_context(meta: dict[str, Any] | None, nonfinite: bool, rows: Iterable[
     :func:`_op_case`).  Subnormal and tiny values (``subnormal_input``): TensorFlow's and JAX's
     CPU kernels flush subnormals to zero by design (jax-ml/jax#16200), torch does not; a value
     that differs on them is each framework's documented choice, not a bug (a ``crash`` is no
-    value: never so)."""
+    value: never so).  A large common offset with a small spread (``offset_input``) is a valid
+    input that makes a mean or a variance cancel: each framework's order of summation shows."""
     kinds = _special_kinds(meta, rows)
     out = []
     if nonfinite or (values and kinds & set(NONFINITE_SPECIALS)):
         out.append("nonfinite_input")
+    if values and not crash and kinds & set(OFFSET_SPECIALS):
+        out.append("offset_input")
     if kinds & set(SPECIAL_INT_KINDS):
         out.append("ids_out_of_range")
     subnormal = subnormal_rows(meta)
