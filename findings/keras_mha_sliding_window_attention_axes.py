@@ -72,5 +72,12 @@ try:
 except Exception as exc:  # noqa: BLE001 - the refusal is the bug's face
     print(f"  attention_axes=(2,): {type(exc).__name__}: {' '.join(str(exc).split())[:220]}")
     wrong, why = True, "refuses its own sliding-window mask (built from axis 1, length 3, not axis 2, length 5)"
+# the causal mask reads axis 1 alike (use_causal_mask=True, no window)
+causal = keras.layers.MultiHeadAttention(HEADS, KEY_DIM, use_bias=False, attention_axes=(2,))
+try:
+    causal(q, v, use_causal_mask=True)
+    print("  attention_axes=(2,), use_causal_mask=True: runs")
+except Exception as exc:  # noqa: BLE001 - the same fault's other face
+    print(f"  attention_axes=(2,), use_causal_mask=True: {type(exc).__name__}: {' '.join(str(exc).split())[:120]}")
 print(f"REPRODUCED: attention_axes=(2,) {why}" if wrong else "NOT REPRODUCED")
 sys.exit(1 if wrong else 0)
