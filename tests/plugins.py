@@ -793,3 +793,28 @@ class ProcessFactsJax(_ProcessFacts, JaxBackend):
 
 class ProcessFactsJaxX64(_ProcessFacts, JaxX64Backend):
     name = "process-facts-x64"
+
+
+class SmallBatchKernelJax(_ScalesOneLayer, JaxBackend):
+    """JAX, except that the layer named ``d2`` returns its output times 1.01 (a fault), and
+    ``logits`` returns its output times 1.5 on a batch of fewer than 8 rows: a kernel picked
+    by the size of what it computes, right at the batch the case ran (as XLA on the CPU sums
+    a small float32 reduction in one sequential accumulator and a large one in a YNNPACK
+    fusion).  A layer judged alone on fewer rows than the case ran would meet that kernel."""
+
+    name = "small-batch-kernel-jax"
+    target = "d2"
+    factor = 1.01
+
+    def make_layer(self, layer):
+        made = super().make_layer(layer)
+        if layer.name != "logits":
+            return made
+
+        class SmallBatch(type(made)):
+            def call(self, inputs, *args, **kwargs):
+                out = super().call(inputs, *args, **kwargs)
+                return out * 1.5 if inputs.shape[0] is not None and inputs.shape[0] < 8 else out
+
+        made.__class__ = SmallBatch
+        return made

@@ -268,3 +268,29 @@ def test_a_layer_fed_a_bfloat16_policy_output_is_judged_alone(fault_pool):
     assert all(isinstance(replies.get(b), dict) for b in ("tensorflow", "jax")), replies
     np.testing.assert_array_equal(np.asarray(replies["tensorflow"]["logits"], np.float32),
                                   np.asarray(fed["d2"], np.float32))   # the same layer on the same input
+
+
+def test_a_layer_is_judged_alone_at_the_batch_size_the_case_ran(tmp_path):
+    """A deviation is diagnosed on its worst rows, repeated to the case's batch size: a backend
+    whose ``logits`` kernel is wrong only on fewer than 8 rows (a kernel picked by size) is
+    right at the case's 8, so only its ``d2`` fault is blamed; judged on the worst rows alone,
+    ``logits`` would be blamed too (rng 2990's JAX GroupNormalization, its multi-axis mean
+    summed sequentially on one row and in a YNNPACK fusion on the case's batch)."""
+    from audee.oracle.attribution import batch_of
+
+    assert batch_of([4], {"x": np.zeros((8, 3))}) == [4] * 8
+    assert batch_of([1, 5, 6], {"x": np.zeros((8, 3))}) == [1, 5, 6, 1, 5, 6, 1, 5]
+    assert batch_of([0, 1], {"x": np.zeros((2, 3)), "scalar": np.float32(1)}) == [0, 1]
+    small = "tests.plugins:SmallBatchKernelJax"
+    with Pool(parse_backends(f"jax,{small}"), tmp_path, timeout=300) as pool:
+        assert pool.start() == {}
+        ex = Executor(pool, tolerances=FuzzSettings().tolerances())
+        case = TestCase("mlp-batch", mlp(), {}, {"x": np.random.default_rng(1).random((8, 8), dtype=np.float32)})
+        ex.complete_weights(case, 3)
+        result = ex.run(case)
+    (dev,) = [f for f in result.verdict.findings if f.kind == Kind.DEVIATION]
+    from audee.engine.execute import DIAGNOSE_INPUTS
+
+    assert DIAGNOSE_INPUTS // 2 < len(dev.detail.rows) == 8   # diagnosed on 4 of the 8 rows it shows on
+    assert dev.detail.own_layers == ["d2"], dev.to_json()
+    assert dev.detail.own["logits"].score < 1

@@ -24,7 +24,7 @@ from audee.equivalence.rules import rules_named
 from audee.levels.base import Runner
 from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
-from audee.oracle.attribution import Alone, attribute
+from audee.oracle.attribution import Alone, attribute, batch_of
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, PROBE_SIGNS, Tolerances, as_tolerances, attributed,
                                     compare, deviation_findings, deviation_score, float64_floor, jump_order,
                                     layer_scores, pair_compute, perturbed, perturbed_weights, rounding_for)
@@ -316,7 +316,7 @@ class Executor(Runner):
         rows = sorted({i for f in devs for i in (f.detail.rows or [])[:DIAGNOSE_INPUTS // 2]})[:2 * DIAGNOSE_INPUTS]
         if not rows:
             return
-        sub = {k: v[rows] for k, v in case.inputs.items()}
+        sub = {k: v[batch_of(rows, case.inputs)] for k, v in case.inputs.items()}
         labels = sorted({b for f in devs for b in f.backends})
         got = self._pool_run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
         order = case.spec.topological_order()

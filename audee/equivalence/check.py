@@ -40,7 +40,7 @@ import numpy as np
 from audee.cases.case import Finding, Kind, Outcome, TestCase
 from audee.equivalence.rules import Rewrite, Rule
 from audee.oracle.compute_dtype import layer_compute_dtype
-from audee.oracle.attribution import Alone, attribute
+from audee.oracle.attribution import Alone, attribute, batch_of
 from audee.oracle.deviation import (FULL, Tolerance, Tolerances, compare, jump_order, pair_compute, perturbed,
                                     rounding_for)
 from audee.oracle.equivalence import judge_rewrite, pattern_cleared, settle
@@ -173,7 +173,8 @@ def _diagnose(ex: Any, case: TestCase, rule: Rule, rw: Rewrite, inputs: dict[str
     if d.reason not in ("values", "nonfinite"):
         return
     d.own = {}  # written, so that the finding's JSON lists it (empty when no layer could be judged)
-    rows = [r for r in (d.rows or []) if r in order_rows][:DIAGNOSE_ROWS] or order_rows[:DIAGNOSE_ROWS]
+    rows = batch_of([r for r in (d.rows or []) if r in order_rows][:DIAGNOSE_ROWS] or order_rows[:DIAGNOSE_ROWS],
+                    case.inputs)
     orig = _kept(ex, backend, kept.get(backend), rows)
     rw_tag = _keep(ex, rw.spec, rw.weights, inputs, backend)
     new = _kept(ex, backend, rw_tag, [order_rows.index(r) for r in rows])

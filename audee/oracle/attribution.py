@@ -23,7 +23,9 @@ on the layer's score against its ``self_score``) and non-finite patterns
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Literal, Sequence
+from typing import Callable, Iterable, Literal, Mapping, Sequence
+
+import numpy as np
 
 from audee.oracle.deviation import attributed
 from audee.records.findings import OwnScore
@@ -113,3 +115,16 @@ def attribute(checks: Iterable[str], order: Sequence[str], run_alone: Callable[[
 
 
 __all__ = ["Alone", "Attribution", "ILL_CONDITIONED", "IN_TOLERANCE", "Settled", "attribute", "settle"]
+
+
+def batch_of(rows: Sequence[int], inputs: Mapping[str, np.ndarray]) -> list[int]:
+    """``rows`` repeated to the batch size the case ran, the rows a difference is diagnosed
+    on: a backend picks its kernels by the size of what it computes (XLA on the CPU sums a
+    float32 reduction of fewer than 4096 elements in one sequential accumulator and a larger
+    one in a YNNPACK fusion: one large-offset row alone put JAX's GroupNormalization 19 ulps
+    of its mean off where the case's batch of 8 was 0.5 off, the api-cpu campaign, rng 2990),
+    so a layer judged on fewer rows may run another kernel than the case did.  Scores are
+    maxima over rows, which repeats leave as they are."""
+    rows = list(rows)
+    batch = max((len(v) for v in inputs.values() if np.ndim(v)), default=len(rows))
+    return [rows[i % len(rows)] for i in range(max(batch, len(rows)))] if rows else []
