@@ -466,7 +466,8 @@ def test_a_wrong_layer_norm_epsilon_is_flagged_by_the_formula_rule_alone():
 def test_the_axis_rule_sees_keras_bugs_every_backend_shares():
     """RMSNormalization(axis=1) scales along the last axis (findings row 110) and
     LayerNormalization(axis=[1, -1]) reshapes its weights from the order it sorted them in (row
-    111): every backend computes them alike, so only a rule on one backend sees them;
+    111; RMSNormalization's own sort, row 113): every backend computes them alike, so only a rule on
+    one backend sees them;
     LayerNormalization(axis=1) is right.  Where the axis's length is not the last one's,
     RMSNormalization is refused on every backend (a consistent rejection, expected to the
     cross-backend oracles) while its equivalent runs: the axis rule, which only moves axes,
@@ -476,7 +477,9 @@ def test_the_axis_rule_sees_keras_bugs_every_backend_shares():
             ("RMSNormalization", 1, (3, 3), "keras-rmsnorm-scale-last-axis", "values"),
             ("LayerNormalization", [1, -1], (3, 3), "keras-layernorm-mixed-sign-axes", "values"),
             ("LayerNormalization", 1, (3, 3), None, None),
-            ("RMSNormalization", 1, (3, 5), "keras-rmsnorm-scale-last-axis", "original_rejected")):
+            ("RMSNormalization", 1, (3, 5), "keras-rmsnorm-scale-last-axis", "original_rejected"),
+            ("RMSNormalization", [1, -1], (3, 3), "keras-rmsnorm-mixed-sign-axes", "values"),
+            ("RMSNormalization", [1, -1], (3, 5), "keras-rmsnorm-mixed-sign-axes", "original_rejected")):
         x = {"x": rng.normal(size=(4, *shape)).astype(np.float32)}
         spec = _spec([("n", api, {"axis": axis}), ("f", "Flatten", {}), ("d", "Dense", {"units": 2})], shape)
         result = _executor_run("jax", spec, x, ["axis"])
