@@ -1077,3 +1077,29 @@ def test_a_jax_normalization_deviation_on_a_large_offset_row_is_xlas_order_of_su
         assert ("offset_input" in sig.context) == fact, special
         issue = match_known(sig, known)
         assert (issue.id if issue else None) == ("xla-cpu-sequential-reduction-offset" if fact else None), special
+
+
+def test_cases_refused_alike_at_one_layer_for_different_reasons_are_different_roots():
+    """Two cases of one layer, each refused by TensorFlow and tf2onnx in their own words: one
+    (an output padding oneDNN cannot run) matches an entry, the other (a float16 sparsemax's
+    tf.range) no entry knows.  Each case is one root (its backends' words together), and the
+    second does not follow the first's entry because it was refused at the same layer by the
+    same backends (the api-cpu campaign, rng 2992)."""
+    from audee.triage.signature import case_signatures
+
+    spec = {"layers": [{"name": "t", "api": "Conv3DTranspose", "params": {"filters": 4, "kernel_size": 4}}]}
+
+    def refused(message: str) -> list[Signature]:
+        verdict = {"findings": [Finding(Kind.DIVERGENT_ACCEPTANCE, ["onnxruntime", "tensorflow"], {
+            "accepted": ["jax", "torch"], "errors": {b: {"phase": "run" if b == "tensorflow" else "convert",
+                                                         "message": message} for b in ("onnxruntime", "tensorflow")}
+        }).to_json()]}
+        return case_signatures(verdict, spec, {"api": "Conv3DTranspose"})
+
+    onednn = refused("AbortedError: Graph execution error: could not create a primitive descriptor for the "
+                     "convolution backward data primitive [[{{node t_1/conv_transpose}}]]")
+    rng = refused("NotFoundError: Could not find device for node: {{node Range}} = Range[Tidx=DT_HALF] "
+                  "All kernels registered for op Range: Unsupported dtype19")
+    assert len({root_key(s) for s in onednn}) == 1 and root_key(onednn[0]) != root_key(rng[0])
+    roots = {r.known_id: r.cases for r in root_causes(unique_bugs(_rows(onednn, rng), load_known_issues()))}
+    assert roots == {"keras-tf-conv-transpose-same-output-padding": 1, None: 1}, roots

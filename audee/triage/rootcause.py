@@ -53,8 +53,8 @@ from audee.backends.info import describe
 from audee.cases.case import MEMORY_CAP, Kind
 from audee.cases.kinds import CRASHES, root_family
 from audee.oracle.pairs import in_contract, judged_side
-from audee.triage.signature import (FLUSH_REPRODUCES, GRAPH_FAULT, OLDER_LACKS_API, OUTSIDE, REFUSED_BY, REJECTED_BY,
-                                    Signature, explicit_refusal, invalid_graph_complaint, primary_api)
+from audee.triage.signature import (FLUSH_REPRODUCES, GRAPH_FAULT, OLDER_LACKS_API, OUTSIDE, REFUSED_BY, REJECTED_AS,
+                                    REJECTED_BY, Signature, explicit_refusal, invalid_graph_complaint, primary_api)
 from audee.triage import (FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, NEW, Bug, CrashRoot, NumericRoot, RootCause,
                           RootKey)
 
@@ -176,7 +176,7 @@ def root_of(sig: Signature) -> RootKey:
         shared = _fact(sig, REJECTED_BY)
         if shared is not None:  # several backends refusing one case at one layer: the case's cause, not words
             return CrashRoot(sig.kind, shared_component(shared.split(",")), sig.layer or "-",
-                             f"refused alike: {_input_cause(sig)}")
+                             f"refused alike: {_input_cause(sig)}{_refused_as(sig)}")
         refused_by = _fact(sig, REFUSED_BY)
         if refused_by is not None:  # a converter computing what its reference refuses, at this layer
             return CrashRoot(sig.kind, sig.component or ",".join(sig.backends), sig.layer or "-",
@@ -200,9 +200,17 @@ def root_of(sig: Signature) -> RootKey:
         if _fact(sig, REJECTED_BY) is not None:  # backends refusing one side where the other runs: one cause
             side = "the equivalent refused alike where the case runs" if "equivalence:rejected" in sig.context \
                 else "refused alike where the equivalent runs"
-            return NumericRoot(root_family(sig.kind), (), what, (), side)
+            return NumericRoot(root_family(sig.kind), (), what, (), side + _refused_as(sig))
     # the finding kind table's family: numeric, nan, or a family of its own
     return NumericRoot(root_family(sig.kind), sig.odd, what, () if sig.odd else sig.backends, source)
+
+
+def _refused_as(sig: Signature) -> str:
+    """`` as: <template>`` of the first refusing backend's words (``rejected_as:``), so that
+    cases refused alike at one layer for different reasons are different roots; empty for a
+    signature recorded before the fact."""
+    words = _fact(sig, REJECTED_AS)
+    return f" as: {template(words)}" if words else ""
 
 
 def root_key(sig: Signature) -> str:

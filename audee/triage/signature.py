@@ -282,6 +282,9 @@ def _gradient_phase(name: Any) -> str | None:
 GRAPH_FAULT = "graph_fault:"
 #: the backends that rejected one case at one layer, each in its own words: one cause (``rejected_by:jax,torch``)
 REJECTED_BY = "rejected_by:"
+#: the words of the first of those backends (by name), normalized: the case's cause across cases, so that
+#: another case refused by the same backends at the same layer for another reason is another root
+REJECTED_AS = "rejected_as:"
 #: a converted backend ran what its reference refused (``refused_by:tensorflow``)
 REFUSED_BY = "refused_by:"
 #: why the generator drew a value outside the contract (the mutation record's ``why``)
@@ -1035,8 +1038,15 @@ def _one_cause(sigs: list[Signature]) -> list[Signature]:
     (layer,) = layers
     rejecters = ",".join(sorted({b for i in joined for b in sigs[i].backends}))
     facts = tuple(dict.fromkeys(c for i in joined for c in sigs[i].context if not c.startswith(GRAPH_FAULT)))
-    return [replace(s, layer=layer, context=(*facts, f"{REJECTED_BY}{rejecters}")) if i in joined else s
-            for i, s in enumerate(sigs)]
+    shared = (*facts, f"{REJECTED_BY}{rejecters}", _rejected_as([sigs[i] for i in joined]))
+    return [replace(s, layer=layer, context=shared) if i in joined else s for i, s in enumerate(sigs)]
+
+
+def _rejected_as(members: list[Signature]) -> str:
+    """The ``rejected_as:`` fact of backends refusing one case alike: the normalized words of
+    the first of them by name (every member of the case carries the same)."""
+    lead = min(members, key=lambda s: (sorted(s.backends), s.error or ""))
+    return f"{REJECTED_AS}{lead.error or ''}"
 
 
 def _converter_acceptance(detail: Any, sigs: list[Signature], accepted: set[str],
@@ -1123,8 +1133,9 @@ def _refused_where_equivalent_runs(sigs: list[Signature]) -> list[Signature]:
     for members in groups.values():
         if len(members) > 1:
             rejecters = ",".join(sorted({b for i in members for b in sigs[i].backends}))
+            words = _rejected_as([sigs[i] for i in members])
             for i in members:
-                out[i] = replace(sigs[i], context=(*sigs[i].context, f"{REJECTED_BY}{rejecters}"))
+                out[i] = replace(sigs[i], context=(*sigs[i].context, f"{REJECTED_BY}{rejecters}", words))
     return out
 
 
