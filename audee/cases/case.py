@@ -28,6 +28,9 @@ NONFINITE_SPECIALS = ("nan", "inf", "-inf", "lone_nan", "lone_inf", "lone_-inf",
 SPECIAL_FLOAT_KINDS = NONFINITE_SPECIALS + ("near_max", "offset", "tiny", "subnormal", "signed_zero", "ties",
                                             "domain_edge")
 SPECIAL_INT_KINDS = ("out_of_range", "negative")  # integer ids outside [0, n)
+#: special kinds that put a large common offset with a small spread on a row (``offset``) or on the
+#: batch (``batch_offset``, ``row`` None): a valid input on which a mean or a variance cancels
+OFFSET_SPECIALS = ("offset", "batch_offset")
 #: special float kinds whose values are or make subnormals: TensorFlow's and JAX's CPU kernels
 #: flush them to zero by design, torch keeps them (a difference on them is undefined)
 SUBNORMAL_SPECIALS = ("subnormal", "tiny")

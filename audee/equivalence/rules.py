@@ -772,22 +772,6 @@ class AxisRule(LayerRule):
         return out, ({body_name: ws} if (ws := _axis_weights(weights or [], src, pos)) else {})
 
 
-def _attention_axes(axes: Any, rank: int) -> list[int] | None:
-    """``attention_axes`` of a rank-``rank`` query (batch included) as the positive axes
-    Keras attends over, in the order written (a negative axis counts from the features:
-    ``rank + axis``); None where it is unset (every axis between the batch and the features)
-    or names the batch, the features, an axis twice or one out of range (outside the
-    layer's contract: not this rule's to judge)."""
-    raw = [axes] if isinstance(axes, int) and not isinstance(axes, bool) else axes
-    if not isinstance(raw, (list, tuple)) or not raw or not all(isinstance(a, int) and not isinstance(a, bool)
-                                                                 for a in raw):
-        return None
-    pos = [a + rank if a < 0 else a for a in raw]
-    if any(not 0 < a < rank - 1 for a in pos) or len(set(pos)) != len(pos):
-        return None
-    return pos
-
-
 def _attention_axes_last(ls: LayerSpec, weights: list[np.ndarray] | None, ctx: Context) -> Replacement | None:
     """A MultiHeadAttention over ``attention_axes`` not written as the axes just before the
     features in order (positive): every input (query, value, key) permuted alike so that the
@@ -797,9 +781,12 @@ def _attention_axes_last(ls: LayerSpec, weights: list[np.ndarray] | None, ctx: C
     if not shapes or any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:  # type: ignore[arg-type]
         return None
     rank = len(shapes[0]) + 1  # type: ignore[arg-type]
-    pos = _attention_axes(ls.params.get("attention_axes"), rank)
-    if pos is None:
+    # a negative axis counts from the features as Keras counts it (``rank + axis``); unset, the batch, the
+    # features, an axis twice or one out of range: outside the layer's contract, not this rule's to judge
+    got = _axes(ls.params.get("attention_axes"), rank)
+    if got is None or max(got[1]) >= rank - 1:
         return None
+    pos = got[1]
     m = len(pos)
     trailing = list(range(rank - 1 - m, rank - 1))
     written = ls.params.get("attention_axes")

@@ -114,9 +114,6 @@ def attribute(checks: Iterable[str], order: Sequence[str], run_alone: Callable[[
     return out
 
 
-__all__ = ["Alone", "Attribution", "ILL_CONDITIONED", "IN_TOLERANCE", "Settled", "attribute", "settle"]
-
-
 def batch_of(rows: Sequence[int], inputs: Mapping[str, np.ndarray]) -> list[int]:
     """``rows`` repeated to the batch size the case ran, the rows a difference is diagnosed
     on: a backend picks its kernels by the size of what it computes (XLA on the CPU sums a
@@ -128,3 +125,7 @@ def batch_of(rows: Sequence[int], inputs: Mapping[str, np.ndarray]) -> list[int]
     rows = list(rows)
     batch = max((len(v) for v in inputs.values() if np.ndim(v)), default=len(rows))
     return [rows[i % len(rows)] for i in range(max(batch, len(rows)))] if rows else []
+
+
+__all__ = ["Alone", "Attribution", "ILL_CONDITIONED", "IN_TOLERANCE", "Settled", "attribute", "batch_of", "settle"]
+

@@ -41,8 +41,8 @@ from audee.apis.config import load_api_configs
 from audee.apis.keras_layers import snake_name
 from audee.backends.info import all_op_names, all_unsupported, describe, program_of, reference_of
 from audee.core.bounded import clean_text, utf8
-from audee.cases.case import (EMPTY_REDUCTION, INT_OVERFLOW_SPECIALS, MEMORY_CAP, NONFINITE_SPECIALS, SPEC_REFUSES,
-                              SPECIAL_INT_KINDS, ZERO_DIVISOR, Finding, Kind, subnormal_rows)
+from audee.cases.case import (EMPTY_REDUCTION, INT_OVERFLOW_SPECIALS, MEMORY_CAP, NONFINITE_SPECIALS, OFFSET_SPECIALS,
+                              SPEC_REFUSES, SPECIAL_INT_KINDS, ZERO_DIVISOR, Finding, Kind, subnormal_rows)
 from audee.cases.kinds import TRAINING_FAILURES, root_family, with_accumulated
 from audee.levels import is_call
 from audee.oracle.compute_dtype import FLOAT32, layer_policy
@@ -726,10 +726,6 @@ def _fed_nonfinite(spec: Any, layer: Any, nonfinite: dict[str, list[str]], backe
         return False
     names = list(backends)
     return len(names) >= 2 and all(set(inner) <= set(nonfinite.get(b) or ()) for b in names)
-
-
-#: the special kinds that put a large common offset on a row or a batch (audee.mutation.special)
-OFFSET_SPECIALS = ("offset", "batch_offset")
 
 
 def _special_kinds(meta: dict[str, Any] | None, rows: Iterable[int] | None = None,
