@@ -132,6 +132,12 @@ class Backend(ABC):
         tells what the Keras model does not; a backend that runs the model as written has none."""
         return {}
 
+    def declared_outputs(self, model: Any) -> list[tuple[list[int | None], str]] | None:
+        """What Keras declares each layer of ``model`` computes, in ``spec.topological_order()``:
+        its symbolic output's shape (None: any length) and dtype; None for a backend that runs
+        no model Keras built (a converter's graph answers to its reference's program instead)."""
+        return None
+
     @abstractmethod
     def weight_shapes(self, model: Any) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
         """Layer name -> [(role, shape)] of its weights, in ``layer.get_weights()`` order;

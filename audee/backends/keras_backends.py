@@ -239,6 +239,9 @@ class KerasBackend(KerasOpCalls, Backend):
     def weight_shapes(self, model: BuiltModel) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
         return model.weight_shapes()
 
+    def declared_outputs(self, model: BuiltModel) -> list[tuple[list[int | None], str]] | None:
+        return model.declared
+
     def set_weights(self, model: BuiltModel, weights: Weights) -> None:
         model.check_weights(weights)
         model.set_weights(weights)

@@ -211,6 +211,9 @@ class BuiltModel:
         for name in self.order:
             self.slots[name] = [(id(v) in tv, tv[id(v)] if id(v) in tv else ntv[id(v)])
                                 for v in self.layers[name].weights]
+        # what Keras declares each layer computes (its symbolic output, batch axis open): the
+        # contract every layer after it was built from (audee.oracle.declared)
+        self.declared = [([None if d is None else int(d) for d in t.shape], str(t.dtype)) for t in self.model.outputs]
         self.shapes = {n: [(v.name, tuple(int(d) for d in v.shape)) for v in self.layers[n].weights]
                        for n in self.order if self.layers[n].weights}
         self.dtypes = {n: [numpy_dtype(v.dtype) for v in self.layers[n].weights] for n in self.shapes}

@@ -195,6 +195,9 @@ class WorkerState:
             "nonfinite_rows": rows,
             "run_s": run_s,
         }
+        declared = self.backend.declared_outputs(e.model)
+        if declared is not None:  # each layer against Keras' declaration of it (audee.oracle.declared)
+            reply["declared"] = _undeclared(e.order, declared, outs)
         facts = self._facts(e.model)
         if facts:  # what a converted program shows of how it computes a layer (onnx_backend.graph_facts)
             reply["facts"] = facts
@@ -414,6 +417,19 @@ def _nonfinite(order: list[str], outs: list[np.ndarray]) -> tuple[list[str], dic
             bad = ~np.isfinite(o.reshape(o.shape[0], -1)).all(axis=1) if o.ndim else np.array([True])
             rows[name] = np.flatnonzero(bad).tolist()
     return names, rows
+
+
+def _undeclared(order: list[str], declared: list[tuple[list[int | None], str]],
+                outs: list[np.ndarray]) -> dict[str, list[list[Any]]]:
+    """Each layer whose output differs in shape or dtype from Keras' declaration of it (a
+    declared length None takes any), as ``[declared, computed]``, each ``[shape, dtype]``."""
+    off: dict[str, list[list[Any]]] = {}
+    for name, (shape, dtype), o in zip(order, declared, outs):
+        got = [int(d) for d in np.shape(o)]
+        fits = len(got) == len(shape) and all(d is None or d == g for d, g in zip(shape, got))
+        if not fits or str(np.asarray(o).dtype) != dtype:
+            off[name] = [[list(shape), dtype], [got, str(np.asarray(o).dtype)]]
+    return off
 
 
 def _msg(exc: BaseException) -> str:

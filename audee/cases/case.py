@@ -94,6 +94,9 @@ class Outcome:
     #: layer name -> what the program the backend ran shows of how it computes the layer
     #: (audee.backends.info.PROGRAM_FACTS: a converter's graph)
     facts: dict[str, list[str]] = field(default_factory=dict)
+    #: layer name -> [declared, computed] ([shape, dtype] each) for every layer whose output is not
+    #: what Keras declares for it (audee.oracle.declared); None: the backend ran no model Keras built
+    declared: dict[str, list[list[Any]]] | None = None
 
     @property
     def ok(self) -> bool:

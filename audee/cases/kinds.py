@@ -17,7 +17,8 @@ Each :class:`FindingKind` says:
 * ``accumulated``: the kind it becomes when no layer is to blame on its own input;
 * ``odd``: the rule :func:`audee.oracle.odd.mark_odd` names its odd backend by
   (``acceptance``, ``nan``, ``pairs`` — one finding per backend pair —, ``equivalence``,
-  ``reference``, ``version`` — the newer release of a version pair —; None: no rule there);
+  ``reference``, ``version`` — the newer release of a version pair —, ``declared`` — the
+  backends computing a layer unlike the rest, against Keras' declaration —; None: no rule there);
 * ``phase``: ``run`` (a forward pass) or ``train`` (a training step, :mod:`audee.train`);
 * ``culprit``: whether the float64 reference names its culprit (:mod:`audee.oracle.precision`);
 * ``holds``: when a re-run's finding of the same kind shows the recorded one again
@@ -31,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Protocol
 
-from audee.records.findings import (ConsistentRejectionDetail, Detail, DeviationDetail, DivergentAcceptanceDetail,
+from audee.records.findings import (ConsistentRejectionDetail, DeclaredOutputDetail, Detail, DeviationDetail, DivergentAcceptanceDetail,
                                     EquivalenceDetail, HardCrashDetail, InconsistencyDetail, NanDetail,
                                     PrecisionDetail, Record, RegressionDetail, TrainDeviationDetail, TrainNanDetail)
 
@@ -60,6 +61,8 @@ class Kind:
     PRECISION_ACCUMULATED = "precision_accumulated"  # ... but no layer loses it on its own input (or only ill-conditioned)
     # one backend under two releases (audee/oracle/regression.py): a version pair differs
     REGRESSION = "regression"
+    # Keras' declared output of a layer against what a backend computes (audee/oracle/declared.py)
+    DECLARED_OUTPUT = "declared_output"
 
     #: the failure kinds, in table order (derived below from :data:`KINDS`)
     FAILURES: tuple[str, ...] = ()
@@ -89,7 +92,7 @@ def same_rule_same_backends(recorded: _Judged, now: _Judged) -> bool:
     return now.detail.rule == recorded.detail.rule and same_backends(recorded, now)
 
 
-OddRule = Literal["acceptance", "nan", "pairs", "equivalence", "reference", "version"]
+OddRule = Literal["acceptance", "nan", "pairs", "equivalence", "reference", "version", "declared"]
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,13 @@ KINDS: tuple[FindingKind, ...] = (
     # releases is one fix, apart from the frameworks' differences); as a main failure after
     # every finding among frameworks, which say what the frameworks do (a run of a version
     # pair alone has the regression only: its pair's own findings are folded into it)
+    # a layer computing another shape or dtype than Keras declares for it: a contract every
+    # Keras backend answers to on its own, after the differences among them
+    FindingKind(_K.DECLARED_OUTPUT, DeclaredOutputDetail, True,
+                "a layer's output differs in shape or dtype from the one Keras declares for it",
+                main=9, odd="declared"),
     FindingKind(_K.REGRESSION, RegressionDetail, True, "one backend computes differently under two releases",
-                main=9, odd="version"),
+                main=10, odd="version"),
     FindingKind(_K.CONSISTENT_REJECTION, ConsistentRejectionDetail, False, "every backend raises a clean error"),
     FindingKind(_K.NAN_PROPAGATED, NanDetail, False, "non-finite values the input explains, alike everywhere"),
     FindingKind(_K.DEVIATION_ACCUMULATED, DeviationDetail, False,

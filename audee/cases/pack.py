@@ -123,7 +123,8 @@ class Pack:
     def unpack(self, reply: dict[str, Any]) -> list[dict[str, Any]]:
         """A backend's run reply (``layers=wanted``) as one reply per member, as the
         member's own run would give it: ``logits``, ``output``, ``nonfinite`` (its own layer
-        names, topological order), ``nonfinite_rows``, and ``run_s``, its share of the run."""
+        names, topological order), ``nonfinite_rows``, ``declared`` (by its own layer names;
+        absent where the backend declares nothing), and ``run_s``, its share of the run."""
         if self.size == 1:
             return [reply]
         got = reply.get("layers") or {}
@@ -133,9 +134,12 @@ class Pack:
         for j, (pre, m) in enumerate(zip(self.packed.prefixes, self.members)):
             own = [self.packed.owner[n][1] for n in reply.get("nonfinite", [])
                    if self.packed.owner.get(n, (-1, ""))[0] == j]
-            out.append({"logits": got[pre + m.spec.logits_layer], "output": got[pre + m.spec.output],
-                        "nonfinite": own, "nonfinite_rows": {n: rows.get(pre + n, []) for n in own},
-                        "run_s": share})
+            one = {"logits": got[pre + m.spec.logits_layer], "output": got[pre + m.spec.output],
+                   "nonfinite": own, "nonfinite_rows": {n: rows.get(pre + n, []) for n in own}, "run_s": share}
+            if "declared" in reply:
+                one["declared"] = {self.packed.owner[n][1]: v for n, v in reply["declared"].items()
+                                   if self.packed.owner.get(n, (-1, ""))[0] == j}
+            out.append(one)
         return out
 
 

@@ -25,6 +25,7 @@ from audee.levels.base import Runner
 from audee.cases.case import Finding, Kind, Outcome, TestCase, Verdict
 from audee.oracle import crash_findings, inconsistency_findings, layer_distances, nan_findings
 from audee.oracle.attribution import Alone, attribute, batch_of
+from audee.oracle.declared import declared_findings
 from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, PROBE_SIGNS, Tolerances, as_tolerances, attributed,
                                     compare, deviation_findings, deviation_score, float64_floor, jump_order,
                                     layer_scores, pair_compute, perturbed, perturbed_weights, rounding_for)
@@ -216,7 +217,7 @@ class Executor(Runner):
                 phases.add(label, got.get("phases", {}))
                 outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
                                           nonfinite=got["nonfinite"], run_s=got["run_s"], facts=got.get("facts") or {},
-                                          precision=modes.get(label, FULL))
+                                          declared=got.get("declared"), precision=modes.get(label, FULL))
         result = self.judge(case, outcomes, phases, sub.started)
         result.skipped = dict(sub.skipped)
         if self.refusals is not None:
@@ -239,6 +240,7 @@ class Executor(Runner):
         # label flips stay `inconsistency`; a pair beyond tolerance also gets a `deviation`
         devs = deviation_findings(ordered, self.tolerances)
         findings += devs
+        findings += declared_findings(ordered, case.spec.topological_order())
         result = Result(case, Verdict(findings), {o.backend: o for o in ordered}, pairs)
         if diagnose and incons:
             self._diagnose(result, incons)

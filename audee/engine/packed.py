@@ -419,7 +419,7 @@ class PackRunner:
             elif got is not None:
                 outcomes[label] = Outcome(label, logits=got["logits"], output=got["output"],
                                           nonfinite=list(got["nonfinite"]), run_s=got["run_s"],
-                                          precision=modes.get(label, FULL))
+                                          declared=got.get("declared"), precision=modes.get(label, FULL))
         share = {label: {p: s / len(group.made) for p, s in phases.items()}
                  for label, phases in group.tally.seconds.items()}
         t0 = time.perf_counter()

@@ -48,6 +48,10 @@ The rules (``docs/oracles.md``, "The odd backend"):
   reference"``), a NaN finding's those non-finite where it is finite
   (:func:`~audee.oracle.pairs.nonfinite_by_float64`); two backends sharing one wrong value
   leave the third, right one alone.  Where it cannot tell, the rules below and above.
+* **a declared output** (``declared_output``, :mod:`audee.oracle.declared`): the backends
+  that ran the model Keras built, grouped by what they compute at the layer (its declaration,
+  or their shape and dtype); the minority of a strict majority is odd, none where all compute
+  alike against the declaration (the layer's own declaration is wrong).
 * **a version pair** (``regression``, :mod:`audee.oracle.regression`): its newer release,
   judged against the older (``"the newer release, judged against the older"``); none where
   the reported versions do not order the two.
@@ -76,6 +80,7 @@ from audee.backends.info import reference_of
 from audee.cases.case import Finding, Kind, Outcome
 from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.compute_dtype import reduced_precision
+from audee.oracle.declared import declared_groups
 from audee.oracle.equivalence import equivalence_odd
 from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
@@ -127,6 +132,8 @@ def mark_odd(outcomes: list[Outcome], findings: list[Finding], reference: Float6
             odd, rule = equivalence_odd(f, findings, [o.backend for o in outcomes if o.ok])
         elif by == "reference":  # the float64 reference tells: the backend far worse than the best
             odd, rule = [f.detail.backend], "against the float64 reference"
+        elif by == "declared":  # the backends computing the layer unlike the rest, against Keras' declaration
+            odd, rule = _unless_outvoted(ran, minority(declared_groups(f)))
         elif by == "version":  # a version pair: the newer release, judged against the older
             newer = f.detail.newer
             odd, rule = ([newer], VERSION_RULE) if newer else ([], UNORDERED)

@@ -449,13 +449,32 @@ class RegressionDetail(Detail):
     odd_rule: str | None = None
 
 
+class DeclaredOutputDetail(Detail):
+    """``declared_output`` (:mod:`audee.oracle.declared`): a layer's computed output differs in
+    shape or dtype from the output Keras declares for it in the functional model (the symbolic
+    tensor its ``compute_output_spec`` gives, batch axis open).  Every other layer is built from
+    that declaration, so a wrong one breaks the model after it; where every Keras backend
+    computes alike and against the declaration, the layer's own declaration is wrong, on all of
+    them, which no comparison between backends can see.  ``layer``: the first such layer in
+    model order; ``declared``: its declared shape (None: any length) and dtype; ``computed``:
+    each mismatching backend's shape and dtype; ``declaring``: the backends that ran the model
+    Keras built and so could be compared with its declarations."""
+
+    layer: str | None = None
+    declared: list[Any] | None = None          # [shape (None: any length), dtype]
+    computed: dict[str, list[Any]] = {}        # backend -> [shape, dtype]
+    declaring: list[str] = []
+    odd: list[str] | None = None
+    odd_rule: str | None = None
+
+
 #: what a finding's detail may be
 AnyDetail = (Detail | HardCrashDetail | DivergentAcceptanceDetail | ConsistentRejectionDetail | NanDetail
              | InconsistencyDetail | DeviationDetail | TrainDeviationDetail | TrainNanDetail | EquivalenceDetail
-             | PrecisionDetail | RegressionDetail)
+             | PrecisionDetail | RegressionDetail | DeclaredOutputDetail)
 
 
-__all__ = ["AnyDetail", "BackendError", "Detail", "DeviationDetail", "DivergentAcceptanceDetail",
+__all__ = ["AnyDetail", "BackendError", "DeclaredOutputDetail", "Detail", "DeviationDetail", "DivergentAcceptanceDetail",
            "ConsistentRejectionDetail", "HardCrashDetail", "InconsistencyDetail", "NanDetail", "NanExample",
            "NanPattern", "OwnScore", "PrecisionDetail", "Record", "RegressionDetail", "ToleranceDetail", "plain",
            "TrainDeviationDetail", "TrainNanDetail"]

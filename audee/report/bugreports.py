@@ -17,6 +17,7 @@ from typing import Any, Callable
 from audee.backends.info import all_query_noise, all_version_keys, first_blamed, trackers_of
 from audee.backends.registry import env_of
 from audee.cases.kinds import Kind
+from audee.oracle.declared import shape_text
 from audee.core.bounded import utf8
 from audee.triage.rootcause import core_message
 from audee.store.atomic import write_atomic
@@ -85,6 +86,9 @@ def title(root: RootCause) -> str:
                 + (f" than on {', '.join(others)}" if odd and others else ""))
     if root.kind == "regression":  # one backend under two releases: the component is the version pair
         return f"{root.api or what} computes differently under {root.component or ' vs '.join(root.backends)}"
+    if root.kind == "declared_output":  # a layer against its own declaration (audee/oracle/declared.py)
+        return (f"{root.api or what} computes another output shape or dtype than it declares on "
+                f"{odd or ', '.join(root.backends)}")
     if root.kind in ("train_deviation", "train_nan"):  # the training phase (audee/train/)
         how = "NaN/Inf in a training step" if root.kind == "train_nan" else "a different training step"
         return (f"{root.api or what}: {how} on {odd or ' vs '.join(root.backends)}"
@@ -242,6 +246,14 @@ def _equivalence(f: Any) -> list[str]:
     return [f"- {d.backend}: the model and its equivalent by the rule {d.rule} (rewritten: "
             f"{', '.join(d.rewritten) or '-'}) differ on the {d.tensor}: {what}; first layer apart: "
             f"{d.first_layer or '-'}, the layer that differs alone: {d.layer or '-'}; expected: the same result"]
+
+
+@_evidence(Kind.DECLARED_OUTPUT)
+def _declared_output(f: Any) -> list[str]:
+    d = f.detail
+    return [f"- {d.layer}: Keras declares {shape_text(d.declared) if d.declared else '-'}; computed "
+            + "; ".join(f"{shape_text(got)} on {b}" for b, got in d.computed.items())
+            + f" (compared on {', '.join(d.declaring)}); expected: the declared shape and dtype"]
 
 
 @_evidence(Kind.PRECISION)

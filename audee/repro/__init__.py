@@ -37,8 +37,9 @@ from audee.cases.case import Finding, Kind, TestCase
 from audee.core.errors import AudeeError
 from audee.cases.kinds import BY_NAME, CRASHES, PAIRWISE
 from audee.levels import level_of
+from audee.oracle.declared import shape_text
 from audee.oracle.deviation import Tolerances
-from audee.records.findings import DeviationDetail, EquivalenceDetail, HardCrashDetail
+from audee.records.findings import DeclaredOutputDetail, DeviationDetail, EquivalenceDetail, HardCrashDetail
 from audee.records.localization import LocalizationReport
 from audee.records.rows import ResultRow
 from audee.repro.recheck import run_alone, script_env
@@ -148,6 +149,8 @@ def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str
         cands.append(d.layer)  # the layer that differs from its equivalent alone (or whose rewrite is refused)
     if f.kind == Kind.NAN:  # where the patterns part, as the signature blames (not a backend's first NaN)
         cands += [d.departure(record.model_spec.layer_names(), f.backends)]
+    if isinstance(d, DeclaredOutputDetail):  # the first layer computing unlike its declaration
+        cands.append(d.layer)
     loc = record.meta.get("localization")
     if isinstance(loc, dict):
         cands += [s.layer for s in LocalizationReport.from_json(loc).sources]
@@ -175,6 +178,8 @@ def _compare_layer(spec: ModelSpec, f: Finding, one_layer: str | None) -> str:
         return one_layer
     if f.kind in (Kind.DEVIATION, Kind.EQUIVALENCE):  # the tensor the whole-model check found out of tolerance
         return spec.output if f.detail.tensor == "output" else spec.logits_layer
+    if f.kind == Kind.DECLARED_OUTPUT and f.detail.layer in spec.layer_names():  # the layer unlike its declaration
+        return f.detail.layer
     return spec.output
 
 
@@ -395,6 +400,9 @@ def _recorded(f: Finding) -> str:
     if f.kind == Kind.NAN:
         first = d.first_layer
         return "first non-finite layer " + ", ".join(f"{k}: {v}" for k, v in first.items()) if first else ""
+    if isinstance(d, DeclaredOutputDetail) and d.declared:
+        return f"{d.layer}: declared {shape_text(d.declared)}, computed " + \
+            ", ".join(f"{shape_text(got)} on {b}" for b, got in d.computed.items())
     if isinstance(d, EquivalenceDetail):
         shown = {"rule": d.rule, "reason": d.reason, "score": d.score, "first_layer": d.first_layer,
                  "layer": d.layer, "message": (d.message or "")[:160] or None}

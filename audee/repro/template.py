@@ -21,7 +21,7 @@ from audee.repro.scaffold import compose
 #: check, which any other pair would reach too): :func:`audee.repro.write_repro` refuses a
 #: failure of a kind not here rather than write a script that judges it as a deviation
 JUDGED_KINDS = (Kind.HARD_CRASH, Kind.DIVERGENT_ACCEPTANCE, Kind.NAN, Kind.EQUIVALENCE, Kind.INCONSISTENCY,
-                Kind.DEVIATION)
+                Kind.DEVIATION, Kind.DECLARED_OUTPUT)
 
 CONSTANTS = r'''
 MODEL = json.loads(__MODEL__)
@@ -113,8 +113,9 @@ def child(backend, out):
     except ImportError as exc:
         environment_broken(backend, exc)
     data = np.load(DATA)
+    info["declared"] = {}  # what Keras declares each layer computes: [shape (None: any length), dtype]
     outs, info["error"] = forward(keras, code["run"], MODEL, "w", [data["x/" + i["name"]] for i in MODEL["inputs"]],
-                                  data)
+                                  data, info["declared"])
     arrays = {f"y/{s['name']}": np.asarray(o) for s, o in zip(MODEL["layers"], outs)}
     if EQUIV is not None:  # the same backend on the equivalent model (where it refused the model too)
         xs = [data["x/" + i["name"]][EQUIV["rows"]] for i in MODEL["inputs"]]
@@ -133,13 +134,16 @@ def _dist_version(module):
         return "?"
 
 
-def forward(keras, run, spec, prefix, xs, data):
+def forward(keras, run, spec, prefix, xs, data, declared=None):
     """Build ``spec``, load its weights (``<prefix>/<layer>/<k>``) and ``run`` it on ``xs``
     (the backend's own lines): every layer's output, and None; or [] and the error (a clean
-    rejection: the error is the finding)."""
+    rejection: the error is the finding).  ``declared``, where given, gets each layer's
+    declared output: its symbolic tensor's shape and dtype."""
     at, outs = {"phase": "build"}, []
     try:
         model, layers = build(keras, spec)
+        if declared is not None:
+            declared.update({s["name"]: [list(t.shape), str(t.dtype)] for s, t in zip(spec["layers"], model.outputs)})
         at["phase"] = "weights"
         for lname, layer in layers.items():
             if layer.weights:
@@ -263,6 +267,8 @@ def judge(results):
                              + (", the backends' patterns differ)" if differ else ")")]
     if kind == "equivalence":
         return judge_equivalence(results, ran, lines)
+    if kind == "declared_output":
+        return judge_declared(results, ran, lines)
     a, b = CASE["pair"]
     if a not in ran or b not in ran:
         return False, lines + [f"{a} and {b} must both run to compare them"]
@@ -288,6 +294,24 @@ def judge(results):
     lines.append(f"  tolerance: rtol {CASE['rtol']:g}, atol {CASE['atol']:g} (above 1 is out of tolerance)")
     n_out = int((err > 1).sum())
     return n_out > 0, lines + [f"{n_out} of {err.size} values out of tolerance on {CASE['layer']}"]
+
+
+def judge_declared(results, ran, lines):
+    """The layer's output on each failing backend against the output Keras declares for it
+    (the functional model's symbolic tensor: shape, a None taking any length, and dtype)."""
+    layer, off = CASE["layer"], []
+    for b in CASE["failing"]:
+        if b not in ran:
+            return False, lines + [f"{b} must run the model to compare {layer} with its declaration"]
+        shape, dtype = results[b]["declared"][layer]
+        y = ran[b][layer]
+        fits = len(shape) == y.ndim and all(d is None or d == g for d, g in zip(shape, y.shape))
+        fits = fits and str(y.dtype) == dtype
+        lines.append(f"  {b}: {layer} declared {tuple(shape)} {dtype}, computed {tuple(y.shape)} {y.dtype}")
+        if not fits:
+            off.append(b)
+    hit = len(off) == len(CASE["failing"])
+    return hit, lines + [f"{', '.join(off) or 'no backend'} computes {layer} unlike its declaration"]
 
 
 def judge_equivalence(results, ran, lines):

@@ -979,6 +979,12 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         made = sig(finding.kind, api, params, bs, layer, detail.phase if raw else _gradient_phase(detail.tensor),
                    error, raw, _input_context(meta, nonfinite, detail.rows, values=not raw, crash=bool(raw)) + absent)
         return [replace(made, component=detail.component)]
+    if finding.kind == Kind.DECLARED_OUTPUT:
+        # a layer against Keras' declaration of it: Keras' code whichever backend computes
+        # it (the layer's declaration, or that backend's op behind it), the layer it names
+        layer = detail.layer if isinstance(detail.layer, str) else None
+        api, params = blamed(layer)
+        return [replace(sig(finding.kind, api, params, backends, layer), component=KERAS)]
     if finding.kind != Kind.INCONSISTENCY:
         # a kind without rules of its own (a new oracle's): its backends and the layer its
         # detail names, if any (a detail's ``layer`` field), and the localization or mutation record
@@ -1000,6 +1006,9 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     return [sig(finding.kind, api, params, bs, pair_layer, context=context)]
 
 
+#: the component of a layer computing unlike its own declaration: the Keras code of the layer
+#: or of the backend behind it (audee.oracle.declared), filed in Keras' tracker
+KERAS = "keras"
 #: a signature fact: the older release of a version pair has no such function or argument, or
 #: refused the case with an explicit "not supported" (a kernel it lacked): the newer one adds it
 OLDER_LACKS_API = "older_lacks_api"
