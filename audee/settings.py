@@ -21,7 +21,7 @@ settings one part of audee reads, so a part takes its section and nothing else:
   :class:`ToleranceSettings` (float32/float16/bfloat16/tf32 rtol and atol), precision_factor;
 - ``network`` (:class:`NetworkSettings`): layer_rate, max_layers, operators;
 - ``api`` (:class:`ApiSettings`): invalid_prob (the network and op levels read it too),
-  dtypes, pack, call_training, call_mask, refusal_memo;
+  dtypes, pack, call_training, call_mask, call_causal, refusal_memo;
 - ``train`` (:class:`TrainSettings`): steps, losses, optimizers, learning_rate;
 - ``precision`` (:class:`PrecisionSettings`): reference, reference_backend (the float64
   reference; its factor is judging's);
@@ -359,6 +359,11 @@ class ApiSettings(_Section):
                                          "layers, GlobalAveragePooling1D, BatchNormalization, Softmax, "
                                          "TimeDistributed) is called with one, made from an integer input of 0/1 "
                                          "rows, padded sequences mostly (docs/mutation.md)")
+    call_causal: float = Field(0.3, ge=0, le=1,
+                               description="API-level cases: probability an attention layer (Attention, "
+                                           "AdditiveAttention, MultiHeadAttention, GroupQueryAttention) is called "
+                                           "with use_causal_mask=True: each query position attends to the value "
+                                           "positions up to its own only (docs/mutation.md)")
     refusal_memo: Literal["on", "off"] = Field(
         "on", description="API-level cases: on: once a converter or compiled mode refused an API under a dtype "
                           "policy with an explicit 'unsupported' error (a limitation, not a crash) in two cases "
@@ -460,7 +465,8 @@ FLAG_ORDER = ("variants", "rng", "batch", "layer_rate", "max_layers", "invalid_p
               "tie_margin", "threads", "float32_rtol", "float32_atol", "float16_rtol", "float16_atol",
               "bfloat16_rtol", "bfloat16_atol", "tf32_rtol", "tf32_atol", "operators", "special_inputs",
               "dtypes", "pack", "equivalence", "reference", "reference_backend", "precision_factor", "phase",
-              "steps", "losses", "optimizers", "learning_rate", "call_training", "call_mask", "refusal_memo")
+              "steps", "losses", "optimizers", "learning_rate", "call_training", "call_mask", "call_causal",
+              "refusal_memo")
 
 #: named profiles: each a set of fuzz settings by their flat names, chosen with ``--profile``
 #: or a campaign's ``profile:``; a setting given explicitly wins over the profile's

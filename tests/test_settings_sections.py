@@ -138,7 +138,7 @@ def test_config_json_stays_flat_and_an_old_one_resumes(tmp_path):
     cfg = FuzzConfig(parse_backends("tensorflow,jax"), out, variants=4, rng=3, batch=4, equivalence="none")
     doc = run_config(cfg, {"seed": "lenet5"})
     # the same keys in order, and the settings added since after them (an old file lacks them: not compared)
-    added = {"refusal_memo": "on"}
+    added = {"call_causal": 0.3, "refusal_memo": "on"}
     settings = {k: v for k, v in OLD_CONFIG.items() if k not in ("backends", "out")}
     assert doc == {**settings, **added, "backends": OLD_CONFIG["backends"], "out": str(out)}
     assert list(doc) == [*settings, *added, "backends", "out"]

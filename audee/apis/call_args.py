@@ -16,6 +16,10 @@ masks, so their training-mode outputs cannot agree across backends.
 mode unless a spec asks otherwise (``audee.train.setup.train_spec``), and API-level
 mutation only draws ``training=True`` for one whose randomness is off (a rate of 0).
 
+An attention layer may be called with ``use_causal_mask`` (``"call": {"use_causal_mask": true}``):
+each query position attends to the value positions up to its own only (:data:`CAUSAL_LAYERS`,
+checked against the installed Keras with :func:`causal_layers_from`).
+
 A layer may also be called with a ``mask`` (``"call": {"mask": "m"}``): ``m`` names an
 integer *model input* (never a layer output, so the spec's order stays as it is) and the
 layer gets ``m != 0``, a boolean tensor the model makes itself (``keras.ops.not_equal``:
@@ -32,7 +36,11 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 #: the call arguments a spec layer may set (``"call": {...}``)
-CALL_ARGS = ("training", "mask")
+CALL_ARGS = ("training", "mask", "use_causal_mask")
+
+#: every keras.layers class whose ``call`` takes ``use_causal_mask`` (Keras 3.15.1): attention
+#: layers that, with it true, let each query position attend to the positions up to its own only
+CAUSAL_LAYERS = frozenset({"AdditiveAttention", "Attention", "GroupQueryAttention", "MultiHeadAttention"})
 
 #: every keras.layers class whose ``call`` takes ``training`` (Keras 3.15.1; aliases included)
 TRAINING_LAYERS = frozenset({
@@ -136,6 +144,19 @@ def mask_layers_from(keras: Any) -> frozenset[str]:
                      if "mask" in inspect.signature(getattr(keras.layers, n).call).parameters)
 
 
+def takes_causal_mask(api: str) -> bool:
+    """Whether ``keras.layers.<api>``'s call takes ``use_causal_mask`` (:data:`CAUSAL_LAYERS`)."""
+    return api in CAUSAL_LAYERS
+
+
+def causal_layers_from(keras: Any) -> frozenset[str]:
+    """:data:`CAUSAL_LAYERS` as the given Keras module makes it."""
+    from audee.apis.keras_layers import layer_names_from
+
+    return frozenset(n for n in layer_names_from(keras)
+                     if "use_causal_mask" in inspect.signature(getattr(keras.layers, n).call).parameters)
+
+
 def takes_training(api: str) -> bool:
     """Whether ``keras.layers.<api>``'s call takes ``training`` (:data:`TRAINING_LAYERS`)."""
     return api in TRAINING_LAYERS
@@ -177,6 +198,6 @@ def training_layers_from(keras: Any) -> frozenset[str]:
                      if "training" in inspect.signature(getattr(keras.layers, n).call).parameters)
 
 
-__all__ = ["ALWAYS_RANDOM", "CALL_ARGS", "DROPOUT_PARAMS", "EMPTY_UNDEFINED", "MASK_LAYERS", "MASK_LEFT_OUT", "MASK_ROWS", "RATE_PARAMS",
+__all__ = ["ALWAYS_RANDOM", "CALL_ARGS", "CAUSAL_LAYERS", "DROPOUT_PARAMS", "EMPTY_UNDEFINED", "MASK_LAYERS", "MASK_LEFT_OUT", "MASK_ROWS", "RATE_PARAMS",
            "TRAINING_LAYERS", "draw_masks", "mask_layers_from", "mask_shape", "random_in_training", "takes_mask",
-           "takes_training", "training_layers_from"]
+           "takes_training", "training_layers_from", "causal_layers_from", "takes_causal_mask"]

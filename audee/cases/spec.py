@@ -436,10 +436,10 @@ def validate(spec: ModelSpec, *, source: str = "<spec>", apis: Mapping[str, Any]
 
 def _check_call(layer: LayerSpec, spec: ModelSpec, source: str, where: str) -> None:
     """A layer's call arguments: known names (:data:`audee.apis.call_args.CALL_ARGS`), a
-    boolean ``training`` (null: the model's mode), and only for a Keras layer whose call
-    takes it (a name Keras does not know is left to the API check); a ``mask`` naming an
-    integer model input (:func:`_check_mask`)."""
-    from audee.apis.call_args import CALL_ARGS, takes_training
+    boolean ``training`` (null: the model's mode) or ``use_causal_mask``, each only for a Keras
+    layer whose call takes it (a name Keras does not know is left to the API check); a ``mask``
+    naming an integer model input (:func:`_check_mask`)."""
+    from audee.apis.call_args import CALL_ARGS, takes_causal_mask, takes_training
     from audee.apis.keras_layers import is_keras_layer
 
     for key, value in layer.call.items():
@@ -451,6 +451,12 @@ def _check_call(layer: LayerSpec, spec: ModelSpec, source: str, where: str) -> N
                 raise SpecError(f"expected true, false or null, got {value!r}", source=source, field=f"{where}.{key}")
             if is_keras_layer(layer.api) and not takes_training(layer.api):
                 raise SpecError(f"{layer.api}'s call takes no training argument", source=source,
+                                field=f"{where}.{key}")
+        if key == "use_causal_mask":
+            if not isinstance(value, bool):
+                raise SpecError(f"expected true or false, got {value!r}", source=source, field=f"{where}.{key}")
+            if is_keras_layer(layer.api) and not takes_causal_mask(layer.api):
+                raise SpecError(f"{layer.api}'s call takes no use_causal_mask argument", source=source,
                                 field=f"{where}.{key}")
         if key == "mask":
             _check_mask(layer, spec, value, source, f"{where}.{key}")

@@ -363,6 +363,8 @@ def make_inputs(spec: ModelSpec, rng: np.random.Generator, batch: int) -> dict[s
 CALL_STREAM = 3
 #: the random stream of a case's mask (``call_mask``), apart from its model's and its training flag's
 MASK_STREAM = 4
+#: the random stream of a case's causal flag (``call_causal``), apart from its model's, its training flag's and mask's
+CAUSAL_STREAM = 5
 
 
 def _call_training(spec: ModelSpec, muts: list[Mutation], meta: dict[str, Any], lname: str,
@@ -380,6 +382,19 @@ def _call_training(spec: ModelSpec, muts: list[Mutation], meta: dict[str, Any], 
     layer.call = {"training": value}
     muts.append(Mutation(lname, "call.training", None, value, False))
     meta["call"] = {"training": value}
+
+
+def _call_causal(spec: ModelSpec, muts: list[Mutation], meta: dict[str, Any], lname: str) -> None:
+    """Call the API's layer with ``use_causal_mask=True``, where its call takes it (an attention
+    layer: each query position attends to the value positions up to its own only)."""
+    from audee.apis.call_args import takes_causal_mask
+
+    layer = spec.layer(lname)
+    if not takes_causal_mask(layer.api):
+        return
+    layer.call = {**layer.call, "use_causal_mask": True}
+    muts.append(Mutation(lname, "call.use_causal_mask", None, True, False))
+    meta["call"] = {**meta.get("call", {}), "use_causal_mask": True}
 
 
 def _call_mask(spec: ModelSpec, muts: list[Mutation], meta: dict[str, Any], lname: str, shape: tuple[int, ...]
@@ -405,7 +420,7 @@ def _call_mask(spec: ModelSpec, muts: list[Mutation], meta: dict[str, Any], lnam
 def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: int, *, batch: int = 8,
                   invalid_prob: float = 0.1, dtypes: dict[str, float] | None = None,
                   validate: Validate | None = None, max_redraws: int = 5, call_training: float = 0.0,
-                  call_mask: float = 0.0, max_steps: int | None = None) -> ApiCase:
+                  call_mask: float = 0.0, call_causal: float = 0.0, max_steps: int | None = None) -> ApiCase:
     """Case ``index`` of ``api``: a model, its inputs and the draw record.  With
     ``validate`` (an error message or None), valid-only draws no backend builds are
     redrawn up to ``max_redraws`` times; the last error stays in ``meta['build_error']``.
@@ -413,7 +428,8 @@ def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: in
     (from the case's own stream :data:`CALL_STREAM`: every other draw stays as it was).
     ``call_mask``: the probability a layer whose call takes a mask is called with one
     (drawn from :data:`MASK_STREAM`; the mask's input comes after the others, whose data
-    stay as they were).  ``max_steps``: the longest time axis a layer that loops over it
+    stay as they were).  ``call_causal``: the probability an attention layer is called with
+    ``use_causal_mask=True`` (drawn from :data:`CAUSAL_STREAM`).  ``max_steps``: the longest time axis a layer that loops over it
     (:func:`loops_over_time`) is given (None: as drawn), for a run whose backend unrolls the
     loop (``BackendInfo.max_steps``)."""
     cfg = apis[api]
@@ -425,12 +441,15 @@ def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: in
         if g.random() < call_training:
             flag = bool(g.random() < 0.5)
     masked = call_mask > 0 and case_rng(rng_seed, api, index, stream=MASK_STREAM).random() < call_mask
+    causal = call_causal > 0 and case_rng(rng_seed, api, index, stream=CAUSAL_STREAM).random() < call_causal
     error = None
     for attempt in range(max_redraws + 1):
         spec, muts, meta = _draw_case(api, cfg, apis, rng, invalid_prob, weights, max_steps)
         _call_training(spec, muts, meta, spec.output, flag)
         if masked:
             _call_mask(spec, muts, meta, spec.output, tuple(meta["shape"]))
+        if causal:
+            _call_causal(spec, muts, meta, spec.output)
         error = None
         if validate is not None and not any(m.invalid for m in muts):
             error = validate(spec)

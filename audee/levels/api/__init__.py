@@ -19,7 +19,7 @@ API_META = ("dtype", "data_format", "rank", "input_shapes", "adapters", "params"
 class ApiLevel(ModelLevel):
     name = "api"
     label = "API"
-    settings = ("variants", "batch", "invalid_prob", "call_training", "call_mask", "dtypes", "max_redraws",
+    settings = ("variants", "batch", "invalid_prob", "call_training", "call_mask", "call_causal", "dtypes", "max_redraws",
                 "special_inputs", "pack", "refusal_memo")
 
     def case_id(self, target: str, index: int) -> str:
@@ -75,7 +75,7 @@ class ApiLevel(ModelLevel):
         dtypes = cfg.dtype_weights()
         for api, index in todo:
             got = generate_case(api, configs, cfg.rng, index, batch=cfg.batch, invalid_prob=cfg.invalid_prob,
-                                call_training=cfg.call_training, call_mask=cfg.call_mask,
+                                call_training=cfg.call_training, call_mask=cfg.call_mask, call_causal=cfg.call_causal,
                                 dtypes=dtypes, validate=validate, max_redraws=cfg.max_redraws, max_steps=steps)
             cid = case_id(api, index)
             store.write_variant(cid, got.spec)
