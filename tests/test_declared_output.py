@@ -31,7 +31,7 @@ from audee.repro import write_repro
 from audee.store.caserecord import CaseRecord
 from audee.triage.rootcause import classify, root_key
 from audee.triage.signature import signatures_of
-from tests.test_repro import run_alone
+from tests.test_repro import load_module, run_alone
 
 
 def _one_layer(api: str, params: dict, shape: list, dtype: str = "float32") -> ModelSpec:
@@ -75,6 +75,13 @@ def test_a_layer_declaring_another_shape_on_every_backend_is_one_keras_bug(tmp_p
     done = run_alone(rep.script, tmp_path)
     assert done.returncode == 0 and "REPRODUCED" in done.stdout, done.stdout + done.stderr
     assert "declared (None, 8, 34) float32, computed (4, 8, 33) float32" in done.stdout
+
+    # a bfloat16 output is written to the child's file as float32: the script judges the dtype it computed
+    script = load_module(rep.script)
+    bf16 = {"declared": {"layer": [[None, 8, 33], "bfloat16"]}, "dtypes": {"layer": "bfloat16"}}
+    ran = {b: {"layer": np.zeros((4, 8, 33), np.float32)} for b in ("tensorflow", "torch", "jax")}
+    hit, lines = script.judge_declared({b: bf16 for b in ran}, ran, [])
+    assert not hit and "computed (4, 8, 33) bfloat16" in lines[0], lines
 
 
 def test_a_layer_returning_another_dtype_than_it_declares_is_found_too():
