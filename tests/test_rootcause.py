@@ -1103,3 +1103,31 @@ def test_cases_refused_alike_at_one_layer_for_different_reasons_are_different_ro
     assert len({root_key(s) for s in onednn}) == 1 and root_key(onednn[0]) != root_key(rng[0])
     roots = {r.known_id: r.cases for r in root_causes(unique_bugs(_rows(onednn, rng), load_known_issues()))}
     assert roots == {"keras-tf-conv-transpose-same-output-padding": 1, None: 1}, roots
+
+
+def test_a_refusal_follows_the_entry_its_own_case_matches_not_another_case_refused_alike(tmp_path):
+    """Cases refused alike in the same words at one layer can have different causes: each
+    backend's refusal that no entry knows takes the entry another backend's refusal of *its
+    own case* matches (RMSNormalization's axis=[1, -1] and axis=1, both refused with
+    "Incompatible shapes for broadcasting", took the first case's entry on every backend:
+    the api-cpu campaign, rng 3001)."""
+    words = {"jax": "ValueError: Incompatible shapes for broadcasting: shapes=[(8, 4, 16), (16, 4)]",
+             "tensorflow": "InvalidArgumentError: Dimensions must be equal, but are 16 and 4"}
+    spec = {"layers": [{"name": "t_rms", "api": "RMSNormalization", "params": {}}]}
+    rows = []
+    for i, axis in enumerate(([1, -1], 1)):
+        refused = Finding(Kind.DIVERGENT_ACCEPTANCE, ["jax", "tensorflow"], {
+            "accepted": ["torch"], "errors": {b: {"phase": "run", "message": m} for b, m in words.items()}})
+        meta = {"api": "RMSNormalization", "mutations": [
+            {"layer": "t_rms", "param": "axis", "old": None, "new": axis, "invalid": False}]}
+        rows.append(_row(f"c{i}", [s.to_json() for s in signatures_of(refused, spec, meta)]))
+    own = tmp_path / "mine.yaml"
+    own.write_text(
+        "issues:\n"
+        "  - id: mixed-sign\n    title: a\n    link: https://example.org/issues/1\n"
+        "    match: {kind: divergent_acceptance, backends: [jax], params: {axis: [[1, -1]]}}\n"
+        "  - id: one-axis\n    title: b\n    link: https://example.org/issues/2\n"
+        "    match: {kind: divergent_acceptance, backends: [jax], params: {axis: 1}}\n")
+    bugs = unique_bugs(rows, load_known_issues([own], shipped=False))
+    tf = {b.first_case: b.known_id for b in bugs if b.signature.backends == ("tensorflow",)}
+    assert tf == {"c0": "mixed-sign", "c1": "one-axis"}, [(b.key, b.known_id) for b in bugs]

@@ -558,22 +558,43 @@ def _shared_refusal(sig: Signature) -> RootKey | None:
     return root_of(sig) if any(c.startswith(REJECTED_BY) for c in sig.context) else None
 
 
-def _followed(matched: Iterable[tuple[Signature, KnownIssue | None]]) -> dict[RootKey, KnownIssue]:
-    """The known entry each merged root takes: the first one a member matches whose refusal
-    answers the case (several backends refusing one case alike are one cause, so an entry
-    that knows one backend's words knows the others'), an entry about the case before one
-    about its member's own backends (:meth:`KnownIssue.own_backends_only`: RMSNormalization(axis=1)
-    refused by TensorFlow, onnxruntime and JAX for Keras' scale and by torch for its fused
-    kernel path, the api-cpu campaign, rng 2988: the others follow JAX's entry, not torch's).
-    A member's explicit "unsupported" (a missing op) is that backend's limitation whatever
-    the input: its entry stays its own."""
-    shared: dict[RootKey, KnownIssue] = {}
-    own: dict[RootKey, KnownIssue] = {}
-    for sig, issue in matched:
-        merged = _shared_refusal(sig) if issue is not None else None
-        if merged is not None and not explicit_refusal(sig.error_full or sig.error):
-            (own if issue.own_backends_only(sig) else shared).setdefault(merged, issue)
-    return {**own, **shared}
+class _Followed:
+    """The known entry each case of a merged refusal takes (:func:`unique_bugs`): the first one
+    a member matches whose refusal answers that case (several backends refusing one case
+    alike are one cause, so an entry that knows one backend's words knows the others'), an
+    entry about the case before one about its member's own backends
+    (:meth:`KnownIssue.own_backends_only`: RMSNormalization(axis=1) refused by TensorFlow,
+    onnxruntime and JAX for Keras' scale and by torch for its fused kernel path, the api-cpu
+    campaign, rng 2988: the others follow JAX's entry, not torch's).  By case, each member as
+    that case signed it, not by the merged root alone: cases refused alike in the same words at
+    one layer may have different causes (RMSNormalization's axis=[1, -1] and axis=1 in rng 3001,
+    the first case's entry once taken by the other's backends).  A member's explicit
+    "unsupported" (a missing op) is that backend's limitation whatever the input: its entry
+    stays its own."""
+
+    def __init__(self) -> None:
+        self._own: dict[tuple[RootKey, str], KnownIssue] = {}
+        self._shared: dict[tuple[RootKey, str], KnownIssue] = {}
+        self._merged: dict[str, dict[str, RootKey]] = {}  # signature key -> case -> its merged refusal
+
+    def add(self, sig: Signature, issue: KnownIssue | None, case: str) -> None:
+        """One case's signature and the entry it matches (None: none)."""
+        merged = _shared_refusal(sig)
+        if merged is None:
+            return
+        self._merged.setdefault(sig.key(), {}).setdefault(case, merged)
+        if issue is not None and not explicit_refusal(sig.error_full or sig.error):
+            (self._own if issue.own_backends_only(sig) else self._shared).setdefault((merged, case), issue)
+
+    def entry(self, key: str, first: str, cases: Iterable[str]) -> KnownIssue | None:
+        """The entry an unmatched signature takes: its first case's, else another of its cases'
+        (in case order), else none: it is new."""
+        merged = self._merged.get(key, {})
+        for case in [first, *sorted(cases)]:
+            at = (merged[case], case) if case in merged else None
+            if at is not None and (at in self._own or at in self._shared):
+                return self._shared.get(at) or self._own[at]  # the case's cause before one backend's own
+        return None
 
 
 def _telling(sig: Signature, issue: KnownIssue | None) -> int:
@@ -588,7 +609,7 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
     """Unique bugs over result rows (each one's ``signatures``): one :class:`Bug` per
     signature key, new ones first, then by cases behind it; each with its known issue (if
     any; a refusal merged with others of the same case takes the entry another of them
-    matches, :func:`_followed`) and that entry's status now (:meth:`KnownIssue.status_now`), its class
+    matches, :class:`_Followed`) and that entry's status now (:meth:`KnownIssue.status_now`), its class
     (:func:`audee.triage.rootcause.classify`) and root (the known issue's link or findings row,
     :attr:`KnownIssue.ref`, else :func:`audee.triage.rootcause.root_of`), the number of cases,
     the first case (by id) of the most telling class (:func:`_telling`: its facts decide the
@@ -600,12 +621,14 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
     case_ids: dict[str, set[str]] = {}
     units: dict[str, list[str]] = {}
     placed = [r if isinstance(r, PlacedRow) else PlacedRow(r) for r in rows]
+    followed = _Followed()
     for at in sorted(placed, key=lambda a: a.row.id):
         row = at.row
         for d in row.signatures:
             sig = Signature.from_json(d)
             key = sig.key()
             issue = match_known(sig, issues)
+            followed.add(sig, issue, row.id)
             telling = _telling(sig, issue)
             if key not in first:
                 case_ids[key], units[key] = set(), []
@@ -614,13 +637,12 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
             case_ids[key].add(row.id)
             if at.unit is not None and at.unit not in units[key]:
                 units[key].append(at.unit)
-    followed = _followed((sig, issue) for sig, _, issue in first.values())
     bugs = []
     for key, (sig, at, issue) in first.items():
-        merged = _shared_refusal(sig) if issue is None else None
-        issue = issue or (followed.get(merged) if merged is not None else None)
+        follows = issue is None
+        issue = issue or followed.entry(key, at.row.id, case_ids[key])
         klass, why = classify(sig, issue)
-        if issue is not None and merged is not None and issue.klass:
+        if issue is not None and follows and issue.klass:
             why = f"known issue {issue.id}, which another backend's refusal of the same case matches"
         repro = Path(at.repro_dir) / f"{sig.slug()}.py" if at.repro_dir is not None else None
         bugs.append(Bug(
