@@ -56,6 +56,11 @@ class LiteRtBackend(TensorflowBackend):
 
         return {**super().versions(), "ai-edge-litert": md.version("ai-edge-litert")}
 
+    def declared_outputs(self, model: BuiltModel) -> None:
+        """None: LiteRT runs the converter's flatbuffer, not the Keras model, so Keras'
+        declarations are not its contract (its graph answers to TensorFlow's program)."""
+        return None
+
     def compile(self, built: BuiltModel) -> None:
         built.interpreters = {}  # input signature -> (interpreter, its signature runner, output keys)
         built.assign_fns = {}

@@ -195,6 +195,11 @@ class JaxX64Backend(JaxBackend):
 
     name = "jax-x64"
 
+    def declared_outputs(self, model: Any) -> None:
+        """None: x64 mode widens the default integer and scalar dtypes, which Keras'
+        declarations do not follow; the mode keeps the arithmetic, not that contract."""
+        return None
+
     @classmethod
     def prepare_process(cls, device: str, precision: str = "full") -> None:
         super().prepare_process(device, precision)
