@@ -57,3 +57,17 @@ def run_audee(args: list[str], cwd: Path | None = None) -> subprocess.CompletedP
     finally:
         os.chdir(here)
     return subprocess.CompletedProcess(["audee", *args], code, out.getvalue(), err.getvalue())
+
+
+def installed_keras(function: str) -> list:
+    """``audee.apis.call_args.<function>(keras)`` sorted, computed in a fresh process with the
+    installed Keras (on JAX): the lists audee keeps without importing Keras, held to it."""
+    import json
+    import os
+
+    code = ("import os; os.environ['KERAS_BACKEND'] = 'jax'; import keras, json; "
+            f"from audee.apis.call_args import {function}; print(json.dumps(sorted({function}(keras))))")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert got.returncode == 0, got.stderr
+    return json.loads(got.stdout.strip().splitlines()[-1])

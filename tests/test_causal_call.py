@@ -9,10 +9,6 @@
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -28,8 +24,8 @@ from audee.cases.spec import ModelSpec
 from audee.core.errors import SpecError
 from audee.engine.execute import Executor
 from audee.mutation.apilevel import generate_case
+from tests.helpers import installed_keras
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_api_level_cases_draw_the_causal_flag_from_their_own_stream():
@@ -64,13 +60,7 @@ def test_a_bad_causal_flag_is_one_line_naming_the_field(api, value, message):
 
 @pytest.mark.slow
 def test_the_causal_layer_list_is_the_installed_keras():
-    code = ("import os; os.environ['KERAS_BACKEND'] = 'jax'; import keras, json; "
-            "from audee.apis.call_args import causal_layers_from; "
-            "print(json.dumps(sorted(causal_layers_from(keras))))")
-    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
-    assert got.returncode == 0, got.stderr
-    assert json.loads(got.stdout.strip().splitlines()[-1]) == sorted(CAUSAL_LAYERS)
+    assert installed_keras("causal_layers_from") == sorted(CAUSAL_LAYERS)
 
 
 def _causal_attention(q: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -82,6 +82,12 @@ def test_a_layer_declaring_another_shape_on_every_backend_is_one_keras_bug(tmp_p
     ran = {b: {"layer": np.zeros((4, 8, 33), np.float32)} for b in ("tensorflow", "torch", "jax")}
     hit, lines = script.judge_declared({b: bf16 for b in ran}, ran, [])
     assert not hit and "computed (4, 8, 33) bfloat16" in lines[0], lines
+    # the script's rule is the worker's: a declared None takes any length, the rank and dtype must agree
+    for shape, dtype in (([None, 8, 33], "float32"), ([None, 8, 34], "float32"), ([None, None, 33], "float32"),
+                         ([None, 8], "float32"), ([None, 8, 33], "float16")):
+        one = {"declared": {"layer": [shape, dtype]}, "dtypes": {"layer": "float32"}}
+        hit, _ = script.judge_declared({b: one for b in ran}, ran, [])
+        assert hit == ("layer" in _undeclared(["layer"], [(shape, dtype)], [ran["jax"]["layer"]])), (shape, dtype)
 
 
 def test_a_layer_returning_another_dtype_than_it_declares_is_found_too():

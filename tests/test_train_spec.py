@@ -4,11 +4,7 @@ made-up outcomes, the settings and the API-level draw of a training flag."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from contextlib import nullcontext
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +22,8 @@ from audee.cases.spec import ModelSpec, one_layer_spec
 from audee.store.caserecord import FINDING_KINDS
 from audee.oracle.train import train_findings
 from audee.train.setup import CLASS_LOSSES, LOSSES, TrainOutcome, TrainSetup, draw_setup, make_targets, train_spec
+from tests.helpers import installed_keras
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bn(call: dict | None = None, api: str = "BatchNormalization", params: dict | None = None) -> dict:
@@ -70,13 +66,7 @@ def test_training_on_a_layer_whose_call_takes_none_is_refused():
 
 @pytest.mark.slow
 def test_the_training_layer_list_is_the_installed_keras():
-    code = ("import os; os.environ['KERAS_BACKEND'] = 'jax'; import keras, json; "
-            "from audee.apis.call_args import training_layers_from; "
-            "print(json.dumps(sorted(training_layers_from(keras))))")
-    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
-    assert got.returncode == 0, got.stderr
-    assert json.loads(got.stdout.strip().splitlines()[-1]) == sorted(TRAINING_LAYERS)
+    assert installed_keras("training_layers_from") == sorted(TRAINING_LAYERS)
 
 
 def test_layers_random_in_training():

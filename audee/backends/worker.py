@@ -425,10 +425,10 @@ def _undeclared(order: list[str], declared: list[tuple[list[int | None], str]],
     declared length None takes any), as ``[declared, computed]``, each ``[shape, dtype]``."""
     off: dict[str, list[list[Any]]] = {}
     for name, (shape, dtype), o in zip(order, declared, outs):
-        got = [int(d) for d in np.shape(o)]
+        got, got_dtype = [int(d) for d in np.shape(o)], str(np.asarray(o).dtype)
         fits = len(got) == len(shape) and all(d is None or d == g for d, g in zip(shape, got))
-        if not fits or str(np.asarray(o).dtype) != dtype:
-            off[name] = [[list(shape), dtype], [got, str(np.asarray(o).dtype)]]
+        if not fits or got_dtype != dtype:
+            off[name] = [[list(shape), dtype], [got, got_dtype]]
     return off
 
 

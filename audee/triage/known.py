@@ -591,9 +591,10 @@ class _Followed:
         (in case order), else none: it is new."""
         merged = self._merged.get(key, {})
         for case in [first, *sorted(cases)]:
-            at = (merged[case], case) if case in merged else None
-            if at is not None and (at in self._own or at in self._shared):
-                return self._shared.get(at) or self._own[at]  # the case's cause before one backend's own
+            at = (merged.get(case), case)
+            issue = self._shared.get(at) or self._own.get(at)  # the case's cause before one backend's own
+            if issue is not None:
+                return issue
         return None
 
 

@@ -53,7 +53,7 @@ from audee.backends.info import describe
 from audee.cases.case import MEMORY_CAP, Kind
 from audee.cases.kinds import CRASHES, root_family
 from audee.oracle.pairs import in_contract, judged_side
-from audee.triage.signature import (FLUSH_REPRODUCES, GRAPH_FAULT, OLDER_LACKS_API, OUTSIDE, REFUSED_BY, REJECTED_AS,
+from audee.triage.signature import (FLUSH_REPRODUCES, GRAPH_FAULT, KERAS, OLDER_LACKS_API, OUTSIDE, REFUSED_BY, REJECTED_AS,
                                     REJECTED_BY, Signature, explicit_refusal, invalid_graph_complaint, primary_api)
 from audee.triage import (FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, NEW, Bug, CrashRoot, NumericRoot, RootCause,
                           RootKey)
@@ -156,7 +156,7 @@ def shared_component(backends: Iterable[str]) -> str:
     frameworks = {describe(n).keras_backend for n in names}
     if None in frameworks:  # a plugin: no framework to tell
         return ",".join(names) or "-"
-    return "keras" if len(frameworks) > 1 else describe(frameworks.pop()).blamed
+    return KERAS if len(frameworks) > 1 else describe(frameworks.pop()).blamed
 
 
 def _input_cause(sig: Signature) -> str:

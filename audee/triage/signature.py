@@ -1006,8 +1006,9 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
     return [sig(finding.kind, api, params, bs, pair_layer, context=context)]
 
 
-#: the component of a layer computing unlike its own declaration: the Keras code of the layer
-#: or of the backend behind it (audee.oracle.declared), filed in Keras' tracker
+#: Keras' own code as a component (filed in Keras' tracker): a layer computing unlike its own
+#: declaration (audee.oracle.declared), or several Keras frameworks refusing one case alike
+#: (audee.triage.rootcause.shared_component)
 KERAS = "keras"
 #: a signature fact: the older release of a version pair has no such function or argument, or
 #: refused the case with an explicit "not supported" (a kernel it lacked): the newer one adds it
