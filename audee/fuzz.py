@@ -37,7 +37,7 @@ from audee.records.search import SearchRun
 from audee.store import CaseRecord, RunStore
 from audee.store.results import PHASES_FIELD, phase_summary, phases_field
 from audee.store.lock import dir_lock
-from audee.settings import RESUME_FREE, FuzzSettings, SearchPlan
+from audee.settings import RESUME_ABSENT, RESUME_FREE, FuzzSettings, SearchPlan
 
 log = logging.getLogger(__name__)
 
@@ -179,23 +179,37 @@ def run_config(cfg: FuzzConfig, header: dict[str, Any]) -> dict[str, Any]:
 def resume_conflicts(old: dict[str, Any], new: dict[str, Any], free: tuple[str, ...] = RESUME_FREE) -> list[str]:
     """The settings of ``new`` that differ from a run directory's ``old`` ``config.json``,
     but those ``free`` to change on a resume (:data:`audee.settings.RESUME_FREE`) and the
-    directory itself; a key one of them lacks (a file of an older audee) is not compared."""
-    return [k for k in new if k in old and k not in free and k != "out" and old[k] != new[k]]
+    directory itself.  A setting ``old`` lacks (a file of an audee before it) is compared as
+    the value that audee ran with (:data:`audee.settings.RESUME_ABSENT`), else not at all."""
+    return [k for k in new if k not in free and k != "out" and _before(old, k) != new[k]
+            and (k in old or k in RESUME_ABSENT)]
+
+
+def _before(old: dict[str, Any], key: str) -> Any:
+    """A setting's value in a run directory's ``config.json``, or the value an audee before
+    the setting ran with (:data:`audee.settings.RESUME_ABSENT`) where the file lacks it."""
+    return old[key] if key in old else RESUME_ABSENT.get(key)
 
 
 def check_resume(store: RunStore, doc: dict[str, Any], *, finished: bool = False) -> None:
     """A run directory that holds a run (its ``config.json``) resumes only with that run's
     settings: another one is a :class:`ConfigError` naming each, ``config.json`` untouched
-    (``finished``: a campaign unit committed, which ``variants`` cannot extend either)."""
+    (``finished``: a campaign unit committed, which ``variants`` cannot extend either).  A
+    setting the file lacks and whose older behaviour is no one value is logged, not compared."""
     old = store.config()
     if not old or not any(_has_bytes(store.root / name) for name in ("results.jsonl", "searches.jsonl")):
         return  # no run there, or one that stopped before its first row: nothing to keep apart
     differ = resume_conflicts(old, doc, tuple(k for k in RESUME_FREE if not (finished and k == "variants")))
     if differ:
-        shown = "; ".join(f"{k}: {_short(old[k])} there, {_short(doc[k])} now" for k in differ)
+        shown = "; ".join(f"{k}: {_short(old[k]) if k in old else f'absent (an older audee: {_short(_before(old, k))})'}"
+                          f" there, {_short(doc[k])} now" for k in differ)
         raise ConfigError(f"holds a run with other settings ({shown}); a rerun resumes with the same settings "
                           f"(only {', '.join(RESUME_FREE)} may change): give another --out for a new run",
                           source=str(store.root / "config.json"), field=", ".join(differ))
+    unknown = [k for k in doc if k not in old and k not in RESUME_ABSENT and k not in RESUME_FREE and k != "out"]
+    if unknown:
+        log.warning("%s: written by an older audee without %s; resumed with %s", store.root / "config.json",
+                    ", ".join(unknown), ", ".join(f"{k}={_short(doc[k])}" for k in unknown))
 
 
 def _has_bytes(path: Path) -> bool:

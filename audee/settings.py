@@ -972,6 +972,16 @@ class CampaignSettings(ShardSettings):
 #: it (exit 2), ``config.json`` untouched; another --out holds a run with other settings
 RESUME_FREE = ("variants", "timeout", "threads")
 
+#: what an audee from before a setting existed did, as that setting's value: a run directory whose
+#: ``config.json`` lacks the setting ran with this, so a rerun with another value would mix cases
+#: drawn (or backends run) two ways under one ``config.json``, and is refused like any other
+#: change.  A setting an old file lacks that is not here is not compared (its older behaviour is
+#: not one value): the rerun logs that it resumes without it.
+RESUME_ABSENT: dict[str, Any] = {
+    "special_inputs": 0.0, "pack": 1, "equivalence": "none", "reference": "none", "phase": "inference",
+    "call_training": 0.0, "call_mask": 0.0, "call_causal": 0.0, "refusal_memo": "off",
+}
+
 
 # ---- environment variables ----------------------------------------------------------------------
 #: the smallest per-worker memory cap (MiB) ``AUDEE_WORKER_MEMORY_MB`` may set: a framework

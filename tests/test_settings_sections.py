@@ -124,7 +124,7 @@ def test_errors_name_the_flat_key_not_the_section():
         validate_settings(FuzzSettings, {"threads": -1}, flags=True)
 
 
-def test_config_json_stays_flat_and_an_old_one_resumes(tmp_path):
+def test_config_json_stays_flat_and_an_old_one_resumes(tmp_path, caplog):
     from audee.backends.registry import parse_backends
     from audee.fuzz import FuzzConfig, check_resume, run_config
     from audee.store import RunStore
@@ -134,22 +134,37 @@ def test_config_json_stays_flat_and_an_old_one_resumes(tmp_path):
     (out / "config.json").write_text(json.dumps(OLD_CONFIG))
     (out / "results.jsonl").write_text('{"id": "lenet5-v0"}\n')
     store = RunStore(out)
-    # the old run's settings: no equivalence rule ran then (the default was none)
-    cfg = FuzzConfig(parse_backends("tensorflow,jax"), out, variants=4, rng=3, batch=4, equivalence="none")
+    # the old run's settings: no equivalence rule ran then (the default was none), and the settings
+    # added since as that audee ran without them (no causal attention drawn, no refusal remembered)
+    old_ways = {"equivalence": "none", "call_causal": 0.0, "refusal_memo": "off"}
+    cfg = FuzzConfig(parse_backends("tensorflow,jax"), out, variants=4, rng=3, batch=4, **old_ways)
     doc = run_config(cfg, {"seed": "lenet5"})
-    # the same keys in order, and the settings added since after them (an old file lacks them: not compared)
-    added = {"call_causal": 0.3, "refusal_memo": "on"}
+    # the same keys in order, and the settings added since after them
+    added = {"call_causal": 0.0, "refusal_memo": "off"}
     settings = {k: v for k, v in OLD_CONFIG.items() if k not in ("backends", "out")}
     assert doc == {**settings, **added, "backends": OLD_CONFIG["backends"], "out": str(out)}
     assert list(doc) == [*settings, *added, "backends", "out"]
     check_resume(store, doc)                                                       # resumes
     check_resume(store, run_config(FuzzConfig(parse_backends("tensorflow,jax"), out, variants=9, rng=3, batch=4,
-                                              timeout=5.0, equivalence="none"), {"seed": "lenet5"}))   # free to change
+                                              timeout=5.0, **old_ways), {"seed": "lenet5"}))   # free to change
     other = FuzzConfig(parse_backends("tensorflow,jax"), out, variants=4, rng=3, batch=4, float16_rtol=0.5,
-                       equivalence="none")
+                       **old_ways)
     with pytest.raises(ConfigError, match=r"config\.json: float16_rtol: holds a run with other settings"):
         check_resume(store, run_config(other, {"seed": "lenet5"}))
+    # today's defaults draw causal attention and remember refusals: the old run's later cases would be
+    # drawn and run another way than its first ones under one config.json
+    drawn = FuzzConfig(parse_backends("tensorflow,jax"), out, variants=4, rng=3, batch=4, equivalence="none")
+    with pytest.raises(ConfigError, match=r"config\.json: call_causal, refusal_memo: holds a run with other "
+                                          r"settings \(call_causal: absent \(an older audee: 0\.0\) there, 0\.3 now"):
+        check_resume(store, run_config(drawn, {"seed": "lenet5"}))
     today = FuzzConfig(parse_backends("tensorflow,jax"), out, variants=4, rng=3, batch=4)  # the axis rule by default
-    with pytest.raises(ConfigError, match=r"config\.json: equivalence: holds a run with other settings"):
+    with pytest.raises(ConfigError, match=r"config\.json: equivalence, call_causal, refusal_memo: holds a run"):
         check_resume(store, run_config(today, {"seed": "lenet5"}))
+    # a setting an old file lacks whose older behaviour is no one value: resumed, and said so
+    lacking = {k: v for k, v in OLD_CONFIG.items() if k != "precision_factor"}
+    (out / "config.json").write_text(json.dumps(lacking))
+    with caplog.at_level("WARNING", logger="audee.fuzz"):
+        check_resume(store, doc)
+    assert "written by an older audee without precision_factor; resumed with precision_factor=10.0" in caplog.text
+    (out / "config.json").write_text(json.dumps(OLD_CONFIG))
     assert json.loads((out / "config.json").read_text()) == OLD_CONFIG
