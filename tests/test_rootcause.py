@@ -1131,3 +1131,31 @@ def test_a_refusal_follows_the_entry_its_own_case_matches_not_another_case_refus
     bugs = unique_bugs(rows, load_known_issues([own], shipped=False))
     tf = {b.first_case: b.known_id for b in bugs if b.signature.backends == ("tensorflow",)}
     assert tf == {"c0": "mixed-sign", "c1": "one-axis"}, [(b.key, b.known_id) for b in bugs]
+
+
+def test_an_odd_backend_its_entry_does_not_name_is_a_cause_of_its_own(tmp_path):
+    """One case may show two causes: TensorFlow's max pooling and onnxruntime's both drop a
+    NaN where torch and JAX keep it (the api-cpu campaign, rng 3003). An entry about
+    TensorFlow explains TensorFlow: onnxruntime takes the entry about it, and where there is
+    none it is a new bug, not a case of TensorFlow's entry; an entry whose rule names no
+    backend explains them all."""
+    both = Signature("nan", "MaxPooling2D", (), ("jax", "onnxruntime", "tensorflow", "torch"), None, None,
+                     ("onnxruntime", "tensorflow"), "pool")
+    rows = _rows([both])
+    tf = "  - id: tf-drop\n    title: a\n    link: https://example.org/issues/1\n" \
+         "    match: {kind: nan, api: MaxPooling2D, odd: [tensorflow]}\n"
+    ort = "  - id: ort-drop\n    title: b\n    link: https://example.org/issues/2\n" \
+          "    match: {kind: nan, api: MaxPooling2D, odd: [onnxruntime]}\n"
+
+    def bugs_with(entries: str) -> dict[tuple[str, ...], str | None]:
+        own = tmp_path / "mine.yaml"
+        own.write_text("issues:\n" + entries)
+        return {b.signature.odd: b.known_id for b in unique_bugs(rows, load_known_issues([own], shipped=False))}
+
+    assert bugs_with(tf + ort) == {("onnxruntime", "tensorflow"): "tf-drop", ("onnxruntime",): "ort-drop"}
+    assert bugs_with(tf) == {("onnxruntime", "tensorflow"): "tf-drop", ("onnxruntime",): None}
+    everyone = "  - id: any-drop\n    title: c\n    link: https://example.org/issues/3\n" \
+               "    match: {kind: nan, api: MaxPooling2D}\n"
+    assert bugs_with(everyone) == {("onnxruntime", "tensorflow"): "any-drop"}
+    (new,) = [r for r in root_causes(unique_bugs(rows, [])) if r.status == "new"]   # no entry: one cause, as before
+    assert new.odd == ("onnxruntime", "tensorflow")

@@ -66,6 +66,7 @@ file is one line naming the file and the field, exit code 2.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from importlib import metadata
@@ -432,6 +433,15 @@ class KnownIssue(_Strict):
         held = [r for r in self._rules if r.matches(sig) and self._on_device(r, sig)]
         return bool(held) and all(r.backends or r.odd for r in held)
 
+    def backends_named(self, sig: Signature) -> set[str]:
+        """The backends its rules that hold for ``sig`` are about (their ``odd``, else their
+        ``backends``, unplaced); empty where one of them names none: the entry then explains
+        every backend of the finding."""
+        held = [r for r in self._rules if r.matches(sig) and self._on_device(r, sig)]
+        if not held or any(not (r.odd or r.backends) for r in held):
+            return set()
+        return {b for r in held for b in (r.odd or r.backends or ())}
+
     def _on_device(self, rule: KnownMatch, sig: Signature) -> bool:
         """Whether the signature's backends the rule names (its odd ones, or all it names when
         the rule names none) ran on the entry's device."""
@@ -598,6 +608,22 @@ class _Followed:
         return None
 
 
+def _causes(sig: Signature, issues: list[KnownIssue]) -> list[tuple[Signature, KnownIssue | None]]:
+    """A signature and the entry it matches, then, where that entry's rules name only some of
+    its odd backends, the rest of them as a signature of their own with the entry they match
+    (none: a new bug): one case may show two causes (onnxruntime's NaN-dropping max pool beside
+    TensorFlow's, the api-cpu campaign, rng 3003; torch's soft_shrink beside tf2onnx's select,
+    rng 3004), and an odd backend no entry explains is not explained by another's entry."""
+    issue = match_known(sig, issues)
+    if issue is None or len(sig.odd) < 2:
+        return [(sig, issue)]
+    named = issue.backends_named(sig)
+    rest = tuple(b for b in sig.odd if unplaced(b) not in named) if named else ()
+    if not rest or len(rest) == len(sig.odd):  # all explained, or the entry is about a reference it judged
+        return [(sig, issue)]
+    return [(sig, issue), *_causes(dataclasses.replace(sig, odd=rest), issues)]
+
+
 def _telling(sig: Signature, issue: KnownIssue | None) -> int:
     """How telling ``sig`` (matching ``issue``) is: its class's place in
     :data:`audee.triage.rootcause.CLASSES`, lower first.  One signature key over several cases
@@ -619,22 +645,22 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
     no script), and the campaign units it was seen in."""
     first: dict[str, tuple[Signature, PlacedRow, KnownIssue | None]] = {}
     rank: dict[str, int] = {}  # the first case's :func:`_telling`
+    slugs: dict[str, str] = {}  # the first case's script: its whole signature's (a second cause has none of its own)
     case_ids: dict[str, set[str]] = {}
     units: dict[str, list[str]] = {}
     placed = [r if isinstance(r, PlacedRow) else PlacedRow(r) for r in rows]
     followed = _Followed()
     for at in sorted(placed, key=lambda a: a.row.id):
         row = at.row
-        for d in row.signatures:
-            sig = Signature.from_json(d)
+        for sig, issue, script in ((s, i, whole.slug()) for whole in map(Signature.from_json, row.signatures)
+                                   for s, i in _causes(whole, issues)):
             key = sig.key()
-            issue = match_known(sig, issues)
             followed.add(sig, issue, row.id)
             telling = _telling(sig, issue)
             if key not in first:
                 case_ids[key], units[key] = set(), []
             if key not in first or telling < rank[key]:  # the case that shows it best: a bug beside an undefined one
-                first[key], rank[key] = (sig, at, issue), telling
+                first[key], rank[key], slugs[key] = (sig, at, issue), telling, script
             case_ids[key].add(row.id)
             if at.unit is not None and at.unit not in units[key]:
                 units[key].append(at.unit)
@@ -645,7 +671,7 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
         klass, why = classify(sig, issue)
         if issue is not None and follows and issue.klass:
             why = f"known issue {issue.id}, which another backend's refusal of the same case matches"
-        repro = Path(at.repro_dir) / f"{sig.slug()}.py" if at.repro_dir is not None else None
+        repro = Path(at.repro_dir) / f"{slugs[key]}.py" if at.repro_dir is not None else None
         bugs.append(Bug(
             sig, KnownRoot(issue.ref) if issue else root_of(sig), klass, why, cases=len(case_ids[key]),
             first_case=at.row.id, case_file=at.case_path or at.row.case_file,
