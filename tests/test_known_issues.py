@@ -997,6 +997,28 @@ def test_keras_bias_layout_guess_needs_a_bias():
     assert _known_id(replace(no_bias, kind="inconsistency", backends=("tensorflow", "torch"))) is None
 
 
+def test_a_bias_tensorflow_placed_on_axis_1_is_not_the_layout_guess():
+    """A channels_first convolution with a bias whose traced graph shows an NCHW BiasAdd and no
+    misplaced one had its bias put where it belongs: Keras' guess was right, and TensorFlow
+    alone off is another cause.  A bfloat16 DepthwiseConv2D(depth_multiplier 3, strides (1, 2))
+    of output width 1 is oneDNN's strided unit-width convolution, known upstream (the api-cpu
+    campaign, rng 3007, once under the guess's entry); a Conv2D's float32 face with that graph is
+    neither (announced), and with the misplaced bias, or no graph seen, it is the guess still."""
+    params = (("data_format", "'channels_first'"), ("depth_multiplier", "+int"), ("use_bias", "True"))
+
+    def sig(api: str, policy: str, facts: tuple[str, ...]) -> Signature:
+        context = ((f"policy:{policy}",) if policy != "float32" else ()) + tuple(f"program:{f}" for f in facts)
+        return Signature("deviation", api, params, ("jax", "onnxruntime", "tensorflow", "torch"),
+                         odd=("tensorflow",), layer=api, context=context)
+
+    assert _known_id(sig("DepthwiseConv2D", "bfloat16", ("bias_add_nchw",))) == "onednn-bf16-conv-strided-unit-width"
+    assert _known_id(sig("SeparableConv1D", "float32", ("bias_add_nchw",))) is None
+    assert _known_id(sig("SeparableConv1D", "float32", ("bias_add_misplaced",))) == "keras-tf-add-bias-layout-guess"
+    assert _known_id(sig("SeparableConv1D", "float32", ())) == "keras-tf-add-bias-layout-guess"
+    assert _known_id(sig("DepthwiseConv2D", "bfloat16", ("bias_add_nchw", "bias_add_misplaced"))) == \
+        "keras-tf-add-bias-layout-guess"
+
+
 def test_jax_category_encoding_float_ids_is_not_multi_hot():
     """JAX's one_hot drops non-integer float ids (one_hot and count go through it as they are);
     multi_hot casts the ids to int32 first, truncating as TensorFlow and torch do, so a JAX
