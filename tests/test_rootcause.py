@@ -1059,6 +1059,39 @@ def test_backends_refusing_the_equivalent_of_a_case_that_runs_are_one_root_count
     assert (root.known_id, root.signatures, root.cases) == ("keras-mha-window-mask-axis-1", 4, 2)
 
 
+def test_a_rule_failing_alike_on_every_backend_is_one_root_of_the_code_they_share():
+    """MultiHeadAttention(attention_axes=[1], sliding_window=4) over an axis whose neighbour has
+    length 1: the axis rule's equivalent, over axis 2 of the permuted inputs, builds its window
+    from that length-1 axis and drops it, and every backend computes the same wrong values (the
+    api-cpu campaign, rng 3010: one equivalence finding per backend, none odd).  One case, one
+    root, Keras': not four new roots, one per backend.  A backend failing alone (another case)
+    is a root of its own."""
+    from audee.triage.signature import case_signatures
+
+    spec = {"layers": [{"name": "m", "api": "MultiHeadAttention", "params": {"num_heads": 2, "key_dim": 4,
+                                                                             "attention_axes": [1],
+                                                                             "sliding_window": 4},
+                        "inputs": ["x0", "x1"]}]}
+    meta = {"api": "MultiHeadAttention"}
+
+    def verdict(backends):
+        return {"findings": [Finding(Kind.EQUIVALENCE, [b], {
+            "rule": "axis", "backend": b, "reason": "values", "rewritten": ["m"], "first_layer": "m", "layer": "m",
+            "score": 1179.0, "odd": []}).to_json() for b in backends]}
+
+    four = case_signatures(verdict(["jax", "onnxruntime", "tensorflow", "torch"]), spec, meta)
+    assert len(four) == 4 and len({root_key(s) for s in four}) == 1
+    assert "fails alike on keras" in root_key(four[0])
+    (root,) = root_causes(unique_bugs(_rows(four), []))
+    assert (root.klass, root.signatures, root.cases, root.component) == ("bug", 4, 1, "keras")
+    assert root.backends == ("jax", "onnxruntime", "tensorflow", "torch")
+    alone = case_signatures(verdict(["jax"]), spec, meta)
+    assert root_key(alone[0]) != root_key(four[0])
+    # TensorFlow and the runtime running its graph fail alike: TensorFlow's program, not Keras'
+    pair = case_signatures(verdict(["onnxruntime", "tensorflow"]), spec, meta)
+    assert len({root_key(s) for s in pair}) == 1 and "fails alike on tensorflow" in root_key(pair[0])
+
+
 def test_a_jax_normalization_deviation_on_a_large_offset_row_is_xlas_order_of_summation():
     """GroupNormalization on a row with a large common offset and a small spread (special kind
     ``offset``, or the batch's ``batch_offset``): JAX's multi-axis float32 mean is one sequential

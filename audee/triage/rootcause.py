@@ -53,8 +53,9 @@ from audee.backends.info import describe
 from audee.cases.case import MEMORY_CAP, Kind
 from audee.cases.kinds import CRASHES, root_family
 from audee.oracle.pairs import in_contract, judged_side
-from audee.triage.signature import (FLUSH_REPRODUCES, GRAPH_FAULT, KERAS, OLDER_LACKS_API, OUTSIDE, REFUSED_BY, REJECTED_AS,
-                                    REJECTED_BY, Signature, explicit_refusal, invalid_graph_complaint, primary_api)
+from audee.triage.signature import (FAILED_ALIKE, FLUSH_REPRODUCES, GRAPH_FAULT, KERAS, OLDER_LACKS_API, OUTSIDE,
+                                    REFUSED_BY, REJECTED_AS, REJECTED_BY, Signature, explicit_refusal,
+                                    invalid_graph_complaint, primary_api)
 from audee.triage import (FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, NEW, Bug, CrashRoot, NumericRoot, RootCause,
                           RootKey)
 
@@ -159,6 +160,13 @@ def shared_component(backends: Iterable[str]) -> str:
     return KERAS if len(frameworks) > 1 else describe(frameworks.pop()).blamed
 
 
+def _alike_component(sig: Signature) -> str | None:
+    """Who must fix an equivalence rule failing alike on several backends (``failed_alike:``):
+    the component they share (:func:`shared_component`), else None."""
+    alike = _fact(sig, FAILED_ALIKE)
+    return shared_component(alike.split(",")) if alike is not None else None
+
+
 def _input_cause(sig: Signature) -> str:
     """What of a case's input a shared refusal answers, in words without values: the facts
     that put it outside the contract (:func:`classify`'s: why a value is outside it, else a
@@ -201,6 +209,10 @@ def root_of(sig: Signature) -> RootKey:
             side = "the equivalent refused alike where the case runs" if "equivalence:rejected" in sig.context \
                 else "refused alike where the equivalent runs"
             return NumericRoot(root_family(sig.kind), (), what, (), side + _refused_as(sig))
+        alike = _fact(sig, FAILED_ALIKE)
+        if alike is not None:  # the rule failing alike on several backends, none odd: their shared code's
+            return NumericRoot(root_family(sig.kind), (), what, (),
+                               f"fails alike on {shared_component(alike.split(','))}")
     # the finding kind table's family: numeric, nan, or a family of its own
     return NumericRoot(root_family(sig.kind), sig.odd, what, () if sig.odd else sig.backends, source)
 
@@ -342,7 +354,8 @@ def _root_cause(key: RootKey, members: list[Bug]) -> RootCause:
         first_case=first.first_case, known_id=known.known_id if known else None,
         known_status=known.status if known else None, known_where=known.known_where if known else None,
         # a crash root's component is its key's: several backends refusing one case alike share one
-        component=key.who if isinstance(key, CrashRoot) and sig.component else sig.component,
+        component=key.who if isinstance(key, CrashRoot) and sig.component
+        else _alike_component(sig) or sig.component,
         op=sig.op, error=first.error,
         odd=tuple(sorted({b for m in members for b in m.signature.odd})),
         backends=tuple(sorted({b for m in members for b in m.backends})),

@@ -287,6 +287,9 @@ REJECTED_BY = "rejected_by:"
 REJECTED_AS = "rejected_as:"
 #: a converted backend ran what its reference refused (``refused_by:tensorflow``)
 REFUSED_BY = "refused_by:"
+#: the backends on which one equivalence rule fails alike at one layer of one case, none of them odd
+#: (``failed_alike:jax,tensorflow,torch``): one cause, the code they share
+FAILED_ALIKE = "failed_alike:"
 #: why the generator drew a value outside the contract (the mutation record's ``why``)
 OUTSIDE = "outside:"
 #: the dtype policy of the layer a finding pins (else the case's), where it is not float32
@@ -1116,7 +1119,7 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
         for s in signatures_of(f, spec, meta, localization, seed_spec, pair_layer, within):
             if s not in out:
                 out.append(s)
-    return _refused_where_equivalent_runs(_every_backend_differs(out))
+    return _rule_fails_alike(_refused_where_equivalent_runs(_every_backend_differs(out)))
 
 
 #: an equivalence finding where one of the two models runs and the backend refuses the other
@@ -1142,6 +1145,31 @@ def _refused_where_equivalent_runs(sigs: list[Signature]) -> list[Signature]:
             words = _rejected_as([sigs[i] for i in members])
             for i in members:
                 out[i] = replace(sigs[i], context=(*sigs[i].context, f"{REJECTED_BY}{rejecters}", words))
+    return out
+
+
+def _rule_fails_alike(sigs: list[Signature]) -> list[Signature]:
+    """One equivalence rule failing at one layer of one case for the same reason on several
+    backends, none named odd (every backend judged fails it: the Keras code they share computes
+    the layer unlike its equivalent; or no majority holds it), is one cause, not one per
+    backend, as one case's refusals are (:func:`_one_cause`).  Each keeps its signature (an
+    entry still matches it) and takes ``failed_alike:`` the backends, which
+    :func:`audee.triage.rootcause.root_of` keys them by: MultiHeadAttention's sliding window
+    dropped on all four backends of the api-cpu campaign's rng 3010 was four new roots for
+    one fix.  A refused side keeps its own merge (:func:`_refused_where_equivalent_runs`)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, s in enumerate(sigs):
+        if s.kind != Kind.EQUIVALENCE or s.odd or not s.layer \
+                or any(c in _ONE_SIDE_REFUSED or c.startswith(REJECTED_BY) for c in s.context):
+            continue
+        reason = next((c for c in s.context if c.startswith("equivalence:")), None)
+        groups.setdefault((reason, s.layer, s.params), []).append(i)
+    out = list(sigs)
+    for members in groups.values():
+        backends = sorted({b for i in members for b in sigs[i].backends})
+        if len(backends) > 1:
+            for i in members:
+                out[i] = replace(sigs[i], context=(*sigs[i].context, f"{FAILED_ALIKE}{','.join(backends)}"))
     return out
 
 
