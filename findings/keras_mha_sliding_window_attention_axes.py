@@ -6,7 +6,9 @@ lines up with the last two axes of the scores (the query and key attention axes)
 attention_axes=(2,) on a rank-4 input (batch, A, C, features) the scores' attention axes have
 length C, not A: Softmax refuses the mask ("The `mask` must be broadcastable to `inputs`")
 where A != C; the same layer over axis 1 of the transposed input (attention_axes=(1,)) runs and
-matches NumPy.  Every backend fails alike (the layer's own code), so no cross-backend comparison
+matches NumPy.  Where A is 1 the (1, 1, 1) band broadcasts: the layer runs and silently drops its
+window, computing exactly the attention without one (the api-cpu campaign, rng 3010: every
+backend 6.4 off the windowed result).  Every backend fails alike (the layer's own code), so no cross-backend comparison
 sees it.  Found by audee's equivalence oracle (rule axis: MultiHeadAttention over the axes just
 before the features, the inputs permuted).  The causal mask (_compute_causal_mask) reads the
 same axis 1.
@@ -34,10 +36,11 @@ q = rng.normal(size=(2, 3, 5, 8)).astype(np.float32)   # (batch, A=3, C=5, featu
 v = rng.normal(size=(2, 3, 5, 8)).astype(np.float32)
 
 
-def layer(axes: tuple[int, ...], weights: list[np.ndarray] | None) -> keras.layers.MultiHeadAttention:
+def layer(axes: tuple[int, ...], weights: list[np.ndarray] | None, shape: tuple[int, ...] = q.shape,
+          window: int | None = WINDOW) -> keras.layers.MultiHeadAttention:
     mha = keras.layers.MultiHeadAttention(HEADS, KEY_DIM, use_bias=False, attention_axes=axes,
-                                          sliding_window=WINDOW)
-    mha.build(q.shape, v.shape)
+                                          sliding_window=window)
+    mha.build(shape, shape)
     if weights is not None:
         mha.set_weights(weights)
     return mha
@@ -72,6 +75,20 @@ try:
 except Exception as exc:  # noqa: BLE001 - the refusal is the bug's face
     print(f"  attention_axes=(2,): {type(exc).__name__}: {' '.join(str(exc).split())[:220]}")
     wrong, why = True, "refuses its own sliding-window mask (built from axis 1, length 3, not axis 2, length 5)"
+# where axis 1 has length 1 the band is (1, 1, 1) and broadcasts: the window is silently dropped
+q1, v1 = q[:, :1], v[:, :1]                     # (batch, 1, C=5, features)
+q1t, v1t = q1.transpose(0, 2, 1, 3), v1.transpose(0, 2, 1, 3)
+want = np.asarray(keras.ops.convert_to_numpy(layer((1,), ws, q1t.shape)(q1t, v1t))).transpose(0, 2, 1, 3)
+unwindowed = np.asarray(keras.ops.convert_to_numpy(layer((2,), ws, q1.shape, window=None)(q1, v1)))
+got1 = np.asarray(keras.ops.convert_to_numpy(layer((2,), ws, q1.shape)(q1, v1)))
+off, same = float(np.abs(got1 - want).max()), float(np.abs(got1 - unwindowed).max())
+dropped = same < 1e-6 < off
+print(f"  attention_axes=(2,) on a {q1.shape} query: max |(2,) - (1,) transposed| = {off:.3g}, "
+      f"max |(2,) - no window| = {same:.3g}" + (" (the window silently dropped)" if dropped else ""))
+if dropped:
+    why = f"{why}; where axis 1 has length 1 it runs and silently drops the window" if wrong else \
+        "silently drops its window where axis 1 has length 1"
+wrong = wrong or dropped
 # the causal mask reads axis 1 alike (use_causal_mask=True, no window)
 causal = keras.layers.MultiHeadAttention(HEADS, KEY_DIM, use_bias=False, attention_axes=(2,))
 try:

@@ -1019,6 +1019,20 @@ def test_a_bias_tensorflow_placed_on_axis_1_is_not_the_layout_guess():
         "keras-tf-add-bias-layout-guess"
 
 
+def test_a_window_dropped_by_the_axis_rule_is_the_mask_built_from_axis_1():
+    """MultiHeadAttention's window is built from axis 1 whatever its attention axes (findings row
+    112): refused where the lengths differ, silently dropped where axis 1 has length 1, which the
+    axis rule sees as other values on every backend (the api-cpu campaign, rng 3010).  Without a
+    window the same values face is another cause."""
+    params = (("attention_axes", "[+int]"), ("num_heads", "+int"), ("sliding_window", "+int"), ("rule", "axis"))
+    sig = Signature("equivalence", "MultiHeadAttention", params, ("jax",), layer="MultiHeadAttention",
+                    context=("equivalence:values", "failed_alike:jax,onnxruntime,tensorflow,torch"))
+    assert _known_id(sig) == "keras-mha-window-mask-axis-1"
+    no_window = tuple(p for p in params if p[0] != "sliding_window")
+    assert _known_id(Signature("equivalence", "MultiHeadAttention", no_window, ("jax",), layer="MultiHeadAttention",
+                               context=("equivalence:values",))) is None
+
+
 def test_jax_category_encoding_float_ids_is_not_multi_hot():
     """JAX's one_hot drops non-integer float ids (one_hot and count go through it as they are);
     multi_hot casts the ids to int32 first, truncating as TensorFlow and torch do, so a JAX
