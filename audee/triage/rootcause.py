@@ -209,10 +209,9 @@ def root_of(sig: Signature) -> RootKey:
             side = "the equivalent refused alike where the case runs" if "equivalence:rejected" in sig.context \
                 else "refused alike where the equivalent runs"
             return NumericRoot(root_family(sig.kind), (), what, (), side + _refused_as(sig))
-        alike = _fact(sig, FAILED_ALIKE)
-        if alike is not None:  # the rule failing alike on several backends, none odd: their shared code's
-            return NumericRoot(root_family(sig.kind), (), what, (),
-                               f"fails alike on {shared_component(alike.split(','))}")
+        shared = _alike_component(sig)
+        if shared is not None:  # the rule failing alike on several backends, none odd: their shared code's
+            return NumericRoot(root_family(sig.kind), (), what, (), f"fails alike on {shared}")
     # the finding kind table's family: numeric, nan, or a family of its own
     return NumericRoot(root_family(sig.kind), sig.odd, what, () if sig.odd else sig.backends, source)
 

@@ -1119,57 +1119,40 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
         for s in signatures_of(f, spec, meta, localization, seed_spec, pair_layer, within):
             if s not in out:
                 out.append(s)
-    return _rule_fails_alike(_refused_where_equivalent_runs(_every_backend_differs(out)))
+    return _equivalence_alike(_every_backend_differs(out))
 
 
 #: an equivalence finding where one of the two models runs and the backend refuses the other
 _ONE_SIDE_REFUSED = ("equivalence:original_rejected", "equivalence:rejected")
 
 
-def _refused_where_equivalent_runs(sigs: list[Signature]) -> list[Signature]:
-    """Backends that each refuse, in their own words, one side of a case and the equivalent
-    model of one rule where the other side runs (the case: ``equivalence:original_rejected``;
-    the rewrite: ``equivalence:rejected``; one finding per backend) at one layer: one cause,
-    as :func:`_one_cause` makes of one case's refusals.  Each keeps its words (an entry still
-    matches them) and takes ``rejected_by:`` the backends, which
-    :func:`audee.triage.rootcause.root_of` keys them by."""
+def _equivalence_alike(sigs: list[Signature]) -> list[Signature]:
+    """One rule's equivalence findings of one case at one layer, one per backend, for the same
+    reason: one cause, as :func:`_one_cause` makes of one case's refusals, not one per backend.
+    Each keeps its signature (an entry still matches it) and takes a fact naming the backends,
+    which :func:`audee.triage.rootcause.root_of` keys them by instead:
+
+    * backends each refusing, in their own words, one side where the other runs (the case:
+      ``equivalence:original_rejected``; the rewrite: ``equivalence:rejected``) take
+      ``rejected_by:`` and ``rejected_as:``;
+    * backends computing the layer unlike its equivalent alike, none named odd (the rule fails on
+      every backend judged: the Keras code they share; or no majority holds it), take
+      ``failed_alike:``: MultiHeadAttention's sliding window dropped on all four backends of the
+      api-cpu campaign's rng 3010 was four new roots for one fix."""
     groups: dict[tuple, list[int]] = {}
     for i, s in enumerate(sigs):
-        side = next((c for c in _ONE_SIDE_REFUSED if c in s.context), None)
-        if s.kind == Kind.EQUIVALENCE and side and s.layer:
-            groups.setdefault((side, s.layer, s.params), []).append(i)
-    out = list(sigs)
-    for members in groups.values():
-        if len(members) > 1:
-            rejecters = ",".join(sorted({b for i in members for b in sigs[i].backends}))
-            words = _rejected_as([sigs[i] for i in members])
-            for i in members:
-                out[i] = replace(sigs[i], context=(*sigs[i].context, f"{REJECTED_BY}{rejecters}", words))
-    return out
-
-
-def _rule_fails_alike(sigs: list[Signature]) -> list[Signature]:
-    """One equivalence rule failing at one layer of one case for the same reason on several
-    backends, none named odd (every backend judged fails it: the Keras code they share computes
-    the layer unlike its equivalent; or no majority holds it), is one cause, not one per
-    backend, as one case's refusals are (:func:`_one_cause`).  Each keeps its signature (an
-    entry still matches it) and takes ``failed_alike:`` the backends, which
-    :func:`audee.triage.rootcause.root_of` keys them by: MultiHeadAttention's sliding window
-    dropped on all four backends of the api-cpu campaign's rng 3010 was four new roots for
-    one fix.  A refused side keeps its own merge (:func:`_refused_where_equivalent_runs`)."""
-    groups: dict[tuple, list[int]] = {}
-    for i, s in enumerate(sigs):
-        if s.kind != Kind.EQUIVALENCE or s.odd or not s.layer \
-                or any(c in _ONE_SIDE_REFUSED or c.startswith(REJECTED_BY) for c in s.context):
-            continue
         reason = next((c for c in s.context if c.startswith("equivalence:")), None)
-        groups.setdefault((reason, s.layer, s.params), []).append(i)
+        if s.kind == Kind.EQUIVALENCE and s.layer and (reason in _ONE_SIDE_REFUSED or not s.odd):
+            groups.setdefault((reason, s.layer, s.params), []).append(i)
     out = list(sigs)
-    for members in groups.values():
-        backends = sorted({b for i in members for b in sigs[i].backends})
-        if len(backends) > 1:
-            for i in members:
-                out[i] = replace(sigs[i], context=(*sigs[i].context, f"{FAILED_ALIKE}{','.join(backends)}"))
+    for (reason, _, _), members in groups.items():
+        backends = ",".join(sorted({b for i in members for b in sigs[i].backends}))
+        if "," not in backends:
+            continue
+        facts = (f"{REJECTED_BY}{backends}", _rejected_as([sigs[i] for i in members])) \
+            if reason in _ONE_SIDE_REFUSED else (f"{FAILED_ALIKE}{backends}",)
+        for i in members:
+            out[i] = replace(sigs[i], context=(*sigs[i].context, *facts))
     return out
 
 
