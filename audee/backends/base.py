@@ -181,6 +181,13 @@ class Backend(ABC):
         raise BackendError(Phase.RUN, f"{self.name} has no flush-to-zero switch")
         yield  # pragma: no cover - a generator, for the context manager
 
+    @contextmanager
+    def keeping_float64(self) -> Iterator[None]:
+        """Builds and runs inside it compute float64 as float64, where the backend as users
+        run it narrows some of it to float32 (a model whose spec is ``exact``: what the
+        float64 reference reads).  A backend that never narrows keeps this default."""
+        yield
+
     #: a plugin's reference: the backend whose program it compiles or converts (``"tensorflow"``
     #: for a mode of it), judged against it (docs/oracles.md, "Pairs and their references"); a
     #: built-in's is declared in :mod:`audee.backends.info`

@@ -143,6 +143,24 @@ class KerasBackend(KerasOpCalls, Backend):
     init_weights: ClassVar[bool] = False
     _precision_set: bool = False
 
+    @contextmanager
+    def keeping_float64(self) -> Iterator[None]:
+        """Keras' promotion keeps float64 inside it: ``backend.result_type`` maps float64 to
+        float32 on every backend but TensorFlow (``BIT64_TO_BIT32_DTYPE``, "aligned with JAX's
+        default"), so a float64 GroupNormalization, BatchNormalization, LayerNormalization or
+        torch's matmul computes in float32 and casts back: float32 rounding in a float64
+        array, which the float64 reference would take for the exact result.  The table is
+        read at each call, so the switch holds for what is built and traced inside only."""
+        from keras.src.backend.common import dtypes
+
+        table = dtypes.BIT64_TO_BIT32_DTYPE
+        before = table.get("float64")
+        table["float64"] = "float64"
+        try:
+            yield
+        finally:
+            table["float64"] = before
+
     @classmethod
     def prepare_process(cls, device: str, precision: str = "full") -> None:
         """The environment the framework reads at import, set before Keras is imported.  A

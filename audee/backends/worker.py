@@ -24,7 +24,7 @@ import traceback
 from contextlib import nullcontext
 from collections import OrderedDict
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, ContextManager
 
 import numpy as np
 
@@ -124,13 +124,15 @@ class WorkerState:
                     "reference": getattr(type(self.backend), "reference", None)}
         if op == "build":
             t = time.perf_counter()
-            e = self.entry(msg["spec"], msg["key"])
+            with self.computing(msg):
+                e = self.entry(msg["spec"], msg["key"])
             self.ahead = e if msg.get("ahead", True) else None  # a training step compiles its own call
             return {"shapes": self.backend.weight_shapes(e.model), "build_s": time.perf_counter() - t,
                     "phases": self.backend.clock.reset()}
         if op == "run":
             carried, self.carried = self.carried, {}
-            reply = self.run(msg)
+            with self.computing(msg):
+                reply = self.run(msg)
             reply["phases"] = _added(carried, self.backend.clock.reset())
             return reply
         if op == "train":  # the training phase (audee.train): one training step, see train()
@@ -145,6 +147,18 @@ class WorkerState:
         if op == "call":  # plugin-specific or maintenance operations
             return {"value": getattr(self, "op_" + msg["name"])(**msg.get("kwargs", {}))}
         raise ValueError(f"unknown op {op!r}")
+
+    def computing(self, msg: dict) -> ContextManager[None]:
+        """How a build or run request's model computes: float64 kept as float64 for an
+        ``exact`` spec (:meth:`audee.backends.base.Backend.keeping_float64`), as users run
+        it otherwise.  A run naming a cached model by key alone reads the cached spec."""
+        spec = msg.get("spec")
+        if spec is not None:
+            exact = bool(spec.get("exact"))
+        else:
+            cached = self.cache.get(msg.get("key", ""))
+            exact = cached is not None and cached.spec.exact
+        return self.backend.keeping_float64() if exact else nullcontext()
 
     def run(self, msg: dict) -> dict:
         try:
@@ -227,7 +241,8 @@ class WorkerState:
         spec = self.backend.symbolic_refusal(call, msg["tensors"])  # Keras's contract, before the call
         t = time.perf_counter()
         try:
-            with self.backend.clock.timed("run"):
+            with self.backend.clock.timed("run"), \
+                    self.backend.keeping_float64() if call.get("exact") else nullcontext():
                 outs = self.backend.run_op(call, msg["tensors"])
         except BackendError:
             raise
@@ -334,10 +349,11 @@ class WorkerState:
             return
         self.backend.clock.reset()
         try:
-            self.backend.prepare(e.model)
-            guess = self.likely_inputs(e.spec)
-            if guess is not None:
-                self.compile_for(e, guess)
+            with self.backend.keeping_float64() if e.spec.exact else nullcontext():
+                self.backend.prepare(e.model)
+                guess = self.likely_inputs(e.spec)
+                if guess is not None:
+                    self.compile_for(e, guess)
         except Exception:  # noqa: BLE001 - kept by the backend or by compile_errors, met again at the run
             pass
         self.carried = _added(self.carried, self.backend.clock.reset())

@@ -108,6 +108,12 @@ class ModelSpec:
     #: ``json``: :data:`audee.apis.owned_layers.ROUNDTRIPS`; the equivalence rule ``roundtrip_*``);
     #: None: run as built.  Part of the key: a round-tripped model is another build.
     roundtrip: str | None = None
+    #: computed as exactly as the backend can, not as users run it: Keras' narrowing of
+    #: float64 to float32 (``backend.result_type`` off TensorFlow) is off while it is built
+    #: and run (:meth:`audee.backends.base.Backend.keeping_float64`).  Set only on the models
+    #: the float64 reference and the per-layer float64 recomputation read, never on a tested
+    #: one.  Part of the key: the same layers computed otherwise are another build.
+    exact: bool = False
 
     # ---- access -------------------------------------------------------------------------
     @property
@@ -165,6 +171,8 @@ class ModelSpec:
             d["meta"] = self.meta
         if self.roundtrip:  # absent when unset: other specs keep their JSON and key
             d["roundtrip"] = self.roundtrip
+        if self.exact:  # absent when unset, as roundtrip
+            d["exact"] = True
         return d
 
     def dumps(self) -> str:
@@ -364,7 +372,10 @@ def _parse(data: Any, source: str) -> ModelSpec:
     if roundtrip is not None and roundtrip not in ROUNDTRIPS:
         raise SpecError(f"unknown round trip {roundtrip!r} (one of {', '.join(ROUNDTRIPS)})", source=source,
                         field="roundtrip")
-    return ModelSpec(name, inputs, layers, output, logits, meta, roundtrip)
+    exact = data.get("exact", False)
+    if not isinstance(exact, bool):
+        raise SpecError(f"expected true or false, got {type(exact).__name__}", source=source, field="exact")
+    return ModelSpec(name, inputs, layers, output, logits, meta, roundtrip, exact)
 
 
 def _check_json_value(value: Any, source: str, where: str) -> None:

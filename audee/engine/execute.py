@@ -42,7 +42,7 @@ from audee.oracle.slices import one_element_score
 from audee.oracle.precision import float64_verdict
 from audee.records.findings import OwnScore
 from audee.records.reference import ReferenceRun
-from audee.reference.run import Reference, candidates as reference_candidates
+from audee.reference.run import Reference, candidates as reference_candidates, computed_in_float32
 from audee.settings import TIE_MARGIN
 from audee.apis.keras_layers import is_recurrent, output_activation
 from audee.cases.spec import (ModelSpec, Weights, activation_spec, layer_feed, linear_part, one_layer_model, one_layer_spec,
@@ -681,20 +681,25 @@ class Executor(Runner):
         """``layer`` alone recomputed in float64 (its ``dtype`` policy, weights (the case's,
         or ``weights``'s) and float inputs widened; ``override``: other parameters changed
         too) on ``labels``: each
-        backend's float64 output, the near-exact result the overflow rules read.  Backends
-        that cannot run it, or that did not compute it in float64 (JAX without x64, torch
-        here, a wrapper's inner layer keeping its own policy: their output comes back
-        float32), are left out."""
+        backend's float64 output, the near-exact result the overflow rules read, with Keras'
+        narrowing of float64 off (an ``exact`` spec).  Backends that cannot run it, or that
+        did not compute it in float64 (JAX without x64, a wrapper's inner layer keeping its
+        own policy: their output comes back float32), or that computed it in float32 all the
+        same (:func:`audee.reference.run.computed_in_float32`: TensorFlow's bilinear resize),
+        are left out."""
         wide_in = {r: (v.astype(np.float64) if is_float(v) else v) for r, v in fed.items()}
         try:
             spec1 = one_layer_spec(case.spec, layer, wide_in, override={**(override or {}), "dtype": "float64"})
         except Exception:  # noqa: BLE001 - no float64 evidence; the scale rule stands in
             return {}
+        spec1.exact = True  # computed in float64 where Keras would narrow it (Backend.keeping_float64)
         own = case.weights if weights is None else weights
         wide_w = {layer: [w.astype(np.float64) if is_float(w) else w for w in own[layer]]} if layer in own else {}
         replies = self._pool_run(spec1, wide_w, weights_key(wide_w), wide_in, labels=labels)
-        return {x: r["logits"] for x, r in replies.items()
-                if isinstance(r, dict) and r.get("logits") is not None and np.asarray(r["logits"]).dtype == np.float64}
+        got = {x: r["logits"] for x, r in replies.items()
+               if isinstance(r, dict) and r.get("logits") is not None and np.asarray(r["logits"]).dtype == np.float64}
+        narrow = computed_in_float32(self._pool_run, spec1, wide_w, wide_in, got)
+        return {x: a for x, a in got.items() if x not in narrow}
 
 
 def _outside(scores: dict[str, dict[str, float]], a: str, b: str) -> dict[str, dict[str, float]] | None:

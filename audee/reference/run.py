@@ -13,7 +13,9 @@ Called by :meth:`audee.engine.execute.Executor.judge` once a case's outcomes are
    its first case (:func:`reference_workers`);
 2. the reference is the first candidate whose answer really is float64 (a plugin may
    answer float32; TensorFlow's CPU has no float64 for some NCHW convolutions: the next
-   one is taken; a candidate that has answered :data:`NEVER_AFTER` models in another
+   one is taken; the model is ``exact``, so Keras keeps float64 as float64 where it would
+   narrow it off TensorFlow, and an answer a backend still computed in float32 is refused:
+   :func:`computed_in_float32`; a candidate that has answered :data:`NEVER_AFTER` models in another
    dtype and none in float64 is asked no more); every other candidate that answered
    float64 cross-checks it in float32's tolerance (the deviation oracle judges float64
    arrays as float32); one out of it marks the reference ``disputed`` (it judges nothing)
@@ -55,7 +57,7 @@ from audee.reference.diagnose import diagnose_precision
 from audee.records.reference import ReferenceRun
 from audee.settings import PRECISION_FACTOR, FuzzSettings
 from audee.cases.spec import ModelSpec, Weights, weights_key
-from audee.core.floats import is_float
+from audee.core.floats import float32_valued, is_float, nudged
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +131,7 @@ class Wide:
     @classmethod
     def of(cls, case: TestCase, dtype: str) -> "Wide":
         spec, weights = widened(case.spec, case.weights, dtype)
+        spec.exact = dtype == "float64"  # float64 computed as float64 (Keras narrows it off TensorFlow)
         return cls(spec, weights, widened_inputs(case.inputs, dtype), dtype)
 
     def rows(self, rows: list[int]) -> dict[str, np.ndarray]:
@@ -203,6 +206,10 @@ class Reference:
             else:
                 answers[b] = {t: np.asarray(r[t]) for t in TENSORS if r.get(t) is not None}
                 tally[0] += 1
+        for b in computed_in_float32(ex.pool_run, wide.spec, wide.weights, wide.inputs,
+                                     {b: a["logits"] for b, a in answers.items()}):
+            refused[b] = "computed in float32: float32 numbers in a float64 array, unmoved by a float64 nudge"
+            del answers[b]
         if refused:
             rec.refused = refused
         if not answers:
@@ -297,15 +304,35 @@ class Reference:
 WIDENED_OP = ("float16", "bfloat16", "float32")
 
 
+def computed_in_float32(pool_run: Any, spec: ModelSpec, weights: Weights, inputs: dict[str, np.ndarray],
+                        answers: dict[str, np.ndarray]) -> list[str]:
+    """The backends of ``answers`` (each one's float64 output of ``spec`` on ``inputs``) that
+    computed it in float32 (TensorFlow's bilinear resize, whatever the policy): an answer of
+    float32 numbers (:func:`audee.core.floats.float32_valued`) that a second run on inputs
+    and weights nudged below float32's resolution (:func:`audee.core.floats.nudged`) leaves
+    bit for bit as it was.  An exact computation on widened float32 values (a max, a shift
+    by an integer, a normalization of one element, which is its beta) answers float32
+    numbers too, but moves.  One more run, only where an answer is
+    suspect; ``pool_run`` runs it (``Executor.pool_run``)."""
+    suspect = [b for b, a in answers.items() if float32_valued(a)]
+    if not suspect:
+        return []
+    moved = {name: list(nudged(dict(enumerate(arrays))).values()) for name, arrays in weights.items()}
+    again = pool_run(spec, moved, weights_key(moved), nudged(inputs), labels=suspect)
+    return [b for b in suspect if isinstance(again.get(b), dict) and again[b].get("logits") is not None
+            and np.array_equal(np.asarray(again[b]["logits"]), answers[b], equal_nan=True)]
+
+
 def widened_call(call: dict[str, Any], tensors: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """An op call (:meth:`audee.cases.opcase.OpCase.call`) with its float tensors widened to float64:
     their declared dtypes and their arrays (integers and booleans unchanged), and a float
-    ``dtype`` argument too (``cumsum(x, dtype="float16")`` would round the reference back)."""
+    ``dtype`` argument too (``cumsum(x, dtype="float16")`` would round the reference back);
+    ``exact``: computed in float64 where Keras would narrow it (``Backend.keeping_float64``)."""
     dtypes = {k: ("float64" if v in WIDENED_OP else v) for k, v in call.get("dtypes", {}).items()}
     kwargs = dict(call.get("kwargs", {}))
     if kwargs.get("dtype") in WIDENED_OP:
         kwargs["dtype"] = "float64"
-    return {**call, "dtypes": dtypes, "kwargs": kwargs}, widened_inputs(tensors, "float64")
+    return {**call, "dtypes": dtypes, "kwargs": kwargs, "exact": True}, widened_inputs(tensors, "float64")
 
 
 @dataclass
