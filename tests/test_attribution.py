@@ -220,6 +220,16 @@ def test_the_one_element_bound_needs_one_element_slices_and_a_mean():
     assert one_element_rounding("LayerNormalization", {**params, "axis": -1}, x, gamma, configs) == 0.0
     assert one_element_rounding("LayerNormalization", {**params, "rms_scaling": True}, x, gamma, configs) == 0.0
     assert one_element_rounding("Dense", {"units": 3}, x, gamma, configs) == 0.0
+    # GroupNormalization: one channel per group and the other axes of length 1, else none
+    grouped = {"groups": -1, "axis": -1, "epsilon": 1e-12, "scale": True}
+    assert one_element_rounding("GroupNormalization", grouped, np.full((8, 1, 4), 2.0, np.float32), gamma, configs) \
+        == pytest.approx(4 * 2.0 ** -24 * 2.0 * 0.5 * 1e6)
+    assert one_element_rounding("GroupNormalization", {**grouped, "groups": 2}, np.full((8, 1, 4), 2.0, np.float32),
+                                gamma, configs) == 0.0
+    assert one_element_rounding("GroupNormalization", grouped, np.full((8, 3, 4), 2.0, np.float32), gamma,
+                                configs) == 0.0
+    assert one_element_rounding("GroupNormalization", {**grouped, "axis": 1}, np.full((8, 4, 1), 2.0, np.float32),
+                                gamma, configs) == pytest.approx(4 * 2.0 ** -24 * 2.0 * 0.5 * 1e6)
     wrapped = {"layer": {"api": "LayerNormalization", "params": {"axis": 1, "epsilon": 1e-12, "scale": False}}}
     assert one_element_rounding("TimeDistributed", wrapped, np.full((8, 8, 1, 1), 2.0, np.float32), [], configs) \
         == pytest.approx(4 * 2.0 ** -24 * 2.0 * 1e6)

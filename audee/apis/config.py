@@ -31,7 +31,8 @@ OP_CATEGORIES = ("op.numpy", "op.nn", "op.linalg", "op.image", "op.math", "op.co
 TYPES = ("int", "float", "bool", "str", "layer", "tensor", "tensors", "axis")
 TENSOR_TYPES = ("tensor", "tensors")
 TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids",
-            "args", "derive", "undefined", "distinct", "min_length", "value_indices", "normalizes"}
+            "args", "derive", "undefined", "distinct", "min_length", "value_indices", "normalizes",
+            "groups"}
 PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip",
               "dtypes", "shape", "count", "spread", "domain", "rank_offset"}
 #: the dtypes an op's tensors may be drawn in (Keras names; bfloat16 travels as float32 and is cast in the worker)
@@ -195,6 +196,10 @@ class ApiConfig:
     #: (LayerNormalization: ``axis``), or "": a slice of one element makes its output a
     #: constant computed from terms at the input's scale (audee.oracle.slices)
     normalizes: str = ""
+    #: with ``normalizes``, the parameter splitting that one axis into groups, each normalized
+    #: over together with every other non-batch axis (GroupNormalization: ``groups``, -1 one
+    #: group per channel), or "": the slices are those of the ``normalizes`` axes alone
+    groups: str = ""
 
     @property
     def namespace(self) -> str:
@@ -388,10 +393,15 @@ def load_api_config(path: str | Path) -> ApiConfig:
     if normalizes and not (isinstance(normalizes, str) and isinstance(params.get(normalizes), dict)):
         raise _err(source, "normalizes",
                    f"expected the name of the parameter holding the normalized axes, got {normalizes!r}")
+    groups = data.get("groups", "")
+    if groups and not (normalizes and isinstance(groups, str) and isinstance(params.get(groups), dict)
+                       and params[groups].get("type") == "int"):
+        raise _err(source, "groups", f"expected the name of an int parameter splitting the `normalizes` axis, "
+                                     f"beside `normalizes`, got {groups!r}")
     return ApiConfig(api, data["category"], inputs, {n: _check_param(n, p, source) for n, p in params.items()},
                      rank if rank is not None else (ranks[0] if ranks and len(ranks) == 1 else None),
                      str(data.get("note", "")), source, list(ranks or []), ids, args, derive, undefined, distinct,
-                     _check_min_length(data.get("min_length"), params, source), value_indices.strip(), normalizes)
+                     _check_min_length(data.get("min_length"), params, source), value_indices.strip(), normalizes, groups)
 
 
 def _check_min_length(raw: Any, params: dict[str, Any], source: str) -> MinLength | None:

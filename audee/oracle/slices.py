@@ -1,6 +1,8 @@
 """Rounding no input perturbation shows: a normalization over slices of one element.
 
-A layer that normalizes each slice of its input (``LayerNormalization`` over ``axis``) gives
+A layer that normalizes each slice of its input (``LayerNormalization`` over ``axis``;
+``GroupNormalization`` over each group of channels with every other non-batch axis, which
+holds one element where a group has one channel and the other axes length 1) gives
 exactly beta where a slice holds one element: the element minus its own mean is 0, whatever
 its value.  Keras computes a normalization as ``x * inv + (beta - mean * inv)`` with
 ``inv = gamma / sqrt(var + epsilon)`` (``keras/src/ops/nn.py`` ``_layer_normalization``):
@@ -13,7 +15,8 @@ exactly.  On a slice of more than one element that rounding is the input's own c
 element and its mean alike and the error, beta rounded to the grid of the terms, does not
 move.  So the bound is computed here, from the formula: a difference within it is the
 formula's rounding on a degenerate slice, not evidence against a backend (the api-cpu
-campaign, rngs 2881 and 2896: epsilon 1e-12 on a one-element axis, or an input at 1e4).
+campaign, rngs 2881 and 2896: epsilon 1e-12 on a one-element axis, or an input at 1e4; rng
+3011: a GroupNormalization of one channel per group on a length-1 axis, epsilon 1e-12).
 """
 from __future__ import annotations
 
@@ -51,6 +54,21 @@ def _inner(api: str, params: Mapping[str, Any], x: np.ndarray) -> tuple[str, Map
     return api, params, x
 
 
+def _slice_size(cfg: ApiConfig, params: Mapping[str, Any], axes: list[int], shape: tuple[int, ...]) -> int | None:
+    """How many elements each slice the layer normalizes holds: the ``normalizes`` axes'
+    lengths, or with ``groups`` (GroupNormalization) one group's share of that axis times
+    every other non-batch axis (None: groups that do not divide the axis, refused anyway)."""
+    if not cfg.groups:
+        return int(np.prod([shape[a] for a in axes]))
+    groups, channels = params.get(cfg.groups), shape[axes[0]]
+    if len(axes) != 1 or not isinstance(groups, int) or isinstance(groups, bool):
+        return None
+    groups = channels if groups == -1 else groups
+    if groups <= 0 or channels % groups:
+        return None
+    return channels // groups * int(np.prod([n for a, n in enumerate(shape) if a not in (0, axes[0])]))
+
+
 def one_element_rounding(api: str, params: Mapping[str, Any], x: np.ndarray, weights: Sequence[np.ndarray],
                          configs: Mapping[str, ApiConfig]) -> float:
     """The largest error of Keras' normalization formula (module doc) on ``x``, the layer's
@@ -64,7 +82,7 @@ def one_element_rounding(api: str, params: Mapping[str, Any], x: np.ndarray, wei
     if cfg is None or not cfg.normalizes or params.get("rms_scaling"):
         return 0.0
     axes = _axes(params.get(cfg.normalizes, -1), x.ndim)
-    if not axes or 0 in axes or int(np.prod([x.shape[a] for a in axes])) != 1:
+    if not axes or 0 in axes or _slice_size(cfg, params, axes, x.shape) != 1:
         return 0.0
     try:
         xs = x.astype(np.float64)
