@@ -1192,3 +1192,23 @@ def test_an_odd_backend_its_entry_does_not_name_is_a_cause_of_its_own(tmp_path):
     assert bugs_with(everyone) == {("onnxruntime", "tensorflow"): "any-drop"}
     (new,) = [r for r in root_causes(unique_bugs(rows, [])) if r.status == "new"]   # no entry: one cause, as before
     assert new.odd == ("onnxruntime", "tensorflow")
+
+
+def test_cases_of_one_signature_key_that_different_entries_match_are_different_bugs():
+    """A signature's key holds no policy nor facts, which entries may match on: a float32
+    case of one oneDNN bug beside bfloat16 cases of another (rng 3012) is its own bug, and
+    a case no entry matches is new, not counted under the first case's entry."""
+    def sig(policy: str) -> Signature:
+        return Signature("deviation", "Dense", backends=("tensorflow", "torch"), odd=("tensorflow",),
+                         layer="Dense", context=(f"policy:{policy}",))
+
+    bf16 = KnownIssue.model_validate({"id": "bf16", "title": "t", "link": "https://x.org/1",
+                                      "match": {"kind": "deviation", "api": "Dense", "policy": "bfloat16"}})
+    f16 = KnownIssue.model_validate({"id": "f16", "title": "t", "link": "https://x.org/2",
+                                     "match": {"kind": "deviation", "api": "Dense", "policy": "float16"}})
+    assert len({s.key() for s in (sig("bfloat16"), sig("float16"), sig("float32"))}) == 1
+    bugs = unique_bugs(_rows([sig("bfloat16")], [sig("bfloat16")], [sig("float16")], [sig("float32")]), [bf16, f16])
+    assert sorted((b.known_id or "new", b.cases, b.case_ids) for b in bugs) == [
+        ("bf16", 2, ("c0", "c1")), ("f16", 1, ("c2",)), ("new", 1, ("c3",))]
+    assert bugs[0].status == "new" and bugs[0].first_case == "c3"
+    assert sum(r.cases for r in root_causes(bugs)) == 4

@@ -634,7 +634,7 @@ def _telling(sig: Signature, issue: KnownIssue | None) -> int:
 
 def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue]) -> list[Bug]:
     """Unique bugs over result rows (each one's ``signatures``): one :class:`Bug` per
-    signature key, new ones first, then by cases behind it; each with its known issue (if
+    signature key and the entry its cases match (none: new), new ones first, then by cases behind it; each with its known issue (if
     any; a refusal merged with others of the same case takes the entry another of them
     matches, :class:`_Followed`) and that entry's status now (:meth:`KnownIssue.status_now`), its class
     (:func:`audee.triage.rootcause.classify`) and root (the known issue's link or findings row,
@@ -643,43 +643,53 @@ def unique_bugs(rows: Iterable[PlacedRow | ResultRow], issues: list[KnownIssue])
     class and the entry) and its case file, the repro script ``<slug>.py`` of the row's run directory when one exists (a
     :class:`PlacedRow` says where a row was read; a bare row has its case file as written and
     no script), and the campaign units it was seen in."""
-    first: dict[str, tuple[Signature, PlacedRow, KnownIssue | None]] = {}
-    rank: dict[str, int] = {}  # the first case's :func:`_telling`
-    slugs: dict[str, str] = {}  # the first case's script: its whole signature's (a second cause has none of its own)
-    case_ids: dict[str, set[str]] = {}
-    units: dict[str, list[str]] = {}
     placed = [r if isinstance(r, PlacedRow) else PlacedRow(r) for r in rows]
     followed = _Followed()
+    seen: list[tuple[Signature, PlacedRow, KnownIssue | None, str]] = []  # each case's causes, in case order
     for at in sorted(placed, key=lambda a: a.row.id):
-        row = at.row
-        for sig, issue, script in ((s, i, whole.slug()) for whole in map(Signature.from_json, row.signatures)
+        for sig, issue, script in ((s, i, whole.slug()) for whole in map(Signature.from_json, at.row.signatures)
                                    for s, i in _causes(whole, issues)):
-            key = sig.key()
-            followed.add(sig, issue, row.id)
-            telling = _telling(sig, issue)
-            if key not in first:
-                case_ids[key], units[key] = set(), []
-            if key not in first or telling < rank[key]:  # the case that shows it best: a bug beside an undefined one
-                first[key], rank[key], slugs[key] = (sig, at, issue), telling, script
-            case_ids[key].add(row.id)
-            if at.unit is not None and at.unit not in units[key]:
-                units[key].append(at.unit)
+            followed.add(sig, issue, at.row.id)
+            seen.append((sig, at, issue, script))
+    unmatched: dict[str, set[str]] = {}  # signature key -> its cases no entry matches of their own
+    for sig, at, issue, _ in seen:
+        if issue is None:
+            unmatched.setdefault(sig.key(), set()).add(at.row.id)
+    # one bug per signature key and entry: cases of one key that different entries match, or
+    # none, are different causes (a float32 case of one oneDNN bug beside bfloat16 cases of
+    # another, rng 3012), never one cause under the first case's entry
+    Group = tuple[str, str | None]
+    first: dict[Group, tuple[Signature, PlacedRow, KnownIssue | None, bool]] = {}
+    rank: dict[Group, int] = {}  # the first case's :func:`_telling`
+    slugs: dict[Group, str] = {}  # the first case's script: its whole signature's (a second cause has none of its own)
+    case_ids: dict[Group, set[str]] = {}
+    units: dict[Group, list[str]] = {}
+    for sig, at, issue, script in seen:
+        key, follows = sig.key(), issue is None
+        taken = issue or followed.entry(key, at.row.id, unmatched.get(key, ()))
+        group = (key, taken.id if taken else None)
+        telling = _telling(sig, issue)
+        if group not in first:
+            case_ids[group], units[group] = set(), []
+        if group not in first or telling < rank[group]:  # the case that shows it best: a bug beside an undefined one
+            first[group], rank[group], slugs[group] = (sig, at, taken, follows), telling, script
+        case_ids[group].add(at.row.id)
+        if at.unit is not None and at.unit not in units[group]:
+            units[group].append(at.unit)
     bugs = []
-    for key, (sig, at, issue) in first.items():
-        follows = issue is None
-        issue = issue or followed.entry(key, at.row.id, case_ids[key])
+    for group, (sig, at, issue, follows) in first.items():
         klass, why = classify(sig, issue)
         if issue is not None and follows and issue.klass:
             why = f"known issue {issue.id}, which another backend's refusal of the same case matches"
-        repro = Path(at.repro_dir) / f"{slugs[key]}.py" if at.repro_dir is not None else None
+        repro = Path(at.repro_dir) / f"{slugs[group]}.py" if at.repro_dir is not None else None
         bugs.append(Bug(
-            sig, KnownRoot(issue.ref) if issue else root_of(sig), klass, why, cases=len(case_ids[key]),
+            sig, KnownRoot(issue.ref) if issue else root_of(sig), klass, why, cases=len(case_ids[group]),
             first_case=at.row.id, case_file=at.case_path or at.row.case_file,
             repro=str(repro) if repro is not None and repro.is_file() else None,
             known_id=issue.id if issue else None, known_title=issue.title if issue else None,
             link=issue.link if issue else None, known_status=issue.status_now() if issue else None,
-            known_where=issue.where() if issue else None, units=tuple(units[key]),
-            case_ids=tuple(sorted(case_ids[key]))))
+            known_where=issue.where() if issue else None, units=tuple(units[group]),
+            case_ids=tuple(sorted(case_ids[group]))))
     return sorted(bugs, key=lambda b: (b.status != "new", -b.cases, b.key))
 
 
