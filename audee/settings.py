@@ -352,8 +352,9 @@ class ApiSettings(_Section):
     call_training: float = Field(0.0, ge=0, le=1,
                                  description="API-level cases: probability the layer is called with a drawn "
                                              "training flag (true/false, whatever mode the model runs in) where "
-                                             "its call takes one; a layer random in training only with its "
-                                             "rate at 0 (docs/mutation.md)")
+                                             "its call takes one; a layer random in training is judged then on "
+                                             "acceptance and declared outputs only, its values left out "
+                                             "(docs/mutation.md)")
     call_mask: float = Field(0.3, ge=0, le=1,
                              description="API-level cases: probability a layer whose call takes a mask (recurrent "
                                          "layers, GlobalAveragePooling1D, BatchNormalization, Softmax, "

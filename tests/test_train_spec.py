@@ -9,7 +9,7 @@ from contextlib import nullcontext
 import numpy as np
 import pytest
 
-from audee.apis.call_args import TRAINING_LAYERS, random_in_training
+from audee.apis.call_args import TRAINING_LAYERS, random_in_training, random_values
 from audee.backends.base import Backend
 from audee.backends.pool import WorkerFailure
 from audee.backends.worker import WorkerState
@@ -215,10 +215,11 @@ def test_api_level_cases_draw_a_training_flag_from_their_own_stream():
         assert layer.params == p.spec.layers[-1].params and np.array_equal(d.inputs["x0"], p.inputs["x0"])
         assert any(m.param == "call.training" and m.new == layer.call["training"] for m in d.mutations)
     drops = [generate_case("Dropout", apis, 0, i, invalid_prob=0.0, call_training=1.0) for i in range(20)]
-    for c in drops:  # training mode only where the layer draws no mask
-        layer = c.spec.layers[-1]
-        if layer.call.get("training"):
-            assert random_in_training(layer.api, layer.params) is None
+    random = [c for c in drops if c.spec.layers[-1].call.get("training")
+              and random_in_training(c.spec.layers[-1].api, c.spec.layers[-1].params) is not None]
+    assert random  # a layer random in training is called so too: its values are then left out
+    assert all(random_values(c.spec.layers) for c in random)
+    assert not any(random_values(c.spec.layers) for c in drops if c not in random)
 
 
 class _InferenceOnly(Backend):

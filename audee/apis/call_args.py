@@ -13,8 +13,10 @@ Some layers are *random* in training mode (dropout, noise, the ``Random*`` augme
 layers, recurrent and attention layers with a dropout rate): each framework draws its own
 masks, so their training-mode outputs cannot agree across backends.
 :func:`random_in_training` says which and why; the training phase calls them in inference
-mode unless a spec asks otherwise (``audee.train.setup.train_spec``), and API-level
-mutation only draws ``training=True`` for one whose randomness is off (a rate of 0).
+mode unless a spec asks otherwise (``audee.train.setup.train_spec``).  API-level mutation
+draws ``training=True`` for them too: such a case's values are not compared
+(:func:`random_values`), only whether each backend accepts it and the shapes and dtypes
+Keras declares for it (CutMix refusing bfloat16 on torch and TensorFlow, findings row 118).
 
 An attention layer may be called with ``use_causal_mask`` (``"call": {"use_causal_mask": true}``):
 each query position attends to the value positions up to its own only (:data:`CAUSAL_LAYERS`,
@@ -181,6 +183,19 @@ def random_in_training(api: str, params: Mapping[str, Any]) -> str | None:
     return None
 
 
+def random_values(layers: Iterable[Any]) -> str | None:
+    """Why a model's values differ from backend to backend by design, or None when they are
+    comparable: a layer (a spec layer: ``api``, ``params``, ``call``) called with
+    ``training=True`` that is random in training (:func:`random_in_training`), each
+    framework drawing its own masks or transformations."""
+    for layer in layers:
+        if (layer.call or {}).get("training") is True:
+            why = random_in_training(layer.api, layer.params)
+            if why is not None:
+                return why
+    return None
+
+
 def _positive(v: Any) -> bool:
     """A rate that draws masks: a number above 0 (anything else, an invalid draw, counts too)."""
     if isinstance(v, bool) or v is None:
@@ -199,5 +214,5 @@ def training_layers_from(keras: Any) -> frozenset[str]:
 
 
 __all__ = ["ALWAYS_RANDOM", "CALL_ARGS", "CAUSAL_LAYERS", "DROPOUT_PARAMS", "EMPTY_UNDEFINED", "MASK_LAYERS", "MASK_LEFT_OUT", "MASK_ROWS", "RATE_PARAMS",
-           "TRAINING_LAYERS", "draw_masks", "mask_layers_from", "mask_shape", "random_in_training", "takes_mask",
+           "TRAINING_LAYERS", "draw_masks", "mask_layers_from", "mask_shape", "random_in_training", "random_values", "takes_mask",
            "takes_training", "training_layers_from", "causal_layers_from", "takes_causal_mask"]

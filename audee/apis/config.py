@@ -32,7 +32,7 @@ TYPES = ("int", "float", "bool", "str", "layer", "tensor", "tensors", "axis")
 TENSOR_TYPES = ("tensor", "tensors")
 TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids",
             "args", "derive", "undefined", "distinct", "min_length", "value_indices", "normalizes",
-            "groups"}
+            "groups", "training"}
 PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip",
               "dtypes", "shape", "count", "spread", "domain", "rank_offset"}
 #: the dtypes an op's tensors may be drawn in (Keras names; bfloat16 travels as float32 and is cast in the worker)
@@ -200,6 +200,10 @@ class ApiConfig:
     #: over together with every other non-batch axis (GroupNormalization: ``groups``, -1 one
     #: group per channel), or "": the slices are those of the ``normalizes`` axes alone
     groups: str = ""
+    #: the layer computes in training only (a random augmentation, the identity in
+    #: inference): API-level cases call it with ``training=True``, and its values, random
+    #: by design, are not compared (:func:`audee.apis.call_args.random_values`)
+    training: bool = False
 
     @property
     def namespace(self) -> str:
@@ -398,10 +402,13 @@ def load_api_config(path: str | Path) -> ApiConfig:
                        and params[groups].get("type") == "int"):
         raise _err(source, "groups", f"expected the name of an int parameter splitting the `normalizes` axis, "
                                      f"beside `normalizes`, got {groups!r}")
+    training = data.get("training", False)
+    if not isinstance(training, bool):
+        raise _err(source, "training", f"expected true or false, got {training!r}")
     return ApiConfig(api, data["category"], inputs, {n: _check_param(n, p, source) for n, p in params.items()},
                      rank if rank is not None else (ranks[0] if ranks and len(ranks) == 1 else None),
                      str(data.get("note", "")), source, list(ranks or []), ids, args, derive, undefined, distinct,
-                     _check_min_length(data.get("min_length"), params, source), value_indices.strip(), normalizes, groups)
+                     _check_min_length(data.get("min_length"), params, source), value_indices.strip(), normalizes, groups, training)
 
 
 def _check_min_length(raw: Any, params: dict[str, Any], source: str) -> MinLength | None:

@@ -44,6 +44,7 @@ from audee.records.findings import OwnScore
 from audee.records.reference import ReferenceRun
 from audee.reference.run import Reference, candidates as reference_candidates, computed_in_float32
 from audee.settings import TIE_MARGIN
+from audee.apis.call_args import random_values
 from audee.apis.keras_layers import is_recurrent, output_activation
 from audee.cases.spec import (ModelSpec, Weights, activation_spec, layer_feed, linear_part, one_layer_model, one_layer_spec,
                               weights_key)
@@ -77,6 +78,9 @@ class Result:
     # backend -> {"reason", "cases": the cases that saw the refusal}; and this case's own refusals (backend -> reason)
     skipped: dict[str, dict[str, Any]] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)
+    # what was not compared, and why: a model random by design (a layer random in training
+    # called with training=True, audee.apis.call_args.random_values) has its values left out
+    undefined: list[str] = field(default_factory=list)
 
 
 def first_shapes(built: dict[str, Any]) -> Shapes | None:
@@ -233,15 +237,19 @@ class Executor(Runner):
         diagnose = self.diagnose if diagnose is None else diagnose
         self._tally = phases
         ordered = [outcomes[label] for label in self.pool.labels if label in outcomes]
-        nans = nan_findings(ordered, case.inputs, consumer_compute_dtypes(case.spec))
+        # a model random by design is judged on what each backend accepts and declares only
+        random = random_values(case.spec.layers)
+        values = ordered if random is None else []
+        nans = nan_findings(values, case.inputs, consumer_compute_dtypes(case.spec))
         findings: list[Finding] = crash_findings(ordered) + nans
-        incons, pairs = inconsistency_findings(ordered, self.tie_margin, self.tolerances)
+        incons, pairs = inconsistency_findings(values, self.tie_margin, self.tolerances)
         findings += incons
         # label flips stay `inconsistency`; a pair beyond tolerance also gets a `deviation`
-        devs = deviation_findings(ordered, self.tolerances)
+        devs = deviation_findings(values, self.tolerances)
         findings += devs
         findings += declared_findings(ordered, case.spec.topological_order())
-        result = Result(case, Verdict(findings), {o.backend: o for o in ordered}, pairs)
+        result = Result(case, Verdict(findings), {o.backend: o for o in ordered}, pairs,
+                        undefined=[] if random is None else [f"values: {random}"])
         if diagnose and incons:
             self._diagnose(result, incons)
         if diagnose and devs:
@@ -250,11 +258,11 @@ class Executor(Runner):
             fold_reduced_precision_flips(result.verdict)
         if diagnose:
             self._diagnose_nan(result, [f for f in nans if f.detail.patterns])
-        if self.reference is not None and any(o.ok for o in ordered):  # against float64
+        if self.reference is not None and any(o.ok for o in values):  # against float64
             result.reference, precise = self.reference.judge(self, case, result.outcomes, result.verdict.findings,
                                                              diagnose=diagnose)
             result.verdict.findings.extend(precise)
-        if self.equivalence:  # each rule's equivalent model on every backend that ran the case
+        if self.equivalence and random is None:  # each rule's equivalent model on every backend that ran the case
             eq, result.equivalence = run_equivalence(self, case, result.outcomes, self.equivalence, diagnose=diagnose)
             result.verdict.findings.extend(eq)
         # after every change of kind; the float64 reference, where one judges, before the majority

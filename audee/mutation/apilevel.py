@@ -370,14 +370,13 @@ CAUSAL_STREAM = 5
 def _call_training(spec: ModelSpec, muts: list[Mutation], meta: dict[str, Any], lname: str,
                    value: bool | None) -> None:
     """Call the API's layer with ``training=value`` (None: leave it to the model's mode),
-    where its call takes one and, for ``True``, where it is not random in training mode
-    (its masks would differ on every backend: only with its rate at 0)."""
-    from audee.apis.call_args import random_in_training, takes_training
+    where its call takes one.  A layer random in training mode is called so too: its values
+    then differ on every backend and are not compared, its acceptance and declared outputs
+    are (:func:`audee.apis.call_args.random_values`)."""
+    from audee.apis.call_args import takes_training
 
     layer = spec.layer(lname)
     if value is None or not takes_training(layer.api):
-        return
-    if value and random_in_training(layer.api, layer.params) is not None:
         return
     layer.call = {"training": value}
     muts.append(Mutation(lname, "call.training", None, value, False))
@@ -435,8 +434,8 @@ def generate_case(api: str, apis: dict[str, ApiConfig], rng_seed: int, index: in
     cfg = apis[api]
     rng = case_rng(rng_seed, api, index)
     weights = parse_dtype_weights(dtypes)
-    flag = None
-    if call_training > 0:
+    flag = True if cfg.training else None  # a layer that computes in training only
+    if call_training > 0 and flag is None:
         g = case_rng(rng_seed, api, index, stream=CALL_STREAM)
         if g.random() < call_training:
             flag = bool(g.random() < 0.5)

@@ -1,0 +1,70 @@
+"""A layer random in training, called with training=True, on real frameworks: each framework
+draws its own masks, so its values are left out (the case records why) and what each backend
+accepts and declares is judged: CutMix under bfloat16 refused by torch is a divergent
+acceptance (findings row 118), Dropout's differing masks are no finding."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audee.apis import load_api_configs
+from audee.apis.call_args import random_values
+from audee.backends.pool import Pool
+from audee.backends.registry import parse_backends
+from audee.cases.case import Kind, TestCase
+from audee.cases.spec import ModelSpec
+from audee.engine.execute import Executor
+from audee.mutation.apilevel import generate_case
+
+
+def _spec(api: str, params: dict, shape: list[int], training: bool | None = True) -> ModelSpec:
+    call = {} if training is None else {"call": {"training": training}}
+    return ModelSpec.from_json({"name": api.lower(), "inputs": [{"name": "x", "shape": shape}],
+                                "layers": [{"name": "t", "api": api, "params": params, "inputs": ["x"], **call}],
+                                "output": "t"})
+
+
+def test_values_are_random_only_for_a_random_layer_called_in_training():
+    assert "Dropout" in random_values(_spec("Dropout", {"rate": 0.5}, [4]).layers)
+    assert random_values(_spec("Dropout", {"rate": 0.0}, [4]).layers) is None        # no mask drawn
+    assert random_values(_spec("Dropout", {"rate": 0.5}, [4], training=False).layers) is None
+    assert random_values(_spec("Dropout", {"rate": 0.5}, [4], training=None).layers) is None   # inference
+    assert "CutMix" in random_values(_spec("CutMix", {}, [8, 8, 3]).layers)
+    apis = load_api_configs()   # a layer that computes in training only is always called so
+    assert all(generate_case("CutMix", apis, 5, i).spec.layers[-1].call == {"training": True} for i in range(4))
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    with Pool(parse_backends("jax,torch"), tmp_path_factory.mktemp("logs"), timeout=300) as p:
+        assert p.start() == {}
+        yield p
+
+
+def _run(pool: Pool, spec: ModelSpec, x: np.ndarray):
+    ex = Executor(pool)
+    case = TestCase(spec.name, spec, {}, {"x": x})
+    ex.complete_weights(case, 1)
+    return ex.run(case)
+
+
+def test_differing_dropout_masks_are_no_finding_and_the_row_says_why(pool):
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    result = _run(pool, _spec("Dropout", {"rate": 0.5}, [64]), x)
+    jax, torch = (np.asarray(result.outcomes[b].logits) for b in ("jax", "torch"))
+    assert not np.allclose(jax, torch)                      # each framework drew its own mask
+    assert result.verdict.findings == [] and result.verdict.status == "pass"
+    assert result.undefined == ["values: Dropout draws a random mask or noise in training (rate=0.5)"]
+    from audee.fuzz import result_row
+
+    assert result_row(result, {}).undefined == result.undefined
+
+
+def test_a_policy_one_backend_refuses_in_training_is_a_divergent_acceptance(pool):
+    x = np.random.default_rng(1).uniform(0, 255, (4, 8, 8, 3)).astype(np.float32)
+    result = _run(pool, _spec("CutMix", {"dtype": "bfloat16", "seed": 1}, [8, 8, 3]), x)
+    kinds = {f.kind for f in result.verdict.findings}
+    assert kinds == {Kind.DIVERGENT_ACCEPTANCE}, result.verdict.findings
+    (f,) = result.verdict.findings
+    assert f.backends == ["torch"] and "not implemented for 'BFloat16'" in f.detail.errors["torch"].message
+    assert result.outcomes["jax"].ok and result.undefined
