@@ -48,6 +48,10 @@ BASE: dict[str, dict[str, Any]] = {
     "Normalization": {"mean": 0.0, "variance": 1.0}, "Discretization": {"bin_boundaries": [-1.0, 0.0, 1.0]},
     "CategoryEncoding": {"num_tokens": 8}, "GroupNormalization": {"groups": 2},
     "STFTSpectrogram": {"frame_length": 4}, "MelSpectrogram": {"fft_length": 4, "sequence_stride": 2},
+    "RandomRotation": {"factor": 0.2}, "RandomZoom": {"height_factor": 0.2},
+    "RandomTranslation": {"height_factor": 0.2, "width_factor": 0.2}, "RandomContrast": {"factor": 0.5},
+    "RandomBrightness": {"factor": 0.5}, "RandomCrop": {"height": 4, "width": 4}, "RandomSharpness": {"factor": 0.5},
+    "RandomPosterization": {"factor": 4},
 }
 
 # Values that only make sense together with others (checked in ``values`` mode with these set).
