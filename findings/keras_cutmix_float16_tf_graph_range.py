@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
-"""Keras 3.15's CutMix cannot be traced by TensorFlow in training under a float16 or
-mixed_float16 policy: it builds its box mask from keras.ops.arange(image_height,
-dtype=compute_dtype) (cut_mix.py, _generate_grid_xy), which in a tf.function, where the height
-is a tensor of the traced shape, becomes a Range node with Tidx=half, and TensorFlow has no
-Range for half ("Unsupported dtype19 for '{{node .../range}} = Range[Tidx=DT_HALF]").  Called
-eagerly (concrete sizes) the same layer runs, so every graph path fails: model.fit, a
-tf.data map, tf.function, and what converters trace (tf2onnx, LiteRT).  JAX and torch trace it
-(torch refuses float16 for another reason: findings row 118).  Building the grid in float32 or
-int32 and casting would mend it.
+"""Keras 3.15's TensorFlow backend cannot trace keras.ops.arange with a float16 dtype: arange
+calls tf.range(..., dtype=float16) and falls back to a float32 range and a cast only on
+tf.errors.NotFoundError (keras/src/backend/tensorflow/numpy.py, arange), which is what eager
+mode raises for the missing half kernel; inside a tf.function the same call fails while the
+graph is built, with a ValueError ("Unsupported dtype19 for '{{node range}} = Range[Tidx=DT_HALF]'"),
+which nothing catches.  So every layer that builds a grid with arange in its float16 compute
+dtype runs eagerly and fails traced (model.fit, model.predict, a tf.data map, what converters
+trace): CutMix (cut_mix.py, _generate_grid_xy: arange(image_height, dtype=compute_dtype)),
+RandomErasing and RandomGaussianBlur, under float16 or mixed_float16.  JAX and torch trace
+them (torch refuses CutMix's float16 for another reason: findings row 118).  Catching the
+ValueError too, or building the range in float32 and casting, would mend them all.
 
     KERAS_BACKEND=tensorflow python keras_cutmix_float16_tf_graph_range.py
-    # prints REPRODUCED and exits 1 while a traced CutMix refuses float16 that eager CutMix runs;
-    # else NOT REPRODUCED, 0
+    # prints REPRODUCED and exits 1 while a traced float16 arange (and the layers built on it)
+    # fails where eager runs; else NOT REPRODUCED, 0
 
-Found by audee's API-level fuzzer from the shipped api-cpu campaign once CutMix was configured
-to be called in training (its values, random by design, left out; acceptance judged).
-Upstream: not found (queries: "CutMix mixed_float16 Range DT_HALF Unsupported dtype tensorflow",
-"keras CutMix float16 tf.function arange compute_dtype Range half"); Keras' cut_mix_test runs
-float32 only; keras-cv's older CutMix had float16 fixes (keras-team/keras-cv#967), not this code.
+Found by audee's API-level fuzzer (CutMix from the shipped api-cpu campaign once layers random in
+training were called in training, their values left out and their acceptance judged; RandomErasing
+and RandomGaussianBlur once configured alike).  Upstream: not found (queries: "CutMix
+mixed_float16 Range DT_HALF Unsupported dtype tensorflow", "keras CutMix float16 tf.function
+arange compute_dtype Range half"); Keras' cut_mix_test runs float32 only; keras-cv's older CutMix
+had float16 fixes (keras-team/keras-cv#967), not this code.
 """
 import os
 import re
@@ -40,25 +43,30 @@ def said(exc: Exception, n: int) -> str:
     return " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).split())[:n]
 
 
+def both(name: str, call) -> None:
+    """``call`` eagerly, then inside a tf.function: a failure only traced is the bug."""
+    outcome = []
+    for how, fn in (("eager", call), ("tf.function", tf.function(call))):
+        try:
+            fn(x)
+            outcome.append(f"{how} ran")
+        except Exception as exc:  # noqa: BLE001 - what the call does is the finding
+            match = re.search(r"Unsupported dtype\w* for '\{\{node [^}]*\}\} = Range\[Tidx=DT_\w+\]",
+                              said(exc, 4000))
+            outcome.append(f"{how} {type(exc).__name__}: {match.group(0) if match else said(exc, 100)}")
+    print(f"  {name}: {'; '.join(outcome)}")
+    if outcome[0].endswith("ran") and not outcome[1].endswith("ran"):
+        failed.append(name)
+
+
+for dtype in ("float32", "float16"):
+    both(f"keras.ops.arange(4, dtype={dtype!r})", lambda t, d=dtype: keras.ops.arange(4, dtype=d))
 for policy in ("float32", "float16", "mixed_float16"):
-    layer = keras.layers.CutMix(dtype=policy, seed=1)
-    eager = graph = None
-    try:
-        layer(x, training=True)
-        eager = "ran"
-    except Exception as exc:  # noqa: BLE001 - what the layer does is the finding
-        eager = f"{type(exc).__name__}: {said(exc, 60)}"
-    try:
-        tf.function(lambda t: layer(t, training=True))(x)
-        graph = "ran"
-    except Exception as exc:  # noqa: BLE001
-        match = re.search(r"Unsupported dtype\w* for '\{\{node [^}]*range\}\} = Range\[Tidx=DT_\w+\]", said(exc, 4000))
-        graph = f"{type(exc).__name__}: {match.group(0) if match else said(exc, 120)}"
-    print(f"  CutMix(dtype={policy!r}), training: eager {eager}; tf.function {graph}")
-    if eager == "ran" and graph != "ran":
-        failed.append(policy)
+    for layer in (keras.layers.CutMix(dtype=policy, seed=1), keras.layers.RandomErasing(dtype=policy, seed=1),
+                  keras.layers.RandomGaussianBlur(dtype=policy, seed=1)):
+        both(f"{type(layer).__name__}(dtype={policy!r}), training", lambda t, l=layer: l(t, training=True))
 if failed:
-    print(f"REPRODUCED: a traced CutMix refuses {', '.join(failed)} that eager CutMix runs")
+    print(f"REPRODUCED: traced, these fail where eager runs: {', '.join(failed)}")
     sys.exit(1)
-print("NOT REPRODUCED: CutMix traces under every policy it runs eagerly")
+print("NOT REPRODUCED: everything traces that runs eagerly")
 sys.exit(0)
