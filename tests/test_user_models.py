@@ -30,13 +30,14 @@ from tests.helpers import run_audee
 ROOT = Path(__file__).resolve().parent.parent
 # Real Keras 3.15 layers with no API config (random augmentations: their reason in api_configs/README.md),
 # which a user's spec may still hold: they run as given, unmutated (identities at inference).
-UNCONFIGURED = "RandomBrightness"
+UNCONFIGURED = "RandomHue"
 BRIGHTNESS_SPEC = {"name": "clahe", "inputs": [{"name": "img", "shape": [16, 16, 3], "range": [0, 255]}],
               "layers": [{"name": "clahe", "api": UNCONFIGURED, "inputs": ["img"],
                           "params": {"factor": 0.2, "value_range": [0, 255]}}],
               "output": "clahe"}
+OTHER = "RandomSaturation"  # another layer without a config
 CONTRAST_SPEC = {"name": "mel", "inputs": [{"name": "img", "shape": [16, 16, 3]}],
-            "layers": [{"name": "mel", "api": "RandomContrast", "inputs": ["img"],
+            "layers": [{"name": "mel", "api": OTHER, "inputs": ["img"],
                         "params": {"factor": 0.3}}],
             "output": "mel"}
 
@@ -82,13 +83,13 @@ def models(tmp_path_factory) -> Path:
 
 def test_any_keras_layer_validates_and_an_unknown_name_is_one_line(tmp_path):
     apis = load_api_configs()
-    assert UNCONFIGURED not in apis and "RandomContrast" not in apis and {UNCONFIGURED, "RandomContrast"} <= known_layers()
+    assert UNCONFIGURED not in apis and OTHER not in apis and {UNCONFIGURED, OTHER} <= known_layers()
     for body in (BRIGHTNESS_SPEC, CONTRAST_SPEC):
         validate(ModelSpec.from_json(body), source="spec.json", apis=apis)
-    bad = json.loads(json.dumps(CONTRAST_SPEC).replace("RandomContrast", "RandomContrastt"))
+    bad = json.loads(json.dumps(CONTRAST_SPEC).replace(OTHER, OTHER + "t"))
     with pytest.raises(SpecError) as err:
         validate(ModelSpec.from_json(bad), source="my/spec.json", apis=apis)
-    assert str(err.value).startswith("my/spec.json: layers[mel].api: unknown API 'RandomContrastt'")
+    assert str(err.value).startswith(f"my/spec.json: layers[mel].api: unknown API '{OTHER}t'")
     assert "\n" not in str(err.value)
 
 
@@ -205,7 +206,7 @@ def test_campaign_over_two_user_specs_runs_without_unit_error(tmp_path):
     # the campaign's closing lines: root causes over its units, counted per class
     assert "  root causes " in got.stdout and "    bug " in got.stdout and "    limitation " in got.stdout, got.stdout
     # a bad seed stops the campaign before any unit: one line naming the file and the field
-    bad = json.loads(json.dumps(CONTRAST_SPEC).replace("RandomContrast", "NoSuchLayer"))
+    bad = json.loads(json.dumps(CONTRAST_SPEC).replace(OTHER, "NoSuchLayer"))
     bad["name"] = "bad"
     cfg.write_text(cfg.read_text().replace(str(specs[1]), str(_spec_dir(tmp_path, bad))))
     got = _audee("campaign", str(cfg), "--out", str(tmp_path / "out2"), "--no-progress")
