@@ -100,3 +100,16 @@ def test_an_exact_answer_of_float32_numbers_stays_the_reference(pool):
     rec, wide, tensors = Reference().run(Executor(pool), case)
     assert rec.backend == "tensorflow" and not rec.refused, rec.refused
     assert float32_valued(tensors["logits"]) and np.array_equal(tensors["logits"][0, 0, 0], wide.weights["gn"][1])
+
+
+def test_the_weight_level_searchs_reference_lane_is_exact_too(pool):
+    """A weight-level precision search runs its reference lane with ``run_many`` (one request
+    per generation): that path keeps float64 as float64 as a ``run`` does."""
+    case = _case(NORMS, pool)
+    wide = Wide.of(case, "float64")
+    items = [{"weights_key": weights_key(wide.weights), "weights": wide.weights, "inputs": wide.inputs, "layers": True}]
+    (reply,) = pool.call("torch", "run_many", spec=wide.spec.to_json(), key=wide.spec.key(), items=items)
+    tf = pool.run(wide.spec, wide.weights, weights_key(wide.weights), wide.inputs, layers=True)["tensorflow"]["layers"]
+    for name in ("gn", "bn", "ln"):
+        assert not float32_valued(reply["layers"][name]), name
+        assert float(np.max(np.abs(reply["layers"][name] - tf[name]))) < 1e-12, name

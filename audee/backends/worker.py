@@ -377,13 +377,14 @@ class WorkerState:
         be, a clean failure as its ``error``; the parent pays one round trip, not one per
         individual.  A worker that dies on an item fails the whole request (the parent
         then runs the items one by one)."""
-        self.entry(spec, key)
         out: list[dict] = []
-        for item in items:
-            try:
-                out.append(self.run({**item, "key": key, "spec": None}))
-            except BackendError as exc:
-                out.append({"error": {"phase": exc.phase, "message": str(exc), "traceback": exc.tb}})
+        with self.computing({"spec": spec, "key": key}):  # the precision search's reference lane is exact
+            self.entry(spec, key)
+            for item in items:
+                try:
+                    out.append(self.run({**item, "key": key, "spec": None}))
+                except BackendError as exc:
+                    out.append({"error": {"phase": exc.phase, "message": str(exc), "traceback": exc.tb}})
         return out
 
     def op_kept_layers(self, tag: str, rows: list[int]) -> dict[str, np.ndarray] | None:
