@@ -269,3 +269,86 @@ def test_the_float64_sides_read_the_elements_no_inf_of_the_input_reaches(tmp_pat
     assert all(sorted(pt.float64_within["torch"]) == ["tensorflow", "torch"] for pt in standing.values()), standing
     assert f.detail.odd == ["jax", "tensorflow"], (f.detail.odd, f.detail.odd_rule)
     assert f.detail.odd_rule == NAN_OFF_FLOAT64_RULE.format(right="torch")
+
+
+# ---- an intermediate the formula stores past float16's maximum ------------------------------------
+def test_a_difference_is_forced_where_a_contraction_overflows_in_every_row_it_differs_in():
+    """By row: each differing row must hold a stored contraction value past float16's maximum
+    (a softmax of overflowing scores fits); one differing row without it keeps the finding."""
+    from audee.oracle.nan import contraction_overflow
+
+    fed = {"x": np.full((2, 4), 40000.0, np.float32)}                      # float16's overflow scale
+    alone = {"tf": np.array([[np.nan, np.nan], [1.0, 2.0]], np.float16),
+             "torch": np.array([[2.0, 2.0], [1.0, 2.0]], np.float16)}
+    assert contraction_overflow(fed, alone, [np.array([1.2e5, 10.0])], "float16")
+    assert not contraction_overflow(fed, alone, [np.array([5e4, 1e6])], "float16")     # row 0's scores fit
+    assert not contraction_overflow(fed, alone, [], "float16")                           # no trace: no evidence
+    assert not contraction_overflow(fed, alone, [np.array([1.2e5, 10.0]), np.array([5e4, 1e6])], "float16")
+    assert not contraction_overflow(fed, alone, [np.array([1.2e5])], "float16")          # another batch
+    assert not contraction_overflow(fed, alone, [np.array([1.2e5, 10.0])], "float32")    # float32: the order rules
+    assert not contraction_overflow({"x": np.full((2, 4), 2e19, np.float32)}, alone,     # float32's scale
+                                    [np.array([1.2e5, 10.0])], "float16")
+
+
+def test_contraction_peaks_read_the_stored_result_at_its_smaller_scale():
+    """JAX's trace evaluated op by op: a matmul's output per batch row, or that output scaled
+    by a scalar right after, whichever is smaller (Keras scales attention's query before the
+    scores on one backend and the scores after on another); a weight's product and the ops
+    that are not contractions (a sum of squares) do not count."""
+    import jax.numpy as jnp
+
+    from audee.backends.jax_trace import contraction_row_peaks
+
+    w = jnp.ones((3, 2), jnp.float32)
+
+    def f(x, y):
+        scores = (x @ w) * 0.5                   # stored 3e5 in row 0, scaled to 1.5e5
+        g = w.T @ w                              # no batch axis
+        return jnp.sum(scores, -1) + jnp.sum(y * y, -1) + g[0, 0]
+
+    x = np.array([[1e5, 1e5, 1e5], [1.0, 2.0, 3.0]], np.float32)
+    y = np.full((2, 3), 1e4, np.float32)                                 # squares past 65504: not a contraction
+    peaks = contraction_row_peaks(f, (x, y), 2)
+    assert np.allclose(peaks, [1.5e5, 3.0]), peaks
+    assert contraction_row_peaks(lambda x, y: x + y, (x, y), 2) is None
+
+
+def _attention_case(query_row: list[float]):
+    """Keras' float16 MultiHeadAttention, one query and one key, every projection the
+    identity: the score is query_row . (2, 2, 2, 2) / 2, and the output the value, 2."""
+    from audee.cases.case import TestCase
+
+    spec = ModelSpec.from_json({
+        "name": "f16mha", "inputs": [{"name": "q", "shape": [1, 4]}, {"name": "v", "shape": [1, 4]}],
+        "layers": [{"name": "a", "api": "MultiHeadAttention",
+                    "params": {"num_heads": 1, "key_dim": 4, "use_bias": False, "dtype": "float16"},
+                    "inputs": ["q", "v"]}],
+        "output": "a", "logits": "a"})
+    eye = np.eye(4, dtype=np.float32)
+    weights = {"a": [eye[:, None, :], eye[:, None, :], eye[:, None, :], eye[None, :, :]]}
+    q = np.array([[query_row], [[1.0, 2.0, 3.0, 4.0]]], np.float32)
+    return TestCase("f16mha", spec, weights, {"q": q, "v": np.full((2, 1, 4), 2.0, np.float32)})
+
+
+def test_attention_scores_past_float16_are_forced_and_a_half_sum_past_it_is_not(tmp_path):
+    """TensorFlow's float16 attention NaN, torch's fused attention finite (it keeps the scores
+    in float32), JAX refusing float16 attention on the CPU but tracing the float64 formula.
+    Scores of 120000 exactly cannot be float16: the NaN is the input's (``overflow``).  A
+    score of 50000 exactly, summed 40000 + 40000 in TensorFlow's half einsum, fits: the
+    finding stands and names TensorFlow (findings row 106's face)."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+
+    got = {}
+    with Pool(parse_backends("tensorflow,torch,jax"), tmp_path, timeout=300) as p:
+        assert p.start() == {}
+        for name, row in (("forced", [40000.0, 40000.0, 40000.0, 0.0]), ("fits", [40000.0, 40000.0, -30000.0, 0.0])):
+            result = Executor(p).run(_attention_case(row))
+            finite = {b: bool(np.isfinite(o.output[0]).all()) for b, o in result.outcomes.items() if o.ok}
+            assert finite == {"tensorflow": False, "torch": True}, (name, finite)   # the frameworks as measured
+            (got[name],) = [f for f in result.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+    forced, fits = got["forced"].detail.patterns["tensorflow|torch"], got["fits"].detail.patterns["tensorflow|torch"]
+    assert got["forced"].kind == Kind.NAN_PROPAGATED and forced.cleared == "overflow", forced
+    assert got["fits"].kind == Kind.NAN and fits.cleared is None and fits.own_layer == "a", fits
+    assert got["fits"].detail.odd == ["tensorflow"], got["fits"].detail

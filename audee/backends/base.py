@@ -138,6 +138,13 @@ class Backend(ABC):
         no model Keras built (a converter's graph answers to its reference's program instead)."""
         return None
 
+    def contraction_peaks(self, model: Any, inputs: dict[str, np.ndarray]) -> np.ndarray | None:
+        """Per batch row of ``inputs``, the largest magnitude a contraction inside ``model``'s
+        formula stores, computed at least in float32 (:mod:`audee.backends.jax_trace`): what
+        says a float16 layer's intermediate overflows by the math although its output fits.
+        None from a backend that cannot trace its program op by op (the default)."""
+        return None
+
     @abstractmethod
     def weight_shapes(self, model: Any) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
         """Layer name -> [(role, shape)] of its weights, in ``layer.get_weights()`` order;

@@ -824,6 +824,18 @@ class JaxBackend(KerasBackend):
         xs = self._ordered(model, inputs)
         model.compiled[_signature(xs)] = model.fn.lower(model.tv, model.ntv, xs).compile()
 
+    def contraction_peaks(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> np.ndarray | None:
+        """The jitted call's trace evaluated op by op (:func:`audee.backends.jax_trace.contraction_row_peaks`),
+        for a model computing in float32 or wider (without ``jax_enable_x64`` a float64 spec
+        computes in float32, which holds a float16 overflow's exact magnitude)."""
+        from audee.backends.jax_trace import contraction_row_peaks
+
+        xs = self._ordered(model, inputs)
+        floats = [np.asarray(v) for v in [*model.tv, *model.ntv, *xs] if np.issubdtype(np.asarray(v).dtype, np.floating)]
+        if not xs or any(np.finfo(a.dtype).bits < 32 for a in floats):
+            return None
+        return contraction_row_peaks(model.fn, (model.tv, model.ntv, xs), len(xs[0]))
+
     def op_skips(self) -> dict[str, str]:
         """Without ``jax_enable_x64`` JAX makes every 64-bit array a 32-bit one (its documented
         default, "JAX enforces single-precision": the Sharp Bits), so a float64 or int64 call

@@ -263,6 +263,7 @@ class Worker:
         self.executable = str(hello.get("executable") or "")
         self.runs_ops = bool(hello.get("runs_ops", False))  # keras.ops calls (op-level cases)
         self.op_grads = bool(hello.get("op_grads", self.runs_ops))  # and their vector-Jacobian products
+        self.traces = bool(hello.get("traces", False))  # reads its formula's intermediates (contraction_peaks)
         self.op_skips = {str(k): str(v) for k, v in dict(hello.get("op_skips") or {}).items()}  # dtype -> why
         note_plugin_reference(self.ref.target, hello.get("reference"))  # a plugin's, as its worker declares it
         self.precision_state = hello.get("precision", {"mode": self.ref.precision})
@@ -872,6 +873,11 @@ class Pool:
     def op_labels(self) -> list[str]:
         """The backends that call ``keras.ops`` functions (``Backend.runs_ops``), as started."""
         return [label for label in self.labels if getattr(self.workers[label], "runs_ops", False)]
+
+    @property
+    def trace_labels(self) -> list[str]:
+        """The backends that evaluate a model's formula op by op (``Backend.contraction_peaks``: JAX)."""
+        return [label for label in self.labels if getattr(self.workers[label], "traces", False)]
 
     @property
     def op_grad_labels(self) -> list[str]:

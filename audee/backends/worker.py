@@ -120,6 +120,7 @@ class WorkerState:
                     "name": type(self.backend).name, "runs_ops": bool(self.backend.runs_ops),
                     # a converter converts a call but differentiates none: left out of the gradient phase
                     "op_grads": bool(self.backend.runs_ops and hasattr(self.backend, "run_op_grad")),
+                    "traces": type(self.backend).contraction_peaks is not Backend.contraction_peaks,
                     "op_skips": dict(self.backend.op_skips()) if self.backend.runs_ops else {},
                     "reference": getattr(type(self.backend), "reference", None)}
         if op == "build":
@@ -386,6 +387,16 @@ class WorkerState:
                 except BackendError as exc:
                     out.append({"error": {"phase": exc.phase, "message": str(exc), "traceback": exc.tb}})
         return out
+
+    def op_contraction_peaks(self, key: str, inputs: dict) -> np.ndarray | None:
+        """A model this worker built and ran (by ``key``): per batch row of ``inputs``, the
+        largest magnitude a contraction of its formula stores (``Backend.contraction_peaks``);
+        None when it was evicted, or the backend cannot say."""
+        e = self.cache.get(key)
+        if e is None or not e.ran:
+            return None
+        with self.computing({"key": key}):
+            return self.backend.contraction_peaks(e.model, inputs)
 
     def op_kept_layers(self, tag: str, rows: list[int]) -> dict[str, np.ndarray] | None:
         """Every layer's output for some rows of a kept run (None if it was evicted)."""

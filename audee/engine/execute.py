@@ -31,10 +31,11 @@ from audee.oracle.deviation import (DTYPE_ROUNDING, FULL, PROBE_SIGNS, Tolerance
                                     layer_scores, pair_compute, perturbed, perturbed_weights, rounding_for)
 from audee.oracle.compute_dtype import (FLOAT32, consumer_compute_dtypes, layer_compute_dtype, narrow_range,
                                         reduced_precision)
-from audee.oracle.nan import (amplified_rounding, both_overflow_narrow, condition_pattern, diagnose_patterns,
-                              diagnose_rows, float64_nan_within, has_nonfinite, intermediate_overflow,
-                              overflow_boundary, overflow_scale, part_differs_there, same_difference,
-                              scaled_into_range, settle_conditioning, state_at_overflow_scale, without_nonfinite)
+from audee.oracle.nan import (amplified_rounding, both_overflow_narrow, condition_pattern, contraction_overflow,
+                              diagnose_patterns, diagnose_rows, float64_nan_within, has_nonfinite,
+                              intermediate_overflow, narrow_overflow_scale, overflow_boundary, overflow_scale,
+                              part_differs_there, same_difference, scaled_into_range, settle_conditioning,
+                              state_at_overflow_scale, without_nonfinite)
 from audee.oracle.odd import mark_odd
 from audee.oracle.pairs import judged_against, odd_by_witness
 from audee.oracle.regression import regression_findings
@@ -568,7 +569,8 @@ class Executor(Runner):
                     p.own_layer, p.overflow_evidence, p.cleared = None, None, "amplified"
                 elif not p.overflow_boundary and as_independent(a, b) \
                         and (both_overflow_narrow(fed, alone, wide, dtype)
-                             or self._state_overflowed(result, name, fed, alone, dtype)):
+                             or self._state_overflowed(result, name, fed, alone, dtype)
+                             or self._contraction_overflowed(result, name, fed, alone, dtype)):
                     p.own_layer, p.overflow_evidence, p.cleared = None, "float64", "overflow"
                 elif not p.overflow_boundary and self._intermediate_overflow(result, name, fed, alone, dtype, wide,
                                                                              compute):
@@ -606,6 +608,37 @@ class Executor(Runner):
             return False
         states = self._run_wide(result.case, layer, fed, self._wide_labels(result), {"return_sequences": True})
         return state_at_overflow_scale(alone, states, bool(ls.params.get("return_sequences")), dtype)
+
+    def _contraction_overflowed(self, result: Result, layer: str, fed: dict[str, np.ndarray],
+                                alone: dict[str, np.ndarray], dtype: str | None) -> bool:
+        """A standing difference at a float16 layer fed a finite input at float16's overflow
+        scale, where a contraction inside the layer's formula stores a value past float16's
+        maximum in every row the pair differs in (:func:`audee.oracle.nan.contraction_overflow`):
+        the peaks come from the backends that trace their program op by op
+        (``Backend.contraction_peaks``: JAX, whether or not it ran the case: a float16 call
+        it refuses is no reason its float64 formula cannot speak) on the layer's float64
+        model.  One run and one trace each, only for a difference that stood every other
+        rule, and only on such an input.  Only between
+        independent frameworks: a converted program must overflow where its reference does."""
+        if narrow_overflow_scale(fed, dtype) is None:
+            return False
+        model = _wide_model(result.case, layer, fed)
+        labels = getattr(self.pool, "trace_labels", [])
+        if model is None or not labels:
+            return False
+        spec1, wide_w, wide_in = model
+        ran = self._pool_run(spec1, wide_w, weights_key(wide_w), wide_in, labels=labels)  # built there, weights in
+        peaks = []
+        for label in labels:
+            if not isinstance(ran.get(label), dict):
+                continue
+            try:
+                got = self.pool.call(label, "contraction_peaks", key=spec1.key(), inputs=wide_in)
+            except Exception:  # noqa: BLE001 - a backend that cannot say gives no evidence
+                continue
+            if got is not None:
+                peaks.append(np.asarray(got))
+        return contraction_overflow(fed, alone, peaks, dtype)
 
     def _intermediate_overflow(self, result: Result, layer: str, fed: dict[str, np.ndarray],
                                alone: dict[str, np.ndarray], dtype: str | None,
@@ -695,19 +728,30 @@ class Executor(Runner):
         own policy: their output comes back float32), or that computed it in float32 all the
         same (:func:`audee.reference.run.computed_in_float32`: TensorFlow's bilinear resize),
         are left out."""
-        wide_in = {r: (v.astype(np.float64) if is_float(v) else v) for r, v in fed.items()}
-        try:
-            spec1 = one_layer_spec(case.spec, layer, wide_in, override={**(override or {}), "dtype": "float64"})
-        except Exception:  # noqa: BLE001 - no float64 evidence; the scale rule stands in
+        model = _wide_model(case, layer, fed, override, weights)
+        if model is None:  # no float64 evidence; the scale rule stands in
             return {}
-        spec1.exact = True  # computed in float64 where Keras would narrow it (Backend.keeping_float64)
-        own = case.weights if weights is None else weights
-        wide_w = {layer: [w.astype(np.float64) if is_float(w) else w for w in own[layer]]} if layer in own else {}
+        spec1, wide_w, wide_in = model
         replies = self._pool_run(spec1, wide_w, weights_key(wide_w), wide_in, labels=labels)
         got = {x: r["logits"] for x, r in replies.items()
                if isinstance(r, dict) and r.get("logits") is not None and np.asarray(r["logits"]).dtype == np.float64}
         narrow = computed_in_float32(self._pool_run, spec1, wide_w, wide_in, got)
         return {x: a for x, a in got.items() if x not in narrow}
+
+
+def _wide_model(case: TestCase, layer: str, fed: dict[str, np.ndarray], override: dict[str, Any] | None = None,
+                weights: Weights | None = None) -> tuple[ModelSpec, Weights, dict[str, np.ndarray]] | None:
+    """``layer`` alone as :meth:`Executor._run_wide` recomputes it: its ``exact`` float64
+    one-layer spec, weights and input (None when it cannot stand alone)."""
+    wide_in = {r: (v.astype(np.float64) if is_float(v) else v) for r, v in fed.items()}
+    try:
+        spec1 = one_layer_spec(case.spec, layer, wide_in, override={**(override or {}), "dtype": "float64"})
+    except Exception:  # noqa: BLE001 - a layer that cannot stand alone
+        return None
+    spec1.exact = True  # computed in float64 where Keras would narrow it (Backend.keeping_float64)
+    own = case.weights if weights is None else weights
+    wide_w = {layer: [w.astype(np.float64) if is_float(w) else w for w in own[layer]]} if layer in own else {}
+    return spec1, wide_w, wide_in
 
 
 def _outside(scores: dict[str, dict[str, float]], a: str, b: str) -> dict[str, dict[str, float]] | None:

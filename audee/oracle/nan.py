@@ -413,7 +413,7 @@ def unforced_narrow_overflow(fed: Mapping[str, np.ndarray], alone: Mapping[str, 
     result fits).  Then one backend made an intermediate in the narrow dtype where another
     did not (a float16 average pooling summing in float16): a finding, not the order of
     operations at the boundary."""
-    compute = _narrow_scale(fed, compute)
+    compute = narrow_overflow_scale(fed, compute)
     return compute is not None and not overflow_forced(alone, wide, compute)
 
 
@@ -463,7 +463,7 @@ def _fits(wide: Any, shape: tuple[int, ...], compute: str) -> np.ndarray | None:
         return np.logical_and.reduce([np.abs(w) <= limit for w in exact])
 
 
-def _narrow_scale(fed: Mapping[str, np.ndarray], compute: str | None) -> str | None:
+def narrow_overflow_scale(fed: Mapping[str, np.ndarray], compute: str | None) -> str | None:
     """The compute dtype (None: the input's own) when it overflows before float32 and the
     finite input ``fed`` is at its overflow scale but not at float32's; else None."""
     if compute is None:
@@ -485,12 +485,35 @@ def both_overflow_narrow(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.n
     intermediates too, so where each of the two overflows is the order of its operations
     (a float16 attention: every backend NaN at most query positions, one finite, and exact,
     at another)."""
-    compute = _narrow_scale(fed, compute)
+    compute = narrow_overflow_scale(fed, compute)
     outs = [np.asarray(v) for v in list(alone.values())[:2]]
     if compute is None or len(outs) < 2 or outs[0].shape != outs[1].shape:
         return False
     fits = _fits((wide or {}).values(), outs[0].shape, compute)
     return fits is not None and all(bool((fits & (nonfinite_codes(out) != FINITE)).any()) for out in outs)
+
+
+def contraction_overflow(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray],
+                         peaks: list[np.ndarray], compute: str | None = None) -> bool:
+    """Whether a pair's standing difference that :func:`unforced_narrow_overflow` let stand
+    (the layer's output fits the narrow ``compute`` dtype) is one the formula forces all the
+    same: in every batch row where the first two backends of ``alone`` differ in non-finite
+    pattern, a contraction inside the layer stores a value beyond the dtype's maximum
+    (``peaks``: per row, the largest such magnitude, computed at least in float32, each
+    tracing backend's; :mod:`audee.backends.jax_trace`).  A float16 attention whose exact
+    scores pass 65504 is +inf and NaN after its softmax as Keras writes it, where torch's
+    fused attention keeps the scores in float32 and stays finite: the input forces the
+    overflow, neither backend is at fault.  By row, not by element: the scores of a row
+    reach every output element of it."""
+    compute = narrow_overflow_scale(fed, compute)
+    outs = [np.asarray(v) for v in list(alone.values())[:2]]
+    if compute is None or not peaks or len(outs) < 2 or outs[0].shape != outs[1].shape or outs[0].ndim == 0:
+        return False
+    differ = (nonfinite_codes(outs[0]) != nonfinite_codes(outs[1])).reshape(len(outs[0]), -1).any(axis=1)
+    if not differ.any():
+        return False
+    limit = dtype_max(compute)
+    return all(np.shape(p) == differ.shape and bool((np.asarray(p)[differ] > limit).all()) for p in peaks)
 
 
 def compare_codes(a: np.ndarray, b: np.ndarray) -> dict[str, Any] | None:
