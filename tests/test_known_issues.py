@@ -1671,3 +1671,27 @@ def test_a_carry_refused_by_lax_scan_is_the_gru_entrys_under_a_mixed_policy_only
     assert match_known(sig, issues).id == "keras-jax-gru-nobias-mixed-precision"
     hit = match_known(replace(sig, context=("invalid:activation",)), issues)
     assert hit is None or hit.id != "keras-jax-gru-nobias-mixed-precision"
+
+
+def test_onnxruntimes_sigmoid_tail_and_its_linear_resize_of_infinities_are_known_upstream():
+    """Rng 3016's two announced roots, checked by hand: a swish-gated LSTM finite on
+    onnxruntime where its exploding state is +inf elsewhere (its Sigmoid's lost tail, known
+    upstream, a bug) and a CenterCrop resizing a row of infinities to Inf where the others give
+    NaN (undefined: no formula's answer is the right one).  Neither claims a float16 face or a
+    resize that spreads NaN (row 108's)."""
+    issues = load_known_issues()
+    four = ("jax", "onnxruntime", "tensorflow", "torch")
+    lstm = Signature("nan", "LSTM+activations.relu+activations.swish", (("recurrent_activation", "'swish'"),), four,
+                     odd=("onnxruntime",), layer="LSTM", context=("odd_fewer_nonfinite",))
+    crop = Signature("nan", "CenterCrop", (("height", "+int"), ("width", "+int")), four,
+                     odd=("onnxruntime",), layer="CenterCrop", context=("nonfinite_input",))
+    assert (match_known(lstm, issues).id, match_known(lstm, issues).klass) == ("ort-sigmoid-negative-tail", "bug")
+    assert (match_known(crop, issues).id, match_known(crop, issues).klass) == \
+        ("ort-resize-linear-inf-weighted-sum", "undefined")
+    from dataclasses import replace
+
+    half = replace(lstm, context=("odd_fewer_nonfinite", "policy:float16"))
+    assert getattr(match_known(half, issues), "id", None) != "ort-sigmoid-negative-tail"
+    spread = Signature("nan", "UpSampling2D", (("interpolation", "'bilinear'"),), four, odd=("onnxruntime",),
+                       layer="UpSampling2D", context=("nonfinite_input", "odd_more_nonfinite"))
+    assert match_known(spread, issues).id == "ort-resize-linear-nan-neighbor"
