@@ -1695,3 +1695,20 @@ def test_onnxruntimes_sigmoid_tail_and_its_linear_resize_of_infinities_are_known
     spread = Signature("nan", "UpSampling2D", (("interpolation", "'bilinear'"),), four, odd=("onnxruntime",),
                        layer="UpSampling2D", context=("nonfinite_input", "odd_more_nonfinite"))
     assert match_known(spread, issues).id == "ort-resize-linear-nan-neighbor"
+
+
+def test_torchs_uneven_same_padding_keeps_a_float32_overflow_in_average_pooling_standing():
+    """Rng 3017's announced root: a float32 AveragePooling3D(3, 2, same) of near-maximal values
+    beside an Inf, torch +inf where the others give -inf.  The overflow's order would be cleared
+    where the backends compute one thing; torch's replicated edge (fixed in Keras 3.16) averages
+    another window, so it stands: that fault's NaN face, not a new bug; a float16 one is not it."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+    sig = Signature("nan", "AveragePooling3D", (("padding", "'same'"), ("pool_size", "+int")),
+                    ("jax", "onnxruntime", "tensorflow", "torch"), odd=("torch",), layer="AveragePooling3D",
+                    context=("nonfinite_input",))
+    hit = match_known(sig, issues)
+    assert (hit.id, hit.status) == ("keras-torch-avg-pool-same-uneven-padding", "fixed upstream")
+    half = replace(sig, context=("nonfinite_input", "policy:float16"))
+    assert getattr(match_known(half, issues), "id", None) != "keras-torch-avg-pool-same-uneven-padding"
