@@ -293,6 +293,31 @@ def test_layers_taking_token_ids_get_int_ids_below_their_bound():
             assert x.dtype == np.int32 and x.min() >= 0 and x.max() < high, (api, i, high)
 
 
+def test_an_rgb_layer_gets_its_channel_count_on_the_axis_its_data_format_names(tmp_path):
+    """``channels: 3`` (a color augmentation reads RGB): every drawn input has 3 channels,
+    last, or first under channels_first; the other axes are drawn as for any layer."""
+    from audee.mutation.apilevel import generate_case
+
+    (tmp_path / "RandomSharpness.yaml").write_text(
+        "api: RandomSharpness\ncategory: preprocessing\nrank: 4\ntraining: true\nchannels: 3\nparams:\n"
+        "  factor: {type: float, values: [0.5]}\n"
+        "  data_format: {type: str, values: [channels_last, channels_first]}\n")
+    configs = load_api_configs(tmp_path)
+    seen = set()
+    for i in range(12):
+        case = generate_case("RandomSharpness", configs, 0, i, invalid_prob=0.0, dtypes={"float32": 1.0})
+        first = case.meta["data_format"] == "channels_first"
+        shape = tuple(case.meta["shape"])
+        assert (shape[0] if first else shape[-1]) == 3, (i, case.meta["data_format"], shape)
+        seen.add((first, shape[1:] if first else shape[:-1]))
+    assert {f for f, _ in seen} == {True, False} and len(seen) > 2, seen
+    (tmp_path / "RandomSharpness.yaml").write_text(
+        "api: RandomSharpness\ncategory: preprocessing\nrank: 4\nchannels: 0\nparams: {}\n")
+    with pytest.raises(ConfigError) as err:
+        load_api_config(tmp_path / "RandomSharpness.yaml")
+    assert str(err.value).startswith(f"{tmp_path / 'RandomSharpness.yaml'}: channels:"), str(err.value)
+
+
 NEW_LAYER_SCRIPT = """
 import contextlib, io, json, os
 os.environ["KERAS_BACKEND"] = "jax"

@@ -32,7 +32,7 @@ TYPES = ("int", "float", "bool", "str", "layer", "tensor", "tensors", "axis")
 TENSOR_TYPES = ("tensor", "tensors")
 TOP_KEYS = {"api", "category", "inputs", "rank", "ranks", "params", "note", "keras_min_version", "ids",
             "args", "derive", "undefined", "distinct", "min_length", "value_indices", "normalizes",
-            "groups", "training"}
+            "groups", "training", "channels"}
 PARAM_KEYS = {"type", "range", "values", "invalid", "dims", "nullable", "mutable", "note", "apis", "skip",
               "dtypes", "shape", "count", "spread", "domain", "rank_offset"}
 #: the dtypes an op's tensors may be drawn in (Keras names; bfloat16 travels as float32 and is cast in the worker)
@@ -204,6 +204,9 @@ class ApiConfig:
     #: inference): API-level cases call it with ``training=True``, and its values, random
     #: by design, are not compared (:func:`audee.apis.call_args.random_values`)
     training: bool = False
+    #: the number of channels the layer's image input must have (a color augmentation reads
+    #: RGB: RandomHue, RandomGrayscale), or None: any; the API level draws the other axes
+    channels: int | None = None
 
     @property
     def namespace(self) -> str:
@@ -405,10 +408,14 @@ def load_api_config(path: str | Path) -> ApiConfig:
     training = data.get("training", False)
     if not isinstance(training, bool):
         raise _err(source, "training", f"expected true or false, got {training!r}")
+    channels = data.get("channels")
+    if channels is not None and not (_is_int(channels) and channels > 0):
+        raise _err(source, "channels", f"expected a positive int (the image input's channel count), got {channels!r}")
     return ApiConfig(api, data["category"], inputs, {n: _check_param(n, p, source) for n, p in params.items()},
                      rank if rank is not None else (ranks[0] if ranks and len(ranks) == 1 else None),
                      str(data.get("note", "")), source, list(ranks or []), ids, args, derive, undefined, distinct,
-                     _check_min_length(data.get("min_length"), params, source), value_indices.strip(), normalizes, groups, training)
+                     _check_min_length(data.get("min_length"), params, source), value_indices.strip(), normalizes, groups, training,
+                     channels)
 
 
 def _check_min_length(raw: Any, params: dict[str, Any], source: str) -> MinLength | None:

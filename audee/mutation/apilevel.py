@@ -318,6 +318,8 @@ def _draw_case(api: str, cfg: ApiConfig, apis: dict[str, ApiConfig], rng: np.ran
             srcs.append(_adapted(chain, s, rng, dtype))
     else:
         shape = _draw_shape(rank, rng, channels_first)
+        if cfg.channels is not None and len(shape) > 1:  # an RGB augmentation: its channel axis is fixed
+            shape = (cfg.channels, *shape[1:]) if channels_first else (*shape[:-1], cfg.channels)
         if max_steps is not None and shape and loops_over_time(cfg):  # no draw more: other cases stay as they were
             shape = (min(shape[0], max_steps), *shape[1:])
         srcs = [_adapted(chain, shape, rng, dtype)]
