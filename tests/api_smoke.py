@@ -52,6 +52,12 @@ BASE: dict[str, dict[str, Any]] = {
     "RandomTranslation": {"height_factor": 0.2, "width_factor": 0.2}, "RandomContrast": {"factor": 0.5},
     "RandomBrightness": {"factor": 0.5}, "RandomCrop": {"height": 4, "width": 4}, "RandomSharpness": {"factor": 0.5},
     "RandomPosterization": {"factor": 4},
+    # the RGB augmentations (``channels: 3``: their test input has three channels)
+    "RandomGrayscale": {"factor": 0.5}, "RandomHue": {"factor": 0.5}, "RandomSaturation": {"factor": 0.5},
+    "RandomColorDegeneration": {"factor": 0.5},
+    # no saturation or hue step at base: Keras 3.15.1 builds them channels_last whatever data_format says
+    "RandomColorJitter": {"brightness_factor": 0.2, "contrast_factor": 0.5},
+    "RandAugment": {"num_ops": 2, "factor": 0.5}, "AugMix": {"num_chains": 2, "chain_depth": 2, "factor": 0.3},
 }
 
 # Values that only make sense together with others (checked in ``values`` mode with these set).
@@ -102,6 +108,9 @@ def _rank_for(cfg: ApiConfig, params: dict[str, Any], apis: dict[str, ApiConfig]
 
 def _inputs(cfg: ApiConfig, params: dict[str, Any], rank: int, rng: np.random.Generator) -> list[np.ndarray]:
     shape = (BATCH,) + (SIZES[rank],) * (rank - 1)
+    if cfg.channels is not None and rank > 2:  # an RGB augmentation: its channel axis is fixed
+        axis = 1 if params.get("data_format") == "channels_first" else rank - 1
+        shape = shape[:axis] + (cfg.channels,) + shape[axis + 1:]
     if cfg.api in ("Embedding", "ReversibleEmbedding", "CategoryEncoding"):
         high = params.get("input_dim", params.get("num_tokens", 8))
         high = high if isinstance(high, int) and high > 0 else 8

@@ -28,17 +28,18 @@ from audee.store import ResultsTable
 from tests.helpers import run_audee
 
 ROOT = Path(__file__).resolve().parent.parent
-# Real Keras 3.15 layers with no API config (random augmentations: their reason in api_configs/README.md),
-# which a user's spec may still hold: they run as given, unmutated (identities at inference).
-UNCONFIGURED = "RandomHue"
+# Real Keras 3.15 layers with no API config (hashing and lookup preprocessing: their reason in
+# api_configs/README.md), which a user's spec may still hold: they run as given, unmutated (a float
+# image in, integer bins or indices out).
+UNCONFIGURED = "Hashing"
 BRIGHTNESS_SPEC = {"name": "clahe", "inputs": [{"name": "img", "shape": [16, 16, 3], "range": [0, 255]}],
               "layers": [{"name": "clahe", "api": UNCONFIGURED, "inputs": ["img"],
-                          "params": {"factor": 0.2, "value_range": [0, 255]}}],
+                          "params": {"num_bins": 8, "salt": 3}}],
               "output": "clahe"}
-OTHER = "RandomSaturation"  # another layer without a config
+OTHER = "IntegerLookup"  # another layer without a config
 CONTRAST_SPEC = {"name": "mel", "inputs": [{"name": "img", "shape": [16, 16, 3]}],
             "layers": [{"name": "mel", "api": OTHER, "inputs": ["img"],
-                        "params": {"factor": 0.3}}],
+                        "params": {"vocabulary": [1, 2, 3]}}],
             "output": "mel"}
 
 MAKE_MODELS = textwrap.dedent("""
