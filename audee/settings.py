@@ -86,11 +86,11 @@ TRAIN_OPTIMIZERS = ",".join(OPTIMIZERS)
 EQUIVALENCE_RULES = ("padding", "rank", "depthwise", "separable", "dilation", "channels", "dense_conv",
                      "dense_einsum", "activation", "batchnorm", "pad_crop", "rnn_unroll", "float64",
                      "batch_permuted", "batch_single", "roundtrip_keras", "roundtrip_config", "roundtrip_json",
-                     "go_backwards", "formula", "axis")
+                     "go_backwards", "formula", "axis", "image_channels")
 # the rules every model-level run judges unless told otherwise: those that apply to few cases (one
 # more model only where a case has the layer they rewrite) and see bugs no cross-backend oracle
 # can, measured without a false positive (experiments/results/equivalence_axis.md)
-DEFAULT_EQUIVALENCE = "axis"
+DEFAULT_EQUIVALENCE = "axis,image_channels"
 
 # the precision oracle (audee/oracle/precision.py): a backend out of tolerance against the
 # float64 reference is a `precision` finding when its error is also this many times the best

@@ -402,6 +402,8 @@ def _mixed() -> tuple[ModelSpec, dict[str, np.ndarray]]:
          "inputs": ["seq"]},
         {"name": "sm", "api": "Softmax", "params": {"axis": 1}, "inputs": ["c0"]},
         {"name": "rnn", "api": "GRU", "params": {"units": 4}, "inputs": ["sm"]},
+        {"name": "crop", "api": "CenterCrop", "params": {"height": 4, "width": 2, "data_format": "channels_first"},
+         "inputs": ["img"]},
         {"name": "cat", "api": "Concatenate", "params": {}, "inputs": ["gap", "rnn"]},
         {"name": "logits", "api": "Dense", "params": {"units": 3, "activation": "tanh"}, "inputs": ["cat"]}],
         "output": "logits"})

@@ -68,3 +68,23 @@ def test_a_policy_one_backend_refuses_in_training_is_a_divergent_acceptance(pool
     (f,) = result.verdict.findings
     assert f.backends == ["torch"] and "not implemented for 'BFloat16'" in f.detail.errors["torch"].message
     assert result.outcomes["jax"].ok and result.undefined
+
+
+def test_a_channels_first_image_every_backend_refuses_where_channels_last_runs_is_an_equivalence_finding(pool):
+    """The image_channels rule, by acceptance: RandomColorJitter built its saturation step
+    without its data_format (findings row 127), so channels_first images are refused by every
+    backend alike (a consistent rejection, no cross-backend finding) while the same images
+    channels_last run: each backend's original is the one rejected.  RandomFlip runs both ways:
+    no finding, though its two models draw different flips."""
+    x = np.random.default_rng(2).uniform(0, 255, (4, 3, 8, 8)).astype(np.float32)
+    jitter = _spec("RandomColorJitter", {"saturation_factor": [0.2, 0.8], "data_format": "channels_first"}, [3, 8, 8])
+    case = TestCase("jitter", jitter, {}, {"x": x})
+    result = Executor(pool, equivalence=["image_channels"]).run(case)
+    assert not any(o.ok for o in result.outcomes.values())
+    eq = [f for f in result.verdict.findings if f.kind == Kind.EQUIVALENCE]
+    assert sorted(b for f in eq for b in f.backends) == ["jax", "torch"], result.verdict.findings
+    assert {(f.detail.reason, f.detail.layer) for f in eq} == {("original_rejected", "t")}
+    assert result.equivalence == {"image_channels": "fail"}
+    flip = Executor(pool, equivalence=["image_channels"]).run(
+        TestCase("flip", _spec("RandomFlip", {"data_format": "channels_first"}, [3, 8, 8]), {}, {"x": x}))
+    assert flip.verdict.findings == [] and flip.equivalence == {"image_channels": "pass"}

@@ -263,8 +263,10 @@ class Executor(Runner):
             result.reference, precise = self.reference.judge(self, case, result.outcomes, result.verdict.findings,
                                                              diagnose=diagnose)
             result.verdict.findings.extend(precise)
-        if self.equivalence and random is None:  # each rule's equivalent model on every backend that ran the case
-            eq, result.equivalence = run_equivalence(self, case, result.outcomes, self.equivalence, diagnose=diagnose)
+        # each rule's equivalent model on every backend that ran the case; a random model's by acceptance only
+        rules = self.equivalence if random is None else [r for r in self.equivalence or [] if r.acceptance_only]
+        if rules:
+            eq, result.equivalence = run_equivalence(self, case, result.outcomes, rules, diagnose=diagnose)
             result.verdict.findings.extend(eq)
         # after every change of kind; the float64 reference, where one judges, before the majority
         mark_odd(ordered, result.verdict.findings, float64_verdict(result.reference))

@@ -110,7 +110,8 @@ def run_equivalence(ex: Any, case: TestCase, outcomes: dict[str, Outcome], rules
             tolerances = EXACT if rule.tolerance == "exact" else ex.tolerances
             f = judge_rewrite(rule.name, outcomes[b], got[b], rows, tolerances, nonfinite_exact=rule.nonfinite_exact,
                               inputs=case.inputs, rewritten_layers=rw.rewritten, compute=_compute(outcomes[b]),
-                              widens=rule.widens, witnesses=rule.witnesses_refusals)
+                              widens=rule.widens, witnesses=rule.witnesses_refusals,
+                              acceptance_only=rule.acceptance_only)
             if f is None:
                 continue
             if f.detail.reason == "rejected" and f.detail.phase == "weights":

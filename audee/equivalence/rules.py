@@ -22,6 +22,7 @@ another order, or one alone): :attr:`Rewrite.order`; the float64 rule casts floa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -138,6 +139,10 @@ class Rule:
     #: refuses the original but runs the rewrite refuses something its own layer computes: the rewrite
     #: runs where the original was refused too (a refusal of a dtype or of an invalid value is shared)
     witnesses_refusals: ClassVar[bool] = False
+    #: the two models are compared on what each backend accepts only (a refusal on one side where
+    #: the other runs), never on values: the rule holds for a layer random by design too, which
+    #: draws other values in each model (:func:`audee.apis.call_args.random_values`)
+    acceptance_only: ClassVar[bool] = False
 
     def apply(self, spec: ModelSpec, weights: Weights) -> Rewrite | None:
         raise NotImplementedError
@@ -470,6 +475,40 @@ class ChannelsRule(LayerRule):
         if not flat:
             out.append(_helper(ls, "Permute", {"dims": list(after)}, ls.name, [body.name]))
         return out, ({body.name: list(weights)} if weights else {})
+
+
+@lru_cache(maxsize=1)
+def image_layers() -> frozenset[str]:
+    """The image preprocessing layers that take a data_format (their API configs: category
+    ``preprocessing``, a ``data_format`` parameter, rank-4 input)."""
+    from audee.apis.config import load_api_configs
+
+    return frozenset(api for api, cfg in load_api_configs().items()
+                     if cfg.category == "preprocessing" and "data_format" in cfg.params and cfg.ranks == [4])
+
+
+class ImageChannelsRule(LayerRule):
+    """The channels rule for image preprocessing layers, judged on acceptance: a layer that
+    takes data_format must run channels_first images wherever it runs the same images
+    channels_last (Keras' RandomColorJitter built its hue and saturation steps without its
+    data_format and split the width as the colors: refused on every backend alike, which no
+    cross-backend oracle sees).  Values are not compared: most of these layers are random in
+    training, and the others' layouts are the channels rule's business."""
+
+    name = "image_channels"
+    eagle = "8"
+    where = ("an image preprocessing layer (its API config: category preprocessing, a data_format, rank 4) called "
+             "on channels_first images: channels_last between two Permute layers; judged on acceptance only")
+    witnesses_refusals = True
+    acceptance_only = True
+
+    def layer(self, ls: LayerSpec, weights: list[np.ndarray] | None, ctx: Context) -> Replacement | None:
+        if ls.api not in image_layers() or len(ls.inputs) != 1 or ls.params.get("data_format") != "channels_first":
+            return None
+        pin = _helper(ls, "Permute", {"dims": [2, 3, 1]}, ctx.name(ls.name, "perm"), list(ls.inputs))
+        body = _renamed(ls, ctx.name(ls.name, ""), [pin.name], dict(ls.params, data_format="channels_last"))
+        out = _helper(ls, "Permute", {"dims": [3, 1, 2]}, ls.name, [body.name])
+        return [pin, body, out], ({body.name: list(weights)} if weights else {})
 
 
 # ---- Dense as a 1x1 convolution or an EinsumDense (EAGLE rule 14's API redundancy) ------------------
@@ -986,7 +1025,7 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     PaddingRule(), RankRule(), DepthwiseRule(), SeparableRule(), DilationRule(), ChannelsRule(),
     DenseConvRule(), DenseEinsumRule(), ActivationRule(), BatchNormRule(), PadCropRule(), UnrollRule(),
     Float64Rule(), BatchPermutedRule(), BatchSingleRule(), RoundTripKerasRule(), RoundTripConfigRule(),
-    RoundTripJsonRule(), GoBackwardsRule(), FormulaRule(), AxisRule())}
+    RoundTripJsonRule(), GoBackwardsRule(), FormulaRule(), AxisRule(), ImageChannelsRule())}
 
 
 def rules_named(names: list[str] | tuple[str, ...]) -> list[Rule]:

@@ -81,13 +81,15 @@ def pattern_cleared(a: np.ndarray, b: np.ndarray, *, nonfinite_exact: bool = Tru
 def judge_rewrite(rule: str, original: Outcome, rewritten: Outcome, rows: list[int],
                   tolerances: Tolerances | Mapping | None = None, *, nonfinite_exact: bool = True,
                   inputs: Mapping[str, np.ndarray] | None = None, rewritten_layers: Iterable[str] = (),
-                  compute: str = FULL, widens: bool = False, witnesses: bool = False) -> Finding | None:
+                  compute: str = FULL, widens: bool = False, witnesses: bool = False,
+                  acceptance_only: bool = False) -> Finding | None:
     """The ``equivalence`` finding of one backend's runs of a case (``original``) and of its
     equivalent by ``rule`` (``rewritten``, whose row ``i`` is the original's row
     ``rows[i]``), or None when they agree (module docstring).  An original that did not
     run is the crash oracles' business, unless it raised cleanly and its rewrite, by a rule
     that witnesses refusals (``witnesses``: :attr:`audee.equivalence.rules.Rule.witnesses_refusals`),
-    runs: ``original_rejected``, the original's error and phase."""
+    runs: ``original_rejected``, the original's error and phase.  ``acceptance_only``
+    (:attr:`audee.equivalence.rules.Rule.acceptance_only`): two runs agree whatever their values."""
     backend = original.backend
     base = {"rule": rule, "backend": backend, "rewritten": list(rewritten_layers)[:MAX_REWRITTEN]}
     if not original.ok:
@@ -103,6 +105,8 @@ def judge_rewrite(rule: str, original: Outcome, rewritten: Outcome, rows: list[i
         reason = "rejected" if getattr(f, "kind", None) == "error" else "crashed"
         return Finding(Kind.EQUIVALENCE, [backend], EquivalenceDetail(
             **base, reason=reason, phase=getattr(f, "phase", None), message=getattr(f, "message", None)))
+    if acceptance_only:
+        return None
     keep = None if nonfinite_exact else _finite_input_rows(inputs, rows)  # rewrite rows judged
     all_rows = list(rows)
     for tensor in TENSORS:
