@@ -1712,3 +1712,17 @@ def test_torchs_uneven_same_padding_keeps_a_float32_overflow_in_average_pooling_
     assert (hit.id, hit.status) == ("keras-torch-avg-pool-same-uneven-padding", "fixed upstream")
     half = replace(sig, context=("nonfinite_input", "policy:float16"))
     assert getattr(match_known(half, issues), "id", None) != "keras-torch-avg-pool-same-uneven-padding"
+
+
+def test_tensorflows_half_conv3d_samples_from_offset_one_as_its_eigen_kernel_does():
+    """Rng 3021's announced root: a mixed_float16 Conv3D(15, 1, strides 3, same), TensorFlow 29
+    off the others, is row 29's Eigen fault (float16 [1, 4] where float32 gives [0, 3]); a
+    float32 deviation of the same layer is not it (oneDNN computes float32 right)."""
+    from dataclasses import replace
+
+    issues = load_known_issues()
+    sig = Signature("deviation", "Conv3D", (("padding", "'same'"), ("strides", "+int")),
+                    ("jax", "onnxruntime", "tensorflow", "torch"), odd=("tensorflow",), layer="Conv3D",
+                    context=("policy:mixed_float16",))
+    assert match_known(sig, issues).id == "tf-conv3d-same-negative-padding"
+    assert getattr(match_known(replace(sig, context=()), issues), "id", None) != "tf-conv3d-same-negative-padding"
