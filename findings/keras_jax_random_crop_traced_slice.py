@@ -2,8 +2,10 @@
 """Keras 3.15's RandomCrop cannot be traced by jax.jit on the JAX backend in training: it slices
 the image at a random offset whose start indices are traced arrays (images[:, h_start:h_start + height, ...]), and JAX slicing needs static integers
 ("IndexError: Slice entries must be static integers. Got slice(JitTracer(int32[]), ...)").  Eager
-calls run, so model.fit, which Keras' JAX backend jits, fails; TensorFlow and torch run it (at
-inference RandomCrop returns its input unchanged, keras-team/keras#21868, so predict runs).  jax.lax.dynamic_slice with the static crop size would mend it.
+calls run; TensorFlow and torch run it (at inference RandomCrop returns its input unchanged,
+keras-team/keras#21868).  A limitation Keras declares: the layer sets supports_jit = False, so
+Keras' own fit and predict run a model holding it uncompiled; only a user's jax.jit (a custom
+loop over stateless_call) meets it.  jax.lax.dynamic_slice with the static crop size would mend it.
 
     KERAS_BACKEND=jax python keras_jax_random_crop_traced_slice.py
     # prints REPRODUCED and exits 1 while a jitted RandomCrop fails where eager runs; else NOT

@@ -88,3 +88,15 @@ def test_a_channels_first_image_every_backend_refuses_where_channels_last_runs_i
     flip = Executor(pool, equivalence=["image_channels"]).run(
         TestCase("flip", _spec("RandomFlip", {"data_format": "channels_first"}, [3, 8, 8]), {}, {"x": x}))
     assert flip.verdict.findings == [] and flip.equivalence == {"image_channels": "pass"}
+
+
+def test_a_layer_keras_declares_uncompilable_runs_uncompiled_on_jax(pool):
+    """RandomCrop slices at a traced offset and says so (``supports_jit = False``), so Keras'
+    predict and fit run a model holding it without jax.jit: the jax backend does too, and the
+    crop in training is no refusal of JAX's (under jax.jit it raised "Slice entries must be
+    static integers", which rng 3015 announced as a new bug)."""
+    x = np.random.default_rng(3).uniform(0, 255, (4, 7, 16, 3)).astype(np.float32)
+    result = _run(pool, _spec("RandomCrop", {"height": 4, "width": 12, "seed": 1}, [7, 16, 3]), x)
+    assert result.outcomes["jax"].ok and result.outcomes["torch"].ok, result.verdict.findings
+    assert np.shape(result.outcomes["jax"].logits) == (4, 4, 12, 3)
+    assert not any(f.kind == Kind.DIVERGENT_ACCEPTANCE for f in result.verdict.findings)

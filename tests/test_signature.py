@@ -346,6 +346,38 @@ def test_with_no_odd_backend_a_conversion_is_told_against_its_reference():
         sig({"jax": count(4), "tensorflow": count(0), "torch": count(0)}, four[:1] + four[2:]).context)  # no conversion
 
 
+def test_an_undecided_pair_is_read_from_each_side_by_a_known_mechanism():
+    """A masked Bidirectional(LSTM) with a gelu recurrent activation that only TensorFlow and JAX
+    ran (torch and onnxruntime refused it): the oracle names no odd backend between two
+    independent frameworks, and TensorFlow holds more NaN (the api-cpu campaign, rng 3022:
+    grappler's reordered o * gelu(z), findings row 90).  The side with more is recorded, and the
+    entry that says TensorFlow adds NaN there claims the pair; where JAX holds more it does not,
+    and a pair of a converter and its reference is never read so (it is judged)."""
+    from audee.triage.known import load_known_issues, match_known
+
+    spec = {"layers": [{"name": "b", "api": "Bidirectional",
+                        "params": {"layer": {"api": "LSTM", "params": {"recurrent_activation": "gelu"}}},
+                        "inputs": ["x"]}]}
+    muts = [{"layer": "b", "param": "recurrent_activation", "old": None, "new": "gelu"}]
+
+    def sig(counts):
+        backends = sorted(counts)
+        f = Finding(Kind.NAN, backends, {"strong": True, "odd": [], "first_layer": {b: "b" for b in backends},
+                                         "patterns": {"|".join(backends): {"first_layer": "b"}}, "counts": counts})
+        return signatures_of(f, spec, {"mutations": muts})[0]
+
+    issues = load_known_issues()
+    tf_more = sig({"tensorflow": {"nan": 589, "+inf": 7, "-inf": 4}, "jax": {"nan": 558, "+inf": 12, "-inf": 10}})
+    assert "pair_more_nonfinite:tensorflow" in tf_more.context and not tf_more.odd
+    assert match_known(tf_more, issues).id == "tf-grappler-gelu-mul-overflow-nan"
+    jax_more = sig({"tensorflow": {"nan": 558, "+inf": 0, "-inf": 0}, "jax": {"nan": 600, "+inf": 0, "-inf": 0}})
+    assert "pair_more_nonfinite:jax" in jax_more.context
+    hit = match_known(jax_more, issues)
+    assert hit is None or hit.id != "tf-grappler-gelu-mul-overflow-nan"
+    judged = sig({"tensorflow": {"nan": 600, "+inf": 0, "-inf": 0}, "onnxruntime": {"nan": 558, "+inf": 0, "-inf": 0}})
+    assert not any(c.startswith("pair_more_nonfinite:") for c in judged.context)
+
+
 def test_every_backend_that_ran_is_counted():
     import numpy as np
 

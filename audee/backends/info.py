@@ -150,11 +150,13 @@ return tf.function(lambda xs: model(xs, training=False), autograph=False)(xs)"""
                        op_carries=_TRACED, env=TF_ONEDNN)
 _JAX_ARGS = ("args = ([v.value for v in model.trainable_variables], "
              "[v.value for v in model.non_trainable_variables], xs)")
-_JAX_JIT = ScriptCode(f"""# jitted, as deployed
+_JAX_JIT = ScriptCode(f"""# jitted, as deployed (op by op where Keras' predict would not jit the model)
 import jax
+from keras.src.trainers.trainer import model_supports_jit
 at["phase"] = "run"
 {_JAX_ARGS}
-return jax.jit(lambda tv, ntv, xs: model.stateless_call(tv, ntv, xs, training=False)[0])(*args)""", op=_JAX_OP_JIT,
+compiled = jax.jit if model_supports_jit(model) else (lambda f: f)
+return compiled(lambda tv, ntv, xs: model.stateless_call(tv, ntv, xs, training=False)[0])(*args)""", op=_JAX_OP_JIT,
                       op_carries=_TRACED)
 _TORCH_EAGER = ScriptCode("""# eagerly
 import torch

@@ -744,8 +744,9 @@ def _torch_to_numpy(t: Any) -> np.ndarray:
 
 
 class JaxBackend(KerasBackend):
-    """JAX: ``jax.jit`` over ``stateless_call``; weights are jit arguments, so swapping
-    them costs a host-to-device copy and no retrace."""
+    """JAX: ``jax.jit`` over ``stateless_call`` (op by op where Keras itself would not jit the
+    model: ``BuiltModel.keras_jits``); weights are jit arguments, so swapping them costs a
+    host-to-device copy and no retrace."""
 
     name = "jax"
     keras_backend = "jax"
@@ -783,7 +784,7 @@ class JaxBackend(KerasBackend):
             outs, _ = model.stateless_call(tv, ntv, xs, training=False)
             return outs
 
-        built.fn = jax.jit(forward)
+        built.fn = jax.jit(forward) if built.keras_jits else forward
         built.compiled = {}  # input signature -> the executable compiled ahead of time for it
         built.tv = [v.value for v in built.trainable_variables]
         built.ntv = [v.value for v in built.non_trainable_variables]
@@ -821,6 +822,8 @@ class JaxBackend(KerasBackend):
         model.tv, model.ntv = model.flat_variables({n: [next(it) for _ in weights[n]] for n in names})
 
     def compile_for(self, model: BuiltModel, inputs: dict[str, np.ndarray]) -> None:
+        if not model.keras_jits:  # run op by op, as Keras runs it: nothing to compile
+            return
         xs = self._ordered(model, inputs)
         model.compiled[_signature(xs)] = model.fn.lower(model.tv, model.ntv, xs).compile()
 
@@ -832,7 +835,7 @@ class JaxBackend(KerasBackend):
 
         xs = self._ordered(model, inputs)
         floats = [np.asarray(v) for v in [*model.tv, *model.ntv, *xs] if np.issubdtype(np.asarray(v).dtype, np.floating)]
-        if not xs or any(np.finfo(a.dtype).bits < 32 for a in floats):
+        if not model.keras_jits or not xs or any(np.finfo(a.dtype).bits < 32 for a in floats):
             return None
         return contraction_row_peaks(model.fn, (model.tv, model.ntv, xs), len(xs[0]))
 

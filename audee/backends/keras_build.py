@@ -5,6 +5,8 @@ compiled call serves both the logits oracle and the per-layer NaN / distance ora
 """
 from __future__ import annotations
 
+import functools
+
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -164,6 +166,18 @@ class BuiltModel:
                 variable._initializer = initializer
             else:
                 variable.assign(initializer(variable.shape, dtype=variable.dtype))
+
+    @functools.cached_property
+    def keras_jits(self) -> bool:
+        """Whether Keras compiles this model itself (its trainer's ``model_supports_jit``,
+        which ``predict`` and ``fit`` consult under ``jit_compile="auto"``): a layer that
+        declares ``supports_jit = False`` (RandomCrop slicing at a traced offset, the
+        affine-transform augmentations) makes Keras run the whole model uncompiled, so a
+        backend that compiles as Keras does runs it uncompiled too: a refusal under a
+        compiler Keras never applies to the model is not the model's bug."""
+        from keras.src.trainers.trainer import model_supports_jit
+
+        return bool(model_supports_jit(self.model))
 
     def _build(self, spec: ModelSpec, keras: Any, make_layer: LayerFactory | None) -> None:
         make_layer = make_layer or (lambda ls: default_layer(keras, ls))

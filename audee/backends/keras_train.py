@@ -300,7 +300,7 @@ def train_jax(backend: Any, built: BuiltModel, inputs: dict[str, np.ndarray],
     floats = _float_positions(xs_np) if input_grads else []
     targets = _targets(built, setup, int(np.shape(xs_np[0])[0]), lambda: backend.run(built, inputs))
     model = built.model
-    jit = mode != "eager"
+    jit = mode != "eager" and built.keras_jits  # uncompiled where Keras' fit would not jit the model
     key = ("jax", setup.loss, setup.from_logits, tuple(floats), setup.optimizer, setup.learning_rate, jit)
     fns = built.__dict__.setdefault("train_fns", {})
     if key not in fns:

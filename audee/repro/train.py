@@ -330,7 +330,10 @@ def train(keras, backend, out):
             yhat, _ = model.stateless_call(tvs, ntvs, xs, training=True)
             return loss_fn(y, yhat), yhat
 
-        (loss, yhat), (grads, gx) = jax.jit(jax.value_and_grad(objective, argnums=(0, 1), has_aux=True))(
+        from keras.src.trainers.trainer import model_supports_jit
+
+        compiled = jax.jit if model_supports_jit(model) else (lambda f: f)  # as Keras' fit: no jit where a layer declares none
+        (loss, yhat), (grads, gx) = compiled(jax.value_and_grad(objective, argnums=(0, 1), has_aux=True))(
             tvs, [xs[i] for i in floats], ntvs, xs, y)
         after = list(tvs)
         if tv:

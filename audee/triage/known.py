@@ -31,7 +31,8 @@ known upstream.  ``--known-issues FILE`` (repeatable) adds a user's own list,
           params: {activation: gelu}     # a subset of the signature's parameters; a list: any of those values
           unset: [activation]            # parameters the signature does not carry (a seed layer no mutation drew)
           backends: [onnxruntime]        # a subset of the odd backends (else of the signature's)
-          odd: [onnxruntime]             # a subset of the backends the oracle named odd (none named: no match)
+          odd: [onnxruntime]             # a subset of the backends the oracle named odd (none named: no match,
+                                         # but for an undecided NaN pair, read from each side: _pair_sides)
           against_reference: false       # the odd ones judged only against their reference (true) or not (false)
           facts: [nonfinite_input]       # facts the signature records (audee.triage.signature: its context)
           without: [odd_fewer_nonfinite] # facts it must not record (a mechanism that only adds NaN); where
@@ -88,7 +89,7 @@ from audee.oracle.compute_dtype import POLICY_COMPUTE
 from audee.oracle.pairs import component_changes
 from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
 from audee.settings import FieldError, settings_error, validate_settings
-from audee.triage.signature import (ODD_FEWER_NONFINITE, ODD_MORE_NONFINITE, REJECTED_BY, Signature,
+from audee.triage.signature import (ODD_FEWER_NONFINITE, ODD_MORE_NONFINITE, PAIR_MORE_NONFINITE, REJECTED_BY, Signature,
                                     explicit_refusal, value_class)
 from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot, RootKey
 from audee.core.yamlio import read_yaml_mapping
@@ -219,6 +220,11 @@ class KnownMatch(_Strict):
         return self
 
     def matches(self, sig: Signature) -> bool:
+        if self.odd and not sig.odd:
+            return any(self._matches(side) for side in _pair_sides(sig))
+        return self._matches(sig)
+
+    def _matches(self, sig: Signature) -> bool:
         if self.kind is not None and sig.kind not in ([self.kind] if isinstance(self.kind, str) else self.kind):
             return False
         if self.api is not None:
@@ -259,6 +265,21 @@ class KnownMatch(_Strict):
         if self.changed is not None and not _crosses(sig, self.changed):
             return False
         return True
+
+
+def _pair_sides(sig: Signature) -> list[Signature]:
+    """An undecided NaN pair read from each side: its two independent frameworks, neither named
+    odd, each taken as the odd one with the direction its non-finite count gives it
+    (:data:`PAIR_MORE_NONFINITE`).  With two frameworks the oracle cannot tell which is wrong,
+    but an entry whose mechanism adds (or drops) NaN on one named side explains the pair as
+    well as it explains that side odd among more (TensorFlow's grappler NaN in a gelu LSTM that
+    only TensorFlow and JAX ran: rng 3022).  None for any other signature."""
+    more = [c[len(PAIR_MORE_NONFINITE):] for c in sig.context if c.startswith(PAIR_MORE_NONFINITE)]
+    if len(more) != 1 or len(sig.backends) != 2:
+        return []
+    rest = tuple(c for c in sig.context if not c.startswith(PAIR_MORE_NONFINITE))
+    return [dataclasses.replace(sig, odd=(b,), context=rest + (ODD_MORE_NONFINITE if b == more[0] else ODD_FEWER_NONFINITE,))
+            for b in sig.backends]
 
 
 def _from_reference(context: set[str]) -> set[str]:

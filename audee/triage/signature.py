@@ -315,6 +315,10 @@ ODD_MORE_NONFINITE = "odd_more_nonfinite"
 #: torch: onnxruntime holds more than the TensorFlow program it converted)
 JUDGED_FEWER_NONFINITE = "judged_fewer_nonfinite"
 JUDGED_MORE_NONFINITE = "judged_more_nonfinite"
+#: the side of an undecided pair (two independent frameworks, neither named odd) whose output holds more
+#: non-finite values (``pair_more_nonfinite:tensorflow``): a known mechanism that adds NaN on that side
+#: explains the pair (:meth:`audee.triage.known.KnownMatch.matches` reads the pair from each side)
+PAIR_MORE_NONFINITE = "pair_more_nonfinite:"
 #: a deviation at a float16 or bfloat16 layer whose odd backend is off the layer's float64 result where the
 #: other side is on it: the odd one computes something else, not the same in a wider dtype
 #: (``DeviationDetail.float64_within``)
@@ -692,6 +696,16 @@ def _judged_direction(counts: Mapping[str, Mapping[str, int]], backends: Iterabl
     return [{ODD_FEWER_NONFINITE: JUDGED_FEWER_NONFINITE, ODD_MORE_NONFINITE: JUDGED_MORE_NONFINITE}[f] for f in found]
 
 
+def _pair_direction(counts: Mapping[str, Mapping[str, int]], backends: Iterable[str]) -> list[str]:
+    """:data:`PAIR_MORE_NONFINITE` of the side holding more non-finite values, where a NaN finding
+    names no odd backend between exactly two backends that are no compiled or converted backend
+    and its reference (those are judged: :func:`_judged_direction`); none where they hold as many."""
+    names = [str(b) for b in backends]
+    if len(names) != 2 or any(reference_of(b) in names for b in names):
+        return []
+    return [PAIR_MORE_NONFINITE + b for b in names if _direction(counts, [b], names) == [ODD_MORE_NONFINITE]]
+
+
 def _differing_rows(detail: Any) -> list[int] | None:
     """The batch rows where a NaN finding's standing pairs (every pair, where none stands)
     differ; None where a pair does not say (an older record, a difference seen only in the
@@ -920,7 +934,8 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         elsewhere = _input_elsewhere(detail, rows)
         context = _input_context(meta, (bool(detail.input_nonfinite) or fed) and not elsewhere, rows) + \
             (["overflow_boundary"] if detail.overflow_boundary else []) + \
-            (_direction(detail.counts, odd, backends) if odd else _judged_direction(detail.counts, backends)) + \
+            (_direction(detail.counts, odd, backends) if odd else
+             _judged_direction(detail.counts, backends) + _pair_direction(detail.counts, backends)) + \
             _program_context(detail.program, layer, odd, detail.layers, backends,
                              {pair: p.first_layer for pair, p in detail.patterns.items()}, one_program=True)
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
