@@ -427,6 +427,33 @@ def test_a_recurrent_state_at_overflow_scale_clears_a_difference_end_to_end(tmp_
         assert g.detail.patterns[f"tensorflow|{HUGE}"].cleared is None and g.detail.strong   # the plugin's own fault
 
 
+def test_a_recurrent_state_at_overflow_scale_clears_a_difference_beside_a_nan_row(tmp_path_factory):
+    """A special value placed in one batch row leaves the other rows' exploding state judgeable:
+    a recurrent layer steps each row alone, so the float64 states of the rows the pair differs
+    in are the same with the NaN row zeroed (:func:`audee.oracle.nan.rowwise_feed`; the api-cpu
+    campaign, rng 3023: an Inf in row 0 of a ConvLSTM3D whose rows 1-7 overflowed).  Row 0's NaN
+    is NaN on both; with it zeroed row 0 would differ too, so the difference is not the same on
+    the cleaned input, and before, no state was recomputed at all."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+    from audee.oracle.nan import rowwise_feed
+
+    alone = {"a": np.array([[NAN, 1.0], [1.0, NAN]]), "b": np.array([[NAN, 1.0], [1.0, 2.0]])}
+    fed = {"x": np.array([[NAN, 1.0], [1.0, 1.0]], np.float32)}
+    assert rowwise_feed(fed, alone)["x"].tolist() == [[0.0, 1.0], [1.0, 1.0]]
+    assert rowwise_feed({"x": np.array([[1.0, 1.0], [NAN, 1.0]], np.float32)}, alone) is None  # it differs there
+    with Pool(parse_backends(f"tensorflow,{HUGE}"), tmp_path_factory.mktemp("logs"), timeout=180) as p:
+        assert p.start() == {}
+        ex = Executor(p)
+        for recurrent, cleared in ((1e10, "overflow"), (1e5, None)):
+            case = _rnn_case(recurrent)
+            case.inputs["x"][0, 0] = NAN
+            got = ex.run(case)
+            (f,) = [f for f in got.verdict.findings if f.kind in (Kind.NAN, Kind.NAN_PROPAGATED)]
+            assert f.detail.patterns[f"tensorflow|{HUGE}"].cleared == cleared, recurrent
+
+
 def test_a_difference_no_nonfinite_input_reaches_is_judged_as_one_on_finite_values():
     """Values near float32's maximum in one window, an Inf in another: with the Inf set to 0
     the pair differs exactly as before, so the Inf is not what they differ on; where it

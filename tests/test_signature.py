@@ -378,6 +378,25 @@ def test_an_undecided_pair_is_read_from_each_side_by_a_known_mechanism():
     assert not any(c.startswith("pair_more_nonfinite:") for c in judged.context)
 
 
+def test_an_odd_converter_named_against_its_reference_alone_says_so():
+    """The oracle names onnxruntime odd "judged against its reference tensorflow" when every pair
+    that stood is a converter and its reference (the independent frameworks' pairs cleared as an
+    overflow's order: rng 3023): the signature records ``judged_only``; an odd backend named by a
+    majority does not."""
+    spec = {"layers": [{"name": "c", "api": "ConvLSTM3D", "params": {}, "inputs": ["x"]}]}
+    four = ["jax", "onnxruntime", "tensorflow", "torch"]
+    counts = {b: {"nan": 5, "+inf": 2 + (b == "onnxruntime"), "-inf": 0} for b in four}
+
+    def sig(rule):
+        f = Finding(Kind.NAN, four, {"strong": True, "odd": ["onnxruntime"], "odd_rule": rule,
+                                     "first_layer": {b: "c" for b in four},
+                                     "patterns": {"onnxruntime|tensorflow": {"first_layer": "c"}}, "counts": counts})
+        return signatures_of(f, spec, {})[0]
+
+    assert "judged_only" in sig("judged against its reference tensorflow (pairs cleared or forced left out)").context
+    assert "judged_only" not in sig("strict majority").context
+
+
 def test_every_backend_that_ran_is_counted():
     import numpy as np
 

@@ -34,7 +34,8 @@ from audee.oracle.compute_dtype import (FLOAT32, consumer_compute_dtypes, layer_
 from audee.oracle.nan import (amplified_rounding, both_overflow_narrow, condition_pattern, contraction_overflow,
                               diagnose_patterns, diagnose_rows, float64_nan_within, has_nonfinite,
                               intermediate_overflow, narrow_overflow_scale, overflow_boundary, overflow_scale,
-                              part_differs_there, same_difference, scaled_into_range, settle_conditioning,
+                              part_differs_there, rowwise_feed, same_difference, scaled_into_range,
+                              settle_conditioning,
                               state_at_overflow_scale, without_nonfinite)
 from audee.oracle.odd import mark_odd
 from audee.oracle.pairs import judged_against, odd_by_witness
@@ -598,7 +599,8 @@ class Executor(Runner):
 
     def _state_overflowed(self, result: Result, layer: str, fed: dict[str, np.ndarray],
                           alone: dict[str, np.ndarray], dtype: str | None) -> bool:
-        """A standing difference at a recurrent layer fed a finite input, whose state,
+        """A standing difference at a recurrent layer fed a finite input (or NaN/Inf only in rows
+        where the pair does not differ: :func:`audee.oracle.nan.rowwise_feed`), whose state,
         recomputed in float64 step by step, was at overflow scale before each differing
         element (:func:`audee.oracle.nan.state_at_overflow_scale`).  One float64 run, only
         for a difference that stood every other rule, and only between independent
@@ -606,8 +608,12 @@ class Executor(Runner):
         overflows it must do what its reference does (a select tf2onnx lowered to arithmetic
         leaking 0 * Inf there is the converter's bug)."""
         ls = result.case.spec.layer(layer)
-        if not is_recurrent(ls.api) or has_nonfinite(fed):
+        if not is_recurrent(ls.api):
             return False
+        if has_nonfinite(fed):  # the rows fed NaN/Inf, where the pair does not differ, zeroed: rows step alone
+            fed = rowwise_feed(fed, alone)
+            if fed is None:
+                return False
         states = self._run_wide(result.case, layer, fed, self._wide_labels(result), {"return_sequences": True})
         return state_at_overflow_scale(alone, states, bool(ls.params.get("return_sequences")), dtype)
 

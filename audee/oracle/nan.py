@@ -25,7 +25,8 @@ position: finite, NaN, +Inf or -Inf (:func:`nonfinite_codes`).  The rules:
   on the boundary depends on the order of operations; not in a dtype narrower than
   float32 when the exact result fits: see *compute dtype*; at a recurrent layer, also
   when its state at an earlier step, recomputed in float64, was at overflow scale:
-  :func:`state_at_overflow_scale`), or when a rounding-level
+  :func:`state_at_overflow_scale`, rows fed NaN/Inf zeroed where the pair does not differ
+  there: :func:`rowwise_feed`), or when a rounding-level
   perturbation of the input changes the layer's own pattern on either backend
   (``ill_conditioned``).  At a layer with an output activation it is cleared when the
   layer's linear part agrees within tolerance and its activation, the same on both
@@ -192,6 +193,24 @@ def without_nonfinite(fed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
             v[~np.isfinite(v.astype(np.float32))] = 0
         out[k] = v
     return out
+
+
+def rowwise_feed(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """For a layer that computes each batch row alone (a recurrent layer: each row's state
+    is its own): ``fed`` with its NaN and Inf set to 0 when the first two backends of
+    ``alone`` differ only in rows fed finite values (:func:`nonfinite_rows`), so a float64
+    recomputation of those rows on it is exact; None where a differing row was fed a NaN or
+    an Inf, or the outputs do not say which rows differ.  A special value placed in one row
+    then leaves the other rows' exploding state judgeable (the api-cpu campaign, rng 3023: an
+    Inf in row 0 of a ConvLSTM3D whose rows 1-7 overflow)."""
+    (a, out_a), (b, out_b) = list(alone.items())[:2]
+    out_a, out_b = np.asarray(out_a), np.asarray(out_b)
+    if out_a.shape != out_b.shape or not out_a.ndim:
+        return None
+    differ = (nonfinite_codes(out_a) != nonfinite_codes(out_b)).reshape(out_a.shape[0], -1).any(axis=1)
+    if not differ.any() or set(np.flatnonzero(differ).tolist()) & set(nonfinite_rows(fed)):
+        return None
+    return without_nonfinite(fed)
 
 
 def same_difference(alone: Mapping[str, np.ndarray], cleaned: Mapping[str, np.ndarray]) -> bool:

@@ -54,6 +54,10 @@ def judged_side(a: str, b: str) -> str | None:
     return None if ref is None else (b if ref == a else a)
 
 
+#: how :func:`odd_by_reference` names its rule (signatures read it: ``judged_only``)
+JUDGED_RULE = "judged against its reference "
+
+
 def odd_by_reference(pairs: Iterable[Iterable[str]]) -> tuple[list[str], str] | None:
     """The odd backends of differing ``pairs`` when each is a compiled or converted backend
     and its reference: the judged sides, and the rule that decided; None when any differing
@@ -70,7 +74,7 @@ def odd_by_reference(pairs: Iterable[Iterable[str]]) -> tuple[list[str], str] | 
         refs.update(m for m in members if m != side)
     if not sides or sides & refs:  # a backend both judged and the judge: no single answer
         return None
-    return sorted(sides), "judged against its reference " + ", ".join(sorted(refs))
+    return sorted(sides), JUDGED_RULE + ", ".join(sorted(refs))
 
 
 #: the rule's words where the reference differs alike from a framework its conversion agrees with

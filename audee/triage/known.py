@@ -89,7 +89,8 @@ from audee.oracle.compute_dtype import POLICY_COMPUTE
 from audee.oracle.pairs import component_changes
 from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
 from audee.settings import FieldError, settings_error, validate_settings
-from audee.triage.signature import (ODD_FEWER_NONFINITE, ODD_MORE_NONFINITE, PAIR_MORE_NONFINITE, REJECTED_BY, Signature,
+from audee.triage.signature import (JUDGED_ONLY, ODD_FEWER_NONFINITE, ODD_MORE_NONFINITE, PAIR_MORE_NONFINITE,
+                                    REJECTED_BY, Signature,
                                     explicit_refusal, value_class)
 from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot, RootKey
 from audee.core.yamlio import read_yaml_mapping
@@ -303,11 +304,16 @@ def _judges(sig: Signature) -> set[str]:
     backend is such a reference or another program of it (no independent framework): a difference
     there is the reference's known bug where an entry says the reference is wrong on this
     API (TensorFlow's max pooling dropping NaN makes a converter that keeps it the odd side
-    of their pair), one root cause, not a new one of the converter."""
+    of their pair), one root cause, not a new one of the converter.  Where the oracle itself
+    named the odd ones against their references alone (``judged_only``: the independent
+    frameworks' pairs cleared as an overflow's order), those references judge them whatever
+    other backends ran (rng 3023: TensorFlow's fused mish at an exploding ConvLSTM3D state)."""
     odd = set(sig.odd)
     refs = {reference_of(b) for b in odd}
     if not odd or None in refs or not refs <= set(sig.backends) or refs & odd:
         return set()
+    if JUDGED_ONLY in sig.context:  # the oracle named them odd against their references alone
+        return {str(r) for r in refs}
     if any(b not in odd | refs and reference_of(b) not in refs for b in sig.backends):
         return set()  # an independent framework took a side: the odd one is judged by more than its reference
     return {str(r) for r in refs}

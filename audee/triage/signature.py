@@ -46,6 +46,7 @@ from audee.cases.case import (EMPTY_REDUCTION, INT_OVERFLOW_SPECIALS, MEMORY_CAP
 from audee.cases.kinds import TRAINING_FAILURES, root_family, with_accumulated
 from audee.levels import is_call
 from audee.oracle.compute_dtype import FLOAT32, layer_policy
+from audee.oracle.pairs import JUDGED_RULE
 from audee.records.findings import BackendError, Phase
 from audee.records.localization import parse_localization
 
@@ -319,6 +320,11 @@ JUDGED_MORE_NONFINITE = "judged_more_nonfinite"
 #: non-finite values (``pair_more_nonfinite:tensorflow``): a known mechanism that adds NaN on that side
 #: explains the pair (:meth:`audee.triage.known.KnownMatch.matches` reads the pair from each side)
 PAIR_MORE_NONFINITE = "pair_more_nonfinite:"
+#: a NaN finding whose odd backends the oracle named against their references alone: every pair that
+#: stood was a compiled or converted backend and its reference (``odd_rule`` "judged against its
+#: reference ...", :func:`audee.oracle.pairs.odd_by_reference`), the independent frameworks' pairs cleared
+#: (an overflow's order) or agreeing, so no independent framework took a side
+JUDGED_ONLY = "judged_only"
 #: a deviation at a float16 or bfloat16 layer whose odd backend is off the layer's float64 result where the
 #: other side is on it: the odd one computes something else, not the same in a wider dtype
 #: (``DeviationDetail.float64_within``)
@@ -936,6 +942,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             (["overflow_boundary"] if detail.overflow_boundary else []) + \
             (_direction(detail.counts, odd, backends) if odd else
              _judged_direction(detail.counts, backends) + _pair_direction(detail.counts, backends)) + \
+            ([JUDGED_ONLY] if odd and str(detail.odd_rule or "").startswith(JUDGED_RULE) else []) + \
             _program_context(detail.program, layer, odd, detail.layers, backends,
                              {pair: p.first_layer for pair, p in detail.patterns.items()}, one_program=True)
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
