@@ -806,7 +806,8 @@ def test_a_converted_programs_fact_explains_only_the_odd_backends_running_that_p
     def facts(odd: list[str]) -> list[str]:
         return _program_context(program, "t_pool", odd, nonfinite, backends, departs, one_program=True)
 
-    assert facts(["onnxruntime", "torch"]) == []
+    # not the pair's fact: kept as onnxruntime's own, for the rest a known entry of torch's would leave
+    assert facts(["onnxruntime", "torch"]) == ["program@onnxruntime:select_as_arithmetic"]
     assert facts(["onnxruntime"]) == ["program:select_as_arithmetic"]
     assert facts(["onnxruntime", "tensorflow"]) == ["program:select_as_arithmetic"]
     assert _program_context(program, "t_pool", ["onnxruntime", "torch"], nonfinite, backends,
@@ -1212,3 +1213,44 @@ def test_cases_of_one_signature_key_that_different_entries_match_are_different_b
         ("bf16", 2, ("c0", "c1")), ("f16", 1, ("c2",)), ("new", 1, ("c3",))]
     assert bugs[0].status == "new" and bugs[0].first_case == "c3"
     assert sum(r.cases for r in root_causes(bugs)) == 4
+
+
+def test_a_converters_program_fact_the_whole_odd_set_lacks_is_its_own_when_split():
+    """A GlobalMaxPooling3D over a NaN that JAX (YNNPACK's reduce) and onnxruntime (its ReduceMax)
+    both drop (the api-cpu campaign, rng 3025): the program fact is onnxruntime's alone, so the
+    signature keeps it apart (``program@onnxruntime:``); JAX's entry explains JAX, and the rest,
+    onnxruntime, is onnxruntime's ReduceMax entry, one known root with its other cases, not new."""
+    spec = {"layers": [{"name": "g", "api": "GlobalMaxPooling3D", "params": {}, "inputs": ["x"]}]}
+    four = ["jax", "onnxruntime", "tensorflow", "torch"]
+    counts = {b: {"nan": int(b in ("tensorflow", "torch")), "+inf": 0, "-inf": 0} for b in four}
+    f = Finding(Kind.NAN, four, {"strong": True, "odd": ["jax", "onnxruntime"], "counts": counts,
+                                 "first_layer": {"tensorflow": "g", "torch": "g"},
+                                 "layers": {"tensorflow": ["g"], "torch": ["g"]},
+                                 "patterns": {"jax|tensorflow": {"first_layer": "g"}},
+                                 "program": {"onnxruntime": {"g": ["max_as_reduce_max"]}}})
+    (sig,) = signatures_of(f, spec, {"special_inputs": [{"input": "x", "row": 0, "kind": "nan"}]})
+    assert "program@onnxruntime:max_as_reduce_max" in sig.context and not sig.program
+    roots = root_causes(unique_bugs(_rows([sig]), load_known_issues()))
+    assert sorted(str(r.known_id) for r in roots) == ["ort-reducemax-nan", "xla-cpu-ynn-reduce-nan"]
+
+
+def test_one_draw_of_a_layer_indexing_by_value_refusing_a_nan_is_undefined():
+    """RandAugment's Equalization casts pixels to histogram indices (its config's
+    ``value_indices``): on an input holding -inf, TensorFlow refused the image_channels rule's
+    equivalent (a gather index out of range) and ran the original, whose draws took another path
+    (the api-cpu campaign, rng 3025).  The refusal answers the -inf, as a refusal across backends
+    does: undefined, not a bug; on a finite input it stays a bug."""
+    from audee.triage.signature import case_signatures
+
+    spec = {"layers": [{"name": "t", "api": "RandAugment", "params": {"data_format": "channels_first"},
+                        "inputs": ["x0"]}]}
+    words = ("InvalidArgumentError: Graph execution error: indices[0,1] = -2147483648 is not in [0, 256) "
+             "[[{{node t__eq_1/GatherV2_5}}]]")
+    verdict = {"findings": [Finding(Kind.EQUIVALENCE, ["tensorflow"], {
+        "rule": "image_channels", "backend": "tensorflow", "reason": "rejected", "phase": "run", "message": words,
+        "rewritten": ["t"], "first_layer": "t", "layer": "t"}).to_json()]}
+    special = {"api": "RandAugment", "special_inputs": [{"input": "x0", "row": 6, "kind": "-inf"}]}
+    (sig,) = case_signatures(verdict, spec, special)
+    assert "nonfinite_input" in sig.context and classify(sig)[0] == "undefined"
+    (finite,) = case_signatures(verdict, spec, {"api": "RandAugment"})
+    assert classify(finite)[0] == "bug"

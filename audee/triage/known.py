@@ -90,7 +90,7 @@ from audee.oracle.pairs import component_changes
 from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
 from audee.settings import FieldError, settings_error, validate_settings
 from audee.triage.signature import (JUDGED_ONLY, ODD_FEWER_NONFINITE, ODD_MORE_NONFINITE, PAIR_MORE_NONFINITE,
-                                    REJECTED_BY, Signature,
+                                    PROGRAM, PROGRAM_OF, REJECTED_BY, Signature,
                                     explicit_refusal, value_class)
 from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot, RootKey
 from audee.core.yamlio import read_yaml_mapping
@@ -648,7 +648,21 @@ def _causes(sig: Signature, issues: list[KnownIssue]) -> list[tuple[Signature, K
     rest = tuple(b for b in sig.odd if unplaced(b) not in named) if named else ()
     if not rest or len(rest) == len(sig.odd):  # all explained, or the entry is about a reference it judged
         return [(sig, issue)]
-    return [(sig, issue), *_causes(dataclasses.replace(sig, odd=rest), issues)]
+    return [(sig, issue), *_causes(_rest_of(sig, rest), issues)]
+
+
+def _rest_of(sig: Signature, rest: tuple[str, ...]) -> Signature:
+    """``sig`` with only the odd backends ``rest``: a program fact every one of them shows
+    (:data:`PROGRAM_OF`, recorded apart because the whole odd set did not share it) is now
+    the signature's own (onnxruntime's ReduceMax dropping a NaN beside JAX's YNNPACK reduce
+    doing the same: the api-cpu campaign, rng 3025)."""
+    own: dict[str, set[str]] = {}
+    for c in sig.context:
+        if c.startswith(PROGRAM_OF):
+            b, _, f = c[len(PROGRAM_OF):].partition(":")
+            own.setdefault(f, set()).add(b)
+    lifted = tuple(PROGRAM + f for f, bs in sorted(own.items()) if set(rest) <= bs and PROGRAM + f not in sig.context)
+    return dataclasses.replace(sig, odd=rest, context=tuple(sig.context) + lifted)
 
 
 def _telling(sig: Signature, issue: KnownIssue | None) -> int:

@@ -303,6 +303,11 @@ MASKED = "masked"
 #: what the odd backend's program shows of how it computes the layer a finding pins
 #: (``program:select_as_arithmetic``, :data:`audee.backends.info.PROGRAM_FACTS`)
 PROGRAM = "program:"
+#: a program fact of one odd backend that a NaN finding's whole odd set does not share
+#: (``program@onnxruntime:max_as_reduce_max`` beside JAX odd too): where a known entry explains the
+#: other odd backends, the rest is a cause of its own, and these facts are its program's
+#: (:func:`audee.triage.known._causes`)
+PROGRAM_OF = "program@"
 #: the mutation record's parameter of a layer's mask (audee.mutation.apilevel)
 MASK_PARAM = "call.mask"
 #: which way a NaN finding's odd backends differ: every one holds fewer non-finite values in its
@@ -633,7 +638,9 @@ def _program_context(program: dict[str, dict[str, list[str]]], layer: Any, odd: 
         # independent framework odd beside them (torch keeping a NaN that TensorFlow's max
         # pooling drops is no converter's select lowering in onnxruntime's graph)
         wanted = {program_of(b) for b in odd}
-        shown = {f: bs for f, bs in shown.items() if wanted <= {program_of(b) for b in bs}}
+        own = {f: bs for f, bs in shown.items() if not wanted <= {program_of(b) for b in bs}}
+        shown = {f: bs for f, bs in shown.items() if f not in own}
+        return [PROGRAM + f for f in sorted(shown)] + sorted(f"{PROGRAM_OF}{b}:{f}" for f, bs in own.items() for b in bs)
     return [PROGRAM + f for f in sorted(shown)]
 
 
@@ -969,8 +976,13 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         params = tuple(dict.fromkeys([*params, ("rule", str(detail.rule))]))
         raw = detail.message if detail.reason in ("rejected", "crashed", "original_rejected") and detail.message \
             else None
+        # a side refused on its values by a layer that casts them to indices (``value_indices``): a NaN or
+        # Inf the case carries is its answer, as for a refusal across backends (RandAugment's Equalization
+        # refusing one of the two draws on an input holding -inf: the api-cpu campaign, rng 3025)
+        indexed = raw is not None and detail.phase in Phase.ON_VALUES and _value_indices(api)
         context = [f"equivalence:{detail.reason}"] + (
-            _input_context(meta, False, detail.rows) if detail.reason in ("values", "nonfinite") else [])
+            _input_context(meta, False, detail.rows) if detail.reason in ("values", "nonfinite") else
+            _input_context(meta, False, values=True, crash=True) if indexed else [])
         return [sig(finding.kind, api, params, backends, layer, detail.phase if raw else None,
                     normalize_error(raw, layers) if raw else None, raw, context)]
     if finding.kind in TRAINING_FAILURES:
