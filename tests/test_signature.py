@@ -408,3 +408,35 @@ def test_every_backend_that_ran_is_counted():
            for b, v in (("a", [[1.0, 2.0]]), ("b", [[np.nan, 2.0]]), ("c", [[np.nan, 2.0]]))]
     (f,) = nan_findings(out, {"x": np.ones((1, 2), np.float32)})
     assert f.detail.counts["a"] == {"nan": 0, "+inf": 0, "-inf": 0} and f.detail.counts["b"]["nan"] == 1
+
+
+def test_an_undecided_deviation_pair_is_read_from_the_side_off_float64_and_its_flips_follow():
+    """A bfloat16 Conv2D (kernel 4, strides 3, VALID: a unit-width output) that TensorFlow's oneDNN
+    computes as garbage, torch too, JAX right (the api-cpu campaign, rng 3026): the oracle names no
+    odd side of TensorFlow-JAX, but JAX is within TensorFlow's float64 recomputation and TensorFlow
+    within none; that side is read as odd, off float64, and the known oneDNN entry claims the pair,
+    its label flips with it (one root).  Both within, or neither: no reading."""
+    from audee.triage.known import load_known_issues, match_known
+    from audee.triage.signature import case_signatures
+
+    spec = {"layers": [{"name": "c", "api": "Conv2D", "params": {"dtype": "bfloat16", "strides": 3},
+                        "inputs": ["x"]}]}
+
+    def findings(within):
+        dev = Finding(Kind.DEVIATION, ["tensorflow", "jax"], {
+            "pair": "tensorflow|jax", "tensor": "logits", "score": 30.7, "max_abs": 13.1, "max_rel": 1.6,
+            "n_out": 547, "n": 1000, "dtype": "bfloat16", "first_layer": "c", "own_layers": ["c"],
+            "odd": [], "float64_within": within})
+        flips = Finding(Kind.INCONSISTENCY, ["tensorflow", "jax"], {
+            "pair": "tensorflow|jax", "distance": 1.44, "n_flips": 6, "odd": [],
+            "layer_distances": {"c": 1.43}})
+        return {"findings": [dev.to_json(), flips.to_json()]}
+
+    issues = load_known_issues()
+    sigs = case_signatures(findings({"tensorflow": [], "jax": ["tensorflow"]}), spec, {})
+    assert {s.kind for s in sigs} == {"deviation", "inconsistency"}
+    assert all("pair_off_float64:tensorflow" in s.context and not s.odd for s in sigs)
+    assert {match_known(s, issues).id for s in sigs} == {"onednn-bf16-conv-strided-unit-width"}
+    for within in ({"tensorflow": ["tensorflow"], "jax": ["tensorflow"]}, {"tensorflow": [], "jax": []}):
+        sigs = case_signatures(findings(within), spec, {})
+        assert not any(c.startswith("pair_off_float64:") for s in sigs for c in s.context)

@@ -89,8 +89,9 @@ from audee.oracle.compute_dtype import POLICY_COMPUTE
 from audee.oracle.pairs import component_changes
 from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
 from audee.settings import FieldError, settings_error, validate_settings
-from audee.triage.signature import (JUDGED_ONLY, ODD_FEWER_NONFINITE, ODD_MORE_NONFINITE, PAIR_MORE_NONFINITE,
-                                    PROGRAM, PROGRAM_OF, REJECTED_BY, Signature,
+from audee.triage.signature import (JUDGED_ONLY, ODD_FEWER_NONFINITE, ODD_MORE_NONFINITE, ODD_OFF_FLOAT64,
+                                    PAIR_MORE_NONFINITE, PAIR_OFF_FLOAT64, PROGRAM, PROGRAM_OF, REJECTED_BY,
+                                    Signature,
                                     explicit_refusal, value_class)
 from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot, RootKey
 from audee.core.yamlio import read_yaml_mapping
@@ -274,9 +275,17 @@ def _pair_sides(sig: Signature) -> list[Signature]:
     (:data:`PAIR_MORE_NONFINITE`).  With two frameworks the oracle cannot tell which is wrong,
     but an entry whose mechanism adds (or drops) NaN on one named side explains the pair as
     well as it explains that side odd among more (TensorFlow's grappler NaN in a gelu LSTM that
-    only TensorFlow and JAX ran: rng 3022).  None for any other signature."""
+    only TensorFlow and JAX ran: rng 3022).  An undecided deviation pair is read from the side
+    off the layer's float64 result alone (:data:`PAIR_OFF_FLOAT64`: rng 3026's bfloat16 Conv2D,
+    TensorFlow's oneDNN garbage against JAX on float64).  None for any other signature."""
+    if len(sig.backends) != 2:
+        return []
+    off = [c[len(PAIR_OFF_FLOAT64):] for c in sig.context if c.startswith(PAIR_OFF_FLOAT64)]
+    if len(off) == 1:  # a deviation: the side off the layer's float64 result, the other on it
+        rest = tuple(c for c in sig.context if not c.startswith(PAIR_OFF_FLOAT64))
+        return [dataclasses.replace(sig, odd=(off[0],), context=rest + (ODD_OFF_FLOAT64,))]
     more = [c[len(PAIR_MORE_NONFINITE):] for c in sig.context if c.startswith(PAIR_MORE_NONFINITE)]
-    if len(more) != 1 or len(sig.backends) != 2:
+    if len(more) != 1:
         return []
     rest = tuple(c for c in sig.context if not c.startswith(PAIR_MORE_NONFINITE))
     return [dataclasses.replace(sig, odd=(b,), context=rest + (ODD_MORE_NONFINITE if b == more[0] else ODD_FEWER_NONFINITE,))

@@ -325,6 +325,11 @@ JUDGED_MORE_NONFINITE = "judged_more_nonfinite"
 #: non-finite values (``pair_more_nonfinite:tensorflow``): a known mechanism that adds NaN on that side
 #: explains the pair (:meth:`audee.triage.known.KnownMatch.matches` reads the pair from each side)
 PAIR_MORE_NONFINITE = "pair_more_nonfinite:"
+#: the side of an undecided deviation pair (two backends, neither named odd) that is within no float64
+#: result of the layer where the other side is within one (``pair_off_float64:tensorflow``): read as the
+#: odd one, off float64 (:data:`ODD_OFF_FLOAT64`), by a known entry (a bfloat16 convolution TensorFlow's
+#: oneDNN computes as garbage, torch's too, JAX right: the api-cpu campaign, rng 3026)
+PAIR_OFF_FLOAT64 = "pair_off_float64:"
 #: a NaN finding whose odd backends the oracle named against their references alone: every pair that
 #: stood was a compiled or converted backend and its reference (``odd_rule`` "judged against its
 #: reference ...", :func:`audee.oracle.pairs.odd_by_reference`), the independent frameworks' pairs cleared
@@ -656,6 +661,19 @@ def _float64_context(within: Mapping[str, list[str]] | None, odd: Iterable[str],
     return []
 
 
+def _pair_float64(within: Mapping[str, list[str]] | None, odd: Iterable[str], backends: Iterable[str]) -> list[str]:
+    """:data:`PAIR_OFF_FLOAT64` of the side of a two-backend deviation no side of which is named
+    odd that is within no backend's float64 result of the layer, where the other side is within
+    one (``DeviationDetail.float64_within``: backend -> the backends whose float64 result it is
+    within); none otherwise."""
+    names = [str(b) for b in backends]
+    if list(odd) or len(names) != 2 or not within or not all(b in within for b in names):
+        return []
+    a, b = names
+    off = [x for x, y in ((a, b), (b, a)) if not within[x] and within[y]]
+    return [PAIR_OFF_FLOAT64 + x for x in off]
+
+
 def _flush_context(like: Iterable[str] | None, odd: Iterable[str], backends: Iterable[str]) -> list[str]:
     """:data:`FLUSH_REPRODUCES` where the flush probe put a flushed run on every odd backend's
     values and on no other backend's."""
@@ -966,6 +984,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
                                                                                        detail.rows)
                     + _program_context(detail.program, layer, odd or bs, {}, bs)
                     + _float64_context(detail.float64_within, odd, bs)
+                    + _pair_float64(detail.float64_within, odd, bs)
                     + _flush_context(detail.flush_like, odd, bs))]
     if finding.kind == Kind.EQUIVALENCE:
         # one backend against itself: the rule joins the parameters (padding and channels
@@ -1153,7 +1172,18 @@ def case_signatures(verdict: Any, spec: Any = None, meta: dict[str, Any] | None 
         for s in signatures_of(f, spec, meta, localization, seed_spec, pair_layer, within):
             if s not in out:
                 out.append(s)
-    return _equivalence_alike(_every_backend_differs(out))
+    return _equivalence_alike(_every_backend_differs(_flips_read_as_deviation(out)))
+
+
+def _flips_read_as_deviation(sigs: list[Signature]) -> list[Signature]:
+    """A label flip is its pair's deviation seen through argmax: an undecided inconsistency takes
+    the side its pair's deviation found off the layer's float64 result (:data:`PAIR_OFF_FLOAT64`;
+    the inconsistency records no float64 result), so the two stay one root when an entry reads
+    that side."""
+    off = {(s.backends, s.layer): c for s in sigs if s.kind == Kind.DEVIATION and not s.odd
+           for c in s.context if c.startswith(PAIR_OFF_FLOAT64)}
+    return [replace(s, context=(*s.context, off[(s.backends, s.layer)]))
+            if s.kind == Kind.INCONSISTENCY and not s.odd and (s.backends, s.layer) in off else s for s in sigs]
 
 
 #: an equivalence finding where one of the two models runs and the backend refuses the other
