@@ -195,6 +195,15 @@ def without_nonfinite(fed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
+def differing_rows(alone: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """Per batch row, whether the first two backends of ``alone`` differ in non-finite pattern
+    there; None where their outputs cannot be compared by row (other shapes, a scalar)."""
+    outs = [np.asarray(v) for v in list(alone.values())[:2]]
+    if len(outs) < 2 or outs[0].shape != outs[1].shape or outs[0].ndim == 0:
+        return None
+    return (nonfinite_codes(outs[0]) != nonfinite_codes(outs[1])).reshape(len(outs[0]), -1).any(axis=1)
+
+
 def rowwise_feed(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
     """For a layer that computes each batch row alone (a recurrent layer: each row's state
     is its own): ``fed`` with its NaN and Inf set to 0 when the first two backends of
@@ -203,12 +212,8 @@ def rowwise_feed(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.ndarray])
     an Inf, or the outputs do not say which rows differ.  A special value placed in one row
     then leaves the other rows' exploding state judgeable (the api-cpu campaign, rng 3023: an
     Inf in row 0 of a ConvLSTM3D whose rows 1-7 overflow)."""
-    (a, out_a), (b, out_b) = list(alone.items())[:2]
-    out_a, out_b = np.asarray(out_a), np.asarray(out_b)
-    if out_a.shape != out_b.shape or not out_a.ndim:
-        return None
-    differ = (nonfinite_codes(out_a) != nonfinite_codes(out_b)).reshape(out_a.shape[0], -1).any(axis=1)
-    if not differ.any() or set(np.flatnonzero(differ).tolist()) & set(nonfinite_rows(fed)):
+    differ = differing_rows(alone)
+    if differ is None or not differ.any() or set(np.flatnonzero(differ).tolist()) & set(nonfinite_rows(fed)):
         return None
     return without_nonfinite(fed)
 
@@ -525,11 +530,8 @@ def contraction_overflow(fed: Mapping[str, np.ndarray], alone: Mapping[str, np.n
     overflow, neither backend is at fault.  By row, not by element: the scores of a row
     reach every output element of it."""
     compute = narrow_overflow_scale(fed, compute)
-    outs = [np.asarray(v) for v in list(alone.values())[:2]]
-    if compute is None or not peaks or len(outs) < 2 or outs[0].shape != outs[1].shape or outs[0].ndim == 0:
-        return False
-    differ = (nonfinite_codes(outs[0]) != nonfinite_codes(outs[1])).reshape(len(outs[0]), -1).any(axis=1)
-    if not differ.any():
+    differ = differing_rows(alone)
+    if compute is None or not peaks or differ is None or not differ.any():
         return False
     limit = dtype_max(compute)
     return all(np.shape(p) == differ.shape and bool((np.asarray(p)[differ] > limit).all()) for p in peaks)

@@ -32,7 +32,7 @@ known upstream.  ``--known-issues FILE`` (repeatable) adds a user's own list,
           unset: [activation]            # parameters the signature does not carry (a seed layer no mutation drew)
           backends: [onnxruntime]        # a subset of the odd backends (else of the signature's)
           odd: [onnxruntime]             # a subset of the backends the oracle named odd (none named: no match,
-                                         # but for an undecided NaN pair, read from each side: _pair_sides)
+                                         # but an undecided NaN or deviation pair is read by side: _pair_sides)
           against_reference: false       # the odd ones judged only against their reference (true) or not (false)
           facts: [nonfinite_input]       # facts the signature records (audee.triage.signature: its context)
           without: [odd_fewer_nonfinite] # facts it must not record (a mechanism that only adds NaN); where
@@ -280,14 +280,13 @@ def _pair_sides(sig: Signature) -> list[Signature]:
     TensorFlow's oneDNN garbage against JAX on float64).  None for any other signature."""
     if len(sig.backends) != 2:
         return []
+    rest = tuple(c for c in sig.context if not c.startswith((PAIR_OFF_FLOAT64, PAIR_MORE_NONFINITE)))
     off = [c[len(PAIR_OFF_FLOAT64):] for c in sig.context if c.startswith(PAIR_OFF_FLOAT64)]
     if len(off) == 1:  # a deviation: the side off the layer's float64 result, the other on it
-        rest = tuple(c for c in sig.context if not c.startswith(PAIR_OFF_FLOAT64))
         return [dataclasses.replace(sig, odd=(off[0],), context=rest + (ODD_OFF_FLOAT64,))]
     more = [c[len(PAIR_MORE_NONFINITE):] for c in sig.context if c.startswith(PAIR_MORE_NONFINITE)]
     if len(more) != 1:
         return []
-    rest = tuple(c for c in sig.context if not c.startswith(PAIR_MORE_NONFINITE))
     return [dataclasses.replace(sig, odd=(b,), context=rest + (ODD_MORE_NONFINITE if b == more[0] else ODD_FEWER_NONFINITE,))
             for b in sig.backends]
 
