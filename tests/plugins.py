@@ -104,6 +104,33 @@ class FirstRowScrubbingBackend(NanScrubbingBackend):
     rows = slice(0, 1)
 
 
+class DiesOnceScrubbing(NanScrubbingBackend):
+    """Scrubs NaN/Inf as :class:`NanScrubbingBackend`, and its process ends (exit code 9, the
+    worker's memory watchdog) at its second run: the per-layer run of a NaN diagnosis, after
+    the case's own run.  A fresh process runs it."""
+
+    name = "dies-once-scrubbing"
+    runs = 0  # this process's
+
+    def run(self, model, inputs):
+        DiesOnceScrubbing.runs += 1
+        if DiesOnceScrubbing.runs == 2:
+            os._exit(9)
+        return super().run(model, inputs)
+
+
+class DiesOnFewRowsScrubbing(NanScrubbingBackend):
+    """Scrubs NaN/Inf as :class:`NanScrubbingBackend`, and its process ends (exit code 9) at
+    every run of fewer than 4 rows: a diagnosis's rows, however often it is asked."""
+
+    name = "dies-on-few-rows-scrubbing"
+
+    def run(self, model, inputs):
+        if min(len(v) for v in inputs.values()) < 4:
+            os._exit(9)
+        return super().run(model, inputs)
+
+
 class _ScalesOneLayer:
     """Mixin: the layer named ``target`` returns its output times ``factor``; the one-layer
     model of that layer carries the fault too."""

@@ -236,6 +236,36 @@ def test_nan_on_both_backends_at_different_places_is_flagged(pool):
     assert p.layer_example.index[0] == 0
 
 
+DIES_ONCE = "tests.plugins:DiesOnceScrubbing"
+DIES_ALWAYS = "tests.plugins:DiesOnFewRowsScrubbing"
+
+
+def test_a_backend_whose_worker_ends_during_the_nan_diagnosis_is_asked_again_or_set_aside(tmp_path):
+    """The per-layer run of a NaN diagnosis on a worker that ends (exit code 9, the memory
+    watchdog: JAX in the api-cpu campaign, rng 3027): a fresh worker is asked once more and
+    its layers judge the pair; a backend whose per-layer run fails again leaves its pairs
+    ``lost``, never a difference that stood, and its signature says the diagnosis was lost."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.triage.signature import DIAGNOSIS_LOST, signatures_of
+
+    with Pool(parse_backends(f"jax,torch,{DIES_ONCE},{DIES_ALWAYS}"), tmp_path / "logs", timeout=120) as p:
+        assert p.start() == {}
+        result, _ = _run(p, ["jax", DIES_ONCE], [0])
+        pattern = _nan(result).detail.patterns[f"jax|{DIES_ONCE}"]
+        assert pattern.first_layer == "conv" and pattern.first_layer_from == "layers" and pattern.lost is None
+        result, _ = _run(p, ["jax", "torch", DIES_ALWAYS], [0])
+        f = _nan(result)
+        assert f.kind == Kind.NAN and f.detail.strong
+        for key in (f"jax|{DIES_ALWAYS}", f"torch|{DIES_ALWAYS}"):
+            lost = f.detail.patterns[key].lost
+            assert list(lost) == [DIES_ALWAYS] and "code 9" in lost[DIES_ALWAYS], lost
+            assert f.detail.patterns[key].first_layer_from != "layers"
+        assert f.detail.odd == [DIES_ALWAYS]   # the whole patterns still tell: jax and torch agree
+        (sig,) = signatures_of(f, result.case.spec, {})
+        assert DIAGNOSIS_LOST + DIES_ALWAYS in sig.context
+
+
 # ---- the conditioning rule (audee.oracle.nan.condition_pattern) ----------------------------------
 def test_overflow_scale_is_the_square_root_of_the_dtype_maximum():
     assert overflow_scale({"x": np.array([1.9e19], np.float32)})

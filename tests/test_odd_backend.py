@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from audee.cases.case import Finding, Kind, Outcome
-from audee.oracle.nan import nan_findings
+from audee.oracle.nan import nan_findings, settle_conditioning
 from audee.oracle.odd import mark_odd, minority, odd_of_pairs
 from audee.oracle.pairs import (LAYER_FLOAT64_RULE, MAJORITY_OFF_FLOAT64_RULE, float64_sides,
                                odd_off_float64)
@@ -133,6 +133,31 @@ def test_nan_pairs_cleared_or_forced_are_no_vote_when_whole_patterns_leave_no_ma
     f.detail.patterns["tensorflow|torch"].cleared = "accumulated"     # only tensorflow|jax stands: two ways
     mark_odd(outs, [f])
     assert f.detail.odd == []
+
+
+def test_nan_pairs_whose_diagnosis_was_lost_are_no_vote_against_their_backend():
+    """A float16 ConvLSTM3D whose state overflows (the api-cpu campaign, rng 3027): TensorFlow
+    gives 0, torch NaN, JAX and onnxruntime the signed infinities.  The pairs without JAX are
+    forced by the overflow; JAX's worker ended during its per-layer run, so its pairs went
+    unjudged.  They named JAX odd ("every failing pair holds it"); set aside, nobody is, the
+    finding stays a bug (nothing judged it forced), and a judged pair that stands still votes."""
+    x = {"x": np.ones((1, 3), np.float32)}
+    outs = [_ok("tensorflow", [[0.0, 1.0, 0.0]]), _ok("torch", [[NAN, 1.0, NAN]]),
+            _ok("jax", [[INF, 1.0, -INF]]), _ok("onnxruntime", [[INF, 1.0, -INF]])]
+    (f,) = nan_findings(outs, x)
+    for key, p in f.detail.patterns.items():
+        if "jax" in key:
+            p.lost = {"jax": "worker exited with code 9"}
+        else:
+            p.overflow_boundary = True
+    settle_conditioning(f)
+    assert f.kind == Kind.NAN and f.detail.strong and not f.detail.overflow_boundary
+    mark_odd(outs, [f])
+    assert f.detail.odd == [], f.detail.odd_rule
+    for p in f.detail.patterns.values():   # the same pairs judged and standing: JAX's
+        p.lost = None
+    mark_odd(outs, [f])
+    assert f.detail.odd == ["jax"] and f.detail.odd_rule.endswith("(pairs cleared or forced left out)")
 
 
 def test_a_majority_built_of_cleared_pairs_yields_to_the_converted_pair_that_stood():

@@ -490,15 +490,30 @@ class Executor(Runner):
         rows = diagnose_rows(list(result.outcomes.values()), case.inputs, DIAGNOSE_INPUTS)
         for rows in (rows, list(range(batch))):
             sub = {k: v[rows] for k, v in case.inputs.items()}
-            got = self._pool_run(case.spec, case.weights, weights_key(case.weights), sub, labels=labels, layers=True)
+            got = self._layers_of(case, sub, labels)
             layers = {b: r["layers"] for b, r in got.items() if isinstance(r, dict)}
             for f in nans:
-                diagnose_patterns(f, layers, rows)
+                diagnose_patterns(f, layers, rows, {b: r.message for b, r in got.items() if not isinstance(r, dict)})
             lost = any(p.first_layer_from == "output" for f in nans for p in f.detail.patterns.values())
             if not lost or len(rows) >= batch:
                 break
         for f in nans:
             self._condition_nan(result, f, layers, sub)
+
+    def _layers_of(self, case: TestCase, inputs: dict[str, np.ndarray], labels: list[str]) -> dict[str, Any]:
+        """Per-layer outputs of ``case`` on ``inputs`` from each of ``labels``; a backend whose
+        worker ended during the run (a signal, an exit: its memory watchdog) is asked once more,
+        by a fresh worker.  A worker grown by what it ran before dies where a fresh one answers
+        (JAX's worker past the memory cap in a ConvLSTM3D's diagnosis, which a fresh pool ran:
+        the api-cpu campaign, rng 3027); a clean error or a timeout is not asked again."""
+        wkey = weights_key(case.weights)
+        got = self._pool_run(case.spec, case.weights, wkey, inputs, labels=labels, layers=True)
+        died = [b for b, r in got.items() if isinstance(r, WorkerFailure) and r.kind in ("signal", "exit")]
+        if died:
+            log.warning("per-layer diagnosis: %s ended (%s); asking a fresh worker", ", ".join(died),
+                        "; ".join(got[b].message for b in died))
+            got.update(self._pool_run(case.spec, case.weights, wkey, inputs, labels=died, layers=True))
+        return got
 
     def _condition_nan(self, result: Result, finding: Finding, layers: dict[str, dict[str, np.ndarray]],
                        inputs: dict[str, np.ndarray]) -> None:

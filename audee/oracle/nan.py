@@ -665,6 +665,12 @@ def _settle_kind(finding: Finding) -> None:
     d.agreed = bool(finding.kind == Kind.NAN and not d.strong and d.ran >= 2)
 
 
+def stood(p: NanPattern) -> bool:
+    """Whether a pair's difference stood as evidence against a side: judged (its per-layer
+    diagnosis came back), not cleared by the conditioning rule, not forced by an overflow."""
+    return not p.lost and p.cleared not in CLEARED and not p.overflow_boundary
+
+
 def settle_conditioning(finding: Finding) -> None:
     """After :func:`condition_pattern` ran on each pair (``patterns[pair]["cleared"]``):
     a finding whose every pair is cleared is not ``strong`` and takes
@@ -682,17 +688,21 @@ def settle_conditioning(finding: Finding) -> None:
 
 
 def diagnose_patterns(finding: Finding, layers: Mapping[str, Mapping[str, np.ndarray]],
-                      rows: list[int] | None = None) -> None:
+                      rows: list[int] | None = None, failed: Mapping[str, str] | None = None) -> None:
     """Refine each pair's ``first_layer`` from per-layer outputs (``layers[backend][layer]``,
     layers in topological order, on the batch rows ``rows``): the first layer whose
     element-wise non-finite patterns differ, with its element count and an example index
     (row numbers of the full batch).  Pairs whose layer outputs all agree keep the
-    output-level record, marked ``first_layer_from: "output"``."""
+    output-level record, marked ``first_layer_from: "output"``.  A pair with a backend whose
+    per-layer run failed (``failed``: backend -> why) records why as ``lost``: its difference
+    was never judged, so no rule may read it as one that stood (:func:`stood`)."""
     for key, p in finding.detail.patterns.items():
         a, b = key.split("|")
         la, lb = layers.get(a), layers.get(b)
         if not isinstance(la, Mapping) or not isinstance(lb, Mapping):
+            p.lost = {x: (failed or {})[x] for x in (a, b) if x in (failed or {})} or p.lost
             continue
+        p.lost = None
         for name, va in la.items():
             if name not in lb:
                 continue

@@ -82,7 +82,7 @@ from audee.cases.kinds import PAIRWISE, odd_rule
 from audee.oracle.compute_dtype import reduced_precision
 from audee.oracle.declared import declared_groups
 from audee.oracle.equivalence import equivalence_odd
-from audee.oracle.nan import ARRAYS, CLEARED, nonfinite_codes
+from audee.oracle.nan import ARRAYS, nonfinite_codes, stood
 from audee.oracle.pairs import (UNORDERED, VERSION_RULE, Float64Verdict, NONFINITE_RULE, differing_pairs,
                                 float64_sides, nonfinite_off_float64, odd_by_float64, odd_by_reference, odd_by_witness,
                                 odd_off_float64, one_framework_outvotes, outvotes_its_reference)
@@ -179,7 +179,10 @@ def standing_odd(ran: list[str], f: Finding) -> tuple[list[str], str] | None:
     """A NaN finding's odd backends from the pattern differences that stood, where some pair
     was set aside: a pair the conditioning rule cleared, or whose difference the math forces
     (at the overflow boundary: NaN on one, Inf on the other, where the exact value overflows
-    too), is no vote against either backend, so the pairs left decide as failing pairs do
+    too), is no vote against either backend, nor is a pair whose per-layer diagnosis never
+    came back (``lost``: a worker that ended; JAX named odd in a ConvLSTM3D whose other pairs
+    were forced, only because its pairs went unjudged: the api-cpu campaign, rng 3027), so
+    the pairs left decide as failing pairs do
     (:func:`odd_of_pairs`), or, where they are each a compiled or converted backend and its
     reference, as such a pair does (:func:`audee.oracle.pairs.odd_by_reference`).  TensorFlow
     alone making NaN where torch and JAX give -0, while torch and JAX differ only at two
@@ -191,8 +194,7 @@ def standing_odd(ran: list[str], f: Finding) -> tuple[list[str], str] | None:
     campaign, rng 2925).  None: no pair was set aside, or none stood, or the pairs left name
     no one."""
     patterns = getattr(f.detail, "patterns", None) or {}
-    standing = {frozenset(k.split("|")) for k, p in patterns.items()
-                if p.cleared not in CLEARED and not p.overflow_boundary}
+    standing = {frozenset(k.split("|")) for k, p in patterns.items() if stood(p)}
     if not standing or len(standing) == len(patterns):
         return None
     odd, why = _unless_outvoted(ran, odd_of_pairs(ran, standing))
@@ -225,11 +227,10 @@ def _float64_withins(findings: list[Finding], pair: frozenset[str] | None = None
 
 
 def _nan_withins(f: Finding) -> list[dict[str, list[str]]]:
-    """The ``float64_within`` of a NaN finding's pairs that stood (a pair cleared or forced
-    is no evidence against either side)."""
+    """The ``float64_within`` of a NaN finding's pairs that stood (a pair cleared, forced or
+    never diagnosed is no evidence against either side)."""
     patterns = getattr(f.detail, "patterns", None) or {}
-    return [p.float64_within for p in patterns.values()
-            if p.float64_within and p.cleared not in CLEARED and not p.overflow_boundary]
+    return [p.float64_within for p in patterns.values() if p.float64_within and stood(p)]
 
 
 def _pair_of(f: Finding) -> frozenset[str]:

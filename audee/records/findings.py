@@ -160,6 +160,9 @@ class NanPattern(Record):
     #: where it stands: side -> the float64 results of its layer it is finite with where the
     #: pair differs and they fit the dtype (audee.oracle.nan.float64_nan_within); None: no evidence
     float64_within: dict[str, list[str]] | None = None
+    #: side -> why its per-layer diagnosis never came back (``{"jax": "worker exited with code 9: ..."}``):
+    #: never judged, so set aside by the odd rule as a cleared pair is, and never a difference that stood
+    lost: dict[str, str] | None = None
 
 
 class NanDetail(Detail):

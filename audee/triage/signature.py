@@ -330,6 +330,10 @@ PAIR_MORE_NONFINITE = "pair_more_nonfinite:"
 #: odd one, off float64 (:data:`ODD_OFF_FLOAT64`), by a known entry (a bfloat16 convolution TensorFlow's
 #: oneDNN computes as garbage, torch's too, JAX right: the api-cpu campaign, rng 3026)
 PAIR_OFF_FLOAT64 = "pair_off_float64:"
+#: a NaN finding whose per-layer diagnosis of a backend never came back (``diagnosis_lost:jax``: its worker
+#: ended, twice; ``NanPattern.lost``): its pairs went unjudged, so the finding's layer, class and odd
+#: backend rest on the other pairs alone, and a maintainer reads it as such
+DIAGNOSIS_LOST = "diagnosis_lost:"
 #: a NaN finding whose odd backends the oracle named against their references alone: every pair that
 #: stood was a compiled or converted backend and its reference (``odd_rule`` "judged against its
 #: reference ...", :func:`audee.oracle.pairs.odd_by_reference`), the independent frameworks' pairs cleared
@@ -968,6 +972,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
             (_direction(detail.counts, odd, backends) if odd else
              _judged_direction(detail.counts, backends) + _pair_direction(detail.counts, backends)) + \
             ([JUDGED_ONLY] if odd and str(detail.odd_rule or "").startswith(JUDGED_RULE) else []) + \
+            sorted({DIAGNOSIS_LOST + b for p in detail.patterns.values() for b in p.lost or {}}) + \
             _program_context(detail.program, layer, odd, detail.layers, backends,
                              {pair: p.first_layer for pair, p in detail.patterns.items()}, one_program=True)
         return [sig(finding.kind, api, params, backends, layer if isinstance(layer, str) else None,
