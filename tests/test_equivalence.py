@@ -680,3 +680,19 @@ def test_repro_scripts_build_the_new_rules_equivalent_models(tmp_path):
         whole = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
                                env={"PATH": "/usr/bin:/bin"})
         assert whole.returncode == 1 and "NOT REPRODUCED" in whole.stdout, (rule, whole.stdout[-1500:])
+
+
+def test_a_rule_feeds_a_layer_its_input_in_the_dtype_it_came_in():
+    """Keras' GroupNormalization and LayerNormalization never cast their input (``autocast``
+    False): under a float16 policy they normalize a float32 input in float32.  The axis rule's
+    Permute before them passes the input on uncast (``autocast: False``); a float16 Permute
+    rounded rows near 4437 (a large offset) to one value per group, and the rule "failed" on
+    every backend (the api-cpu campaign, rng 3029)."""
+    rng = np.random.default_rng(0)
+    x = {"x": (4437 + 0.02 * rng.normal(size=(4, 5, 1, 2))).astype(np.float32)}
+    for api, params in (("GroupNormalization", {"groups": -1, "axis": 1}), ("LayerNormalization", {"axis": 1})):
+        spec = _spec([("n", api, {**params, "dtype": "float16"})], (5, 1, 2))
+        pin, body, back = apply_rule("axis", spec, {}).spec.layers
+        assert pin.params.get("autocast") is False and "autocast" not in body.params | back.params
+        result = _executor_run("jax", spec, x, ["axis"])
+        assert result.equivalence == {"axis": "pass"}, (api, [f.to_json() for f in result.verdict.findings])

@@ -41,7 +41,9 @@ def check_owned(api, params):
         axis = params.get("axis", 1)
         if not isinstance(axis, int) or isinstance(axis, bool) or axis == 0:
             return f"axis must be a non-batch axis (an int), got {axis!r}"
-        extra = set(params) - {"axis", "dtype"}
+        if not isinstance(params.get("autocast", False), bool):
+            return f"autocast must be a bool, got {params['autocast']!r}"
+        extra = set(params) - {"axis", "dtype", "autocast"}  # autocast: an equivalence rule's feeder's
     elif api == "AudeeFormula":
         if params.get("formula") not in FORMULAS:
             return f"formula must be one of {', '.join(FORMULAS)}, got {params.get('formula')!r}"

@@ -229,6 +229,16 @@ def _helper(ls: LayerSpec, api: str, params: dict[str, Any], name: str, inputs: 
     return LayerSpec(name, api, params, inputs)
 
 
+def _feeder(ls: LayerSpec, api: str, params: dict[str, Any], name: str, inputs: list[str]) -> LayerSpec:
+    """A layer added by a rule to move ``ls``'s input (a permutation, a reshape, a reversal,
+    a zero padding), which passes it on in the dtype it came in (``autocast: False``), so that
+    the layer casts it, or not, as it did in the model: Keras' GroupNormalization and
+    LayerNormalization never cast their input and normalize a float32 input in float32 under a
+    float16 policy, and a float16 Permute before them rounded a row at 4437 +- 0.02 to one value
+    (every backend "broke" the axis rule: the api-cpu campaign, rng 3029)."""
+    return _helper(ls, api, {**params, "autocast": False}, name, inputs)
+
+
 def _renamed(ls: LayerSpec, name: str, inputs: list[str], params: dict[str, Any] | None = None,
              api: str | None = None) -> LayerSpec:
     """``ls`` under another name, inputs or parameters, called as it was (``call``: its
@@ -323,7 +333,7 @@ class PaddingRule(LayerRule):
         if not any(a or b for a, b in pads):
             return None
         padding: Any = list(pads[0]) if n == 1 else [list(x) for x in pads]
-        zp = _helper(ls, f"ZeroPadding{n}D", {"padding": padding, **({"data_format": p["data_format"]}
+        zp = _feeder(ls, f"ZeroPadding{n}D", {"padding": padding, **({"data_format": p["data_format"]}
                                                                       if p.get("data_format") else {})},
                      ctx.name(ls.name, "pad"), list(ls.inputs))
         layer = _renamed(ls, ls.name, [zp.name], {**p, "padding": "valid"})
@@ -368,7 +378,7 @@ class RankRule(LayerRule):
             new["strides"] = [1, *_tup(p.get("strides"), n, 1)]
             new["dilation_rate"] = [1, *_tup(p.get("dilation_rate"), n, 1)]
         unit_in = (src[0], 1, *src[1:]) if cf else (1, *src)
-        r_in = _helper(ls, "Reshape", {"target_shape": list(unit_in)}, ctx.name(ls.name, "unit"), list(ls.inputs))
+        r_in = _feeder(ls, "Reshape", {"target_shape": list(unit_in)}, ctx.name(ls.name, "unit"), list(ls.inputs))
         body = _renamed(ls, ctx.name(ls.name, ""), [r_in.name], new, api=up)
         # -1: the layer's activation may change the last axis (glu halves it) where shape inference does not
         r_out = _helper(ls, "Reshape", {"target_shape": [*dst[:-1], -1]}, ls.name, [body.name])
@@ -467,7 +477,7 @@ class ChannelsRule(LayerRule):
         to_cf = tuple([n + 1] + list(range(1, n + 1)))      # (.., C) -> (C, ..)
         to_cl = tuple(list(range(2, n + 2)) + [1])          # (C, ..) -> (.., C)
         before, after = (to_cl, to_cf) if cf else (to_cf, to_cl)
-        pin = _helper(ls, "Permute", {"dims": list(before)}, ctx.name(ls.name, "perm"), list(ls.inputs))
+        pin = _feeder(ls, "Permute", {"dims": list(before)}, ctx.name(ls.name, "perm"), list(ls.inputs))
         flat = api in GLOBAL_POOLS and not p.get("keepdims", False)
         body = _renamed(ls, ls.name if flat else ctx.name(ls.name, ""), [pin.name],
                         dict(p, data_format="channels_last" if cf else "channels_first"))
@@ -505,7 +515,7 @@ class ImageChannelsRule(LayerRule):
     def layer(self, ls: LayerSpec, weights: list[np.ndarray] | None, ctx: Context) -> Replacement | None:
         if ls.api not in image_layers() or len(ls.inputs) != 1 or ls.params.get("data_format") != "channels_first":
             return None
-        pin = _helper(ls, "Permute", {"dims": [2, 3, 1]}, ctx.name(ls.name, "perm"), list(ls.inputs))
+        pin = _feeder(ls, "Permute", {"dims": [2, 3, 1]}, ctx.name(ls.name, "perm"), list(ls.inputs))
         body = _renamed(ls, ctx.name(ls.name, ""), [pin.name], dict(ls.params, data_format="channels_last"))
         out = _helper(ls, "Permute", {"dims": [3, 1, 2]}, ls.name, [body.name])
         return [pin, body, out], ({body.name: list(weights)} if weights else {})
@@ -529,7 +539,7 @@ class DenseConvRule(LayerRule):
         conv = {k: p[k] for k in ("activation", "use_bias", "dtype") if k in p} | {"filters": units, "kernel_size": 1}
         kernel = weights[0]
         if len(src) == 1:
-            r_in = _helper(ls, "Reshape", {"target_shape": [1, int(src[0])]}, ctx.name(ls.name, "step"),
+            r_in = _feeder(ls, "Reshape", {"target_shape": [1, int(src[0])]}, ctx.name(ls.name, "step"),
                            list(ls.inputs))
             body = _renamed(ls, ctx.name(ls.name, ""), [r_in.name], conv, api="Conv1D")
             # -1: an activation may change the last axis (glu halves it)
@@ -735,7 +745,7 @@ class GoBackwardsRule(LayerRule):
                        backward_layer={"api": inner["api"], "params": dict(ip, go_backwards=False)})
         else:
             return None
-        rev = _helper(ls, "AudeeReverse", {"axis": 1}, ctx.name(ls.name, "rev"), list(ls.inputs))
+        rev = _feeder(ls, "AudeeReverse", {"axis": 1}, ctx.name(ls.name, "rev"), list(ls.inputs))
         body = _renamed(ls, ls.name, [rev.name], new)
         return [rev, body], ({ls.name: list(weights)} if weights else {})
 
@@ -800,7 +810,7 @@ class AxisRule(LayerRule):
         out: list[LayerSpec] = []
         inputs = list(ls.inputs)
         if perm != list(range(1, rank)):
-            pin = _helper(ls, "Permute", {"dims": perm}, ctx.name(ls.name, "perm"), inputs)
+            pin = _feeder(ls, "Permute", {"dims": perm}, ctx.name(ls.name, "perm"), inputs)
             out.append(pin)
             inputs = [pin.name]
         back = [perm.index(a) + 1 for a in range(1, rank)]
@@ -839,7 +849,7 @@ def _attention_axes_last(ls: LayerSpec, weights: list[np.ndarray] | None, ctx: C
     if perm != list(range(1, rank)):
         inputs = []
         for k, name in enumerate(ls.inputs):
-            pin = _helper(ls, "Permute", {"dims": perm}, ctx.name(ls.name, f"perm{k}"), [name])
+            pin = _feeder(ls, "Permute", {"dims": perm}, ctx.name(ls.name, f"perm{k}"), [name])
             out.append(pin)
             inputs.append(pin.name)
     back = [perm.index(a) + 1 for a in range(1, rank - 1)] + list(range(rank - 1, rank + extra))
