@@ -202,17 +202,6 @@ class WorkerState:
             self.kept[msg["keep"]] = dict(zip(e.order, outs))
             while len(self.kept) > KEEP_SIZE:
                 self.kept.popitem(last=False)
-        try:
-            import hashlib as _h
-            _lg = outs[e.order.index(e.spec.logits_layer)]
-            _sig = (tuple(np.shape(v)) for v in msg["inputs"].values())
-            with open("/tmp/wdebug.log", "a") as _f:
-                _f.write(f"{os.getpid()} {type(self.backend).name} {e.spec.name} rt={e.spec.roundtrip} key={msg['key'][:10]} "
-                         f"ws={getattr(e.model,'weight_sets',None)} conc={sorted(str(k) for k in getattr(e.model,'concrete',{}) )!s:.80} "
-                         f"shape={[np.shape(v) for v in msg['inputs'].values()]} h={_h.md5(np.ascontiguousarray(_lg).tobytes()).hexdigest()[:10]} "
-                         f"l0={np.asarray(_lg).ravel()[:2].tolist()}\n")
-        except Exception as _x:
-            pass
         nonfinite, rows = _nonfinite(e.order, outs)
         reply: dict[str, Any] = {
             "logits": outs[e.order.index(spec.logits_layer)],
