@@ -496,12 +496,20 @@ class TensorflowBackend(KerasBackend):
         return {"tf32": str(tf.config.experimental.tensor_float_32_execution_enabled()).lower()}
 
     def compile(self, built: BuiltModel) -> None:
+        """The forward call as a ``tf.function`` traced once per input signature, each trace
+        static in every dimension.  Not ``reduce_retracing``: there a model's second signature
+        is traced with its batch dimension relaxed to None, and that graph computes another
+        last bit than the static one (a SimpleRNN's logits, 4.8e-7): a model's values then
+        hung on the batch sizes its worker met first (``work_ahead`` compiles for the last
+        case's batch), and the exact ``roundtrip_*`` rules compared the relaxed original with
+        the static trace of the loaded model: a false finding on the SimpleRNN seed after a
+        case whose last run was at batch 1 (the ``batch_single`` rule)."""
         import tensorflow as tf
 
         model = built.model
         device = "/GPU:0" if self.device.startswith("cuda") else "/CPU:0"
 
-        @tf.function(reduce_retracing=True, autograph=False)
+        @tf.function(autograph=False)
         def fn(xs: list) -> list:
             with tf.device(device):
                 return model(xs, training=False)

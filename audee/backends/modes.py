@@ -77,7 +77,7 @@ class TensorflowXlaBackend(TensorflowBackend):
         model = built.model
         device = "/GPU:0" if self.device.startswith("cuda") else "/CPU:0"
 
-        @tf.function(reduce_retracing=True, autograph=False, jit_compile=True)
+        @tf.function(autograph=False, jit_compile=True)  # static per signature (TensorflowBackend.compile)
         def fn(xs: list) -> list:
             with tf.device(device):
                 return model(xs, training=False)
