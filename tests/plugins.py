@@ -143,6 +143,16 @@ class _ScalesOneLayer:
         return _scaled(made, self.factor) if layer.name == self.target else made
 
 
+class DoubledDepthwiseJax(_ScalesOneLayer, JaxBackend):
+    """JAX, except that the layer named ``t`` returns twice its output (in its float64 run too):
+    a bfloat16 layer wrong far beyond rounding, whose float64 recomputation JAX without 64-bit
+    floats and TensorFlow (a depthwise convolution of unequal strides) cannot give."""
+
+    name = "doubled-depthwise-jax"
+    target = "t"
+    factor = 2.0
+
+
 class ScaledLayerBackend(_ScalesOneLayer, TensorflowBackend):
     """TensorFlow, except that the layer named ``target`` returns its output times
     ``factor`` (1% off by default): a small single-layer fault that flips no label, for

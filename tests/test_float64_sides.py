@@ -57,6 +57,31 @@ def test_a_float16_layer_is_recomputed_in_float64_and_the_conversion_off_it_is_n
     assert odd == ("onnxruntime",) and within["onnxruntime"] == ["onnxruntime"] and off
 
 
+def test_a_reduced_precision_pair_without_float64_runs_of_its_own_is_judged_by_an_independent_one(tmp_path):
+    """A bfloat16 DepthwiseConv2D of strides (1, 2): TensorFlow refuses it in float64 ("only
+    supports equal length strides"), JAX computes float64 in float32; the pair of them got no
+    float64 result and no side, where oneDNN's garbage on TensorFlow and torch outvoted JAX (the
+    api-cpu campaign, rng 3033).  Torch's float64 recomputation judges it: TensorFlow on it,
+    the doubled layer off."""
+    from audee.backends.pool import Pool
+    from audee.backends.registry import parse_backends
+    from audee.engine.execute import Executor
+
+    doubled = "tests.plugins:DoubledDepthwiseJax"
+    x = np.random.default_rng(0).normal(size=(4, 3, 6, 4)).astype(np.float32)
+    case = _case("depthwise", {"api": "DepthwiseConv2D", "params": {
+        "kernel_size": 2, "strides": [1, 2], "data_format": "channels_first", "dtype": "bfloat16"}}, x)
+    with Pool(parse_backends(f"tensorflow,torch,{doubled}"), tmp_path, timeout=300) as pool:
+        assert pool.start() == {}
+        ex = Executor(pool)
+        ex.complete_weights(case, 0)
+        result = ex.run(case)
+    devs = {f.detail.pair: f for f in result.verdict.findings if f.kind == Kind.DEVIATION}
+    f = devs[f"tensorflow|{doubled}"]
+    assert f.detail.own_layers == ["t"] and f.detail.float64_within is not None, f.detail
+    assert f.detail.float64_within["tensorflow"] and not f.detail.float64_within[doubled]
+
+
 def test_onnxruntimes_float16_entry_leaves_a_deviation_off_the_float64_result():
     """The entry's value rule: a float16 onnxruntime deviation is its own unless onnxruntime is
     off the float64 result its opponent is on."""

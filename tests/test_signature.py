@@ -410,6 +410,39 @@ def test_every_backend_that_ran_is_counted():
     assert f.detail.counts["a"] == {"nan": 0, "+inf": 0, "-inf": 0} and f.detail.counts["b"]["nan"] == 1
 
 
+def test_a_majority_named_side_on_float64_is_read_from_the_outvoted_side_and_its_flips_follow():
+    """A bfloat16 DepthwiseConv2D (a unit-width output after a width stride of 3) that oneDNN
+    computes as garbage on TensorFlow and torch alike, who outvote JAX, right (the api-cpu
+    campaign, rng 3033): in bfloat16 the odd rule lets no float64 evidence overrule the majority,
+    but where JAX, named odd, is within a float64 result and TensorFlow within none, the pair is
+    read from TensorFlow's side too, and the known oneDNN entry claims it, its label flips with
+    it.  JAX off float64 too, or TensorFlow on it: no reading, and the pair stays JAX's."""
+    from audee.triage.known import load_known_issues, match_known
+    from audee.triage.signature import case_signatures
+
+    spec = {"layers": [{"name": "c", "api": "DepthwiseConv2D", "params": {"dtype": "bfloat16", "strides": [2, 3]},
+                        "inputs": ["x"]}]}
+
+    def findings(within):
+        dev = Finding(Kind.DEVIATION, ["tensorflow", "jax"], {
+            "pair": "tensorflow|jax", "tensor": "logits", "score": 23.9, "max_abs": 5.1, "max_rel": 1.25,
+            "n_out": 329, "n": 720, "dtype": "bfloat16", "first_layer": "c", "own_layers": ["c"],
+            "odd": ["jax"], "float64_within": within})
+        flips = Finding(Kind.INCONSISTENCY, ["tensorflow", "jax"], {
+            "pair": "tensorflow|jax", "distance": 1.2, "n_flips": 5, "odd": ["jax"], "layer_distances": {"c": 1.1}})
+        return {"findings": [dev.to_json(), flips.to_json()]}
+
+    issues = load_known_issues()
+    sigs = case_signatures(findings({"tensorflow": [], "jax": ["torch"]}), spec, {})
+    assert {s.kind for s in sigs} == {"deviation", "inconsistency"}
+    assert all("outvoted_on_float64:tensorflow" in s.context and s.odd == ("jax",) for s in sigs)
+    assert {match_known(s, issues).id for s in sigs} == {"onednn-bf16-conv-strided-unit-width"}
+    for within in ({"tensorflow": ["torch"], "jax": ["torch"]}, {"tensorflow": [], "jax": []}):
+        sigs = case_signatures(findings(within), spec, {})
+        assert not any(c.startswith("outvoted_on_float64:") for s in sigs for c in s.context)
+        assert {match_known(s, issues) for s in sigs} == {None}
+
+
 def test_an_undecided_deviation_pair_is_read_from_the_side_off_float64_and_its_flips_follow():
     """A bfloat16 Conv2D (kernel 4, strides 3, VALID: a unit-width output) that TensorFlow's oneDNN
     computes as garbage, torch too, JAX right (the api-cpu campaign, rng 3026): the oracle names no

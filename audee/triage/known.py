@@ -90,7 +90,8 @@ from audee.oracle.pairs import component_changes
 from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
 from audee.settings import FieldError, settings_error, validate_settings
 from audee.triage.signature import (JUDGED_ONLY, ODD_FEWER_NONFINITE, ODD_MORE_NONFINITE, ODD_OFF_FLOAT64,
-                                    PAIR_MORE_NONFINITE, PAIR_OFF_FLOAT64, PROGRAM, PROGRAM_OF, REJECTED_BY,
+                                    OUTVOTED_ON_FLOAT64, PAIR_MORE_NONFINITE, PAIR_OFF_FLOAT64, PROGRAM, PROGRAM_OF,
+                                    REJECTED_BY,
                                     Signature,
                                     explicit_refusal, value_class)
 from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot, RootKey
@@ -224,7 +225,7 @@ class KnownMatch(_Strict):
     def matches(self, sig: Signature) -> bool:
         if self.odd and not sig.odd:
             return any(self._matches(side) for side in _pair_sides(sig))
-        return self._matches(sig)
+        return self._matches(sig) or (bool(self.odd) and any(self._matches(side) for side in _outvoted(sig)))
 
     def _matches(self, sig: Signature) -> bool:
         if self.kind is not None and sig.kind not in ([self.kind] if isinstance(self.kind, str) else self.kind):
@@ -289,6 +290,20 @@ def _pair_sides(sig: Signature) -> list[Signature]:
         return []
     return [dataclasses.replace(sig, odd=(b,), context=rest + (ODD_MORE_NONFINITE if b == more[0] else ODD_FEWER_NONFINITE,))
             for b in sig.backends]
+
+
+def _outvoted(sig: Signature) -> list[Signature]:
+    """A deviation pair whose side a majority named odd is on the layer's float64 result and
+    the other side off it (:data:`OUTVOTED_ON_FLOAT64`) read from the side off it, as an
+    undecided pair is (:func:`_pair_sides`): backends sharing a kernel library, wrong alike,
+    outvote the one computing right, and an entry naming the wrong one explains the pair
+    (oneDNN's bfloat16 strided unit-width convolution on TensorFlow and torch against JAX: rng
+    3033).  None for any other signature."""
+    off = [c[len(OUTVOTED_ON_FLOAT64):] for c in sig.context if c.startswith(OUTVOTED_ON_FLOAT64)]
+    if len(off) != 1 or len(sig.backends) != 2:
+        return []
+    rest = tuple(c for c in sig.context if not c.startswith(OUTVOTED_ON_FLOAT64))
+    return [dataclasses.replace(sig, odd=(off[0],), context=rest + (ODD_OFF_FLOAT64,))]
 
 
 def _from_reference(context: set[str]) -> set[str]:

@@ -330,6 +330,12 @@ PAIR_MORE_NONFINITE = "pair_more_nonfinite:"
 #: odd one, off float64 (:data:`ODD_OFF_FLOAT64`), by a known entry (a bfloat16 convolution TensorFlow's
 #: oneDNN computes as garbage, torch's too, JAX right: the api-cpu campaign, rng 3026)
 PAIR_OFF_FLOAT64 = "pair_off_float64:"
+#: the side of a deviation pair that is within no float64 result of the layer where the side a majority named odd
+#: is within one (``outvoted_on_float64:torch``), in float16 or bfloat16, where the odd rule lets no float64
+#: evidence overrule a majority (a side nearer the exact result may only sum wider): an entry naming that side odd
+#: explains the pair as well (TensorFlow's and torch's oneDNN bfloat16 convolution wrong alike outvoting JAX, on
+#: float64: the api-cpu campaign, rng 3033; :meth:`audee.triage.known.KnownMatch.matches` reads it)
+OUTVOTED_ON_FLOAT64 = "outvoted_on_float64:"
 #: a NaN finding whose per-layer diagnosis of a backend never came back (``diagnosis_lost:jax``: its worker
 #: ended, twice; ``NanPattern.lost``): its pairs went unjudged, so the finding's layer, class and odd
 #: backend rest on the other pairs alone, and a maintainer reads it as such
@@ -665,6 +671,18 @@ def _float64_context(within: Mapping[str, list[str]] | None, odd: Iterable[str],
     return []
 
 
+def _outvoted_float64(within: Mapping[str, list[str]] | None, odd: Iterable[str],
+                      backends: Iterable[str]) -> list[str]:
+    """:data:`OUTVOTED_ON_FLOAT64` of the other side of a two-backend deviation whose one side
+    named odd is within a float64 result of the layer where the other is within none
+    (``DeviationDetail.float64_within``); none otherwise."""
+    names, odd = [str(b) for b in backends], [str(b) for b in odd]
+    if len(names) != 2 or len(odd) != 1 or odd[0] not in names or not within:
+        return []
+    other = next(x for x in names if x != odd[0])
+    return [OUTVOTED_ON_FLOAT64 + other] if within.get(odd[0]) and other in within and not within[other] else []
+
+
 def _pair_float64(within: Mapping[str, list[str]] | None, odd: Iterable[str], backends: Iterable[str]) -> list[str]:
     """:data:`PAIR_OFF_FLOAT64` of the side of a two-backend deviation no side of which is named
     odd that is within no backend's float64 result of the layer, where the other side is within
@@ -990,6 +1008,7 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
                     + _program_context(detail.program, layer, odd or bs, {}, bs)
                     + _float64_context(detail.float64_within, odd, bs)
                     + _pair_float64(detail.float64_within, odd, bs)
+                    + _outvoted_float64(detail.float64_within, odd, bs)
                     + _flush_context(detail.flush_like, odd, bs))]
     if finding.kind == Kind.EQUIVALENCE:
         # one backend against itself: the rule joins the parameters (padding and channels
@@ -1184,11 +1203,12 @@ def _flips_read_as_deviation(sigs: list[Signature]) -> list[Signature]:
     """A label flip is its pair's deviation seen through argmax: an undecided inconsistency takes
     the side its pair's deviation found off the layer's float64 result (:data:`PAIR_OFF_FLOAT64`;
     the inconsistency records no float64 result), so the two stay one root when an entry reads
-    that side."""
-    off = {(s.backends, s.layer): c for s in sigs if s.kind == Kind.DEVIATION and not s.odd
-           for c in s.context if c.startswith(PAIR_OFF_FLOAT64)}
-    return [replace(s, context=(*s.context, off[(s.backends, s.layer)]))
-            if s.kind == Kind.INCONSISTENCY and not s.odd and (s.backends, s.layer) in off else s for s in sigs]
+    that side; one whose named odd side is on it and the other off it takes that other side
+    (:data:`OUTVOTED_ON_FLOAT64`) alike."""
+    off = {(s.backends, s.layer, s.odd): c for s in sigs if s.kind == Kind.DEVIATION
+           for c in s.context if c.startswith((PAIR_OFF_FLOAT64, OUTVOTED_ON_FLOAT64))}
+    return [replace(s, context=(*s.context, off[(s.backends, s.layer, s.odd)]))
+            if s.kind == Kind.INCONSISTENCY and (s.backends, s.layer, s.odd) in off else s for s in sigs]
 
 
 #: an equivalence finding where one of the two models runs and the backend refuses the other
