@@ -91,9 +91,7 @@ from audee.triage.rootcause import CLASSES, DOCUMENTED, classify, root_of
 from audee.settings import FieldError, settings_error, validate_settings
 from audee.triage.signature import (JUDGED_ONLY, ODD_FEWER_NONFINITE, ODD_MORE_NONFINITE, ODD_OFF_FLOAT64,
                                     OUTVOTED_ON_FLOAT64, PAIR_MORE_NONFINITE, PAIR_OFF_FLOAT64, PROGRAM, PROGRAM_OF,
-                                    REJECTED_BY,
-                                    Signature,
-                                    explicit_refusal, value_class)
+                                    REJECTED_BY, Signature, explicit_refusal, value_class)
 from audee.triage import FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, Bug, KnownRoot, RootKey
 from audee.core.yamlio import read_yaml_mapping
 

@@ -331,9 +331,9 @@ PAIR_MORE_NONFINITE = "pair_more_nonfinite:"
 #: oneDNN computes as garbage, torch's too, JAX right: the api-cpu campaign, rng 3026)
 PAIR_OFF_FLOAT64 = "pair_off_float64:"
 #: the side of a deviation pair that is within no float64 result of the layer where the side a majority named odd
-#: is within one (``outvoted_on_float64:torch``), in float16 or bfloat16, where the odd rule lets no float64
-#: evidence overrule a majority (a side nearer the exact result may only sum wider): an entry naming that side odd
-#: explains the pair as well (TensorFlow's and torch's oneDNN bfloat16 convolution wrong alike outvoting JAX, on
+#: is within one (``outvoted_on_float64:torch``): in float16 or bfloat16, where it arises, the odd rule lets no
+#: float64 evidence overrule a majority (a side nearer the exact result may only sum wider); an entry naming that
+#: side odd explains the pair as well (TensorFlow's and torch's oneDNN bfloat16 convolution wrong alike outvoting JAX, on
 #: float64: the api-cpu campaign, rng 3033; :meth:`audee.triage.known.KnownMatch.matches` reads it)
 OUTVOTED_ON_FLOAT64 = "outvoted_on_float64:"
 #: a NaN finding whose per-layer diagnosis of a backend never came back (``diagnosis_lost:jax``: its worker
