@@ -352,9 +352,9 @@ class Executor(Runner):
             if (name, a, b) not in scored:
                 tries = [(a, b), tuple(independent)] if _reduced(case.spec, name) else [tuple(independent)]
                 wide: dict[str, np.ndarray] = {}
+                fed = layer_feed(case.spec, name, layers_a, sub)
                 for labels in tries:
                     if (name, a, labels) not in wide_runs:
-                        fed = layer_feed(case.spec, name, layers_a, sub)
                         wide_runs[(name, a, labels)] = self._run_wide(case, name, fed, list(labels)) if fed else {}
                     wide = wide_runs[(name, a, labels)]
                     if wide:
@@ -500,8 +500,9 @@ class Executor(Runner):
             sub = {k: v[rows] for k, v in case.inputs.items()}
             got = self._layers_of(case, sub, labels)
             layers = {b: r["layers"] for b, r in got.items() if isinstance(r, dict)}
+            failed = {b: r.message for b, r in got.items() if not isinstance(r, dict)}
             for f in nans:
-                diagnose_patterns(f, layers, rows, {b: r.message for b, r in got.items() if not isinstance(r, dict)})
+                diagnose_patterns(f, layers, rows, failed)
             lost = any(p.first_layer_from == "output" for f in nans for p in f.detail.patterns.values())
             if not lost or len(rows) >= batch:
                 break

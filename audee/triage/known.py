@@ -279,10 +279,10 @@ def _pair_sides(sig: Signature) -> list[Signature]:
     TensorFlow's oneDNN garbage against JAX on float64).  None for any other signature."""
     if len(sig.backends) != 2:
         return []
-    rest = tuple(c for c in sig.context if not c.startswith((PAIR_OFF_FLOAT64, PAIR_MORE_NONFINITE)))
-    off = [c[len(PAIR_OFF_FLOAT64):] for c in sig.context if c.startswith(PAIR_OFF_FLOAT64)]
-    if len(off) == 1:  # a deviation: the side off the layer's float64 result, the other on it
-        return [dataclasses.replace(sig, odd=(off[0],), context=rest + (ODD_OFF_FLOAT64,))]
+    off = _read_off_float64(sig, PAIR_OFF_FLOAT64)
+    if off:  # a deviation: the side off the layer's float64 result, the other on it
+        return off
+    rest = tuple(c for c in sig.context if not c.startswith(PAIR_MORE_NONFINITE))
     more = [c[len(PAIR_MORE_NONFINITE):] for c in sig.context if c.startswith(PAIR_MORE_NONFINITE)]
     if len(more) != 1:
         return []
@@ -297,10 +297,16 @@ def _outvoted(sig: Signature) -> list[Signature]:
     outvote the one computing right, and an entry naming the wrong one explains the pair
     (oneDNN's bfloat16 strided unit-width convolution on TensorFlow and torch against JAX: rng
     3033).  None for any other signature."""
-    off = [c[len(OUTVOTED_ON_FLOAT64):] for c in sig.context if c.startswith(OUTVOTED_ON_FLOAT64)]
-    if len(off) != 1 or len(sig.backends) != 2:
+    return _read_off_float64(sig, OUTVOTED_ON_FLOAT64) if len(sig.backends) == 2 else []
+
+
+def _read_off_float64(sig: Signature, fact: str) -> list[Signature]:
+    """``sig`` read as its side named by ``fact`` (``<fact><backend>``, one of them) odd, off
+    the layer's float64 result (:data:`ODD_OFF_FLOAT64`); none where it records no such fact."""
+    off = [c[len(fact):] for c in sig.context if c.startswith(fact)]
+    if len(off) != 1:
         return []
-    rest = tuple(c for c in sig.context if not c.startswith(OUTVOTED_ON_FLOAT64))
+    rest = tuple(c for c in sig.context if not c.startswith(fact))
     return [dataclasses.replace(sig, odd=(off[0],), context=rest + (ODD_OFF_FLOAT64,))]
 
 

@@ -333,8 +333,8 @@ PAIR_OFF_FLOAT64 = "pair_off_float64:"
 #: the side of a deviation pair that is within no float64 result of the layer where the side a majority named odd
 #: is within one (``outvoted_on_float64:torch``): in float16 or bfloat16, where it arises, the odd rule lets no
 #: float64 evidence overrule a majority (a side nearer the exact result may only sum wider); an entry naming that
-#: side odd explains the pair as well (TensorFlow's and torch's oneDNN bfloat16 convolution wrong alike outvoting JAX, on
-#: float64: the api-cpu campaign, rng 3033; :meth:`audee.triage.known.KnownMatch.matches` reads it)
+#: side odd explains the pair as well (TensorFlow's and torch's oneDNN bfloat16 convolution wrong alike outvoting
+#: JAX, on float64: the api-cpu campaign, rng 3033; :meth:`audee.triage.known.KnownMatch.matches` reads it)
 OUTVOTED_ON_FLOAT64 = "outvoted_on_float64:"
 #: a NaN finding whose per-layer diagnosis of a backend never came back (``diagnosis_lost:jax``: its worker
 #: ended, twice; ``NanPattern.lost``): its pairs went unjudged, so the finding's layer, class and odd
@@ -671,29 +671,27 @@ def _float64_context(within: Mapping[str, list[str]] | None, odd: Iterable[str],
     return []
 
 
-def _outvoted_float64(within: Mapping[str, list[str]] | None, odd: Iterable[str],
-                      backends: Iterable[str]) -> list[str]:
-    """:data:`OUTVOTED_ON_FLOAT64` of the other side of a two-backend deviation whose one side
-    named odd is within a float64 result of the layer where the other is within none
-    (``DeviationDetail.float64_within``); none otherwise."""
-    names, odd = [str(b) for b in backends], [str(b) for b in odd]
-    if len(names) != 2 or len(odd) != 1 or odd[0] not in names or not within:
-        return []
-    other = next(x for x in names if x != odd[0])
-    return [OUTVOTED_ON_FLOAT64 + other] if within.get(odd[0]) and other in within and not within[other] else []
+def _off_float64_side(within: Mapping[str, list[str]] | None, backends: Iterable[str]) -> str | None:
+    """The side of a two-backend deviation within no backend's float64 result of the layer where
+    the other side is within one (``DeviationDetail.float64_within``: backend -> the backends whose
+    float64 result it is within); None otherwise."""
+    names = [str(b) for b in backends]
+    if len(names) != 2 or not within or not all(b in within for b in names):
+        return None
+    a, b = names
+    return next((x for x, y in ((a, b), (b, a)) if not within[x] and within[y]), None)
 
 
 def _pair_float64(within: Mapping[str, list[str]] | None, odd: Iterable[str], backends: Iterable[str]) -> list[str]:
-    """:data:`PAIR_OFF_FLOAT64` of the side of a two-backend deviation no side of which is named
-    odd that is within no backend's float64 result of the layer, where the other side is within
-    one (``DeviationDetail.float64_within``: backend -> the backends whose float64 result it is
-    within); none otherwise."""
-    names = [str(b) for b in backends]
-    if list(odd) or len(names) != 2 or not within or not all(b in within for b in names):
+    """Where a two-backend deviation has a side off float64 (:func:`_off_float64_side`): with no
+    side named odd, :data:`PAIR_OFF_FLOAT64` of it; with the other side named odd,
+    :data:`OUTVOTED_ON_FLOAT64` of it; none otherwise."""
+    off, odd = _off_float64_side(within, backends), [str(b) for b in odd]
+    if off is None:
         return []
-    a, b = names
-    off = [x for x, y in ((a, b), (b, a)) if not within[x] and within[y]]
-    return [PAIR_OFF_FLOAT64 + x for x in off]
+    if not odd:
+        return [PAIR_OFF_FLOAT64 + off]
+    return [OUTVOTED_ON_FLOAT64 + off] if len(odd) == 1 and odd[0] != off and odd[0] in within else []
 
 
 def _flush_context(like: Iterable[str] | None, odd: Iterable[str], backends: Iterable[str]) -> list[str]:
@@ -1008,7 +1006,6 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
                     + _program_context(detail.program, layer, odd or bs, {}, bs)
                     + _float64_context(detail.float64_within, odd, bs)
                     + _pair_float64(detail.float64_within, odd, bs)
-                    + _outvoted_float64(detail.float64_within, odd, bs)
                     + _flush_context(detail.flush_like, odd, bs))]
     if finding.kind == Kind.EQUIVALENCE:
         # one backend against itself: the rule joins the parameters (padding and channels
