@@ -85,12 +85,13 @@ TRAIN_OPTIMIZERS = ",".join(OPTIMIZERS)
 # rewrite per rule runs beside each test case on every backend; docs/oracles.md, "Equivalent models")
 EQUIVALENCE_RULES = ("padding", "rank", "depthwise", "separable", "dilation", "channels", "dense_conv",
                      "dense_einsum", "activation", "batchnorm", "pad_crop", "rnn_unroll", "float64",
-                     "batch_permuted", "batch_single", "roundtrip_keras", "roundtrip_config", "roundtrip_json",
+                     "batch_permuted", "batch_single", "batch_empty", "roundtrip_keras", "roundtrip_config", "roundtrip_json",
                      "go_backwards", "formula", "axis", "image_channels")
-# the rules every model-level run judges unless told otherwise: those that apply to few cases (one
-# more model only where a case has the layer they rewrite) and see bugs no cross-backend oracle
-# can, measured without a false positive (experiments/results/equivalence_axis.md)
-DEFAULT_EQUIVALENCE = "axis,image_channels"
+# the rules every model-level run judges unless told otherwise: those that cost little (one more
+# model only where a case has the layer they rewrite; a batch of zero rows, which holds no values)
+# and see bugs no cross-backend oracle can, measured without a false positive
+# (experiments/results/equivalence_axis.md, experiments/results/batch_empty.md)
+DEFAULT_EQUIVALENCE = "axis,image_channels,batch_empty"
 
 # the precision oracle (audee/oracle/precision.py): a backend out of tolerance against the
 # float64 reference is a `precision` finding when its error is also this many times the best

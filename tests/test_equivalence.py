@@ -132,8 +132,10 @@ def test_whole_model_rules_rewrite_the_inputs_or_the_dtype():
     w = {"conv": [np.ones((3, 3, 2, 3), np.float32), np.zeros(3, np.float32)]}
     x = {"x": np.arange(5 * 8 * 8 * 2, dtype=np.float32).reshape(5, 8, 8, 2)}
     perm, single = apply_rule("batch_permuted", spec, w), apply_rule("batch_single", spec, w)
-    assert perm.spec is spec and perm.rows(5) == [4, 3, 2, 1, 0] and single.rows(5) == [0]
+    empty = apply_rule("batch_empty", spec, w)
+    assert perm.spec is spec and perm.rows(5) == [4, 3, 2, 1, 0] and single.rows(5) == [0] and empty.rows(5) == []
     assert np.array_equal(perm.map_inputs(x)["x"], x["x"][::-1]) and single.map_inputs(x)["x"].shape[0] == 1
+    assert empty.map_inputs(x)["x"].shape == (0, 8, 8, 2)
     wide = apply_rule("float64", spec, w)
     assert all(ls.params["dtype"] == "float64" for ls in wide.spec.layers)
     assert wide.spec.inputs[0].dtype == "float64" and wide.weights["conv"][0].dtype == np.float64
@@ -457,6 +459,27 @@ def test_every_rule_holds_on_a_clean_backend():
     assert not result.verdict.failed, [f.to_json() for f in result.verdict.findings]
     assert set(result.equivalence) == set(EQUIVALENCE_RULES), result.equivalence  # every rule applies here
     assert set(result.equivalence.values()) == {"pass"}, result.equivalence
+
+
+def test_a_batch_of_zero_rows_is_judged_on_its_shape_and_its_acceptance_and_pinned_on_a_layer():
+    """TensorFlow's oneDNN convolution returns its input for a batch of zero rows (the api-cpu
+    campaign: convolutions without a bias, which TensorFlow does not fuse with one), and Keras' torch
+    backend refuses the max of a tensor with no elements, whatever the axis (GlobalMaxPooling):
+    each is one backend's finding, pinned on its layer; JAX runs both as promised."""
+    x = {"x": np.random.default_rng(2).normal(size=(4, 8, 8, 2)).astype(np.float32)}
+    conv = _spec([("conv", "Conv2D", {"filters": 5, "kernel_size": 3, "use_bias": False}), ("dense", "Dense", {"units": 3})],
+                 (8, 8, 2))
+    result = _executor_run("tensorflow,jax", conv, x, ["batch_empty"])
+    got = [(f.backends, f.detail.reason, f.detail.layer, f.detail.shapes) for f in result.verdict.findings]
+    assert got == [(["tensorflow"], "shape", "conv", {"original": [0, 6, 6, 5], "rewrite": [0, 8, 8, 2]})], got
+    assert result.equivalence == {"batch_empty": "fail"}
+    pool = _spec([("dense", "Dense", {"units": 3}), ("pool", "GlobalMaxPooling2D", {})], (8, 8, 2))
+    result = _executor_run("torch,jax", pool, x, ["batch_empty"])
+    got = [(f.backends, f.detail.reason, f.detail.phase, f.detail.layer) for f in result.verdict.findings]
+    assert got == [(["torch"], "rejected", "run", "pool")], got
+    assert "empty tensor" in result.verdict.findings[0].detail.message
+    clean = _executor_run("jax", conv, x, ["batch_empty"])
+    assert not clean.verdict.findings and clean.equivalence == {"batch_empty": "pass"}
 
 
 def test_a_shifted_same_padding_is_flagged_by_the_padding_rule_alone():

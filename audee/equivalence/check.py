@@ -104,14 +104,14 @@ def run_equivalence(ex: Any, case: TestCase, outcomes: dict[str, Outcome], rules
         got = dict(failed)
         for b, r in replies.items():
             got[b] = Outcome(b, failure=r) if not isinstance(r, dict) else \
-                Outcome(b, logits=r["logits"], output=r["output"], nonfinite=r["nonfinite"])
+                Outcome(b, logits=r["logits"], output=r["output"], nonfinite=r["nonfinite"], declared=r.get("declared"))
         rows = rw.rows(n)
         for b in on:
             tolerances = EXACT if rule.tolerance == "exact" else ex.tolerances
             f = judge_rewrite(rule.name, outcomes[b], got[b], rows, tolerances, nonfinite_exact=rule.nonfinite_exact,
                               inputs=case.inputs, rewritten_layers=rw.rewritten, compute=_compute(outcomes[b]),
                               widens=rule.widens, witnesses=rule.witnesses_refusals,
-                              acceptance_only=rule.acceptance_only)
+                              acceptance_only=rule.acceptance_only, layer_map=rw.layer_map)
             if f is None:
                 continue
             if f.detail.reason == "rejected" and f.detail.phase == "weights":
@@ -170,6 +170,9 @@ def _diagnose(ex: Any, case: TestCase, rule: Rule, rw: Rewrite, inputs: dict[str
             kept[backend] = tag
     if d.reason in ("rejected", "crashed"):
         _pin_rejection(ex, case, rule, backend, kept.get(backend), f)
+        return
+    if d.reason == "shape" and d.layer is None:  # (a layer off its declaration names itself)
+        _pin_shape(ex, case, rw, inputs, backend, kept.get(backend), f)
         return
     if d.reason not in ("values", "nonfinite"):
         return
@@ -295,6 +298,26 @@ def _pair(ex: Any, spec1: Any, w1: Any, rw1: Rewrite, feed: dict[str, np.ndarray
     a = np.asarray(o["logits"])[rw1.rows(n)]
     b = np.asarray(r["logits"])
     return (a, b) if a.shape == b.shape else None
+
+
+def _pin_shape(ex: Any, case: TestCase, rw: Rewrite, inputs: dict[str, np.ndarray], backend: str,
+               tag: str | None, f: Finding) -> None:
+    """The first layer whose equivalent's output has another shape than its own past the batch
+    axis (``first_layer`` and ``layer``: a shape is no rounding, so it needs no judging alone).
+    The original's row 0 beside the rewrite's row that holds it; a batch of zero rows holds
+    none, and its shapes still tell."""
+    d = f.detail
+    order_rows = rw.rows(case.batch)
+    orig = _kept(ex, backend, tag, [0])
+    new = _kept(ex, backend, _keep(ex, rw.spec, rw.weights, inputs, backend),
+                [order_rows.index(0)] if 0 in order_rows else [])
+    if orig is None or new is None:
+        return
+    for name in case.spec.topological_order():
+        mapped = rw.layer_map.get(name)
+        if name in orig and mapped in new and np.shape(orig[name])[1:] != np.shape(new[mapped])[1:]:
+            d.first_layer = d.layer = name
+            return
 
 
 def _pin_rejection(ex: Any, case: TestCase, rule: Rule, backend: str, tag: str | None, f: Finding) -> None:

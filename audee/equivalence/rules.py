@@ -15,7 +15,7 @@ oracle's own-layer check (``audee.equivalence.check``) compares a layer with and
 the rule on the same input.
 
 A few rules rewrite the inputs instead of the spec (batch independence: the rows run in
-another order, or one alone): :attr:`Rewrite.order`; the float64 rule casts float inputs
+another order, one alone, or none): :attr:`Rewrite.order`; the float64 rule casts float inputs
 (:attr:`Rewrite.input_dtype`).  Each rule says where it applies and what it is judged with
 (``docs/oracles.md``, "Equivalent models"); names are :data:`audee.settings.EQUIVALENCE_RULES`.
 """
@@ -35,7 +35,7 @@ from audee.core.floats import is_float
 Shape = tuple[int, ...]
 
 #: the rows a batch rule runs, in order, for a batch of n (see :class:`Rewrite`)
-ORDERS = ("reversed", "first")
+ORDERS = ("reversed", "first", "empty")
 
 
 @dataclass
@@ -56,6 +56,8 @@ class Rewrite:
             return list(range(n))[::-1]
         if self.order == "first":
             return [0] if n else []
+        if self.order == "empty":
+            return []
         return list(range(n))
 
     def map_inputs(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -139,9 +141,9 @@ class Rule:
     #: refuses the original but runs the rewrite refuses something its own layer computes: the rewrite
     #: runs where the original was refused too (a refusal of a dtype or of an invalid value is shared)
     witnesses_refusals: ClassVar[bool] = False
-    #: the two models are compared on what each backend accepts only (a refusal on one side where
-    #: the other runs), never on values: the rule holds for a layer random by design too, which
-    #: draws other values in each model (:func:`audee.apis.call_args.random_values`)
+    #: the two models are compared on what each backend accepts (a refusal on one side where the
+    #: other runs) and on their shapes, never on values: the rule holds for a layer random by design
+    #: too, which draws other values in each model (:func:`audee.apis.call_args.random_values`)
     acceptance_only: ClassVar[bool] = False
 
     def apply(self, spec: ModelSpec, weights: Weights) -> Rewrite | None:
@@ -982,8 +984,8 @@ def widened_weights(weights: Weights, dtype: str = "float64") -> Weights:
 
 # ---- batch independence (EAGLE rule 15): an inputs rewrite -------------------------------------------
 class BatchRule(Rule):
-    """The same model on the rows in another order, or on one row alone: each row's
-    outputs must not depend on the rest of the batch."""
+    """The same model on the rows in another order, on one row alone, or on none: each row's
+    outputs must not depend on the rest of the batch, and a batch of zero rows is a batch."""
 
     order: ClassVar[str] = "reversed"
     tolerance = "dtype"
@@ -1030,12 +1032,34 @@ class BatchSingleRule(BatchRule):
     order = "first"
 
 
+class BatchEmptyRule(BatchRule):
+    """A batch of zero rows: every output has zero rows and the original's other dimensions.
+    Frameworks promise it (PyTorch's modules accept an empty batch, pytorch/pytorch#12013;
+    Keras' convolutions were fixed for it, keras-team/keras#22564), yet it takes paths no
+    full batch takes: kernels that return early on an empty input, reductions that check for
+    emptiness, reshapes with -1, rewrites by the graph optimizer.  Its run holds no values,
+    so the rule judges acceptance and shapes only."""
+
+    name = "batch_empty"
+    eagle = "15"
+    where = ("every model whose layers compute within rows: the batch of zero rows, whose outputs must have zero "
+             "rows and the original's other dimensions")
+    order = "empty"
+    acceptance_only = True  # no values: a random model's case is judged as any other
+
+
 #: every rule, in the order they are listed and run
 RULES: dict[str, Rule] = {r.name: r for r in (
     PaddingRule(), RankRule(), DepthwiseRule(), SeparableRule(), DilationRule(), ChannelsRule(),
     DenseConvRule(), DenseEinsumRule(), ActivationRule(), BatchNormRule(), PadCropRule(), UnrollRule(),
-    Float64Rule(), BatchPermutedRule(), BatchSingleRule(), RoundTripKerasRule(), RoundTripConfigRule(),
+    Float64Rule(), BatchPermutedRule(), BatchSingleRule(), BatchEmptyRule(), RoundTripKerasRule(), RoundTripConfigRule(),
     RoundTripJsonRule(), GoBackwardsRule(), FormulaRule(), AxisRule(), ImageChannelsRule())}
+
+
+def batch_rule(name: str | None) -> bool:
+    """Whether the rule ``name`` runs the case's own model on other rows (:attr:`Rewrite.order`):
+    its rows only mean something in their batch, so a finding of it is read on the whole batch."""
+    return getattr(RULES.get(str(name)), "order", None) is not None
 
 
 def rules_named(names: list[str] | tuple[str, ...]) -> list[Rule]:
@@ -1048,5 +1072,5 @@ def apply_rule(name: str, spec: ModelSpec, weights: Weights) -> Rewrite | None:
     return RULES[name].apply(spec, weights)
 
 
-__all__ = ["Context", "LayerRule", "ORDERS", "RULES", "Rewrite", "Rule", "apply_rule", "rules_named",
+__all__ = ["Context", "LayerRule", "ORDERS", "RULES", "Rewrite", "Rule", "apply_rule", "batch_rule", "rules_named",
            "safe_shapes", "same_padding"]

@@ -11,6 +11,7 @@ from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
 from audee.cases.case import Kind
 from audee.engine.execute import Executor
+from audee.equivalence.rules import batch_rule
 from audee.levels import level_of
 from audee.records.localization import RateRow, Round
 from audee.reference.run import Reference
@@ -104,7 +105,7 @@ def _localize(pool: Pool, record: CaseRecord, case: Any, apis: dict[str, Any], c
         d = main.detail
         rows = [r for r in (d.rows or []) if 0 <= r < case.batch]
         # a batch rule's rows only mean something in their batch: the whole batch then
-        rows = list(range(case.batch)) if d.rule in ("batch_permuted", "batch_single") or not rows \
+        rows = list(range(case.batch)) if batch_rule(d.rule) or not rows \
             else rows[: cfg.max_inputs]
         inputs = {k: v[rows] for k, v in case.inputs.items()}
         report.note = (f"rule {d.rule} on {d.backend}: {d.reason}" + (f" (score {d.score:.3g})" if d.score else "")

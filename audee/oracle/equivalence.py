@@ -8,6 +8,9 @@ module judges the pair of runs:
 
 * the backend ran the case and refused its equivalent (a clean error: ``rejected``) or
   died on it (``crashed``);
+* a layer of the case computes another shape in the equivalent than Keras declares for it,
+  while it computes the declared one in the case (``shape``, the layer named: a batch of zero
+  rows that a kernel returns unconvolved, which the next layer's declared shape hides);
 * the compared tensor (logits, else the output; on the rows the rewrite ran, in its
   order) differs in shape (``shape``), in its non-finite pattern (``nonfinite``: NaN,
   +Inf, -Inf and finite per element, as :mod:`audee.oracle.nan` classes them), or in
@@ -82,14 +85,15 @@ def judge_rewrite(rule: str, original: Outcome, rewritten: Outcome, rows: list[i
                   tolerances: Tolerances | Mapping | None = None, *, nonfinite_exact: bool = True,
                   inputs: Mapping[str, np.ndarray] | None = None, rewritten_layers: Iterable[str] = (),
                   compute: str = FULL, widens: bool = False, witnesses: bool = False,
-                  acceptance_only: bool = False) -> Finding | None:
+                  acceptance_only: bool = False, layer_map: Mapping[str, str] | None = None) -> Finding | None:
     """The ``equivalence`` finding of one backend's runs of a case (``original``) and of its
     equivalent by ``rule`` (``rewritten``, whose row ``i`` is the original's row
     ``rows[i]``), or None when they agree (module docstring).  An original that did not
     run is the crash oracles' business, unless it raised cleanly and its rewrite, by a rule
     that witnesses refusals (``witnesses``: :attr:`audee.equivalence.rules.Rule.witnesses_refusals`),
     runs: ``original_rejected``, the original's error and phase.  ``acceptance_only``
-    (:attr:`audee.equivalence.rules.Rule.acceptance_only`): two runs agree whatever their values."""
+    (:attr:`audee.equivalence.rules.Rule.acceptance_only`): two runs agree whatever their values.
+    ``layer_map``: each case layer's layer in the equivalent, whose declared shapes are judged."""
     backend = original.backend
     base = {"rule": rule, "backend": backend, "rewritten": list(rewritten_layers)[:MAX_REWRITTEN]}
     if not original.ok:
@@ -105,8 +109,11 @@ def judge_rewrite(rule: str, original: Outcome, rewritten: Outcome, rows: list[i
         reason = "rejected" if getattr(f, "kind", None) == "error" else "crashed"
         return Finding(Kind.EQUIVALENCE, [backend], EquivalenceDetail(
             **base, reason=reason, phase=getattr(f, "phase", None), message=getattr(f, "message", None)))
-    if acceptance_only:
-        return None
+    off = _off_declaration(original, rewritten, layer_map or {})
+    if off is not None:
+        layer, shapes = off
+        return Finding(Kind.EQUIVALENCE, [backend], EquivalenceDetail(
+            **base, reason="shape", shapes=shapes, first_layer=layer, layer=layer))
     keep = None if nonfinite_exact else _finite_input_rows(inputs, rows)  # rewrite rows judged
     all_rows = list(rows)
     for tensor in TENSORS:
@@ -121,6 +128,8 @@ def judge_rewrite(rule: str, original: Outcome, rewritten: Outcome, rows: list[i
         if a.shape != b.shape:
             return Finding(Kind.EQUIVALENCE, [backend], EquivalenceDetail(
                 **base, reason="shape", tensor=tensor, shapes={"original": list(a.shape), "rewrite": list(b.shape)}))
+        if acceptance_only or not a.size:  # no values to judge (a random model; the batch of zero rows)
+            continue
         pattern = compare_codes(a, b)
         if pattern is not None:     # the rows this finding names are its own field, of the whole batch
             pattern.pop("rows", None)
@@ -134,6 +143,30 @@ def judge_rewrite(rule: str, original: Outcome, rewritten: Outcome, rows: list[i
             got["rows"] = [rows[i] for i in got["rows"]]
             return Finding(Kind.EQUIVALENCE, [backend], EquivalenceDetail(**base, reason="values", tensor=tensor,
                                                                           **got))
+    return None
+
+
+def _off_declaration(original: Any, rewritten: Any, layer_map: Mapping[str, str]
+                     ) -> tuple[str, dict[str, list[int]]] | None:
+    """The first case layer (in the equivalent's run order) whose equivalent computes a shape
+    off Keras' declaration where the case's own run of it does not (or computes another one):
+    the layer and the shapes, the case's as declared; None where there is none or no backend
+    declares (a converted graph)."""
+    got, own = getattr(rewritten, "declared", None), getattr(original, "declared", None) or {}
+    if not got or own is None:
+        return None
+    case_of = {v: k for k, v in layer_map.items()}
+    for mapped, (declared, computed) in got.items():
+        name = case_of.get(mapped)
+        if name is None:
+            continue
+        theirs = own.get(name)
+        if theirs is not None and list(theirs[1][0])[1:] == list(computed[0])[1:]:
+            continue  # the case computes it off its declaration alike: the declared-output oracle's
+        shape = [int(computed[0][0]) if d is None and k == 0 and computed[0] else d
+                 for k, d in enumerate(declared[0])]
+        if list(shape) != list(computed[0]):
+            return name, {"original": shape, "rewrite": list(computed[0])}
     return None
 
 

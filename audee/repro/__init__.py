@@ -35,6 +35,7 @@ from audee import __version__
 from audee.backends.info import describe
 from audee.cases.case import Finding, Kind, TestCase
 from audee.core.errors import AudeeError
+from audee.equivalence.rules import batch_rule
 from audee.cases.kinds import BY_NAME, CRASHES, PAIRWISE
 from audee.levels import level_of
 from audee.oracle.declared import shape_text
@@ -166,7 +167,7 @@ def known_layer(record: CaseRecord, f: Finding, layer: str | None = None) -> str
 def failing_rows(f: Finding, n: int) -> list[int]:
     """The batch rows the finding names (all rows when it names none)."""
     d = f.detail
-    if f.kind == Kind.EQUIVALENCE and d.rule in ("batch_permuted", "batch_single"):
+    if f.kind == Kind.EQUIVALENCE and batch_rule(d.rule):
         return list(range(n))  # a batch rule's rows only mean something in their batch
     rows = d.rows if f.kind in (Kind.DEVIATION, Kind.EQUIVALENCE) else d.inputs if f.kind == Kind.INCONSISTENCY else None
     rows = sorted({int(r) for r in rows or [] if 0 <= int(r) < n})
