@@ -471,8 +471,16 @@ def test_a_batch_of_zero_rows_is_judged_on_its_shape_and_its_acceptance_and_pinn
                  (8, 8, 2))
     result = _executor_run("tensorflow,jax", conv, x, ["batch_empty"])
     got = [(f.backends, f.detail.reason, f.detail.layer, f.detail.shapes) for f in result.verdict.findings]
-    assert got == [(["tensorflow"], "shape", "conv", {"original": [0, 6, 6, 5], "rewrite": [0, 8, 8, 2]})], got
+    assert got == [(["tensorflow"], "shape", "conv", {"original": [0, 6, 6, 5], "rewrite": [0, 8, 8, 2],
+                                                     "input": [0, 8, 8, 2]})], got
     assert result.equivalence == {"batch_empty": "fail"}
+    # a later layer refusing what the convolution returned: pinned on the convolution, its shapes kept
+    norm = _spec([("conv", "Conv2D", {"filters": 5, "kernel_size": 3, "use_bias": False}),
+                  ("norm", "BatchNormalization", {})], (8, 8, 2))
+    result = _executor_run("tensorflow", norm, x, ["batch_empty"])
+    got = [(f.detail.reason, f.detail.layer, f.detail.shapes) for f in result.verdict.findings]
+    assert got == [("rejected", "conv", {"original": [0, 6, 6, 5], "rewrite": [0, 8, 8, 2], "input": [0, 8, 8, 2]})], \
+        [f.to_json() for f in result.verdict.findings]
     pool = _spec([("dense", "Dense", {"units": 3}), ("pool", "GlobalMaxPooling2D", {})], (8, 8, 2))
     result = _executor_run("torch,jax", pool, x, ["batch_empty"])
     got = [(f.backends, f.detail.reason, f.detail.phase, f.detail.layer) for f in result.verdict.findings]

@@ -1060,6 +1060,45 @@ def test_backends_refusing_the_equivalent_of_a_case_that_runs_are_one_root_count
     assert (root.known_id, root.signatures, root.cases) == ("keras-mha-window-mask-axis-1", 4, 2)
 
 
+def test_a_batch_rules_failures_are_one_root_per_backend_and_cause_whichever_layer_met_it():
+    """The batch of zero rows (``batch_empty``) runs the case's own model: a backend refusing it in
+    one set of words is one code path whichever layer reached it (Keras' torch ``max`` refusing
+    any tensor without elements, from GlobalMaxPooling1D to 3D), and a layer returning its input
+    as it came is one (TensorFlow's oneDNN convolutions, Conv1D to SeparableConv2D, the api-cpu
+    campaign, rng 3042: 66 new roots before, of about a dozen causes).  Other words, another
+    backend, or a layer computing another wrong shape stay apart."""
+    from audee.triage.signature import RETURNS_INPUT, case_signatures
+
+    def sig(b: str, api: str, **detail) -> object:
+        spec = {"layers": [{"name": "l", "api": api, "params": {}, "inputs": ["x0"]}]}
+        f = Finding(Kind.EQUIVALENCE, [b], {"rule": "batch_empty", "backend": b, "rewritten": ["l"], "layer": "l",
+                                            **detail}).to_json()
+        (s,) = case_signatures({"findings": [f]}, spec, {"api": api})
+        return s
+
+    refused = {"reason": "rejected", "phase": "run", "message": "ValueError: Cannot compute the max of an empty tensor."}
+    one = {root_key(sig("torch", api, **refused)) for api in ("GlobalMaxPooling1D", "GlobalMaxPooling3D")}
+    assert len(one) == 1
+    assert root_key(sig("tensorflow", "GlobalMaxPooling1D", **refused)) not in one
+    other = {**refused, "message": "RuntimeError: stack expects a non-empty TensorList"}
+    assert root_key(sig("torch", "RandomRotation", **other)) not in one
+
+    def shaped(api: str, rewrite: list[int], **more) -> object:
+        return sig("tensorflow", api, reason="shape", shapes={"original": [0, 6, 5], "rewrite": rewrite,
+                                                              "input": [0, 8, 2]}, **more)
+
+    conv1, sep = shaped("Conv1D", [0, 8, 2]), shaped("SeparableConv1D", [0, 8, 2])
+    assert RETURNS_INPUT in conv1.context and root_key(conv1) == root_key(sep)
+    # a later layer refusing what the convolution returned, pinned on the convolution: the same root
+    cascade = sig("tensorflow", "Conv1D", reason="rejected", phase="run",
+                  message="InvalidArgumentError: Incompatible shapes: [0,8,2] vs. [1,1,5]",
+                  shapes={"original": [0, 6, 5], "rewrite": [0, 8, 2], "input": [0, 8, 2]})
+    assert root_key(cascade) == root_key(conv1)
+    wrong = shaped("Conv1D", [0, 7, 5])
+    assert RETURNS_INPUT not in wrong.context and root_key(wrong) != root_key(conv1)
+    assert root_key(wrong) != root_key(shaped("DepthwiseConv1D", [0, 7, 5]))  # by its layer, as any rule
+
+
 def test_a_rule_failing_alike_on_every_backend_is_one_root_of_the_code_they_share():
     """MultiHeadAttention(attention_axes=[1], sliding_window=4) over an axis whose neighbour has
     length 1: the axis rule's equivalent, over axis 2 of the permuted inputs, builds its window

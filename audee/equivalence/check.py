@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from audee.cases.case import Finding, Kind, Outcome, TestCase
-from audee.equivalence.rules import Rewrite, Rule
+from audee.equivalence.rules import Rewrite, Rule, safe_shapes
 from audee.oracle.compute_dtype import layer_compute_dtype
 from audee.oracle.attribution import Alone, attribute, batch_of
 from audee.oracle.deviation import (FULL, Tolerance, Tolerances, compare, jump_order, pair_compute, perturbed,
@@ -119,6 +119,8 @@ def run_equivalence(ex: Any, case: TestCase, outcomes: dict[str, Outcome], rules
                             "fault, no finding): %s", rule.name, b, case.id, f.detail.message)
                 statuses[rule.name] = "harness"
                 continue
+            if f.detail.reason == "shape" and f.detail.layer and f.detail.shapes:
+                _with_input_shape(case, f.detail)
             if diagnose and f.detail.reason != "original_rejected":  # nothing of the original's to compare
                 try:
                     _diagnose(ex, case, rule, rw, inputs, b, f, kept)
@@ -300,6 +302,16 @@ def _pair(ex: Any, spec1: Any, w1: Any, rw1: Rewrite, feed: dict[str, np.ndarray
     return (a, b) if a.shape == b.shape else None
 
 
+def _with_input_shape(case: TestCase, d: Any) -> None:
+    """``shapes["input"]``: the shape of what the layer ``d.layer`` of a shape finding is fed
+    (the case's inferred shape, the rewrite's batch), so that a layer returning its input is
+    told from one computing another wrong shape; left out where it cannot be inferred."""
+    refs = case.spec.layer(d.layer).reads
+    shape = safe_shapes(case.spec).get(refs[0]) if len(refs) == 1 else None
+    if shape is not None and all(isinstance(x, int) for x in shape):
+        d.shapes = {**d.shapes, "input": [d.shapes["rewrite"][0], *shape]}
+
+
 def _pin_shape(ex: Any, case: TestCase, rw: Rewrite, inputs: dict[str, np.ndarray], backend: str,
                tag: str | None, f: Finding) -> None:
     """The first layer whose equivalent's output has another shape than its own past the batch
@@ -321,7 +333,10 @@ def _pin_shape(ex: Any, case: TestCase, rw: Rewrite, inputs: dict[str, np.ndarra
 
 
 def _pin_rejection(ex: Any, case: TestCase, rule: Rule, backend: str, tag: str | None, f: Finding) -> None:
-    """The first rewritten layer whose one-layer rewrite ``backend`` refuses as well (``layer``)."""
+    """The first rewritten layer whose one-layer rewrite ``backend`` refuses as well, or runs
+    into a shape off Keras' declaration (``layer``, and then ``shapes``: the refusal is a later
+    layer's complaint about it, TensorFlow's oneDNN convolution returning its input
+    unconvolved on a batch of zero rows and the next layer refusing the channels)."""
     d = f.detail
     orig = _kept(ex, backend, tag, [0])
     if orig is None:
@@ -343,6 +358,12 @@ def _pin_rejection(ex: Any, case: TestCase, rule: Rule, backend: str, tag: str |
             rw1.spec, rw1.weights, weights_key(rw1.weights), rw1.map_inputs(feed), labels=[backend]).get(backend)
         if not isinstance(got, dict):
             d.layer = name
+            return
+        off = (got.get("declared") or {}).get(name)
+        if off is not None and list(off[0][0])[1:] != list(off[1][0])[1:]:
+            d.layer = name
+            d.shapes = {"original": [len(rw1.rows(1)), *off[0][0][1:]], "rewrite": list(off[1][0]),
+                        "input": [len(rw1.rows(1)), *np.shape(feed[refs[0]])[1:]]}
             return
 
 

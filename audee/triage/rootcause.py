@@ -52,9 +52,10 @@ from typing import Iterable, Protocol
 from audee.backends.info import describe
 from audee.cases.case import MEMORY_CAP, Kind
 from audee.cases.kinds import CRASHES, root_family
+from audee.equivalence.rules import batch_rule
 from audee.oracle.pairs import in_contract, judged_side
 from audee.triage.signature import (FAILED_ALIKE, FLUSH_REPRODUCES, GRAPH_FAULT, KERAS, OLDER_LACKS_API, OUTSIDE,
-                                    REFUSED_BY, REJECTED_AS, REJECTED_BY, Signature, explicit_refusal,
+                                    REFUSED_BY, REJECTED_AS, REJECTED_BY, RETURNS_INPUT, Signature, explicit_refusal,
                                     invalid_graph_complaint, primary_api)
 from audee.triage import (FIXED_UPSTREAM, FOUND_BEFORE, KNOWN_UPSTREAM, NEW, Bug, CrashRoot, NumericRoot, RootCause,
                           RootKey)
@@ -212,8 +213,30 @@ def root_of(sig: Signature) -> RootKey:
         shared = _alike_component(sig)
         if shared is not None:  # the rule failing alike on several backends, none odd: their shared code's
             return NumericRoot(root_family(sig.kind), (), what, (), f"fails alike on {shared}")
+        rows_root = _batch_rule_root(sig)
+        if rows_root is not None:
+            return rows_root
     # the finding kind table's family: numeric, nan, or a family of its own
     return NumericRoot(root_family(sig.kind), sig.odd, what, () if sig.odd else sig.backends, source)
+
+
+def _batch_rule_root(sig: Signature) -> RootKey | None:
+    """The root of a batch rule's failure on its backend (:func:`audee.equivalence.rules.batch_rule`:
+    the case's own model on other rows, no layer changed), told by the backend's words or by a
+    layer returning its input, not by the layer that met it: one code path that every layer
+    reaching it shows (Keras' torch ``max`` refusing any tensor without elements, from
+    GlobalMaxPooling1D to 3D; TensorFlow's oneDNN convolutions returning their input, from
+    Conv1D to SeparableConv2D).  None for another rule, or a failure without either."""
+    rule = next((str(v) for p, v in sig.params if p == "rule"), None)
+    if not batch_rule(rule):
+        return None
+    odd = sig.odd or sig.backends  # the rule is judged on each backend alone: the one that failed it
+    if RETURNS_INPUT in sig.context:
+        return NumericRoot(root_family(sig.kind), odd, f"[{rule}]", (), "a layer returns its input as it came")
+    error = sig.error_full or sig.error
+    if error and _fact(sig, REJECTED_BY) is None:
+        return NumericRoot(root_family(sig.kind), odd, f"[{rule}]", (), f"refused as: {template(error)}")
+    return None
 
 
 def _refused_as(sig: Signature) -> str:

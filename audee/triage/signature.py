@@ -340,6 +340,10 @@ OUTVOTED_ON_FLOAT64 = "outvoted_on_float64:"
 #: ended, twice; ``NanPattern.lost``): its pairs went unjudged, so the finding's layer, class and odd
 #: backend rest on the other pairs alone, and a maintainer reads it as such
 DIAGNOSIS_LOST = "diagnosis_lost:"
+#: an equivalence shape finding whose layer computed the shape it was fed (``shapes["input"]``): a
+#: kernel returning its input as it came, whichever layer runs it (TensorFlow's oneDNN convolutions
+#: on a batch of zero rows, Conv1D to SeparableConv2D, one early return in one source file)
+RETURNS_INPUT = "returns_its_input"
 #: a NaN finding whose odd backends the oracle named against their references alone: every pair that
 #: stood was a compiled or converted backend and its reference (``odd_rule`` "judged against its
 #: reference ...", :func:`audee.oracle.pairs.odd_by_reference`), the independent frameworks' pairs cleared
@@ -1020,7 +1024,10 @@ def signatures_of(finding: Finding | dict[str, Any], spec: Any = None, meta: dic
         # Inf the case carries is its answer, as for a refusal across backends (RandAugment's Equalization
         # refusing one of the two draws on an input holding -inf: the api-cpu campaign, rng 3025)
         indexed = raw is not None and detail.phase in Phase.ON_VALUES and _value_indices(api)
-        context = [f"equivalence:{detail.reason}"] + (
+        shapes = detail.shapes or {}
+        returns = [RETURNS_INPUT] if shapes.get("input") and list(shapes["input"]) == list(shapes.get("rewrite") or []) \
+            else []
+        context = [f"equivalence:{detail.reason}"] + returns + (
             _input_context(meta, False, detail.rows) if detail.reason in ("values", "nonfinite") else
             _input_context(meta, False, values=True, crash=True) if indexed else [])
         return [sig(finding.kind, api, params, backends, layer, detail.phase if raw else None,
