@@ -18,8 +18,10 @@ from audee.store import ResultsTable
 from tests.helpers import run_audee
 
 AUDEE = [sys.executable, "-m", "audee"]
+# (no equivalent models: the batch of zero rows meets TensorFlow's oneDNN convolution returning its input,
+# findings row 128, in most variants; these tests are about one converter failure and the run's records)
 FUZZ = ["fuzz", "--seed", "lenet5", "--backends", "tensorflow,onnxruntime",
-        "--batch", "8", "--invalid-prob", "0.3", "--no-progress", "--operators", "redraw"]
+        "--batch", "8", "--invalid-prob", "0.3", "--no-progress", "--operators", "redraw", "--equivalence", "none"]
 KEYS = ("id", "status", "kinds", "mutations", "backends", "inconsistent_pairs")
 
 

@@ -116,7 +116,8 @@ def _gelu_seed(tmp_path: Path) -> list[str]:
 
 def test_a_known_signature_is_reported_as_known(tmp_path):
     out = tmp_path / "run"
-    fuzz = _gelu_seed(tmp_path)
+    # (no equivalent models: the batch of zero rows meets TensorFlow's oneDNN convolution, findings row 128)
+    fuzz = _gelu_seed(tmp_path) + ["--equivalence", "none"]
     first = run_audee(fuzz + ["--out", str(out)])  # in this process, on the suite's kept workers
     assert first.returncode == 0, first.stderr[-3000:]
     lines = first.stdout.splitlines()

@@ -29,13 +29,14 @@ import numpy as np
 
 from audee.apis.owned_layers import ACTIVATION_ALIASES, ACTIVATION_FORMULAS
 from audee.mutation.operators import MAX_UNROLL, ShapeError, infer_shapes
+from audee.oracle.equivalence import ROW_ORDERS
 from audee.cases.spec import InputSpec, LayerSpec, ModelSpec, Weights
 from audee.core.floats import is_float
 
 Shape = tuple[int, ...]
 
 #: the rows a batch rule runs, in order, for a batch of n (see :class:`Rewrite`)
-ORDERS = ("reversed", "first", "empty")
+ORDERS = tuple(dict.fromkeys(ROW_ORDERS.values()))
 
 
 @dataclass
@@ -1022,14 +1023,14 @@ class BatchPermutedRule(BatchRule):
     eagle = "15"
     where = ("every model whose layers compute within rows (no axis parameter reaching the batch axis): the batch "
              "run in reversed row order, each row's outputs compared with its own")
-    order = "reversed"
+    order = ROW_ORDERS[name]
 
 
 class BatchSingleRule(BatchRule):
     name = "batch_single"
     eagle = "15"
     where = "every model whose layers compute within rows: the first row of the batch run alone (a batch of one)"
-    order = "first"
+    order = ROW_ORDERS[name]
 
 
 class BatchEmptyRule(BatchRule):
@@ -1044,7 +1045,7 @@ class BatchEmptyRule(BatchRule):
     eagle = "15"
     where = ("every model whose layers compute within rows: the batch of zero rows, whose outputs must have zero "
              "rows and the original's other dimensions")
-    order = "empty"
+    order = ROW_ORDERS[name]
     acceptance_only = True  # no values: a random model's case is judged as any other
 
 
@@ -1054,12 +1055,6 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     DenseConvRule(), DenseEinsumRule(), ActivationRule(), BatchNormRule(), PadCropRule(), UnrollRule(),
     Float64Rule(), BatchPermutedRule(), BatchSingleRule(), BatchEmptyRule(), RoundTripKerasRule(), RoundTripConfigRule(),
     RoundTripJsonRule(), GoBackwardsRule(), FormulaRule(), AxisRule(), ImageChannelsRule())}
-
-
-def batch_rule(name: str | None) -> bool:
-    """Whether the rule ``name`` runs the case's own model on other rows (:attr:`Rewrite.order`):
-    its rows only mean something in their batch, so a finding of it is read on the whole batch."""
-    return getattr(RULES.get(str(name)), "order", None) is not None
 
 
 def rules_named(names: list[str] | tuple[str, ...]) -> list[Rule]:
@@ -1072,5 +1067,5 @@ def apply_rule(name: str, spec: ModelSpec, weights: Weights) -> Rewrite | None:
     return RULES[name].apply(spec, weights)
 
 
-__all__ = ["Context", "LayerRule", "ORDERS", "RULES", "Rewrite", "Rule", "apply_rule", "batch_rule", "rules_named",
+__all__ = ["Context", "LayerRule", "ORDERS", "RULES", "Rewrite", "Rule", "apply_rule", "rules_named",
            "safe_shapes", "same_padding"]

@@ -11,7 +11,7 @@ from audee.backends.pool import Pool
 from audee.backends.registry import BackendRef
 from audee.cases.case import Kind
 from audee.engine.execute import Executor
-from audee.equivalence.rules import batch_rule
+from audee.oracle.equivalence import batch_rule
 from audee.levels import level_of
 from audee.records.localization import RateRow, Round
 from audee.reference.run import Reference

@@ -46,6 +46,10 @@ from audee.oracle.deviation import FULL, Tolerances, compare
 from audee.oracle.nan import compare_codes, has_nonfinite, overflow_scale
 from audee.records.findings import EquivalenceDetail
 
+#: the rules that run the case's own model on other rows, and the rows they run (reversed, the first
+#: alone, none; :attr:`audee.equivalence.rules.Rewrite.order`): a finding of one is read on the whole
+#: batch, and its failure is its backend's code path whichever layer met it (audee.triage.rootcause)
+ROW_ORDERS = {"batch_permuted": "reversed", "batch_single": "first", "batch_empty": "empty"}
 TENSORS = ("logits", "output")
 REASONS = ("values", "nonfinite", "shape", "rejected", "crashed", "original_rejected")
 #: why a difference is no failure (``equivalence_accumulated``'s ``cleared``)
@@ -144,6 +148,11 @@ def judge_rewrite(rule: str, original: Outcome, rewritten: Outcome, rows: list[i
             return Finding(Kind.EQUIVALENCE, [backend], EquivalenceDetail(**base, reason="values", tensor=tensor,
                                                                           **got))
     return None
+
+
+def batch_rule(name: str | None) -> bool:
+    """Whether the rule ``name`` runs the case's own model on other rows (:data:`ROW_ORDERS`)."""
+    return str(name) in ROW_ORDERS
 
 
 def _off_declaration(original: Any, rewritten: Any, layer_map: Mapping[str, str]

@@ -35,7 +35,7 @@ from audee import __version__
 from audee.backends.info import describe
 from audee.cases.case import Finding, Kind, TestCase
 from audee.core.errors import AudeeError
-from audee.equivalence.rules import batch_rule
+from audee.oracle.equivalence import batch_rule
 from audee.cases.kinds import BY_NAME, CRASHES, PAIRWISE
 from audee.levels import level_of
 from audee.oracle.declared import shape_text

@@ -52,7 +52,7 @@ from typing import Iterable, Protocol
 from audee.backends.info import describe
 from audee.cases.case import MEMORY_CAP, Kind
 from audee.cases.kinds import CRASHES, root_family
-from audee.equivalence.rules import batch_rule
+from audee.oracle.equivalence import batch_rule
 from audee.oracle.pairs import in_contract, judged_side
 from audee.triage.signature import (FAILED_ALIKE, FLUSH_REPRODUCES, GRAPH_FAULT, KERAS, OLDER_LACKS_API, OUTSIDE,
                                     REFUSED_BY, REJECTED_AS, REJECTED_BY, RETURNS_INPUT, Signature, explicit_refusal,
