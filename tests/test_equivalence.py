@@ -743,6 +743,29 @@ def test_repro_scripts_build_the_new_rules_equivalent_models(tmp_path):
         assert whole.returncode == 1 and "NOT REPRODUCED" in whole.stdout, (rule, whole.stdout[-1500:])
 
 
+def test_a_repro_script_of_the_batch_of_zero_rows_compares_the_layer_whose_shape_changed(tmp_path):
+    """TensorFlow's oneDNN convolution returns its input on a batch of zero rows, and the Dense after it
+    computes the declared shape again: the script compares the convolution (the finding's layer), whose
+    shapes differ, and exits 0; on the output alone it would find two empty arrays alike."""
+    from audee.repro import write_repro
+    from audee.store.caserecord import CaseRecord
+
+    spec = _spec([("conv", "Conv2D", {"filters": 5, "kernel_size": 3, "use_bias": False}),
+                  ("dense", "Dense", {"units": 3})], (8, 8, 2))
+    (tmp_path / "spec.json").write_text(json.dumps(spec.to_json()))
+    out = tmp_path / "run"
+    got = _cli("fuzz", "--seed", str(tmp_path / "spec.json"), "--backends", "tensorflow", "--equivalence",
+               "batch_empty", "--variants", "0", "--batch", "4", "--out", str(out), "--no-progress")
+    assert got.returncode == 0, got.stderr
+    row = json.loads((out / "results.jsonl").read_text().splitlines()[-1])
+    record = CaseRecord.from_file(out / row["case_file"])
+    script = write_repro(record, tmp_path / "eq", "eq", model="variant").script
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+                         env={"PATH": "/usr/bin:/bin"})
+    assert ran.returncode == 0, ran.stdout[-1500:] + ran.stderr[-1500:]
+    assert "conv: shapes differ: model (0, 6, 6, 5), equivalent (0, 8, 8, 2)" in ran.stdout, ran.stdout[-1500:]
+
+
 def test_a_rule_feeds_a_layer_its_input_in_the_dtype_it_came_in():
     """Keras' GroupNormalization and LayerNormalization never cast their input (``autocast``
     False): under a float16 policy they normalize a float32 input in float32.  The axis rule's

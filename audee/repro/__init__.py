@@ -177,6 +177,8 @@ def failing_rows(f: Finding, n: int) -> list[int]:
 def _compare_layer(spec: ModelSpec, f: Finding, one_layer: str | None) -> str:
     if one_layer is not None:
         return one_layer
+    if f.kind == Kind.EQUIVALENCE and f.detail.reason == "shape" and f.detail.layer in spec.layer_names():
+        return f.detail.layer  # the layer whose shape the equivalent changed (the next may hide it)
     if f.kind in (Kind.DEVIATION, Kind.EQUIVALENCE):  # the tensor the whole-model check found out of tolerance
         return spec.output if f.detail.tensor == "output" else spec.logits_layer
     if f.kind == Kind.DECLARED_OUTPUT and f.detail.layer in spec.layer_names():  # the layer unlike its declaration
