@@ -333,8 +333,8 @@ def _pin_shape(ex: Any, case: TestCase, rw: Rewrite, inputs: dict[str, np.ndarra
 
 
 def _pin_rejection(ex: Any, case: TestCase, rule: Rule, backend: str, tag: str | None, f: Finding) -> None:
-    """The first rewritten layer whose one-layer rewrite ``backend`` refuses as well, or runs
-    into a shape off Keras' declaration (``layer``, and then ``shapes``: the refusal is a later
+    """The first rewritten layer whose one-layer rewrite ``backend`` refuses as well where the
+    layer alone runs its feed, or runs into a shape off Keras' declaration (``layer``, and then ``shapes``: the refusal is a later
     layer's complaint about it, TensorFlow's oneDNN convolution returning its input
     unconvolved on a batch of zero rows and the next layer refusing the channels)."""
     d = f.detail
@@ -353,6 +353,8 @@ def _pin_rejection(ex: Any, case: TestCase, rule: Rule, backend: str, tag: str |
         rw1 = rule.apply(spec1, w1)
         if rw1 is None:
             continue
+        if not isinstance(ex.pool_run(spec1, w1, weights_key(w1), feed, labels=[backend]).get(backend), dict):
+            continue  # the layer alone does not run its own feed: no evidence about the rewrite
         built = ex.build(rw1.spec).get(backend)
         got = built if not isinstance(built, dict) else ex.pool_run(
             rw1.spec, rw1.weights, weights_key(rw1.weights), rw1.map_inputs(feed), labels=[backend]).get(backend)
