@@ -88,7 +88,7 @@ def test_a_changed_spec_or_batch_is_never_answered_from_the_cache(pool):
 
 def test_results_rows_carry_phase_timings(pool, tmp_path):
     """A real API-level run: every backend's phases in every row, the phases a backend goes
-    through present and positive, the summary's per-backend table over the same rows."""
+    through present (the ones that take time positive), the summary's per-backend table over the same rows."""
     out = tmp_path / "run"
     cfg = FuzzConfig(pool_refs(pool), out, variants=3, rng=0, batch=4)
     fuzz_apis(["Dense"], cfg, pool=pool)
@@ -103,7 +103,8 @@ def test_results_rows_carry_phase_timings(pool, tmp_path):
             ph = phases[label]
             assert set(ph) <= {"build", "convert", "weights", "compile", "run"}, ph
             assert all(np.isfinite(s) and s >= 0 for s in ph.values()), ph
-            assert ph["weights"] > 0 and ph["run"] > 0, (label, ph)
+            # rows keep 0.1 ms: setting a tiny Dense's weights may round to 0.0, but it is charged
+            assert "weights" in ph and ph["run"] > 0, (label, ph)
             if label.startswith("onnxruntime"):
                 assert ph["convert"] > 0 and ph["compile"] > 0, (label, ph)
             if label.startswith("jax"):
